@@ -1,0 +1,157 @@
+"""One client connection: length-prefixed framing, in-order request processing, response writing.
+
+Requests on one connection are handled one at a time, in arrival order, like Kafka's
+muted-channel model: a fetch that waits for data delays the requests queued behind it on the
+same connection only, never other connections. Frames keep arriving while a request is being
+handled; reading pauses when too many bytes are queued.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+from collections import deque
+from typing import TYPE_CHECKING
+
+from ..protocol.errors import DecodeError
+from ..protocol.primitives import ExternalRecords
+from .dispatch import ConnectionClosed, RequestContext, handle_frame
+
+if TYPE_CHECKING:
+    from .broker import Broker
+
+log = logging.getLogger(__name__)
+
+_SIZE = struct.Struct(">i")
+# Stop reading from a client whose unprocessed requests exceed this many bytes.
+_MAX_QUEUED_BYTES = 64 * 1024 * 1024
+
+
+class KafkaConnection(asyncio.Protocol):
+    """asyncio protocol for one client socket."""
+
+    def __init__(self, broker: Broker):
+        self.broker = broker
+        self.transport: asyncio.Transport | None = None
+        self.peer = "?"
+        self._buf = bytearray()
+        self._frames: deque[bytes] = deque()
+        self._queued_bytes = 0
+        self._worker: asyncio.Task | None = None
+        self._reading_paused = False
+        self._closed = False
+        self._drain_waiter: asyncio.Future | None = None
+        self._write_paused = False
+        self._max_request = broker.config.get("socket.request.max.bytes")
+
+    # -- asyncio.Protocol ---------------------------------------------------------------
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        self.transport = transport
+        peer = transport.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+        self.broker.connections.add(self)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closed = True
+        self.broker.connections.discard(self)
+        if self._drain_waiter is not None and not self._drain_waiter.done():
+            self._drain_waiter.set_result(None)
+
+    def pause_writing(self) -> None:
+        self._write_paused = True
+
+    def resume_writing(self) -> None:
+        self._write_paused = False
+        if self._drain_waiter is not None and not self._drain_waiter.done():
+            self._drain_waiter.set_result(None)
+
+    def data_received(self, data: bytes) -> None:
+        buf = self._buf
+        buf += data
+        pos = 0
+        end = len(buf)
+        while end - pos >= 4:
+            (size,) = _SIZE.unpack_from(buf, pos)
+            if size < 0 or size > self._max_request:
+                log.warning("closing connection from %s: request size %d outside 0..%d "
+                            "(socket.request.max.bytes)", self.peer, size, self._max_request)
+                self.close()
+                return
+            if end - pos - 4 < size:
+                break
+            frame = bytes(buf[pos + 4 : pos + 4 + size])
+            pos += 4 + size
+            self._frames.append(frame)
+            self._queued_bytes += size
+        if pos:
+            del buf[:pos]
+        if self._frames and self._worker is None:
+            self._worker = asyncio.get_running_loop().create_task(self._process())
+        if self._queued_bytes > _MAX_QUEUED_BYTES and not self._reading_paused:
+            self._reading_paused = True
+            self.transport.pause_reading()
+
+    def eof_received(self) -> bool:
+        # Finish queued requests, then close; the worker closes when done.
+        if self._worker is None:
+            self.close()
+        return True
+
+    # -- processing ---------------------------------------------------------------------
+    async def _process(self) -> None:
+        try:
+            while self._frames and not self._closed:
+                frame = self._frames.popleft()
+                self._queued_bytes -= len(frame)
+                if self._reading_paused and self._queued_bytes < _MAX_QUEUED_BYTES // 2:
+                    self._reading_paused = False
+                    self.transport.resume_reading()
+                ctx = RequestContext(self.broker, self)
+                try:
+                    parts = await handle_frame(ctx, frame)
+                except DecodeError as exc:
+                    log.warning("closing connection from %s: malformed request: %s", self.peer, exc)
+                    self.close()
+                    return
+                except ConnectionClosed as exc:
+                    if str(exc):
+                        log.warning("closing connection from %s: %s", self.peer, exc)
+                    self.close()
+                    return
+                except Exception:
+                    log.exception("closing connection from %s: unexpected error handling request",
+                                  self.peer)
+                    self.close()
+                    return
+                if parts is not None and not self._closed:
+                    await self._write(parts)
+            if self.transport is not None and self.transport.is_closing() is False \
+                    and getattr(self.transport, "_eof", False):
+                self.close()
+        finally:
+            self._worker = None
+            if self._frames and not self._closed:
+                self._worker = asyncio.get_running_loop().create_task(self._process())
+
+    async def _write(self, parts: list) -> None:
+        transport = self.transport
+        total = 0
+        for part in parts:
+            total += len(part)
+        transport.write(_SIZE.pack(total))
+        for part in parts:
+            if isinstance(part, ExternalRecords):
+                transport.write(part.tobytes())
+            else:
+                transport.write(part)
+        if self._write_paused and not self._closed:
+            self._drain_waiter = asyncio.get_running_loop().create_future()
+            await self._drain_waiter
+            self._drain_waiter = None
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            if self.transport is not None:
+                self.transport.close()
+

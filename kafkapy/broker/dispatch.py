@@ -1,0 +1,85 @@
+"""Request routing: header decode, version check, body decode, handler call, response encode.
+
+Every handler has the same shape: `async def handle_x(ctx, request) -> response | None`,
+registered with `@handles(XRequest)`. Version negotiation, decode errors and response
+framing live here, once, not in the handlers.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
+
+from ..protocol.headers import RequestHeader, decode_request_header, encode_response_header
+from ..protocol.messages import REQUEST_TYPES
+
+if TYPE_CHECKING:
+    from .broker import Broker
+    from .connection import KafkaConnection
+
+log = logging.getLogger(__name__)
+
+API_VERSIONS_KEY = 18
+
+Handler = Callable[["RequestContext", Any], Awaitable[Any]]
+HANDLERS: dict[int, Handler] = {}
+
+
+class ConnectionClosed(Exception):
+    """Raised to close the client connection; the message is logged once."""
+
+
+@dataclass(slots=True)
+class RequestContext:
+    """What a handler knows about the request besides its body."""
+
+    broker: Broker
+    connection: KafkaConnection | None
+    header: RequestHeader | None = None
+
+    @property
+    def api_version(self) -> int:
+        return self.header.api_version
+
+    @property
+    def client_id(self) -> str | None:
+        return self.header.client_id
+
+    @property
+    def peer(self) -> str:
+        return self.connection.peer if self.connection is not None else "-"
+
+
+def handles(request_cls: type) -> Callable[[Handler], Handler]:
+    """Register the decorated coroutine as the handler of `request_cls`'s api key."""
+
+    def register(fn: Handler) -> Handler:
+        HANDLERS[request_cls.API_KEY] = fn
+        return fn
+
+    return register
+
+
+async def handle_frame(ctx: RequestContext, frame: bytes) -> list | None:
+    """Handle one request frame; returns the response as buffers, or None for no response."""
+    header, pos = decode_request_header(frame)
+    ctx.header = header
+    key = header.api_key
+    version = header.api_version
+    versions = ctx.broker.advertised_versions.get(key)
+    if versions is None:
+        raise ConnectionClosed(f"unsupported api key {key} (client {header.client_id!r})")
+    if not versions[0] <= version <= versions[1]:
+        if key == API_VERSIONS_KEY:
+            from .handlers.api_versions import unsupported_version_response
+
+            response = unsupported_version_response(ctx.broker)
+            return [encode_response_header(header.correlation_id, key, 0)] + response.encode_parts(0)
+        raise ConnectionClosed(
+            f"unsupported version {version} of api key {key} (supported {versions[0]}-{versions[1]},"
+            f" client {header.client_id!r})")
+    request = REQUEST_TYPES[key].decode(frame, version, pos)
+    response = await HANDLERS[key](ctx, request)
+    if response is None:
+        return None
+    return [encode_response_header(header.correlation_id, key, version)] + response.encode_parts(version)
