@@ -1,0 +1,21 @@
+"""ApiVersions: which APIs and versions this broker serves (KIP-511 fallback for unknown versions)."""
+from __future__ import annotations
+
+from ...protocol.errors import ErrorCode
+from ...protocol.messages import ApiVersionsRequest, ApiVersionsResponse
+from ..dispatch import RequestContext, handles
+
+
+def _api_keys(broker) -> list:
+    return [ApiVersionsResponse.ApiVersion(api_key=key, min_version=lo, max_version=hi)
+            for key, (lo, hi) in sorted(broker.advertised_versions.items())]
+
+
+def unsupported_version_response(broker) -> ApiVersionsResponse:
+    """The v0-layout answer to an ApiVersions version this broker does not know."""
+    return ApiVersionsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=_api_keys(broker))
+
+
+@handles(ApiVersionsRequest)
+async def handle_api_versions(ctx: RequestContext, request: ApiVersionsRequest) -> ApiVersionsResponse:
+    return ApiVersionsResponse(error_code=0, api_keys=_api_keys(ctx.broker))

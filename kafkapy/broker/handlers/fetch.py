@@ -1,0 +1,188 @@
+"""Fetch: serve whole batches as segment-file slices, long-poll for min_bytes, KIP-227 sessions.
+
+Records are never decoded: each partition's answer is a FileSlice the connection writes
+straight from the segment file.
+"""
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass
+
+from ...protocol.errors import ErrorCode, KafkaError
+from ...protocol.messages import FetchRequest, FetchResponse
+from ..dispatch import RequestContext, handles
+from ..fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, SessionPartition
+
+PartitionData = FetchResponse.PartitionData
+_NULL_UUID = uuid.UUID(int=0)
+READ_COMMITTED = 1
+
+
+@dataclass(slots=True)
+class _Wanted:
+    topic: str | None
+    topic_id: uuid.UUID
+    partition: int
+    fetch_offset: int
+    max_bytes: int
+    current_leader_epoch: int = -1
+
+
+def _requested(broker, request: FetchRequest, version: int) -> tuple[list[_Wanted], list]:
+    """The partitions named in the request, with topic names resolved from ids (v13+)."""
+    wanted = []
+    for topic in request.topics:
+        if version >= 13:
+            meta = broker.partitions.topic_by_id(topic.topic_id)
+            name = meta.name if meta is not None else None
+            topic_id = topic.topic_id
+        else:
+            name = topic.topic
+            meta = broker.partitions.topic(name)
+            topic_id = meta.topic_id if meta is not None else _NULL_UUID
+        for p in topic.partitions:
+            wanted.append(_Wanted(name, topic_id, p.partition, p.fetch_offset, p.partition_max_bytes,
+                                  p.current_leader_epoch))
+    forgotten = []
+    for topic in request.forgotten_topics_data:
+        if version >= 13:
+            meta = broker.partitions.topic_by_id(topic.topic_id)
+            name = meta.name if meta is not None else None
+        else:
+            name = topic.topic
+        forgotten.extend((name, p) for p in topic.partitions)
+    return wanted, forgotten
+
+
+def _read_partition(broker, want: _Wanted, max_bytes: int, min_one: bool, isolation_level: int,
+                    version: int) -> PartitionData:
+    if want.topic is None:
+        code = ErrorCode.UNKNOWN_TOPIC_ID if version >= 13 else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        return PartitionData(partition_index=want.partition, error_code=code, high_watermark=-1,
+                             records=b"")
+    plog = broker.partitions.get_log(want.topic, want.partition)
+    if plog is None:
+        return PartitionData(partition_index=want.partition, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                             high_watermark=-1, records=b"")
+    hw = plog.high_watermark
+    log_start = plog.log_start_offset
+    data = PartitionData(partition_index=want.partition, error_code=0, high_watermark=hw,
+                         last_stable_offset=hw, log_start_offset=log_start, records=b"")
+    if isolation_level == READ_COMMITTED:
+        data.aborted_transactions = []
+    else:
+        data.aborted_transactions = None
+    leader_epoch = broker.partitions.leader_epoch(want.topic, want.partition)
+    if want.current_leader_epoch >= 0 and want.current_leader_epoch != leader_epoch:
+        data.error_code = (ErrorCode.FENCED_LEADER_EPOCH if want.current_leader_epoch < leader_epoch
+                           else ErrorCode.UNKNOWN_LEADER_EPOCH)
+        return data
+    try:
+        result = plog.read(want.fetch_offset, max_bytes, max_offset=hw, min_one_batch=min_one)
+    except KafkaError as exc:
+        data.error_code = exc.code
+        return data
+    data.records = result.records
+    return data
+
+
+@handles(FetchRequest)
+async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
+    broker = ctx.broker
+    version = ctx.api_version
+    wanted, forgotten = _requested(broker, request, version)
+    cache = broker.fetch_sessions
+    session = None
+    session_id = request.session_id if version >= 7 else 0
+    epoch = request.session_epoch if version >= 7 else FINAL_EPOCH
+    if session_id == 0:
+        if epoch == INITIAL_EPOCH:
+            session = cache.new_session()
+        elif epoch != FINAL_EPOCH:
+            return FetchResponse(error_code=ErrorCode.INVALID_FETCH_SESSION_EPOCH, session_id=0, responses=[])
+    elif epoch == FINAL_EPOCH:
+        cache.remove(session_id)
+    else:
+        try:
+            session = cache.get(session_id, epoch)
+        except KafkaError as exc:
+            return FetchResponse(error_code=exc.code, session_id=0, responses=[])
+    full = session is None or session_id == 0
+    if session is not None:
+        if full:
+            session.partitions.clear()
+        for key in forgotten:
+            session.partitions.pop(key, None)
+        for want in wanted:
+            key = (want.topic, want.partition)
+            state = session.partitions.get(key)
+            if state is None:
+                session.partitions[key] = SessionPartition(want.fetch_offset, want.max_bytes)
+            else:
+                state.fetch_offset = want.fetch_offset
+                state.max_bytes = want.max_bytes
+        if not full:
+            by_key = {(w.topic, w.partition): w for w in wanted}
+            wanted = []
+            for key, state in session.partitions.items():
+                want = by_key.get(key)
+                if want is None:
+                    meta = broker.partitions.topic(key[0]) if key[0] is not None else None
+                    want = _Wanted(key[0], meta.topic_id if meta is not None else _NULL_UUID, key[1],
+                                   state.fetch_offset, state.max_bytes)
+                wanted.append(want)
+        session.epoch += 1
+
+    deadline = time.monotonic() + max(request.max_wait_ms, 0) / 1000
+    min_bytes = request.min_bytes
+    max_total = request.max_bytes if version >= 3 else 0x7FFFFFFF
+    isolation = request.isolation_level if version >= 4 else 0
+    keys = [(w.topic, w.partition) for w in wanted]
+    while True:
+        remaining = max_total
+        results = []
+        total = 0
+        errors = False
+        for want in wanted:
+            limit = min(want.max_bytes, remaining)
+            data = _read_partition(broker, want, limit, total == 0, isolation, version)
+            size = len(data.records) if data.records is not None else 0
+            total += size
+            remaining = max(remaining - size, 0)
+            errors = errors or data.error_code != 0
+            results.append((want, data))
+        timeout = deadline - time.monotonic()
+        if total >= min_bytes or errors or timeout <= 0 or not wanted:
+            break
+        await broker.purgatory.wait_any(keys, timeout)
+
+    responses: list = []
+    by_topic: dict = {}
+    for want, data in results:
+        if session is not None and not full:
+            state = session.partitions.get((want.topic, want.partition))
+            if state is not None:
+                unchanged = (data.error_code == 0 and not data.records
+                             and data.high_watermark == state.sent_high_watermark
+                             and data.log_start_offset == state.sent_log_start_offset)
+                state.sent_high_watermark = data.high_watermark
+                state.sent_log_start_offset = data.log_start_offset
+                if unchanged:
+                    continue
+        elif session is not None:
+            state = session.partitions.get((want.topic, want.partition))
+            if state is not None:
+                state.sent_high_watermark = data.high_watermark
+                state.sent_log_start_offset = data.log_start_offset
+        key = want.topic_id if version >= 13 else want.topic
+        topic_resp = by_topic.get(key)
+        if topic_resp is None:
+            topic_resp = FetchResponse.FetchableTopicResponse(topic=want.topic or "", topic_id=want.topic_id,
+                                                              partitions=[])
+            by_topic[key] = topic_resp
+            responses.append(topic_resp)
+        topic_resp.partitions.append(data)
+    return FetchResponse(throttle_time_ms=0, error_code=0,
+                         session_id=session.session_id if session is not None else 0,
+                         responses=responses)

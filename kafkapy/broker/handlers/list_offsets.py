@@ -1,0 +1,57 @@
+"""ListOffsets: earliest, latest, by timestamp and max-timestamp offsets of partitions."""
+from __future__ import annotations
+
+from ...protocol.errors import ErrorCode
+from ...protocol.messages import ListOffsetsRequest, ListOffsetsResponse
+from ..dispatch import RequestContext, handles
+
+LATEST = -1
+EARLIEST = -2
+MAX_TIMESTAMP = -3
+EARLIEST_LOCAL = -4
+LATEST_TIERED = -5
+
+PartitionResponse = ListOffsetsResponse.ListOffsetsPartitionResponse
+
+
+def _lookup(broker, topic: str, p, version: int, isolation_level: int) -> PartitionResponse:
+    index = p.partition_index
+    plog = broker.partitions.get_log(topic, index)
+    if plog is None:
+        return PartitionResponse(partition_index=index, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    epoch = broker.partitions.leader_epoch(topic, index)
+    if p.current_leader_epoch >= 0 and p.current_leader_epoch != epoch:
+        code = ErrorCode.FENCED_LEADER_EPOCH if p.current_leader_epoch < epoch else ErrorCode.UNKNOWN_LEADER_EPOCH
+        return PartitionResponse(partition_index=index, error_code=code)
+    ts = p.timestamp
+    if ts == LATEST:
+        offset, found_ts = plog.high_watermark, -1
+    elif ts in (EARLIEST, EARLIEST_LOCAL):
+        offset, found_ts = plog.log_start_offset, -1
+    elif ts == LATEST_TIERED:
+        offset, found_ts = -1, -1
+    elif ts == MAX_TIMESTAMP:
+        found = plog.max_timestamp_offset()
+        offset, found_ts = found if found is not None else (-1, -1)
+    elif ts < 0:
+        return PartitionResponse(partition_index=index, error_code=ErrorCode.INVALID_REQUEST)
+    else:
+        found = plog.offset_for_timestamp(ts)
+        offset, found_ts = found if found is not None else (-1, -1)
+    if version == 0:
+        offsets = [offset] if offset >= 0 else []
+        return PartitionResponse(partition_index=index, error_code=0, old_style_offsets=offsets)
+    return PartitionResponse(partition_index=index, error_code=0, timestamp=found_ts, offset=offset,
+                             leader_epoch=epoch if offset >= 0 else -1)
+
+
+@handles(ListOffsetsRequest)
+async def handle_list_offsets(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
+    broker = ctx.broker
+    version = ctx.api_version
+    isolation = request.isolation_level if version >= 2 else 0
+    topics = []
+    for topic in request.topics:
+        partitions = [_lookup(broker, topic.name, p, version, isolation) for p in topic.partitions]
+        topics.append(ListOffsetsResponse.ListOffsetsTopicResponse(name=topic.name, partitions=partitions))
+    return ListOffsetsResponse(throttle_time_ms=0, topics=topics)

@@ -1,0 +1,73 @@
+"""Metadata: brokers, controller, topics and partition leadership; auto-creates topics."""
+from __future__ import annotations
+
+import uuid
+
+from ...protocol.errors import ErrorCode, KafkaError
+from ...protocol.messages import MetadataRequest, MetadataResponse
+from ..dispatch import RequestContext, handles
+
+_NULL_UUID = uuid.UUID(int=0)
+# Every topic operation bit (READ..ALTER_CONFIGS etc.): there is no authorizer, so all are allowed.
+ALL_TOPIC_OPERATIONS = 0b0000_1101_1111_1000
+
+
+def topic_response(broker, meta, version: int) -> MetadataResponse.MetadataResponseTopic:
+    """One topic's metadata entry."""
+    partitions = [
+        MetadataResponse.MetadataResponsePartition(
+            error_code=0, partition_index=index, leader_id=p.leader, leader_epoch=p.leader_epoch,
+            replica_nodes=list(p.replicas), isr_nodes=list(p.isr), offline_replicas=[])
+        for index, p in enumerate(meta.partitions)
+    ]
+    return MetadataResponse.MetadataResponseTopic(
+        error_code=0, name=meta.name, topic_id=meta.topic_id, is_internal=meta.internal,
+        partitions=partitions)
+
+
+def broker_entries(broker) -> list:
+    return [MetadataResponse.MetadataResponseBroker(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
+            for b in broker.metadata.list_brokers()]
+
+
+@handles(MetadataRequest)
+async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
+    broker = ctx.broker
+    version = ctx.api_version
+    partitions = broker.partitions
+    all_topics = request.topics is None or (version == 0 and not request.topics)
+    allow_auto_create = request.allow_auto_topic_creation if version >= 4 else True
+    topics = []
+    if all_topics:
+        for meta in partitions.topics():
+            topics.append(topic_response(broker, meta, version))
+    else:
+        for wanted in request.topics:
+            name = wanted.name
+            if name is None:
+                meta = partitions.topic_by_id(wanted.topic_id)
+                if meta is None:
+                    topics.append(MetadataResponse.MetadataResponseTopic(
+                        error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=wanted.topic_id))
+                    continue
+            else:
+                meta = partitions.topic(name)
+                if meta is None and allow_auto_create:
+                    try:
+                        meta = partitions.auto_create(name)
+                    except KafkaError as exc:
+                        topics.append(MetadataResponse.MetadataResponseTopic(
+                            error_code=exc.code, name=name, topic_id=_NULL_UUID))
+                        continue
+                if meta is None:
+                    topics.append(MetadataResponse.MetadataResponseTopic(
+                        error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, topic_id=_NULL_UUID))
+                    continue
+            topics.append(topic_response(broker, meta, version))
+    if request.include_topic_authorized_operations:
+        for topic in topics:
+            if topic.error_code == 0:
+                topic.topic_authorized_operations = ALL_TOPIC_OPERATIONS
+    return MetadataResponse(
+        throttle_time_ms=0, brokers=broker_entries(broker), cluster_id=broker.cluster_id,
+        controller_id=broker.metadata.controller_id(), topics=topics)

@@ -1,0 +1,121 @@
+"""The partitions this broker hosts: topic lookups and the partition logs behind them.
+
+Topic metadata lives in the controller's store; this keeps the local logs in step with it
+(creating logs for new partitions, deleting logs of deleted topics, applying config changes).
+"""
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from ..log.config import LogConfig
+from ..protocol.errors import ErrorCode, KafkaError
+
+if TYPE_CHECKING:
+    from ..log.partition_log import PartitionLog
+    from .broker import Broker
+
+log = logging.getLogger(__name__)
+
+
+class PartitionManager:
+    """Partition logs by (topic, partition), created and removed as topic metadata changes."""
+
+    def __init__(self, broker: Broker):
+        self.broker = broker
+        self._logs: dict[tuple[str, int], PartitionLog] = {}
+
+    # -- lookups ------------------------------------------------------------------------
+    def get_log(self, topic: str, partition: int) -> PartitionLog | None:
+        return self._logs.get((topic, partition))
+
+    def leader_epoch(self, topic: str, partition: int) -> int:
+        meta = self.broker.metadata.get_topic(topic)
+        if meta is None or partition >= len(meta.partitions):
+            return -1
+        return meta.partitions[partition].leader_epoch
+
+    def topic(self, name: str):
+        return self.broker.metadata.get_topic(name)
+
+    def topic_by_id(self, topic_id):
+        return self.broker.metadata.topic_by_id(topic_id)
+
+    def topics(self) -> list:
+        return self.broker.metadata.list_topics()
+
+    def log_config(self, topic: str) -> LogConfig:
+        from .config import effective_topic_properties
+
+        meta = self.broker.metadata.get_topic(topic)
+        overrides = meta.configs if meta is not None else {}
+        return LogConfig.from_properties(effective_topic_properties(overrides, self.broker.config))
+
+    # -- changes ------------------------------------------------------------------------
+    def sync_with_metadata(self) -> None:
+        """Open or create a log for every partition in the metadata; drop logs of unknown topics."""
+        known = set()
+        for meta in self.broker.metadata.list_topics():
+            config = self.log_config(meta.name)
+            for partition in range(len(meta.partitions)):
+                known.add((meta.name, partition))
+                if (meta.name, partition) not in self._logs:
+                    self._logs[(meta.name, partition)] = self.broker.logs.create(meta.name, partition, config)
+        for key, plog in list(self.broker.logs.all_logs().items()):
+            if key not in known:
+                log.warning("deleting log %s-%d: its topic is not in the metadata", key[0], key[1])
+                self.broker.logs.delete(*key)
+                self._logs.pop(key, None)
+
+    def create_topic(self, name: str, num_partitions: int = -1, replication_factor: int = -1,
+                     assignments: dict[int, list[int]] | None = None, configs: dict[str, str] | None = None,
+                     validate_only: bool = False, internal: bool = False):
+        """Create a topic in the metadata store and its partition logs; returns its metadata."""
+        if num_partitions == -1 and not assignments:
+            num_partitions = self.broker.config.get("num.partitions")
+        if replication_factor == -1 and not assignments:
+            replication_factor = self.broker.config.get("default.replication.factor")
+        meta = self.broker.metadata.create_topic(
+            name, num_partitions, replication_factor, assignments=assignments, configs=configs or {},
+            internal=internal, validate_only=validate_only)
+        if not validate_only:
+            config = self.log_config(name)
+            for partition in range(len(meta.partitions)):
+                self._logs[(name, partition)] = self.broker.logs.create(name, partition, config)
+            log.info("created topic %s with %d partitions", name, len(meta.partitions))
+        return meta
+
+    def auto_create(self, name: str):
+        """Create `name` with broker defaults if auto.create.topics.enable; None when not allowed."""
+        if not self.broker.config.get("auto.create.topics.enable"):
+            return None
+        try:
+            return self.create_topic(name)
+        except KafkaError as exc:
+            if exc.code == ErrorCode.TOPIC_ALREADY_EXISTS:
+                return self.topic(name)
+            raise
+
+    def delete_topic(self, name: str) -> None:
+        meta = self.broker.metadata.get_topic(name)
+        if meta is None:
+            raise KafkaError(f"unknown topic {name}", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        self.broker.metadata.delete_topic(name)
+        for partition in range(len(meta.partitions)):
+            self._logs.pop((name, partition), None)
+            self.broker.logs.delete(name, partition)
+            self.broker.purgatory.notify((name, partition))
+        self.broker.fetch_sessions.remove_topic(name)
+        log.info("deleted topic %s", name)
+
+    def create_partitions(self, name: str, total: int, assignments=None, validate_only: bool = False) -> None:
+        meta = self.broker.metadata.create_partitions(name, total, assignments, validate_only=validate_only)
+        if not validate_only:
+            config = self.log_config(name)
+            for partition in range(len(meta.partitions)):
+                if (name, partition) not in self._logs:
+                    self._logs[(name, partition)] = self.broker.logs.create(name, partition, config)
+
+    def apply_topic_config(self, name: str) -> None:
+        """Push a topic's changed configs to its partition logs."""
+        self.broker.logs.update_config(name, self.log_config(name))
