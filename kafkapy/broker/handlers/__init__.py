@@ -1,8 +1,14 @@
 """One module per API family; importing this package registers every handler with dispatch."""
 from . import (  # noqa: F401
     api_versions,
+    cluster,
+    delete_records,
+    describe_topic_partitions,
     fetch,
+    init_producer_id,
     list_offsets,
     metadata,
+    offset_for_leader_epoch,
     produce,
+    topics,
 )

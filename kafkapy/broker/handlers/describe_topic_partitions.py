@@ -1,0 +1,52 @@
+"""DescribeTopicPartitions (KIP-966): topic partition details with a cursor for paging."""
+from __future__ import annotations
+
+import uuid
+
+from ...protocol.errors import ErrorCode
+from ...protocol.messages import DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse
+from ..dispatch import RequestContext, handles
+from .metadata import ALL_TOPIC_OPERATIONS
+
+Response = DescribeTopicPartitionsResponse
+_NULL_UUID = uuid.UUID(int=0)
+
+
+@handles(DescribeTopicPartitionsRequest)
+async def handle_describe_topic_partitions(
+        ctx: RequestContext, request: DescribeTopicPartitionsRequest) -> DescribeTopicPartitionsResponse:
+    partitions = ctx.broker.partitions
+    if request.topics:
+        names = sorted({t.name for t in request.topics})
+    else:
+        names = sorted(meta.name for meta in partitions.topics())
+    cursor = request.cursor
+    if cursor is not None:
+        names = [n for n in names if n >= cursor.topic_name]
+    budget = max(request.response_partition_limit, 1)
+    topics = []
+    next_cursor = None
+    for name in names:
+        meta = partitions.topic(name)
+        if meta is None:
+            topics.append(Response.DescribeTopicPartitionsResponseTopic(
+                error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, topic_id=_NULL_UUID))
+            continue
+        start = cursor.partition_index if cursor is not None and name == cursor.topic_name else 0
+        parts = []
+        for index in range(start, len(meta.partitions)):
+            if budget == 0:
+                next_cursor = Response.Cursor(topic_name=name, partition_index=index)
+                break
+            p = meta.partitions[index]
+            parts.append(Response.DescribeTopicPartitionsResponsePartition(
+                error_code=0, partition_index=index, leader_id=p.leader, leader_epoch=p.leader_epoch,
+                replica_nodes=list(p.replicas), isr_nodes=list(p.isr), eligible_leader_replicas=[],
+                last_known_elr=[], offline_replicas=[]))
+            budget -= 1
+        topics.append(Response.DescribeTopicPartitionsResponseTopic(
+            error_code=0, name=name, topic_id=meta.topic_id, is_internal=meta.internal, partitions=parts,
+            topic_authorized_operations=ALL_TOPIC_OPERATIONS))
+        if next_cursor is not None:
+            break
+    return Response(throttle_time_ms=0, topics=topics, next_cursor=next_cursor)

@@ -1,0 +1,35 @@
+"""OffsetForLeaderEpoch: the end offset of a leader epoch, for consumers' and followers' truncation checks."""
+from __future__ import annotations
+
+from ...protocol.errors import ErrorCode
+from ...protocol.messages import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
+from ..dispatch import RequestContext, handles
+
+EpochEndOffset = OffsetForLeaderEpochResponse.EpochEndOffset
+
+
+@handles(OffsetForLeaderEpochRequest)
+async def handle_offset_for_leader_epoch(
+        ctx: RequestContext, request: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse:
+    partitions = ctx.broker.partitions
+    topics = []
+    for topic in request.topics:
+        results = []
+        for p in topic.partitions:
+            plog = partitions.get_log(topic.topic, p.partition)
+            if plog is None:
+                results.append(EpochEndOffset(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                              partition=p.partition))
+                continue
+            current = partitions.leader_epoch(topic.topic, p.partition)
+            if p.current_leader_epoch >= 0 and p.current_leader_epoch != current:
+                code = (ErrorCode.FENCED_LEADER_EPOCH if p.current_leader_epoch < current
+                        else ErrorCode.UNKNOWN_LEADER_EPOCH)
+                results.append(EpochEndOffset(error_code=code, partition=p.partition))
+                continue
+            epoch, end_offset = plog.end_offset_for_epoch(p.leader_epoch)
+            results.append(EpochEndOffset(error_code=0, partition=p.partition, leader_epoch=epoch,
+                                          end_offset=end_offset))
+        topics.append(OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult(topic=topic.topic,
+                                                                             partitions=results))
+    return OffsetForLeaderEpochResponse(throttle_time_ms=0, topics=topics)

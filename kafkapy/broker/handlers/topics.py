@@ -1,0 +1,127 @@
+"""CreateTopics, DeleteTopics, CreatePartitions: topic lifecycle through the metadata store."""
+from __future__ import annotations
+
+import logging
+import uuid
+
+from ...protocol.errors import ErrorCode, KafkaError
+from ...protocol.messages import (
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+)
+from ..dispatch import RequestContext, handles
+
+log = logging.getLogger(__name__)
+_NULL_UUID = uuid.UUID(int=0)
+
+
+def _topic_configs_result(broker, name: str) -> list:
+    from ..config import describe_topic_configs
+
+    meta = broker.partitions.topic(name)
+    entries = describe_topic_configs(meta.configs if meta is not None else {}, broker.config, None)
+    return [CreateTopicsResponse.CreatableTopicConfigs(
+        name=e.name, value=e.value, read_only=e.read_only, config_source=e.source,
+        is_sensitive=e.is_sensitive) for e in entries]
+
+
+@handles(CreateTopicsRequest)
+async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
+    broker = ctx.broker
+    version = ctx.api_version
+    results = []
+    seen: dict[str, int] = {}
+    for topic in request.topics:
+        seen[topic.name] = seen.get(topic.name, 0) + 1
+    for topic in request.topics:
+        result = CreateTopicsResponse.CreatableTopicResult(name=topic.name, topic_id=_NULL_UUID)
+        results.append(result)
+        if seen[topic.name] > 1:
+            result.error_code = ErrorCode.INVALID_REQUEST
+            result.error_message = f"Create topics request from client contains duplicate topic {topic.name}"
+            continue
+        assignments = None
+        if topic.assignments:
+            if topic.num_partitions != -1 or topic.replication_factor != -1:
+                result.error_code = ErrorCode.INVALID_REQUEST
+                result.error_message = ("Both numPartitions or replicationFactor and replicasAssignments "
+                                        "were set. Both cannot be used at the same time.")
+                continue
+            assignments = {a.partition_index: list(a.broker_ids) for a in topic.assignments}
+        configs = {c.name: c.value for c in topic.configs}
+        try:
+            meta = broker.partitions.create_topic(
+                topic.name, topic.num_partitions, topic.replication_factor, assignments=assignments,
+                configs=configs, validate_only=request.validate_only)
+        except KafkaError as exc:
+            result.error_code = exc.code
+            result.error_message = str(exc)
+            continue
+        result.topic_id = meta.topic_id if not request.validate_only else _NULL_UUID
+        result.num_partitions = len(meta.partitions)
+        result.replication_factor = len(meta.partitions[0].replicas) if meta.partitions else -1
+        if version >= 5:
+            result.configs = _topic_configs_result(broker, topic.name) if not request.validate_only else []
+    return CreateTopicsResponse(throttle_time_ms=0, topics=results)
+
+
+@handles(DeleteTopicsRequest)
+async def handle_delete_topics(ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTopicsResponse:
+    broker = ctx.broker
+    version = ctx.api_version
+    wanted: list[tuple[str | None, uuid.UUID]] = []
+    if version >= 6:
+        wanted = [(t.name, t.topic_id) for t in request.topics]
+    else:
+        wanted = [(name, _NULL_UUID) for name in request.topic_names]
+    results = []
+    for name, topic_id in wanted:
+        result = DeleteTopicsResponse.DeletableTopicResult(name=name, topic_id=topic_id)
+        results.append(result)
+        if name is None:
+            meta = broker.partitions.topic_by_id(topic_id)
+            if meta is None:
+                result.error_code = ErrorCode.UNKNOWN_TOPIC_ID
+                continue
+            name = result.name = meta.name
+        else:
+            meta = broker.partitions.topic(name)
+            if meta is None:
+                result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                continue
+        result.topic_id = meta.topic_id
+        if not broker.config.get("delete.topic.enable"):
+            result.error_code = ErrorCode.TOPIC_DELETION_DISABLED
+            continue
+        if meta.internal:
+            result.error_code = ErrorCode.INVALID_TOPIC_EXCEPTION
+            result.error_message = f"Topic {name} is an internal topic and cannot be deleted"
+            continue
+        try:
+            broker.partitions.delete_topic(name)
+        except KafkaError as exc:
+            result.error_code = exc.code
+            result.error_message = str(exc)
+    return DeleteTopicsResponse(throttle_time_ms=0, responses=results)
+
+
+@handles(CreatePartitionsRequest)
+async def handle_create_partitions(ctx: RequestContext,
+                                   request: CreatePartitionsRequest) -> CreatePartitionsResponse:
+    broker = ctx.broker
+    results = []
+    for topic in request.topics:
+        result = CreatePartitionsResponse.CreatePartitionsTopicResult(name=topic.name, error_code=0)
+        results.append(result)
+        assignments = [list(a.broker_ids) for a in topic.assignments] if topic.assignments is not None else None
+        try:
+            broker.partitions.create_partitions(topic.name, topic.count, assignments,
+                                                validate_only=request.validate_only)
+        except KafkaError as exc:
+            result.error_code = exc.code
+            result.error_message = str(exc)
+    return CreatePartitionsResponse(throttle_time_ms=0, results=results)
