@@ -19,4 +19,4 @@ async def handle_init_producer_id(ctx: RequestContext, request: InitProducerIdRe
         return InitProducerIdResponse(throttle_time_ms=0, error_code=0, producer_id=request.producer_id,
                                       producer_epoch=request.producer_epoch + 1)
     return InitProducerIdResponse(throttle_time_ms=0, error_code=0,
-                                  producer_id=broker.producer_ids.next_id(), producer_epoch=0)
+                                  producer_id=broker.producer_ids.allocate(), producer_epoch=0)
