@@ -1,18 +1,22 @@
-"""Record batches (magic 2): header parsing, validation and in-place patching.
+"""Record batches (magic 2): header parsing, validation, in-place patching, record codec.
 
 The broker's hot path treats a batch as opaque bytes: it reads the fixed
 61-byte header, checks the CRC32C (which covers everything from the
 attributes field to the end of the batch), and patches the base offset and
 partition leader epoch in place -- neither is covered by the CRC.
-Records are only decoded where their meaning is needed.
+Records are only decoded where their meaning is needed (`iter_records`), and
+`build_batch` writes batches for tests, conversions and broker-written batches.
 """
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 from crc32c import crc32c
 
+from .compression import DEFAULT_MAX_DECOMPRESSED_SIZE, compress, decompress
 from .errors import CorruptRecordError
 
 # Byte positions inside a v2 batch header.
@@ -48,6 +52,8 @@ NO_TIMESTAMP = -1
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _Q = struct.Struct(">q")
 _I = struct.Struct(">i")
+_U = struct.Struct(">I")
+_H = struct.Struct(">h")
 
 
 @dataclass(slots=True)
@@ -164,12 +170,214 @@ def set_partition_leader_epoch(buf, epoch: int, pos: int = 0) -> None:
     _I.pack_into(buf, pos + PARTITION_LEADER_EPOCH_POS, epoch)
 
 
+def set_log_append_time(buf, pos: int, timestamp: int) -> None:
+    """Stamp a batch with LogAppendTime in place: max timestamp, timestamp-type bit, CRC.
+
+    Records keep their timestamp deltas; readers take every record's timestamp
+    from the max timestamp once the bit is set, as Kafka does.
+    """
+    (batch_length,) = _I.unpack_from(buf, pos + LENGTH_POS)
+    end = pos + LOG_OVERHEAD + batch_length
+    if batch_length < HEADER_SIZE - LOG_OVERHEAD or end > len(buf):
+        raise CorruptRecordError(f"record batch at byte {pos} has an impossible length {batch_length}")
+    (attributes,) = _H.unpack_from(buf, pos + ATTRIBUTES_POS)
+    _H.pack_into(buf, pos + ATTRIBUTES_POS, attributes | TIMESTAMP_TYPE_MASK)
+    _Q.pack_into(buf, pos + MAX_TIMESTAMP_POS, timestamp)
+    _U.pack_into(buf, pos + CRC_POS, crc32c(memoryview(buf)[pos + ATTRIBUTES_POS : end]))
+
+
+def read_magic(buf, pos: int = 0) -> int:
+    """The magic byte of the batch or legacy message at `pos` (same position in every format)."""
+    if len(buf) - pos <= MAGIC_POS:
+        raise CorruptRecordError(f"records truncated before the magic byte at byte {pos}")
+    magic = buf[pos + MAGIC_POS]
+    return magic - 256 if magic > 127 else magic
+
+
+# -- records inside a batch ---------------------------------------------------------------------
+
+@dataclass(slots=True)
+class Record:
+    """One decoded record with its absolute offset and resolved timestamp."""
+
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes | None]] = field(default_factory=list)
+
+
+def read_varint(buf, pos: int) -> tuple[int, int]:
+    """Decode the zig-zag varint (int32) at `pos`; return (value, position after it).
+
+    Like Kafka's ByteUtils.readVarint: at most 5 bytes, high bits of the fifth dropped.
+    """
+    result = 0
+    shift = 0
+    end = len(buf)
+    while shift <= 28:
+        if pos >= end:
+            raise CorruptRecordError(f"varint truncated at byte {pos}")
+        byte = buf[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            result &= 0xFFFFFFFF
+            return (result >> 1) ^ -(result & 1), pos
+        shift += 7
+    raise CorruptRecordError(f"varint longer than 5 bytes ending at byte {pos}")
+
+
+def read_varlong(buf, pos: int) -> tuple[int, int]:
+    """Decode the zig-zag varlong (int64) at `pos`; return (value, position after it)."""
+    result = 0
+    shift = 0
+    end = len(buf)
+    while shift <= 63:
+        if pos >= end:
+            raise CorruptRecordError(f"varlong truncated at byte {pos}")
+        byte = buf[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            result &= 0xFFFFFFFFFFFFFFFF
+            return (result >> 1) ^ -(result & 1), pos
+        shift += 7
+    raise CorruptRecordError(f"varlong longer than 10 bytes ending at byte {pos}")
+
+
 def _zigzag_varint(out: bytearray, value: int) -> None:
     value = (value << 1) ^ (value >> 63)
     while value & ~0x7F:
         out.append((value & 0x7F) | 0x80)
         value >>= 7
     out.append(value)
+
+
+def iter_records(batch, header: BatchHeader | None = None,
+                 max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> Iterator[Record]:
+    """Lazily decode the records of one v2 batch, decompressing if needed.
+
+    Without `header` the batch at position 0 of `batch` is fully validated first
+    (CRC included); with it, the header is trusted and `header.position` says
+    where the batch starts. Offsets and timestamps are resolved from the header
+    (LogAppendTime batches give every record the max timestamp). `max_size` caps
+    the decompressed size. Malformed records raise CorruptRecordError.
+    """
+    if header is None:
+        header = validate_batch(batch, 0)
+    start = header.position
+    end = start + header.size
+    if end > len(batch):
+        raise CorruptRecordError(f"record batch at byte {start} runs past the end of the buffer")
+    payload = memoryview(batch)[start + HEADER_SIZE : end]
+    count = header.records_count
+    if count < 0:
+        raise CorruptRecordError(f"record batch at byte {start} has negative record count {count}")
+    codec = header.compression
+    if codec:
+        data = decompress(codec, payload, max_size)
+    else:
+        data = bytes(payload)
+    log_append_time = header.max_timestamp if header.attributes & TIMESTAMP_TYPE_MASK else None
+    return _decode_records(data, count, header.base_offset, header.base_timestamp, log_append_time)
+
+
+def decode_records(data: bytes, count: int, base_offset: int = 0, base_timestamp: int = 0,
+                   log_append_time: int | None = None) -> list[Record]:
+    """Decode `count` records from uncompressed record bytes (no batch header)."""
+    return list(_decode_records(bytes(data), count, base_offset, base_timestamp, log_append_time))
+
+
+def _decode_records(data: bytes, count: int, base_offset: int, base_timestamp: int,
+                    log_append_time: int | None) -> Iterator[Record]:
+    # Hand-inlined single-byte varint fast path: most lengths and deltas are small.
+    # Slices never raise on overrun, so every record's end is checked against its
+    # declared length, and an IndexError from reading past the data is translated.
+    pos = 0
+    end = len(data)
+    index = 0
+    try:
+        while index < count:
+            b = data[pos]
+            if b < 0x80:
+                length = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                length, pos = read_varint(data, pos)
+            record_end = pos + length
+            if length < 6 or record_end > end:
+                raise CorruptRecordError(f"record {index} has invalid length {length}")
+            pos += 1  # record attributes: unused
+            b = data[pos]
+            if b < 0x80:
+                timestamp_delta = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                timestamp_delta, pos = read_varlong(data, pos)
+            b = data[pos]
+            if b < 0x80:
+                offset_delta = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                offset_delta, pos = read_varint(data, pos)
+            b = data[pos]
+            if b < 0x80:
+                size = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                size, pos = read_varint(data, pos)
+            if size >= 0:
+                key = data[pos : pos + size]
+                pos += size
+            else:
+                key = None
+            b = data[pos]
+            if b < 0x80:
+                size = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                size, pos = read_varint(data, pos)
+            if size >= 0:
+                value = data[pos : pos + size]
+                pos += size
+            else:
+                value = None
+            b = data[pos]
+            if b < 0x80:
+                header_count = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                header_count, pos = read_varint(data, pos)
+            headers = []
+            if header_count:
+                if header_count < 0 or header_count > (record_end - pos) // 2:
+                    raise CorruptRecordError(f"record {index} has invalid header count {header_count}")
+                for _ in range(header_count):
+                    size, pos = read_varint(data, pos)
+                    if size < 0:
+                        raise CorruptRecordError(f"record {index} has a header with a null key")
+                    hkey = data[pos : pos + size].decode("utf-8", "surrogateescape")
+                    pos += size
+                    size, pos = read_varint(data, pos)
+                    if size >= 0:
+                        hvalue = data[pos : pos + size]
+                        pos += size
+                    else:
+                        hvalue = None
+                    headers.append((hkey, hvalue))
+            if pos != record_end:
+                raise CorruptRecordError(
+                    f"record {index}: expected to read {length} bytes of record payload, read "
+                    f"{length + pos - record_end}")
+            timestamp = base_timestamp + timestamp_delta if log_append_time is None else log_append_time
+            yield Record(base_offset + offset_delta, timestamp, key, value, headers)
+            index += 1
+    except IndexError:
+        raise CorruptRecordError(f"record {index} truncated at byte {pos}") from None
+    if pos != end:
+        raise CorruptRecordError(
+            f"record batch declares {count} records but {end - pos} bytes remain after them")
 
 
 def encode_record(offset_delta: int, timestamp_delta: int, key: bytes | None, value: bytes | None,
@@ -186,7 +394,8 @@ def encode_record(offset_delta: int, timestamp_delta: int, key: bytes | None, va
             body += part
     _zigzag_varint(body, len(headers))
     for hkey, hvalue in headers:
-        hkey_bytes = hkey.encode() if isinstance(hkey, str) else hkey
+        # surrogateescape round-trips header keys that were not valid UTF-8 byte for byte.
+        hkey_bytes = hkey.encode("utf-8", "surrogateescape") if isinstance(hkey, str) else hkey
         _zigzag_varint(body, len(hkey_bytes))
         body += hkey_bytes
         if hvalue is None:
@@ -203,34 +412,71 @@ def build_batch(records, *, base_offset: int = 0, base_timestamp: int | None = N
                 attributes: int = 0, producer_id: int = NO_PRODUCER_ID,
                 producer_epoch: int = NO_PRODUCER_EPOCH, base_sequence: int = NO_SEQUENCE,
                 partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
-                records_payload: bytes | None = None) -> bytes:
-    """Build an uncompressed v2 batch from (key, value[, headers[, timestamp]]) tuples.
+                records_payload: bytes | None = None, compression: int = 0,
+                is_transactional: bool = False, is_control: bool = False, timestamp_type: int = 0,
+                max_timestamp: int | None = None, last_offset_delta: int | None = None) -> bytes:
+    """Build a v2 batch from (key, value[, headers[, timestamp]]) tuples or Record objects.
 
-    `records_payload`, when given, replaces the encoded records (used by the
-    compression layer, which passes the compressed record bytes and sets the codec
-    bits in `attributes`).
+    Tuples take consecutive offset deltas; a Record keeps `offset - base_offset` as
+    its delta (for rewritten batches with gaps). `base_timestamp` defaults to the
+    first record's timestamp, else now. `compression` is a codec id; the encoded
+    records are compressed with it. `timestamp_type=1` marks LogAppendTime (give
+    the append time as `max_timestamp`). `records_payload`, when given, replaces
+    the encoded records verbatim: it must already be compressed with the codec
+    named by `compression`/`attributes`.
     """
-    import time
-
     records = list(records)
     if base_timestamp is None:
-        base_timestamp = int(time.time() * 1000)
-    max_timestamp = base_timestamp
+        base_timestamp = _first_timestamp(records)
+    record_max_timestamp = NO_TIMESTAMP if records else base_timestamp
+    max_delta = 0
     if records_payload is None:
         parts = []
         for i, rec in enumerate(records):
-            key, value = rec[0], rec[1]
-            headers = rec[2] if len(rec) > 2 else ()
-            ts = rec[3] if len(rec) > 3 and rec[3] is not None else base_timestamp
-            max_timestamp = max(max_timestamp, ts)
-            parts.append(encode_record(i, ts - base_timestamp, key, value, headers))
+            if isinstance(rec, Record):
+                key, value, headers, ts, delta = rec.key, rec.value, rec.headers, rec.timestamp, rec.offset - base_offset
+            else:
+                key, value = rec[0], rec[1]
+                headers = rec[2] if len(rec) > 2 and rec[2] is not None else ()
+                ts = rec[3] if len(rec) > 3 and rec[3] is not None else base_timestamp
+                delta = i
+            record_max_timestamp = max(record_max_timestamp, ts)
+            max_delta = max(max_delta, delta)
+            parts.append(encode_record(delta, ts - base_timestamp, key, value, headers))
         records_payload = b"".join(parts)
-    count = len(records)
-    last_offset_delta = max(count - 1, 0)
+        if compression:
+            records_payload = compress(compression, records_payload)
+    else:
+        max_delta = max(len(records) - 1, 0)
+        for rec in records:
+            ts = rec.timestamp if isinstance(rec, Record) else (
+                rec[3] if len(rec) > 3 and rec[3] is not None else base_timestamp)
+            record_max_timestamp = max(record_max_timestamp, ts)
+    attributes |= compression & COMPRESSION_MASK
+    if is_transactional:
+        attributes |= TRANSACTIONAL_MASK
+    if is_control:
+        attributes |= CONTROL_MASK
+    if timestamp_type:
+        attributes |= TIMESTAMP_TYPE_MASK
+    if max_timestamp is None:
+        max_timestamp = record_max_timestamp
+    if last_offset_delta is None:
+        last_offset_delta = max_delta
     batch_length = HEADER_SIZE - LOG_OVERHEAD + len(records_payload)
     buf = bytearray(HEADER_SIZE) + records_payload
     _HEADER.pack_into(buf, 0, base_offset, batch_length, partition_leader_epoch, 2, 0, attributes,
                       last_offset_delta, base_timestamp, max_timestamp, producer_id, producer_epoch,
-                      base_sequence, count)
-    struct.pack_into(">I", buf, CRC_POS, crc32c(memoryview(buf)[ATTRIBUTES_POS:]))
+                      base_sequence, len(records))
+    _U.pack_into(buf, CRC_POS, crc32c(memoryview(buf)[ATTRIBUTES_POS:]))
     return bytes(buf)
+
+
+def _first_timestamp(records) -> int:
+    if records:
+        first = records[0]
+        if isinstance(first, Record):
+            return first.timestamp
+        if len(first) > 3 and first[3] is not None:
+            return first[3]
+    return int(time.time() * 1000)
