@@ -1,0 +1,1 @@
+"""Conformance tests: real third-party Kafka clients against a real kafkapy process."""
