@@ -340,7 +340,7 @@ def _decompress_zstd(data, max_size: int) -> bytes:
         decompressor = zstandard.ZstdDecompressor().decompressobj()
         while pos < end and not decompressor.eof:
             chunk = decompressor.decompress(view[pos : pos + _ZSTD_INPUT_CHUNK])
-            pos += _ZSTD_INPUT_CHUNK
+            pos = min(pos + _ZSTD_INPUT_CHUNK, end)
             total += len(chunk)
             if total > max_size:
                 raise _too_large(ZSTD, max_size)
