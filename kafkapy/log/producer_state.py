@@ -293,14 +293,18 @@ class ProducerStateManager:
 
     # ----------------------------------------------------------------- validation and update
 
-    def check(self, header: BatchHeader, *, coordinator_epoch: int | None = None) -> DuplicateBatch | None:
-        """Validate a batch from a client before it is appended.
+    def check(self, header: BatchHeader, *, coordinator_epoch: int | None = None,
+              from_client: bool = True) -> DuplicateBatch | None:
+        """Validate a batch before it is appended.
 
         Returns the original offsets if the batch is a retry of one of the producer's last 5
         batches (do not append it); None if it may be appended. Raises OutOfOrderSequenceError,
         InvalidProducerEpochError, InvalidTxnStateError, TransactionCoordinatorFencedError, or
-        KafkaError(INVALID_RECORD) for an idempotent data batch without a sequence number.
+        KafkaError(INVALID_RECORD) for a client's idempotent data batch without a sequence number.
         `coordinator_epoch` is the marker's coordinator epoch, for control batches.
+        `from_client=False` is Kafka's COORDINATOR origin (e.g. transactional offset commits the
+        group coordinator writes, which carry no sequence): only epoch and transaction state are
+        checked, with no duplicate detection.
         """
         pid = header.producer_id
         if pid < 0:
@@ -319,7 +323,7 @@ class ProducerStateManager:
                     f"is older than {entry.coordinator_epoch}")
             return None
         first_seq = header.base_sequence
-        if first_seq < 0:
+        if first_seq < 0 and from_client:
             # Kafka's LogValidator rejects this before the producer state is consulted.
             raise KafkaError(f"invalid sequence number {first_seq} in batch of producer {pid}",
                              code=ErrorCode.INVALID_RECORD)
@@ -327,7 +331,11 @@ class ProducerStateManager:
         if entry is None:
             return None
         current_epoch = entry.producer_epoch
-        if epoch == current_epoch:
+        if not from_client:
+            if epoch < current_epoch:
+                raise InvalidProducerEpochError(
+                    f"epoch {epoch} of producer {pid} in {self.dir.name} is older than {current_epoch}")
+        elif epoch == current_epoch:
             duplicate = entry.find_duplicate(epoch, first_seq, header.last_sequence)
             if duplicate is not None:
                 return DuplicateBatch(duplicate.base_offset, duplicate.last_offset, duplicate.timestamp)

@@ -1,10 +1,17 @@
-"""ProducerStateManager: Kafka's idempotence rules, transactions, snapshots, truncation, expiry."""
+"""ProducerStateManager: Kafka's idempotence rules, transactions, snapshots, truncation, expiry,
+and a property test against a plain model across clean restarts and crashes."""
 from __future__ import annotations
 
+import shutil
 import struct
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 from crc32c import crc32c
+from hypothesis import settings, strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.records import (
@@ -150,6 +157,22 @@ def test_batch_spanning_the_wrap(plog):
 def test_negative_sequence_for_idempotent_batch_is_invalid_record(plog):
     with pytest.raises(KafkaError) as info:
         plog.psm.check(hdr(seq=-1))
+    assert info.value.code == ErrorCode.INVALID_RECORD
+
+
+def test_coordinator_origin_checks_only_epoch_and_txn_state(psm):
+    # e.g. TxnOffsetCommit records the group coordinator writes: producer id and epoch, no sequence
+    psm.update(hdr(pid=3, epoch=2, seq=0, txn=True))
+    offset_commit = hdr(pid=3, epoch=2, seq=-1, offset=1, txn=True)
+    assert psm.check(offset_commit, from_client=False) is None
+    psm.update(offset_commit)
+    assert psm.check(hdr(pid=3, epoch=2, seq=-1, offset=2, txn=True), from_client=False) is None
+    with pytest.raises(InvalidProducerEpochError):
+        psm.check(hdr(pid=3, epoch=1, seq=-1, offset=2, txn=True), from_client=False)
+    with pytest.raises(InvalidTxnStateError):
+        psm.check(hdr(pid=3, epoch=2, seq=-1, offset=2), from_client=False)
+    with pytest.raises(KafkaError) as info:
+        psm.check(hdr(pid=3, epoch=2, seq=-1, offset=2, txn=True))
     assert info.value.code == ErrorCode.INVALID_RECORD
 
 
@@ -509,3 +532,150 @@ def test_truncate_fully_and_start_at(tmp_path, plog):
     assert plog.psm.map_end_offset == 50
     assert plog.psm.active_producers() == {}
     assert not list(tmp_path.glob("*.snapshot"))
+
+
+# ----------------------------------------------------------------------------- property test:
+# a plain model of the rules, across clean restarts (snapshot at the log end) and crashes (older
+# snapshot + header replay).
+
+PIDS = (0, 1, 2)
+
+
+@dataclass
+class ModelProducer:
+    epoch: int
+    # (first seq, last seq, base offset, last offset, timestamp) of batches the broker can still
+    # recognise as retries: the last five, or only the last one right after loading a snapshot.
+    retained: list = field(default_factory=list)
+    history: list = field(default_factory=list)  # every batch of the current epoch
+
+
+def model_outcome(producers: dict[int, ModelProducer], pid: int, epoch: int, first: int, last: int):
+    p = producers.get(pid)
+    if p is None:
+        return "ok"
+    if epoch < p.epoch:
+        return "fenced"
+    if epoch > p.epoch:
+        return "ok" if first == 0 else "out_of_order"
+    for b in p.retained:
+        if b[0] == first and b[1] == last:
+            return DuplicateBatch(b[2], b[3], b[4])
+    expected_next = 0 if not p.retained else (0 if p.retained[-1][1] == MAX_SEQ else p.retained[-1][1] + 1)
+    return "ok" if first == expected_next else "out_of_order"
+
+
+def model_apply(producers: dict[int, ModelProducer], pid: int, epoch: int, batch: tuple) -> None:
+    p = producers.get(pid)
+    if p is None or p.epoch != epoch:
+        p = producers[pid] = ModelProducer(epoch)
+    p.retained = (p.retained + [batch])[-5:]
+    p.history.append(batch)
+
+
+def header(pid, epoch, first, count, offset, ts) -> BatchHeader:
+    return BatchHeader(base_offset=offset, batch_length=49, partition_leader_epoch=0, magic=2, crc=0,
+                       attributes=0, last_offset_delta=count - 1, base_timestamp=ts, max_timestamp=ts,
+                       producer_id=pid, producer_epoch=epoch, base_sequence=first, records_count=count)
+
+
+class ProducerStateMachine(RuleBasedStateMachine):
+    def __init__(self):
+        super().__init__()
+        self.dir = Path(tempfile.mkdtemp(prefix="psm-model-"))
+        self.psm = ProducerStateManager(self.dir)
+        self.model: dict[int, ModelProducer] = {}
+        self.leo = 0
+        self.ts = NOW
+        self.log: list[BatchHeader] = []  # every appended header, in offset order
+        self.snapshot_at: int | None = None
+        self.model_at_snapshot: dict[int, ModelProducer] = {}
+
+    def teardown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    @rule(pid=st.sampled_from(PIDS),
+          epoch_move=st.sampled_from(["same", "same", "same", "same", "higher", "lower"]),
+          seq_kind=st.sampled_from(["next", "next", "next", "retry", "retry", "zero", "any", "near_max"]),
+          back=st.integers(0, 7), count=st.integers(1, 3), any_seq=st.integers(0, MAX_SEQ))
+    def produce(self, pid, epoch_move, seq_kind, back, count, any_seq):
+        p = self.model.get(pid)
+        epoch = 0 if p is None else p.epoch + {"same": 0, "higher": 1, "lower": -1}[epoch_move]
+        epoch = max(epoch, 0)
+        if seq_kind == "retry" and p is not None and p.history:
+            old = p.history[-1 - min(back, len(p.history) - 1)]
+            first, count = old[0], (old[1] - old[0]) % (MAX_SEQ + 1) + 1
+        elif seq_kind == "next" and p is not None and p.retained:
+            first = 0 if p.retained[-1][1] == MAX_SEQ else p.retained[-1][1] + 1
+        elif seq_kind == "any":
+            first = any_seq
+        elif seq_kind == "near_max":
+            first = MAX_SEQ - 1
+        else:
+            first = 0
+        self.ts += 1
+        h = header(pid, epoch, first, count, self.leo, self.ts)
+        expected = model_outcome(self.model, pid, epoch, first, h.last_sequence)
+        try:
+            got = self.psm.check(h)
+        except OutOfOrderSequenceError:
+            got = "out_of_order"
+        except InvalidProducerEpochError:
+            got = "fenced"
+        if got is None:
+            got = "ok"
+        assert got == expected, (pid, epoch, first, count, self.model.get(pid))
+        if got == "ok":
+            self.psm.update(h)
+            self.log.append(h)
+            model_apply(self.model, pid, epoch, (first, h.last_sequence, h.base_offset, h.last_offset, h.max_timestamp))
+            self.leo = h.next_offset
+
+    @rule()
+    def clean_restart(self):
+        self.psm.snapshot(self.leo)
+        self._remember_snapshot()
+        self.psm = ProducerStateManager(self.dir)
+        assert self.psm.load(0, self.leo, now_ms=self.ts) == self.leo
+        self.model = self._copy(self.model_at_snapshot)
+
+    @rule()
+    def take_snapshot(self):
+        self.psm.snapshot(self.leo)
+        self._remember_snapshot()
+
+    @rule()
+    def crash_and_recover(self):
+        self.psm = ProducerStateManager(self.dir)
+        start = self.psm.load(0, self.leo, now_ms=self.ts)
+        assert start == (self.snapshot_at if self.snapshot_at is not None else 0)
+        self.model = self._copy(self.model_at_snapshot)
+        for h in self.log:
+            if h.base_offset >= start:
+                self.psm.update(h)
+                model_apply(self.model, h.producer_id, h.producer_epoch,
+                            (h.base_sequence, h.last_sequence, h.base_offset, h.last_offset, h.max_timestamp))
+        assert self.psm.map_end_offset == self.leo
+
+    @invariant()
+    def same_producers(self):
+        assert set(self.psm.active_producers()) == set(self.model)
+        for pid, p in self.model.items():
+            entry = self.psm.last_entry(pid)
+            assert entry.producer_epoch == p.epoch
+            got = [(b.first_seq, b.last_seq, b.base_offset, b.last_offset, b.timestamp) for b in entry.batches]
+            assert got == p.retained
+
+    def _remember_snapshot(self):
+        self.snapshot_at = self.leo
+        # a snapshot keeps only the last batch of every producer
+        self.model_at_snapshot = {pid: ModelProducer(p.epoch, p.retained[-1:], p.history[:])
+                                  for pid, p in self.model.items()}
+
+    @staticmethod
+    def _copy(state: dict[int, ModelProducer]) -> dict[int, ModelProducer]:
+        return {pid: ModelProducer(p.epoch, p.retained[:], p.history[:]) for pid, p in state.items()}
+
+
+ProducerStateMachine.TestCase.settings = settings(max_examples=150, stateful_step_count=40, deadline=None)
+TestProducerStateModel = ProducerStateMachine.TestCase
