@@ -70,6 +70,9 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
                     raise CorruptRecordError("produce request carries no record batch")
                 buf = _to_v2(records, version)
                 headers = list(iter_batch_headers(buf, validate=True))
+                if version >= 3 and len(headers) != 1:
+                    raise KafkaError("produce requests of v3 and later must carry exactly one record batch"
+                                     " per partition", ErrorCode.INVALID_RECORD)
                 max_bytes = plog.config.max_message_bytes
                 for header in headers:
                     if header.size > max_bytes:
