@@ -1,0 +1,206 @@
+"""Wire primitives shared by the generated message codecs, and the zero-copy records type.
+
+The generated modules in `kafkapy.protocol.messages` inline the common cases (fixed-width runs via
+precompiled `struct.Struct`, one-byte varints); this module holds the rarer slow paths they call
+(multi-byte varints, tagged-field sections) and the entry points that turn any low-level failure
+into a `DecodeError` naming the api key, version and byte offset.
+"""
+from __future__ import annotations
+
+import abc
+import struct
+import uuid
+from typing import Any, Callable
+
+from .errors import DecodeError
+
+__all__ = [
+    "ExternalRecords", "Malformed", "UVARINT_1", "ZERO_UUID",
+    "read_uvarint", "encode_uvarint", "read_uuid", "skip_tagged_fields",
+    "decode_message", "encode_message", "encode_message_parts",
+]
+
+ZERO_UUID = uuid.UUID(int=0)
+
+# Varints below 128 are one byte; the generated encoders index this table instead of calling.
+UVARINT_1: tuple[bytes, ...] = tuple(bytes((i,)) for i in range(128))
+
+_MAX_UVARINT_BYTES = 5  # Kafka's unsigned varints are 32-bit
+
+
+class Malformed(Exception):
+    """Raised inside generated decoders; `decode_message` turns it into a located DecodeError."""
+
+    def __init__(self, reason: str, offset: int | None = None):
+        super().__init__(reason)
+        self.reason = reason
+        self.offset = offset
+
+
+class ExternalRecords(abc.ABC):
+    """A records payload that lives outside the encoded message (e.g. a log segment slice).
+
+    `encode_parts()` emits it as its own element, uncopied, so the broker can sendfile it.
+    """
+
+    @abc.abstractmethod
+    def __len__(self) -> int:
+        """Byte length of the payload."""
+
+    @abc.abstractmethod
+    def tobytes(self) -> bytes:
+        """The payload as bytes (used only when a single joined buffer is needed)."""
+
+
+def read_uvarint(buf: Any, pos: int) -> tuple[int, int]:
+    """Read an unsigned 32-bit varint at `pos`; returns (value, position after it)."""
+    value = 0
+    shift = 0
+    end = len(buf)
+    for i in range(_MAX_UVARINT_BYTES):
+        if pos >= end:
+            raise Malformed("varint runs past the end of the buffer", pos)
+        b = buf[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if not b & 0x80:
+            if value > 0xFFFFFFFF:
+                break
+            return value, pos
+        shift += 7
+    raise Malformed("unsigned varint longer than 32 bits", pos)
+
+
+def encode_uvarint(value: int) -> bytes:
+    """Encode an unsigned 32-bit varint."""
+    if value < 128:
+        return UVARINT_1[value]
+    if value > 0xFFFFFFFF or value < 0:
+        raise ValueError(f"unsigned varint out of range: {value}")
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+# Topic ids repeat across requests; caching their UUID objects skips UUID's slow constructor.
+# Bounded so hostile input cannot grow it without limit.
+_UUID_CACHE: dict[bytes, uuid.UUID] = {}
+_UUID_CACHE_MAX = 65536
+_new = object.__new__
+_setattr = object.__setattr__
+_SAFE_UNKNOWN = uuid.SafeUUID.unknown
+
+
+def read_uuid(raw: bytes) -> uuid.UUID:
+    """The UUID for 16 raw bytes (cached; avoids uuid.UUID's argument checking)."""
+    u = _UUID_CACHE.get(raw)
+    if u is None:
+        if len(raw) != 16:
+            raise Malformed("uuid runs past the end of the buffer")
+        u = _new(uuid.UUID)
+        _setattr(u, "int", int.from_bytes(raw, "big"))
+        _setattr(u, "is_safe", _SAFE_UNKNOWN)
+        if len(_UUID_CACHE) >= _UUID_CACHE_MAX:
+            _UUID_CACHE.clear()
+        _UUID_CACHE[bytes(raw)] = u
+    return u
+
+
+def skip_tagged_fields(buf: Any, pos: int) -> int:
+    """Skip a tagged-field section whose fields are all unknown; returns the position after it."""
+    count, pos = read_uvarint(buf, pos)
+    end = len(buf)
+    if count > end - pos:
+        raise Malformed(f"tagged field count {count} exceeds the remaining bytes", pos)
+    for _ in range(count):
+        _tag, pos = read_uvarint(buf, pos)
+        size, pos = read_uvarint(buf, pos)
+        pos += size
+        if pos > end:
+            raise Malformed(f"tagged field of {size} bytes runs past the end", pos - size)
+    return pos
+
+
+# Low-level failures a generated decoder can hit on malformed input; all become DecodeError.
+_DECODE_FAILURES = (struct.error, IndexError, ValueError, TypeError, OverflowError, MemoryError,
+                    RecursionError, UnicodeDecodeError)
+
+
+def _failure_offset(exc: BaseException) -> int | None:
+    """The read position of the innermost generated decoder when `exc` was raised.
+
+    Generated decoders keep the current read position in a local named `pos`; reading it from the
+    traceback costs nothing on the success path (no bookkeeping per field).
+    """
+    tb = exc.__traceback__
+    offset = None
+    while tb is not None:
+        pos = tb.tb_frame.f_locals.get("pos")
+        if isinstance(pos, int):
+            offset = pos
+        tb = tb.tb_next
+    return offset
+
+
+def decode_message(decoders: dict[int, Callable[[Any, int], Any]], buf: Any, version: int,
+                   pos: int, api_key: int | None) -> Any:
+    """Run the generated decoder for `version`, turning every failure into a DecodeError."""
+    decoder = decoders.get(version)
+    if decoder is None:
+        raise DecodeError(f"unsupported version {version}", api_key, version, pos)
+    if isinstance(buf, memoryview) and (buf.format != "B" or buf.ndim != 1):
+        buf = buf.cast("B")
+    try:
+        return decoder(buf, pos)
+    except Malformed as exc:
+        offset = exc.offset if exc.offset is not None else _failure_offset(exc)
+        raise DecodeError(exc.reason, api_key, version, offset) from None
+    except _DECODE_FAILURES as exc:
+        offset = _failure_offset(exc)
+        raise DecodeError(_describe(exc), api_key, version, offset) from exc
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, (struct.error, IndexError)):
+        return f"message truncated ({exc})"
+    if isinstance(exc, UnicodeDecodeError):
+        return f"string is not valid UTF-8 ({exc.reason})"
+    return f"malformed message ({type(exc).__name__}: {exc})"
+
+
+def encode_message(encoders: dict[int, Callable[[Any], list]], message: Any, version: int) -> bytes:
+    """Encode `message` as `version` into one bytes object."""
+    encoder = encoders.get(version)
+    if encoder is None:
+        raise ValueError(f"{type(message).__name__} has no version {version}")
+    parts = encoder(message)
+    try:
+        return b"".join(parts)
+    except TypeError:
+        # An ExternalRecords part: materialise it (encode_parts() avoids this copy).
+        return b"".join(p.tobytes() if isinstance(p, ExternalRecords) else p for p in parts)
+
+
+def encode_message_parts(encoders: dict[int, Callable[[Any], list]], message: Any,
+                         version: int) -> list:
+    """Encode `message` as a list of bytes, with ExternalRecords payloads as their own elements."""
+    encoder = encoders.get(version)
+    if encoder is None:
+        raise ValueError(f"{type(message).__name__} has no version {version}")
+    parts = encoder(message)
+    out: list = []
+    run: list = []
+    for part in parts:
+        if isinstance(part, ExternalRecords):
+            if run:
+                out.append(b"".join(run))
+                run = []
+            out.append(part)
+        else:
+            run.append(part)
+    if run or not out:
+        out.append(b"".join(run))
+    return out
