@@ -133,18 +133,20 @@ def iter_legacy_records(buf, max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> I
         inner = list(iter_message_set(data))
         if not inner:
             raise CorruptRecordError(f"compressed legacy message at offset {message.offset} holds no messages")
-        base = message.offset - inner[-1].offset if message.magic == MAGIC_V1 else 0
+        # Kafka's DeepRecordsIterator: magic 1 inner offsets are relative unless that would
+        # make them negative (a producer that left the wrapper offset at 0), then taken as is.
+        base = message.offset - inner[-1].offset if message.magic == MAGIC_V1 else -1
         for msg in inner:
             if msg.compression != NONE:
                 raise CorruptRecordError(f"legacy message at offset {message.offset} is compressed twice")
-            if msg.magic != message.magic:
-                raise CorruptRecordError(
-                    f"inner message magic {msg.magic} differs from wrapper magic {message.magic}")
-            msg.offset += base
+            if base >= 0:
+                msg.offset += base
             msg.compression = codec
-            if message.timestamp_type:
-                msg.timestamp = message.timestamp
-                msg.timestamp_type = 1
+            if msg.magic == MAGIC_V1:
+                # Inner messages take the wrapper's timestamp type, and its timestamp if LogAppendTime.
+                msg.timestamp_type = message.timestamp_type
+                if message.timestamp_type:
+                    msg.timestamp = message.timestamp
             yield msg
 
 
