@@ -11,6 +11,9 @@ fixtures built on it live in conformance/pytest_broker.py.
         b.kill9()                   # SIGKILL, no restart
         b.start()                   # start again after kill9/stop
 
+KAFKAPY_TEST_PYTHON names the interpreter (or a wrapper script) that runs the broker;
+it defaults to the test's own interpreter.
+
 If the environment variable KAFKAPY_TEST_BOOTSTRAP is set ("host:port"), `broker_from_env`
 returns an `ExternalBroker` for that address instead of starting a process; such a broker
 cannot be stopped or restarted (`can_restart` is False).
@@ -33,6 +36,8 @@ from typing import Mapping
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BOOTSTRAP_ENV = "KAFKAPY_TEST_BOOTSTRAP"
+# Interpreter (or wrapper, e.g. one that adds coverage or a profiler) that runs the broker.
+PYTHON_ENV = "KAFKAPY_TEST_PYTHON"
 DEFAULT_START_TIMEOUT_S = 20.0
 DEFAULT_STOP_TIMEOUT_S = 10.0
 STDERR_TAIL_LINES = 60
@@ -126,7 +131,7 @@ class BrokerProcess:
     data_dir: Path
     work_dir: Path
     overrides: dict[str, str] = field(default_factory=dict)
-    python: str = sys.executable
+    python: str = field(default_factory=lambda: os.environ.get(PYTHON_ENV) or sys.executable)
     extra_args: list[str] = field(default_factory=list)
     env: dict[str, str] | None = None
     proc: subprocess.Popen | None = None
@@ -207,7 +212,7 @@ class BrokerProcess:
             if port_accepts(self.host, self.port):
                 return
             if time.monotonic() > deadline:
-                self._kill_group(signal.SIGKILL)
+                self.kill9()
                 raise BrokerStartError(
                     self._start_failure_message(f"did not accept connections within {timeout:.0f} s")
                 )

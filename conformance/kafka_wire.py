@@ -2,7 +2,9 @@
 
 The conformance tests use this to send exactly the bytes they mean (including malformed
 ones) and to decode the few response shapes they check. Everything is written with
-`struct` from the Kafka protocol guide, so a bug in kafkapy.protocol cannot hide here.
+`struct` from the Kafka protocol guide, so a bug in kafkapy.protocol cannot hide here;
+flexible-version requests (compact encodings, tagged fields) come from kafka-python's
+protocol classes instead.
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ API_PRODUCE = 0
 API_METADATA = 3
 API_API_VERSIONS = 18
 API_CREATE_TOPICS = 19
-API_INIT_PRODUCER_ID = 22
 
 
 # ---------------------------------------------------------------- primitives
@@ -137,12 +138,6 @@ def produce_request_v3(correlation_id: int, topic: str, partition: int, batch: b
     return frame(request_header_v1(API_PRODUCE, 3, correlation_id) + body)
 
 
-def init_producer_id_request_v0(correlation_id: int, transactional_id: str | None = None,
-                                transaction_timeout_ms: int = 60_000) -> bytes:
-    body = kstring(transactional_id) + struct.pack(">i", transaction_timeout_ms)
-    return frame(request_header_v1(API_INIT_PRODUCER_ID, 0, correlation_id) + body)
-
-
 # ---------------------------------------------------------------- responses
 
 class Reader:
@@ -217,14 +212,6 @@ def parse_produce_v3(data: bytes) -> tuple[int, list[ProducePartitionResult]]:
     return correlation_id, results
 
 
-def parse_init_producer_id_v0(data: bytes) -> tuple[int, int, int, int]:
-    """Returns (correlation_id, error_code, producer_id, producer_epoch)."""
-    reader = Reader(data)
-    correlation_id = reader.int32()
-    _throttle, error_code, producer_id, epoch = reader.take(">ihqh")
-    return correlation_id, error_code, producer_id, epoch
-
-
 # ---------------------------------------------------------------- connection
 
 class ConnectionClosed(Exception):
@@ -288,3 +275,19 @@ class RawConnection:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def init_producer_id(bootstrap: str, version: int = 4, correlation_id: int = 4242) -> tuple[int, int, int]:
+    """Allocate a non-transactional producer id: returns (error_code, producer_id, producer_epoch).
+
+    Uses kafka-python's InitProducerId classes (v2+ is a flexible version).
+    """
+    from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
+
+    request = InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60_000,
+                                    producer_id=-1, producer_epoch=-1)
+    request.with_header(correlation_id=correlation_id, client_id="kafkapy-conformance")
+    with RawConnection(bootstrap) as conn:
+        body = conn.roundtrip(bytes(request.encode(version=version, header=True, framed=True)))
+    response = InitProducerIdResponse.decode(body, version=version, header=True)
+    return response.error_code, response.producer_id, response.producer_epoch

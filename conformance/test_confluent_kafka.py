@@ -22,7 +22,7 @@ from confluent_kafka.admin import (  # noqa: E402
     ResourceType,
 )
 
-from conformance.kafka_wire import RawConnection, init_producer_id_request_v0, parse_init_producer_id_v0  # noqa: E402
+from conformance import kafka_wire  # noqa: E402
 from conformance.message_corpus import MessageCorpus  # noqa: E402
 
 pytestmark = pytest.mark.timeout(180)
@@ -108,13 +108,15 @@ class DeliveryLog:
         return on_delivery
 
 
-def produce_corpus(producer: Producer, topic: str, corpus: MessageCorpus, indexes: range, log: DeliveryLog) -> None:
+def produce_corpus(producer: Producer, topic: str, corpus: MessageCorpus, indexes: range, log: DeliveryLog,
+                   partitions: int = PARTITIONS) -> None:
+    """Produce corpus messages `indexes`, message i to partition i % partitions, and wait for all acks."""
     for i in indexes:
         m = corpus.message(i)
         while True:
             try:
                 producer.produce(topic, value=m.value, key=m.key, headers=m.headers or None,
-                                 partition=i % PARTITIONS, timestamp=m.timestamp_ms, on_delivery=log.callback(i))
+                                 partition=i % partitions, timestamp=m.timestamp_ms, on_delivery=log.callback(i))
                 break
             except BufferError:
                 producer.poll(0.05)
@@ -153,12 +155,8 @@ def high_watermarks(consumer: Consumer, topic: str, partitions: int) -> list[int
 
 
 def init_producer_id(bootstrap: str) -> int:
-    """Allocate a producer id with a raw InitProducerId v0 (non-transactional)."""
-    with RawConnection(bootstrap) as conn:
-        correlation_id, error_code, producer_id, epoch = parse_init_producer_id_v0(
-            conn.roundtrip(init_producer_id_request_v0(correlation_id=4242))
-        )
-    assert correlation_id == 4242
+    """Allocate a producer id with a raw InitProducerId (non-transactional)."""
+    error_code, producer_id, epoch = kafka_wire.init_producer_id(bootstrap)
     assert error_code == 0, f"InitProducerId failed with error {error_code}"
     assert producer_id >= 0 and epoch >= 0
     return producer_id
@@ -364,7 +362,7 @@ def test_restart_keeps_topics_and_acknowledged_records(broker_factory, stop_sign
     log = DeliveryLog()
     producer = idempotent_producer(node.bootstrap, **{"compression.type": "lz4"})
     produce_corpus(producer, "restart-three", corpus, first, log)
-    produce_corpus(producer, "restart-one", corpus, range(0, 300), DeliveryLog())
+    produce_corpus(producer, "restart-one", corpus, range(0, 300), DeliveryLog(), partitions=1)
     assert log.errors == [] and len(log.acked) == len(first)
     ids_before = {init_producer_id(node.bootstrap) for _ in range(2)}
 

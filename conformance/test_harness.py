@@ -1,0 +1,129 @@
+"""Self-tests of conformance/broker_process.py against a stand-in broker (no kafkapy needed).
+
+The stand-in is a tiny Python TCP server that understands the same command line as
+`python -m kafkapy serve --override ...`, so start/ready/stop/restart/kill9 and the
+start-failure messages are checked without depending on the real broker.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from conformance.broker_process import BrokerProcess, BrokerStartError, free_port, port_accepts
+
+pytestmark = pytest.mark.timeout(60)
+
+STAND_IN = textwrap.dedent(
+    """
+    import os, signal, socket, sys, time
+    args = sys.argv[1:]
+    assert args[:3] == ["-m", "kafkapy", "serve"], args
+    props = dict(a.split("=", 1) for a in args[4::2])
+    mode = props.get("stand.in.mode", "ok")
+    if mode == "crash":
+        sys.exit("stand-in: refusing to start (crash mode)")
+    if mode == "ignore-term":
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    else:
+        signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
+    os.makedirs(props["log.dirs"], exist_ok=True)
+    with open(os.path.join(props["log.dirs"], "starts"), "a") as f:
+        f.write("x")
+    if mode == "never-listen":
+        time.sleep(60)
+    host, port = props["listeners"].split("//")[1].rsplit(":", 1)
+    srv = socket.socket()
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind((host, int(port)))
+    srv.listen()
+    print("stand-in listening", port, flush=True)
+    while True:
+        conn, _ = srv.accept()
+        conn.close()
+    """
+)
+
+
+@pytest.fixture
+def stand_in(tmp_path: Path):
+    script = tmp_path / "stand_in.py"
+    script.write_text(STAND_IN)
+    launcher = tmp_path / "python"
+    # BrokerProcess runs `<python> -m kafkapy serve ...`; this launcher runs the stand-in instead.
+    launcher.write_text(f"#!/bin/sh\nexec {sys.executable} {script} \"$@\"\n")
+    launcher.chmod(0o755)
+    made: list[BrokerProcess] = []
+
+    def make(**overrides: str) -> BrokerProcess:
+        work = tmp_path / f"work{len(made)}"
+        work.mkdir()
+        proc = BrokerProcess(port=free_port(), data_dir=work / "data", work_dir=work,
+                             overrides=overrides, python=str(launcher))
+        made.append(proc)
+        return proc
+
+    yield make
+    for proc in made:
+        proc.close()
+
+
+def test_start_stop_restart_kill9(stand_in):
+    node = stand_in()
+    node.start(timeout=10)
+    assert node.bootstrap == f"127.0.0.1:{node.port}"
+    assert port_accepts("127.0.0.1", node.port)
+    assert "--override" in node.command() and f"log.dirs={node.data_dir}" in node.command()
+
+    node.restart()
+    assert port_accepts("127.0.0.1", node.port)
+    assert (node.data_dir / "starts").read_text() == "xx", "restart must reuse the data dir"
+
+    node.kill9()
+    assert not node.is_running() and node.proc.returncode == -signal.SIGKILL
+    assert not port_accepts("127.0.0.1", node.port)
+    node.start(timeout=10)
+    assert (node.data_dir / "starts").read_text() == "xxx"
+
+    assert node.stop() == 0 and not node.last_stop_needed_kill
+
+
+def test_stop_escalates_to_sigkill(stand_in):
+    node = stand_in(**{"stand.in.mode": "ignore-term"})
+    node.start(timeout=10)
+    assert node.stop(timeout=1) == -signal.SIGKILL
+    assert node.last_stop_needed_kill
+
+
+def test_start_failure_shows_output(stand_in):
+    node = stand_in(**{"stand.in.mode": "crash"})
+    with pytest.raises(BrokerStartError) as exc_info:
+        node.start(timeout=10)
+    message = str(exc_info.value)
+    assert "exited with code 1" in message and "refusing to start" in message
+
+
+def test_start_timeout(stand_in):
+    node = stand_in(**{"stand.in.mode": "never-listen"})
+    with pytest.raises(BrokerStartError, match="did not accept connections within 1 s"):
+        node.start(timeout=1)
+    assert not node.is_running()
+
+
+def test_missing_kafkapy_main_gives_hint(tmp_path):
+    """When `python -m kafkapy` is not runnable, the error says so plainly."""
+    launcher = tmp_path / "python"
+    # What CPython prints when the package has no __main__ module.
+    launcher.write_text(
+        "#!/bin/sh\necho \"$0: No module named kafkapy.__main__; 'kafkapy' is a package and "
+        "cannot be directly executed\" >&2\nexit 1\n"
+    )
+    launcher.chmod(0o755)
+    node = BrokerProcess(port=free_port(), data_dir=tmp_path / "data", work_dir=tmp_path, python=str(launcher))
+    with pytest.raises(BrokerStartError) as exc_info:
+        node.start(timeout=10)
+    assert "python -m kafkapy serve` is not runnable" in str(exc_info.value)
