@@ -1,0 +1,779 @@
+"""The one typed table of broker and topic configs (Kafka 3.9 names, types, defaults, validators, docs).
+
+Parsing server.properties, DescribeConfigs, topic-config validation and LogConfig properties all read
+from `BROKER_CONFIGS` and `TOPIC_CONFIGS`. Values are parsed and printed the way Kafka's ConfigDef does
+(`parse_value`, `format_value`), so error messages and DescribeConfigs strings match Kafka's.
+"""
+from __future__ import annotations
+
+import math
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from decimal import Decimal
+from enum import Enum, IntEnum
+from typing import Any
+
+from ..controller.errors import ConfigError
+
+__all__ = [
+    "BROKER_CONFIGS", "TOPIC_CONFIGS", "BrokerSynonym", "ConfigDef", "ConfigType", "Importance", "Password",
+    "broker_synonym_group", "format_value", "parse_value",
+]
+
+INT_MAX = 2**31 - 1
+LONG_MAX = 2**63 - 1
+DOUBLE_MAX = sys.float_info.max
+
+
+class ConfigType(IntEnum):
+    """Config value types; the ids are DescribeConfigs' ConfigType (v3+)."""
+
+    UNKNOWN = 0
+    BOOLEAN = 1
+    STRING = 2
+    INT = 3
+    SHORT = 4
+    LONG = 5
+    DOUBLE = 6
+    LIST = 7
+    CLASS = 8
+    PASSWORD = 9
+
+
+class Importance(Enum):
+    HIGH = "high"
+    MEDIUM = "medium"
+    LOW = "low"
+
+
+class Password:
+    """A secret config value; prints as [hidden] so it never reaches a log line by accident."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: str):
+        self.value = value
+
+    def __repr__(self) -> str:
+        return "[hidden]"
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Password) and other.value == self.value
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+
+# -- value syntax (Kafka's ConfigDef.parseType / convertToString) --------------------------------
+
+_JAVA_TRIM = "".join(chr(c) for c in range(33))  # String.trim() strips every char <= ' '
+_INT_RE = re.compile(r"[+-]?[0-9]+")
+_DOUBLE_RE = re.compile(r"[+-]?(NaN|Infinity|(([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?)[fFdD]?)")
+_COMMA = re.compile(r"\s*,\s*")
+_INT_BOUNDS = {ConfigType.INT: (-2**31, 2**31 - 1), ConfigType.SHORT: (-2**15, 2**15 - 1),
+               ConfigType.LONG: (-2**63, 2**63 - 1)}
+
+
+def java_trim(text: str) -> str:
+    return text.strip(_JAVA_TRIM)
+
+
+def parse_value(name: str, ctype: ConfigType, raw: Any) -> Any:
+    """Parse a raw (usually string) value of config `name` into its typed value, as Kafka does."""
+    if raw is None:
+        return None
+    if not isinstance(raw, str):
+        return _coerce_typed(name, ctype, raw)
+    text = java_trim(raw)
+    if ctype is ConfigType.BOOLEAN:
+        if text.lower() == "true":
+            return True
+        if text.lower() == "false":
+            return False
+        raise ConfigError.invalid_value(name, raw, "Expected value to be either true or false")
+    if ctype in (ConfigType.STRING, ConfigType.CLASS):
+        return text
+    if ctype is ConfigType.PASSWORD:
+        return Password(text)
+    if ctype in _INT_BOUNDS:
+        low, high = _INT_BOUNDS[ctype]
+        if not _INT_RE.fullmatch(text) or not low <= int(text) <= high:
+            raise ConfigError.invalid_value(name, raw, f"Not a number of type {ctype.name}")
+        return int(text)
+    if ctype is ConfigType.DOUBLE:
+        if not _DOUBLE_RE.fullmatch(text):
+            raise ConfigError.invalid_value(name, raw, "Not a number of type DOUBLE")
+        return float(text.rstrip("fFdD").replace("Infinity", "inf"))
+    if ctype is ConfigType.LIST:
+        return [] if not text else _COMMA.split(text)
+    return raw
+
+
+def _coerce_typed(name: str, ctype: ConfigType, value: Any) -> Any:
+    """Accept already-typed values (defaults in the table, values given by code)."""
+    ok = {
+        ConfigType.BOOLEAN: isinstance(value, bool),
+        ConfigType.INT: isinstance(value, int) and not isinstance(value, bool),
+        ConfigType.SHORT: isinstance(value, int) and not isinstance(value, bool),
+        ConfigType.LONG: isinstance(value, int) and not isinstance(value, bool),
+        ConfigType.DOUBLE: isinstance(value, (int, float)) and not isinstance(value, bool),
+        ConfigType.LIST: isinstance(value, (list, tuple)),
+        ConfigType.PASSWORD: isinstance(value, Password),
+    }.get(ctype, False)
+    if not ok:
+        raise ConfigError.invalid_value(name, value, f"Expected a value of type {ctype.name}")
+    if ctype is ConfigType.DOUBLE:
+        return float(value)
+    if ctype is ConfigType.LIST:
+        return [str(v) for v in value]
+    return value
+
+
+def java_double_str(value: float) -> str:
+    """Java's Double.toString: '0.5', '1.0', '1.0E10', '1.7976931348623157E308'."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    if value == 0:
+        return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
+    sign = "-" if value < 0 else ""
+    digits_tuple, exponent = Decimal(repr(abs(value))).as_tuple()[1:]
+    digits = "".join(map(str, digits_tuple)).rstrip("0") or "0"
+    point = len(digits_tuple) + exponent  # position of the decimal point within the digit string
+    if 1e-3 <= abs(value) < 1e7:
+        if point <= 0:
+            return f"{sign}0.{'0' * -point}{digits}"
+        whole = digits[:point].ljust(point, "0")
+        frac = digits[point:] or "0"
+        return f"{sign}{whole}.{frac}"
+    return f"{sign}{digits[0]}.{digits[1:] or '0'}E{point - 1}"
+
+
+def format_value(ctype: ConfigType, value: Any) -> str | None:
+    """Kafka's ConfigDef.convertToString: the string DescribeConfigs reports for a typed value."""
+    if value is None:
+        return None
+    if ctype is ConfigType.BOOLEAN:
+        return "true" if value else "false"
+    if ctype is ConfigType.DOUBLE:
+        return java_double_str(float(value))
+    if ctype is ConfigType.LIST:
+        return ",".join(value)
+    if ctype is ConfigType.PASSWORD:
+        return "[hidden]"
+    return str(value)
+
+
+# -- validators ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Range:
+    """Kafka's Range.atLeast / Range.between."""
+
+    min: float | None = None
+    max: float | None = None
+
+    def __call__(self, name: str, value: Any) -> None:
+        if value is None:
+            raise ConfigError.invalid_value(name, None, "Value must be non-null")
+        if self.min is not None and value < self.min:
+            raise ConfigError.invalid_value(name, _shown(value), f"Value must be at least {_num(self.min)}")
+        if self.max is not None and value > self.max:
+            raise ConfigError.invalid_value(name, _shown(value), f"Value must be no more than {_num(self.max)}")
+
+    def __str__(self) -> str:
+        if self.max is None:
+            return f"[{_num(self.min)},...]"
+        if self.min is None:
+            return f"[...,{_num(self.max)}]"
+        return f"[{_num(self.min)},...,{_num(self.max)}]"
+
+
+@dataclass(frozen=True, slots=True)
+class OneOf:
+    """Kafka's ValidString.in (or CaseInsensitiveValidString)."""
+
+    choices: tuple[str, ...]
+    case_insensitive: bool = False
+
+    def __call__(self, name: str, value: Any) -> None:
+        ok = (value.upper() in {c.upper() for c in self.choices}) if self.case_insensitive \
+            else value in self.choices
+        if not ok:
+            raise ConfigError.invalid_value(name, value, "String must be one of: " + ", ".join(self.choices))
+
+    def __str__(self) -> str:
+        return "[" + ", ".join(self.choices) + "]"
+
+
+@dataclass(frozen=True, slots=True)
+class EachOneOf:
+    """Kafka's ValidList.in: every list element must be one of the choices (an empty list is fine)."""
+
+    choices: tuple[str, ...]
+
+    def __call__(self, name: str, value: Any) -> None:
+        for item in value:
+            OneOf(self.choices)(name, item)
+
+    def __str__(self) -> str:
+        return "[" + ", ".join(self.choices) + "]"
+
+
+@dataclass(frozen=True, slots=True)
+class GzipLevel:
+    """gzip levels: 1..9, or -1 for zlib's default."""
+
+    def __call__(self, name: str, value: Any) -> None:
+        if value > 9 or (value < 1 and value != -1):
+            raise ConfigError.invalid_value(name, value, "Value must be between 1 and 9 or equal to -1")
+
+    def __str__(self) -> str:
+        return "[1,...,9] or -1"
+
+
+@dataclass(frozen=True, slots=True)
+class ThrottledReplicas:
+    """'*' or a list of partitionId:brokerId pairs (Kafka's ThrottledReplicaListValidator)."""
+
+    def __call__(self, name: str, value: Any) -> None:
+        items = [v.strip() for v in value]
+        if items == ["*"] or all(re.fullmatch(r"[0-9]+:[0-9]+", v) for v in items):
+            return
+        raise ConfigError.invalid_value(name, ",".join(value), f"{name} must be the literal '*' or a list of "
+                                        "replicas in the following format: "
+                                        "[partitionId]:[brokerId],[partitionId]:[brokerId],...")
+
+    def __str__(self) -> str:
+        return "[partitionId]:[brokerId],[partitionId]:[brokerId],..."
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataVersion:
+    """A Kafka release/IBP version string such as 0.10.0, 2.8, 3.0-IV1, 3.9-IV0."""
+
+    def __call__(self, name: str, value: Any) -> None:
+        if not re.fullmatch(r"[0-9]+\.[0-9]+(\.[0-9]+)?(\.[0-9]+)?(-IV[0-9]+)?", value or ""):
+            raise ConfigError.invalid_value(name, value, "Not a valid metadata version")
+
+    def __str__(self) -> str:
+        return "[0.8.0, ..., 3.9-IV0]"
+
+
+@dataclass(frozen=True, slots=True)
+class NonNull:
+    def __call__(self, name: str, value: Any) -> None:
+        if value is None:
+            raise ConfigError.invalid_value(name, None, "entry must be non null")
+
+    def __str__(self) -> str:
+        return "non-null string"
+
+
+def _num(x: float | None) -> str:
+    return str(int(x)) if x is not None and float(x).is_integer() else str(x)
+
+
+def _shown(value: Any) -> str:
+    return java_double_str(value) if isinstance(value, float) else str(value)
+
+
+Validator = Callable[[str, Any], None]
+
+
+# -- definitions ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class BrokerSynonym:
+    """A broker config that supplies a topic config's default; values are multiplied by `to_ms`."""
+
+    name: str
+    to_ms: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigDef:
+    """One config: Kafka name, type, default (typed), validator, importance, documentation.
+
+    Topic configs list their broker `synonyms` in Kafka's priority order. Broker configs say whether
+    they can be changed at runtime (`dynamic`, `per_broker` = only for one broker, not as a cluster
+    default), whether kafkapy acts on them (`used`; unused ones are accepted and warned about when
+    set) and whether they are `internal` (accepted, never described).
+    """
+
+    name: str
+    type: ConfigType
+    default: Any
+    importance: Importance
+    doc: str
+    validator: Validator | None = None
+    synonyms: tuple[BrokerSynonym, ...] = ()
+    dynamic: bool = False
+    per_broker: bool = False
+    used: bool = True
+    internal: bool = False
+
+    def parse(self, raw: Any) -> Any:
+        """Parse and validate a raw value for this config (raises ConfigError naming the key)."""
+        value = parse_value(self.name, self.type, raw)
+        if self.validator is not None and value is not None:
+            self.validator(self.name, value)
+        return value
+
+    def format(self, value: Any) -> str | None:
+        return format_value(self.type, value)
+
+
+H, M, L = Importance.HIGH, Importance.MEDIUM, Importance.LOW
+B, S, I, SH, LG, D, LS, C, P = (ConfigType.BOOLEAN, ConfigType.STRING, ConfigType.INT, ConfigType.SHORT,
+                               ConfigType.LONG, ConfigType.DOUBLE, ConfigType.LIST, ConfigType.CLASS,
+                               ConfigType.PASSWORD)
+COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
+
+
+def _syn(*names: str) -> tuple[BrokerSynonym, ...]:
+    units = {"hours": 3_600_000, "minutes": 60_000}
+    return tuple(BrokerSynonym(n, units.get(n.rsplit(".", 1)[-1], 1)) for n in names)
+
+
+def _table(*defs: ConfigDef) -> dict[str, ConfigDef]:
+    table = {d.name: d for d in defs}
+    assert len(table) == len(defs), "duplicate config name in table"
+    for d in defs:  # every default must satisfy its own validator
+        if d.default is not None and d.validator is not None:
+            d.validator(d.name, d.default)
+    return table
+
+
+def T(name: str, ctype: ConfigType, default: Any, doc: str, validator: Validator | None = None,
+      synonyms: tuple[str, ...] = (), importance: Importance = M) -> ConfigDef:
+    return ConfigDef(name, ctype, default, importance, doc, validator, _syn(*synonyms))
+
+
+TOPIC_CONFIGS: dict[str, ConfigDef] = _table(
+    T("segment.bytes", I, 1073741824, "Size of one log segment file; retention and compaction work a "
+      "segment at a time.", Range(14), ("log.segment.bytes",)),
+    T("segment.ms", LG, 604800000, "Time after which the active segment is rolled even if not full.",
+      Range(1), ("log.roll.ms", "log.roll.hours")),
+    T("segment.jitter.ms", LG, 0, "Maximum random jitter subtracted from the scheduled segment roll time.",
+      Range(0), ("log.roll.jitter.ms", "log.roll.jitter.hours")),
+    T("segment.index.bytes", I, 10485760, "Size of the offset index preallocated for each segment.",
+      Range(4), ("log.index.size.max.bytes",)),
+    T("flush.messages", LG, LONG_MAX, "Number of messages after which the log is fsynced.", Range(1),
+      ("log.flush.interval.messages",)),
+    T("flush.ms", LG, LONG_MAX, "Time after which unflushed data is fsynced.", Range(0),
+      ("log.flush.interval.ms", "log.flush.scheduler.interval.ms")),
+    T("retention.bytes", LG, -1, "Maximum size of a partition before old segments are deleted "
+      "(delete policy); -1 means no size limit.", None, ("log.retention.bytes",)),
+    T("retention.ms", LG, 604800000, "Maximum time a segment is kept before deletion (delete policy); "
+      "-1 means no time limit.", Range(-1), ("log.retention.ms", "log.retention.minutes", "log.retention.hours")),
+    T("max.message.bytes", I, 1048588, "Largest record batch size accepted (after compression).", Range(0),
+      ("message.max.bytes",)),
+    T("index.interval.bytes", I, 4096, "Bytes of log between two offset index entries.", Range(0),
+      ("log.index.interval.bytes",)),
+    T("delete.retention.ms", LG, 86400000, "How long delete tombstones are kept in compacted topics.",
+      Range(0), ("log.cleaner.delete.retention.ms",)),
+    T("min.compaction.lag.ms", LG, 0, "Minimum time a message stays uncompacted.", Range(0),
+      ("log.cleaner.min.compaction.lag.ms",)),
+    T("max.compaction.lag.ms", LG, LONG_MAX, "Maximum time a message stays ineligible for compaction.",
+      Range(1), ("log.cleaner.max.compaction.lag.ms",)),
+    T("file.delete.delay.ms", LG, 60000, "Time to wait before deleting a file from the filesystem.", Range(0),
+      ("log.segment.delete.delay.ms",)),
+    T("min.cleanable.dirty.ratio", D, 0.5, "Dirty/total ratio above which a compacted log is cleaned.",
+      Range(0, 1), ("log.cleaner.min.cleanable.ratio",)),
+    T("cleanup.policy", LS, ["delete"], "Retention policy: delete, compact, or both.",
+      EachOneOf(("compact", "delete")), ("log.cleanup.policy",)),
+    T("unclean.leader.election.enable", B, False, "Allow out-of-sync replicas to become leader as a last "
+      "resort, at the risk of data loss.", None, ("unclean.leader.election.enable",)),
+    T("min.insync.replicas", I, 1, "Replicas that must acknowledge an acks=all write.", Range(1),
+      ("min.insync.replicas",)),
+    T("compression.type", S, "producer", "Final compression of the topic's batches; 'producer' keeps the "
+      "producer's codec.", OneOf(COMPRESSION_TYPES), ("compression.type",)),
+    T("compression.gzip.level", I, -1, "gzip level when compression.type is gzip.", GzipLevel(),
+      ("compression.gzip.level",)),
+    T("compression.lz4.level", I, 9, "lz4 level when compression.type is lz4.", Range(1, 17),
+      ("compression.lz4.level",)),
+    T("compression.zstd.level", I, 3, "zstd level when compression.type is zstd.", Range(-131072, 22),
+      ("compression.zstd.level",)),
+    T("preallocate", B, False, "Preallocate segment files on disk when they are created.", None,
+      ("log.preallocate",)),
+    T("message.format.version", S, "3.0-IV1", "[DEPRECATED] Message format version; ignored with "
+      "inter.broker.protocol.version 3.0 or later.", MetadataVersion(), ("log.message.format.version",)),
+    T("message.timestamp.type", S, "CreateTime", "Whether record timestamps are the producer's CreateTime "
+      "or the broker's LogAppendTime.", OneOf(("CreateTime", "LogAppendTime")), ("log.message.timestamp.type",)),
+    T("message.timestamp.difference.max.ms", LG, LONG_MAX, "[DEPRECATED] Maximum allowed difference "
+      "between a CreateTime timestamp and the broker's clock.", Range(0),
+      ("log.message.timestamp.difference.max.ms",)),
+    T("message.timestamp.before.max.ms", LG, LONG_MAX, "How far a CreateTime timestamp may lie in the past.",
+      Range(0), ("log.message.timestamp.before.max.ms",)),
+    T("message.timestamp.after.max.ms", LG, LONG_MAX, "How far a CreateTime timestamp may lie in the future.",
+      Range(0), ("log.message.timestamp.after.max.ms",)),
+    T("leader.replication.throttled.replicas", LS, [], "Replicas whose leader-side replication is throttled.",
+      ThrottledReplicas()),
+    T("follower.replication.throttled.replicas", LS, [], "Replicas whose follower-side replication is "
+      "throttled.", ThrottledReplicas()),
+    T("message.downconversion.enable", B, True, "Whether fetches by old consumers may down-convert batches.",
+      None, ("log.message.downconversion.enable",), L),
+    T("remote.storage.enable", B, False, "Enable tiered storage for the topic."),
+    T("local.retention.ms", LG, -2, "Time local segments are kept with tiered storage; -2 means "
+      "retention.ms.", Range(-2), ("log.local.retention.ms",)),
+    T("local.retention.bytes", LG, -2, "Size of local segments kept with tiered storage; -2 means "
+      "retention.bytes.", Range(-2), ("log.local.retention.bytes",)),
+    T("remote.log.copy.disable", B, False, "Stop copying segments to tiered storage (read-only tier)."),
+    T("remote.log.delete.on.disable", B, False, "Delete tiered data when tiered storage is disabled."),
+    T("kafkapy.log.fsync.on.ack", B, False, "kafkapy: fsync the log before acknowledging a produce "
+      "request (acks != 0).", None, ("kafkapy.log.fsync.on.ack",)),
+)
+
+# Broker configs whose value Kafka can change at runtime (DynamicBrokerConfig.AllDynamicConfigs),
+# restricted to the ones kafkapy defines; listener and security configs are left out on purpose because
+# kafkapy cannot rebind or re-key its listeners at runtime.
+_DYNAMIC_LOG = {syn[0].name for d in TOPIC_CONFIGS.values() if (syn := d.synonyms)} - {
+    "log.message.format.version", "kafkapy.log.fsync.on.ack"}
+_DYNAMIC = _DYNAMIC_LOG | {
+    "log.cleaner.threads", "log.cleaner.dedupe.buffer.size", "log.cleaner.io.buffer.load.factor",
+    "log.cleaner.io.buffer.size", "log.cleaner.io.max.bytes.per.second", "log.cleaner.backoff.ms",
+    "num.io.threads", "num.replica.fetchers", "num.recovery.threads.per.data.dir", "background.threads",
+    "num.network.threads", "metric.reporters", "max.connections.per.ip", "max.connections.per.ip.overrides",
+    "max.connections", "max.connection.creation.rate", "producer.id.expiration.ms",
+    "transaction.partition.verification.enable", "kafkapy.log.fsync.on.ack",
+}
+# Configs kafkapy honours; everything else is accepted for compatibility and warned about when set.
+_USED = {
+    "node.id", "broker.id", "listeners", "advertised.listeners", "listener.security.protocol.map",
+    "log.dir", "log.dirs", "metadata.log.dir", "num.partitions", "default.replication.factor",
+    "auto.create.topics.enable", "delete.topic.enable", "socket.request.max.bytes", "message.max.bytes",
+    "socket.send.buffer.bytes", "socket.receive.buffer.bytes", "socket.listen.backlog.size",
+    "connections.max.idle.ms", "broker.rack", "fetch.max.bytes", "max.incremental.fetch.session.cache.slots",
+    "offsets.topic.num.partitions", "offsets.topic.replication.factor", "offsets.topic.segment.bytes",
+    "offsets.retention.minutes", "offsets.retention.check.interval.ms", "offset.metadata.max.bytes",
+    "offsets.commit.timeout.ms", "group.initial.rebalance.delay.ms", "group.min.session.timeout.ms",
+    "group.max.session.timeout.ms", "group.max.size", "transaction.state.log.num.partitions",
+    "transaction.state.log.replication.factor", "transaction.state.log.segment.bytes",
+    "transaction.state.log.min.isr", "transaction.max.timeout.ms", "transactional.id.expiration.ms",
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+    "transaction.remove.expired.transaction.cleanup.interval.ms", "producer.id.expiration.ms",
+    "producer.id.expiration.check.interval.ms", "log.retention.check.interval.ms",
+    "log.flush.offset.checkpoint.interval.ms", "log.flush.start.offset.checkpoint.interval.ms",
+    "log.roll.hours", "log.retention.minutes", "log.retention.hours", "kafkapy.cluster.id",
+    "request.timeout.ms", "queued.max.requests",
+    # server defaults of the topic configs the partition logs implement
+    "log.segment.bytes", "log.roll.ms", "log.index.size.max.bytes", "log.index.interval.bytes",
+    "log.retention.ms", "log.retention.bytes", "log.flush.interval.messages", "log.flush.interval.ms",
+    "log.flush.scheduler.interval.ms", "log.message.timestamp.type", "log.message.timestamp.before.max.ms",
+    "log.message.timestamp.after.max.ms", "log.message.timestamp.difference.max.ms", "log.cleanup.policy",
+    "log.segment.delete.delay.ms", "min.insync.replicas", "compression.type",
+}
+_PER_BROKER: set[str] = set()  # Kafka's per-broker-only dynamic configs are listener/security ones
+
+
+def K(name: str, ctype: ConfigType, default: Any, importance: Importance, doc: str,
+      validator: Validator | None = None, internal: bool = False) -> ConfigDef:
+    return ConfigDef(name, ctype, default, importance, doc, validator, (), name in _DYNAMIC,
+                     name in _PER_BROKER, name in _USED or name.startswith("kafkapy."), internal)
+
+
+_TOPIC_DOC = {s.name: d.doc for d in TOPIC_CONFIGS.values() for s in d.synonyms}
+
+
+def KT(name: str, ctype: ConfigType, default: Any, importance: Importance, validator: Validator | None = None,
+       doc: str | None = None) -> ConfigDef:
+    """A broker config that is the server default of a topic config (doc taken from the topic config)."""
+    return K(name, ctype, default, importance, doc or _TOPIC_DOC[name], validator)
+
+
+BROKER_CONFIGS: dict[str, ConfigDef] = _table(
+    # -- identity, roles, quorum ---------------------------------------------------------------
+    K("node.id", I, -1, H, "Id of this node; in KRaft mode it must equal broker.id when both are set. "
+      "kafkapy uses 0 when neither is set."),
+    K("broker.id", I, -1, H, "Broker id of this server (the same as node.id)."),
+    K("broker.id.generation.enable", B, True, M, "Generate broker ids automatically (ZooKeeper mode)."),
+    K("reserved.broker.max.id", I, 1000, M, "Largest broker id that can be configured by hand.", Range(0)),
+    K("broker.rack", S, None, M, "Rack of the broker, used for rack-aware replica placement."),
+    K("process.roles", LS, [], H, "KRaft roles of this process: broker, controller or both.",
+      EachOneOf(("broker", "controller"))),
+    K("controller.quorum.voters", LS, [], H, "KRaft controller quorum voters as id@host:port."),
+    K("controller.quorum.bootstrap.servers", LS, [], H, "KRaft controller quorum bootstrap endpoints."),
+    K("controller.listener.names", S, None, H, "Listener names used by KRaft controllers."),
+    K("controller.quorum.election.timeout.ms", I, 1000, H, "KRaft election timeout."),
+    K("controller.quorum.fetch.timeout.ms", I, 2000, H, "KRaft fetch timeout."),
+    K("controller.quorum.election.backoff.max.ms", I, 1000, H, "KRaft maximum election backoff."),
+    K("controller.quorum.append.linger.ms", I, 25, M, "KRaft append linger time."),
+    K("controller.quorum.request.timeout.ms", I, 2000, M, "KRaft request timeout."),
+    K("controller.quorum.retry.backoff.ms", I, 20, L, "KRaft retry backoff."),
+    K("metadata.log.dir", S, None, H, "Directory of the cluster metadata; defaults to the first log "
+      "directory. kafkapy keeps its metadata file here."),
+    K("metadata.log.segment.bytes", I, 1073741824, H, "KRaft metadata log segment size.", Range(12)),
+    K("metadata.log.segment.ms", LG, 604800000, H, "KRaft metadata log roll time."),
+    K("metadata.max.retention.bytes", LG, 104857600, H, "KRaft metadata log retention size."),
+    K("metadata.max.retention.ms", LG, 604800000, H, "KRaft metadata log retention time."),
+    K("metadata.max.idle.interval.ms", I, 500, L, "KRaft no-op record interval.", Range(0)),
+    K("metadata.log.max.record.bytes.between.snapshots", LG, 20971520, H, "KRaft snapshot size trigger.",
+      Range(1)),
+    K("metadata.log.max.snapshot.interval.ms", LG, 3600000, H, "KRaft snapshot time trigger.", Range(0)),
+    K("initial.broker.registration.timeout.ms", I, 60000, M, "KRaft broker registration timeout."),
+    K("broker.heartbeat.interval.ms", I, 2000, M, "KRaft broker heartbeat interval."),
+    K("broker.session.timeout.ms", I, 9000, M, "KRaft broker session timeout."),
+    K("sasl.mechanism.controller.protocol", S, "GSSAPI", H, "SASL mechanism used to talk to controllers."),
+    K("eligible.leader.replicas.enable", B, False, H, "Enable eligible leader replicas (KIP-966)."),
+    K("zookeeper.connect", S, None, H, "ZooKeeper connection string host:port[,host:port][/chroot]; "
+      "kafkapy will keep its metadata in ZooKeeper when set (not implemented yet)."),
+    K("zookeeper.session.timeout.ms", I, 18000, H, "ZooKeeper session timeout."),
+    K("zookeeper.connection.timeout.ms", I, None, H, "Maximum time to wait for a ZooKeeper connection; "
+      "zookeeper.session.timeout.ms when unset."),
+    K("zookeeper.set.acl", B, False, H, "Use secure ACLs on ZooKeeper nodes."),
+    K("zookeeper.max.in.flight.requests", I, 10, H, "Unacknowledged ZooKeeper requests before blocking.",
+      Range(1)),
+    K("zookeeper.ssl.client.enable", B, False, M, "Use TLS to connect to ZooKeeper."),
+    K("zookeeper.metadata.migration.enable", B, False, H, "Enable ZooKeeper to KRaft migration."),
+    # -- listeners and sockets -----------------------------------------------------------------
+    K("listeners", S, "PLAINTEXT://localhost:9092", H, "Comma-separated listener URIs NAME://host:port. "
+      "An empty host binds every interface; kafkapy's default binds loopback only (localhost)."),
+    K("advertised.listeners", S, None, H, "Listener URIs given to clients in metadata; defaults to "
+      "listeners (an empty host is replaced by this machine's name)."),
+    K("listener.security.protocol.map", S, "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,"
+      "SASL_PLAINTEXT:SASL_PLAINTEXT", L, "Map of listener name to security protocol."),
+    K("control.plane.listener.name", S, None, H, "Listener used for controller-to-broker traffic."),
+    K("inter.broker.listener.name", S, None, M, "Listener used between brokers."),
+    K("security.inter.broker.protocol", S, "PLAINTEXT", M, "Security protocol used between brokers.",
+      OneOf(("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"))),
+    K("early.start.listeners", S, None, H, "Listeners started before the authorizer is ready."),
+    K("socket.send.buffer.bytes", I, 102400, H, "SO_SNDBUF of server sockets; -1 uses the OS default."),
+    K("socket.receive.buffer.bytes", I, 102400, H, "SO_RCVBUF of server sockets; -1 uses the OS default."),
+    K("socket.request.max.bytes", I, 104857600, H, "Largest request the server accepts.", Range(1)),
+    K("socket.listen.backlog.size", I, 50, M, "Listen backlog of server sockets.", Range(1)),
+    K("socket.connection.setup.timeout.ms", LG, 10000, M, "Client connection setup timeout."),
+    K("socket.connection.setup.timeout.max.ms", LG, 30000, M, "Maximum connection setup timeout."),
+    K("max.connections.per.ip", I, INT_MAX, M, "Connections allowed from one IP address.", Range(0)),
+    K("max.connections.per.ip.overrides", S, "", M, "Per-IP or per-host overrides of max.connections.per.ip."),
+    K("max.connections", I, INT_MAX, M, "Connections allowed in the broker at any time.", Range(0)),
+    K("max.connection.creation.rate", I, INT_MAX, M, "New connections per second allowed.", Range(0)),
+    K("connections.max.idle.ms", LG, 600000, M, "Idle connections are closed after this long."),
+    K("connection.failed.authentication.delay.ms", I, 100, L, "Delay before closing a connection that failed "
+      "authentication.", Range(0)),
+    K("queued.max.requests", I, 500, H, "Requests queued per connection before reading pauses.", Range(1)),
+    K("queued.max.request.bytes", LG, -1, M, "Bytes of queued requests before reading pauses; -1 for no "
+      "limit."),
+    K("num.network.threads", I, 3, H, "Threads handling network requests (accepted; kafkapy uses one event "
+      "loop).", Range(1)),
+    K("num.io.threads", I, 8, H, "Threads processing requests (accepted; kafkapy uses one event loop).",
+      Range(1)),
+    K("background.threads", I, 10, H, "Threads for background tasks.", Range(1)),
+    K("num.replica.alter.log.dirs.threads", I, None, H, "Threads moving replicas between log directories."),
+    K("request.timeout.ms", I, 30000, H, "Timeout of requests the broker sends."),
+    K("max.request.partition.size.limit", I, 2000, M, "Maximum partitions served in one request.", Range(1)),
+    # -- general server ------------------------------------------------------------------------
+    K("message.max.bytes", I, 1048588, H, "Largest record batch size accepted (after compression); the "
+      "topic-level max.message.bytes overrides it.", Range(0)),
+    K("delete.topic.enable", B, True, H, "Allow topics to be deleted."),
+    K("auto.create.topics.enable", B, True, H, "Create a topic when a client asks for metadata of an unknown "
+      "topic."),
+    K("num.partitions", I, 1, M, "Default number of partitions of a new topic.", Range(1)),
+    K("default.replication.factor", I, 1, M, "Default replication factor of a new topic."),
+    K("fetch.max.bytes", I, 57671680, M, "Most bytes returned by one fetch request.", Range(1024)),
+    K("max.incremental.fetch.session.cache.slots", I, 1000, M, "Incremental fetch sessions kept.", Range(0)),
+    K("authorizer.class.name", S, "", L, "Class of the authorizer; empty for none.", NonNull()),
+    K("controlled.shutdown.enable", B, True, M, "Enable controlled shutdown."),
+    K("controlled.shutdown.max.retries", I, 3, M, "Controlled shutdown retries."),
+    K("controlled.shutdown.retry.backoff.ms", LG, 5000, M, "Backoff between controlled shutdown retries."),
+    K("create.topic.policy.class.name", C, None, L, "Policy class validating topic creation."),
+    K("alter.config.policy.class.name", C, None, L, "Policy class validating config changes."),
+    KT("compression.type", S, "producer", H, OneOf(COMPRESSION_TYPES)),
+    KT("compression.gzip.level", I, -1, M, GzipLevel()),
+    KT("compression.lz4.level", I, 9, M, Range(1, 17)),
+    KT("compression.zstd.level", I, 3, M, Range(-131072, 22)),
+    KT("min.insync.replicas", I, 1, H, Range(1)),
+    KT("unclean.leader.election.enable", B, False, H),
+    K("unstable.api.versions.enable", B, False, H, "Advertise unreleased API versions.", internal=True),
+    K("unstable.feature.versions.enable", B, False, H, "Allow unreleased metadata versions.", internal=True),
+    # -- logs --------------------------------------------------------------------------------
+    K("log.dir", S, "/tmp/kafkapy-logs", H, "Directory of the log data, used when log.dirs is unset "
+      "(kafkapy default: /tmp/kafkapy-logs)."),
+    K("log.dirs", S, None, H, "Comma-separated directories of the log data; log.dir when unset."),
+    KT("log.segment.bytes", I, 1073741824, H, Range(14)),
+    KT("log.roll.ms", LG, None, H, doc="Time before a new segment is rolled, in ms; log.roll.hours when unset."),
+    K("log.roll.hours", I, 168, H, "Time before a new segment is rolled, in hours (second to log.roll.ms).",
+      Range(1)),
+    KT("log.roll.jitter.ms", LG, None, H, doc="Maximum jitter subtracted from the roll time, in ms; "
+       "log.roll.jitter.hours when unset."),
+    K("log.roll.jitter.hours", I, 0, H, "Maximum roll jitter in hours (second to log.roll.jitter.ms).", Range(0)),
+    KT("log.retention.ms", LG, None, H, doc="Time to keep a segment, in ms; log.retention.minutes when "
+       "unset; -1 for no time limit."),
+    K("log.retention.minutes", I, None, H, "Time to keep a segment, in minutes (second to log.retention.ms)."),
+    K("log.retention.hours", I, 168, H, "Time to keep a segment, in hours (third to log.retention.ms)."),
+    KT("log.retention.bytes", LG, -1, H),
+    K("log.retention.check.interval.ms", LG, 300000, M, "How often logs are checked for deletable segments.",
+      Range(1)),
+    KT("log.cleanup.policy", LS, ["delete"], M, EachOneOf(("compact", "delete"))),
+    KT("log.index.size.max.bytes", I, 10485760, M, Range(4)),
+    KT("log.index.interval.bytes", I, 4096, M, Range(0)),
+    KT("log.flush.interval.messages", LG, LONG_MAX, H, Range(1)),
+    KT("log.segment.delete.delay.ms", LG, 60000, H, Range(0)),
+    K("log.flush.scheduler.interval.ms", LG, LONG_MAX, H, "How often the flusher checks for logs to flush."),
+    KT("log.flush.interval.ms", LG, None, H, doc="Maximum time unflushed data stays in memory; "
+       "log.flush.scheduler.interval.ms when unset."),
+    K("log.flush.offset.checkpoint.interval.ms", I, 60000, H, "How often the recovery point is checkpointed.",
+      Range(0)),
+    K("log.flush.start.offset.checkpoint.interval.ms", I, 60000, H, "How often log start offsets are "
+      "checkpointed.", Range(0)),
+    KT("log.preallocate", B, False, M),
+    K("num.recovery.threads.per.data.dir", I, 1, H, "Threads per log directory for recovery and shutdown "
+      "flushing.", Range(1)),
+    KT("log.message.format.version", S, "3.0-IV1", M, MetadataVersion()),
+    KT("log.message.timestamp.type", S, "CreateTime", M, OneOf(("CreateTime", "LogAppendTime"))),
+    KT("log.message.timestamp.difference.max.ms", LG, LONG_MAX, M, Range(0)),
+    KT("log.message.timestamp.before.max.ms", LG, LONG_MAX, M, Range(0)),
+    KT("log.message.timestamp.after.max.ms", LG, LONG_MAX, M, Range(0)),
+    KT("log.message.downconversion.enable", B, True, L),
+    K("log.dir.failure.timeout.ms", LG, 30000, L, "Time a failed log directory may go unreported before the "
+      "broker shuts down.", Range(1)),
+    K("log.initial.task.delay.ms", LG, 30000, L, "Initial delay of log manager tasks.", Range(0), internal=True),
+    KT("log.local.retention.ms", LG, -2, M, Range(-2)),
+    KT("log.local.retention.bytes", LG, -2, M, Range(-2)),
+    K("remote.log.storage.system.enable", B, False, M, "Enable tiered storage in the broker."),
+    K("log.cleaner.enable", B, True, M, "Run the log cleaner (needed for compacted topics)."),
+    K("log.cleaner.threads", I, 1, M, "Log cleaner threads.", Range(0)),
+    K("log.cleaner.io.max.bytes.per.second", D, DOUBLE_MAX, M, "I/O throttle of the log cleaner."),
+    K("log.cleaner.dedupe.buffer.size", LG, 134217728, M, "Memory for log deduplication."),
+    K("log.cleaner.io.buffer.size", I, 524288, M, "Memory for log cleaner I/O buffers.", Range(0)),
+    K("log.cleaner.io.buffer.load.factor", D, 0.9, M, "Fill ratio of the dedupe buffer."),
+    K("log.cleaner.backoff.ms", LG, 15000, M, "Sleep when no log needs cleaning.", Range(0)),
+    KT("log.cleaner.min.cleanable.ratio", D, 0.5, M, Range(0, 1)),
+    KT("log.cleaner.delete.retention.ms", LG, 86400000, M, Range(0)),
+    KT("log.cleaner.min.compaction.lag.ms", LG, 0, M, Range(0)),
+    KT("log.cleaner.max.compaction.lag.ms", LG, LONG_MAX, M, Range(1)),
+    # -- replication -----------------------------------------------------------------------------
+    K("controller.socket.timeout.ms", I, 30000, M, "Socket timeout of controller-to-broker channels."),
+    K("replica.lag.time.max.ms", LG, 30000, H, "A follower that has not caught up for this long leaves the ISR."),
+    K("replica.socket.timeout.ms", I, 30000, H, "Socket timeout of replica fetches."),
+    K("replica.socket.receive.buffer.bytes", I, 65536, H, "Receive buffer of replica fetch sockets."),
+    K("replica.fetch.max.bytes", I, 1048576, M, "Bytes fetched per partition by a follower.", Range(0)),
+    K("replica.fetch.wait.max.ms", I, 500, H, "Maximum wait of a follower fetch."),
+    K("replica.fetch.min.bytes", I, 1, H, "Minimum bytes of a follower fetch response."),
+    K("replica.fetch.backoff.ms", I, 1000, M, "Sleep after a follower fetch error.", Range(0)),
+    K("replica.fetch.response.max.bytes", I, 10485760, M, "Maximum bytes of a follower fetch response.",
+      Range(0)),
+    K("num.replica.fetchers", I, 1, H, "Replica fetcher threads per source broker."),
+    K("replica.high.watermark.checkpoint.interval.ms", LG, 5000, H, "How often high watermarks are saved."),
+    K("replica.selector.class", S, None, M, "Class choosing the replica a consumer fetches from."),
+    K("fetch.purgatory.purge.interval.requests", I, 1000, M, "Purge interval of the fetch purgatory."),
+    K("producer.purgatory.purge.interval.requests", I, 1000, M, "Purge interval of the produce purgatory."),
+    K("delete.records.purgatory.purge.interval.requests", I, 1, M, "Purge interval of the delete-records "
+      "purgatory."),
+    K("auto.leader.rebalance.enable", B, True, H, "Move leadership back to preferred replicas."),
+    K("leader.imbalance.per.broker.percentage", I, 10, H, "Leader imbalance tolerated per broker."),
+    K("leader.imbalance.check.interval.seconds", LG, 300, H, "How often leader balance is checked.", Range(1)),
+    K("inter.broker.protocol.version", S, "3.9-IV0", M, "Inter-broker protocol version.", MetadataVersion()),
+    # -- consumer groups and offsets ---------------------------------------------------------------
+    K("group.min.session.timeout.ms", I, 6000, M, "Smallest session timeout a consumer may use."),
+    K("group.max.session.timeout.ms", I, 1800000, M, "Largest session timeout a consumer may use."),
+    K("group.initial.rebalance.delay.ms", I, 3000, M, "Wait for more members before the first rebalance of an "
+      "empty group."),
+    K("group.max.size", I, INT_MAX, M, "Most members in one consumer group.", Range(1)),
+    K("group.coordinator.rebalance.protocols", LS, ["classic"], M, "Enabled rebalance protocols.",
+      EachOneOf(("classic", "consumer", "share"))),
+    K("group.coordinator.threads", I, 1, M, "Group coordinator threads.", Range(1)),
+    K("group.coordinator.append.linger.ms", I, 10, M, "Linger of group coordinator writes.", Range(0)),
+    K("group.consumer.session.timeout.ms", I, 45000, M, "Session timeout of KIP-848 consumers.", Range(1)),
+    K("group.consumer.min.session.timeout.ms", I, 45000, M, "Minimum KIP-848 session timeout.", Range(1)),
+    K("group.consumer.max.session.timeout.ms", I, 60000, M, "Maximum KIP-848 session timeout.", Range(1)),
+    K("group.consumer.heartbeat.interval.ms", I, 5000, M, "Heartbeat interval of KIP-848 consumers.", Range(1)),
+    K("group.consumer.min.heartbeat.interval.ms", I, 5000, M, "Minimum KIP-848 heartbeat interval.", Range(1)),
+    K("group.consumer.max.heartbeat.interval.ms", I, 15000, M, "Maximum KIP-848 heartbeat interval.", Range(1)),
+    K("group.consumer.max.size", I, INT_MAX, M, "Most members in one KIP-848 group.", Range(1)),
+    K("group.consumer.assignors", LS, ["org.apache.kafka.coordinator.group.assignor.UniformAssignor",
+                                      "org.apache.kafka.coordinator.group.assignor.RangeAssignor"], M,
+      "Server-side assignors of KIP-848 groups."),
+    K("offset.metadata.max.bytes", I, 4096, H, "Largest metadata string of a committed offset."),
+    K("offsets.load.buffer.size", I, 5242880, H, "Read buffer when loading offsets.", Range(1)),
+    K("offsets.topic.replication.factor", SH, 3, H, "Replication factor of __consumer_offsets; it cannot be "
+      "created until this many brokers are alive.", Range(1)),
+    K("offsets.topic.num.partitions", I, 50, H, "Partitions of __consumer_offsets.", Range(1)),
+    K("offsets.topic.segment.bytes", I, 104857600, H, "Segment size of __consumer_offsets.", Range(1)),
+    K("offsets.topic.compression.codec", I, 0, H, "Compression codec id of __consumer_offsets."),
+    K("offsets.retention.minutes", I, 10080, H, "How long offsets of an empty group are kept.", Range(1)),
+    K("offsets.retention.check.interval.ms", LG, 600000, H, "How often stale offsets are removed.", Range(1)),
+    K("offsets.commit.timeout.ms", I, 5000, H, "Timeout of an offset commit write.", Range(1)),
+    K("offsets.commit.required.acks", SH, -1, H, "Acks required for an offset commit."),
+    # -- transactions and producer ids ----------------------------------------------------------------
+    K("transaction.state.log.num.partitions", I, 50, H, "Partitions of __transaction_state.", Range(1)),
+    K("transaction.state.log.replication.factor", SH, 3, H, "Replication factor of __transaction_state.",
+      Range(1)),
+    K("transaction.state.log.segment.bytes", I, 104857600, H, "Segment size of __transaction_state.", Range(1)),
+    K("transaction.state.log.min.isr", I, 2, H, "min.insync.replicas of __transaction_state.", Range(1)),
+    K("transaction.state.log.load.buffer.size", I, 5242880, H, "Read buffer when loading transactions.",
+      Range(1)),
+    K("transaction.max.timeout.ms", I, 900000, H, "Largest transaction timeout a producer may use.", Range(1)),
+    K("transactional.id.expiration.ms", I, 604800000, H, "Idle time after which a transactional id expires.",
+      Range(1)),
+    K("transaction.abort.timed.out.transaction.cleanup.interval.ms", I, 10000, L, "How often timed-out "
+      "transactions are aborted.", Range(1)),
+    K("transaction.remove.expired.transaction.cleanup.interval.ms", I, 3600000, L, "How often expired "
+      "transactional ids are removed.", Range(1)),
+    K("transaction.partition.verification.enable", B, True, L, "Verify partitions were added to a transaction "
+      "before accepting transactional writes."),
+    K("producer.id.expiration.ms", I, 86400000, L, "Idle time after which a producer id's state is dropped.",
+      Range(1)),
+    K("producer.id.expiration.check.interval.ms", I, 600000, L, "How often expired producer ids are removed.",
+      Range(1), internal=True),
+    # -- quotas, metrics, tokens ---------------------------------------------------------------------------
+    K("quota.window.num", I, 11, L, "Samples kept for client quotas.", Range(1)),
+    K("quota.window.size.seconds", I, 1, L, "Time span of a client quota sample.", Range(1)),
+    K("replication.quota.window.num", I, 11, L, "Samples kept for replication quotas.", Range(1)),
+    K("replication.quota.window.size.seconds", I, 1, L, "Time span of a replication quota sample.", Range(1)),
+    K("client.quota.callback.class", C, None, L, "Class of the client quota callback."),
+    K("metric.reporters", LS, [], L, "Classes used as metrics reporters."),
+    K("metrics.num.samples", I, 2, L, "Samples kept to compute metrics.", Range(1)),
+    K("metrics.sample.window.ms", LG, 30000, L, "Window of a metrics sample.", Range(1)),
+    K("metrics.recording.level", S, "INFO", L, "Highest recording level of metrics."),
+    K("auto.include.jmx.reporter", B, True, L, "[DEPRECATED] Always include the JMX reporter."),
+    K("kafka.metrics.reporters", LS, [], L, "Yammer metrics reporter classes."),
+    K("kafka.metrics.polling.interval.secs", I, 10, L, "Metrics polling interval.", Range(1)),
+    K("telemetry.max.bytes", I, 1048576, L, "Largest client telemetry payload.", Range(1)),
+    K("delegation.token.secret.key", P, None, M, "Secret used to sign delegation tokens."),
+    K("delegation.token.max.lifetime.ms", LG, 604800000, M, "Maximum lifetime of a delegation token.", Range(1)),
+    K("delegation.token.expiry.time.ms", LG, 86400000, M, "Renewal interval of delegation tokens.", Range(1)),
+    K("delegation.token.expiry.check.interval.ms", LG, 3600000, L, "How often expired tokens are removed.",
+      Range(1)),
+    # -- security (accepted; kafkapy serves PLAINTEXT only) -----------------------------------------------
+    K("sasl.enabled.mechanisms", LS, ["GSSAPI"], M, "SASL mechanisms enabled in the server."),
+    K("sasl.mechanism.inter.broker.protocol", S, "GSSAPI", M, "SASL mechanism used between brokers."),
+    K("sasl.jaas.config", P, None, M, "JAAS login context for SASL connections."),
+    K("ssl.protocol", S, "TLSv1.3", M, "TLS protocol used to create the SSLContext."),
+    K("ssl.enabled.protocols", LS, ["TLSv1.2", "TLSv1.3"], M, "TLS protocols enabled for connections."),
+    K("ssl.keystore.type", S, "JKS", M, "Format of the key store file."),
+    K("ssl.keystore.location", S, None, M, "Location of the key store file."),
+    K("ssl.keystore.password", P, None, M, "Password of the key store file."),
+    K("ssl.key.password", P, None, M, "Password of the private key."),
+    K("ssl.truststore.type", S, "JKS", M, "Format of the trust store file."),
+    K("ssl.truststore.location", S, None, M, "Location of the trust store file."),
+    K("ssl.truststore.password", P, None, M, "Password of the trust store file."),
+    K("ssl.client.auth", S, "none", M, "Whether the server asks for client certificates.",
+      OneOf(("required", "requested", "none"))),
+    K("ssl.endpoint.identification.algorithm", S, "https", L, "Host name verification algorithm."),
+    K("ssl.cipher.suites", LS, [], M, "Enabled cipher suites."),
+    K("connections.max.reauth.ms", LG, 0, M, "Maximum session lifetime before SASL re-authentication."),
+    K("principal.builder.class", C, "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder",
+      M, "Class building the principal of a connection."),
+    # -- kafkapy extensions ----------------------------------------------------------------------------------
+    K("kafkapy.cluster.id", S, None, M, "kafkapy: cluster id to format new storage with; must match the "
+      "stored one afterwards. Generated when unset."),
+    K("kafkapy.log.fsync.on.ack", B, False, M, "kafkapy: fsync the log before acknowledging a produce "
+      "request (acks != 0); topics can override it."),
+)
+
+
+def broker_synonym_group(name: str) -> list[str]:
+    """Broker configs that set the same value (Kafka's DynamicBrokerConfig.brokerConfigSynonyms)."""
+    for group in (["log.roll.ms", "log.roll.hours"], ["log.roll.jitter.ms", "log.roll.jitter.hours"],
+                  ["log.retention.ms", "log.retention.minutes", "log.retention.hours"]):
+        if name in group:
+            return list(group)
+    if name == "log.flush.interval.ms":
+        return ["log.flush.interval.ms", "log.flush.scheduler.interval.ms"]
+    return [name]

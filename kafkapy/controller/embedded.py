@@ -1,0 +1,352 @@
+"""EmbeddedMetadataStore: the cluster metadata of a single kafkapy node, kept in one local JSON file.
+
+Every change rewrites the file atomically (write a temp file, fsync, rename, fsync the directory),
+so a crash leaves either the old or the new metadata, never a torn file.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from .errors import InconsistentClusterIdError, UnknownTopicIdError, UnknownTopicOrPartitionError
+from .ids import new_cluster_id, new_topic_id, uuid_to_kafka_str
+from .store import (
+    BrokerInfo,
+    ChangeKind,
+    MetadataChange,
+    MetadataListener,
+    MetadataStore,
+    PartitionMetadata,
+    TopicConfigValidator,
+    TopicMetadata,
+)
+from .topic_rules import check_new_topic_name, is_internal_topic, plan_assignments, plan_new_partitions
+
+__all__ = ["METADATA_FILE", "EmbeddedMetadataStore"]
+
+log = logging.getLogger(__name__)
+
+METADATA_FILE = "kafkapy-metadata.json"
+FORMAT_VERSION = 1
+_UNKNOWN_TOPIC = "This server does not host this topic-partition."
+
+
+class EmbeddedMetadataStore(MetadataStore):
+    """MetadataStore backed by `<data_dir>/kafkapy-metadata.json`.
+
+    `cluster_id`, when given, is used to format a new store and must match an existing one
+    (InconsistentClusterIdError). `topic_config_validator` checks config overrides of new topics.
+    Live brokers are those registered since the store was opened; registrations are persisted.
+    """
+
+    def __init__(self, data_dir: str | Path, *, cluster_id: str | None = None,
+                 topic_config_validator: TopicConfigValidator | None = None,
+                 default_num_partitions: int = 1, default_replication_factor: int = 1):
+        self.data_dir = Path(data_dir)
+        self.path = self.data_dir / METADATA_FILE
+        self.topic_config_validator = topic_config_validator
+        self.default_num_partitions = default_num_partitions
+        self.default_replication_factor = default_replication_factor
+        self._lock = threading.RLock()
+        self._listeners: list[MetadataListener] = []
+        self._topics: dict[str, TopicMetadata] = {}
+        self._topics_by_id: dict[uuid.UUID, TopicMetadata] = {}
+        self._brokers: dict[int, BrokerInfo] = {}
+        self._live: set[int] = set()
+        self._broker_configs: dict[str, dict[str, str]] = {}
+        self._closed = False
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._cluster_id = self._load(cluster_id)
+
+    # -- persistence ------------------------------------------------------------------------------
+    def _load(self, wanted_cluster_id: str | None) -> str:
+        try:
+            (self.data_dir / (METADATA_FILE + ".tmp")).unlink()
+            log.warning("removed an unfinished metadata write in %s", self.data_dir)
+        except FileNotFoundError:
+            pass
+        if not self.path.exists():
+            cluster_id = wanted_cluster_id or _cluster_id_from_meta_properties(self.data_dir) or new_cluster_id()
+            self._cluster_id = cluster_id
+            self._persist()
+            log.info("formatted new metadata store in %s with cluster id %s", self.data_dir, cluster_id)
+            return cluster_id
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            if data.get("version") != FORMAT_VERSION:
+                raise ValueError(f"unsupported metadata format version {data.get('version')!r}")
+            cluster_id = data["cluster_id"]
+            for raw in data.get("brokers", []):
+                broker = BrokerInfo(raw["node_id"], raw["host"], raw["port"], raw.get("rack"))
+                self._brokers[broker.node_id] = broker
+            for raw in data.get("topics", []):
+                topic = _topic_from_json(raw)
+                self._topics[topic.name] = topic
+                self._topics_by_id[topic.topic_id] = topic
+            self._broker_configs = {k: dict(v) for k, v in data.get("broker_configs", {}).items()}
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            # Never start from empty metadata over a file we could not read: that would orphan every log.
+            raise RuntimeError(f"cannot read kafkapy metadata file {self.path}: {exc}") from exc
+        if wanted_cluster_id is not None and wanted_cluster_id != cluster_id:
+            raise InconsistentClusterIdError(f"The cluster id {wanted_cluster_id} does not match the stored cluster "
+                                             f"id {cluster_id} in {self.path}")
+        log.info("loaded metadata from %s: cluster id %s, %d topics", self.path, cluster_id, len(self._topics))
+        return cluster_id
+
+    def _persist(self) -> None:
+        data = {
+            "version": FORMAT_VERSION,
+            "cluster_id": self._cluster_id,
+            "brokers": [{"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
+                        for b in sorted(self._brokers.values(), key=lambda b: b.node_id)],
+            "topics": [_topic_to_json(t) for t in sorted(self._topics.values(), key=lambda t: t.name)],
+            "broker_configs": self._broker_configs,
+        }
+        tmp = self.data_dir / (METADATA_FILE + ".tmp")
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=1, sort_keys=True)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+        dir_fd = os.open(self.data_dir, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+    def _notify(self, change: MetadataChange) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener(change)
+            except Exception:
+                log.exception("metadata listener %r failed on %s", listener, change.kind.value)
+
+    # -- brokers ----------------------------------------------------------------------------------
+    @property
+    def cluster_id(self) -> str:
+        return self._cluster_id
+
+    def register_broker(self, node_id: int, host: str, port: int, rack: str | None = None) -> BrokerInfo:
+        broker = BrokerInfo(node_id, host, port, rack)
+        with self._lock:
+            self._live.add(node_id)
+            if self._brokers.get(node_id) != broker:
+                self._brokers[node_id] = broker
+                self._persist()
+            log.info("registered broker %d at %s:%d%s", node_id, host, port, f" (rack {rack})" if rack else "")
+            self._notify(MetadataChange(ChangeKind.BROKER_REGISTERED, broker=broker))
+        return broker
+
+    def unregister_broker(self, node_id: int) -> None:
+        with self._lock:
+            self._live.discard(node_id)
+
+    def list_brokers(self) -> list[BrokerInfo]:
+        with self._lock:
+            return [self._brokers[n] for n in sorted(self._live)]
+
+    def controller_id(self) -> int:
+        # KRaft brokers report some live broker as "controller"; clients only need a reachable node.
+        with self._lock:
+            return min(self._live) if self._live else -1
+
+    # -- topics -----------------------------------------------------------------------------------
+    def create_topic(self, name: str, num_partitions: int = -1, replication_factor: int = -1, *,
+                     assignments: Mapping[int, Sequence[int]] | None = None,
+                     configs: Mapping[str, str] | None = None, internal: bool = False,
+                     validate_only: bool = False) -> TopicMetadata:
+        with self._lock:
+            check_new_topic_name(name, self._topics)
+            configs = dict(configs or {})
+            if self.topic_config_validator is not None:
+                self.topic_config_validator(configs, None)
+            replica_lists = plan_assignments(num_partitions, replication_factor, assignments, sorted(self._live),
+                                             self.default_num_partitions, self.default_replication_factor)
+            partitions = tuple(_new_partition(p, replicas, self._live) for p, replicas in enumerate(replica_lists))
+            topic = TopicMetadata(name, new_topic_id(), partitions, MappingProxyType(configs),
+                                  internal or is_internal_topic(name))
+            while topic.topic_id in self._topics_by_id:  # 2^-122 odds, but ids must stay unique
+                topic = replace(topic, topic_id=new_topic_id())
+            if validate_only:
+                return topic
+            self._put(topic)
+            self._persist()
+            log.info("created topic %s (id %s) with %d partition(s), replication factor %d%s", name,
+                     uuid_to_kafka_str(topic.topic_id),
+                     len(partitions), len(partitions[0].replicas), f", configs {configs}" if configs else "")
+            self._notify(MetadataChange(ChangeKind.TOPIC_CREATED, topic=topic))
+            return topic
+
+    def delete_topic(self, name_or_id: str | uuid.UUID) -> TopicMetadata:
+        with self._lock:
+            if isinstance(name_or_id, uuid.UUID):
+                topic = self._topics_by_id.get(name_or_id)
+                if topic is None:
+                    raise UnknownTopicIdError("This server does not host this topic ID.")
+            else:
+                topic = self._topics.get(name_or_id)
+                if topic is None:
+                    raise UnknownTopicOrPartitionError(_UNKNOWN_TOPIC)
+            del self._topics[topic.name]
+            del self._topics_by_id[topic.topic_id]
+            self._persist()
+            log.info("deleted topic %s (id %s)", topic.name, uuid_to_kafka_str(topic.topic_id))
+            self._notify(MetadataChange(ChangeKind.TOPIC_DELETED, topic=topic))
+            return topic
+
+    def create_partitions(self, name: str, new_total: int, assignments: Sequence[Sequence[int]] | None = None, *,
+                          validate_only: bool = False) -> TopicMetadata:
+        with self._lock:
+            topic = self._require(name)
+            current = len(topic.partitions)
+            factor = len(topic.partitions[0].replicas) if topic.partitions else 1
+            replica_lists = plan_new_partitions(name, current, new_total, factor, assignments, sorted(self._live))
+            added = tuple(_new_partition(current + i, replicas, self._live) for i, replicas in enumerate(replica_lists))
+            topic = replace(topic, partitions=topic.partitions + added)
+            if validate_only:
+                return topic
+            self._put(topic)
+            self._persist()
+            log.info("topic %s now has %d partitions (was %d)", name, new_total, current)
+            self._notify(MetadataChange(ChangeKind.PARTITIONS_CREATED, topic=topic))
+            return topic
+
+    def alter_topic_configs(self, name: str, configs: Mapping[str, str]) -> TopicMetadata:
+        with self._lock:
+            topic = replace(self._require(name), configs=MappingProxyType(dict(configs)))
+            self._put(topic)
+            self._persist()
+            log.info("topic %s config overrides are now %s", name, dict(configs))
+            self._notify(MetadataChange(ChangeKind.TOPIC_CONFIGS_CHANGED, topic=topic))
+            return topic
+
+    def get_topic(self, name: str) -> TopicMetadata | None:
+        return self._topics.get(name)
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> TopicMetadata | None:
+        return self._topics_by_id.get(topic_id)
+
+    def list_topics(self) -> list[TopicMetadata]:
+        with self._lock:
+            return [self._topics[n] for n in sorted(self._topics)]
+
+    # -- partitions -------------------------------------------------------------------------------
+    def set_partition_leader_and_isr(self, name: str, partition: int, leader: int,
+                                     isr: Sequence[int]) -> PartitionMetadata:
+        with self._lock:
+            old = self._require_partition(name, partition)
+            epoch = old.leader_epoch + 1 if leader != old.leader else old.leader_epoch
+            return self._update_partition(name, replace(old, leader=leader, isr=tuple(isr), leader_epoch=epoch,
+                                                        partition_epoch=old.partition_epoch + 1))
+
+    def bump_leader_epoch(self, name: str, partition: int) -> PartitionMetadata:
+        with self._lock:
+            old = self._require_partition(name, partition)
+            return self._update_partition(name, replace(old, leader_epoch=old.leader_epoch + 1,
+                                                        partition_epoch=old.partition_epoch + 1))
+
+    # -- dynamic broker configs -------------------------------------------------------------------
+    def get_broker_configs(self, resource: str) -> dict[str, str]:
+        with self._lock:
+            return dict(self._broker_configs.get(resource, {}))
+
+    def set_broker_configs(self, resource: str, configs: Mapping[str, str]) -> None:
+        with self._lock:
+            if configs:
+                self._broker_configs[resource] = dict(configs)
+            else:
+                self._broker_configs.pop(resource, None)
+            self._persist()
+            self._notify(MetadataChange(ChangeKind.BROKER_CONFIGS_CHANGED, resource=resource))
+
+    # -- lifecycle --------------------------------------------------------------------------------
+    def add_listener(self, listener: MetadataListener) -> None:
+        with self._lock:
+            self._listeners.append(listener)
+
+    def remove_listener(self, listener: MetadataListener) -> None:
+        with self._lock:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+    def close(self) -> None:
+        # Every change is already durable; closing only stops notifications.
+        with self._lock:
+            self._listeners.clear()
+            self._closed = True
+
+    # -- internals --------------------------------------------------------------------------------
+    def _require(self, name: str) -> TopicMetadata:
+        topic = self._topics.get(name)
+        if topic is None:
+            raise UnknownTopicOrPartitionError(_UNKNOWN_TOPIC)
+        return topic
+
+    def _require_partition(self, name: str, partition: int) -> PartitionMetadata:
+        topic = self._require(name)
+        if not 0 <= partition < len(topic.partitions):
+            raise UnknownTopicOrPartitionError(_UNKNOWN_TOPIC)
+        return topic.partitions[partition]
+
+    def _put(self, topic: TopicMetadata) -> None:
+        self._topics[topic.name] = topic
+        self._topics_by_id[topic.topic_id] = topic
+
+    def _update_partition(self, name: str, new: PartitionMetadata) -> PartitionMetadata:
+        topic = self._topics[name]
+        partitions = list(topic.partitions)
+        partitions[new.partition] = new
+        topic = replace(topic, partitions=tuple(partitions))
+        self._put(topic)
+        self._persist()
+        log.info("partition %s-%d: leader %d, leader epoch %d, isr %s", name, new.partition, new.leader,
+                 new.leader_epoch, list(new.isr))
+        self._notify(MetadataChange(ChangeKind.PARTITION_CHANGED, topic=topic, partition=new.partition))
+        return new
+
+
+def _new_partition(index: int, replicas: Sequence[int], live: set[int]) -> PartitionMetadata:
+    isr = tuple(r for r in replicas if r in live) or tuple(replicas)
+    return PartitionMetadata(index, tuple(replicas), isr, isr[0], 0, 0)
+
+
+def _topic_to_json(topic: TopicMetadata) -> dict[str, Any]:
+    return {
+        "name": topic.name, "topic_id": str(topic.topic_id), "internal": topic.internal,
+        "configs": dict(topic.configs),
+        "partitions": [{"partition": p.partition, "replicas": list(p.replicas), "isr": list(p.isr),
+                        "leader": p.leader, "leader_epoch": p.leader_epoch, "partition_epoch": p.partition_epoch}
+                       for p in topic.partitions],
+    }
+
+
+def _topic_from_json(raw: Mapping[str, Any]) -> TopicMetadata:
+    partitions = tuple(PartitionMetadata(p["partition"], tuple(p["replicas"]), tuple(p["isr"]), p["leader"],
+                                         p.get("leader_epoch", 0), p.get("partition_epoch", 0))
+                       for p in raw["partitions"])
+    return TopicMetadata(raw["name"], uuid.UUID(raw["topic_id"]), partitions,
+                         MappingProxyType(dict(raw.get("configs", {}))), bool(raw.get("internal", False)))
+
+
+def _cluster_id_from_meta_properties(data_dir: Path) -> str | None:
+    """Adopt the cluster id of a directory formatted by kafka-storage.sh (meta.properties)."""
+    path = data_dir / "meta.properties"
+    try:
+        for line in path.read_text(encoding="latin-1").splitlines():
+            key, sep, value = line.partition("=")
+            if sep and key.strip() == "cluster.id" and value.strip():
+                log.info("using cluster id %s from %s", value.strip(), path)
+                return value.strip()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        log.warning("cannot read %s: %s", path, exc)
+    return None

@@ -1,0 +1,183 @@
+"""The cluster metadata interface: brokers, topics, partitions, topic and broker config overrides.
+
+`MetadataStore` is what the broker codes against; `EmbeddedMetadataStore` (embedded.py) keeps the
+metadata in a local file, and a ZooKeeper backend can implement the same interface later.
+
+Records handed out are immutable snapshots: a change builds new records, so a reader holding a
+`TopicMetadata` never sees it change under its feet.
+"""
+from __future__ import annotations
+
+import abc
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from types import MappingProxyType
+
+__all__ = ["BrokerInfo", "ChangeKind", "MetadataChange", "MetadataListener", "MetadataStore", "PartitionMetadata",
+           "TopicConfigValidator", "TopicMetadata"]
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerInfo:
+    """A registered broker and the endpoint clients reach it at."""
+
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionMetadata:
+    """Replicas, leader and in-sync replicas of one partition."""
+
+    partition: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    leader: int
+    leader_epoch: int = 0
+    partition_epoch: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class TopicMetadata:
+    """A topic: id, partitions (index == partition number), config overrides, internal flag."""
+
+    name: str
+    topic_id: uuid.UUID
+    partitions: tuple[PartitionMetadata, ...]
+    configs: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    internal: bool = False
+
+    @property
+    def partition_count(self) -> int:
+        return len(self.partitions)
+
+
+class ChangeKind(Enum):
+    BROKER_REGISTERED = "broker_registered"
+    TOPIC_CREATED = "topic_created"
+    TOPIC_DELETED = "topic_deleted"
+    PARTITIONS_CREATED = "partitions_created"
+    TOPIC_CONFIGS_CHANGED = "topic_configs_changed"
+    PARTITION_CHANGED = "partition_changed"
+    BROKER_CONFIGS_CHANGED = "broker_configs_changed"
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataChange:
+    """What changed: `topic` is the new (or, for TOPIC_DELETED, the removed) topic; `partition` is
+    set for PARTITION_CHANGED; `resource` is the broker config resource ("" = cluster default)."""
+
+    kind: ChangeKind
+    topic: TopicMetadata | None = None
+    partition: int | None = None
+    broker: BrokerInfo | None = None
+    resource: str | None = None
+
+
+MetadataListener = Callable[[MetadataChange], None]
+# Validates topic config overrides: (new overrides, current overrides or None) -> None, raising
+# ConfigError (INVALID_CONFIG). The broker supplies one built on its config table.
+TopicConfigValidator = Callable[[Mapping[str, str], "Mapping[str, str] | None"], None]
+
+
+class MetadataStore(abc.ABC):
+    """Cluster metadata with Kafka's validation and error codes (see kafkapy.controller.errors).
+
+    Listeners are called synchronously after a change is durable; a failing listener is logged and
+    does not undo the change.
+    """
+
+    @property
+    @abc.abstractmethod
+    def cluster_id(self) -> str:
+        """22-character URL-safe base64 cluster id, generated once and kept."""
+
+    # -- brokers --------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def register_broker(self, node_id: int, host: str, port: int, rack: str | None = None) -> BrokerInfo:
+        """Register (or update) a live broker."""
+
+    @abc.abstractmethod
+    def unregister_broker(self, node_id: int) -> None:
+        """Mark a broker as no longer live (its registration is kept)."""
+
+    @abc.abstractmethod
+    def list_brokers(self) -> list[BrokerInfo]:
+        """Live brokers, by node id."""
+
+    @abc.abstractmethod
+    def controller_id(self) -> int:
+        """Node id reported as controller in Metadata/DescribeCluster (-1 when no broker is live)."""
+
+    # -- topics ---------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def create_topic(self, name: str, num_partitions: int = -1, replication_factor: int = -1, *,
+                     assignments: Mapping[int, Sequence[int]] | None = None,
+                     configs: Mapping[str, str] | None = None, internal: bool = False,
+                     validate_only: bool = False) -> TopicMetadata:
+        """Create a topic; -1 partitions/replication factor mean the store's defaults.
+
+        With `assignments` (partition -> replica node ids) both counts must be -1. Raises
+        InvalidTopicError, TopicAlreadyExistsError, InvalidPartitionsError,
+        InvalidReplicationFactorError, InvalidReplicaAssignmentError, InvalidRequestError, ConfigError.
+        With validate_only nothing is stored and the returned topic id is a fresh, unused one.
+        """
+
+    @abc.abstractmethod
+    def delete_topic(self, name_or_id: str | uuid.UUID) -> TopicMetadata:
+        """Delete a topic by name (UnknownTopicOrPartitionError) or id (UnknownTopicIdError)."""
+
+    @abc.abstractmethod
+    def create_partitions(self, name: str, new_total: int, assignments: Sequence[Sequence[int]] | None = None, *,
+                          validate_only: bool = False) -> TopicMetadata:
+        """Grow a topic to `new_total` partitions (InvalidPartitionsError unless it is an increase)."""
+
+    @abc.abstractmethod
+    def alter_topic_configs(self, name: str, configs: Mapping[str, str]) -> TopicMetadata:
+        """Replace the topic's config overrides with `configs` (already validated by the caller)."""
+
+    @abc.abstractmethod
+    def get_topic(self, name: str) -> TopicMetadata | None: ...
+
+    @abc.abstractmethod
+    def topic_by_id(self, topic_id: uuid.UUID) -> TopicMetadata | None: ...
+
+    @abc.abstractmethod
+    def list_topics(self) -> list[TopicMetadata]:
+        """All topics, by name."""
+
+    # -- partitions -----------------------------------------------------------------------------
+    @abc.abstractmethod
+    def set_partition_leader_and_isr(self, name: str, partition: int, leader: int,
+                                     isr: Sequence[int]) -> PartitionMetadata:
+        """Change a partition's leader and ISR; a new leader bumps the leader epoch."""
+
+    @abc.abstractmethod
+    def bump_leader_epoch(self, name: str, partition: int) -> PartitionMetadata:
+        """Increase a partition's leader epoch by one (e.g. when the leader restarts its log)."""
+
+    # -- dynamic broker configs -------------------------------------------------------------------
+    @abc.abstractmethod
+    def get_broker_configs(self, resource: str) -> dict[str, str]:
+        """Dynamic broker configs of `resource`: "" for the cluster default, else a node id."""
+
+    @abc.abstractmethod
+    def set_broker_configs(self, resource: str, configs: Mapping[str, str]) -> None:
+        """Replace the dynamic broker configs of `resource` (already validated by the caller)."""
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def add_listener(self, listener: MetadataListener) -> None: ...
+
+    @abc.abstractmethod
+    def remove_listener(self, listener: MetadataListener) -> None: ...
+
+    @abc.abstractmethod
+    def close(self) -> None: ...
+
+    def topic_names(self) -> list[str]:
+        return [topic.name for topic in self.list_topics()]
