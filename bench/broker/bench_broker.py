@@ -573,6 +573,20 @@ def write_docs(markdown: str) -> None:
 # --------------------------------------------------------------------------------------------
 
 
+def _reproducible_args(argv: list[str]) -> list[str]:
+    """The command-line arguments that change what is measured (not where output goes)."""
+    kept: list[str] = []
+    skip_value = False
+    for arg in argv:
+        if skip_value:
+            skip_value = False
+        elif arg == "--json":
+            skip_value = True
+        elif not (arg.startswith("--json=") or arg == "--write-docs"):
+            kept.append(arg)
+    return kept
+
+
 def build_cases(quick: bool) -> list[Case]:
     partitions = (1, 8)
     sizes = (100, 1024)
@@ -641,7 +655,7 @@ def main(argv: list[str] | None = None) -> int:
         for broker in running.values():
             broker.stop()
 
-    passed = [a for a in (argv if argv is not None else sys.argv[1:]) if a not in ("--write-docs",)]
+    passed = _reproducible_args(argv if argv is not None else sys.argv[1:])
     settings = {
         "date": time.strftime("%Y-%m-%d"),
         "machine": f"{os.cpu_count()} cores, Python {platform.python_version()}",
