@@ -225,6 +225,12 @@ class ModuleBuilder:
         out = [self._header()]
         for msg in self.messages:
             out.append(self._message_class(msg))
+        out.append("\n# Each class's fields as the spec declares them (for tests and tools): Kafka name,"
+                   " attribute,\n# type, array?, struct class, versions, nullable versions,"
+                   " tagged versions, tag.")
+        for msg in self.messages:
+            for spec in msg.structs + [msg.root]:
+                out += self._schema(msg, spec)
         out.append("\n_new = object.__new__  # decoders fill slots directly, skipping __init__")
         out.append("\n# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool).")
         for name, fmt in self.formats.items():
@@ -263,6 +269,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -282,7 +289,8 @@ __all__ = [{all_names}]'''
         for spec in msg.structs:
             lines += ["", "", "@dataclass(slots=True)", f"class {self.class_alias(msg, spec)}:",
                       f'    """{msg.name} struct {spec.kafka_name}."""', "",
-                      f'    __qualname__ = "{msg.name}.{spec.name}"']
+                      f'    __qualname__ = "{msg.name}.{spec.name}"',
+                      "    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()"]
             if spec.fields:
                 lines.append("")
             lines += ["    " + d for d in self._field_decls(msg, spec)]
@@ -294,7 +302,8 @@ __all__ = [{all_names}]'''
                   f'{flex_text}."""', "",
                   f"    API_KEY: ClassVar[int] = {msg.api_key}",
                   f"    VALID_VERSIONS: ClassVar[tuple[int, int]] = ({lo}, {hi})",
-                  f"    FLEXIBLE_VERSION: ClassVar[int | None] = {flex}"]
+                  f"    FLEXIBLE_VERSION: ClassVar[int | None] = {flex}",
+                  "    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()"]
         if msg.structs:
             lines.append("")
         for old, new in msg.renamed.items():
@@ -321,6 +330,16 @@ __all__ = [{all_names}]'''
             f"        return _encode_message_parts(_{base}_ENCODERS, self, version)",
         ]
         return "\n".join(lines)
+
+    def _schema(self, msg: MessageSpec, spec: StructSpec) -> list[str]:
+        lines = [f"{self.class_alias(msg, spec)}.SCHEMA = ("]
+        for f in spec.fields:
+            type_ = "struct" if f.is_struct else f.type
+            struct = self.class_alias(msg, f.struct) if f.is_struct else None
+            lines.append(f"    _FieldSchema({f.name!r}, {f.attr!r}, {type_!r}, {f.is_array}, {struct}, "
+                         f"{f.versions}, {f.nullable_versions}, {f.tagged_versions}, {f.tag}),")
+        lines.append(")")
+        return lines
 
     def _field_decls(self, msg: MessageSpec, spec: StructSpec) -> list[str]:
         decls = []

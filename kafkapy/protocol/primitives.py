@@ -10,12 +10,13 @@ from __future__ import annotations
 import abc
 import struct
 import uuid
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from .errors import DecodeError
 
 __all__ = [
-    "ExternalRecords", "Malformed", "UVARINT_1", "ZERO_UUID",
+    "ExternalRecords", "FieldSchema", "Malformed", "UVARINT_1", "ZERO_UUID",
     "read_uvarint", "encode_uvarint", "read_uuid", "skip_tagged_fields",
     "decode_message", "encode_message", "encode_message_parts",
 ]
@@ -50,6 +51,35 @@ class ExternalRecords(abc.ABC):
     @abc.abstractmethod
     def tobytes(self) -> bytes:
         """The payload as bytes (used only when a single joined buffer is needed)."""
+
+
+@dataclass(frozen=True, slots=True)
+class FieldSchema:
+    """One field of a generated message or struct class, as Kafka's JSON spec declares it.
+
+    Every generated class lists its fields in `SCHEMA`; tests and tools use it to build values
+    valid for a version. Version ranges are (min, max) with max 0x7fff for "N+" and (1, 0) for
+    "none".
+    """
+
+    name: str                       # Kafka's name, e.g. "PartitionIndex"
+    attr: str                       # attribute name, e.g. "partition_index"
+    type: str                       # element type: "int32", "string", ..., or "struct"
+    is_array: bool
+    struct: type | None             # the struct class for "struct" types
+    versions: tuple[int, int]
+    nullable_versions: tuple[int, int]
+    tagged_versions: tuple[int, int]
+    tag: int | None
+
+    def present(self, version: int) -> bool:
+        return self.versions[0] <= version <= self.versions[1]
+
+    def nullable(self, version: int) -> bool:
+        return self.nullable_versions[0] <= version <= self.nullable_versions[1]
+
+    def tagged(self, version: int) -> bool:
+        return self.tag is not None and self.tagged_versions[0] <= version <= self.tagged_versions[1]
 
 
 def read_uvarint(buf: Any, pos: int) -> tuple[int, int]:

@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -32,6 +33,7 @@ class _AddPartitionsToTxnRequest_AddPartitionsToTxnTopic:
     """AddPartitionsToTxnRequest struct AddPartitionsToTxnTopic."""
 
     __qualname__ = "AddPartitionsToTxnRequest.AddPartitionsToTxnTopic"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     name: str = ''
     partitions: list[int] = _field(default_factory=list)
@@ -42,6 +44,7 @@ class _AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction:
     """AddPartitionsToTxnRequest struct AddPartitionsToTxnTransaction."""
 
     __qualname__ = "AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     transactional_id: str = ''
     producer_id: int = 0
@@ -57,6 +60,7 @@ class AddPartitionsToTxnRequest:
     API_KEY: ClassVar[int] = 24
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 5)
     FLEXIBLE_VERSION: ClassVar[int | None] = 3
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     AddPartitionsToTxnTopic = _AddPartitionsToTxnRequest_AddPartitionsToTxnTopic
     AddPartitionsToTxnTransaction = _AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction
@@ -86,6 +90,7 @@ class _AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult:
     """AddPartitionsToTxnResponse struct AddPartitionsToTxnPartitionResult."""
 
     __qualname__ = "AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     partition_index: int = 0
     partition_error_code: int = 0
@@ -96,6 +101,7 @@ class _AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult:
     """AddPartitionsToTxnResponse struct AddPartitionsToTxnTopicResult."""
 
     __qualname__ = "AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     name: str = ''
     results_by_partition: list[AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult] = _field(default_factory=list)
@@ -106,6 +112,7 @@ class _AddPartitionsToTxnResponse_AddPartitionsToTxnResult:
     """AddPartitionsToTxnResponse struct AddPartitionsToTxnResult."""
 
     __qualname__ = "AddPartitionsToTxnResponse.AddPartitionsToTxnResult"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     transactional_id: str = ''
     topic_results: list[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult] = _field(default_factory=list)
@@ -118,6 +125,7 @@ class AddPartitionsToTxnResponse:
     API_KEY: ClassVar[int] = 24
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 5)
     FLEXIBLE_VERSION: ClassVar[int | None] = 3
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     AddPartitionsToTxnPartitionResult = _AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult
     AddPartitionsToTxnTopicResult = _AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult
@@ -140,6 +148,45 @@ class AddPartitionsToTxnResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_ADD_PARTITIONS_TO_TXN_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic.SCHEMA = (
+    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Partitions', 'partitions', 'int32', True, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction.SCHEMA = (
+    _FieldSchema('TransactionalId', 'transactional_id', 'string', False, None, (4, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ProducerId', 'producer_id', 'int64', False, None, (4, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ProducerEpoch', 'producer_epoch', 'int16', False, None, (4, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('VerifyOnly', 'verify_only', 'bool', False, None, (4, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Topics', 'topics', 'struct', True, _AddPartitionsToTxnRequest_AddPartitionsToTxnTopic, (4, 32767), (1, 0), (1, 0), None),
+)
+AddPartitionsToTxnRequest.SCHEMA = (
+    _FieldSchema('Transactions', 'transactions', 'struct', True, _AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction, (4, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('V3AndBelowTransactionalId', 'v3_and_below_transactional_id', 'string', False, None, (0, 3), (1, 0), (1, 0), None),
+    _FieldSchema('V3AndBelowProducerId', 'v3_and_below_producer_id', 'int64', False, None, (0, 3), (1, 0), (1, 0), None),
+    _FieldSchema('V3AndBelowProducerEpoch', 'v3_and_below_producer_epoch', 'int16', False, None, (0, 3), (1, 0), (1, 0), None),
+    _FieldSchema('V3AndBelowTopics', 'v3_and_below_topics', 'struct', True, _AddPartitionsToTxnRequest_AddPartitionsToTxnTopic, (0, 3), (1, 0), (1, 0), None),
+)
+_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult.SCHEMA = (
+    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('PartitionErrorCode', 'partition_error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult.SCHEMA = (
+    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ResultsByPartition', 'results_by_partition', 'struct', True, _AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult, (0, 32767), (1, 0), (1, 0), None),
+)
+_AddPartitionsToTxnResponse_AddPartitionsToTxnResult.SCHEMA = (
+    _FieldSchema('TransactionalId', 'transactional_id', 'string', False, None, (4, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('TopicResults', 'topic_results', 'struct', True, _AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult, (4, 32767), (1, 0), (1, 0), None),
+)
+AddPartitionsToTxnResponse.SCHEMA = (
+    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (4, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ResultsByTransaction', 'results_by_transaction', 'struct', True, _AddPartitionsToTxnResponse_AddPartitionsToTxnResult, (4, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ResultsByTopicV3AndBelow', 'results_by_topic_v3_and_below', 'struct', True, _AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult, (0, 3), (1, 0), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

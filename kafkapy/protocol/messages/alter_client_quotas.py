@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -32,6 +33,7 @@ class _AlterClientQuotasRequest_EntityData:
     """AlterClientQuotasRequest struct EntityData."""
 
     __qualname__ = "AlterClientQuotasRequest.EntityData"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     entity_type: str = ''
     entity_name: str = ''
@@ -42,6 +44,7 @@ class _AlterClientQuotasRequest_OpData:
     """AlterClientQuotasRequest struct OpData."""
 
     __qualname__ = "AlterClientQuotasRequest.OpData"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     key: str = ''
     value: float = 0.0
@@ -53,6 +56,7 @@ class _AlterClientQuotasRequest_EntryData:
     """AlterClientQuotasRequest struct EntryData."""
 
     __qualname__ = "AlterClientQuotasRequest.EntryData"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     entity: list[AlterClientQuotasRequest.EntityData] = _field(default_factory=list)
     ops: list[AlterClientQuotasRequest.OpData] = _field(default_factory=list)
@@ -65,6 +69,7 @@ class AlterClientQuotasRequest:
     API_KEY: ClassVar[int] = 49
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 1)
     FLEXIBLE_VERSION: ClassVar[int | None] = 1
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     EntityData = _AlterClientQuotasRequest_EntityData
     OpData = _AlterClientQuotasRequest_OpData
@@ -92,6 +97,7 @@ class _AlterClientQuotasResponse_EntityData:
     """AlterClientQuotasResponse struct EntityData."""
 
     __qualname__ = "AlterClientQuotasResponse.EntityData"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     entity_type: str = ''
     entity_name: str = ''
@@ -102,6 +108,7 @@ class _AlterClientQuotasResponse_EntryData:
     """AlterClientQuotasResponse struct EntryData."""
 
     __qualname__ = "AlterClientQuotasResponse.EntryData"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     error_code: int = 0
     error_message: str = ''
@@ -115,6 +122,7 @@ class AlterClientQuotasResponse:
     API_KEY: ClassVar[int] = 49
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 1)
     FLEXIBLE_VERSION: ClassVar[int | None] = 1
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     EntityData = _AlterClientQuotasResponse_EntityData
     EntryData = _AlterClientQuotasResponse_EntryData
@@ -134,6 +142,39 @@ class AlterClientQuotasResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_ALTER_CLIENT_QUOTAS_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+_AlterClientQuotasRequest_EntityData.SCHEMA = (
+    _FieldSchema('EntityType', 'entity_type', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('EntityName', 'entity_name', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+)
+_AlterClientQuotasRequest_OpData.SCHEMA = (
+    _FieldSchema('Key', 'key', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Value', 'value', 'float64', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Remove', 'remove', 'bool', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_AlterClientQuotasRequest_EntryData.SCHEMA = (
+    _FieldSchema('Entity', 'entity', 'struct', True, _AlterClientQuotasRequest_EntityData, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Ops', 'ops', 'struct', True, _AlterClientQuotasRequest_OpData, (0, 32767), (1, 0), (1, 0), None),
+)
+AlterClientQuotasRequest.SCHEMA = (
+    _FieldSchema('Entries', 'entries', 'struct', True, _AlterClientQuotasRequest_EntryData, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ValidateOnly', 'validate_only', 'bool', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_AlterClientQuotasResponse_EntityData.SCHEMA = (
+    _FieldSchema('EntityType', 'entity_type', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('EntityName', 'entity_name', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+)
+_AlterClientQuotasResponse_EntryData.SCHEMA = (
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+    _FieldSchema('Entity', 'entity', 'struct', True, _AlterClientQuotasResponse_EntityData, (0, 32767), (1, 0), (1, 0), None),
+)
+AlterClientQuotasResponse.SCHEMA = (
+    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Entries', 'entries', 'struct', True, _AlterClientQuotasResponse_EntryData, (0, 32767), (1, 0), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -32,6 +33,7 @@ class _AlterConfigsRequest_AlterableConfig:
     """AlterConfigsRequest struct AlterableConfig."""
 
     __qualname__ = "AlterConfigsRequest.AlterableConfig"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     name: str = ''
     value: str = ''
@@ -42,6 +44,7 @@ class _AlterConfigsRequest_AlterConfigsResource:
     """AlterConfigsRequest struct AlterConfigsResource."""
 
     __qualname__ = "AlterConfigsRequest.AlterConfigsResource"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     resource_type: int = 0
     resource_name: str = ''
@@ -55,6 +58,7 @@ class AlterConfigsRequest:
     API_KEY: ClassVar[int] = 33
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 2)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     AlterableConfig = _AlterConfigsRequest_AlterableConfig
     AlterConfigsResource = _AlterConfigsRequest_AlterConfigsResource
@@ -81,6 +85,7 @@ class _AlterConfigsResponse_AlterConfigsResourceResponse:
     """AlterConfigsResponse struct AlterConfigsResourceResponse."""
 
     __qualname__ = "AlterConfigsResponse.AlterConfigsResourceResponse"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     error_code: int = 0
     error_message: str = ''
@@ -95,6 +100,7 @@ class AlterConfigsResponse:
     API_KEY: ClassVar[int] = 33
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 2)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     AlterConfigsResourceResponse = _AlterConfigsResponse_AlterConfigsResourceResponse
 
@@ -113,6 +119,32 @@ class AlterConfigsResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_ALTER_CONFIGS_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+_AlterConfigsRequest_AlterableConfig.SCHEMA = (
+    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Value', 'value', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+)
+_AlterConfigsRequest_AlterConfigsResource.SCHEMA = (
+    _FieldSchema('ResourceType', 'resource_type', 'int8', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ResourceName', 'resource_name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Configs', 'configs', 'struct', True, _AlterConfigsRequest_AlterableConfig, (0, 32767), (1, 0), (1, 0), None),
+)
+AlterConfigsRequest.SCHEMA = (
+    _FieldSchema('Resources', 'resources', 'struct', True, _AlterConfigsRequest_AlterConfigsResource, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ValidateOnly', 'validate_only', 'bool', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_AlterConfigsResponse_AlterConfigsResourceResponse.SCHEMA = (
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+    _FieldSchema('ResourceType', 'resource_type', 'int8', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ResourceName', 'resource_name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+AlterConfigsResponse.SCHEMA = (
+    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Responses', 'responses', 'struct', True, _AlterConfigsResponse_AlterConfigsResourceResponse, (0, 32767), (1, 0), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -32,6 +33,7 @@ class _AlterPartitionReassignmentsRequest_ReassignablePartition:
     """AlterPartitionReassignmentsRequest struct ReassignablePartition."""
 
     __qualname__ = "AlterPartitionReassignmentsRequest.ReassignablePartition"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     partition_index: int = 0
     replicas: list[int] | None = None
@@ -42,6 +44,7 @@ class _AlterPartitionReassignmentsRequest_ReassignableTopic:
     """AlterPartitionReassignmentsRequest struct ReassignableTopic."""
 
     __qualname__ = "AlterPartitionReassignmentsRequest.ReassignableTopic"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     name: str = ''
     partitions: list[AlterPartitionReassignmentsRequest.ReassignablePartition] = _field(default_factory=list)
@@ -54,6 +57,7 @@ class AlterPartitionReassignmentsRequest:
     API_KEY: ClassVar[int] = 45
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     ReassignablePartition = _AlterPartitionReassignmentsRequest_ReassignablePartition
     ReassignableTopic = _AlterPartitionReassignmentsRequest_ReassignableTopic
@@ -80,6 +84,7 @@ class _AlterPartitionReassignmentsResponse_ReassignablePartitionResponse:
     """AlterPartitionReassignmentsResponse struct ReassignablePartitionResponse."""
 
     __qualname__ = "AlterPartitionReassignmentsResponse.ReassignablePartitionResponse"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     partition_index: int = 0
     error_code: int = 0
@@ -91,6 +96,7 @@ class _AlterPartitionReassignmentsResponse_ReassignableTopicResponse:
     """AlterPartitionReassignmentsResponse struct ReassignableTopicResponse."""
 
     __qualname__ = "AlterPartitionReassignmentsResponse.ReassignableTopicResponse"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     name: str = ''
     partitions: list[AlterPartitionReassignmentsResponse.ReassignablePartitionResponse] = _field(default_factory=list)
@@ -103,6 +109,7 @@ class AlterPartitionReassignmentsResponse:
     API_KEY: ClassVar[int] = 45
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     ReassignablePartitionResponse = _AlterPartitionReassignmentsResponse_ReassignablePartitionResponse
     ReassignableTopicResponse = _AlterPartitionReassignmentsResponse_ReassignableTopicResponse
@@ -124,6 +131,36 @@ class AlterPartitionReassignmentsResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_ALTER_PARTITION_REASSIGNMENTS_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+_AlterPartitionReassignmentsRequest_ReassignablePartition.SCHEMA = (
+    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Replicas', 'replicas', 'int32', True, None, (0, 32767), (0, 32767), (1, 0), None),
+)
+_AlterPartitionReassignmentsRequest_ReassignableTopic.SCHEMA = (
+    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Partitions', 'partitions', 'struct', True, _AlterPartitionReassignmentsRequest_ReassignablePartition, (0, 32767), (1, 0), (1, 0), None),
+)
+AlterPartitionReassignmentsRequest.SCHEMA = (
+    _FieldSchema('TimeoutMs', 'timeout_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Topics', 'topics', 'struct', True, _AlterPartitionReassignmentsRequest_ReassignableTopic, (0, 32767), (1, 0), (1, 0), None),
+)
+_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse.SCHEMA = (
+    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+)
+_AlterPartitionReassignmentsResponse_ReassignableTopicResponse.SCHEMA = (
+    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Partitions', 'partitions', 'struct', True, _AlterPartitionReassignmentsResponse_ReassignablePartitionResponse, (0, 32767), (1, 0), (1, 0), None),
+)
+AlterPartitionReassignmentsResponse.SCHEMA = (
+    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+    _FieldSchema('Responses', 'responses', 'struct', True, _AlterPartitionReassignmentsResponse_ReassignableTopicResponse, (0, 32767), (1, 0), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

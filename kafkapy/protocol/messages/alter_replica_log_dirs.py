@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -32,6 +33,7 @@ class _AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic:
     """AlterReplicaLogDirsRequest struct AlterReplicaLogDirTopic."""
 
     __qualname__ = "AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     name: str = ''
     partitions: list[int] = _field(default_factory=list)
@@ -42,6 +44,7 @@ class _AlterReplicaLogDirsRequest_AlterReplicaLogDir:
     """AlterReplicaLogDirsRequest struct AlterReplicaLogDir."""
 
     __qualname__ = "AlterReplicaLogDirsRequest.AlterReplicaLogDir"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     path: str = ''
     topics: list[AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic] = _field(default_factory=list)
@@ -54,6 +57,7 @@ class AlterReplicaLogDirsRequest:
     API_KEY: ClassVar[int] = 34
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 2)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     AlterReplicaLogDirTopic = _AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic
     AlterReplicaLogDir = _AlterReplicaLogDirsRequest_AlterReplicaLogDir
@@ -79,6 +83,7 @@ class _AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult:
     """AlterReplicaLogDirsResponse struct AlterReplicaLogDirPartitionResult."""
 
     __qualname__ = "AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     partition_index: int = 0
     error_code: int = 0
@@ -89,6 +94,7 @@ class _AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult:
     """AlterReplicaLogDirsResponse struct AlterReplicaLogDirTopicResult."""
 
     __qualname__ = "AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     topic_name: str = ''
     partitions: list[AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult] = _field(default_factory=list)
@@ -101,6 +107,7 @@ class AlterReplicaLogDirsResponse:
     API_KEY: ClassVar[int] = 34
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 2)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     AlterReplicaLogDirPartitionResult = _AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult
     AlterReplicaLogDirTopicResult = _AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult
@@ -120,6 +127,32 @@ class AlterReplicaLogDirsResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_ALTER_REPLICA_LOG_DIRS_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic.SCHEMA = (
+    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Partitions', 'partitions', 'int32', True, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_AlterReplicaLogDirsRequest_AlterReplicaLogDir.SCHEMA = (
+    _FieldSchema('Path', 'path', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Topics', 'topics', 'struct', True, _AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic, (0, 32767), (1, 0), (1, 0), None),
+)
+AlterReplicaLogDirsRequest.SCHEMA = (
+    _FieldSchema('Dirs', 'dirs', 'struct', True, _AlterReplicaLogDirsRequest_AlterReplicaLogDir, (0, 32767), (1, 0), (1, 0), None),
+)
+_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult.SCHEMA = (
+    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult.SCHEMA = (
+    _FieldSchema('TopicName', 'topic_name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Partitions', 'partitions', 'struct', True, _AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult, (0, 32767), (1, 0), (1, 0), None),
+)
+AlterReplicaLogDirsResponse.SCHEMA = (
+    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Results', 'results', 'struct', True, _AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult, (0, 32767), (1, 0), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -32,6 +33,7 @@ class _AlterUserScramCredentialsRequest_ScramCredentialDeletion:
     """AlterUserScramCredentialsRequest struct ScramCredentialDeletion."""
 
     __qualname__ = "AlterUserScramCredentialsRequest.ScramCredentialDeletion"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     name: str = ''
     mechanism: int = 0
@@ -42,6 +44,7 @@ class _AlterUserScramCredentialsRequest_ScramCredentialUpsertion:
     """AlterUserScramCredentialsRequest struct ScramCredentialUpsertion."""
 
     __qualname__ = "AlterUserScramCredentialsRequest.ScramCredentialUpsertion"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     name: str = ''
     mechanism: int = 0
@@ -57,6 +60,7 @@ class AlterUserScramCredentialsRequest:
     API_KEY: ClassVar[int] = 51
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     ScramCredentialDeletion = _AlterUserScramCredentialsRequest_ScramCredentialDeletion
     ScramCredentialUpsertion = _AlterUserScramCredentialsRequest_ScramCredentialUpsertion
@@ -83,6 +87,7 @@ class _AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult:
     """AlterUserScramCredentialsResponse struct AlterUserScramCredentialsResult."""
 
     __qualname__ = "AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     user: str = ''
     error_code: int = 0
@@ -96,6 +101,7 @@ class AlterUserScramCredentialsResponse:
     API_KEY: ClassVar[int] = 51
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     AlterUserScramCredentialsResult = _AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult
 
@@ -114,6 +120,33 @@ class AlterUserScramCredentialsResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_ALTER_USER_SCRAM_CREDENTIALS_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+_AlterUserScramCredentialsRequest_ScramCredentialDeletion.SCHEMA = (
+    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Mechanism', 'mechanism', 'int8', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_AlterUserScramCredentialsRequest_ScramCredentialUpsertion.SCHEMA = (
+    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Mechanism', 'mechanism', 'int8', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Iterations', 'iterations', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Salt', 'salt', 'bytes', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('SaltedPassword', 'salted_password', 'bytes', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+AlterUserScramCredentialsRequest.SCHEMA = (
+    _FieldSchema('Deletions', 'deletions', 'struct', True, _AlterUserScramCredentialsRequest_ScramCredentialDeletion, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Upsertions', 'upsertions', 'struct', True, _AlterUserScramCredentialsRequest_ScramCredentialUpsertion, (0, 32767), (1, 0), (1, 0), None),
+)
+_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult.SCHEMA = (
+    _FieldSchema('User', 'user', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+)
+AlterUserScramCredentialsResponse.SCHEMA = (
+    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Results', 'results', 'struct', True, _AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult, (0, 32767), (1, 0), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

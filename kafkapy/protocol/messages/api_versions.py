@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -34,6 +35,7 @@ class ApiVersionsRequest:
     API_KEY: ClassVar[int] = 18
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 4)
     FLEXIBLE_VERSION: ClassVar[int | None] = 3
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     client_software_name: str = ''
     client_software_version: str = ''
@@ -57,6 +59,7 @@ class _ApiVersionsResponse_ApiVersion:
     """ApiVersionsResponse struct ApiVersion."""
 
     __qualname__ = "ApiVersionsResponse.ApiVersion"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     api_key: int = 0
     min_version: int = 0
@@ -68,6 +71,7 @@ class _ApiVersionsResponse_SupportedFeatureKey:
     """ApiVersionsResponse struct SupportedFeatureKey."""
 
     __qualname__ = "ApiVersionsResponse.SupportedFeatureKey"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     name: str = ''
     min_version: int = 0
@@ -79,6 +83,7 @@ class _ApiVersionsResponse_FinalizedFeatureKey:
     """ApiVersionsResponse struct FinalizedFeatureKey."""
 
     __qualname__ = "ApiVersionsResponse.FinalizedFeatureKey"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     name: str = ''
     max_version_level: int = 0
@@ -92,6 +97,7 @@ class ApiVersionsResponse:
     API_KEY: ClassVar[int] = 18
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 4)
     FLEXIBLE_VERSION: ClassVar[int | None] = 3
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     ApiVersion = _ApiVersionsResponse_ApiVersion
     SupportedFeatureKey = _ApiVersionsResponse_SupportedFeatureKey
@@ -117,6 +123,37 @@ class ApiVersionsResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_API_VERSIONS_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+ApiVersionsRequest.SCHEMA = (
+    _FieldSchema('ClientSoftwareName', 'client_software_name', 'string', False, None, (3, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ClientSoftwareVersion', 'client_software_version', 'string', False, None, (3, 32767), (1, 0), (1, 0), None),
+)
+_ApiVersionsResponse_ApiVersion.SCHEMA = (
+    _FieldSchema('ApiKey', 'api_key', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('MinVersion', 'min_version', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('MaxVersion', 'max_version', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_ApiVersionsResponse_SupportedFeatureKey.SCHEMA = (
+    _FieldSchema('Name', 'name', 'string', False, None, (3, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('MinVersion', 'min_version', 'int16', False, None, (3, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('MaxVersion', 'max_version', 'int16', False, None, (3, 32767), (1, 0), (1, 0), None),
+)
+_ApiVersionsResponse_FinalizedFeatureKey.SCHEMA = (
+    _FieldSchema('Name', 'name', 'string', False, None, (3, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('MaxVersionLevel', 'max_version_level', 'int16', False, None, (3, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('MinVersionLevel', 'min_version_level', 'int16', False, None, (3, 32767), (1, 0), (1, 0), None),
+)
+ApiVersionsResponse.SCHEMA = (
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ApiKeys', 'api_keys', 'struct', True, _ApiVersionsResponse_ApiVersion, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (1, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('SupportedFeatures', 'supported_features', 'struct', True, _ApiVersionsResponse_SupportedFeatureKey, (3, 32767), (1, 0), (3, 32767), 0),
+    _FieldSchema('FinalizedFeaturesEpoch', 'finalized_features_epoch', 'int64', False, None, (3, 32767), (1, 0), (3, 32767), 1),
+    _FieldSchema('FinalizedFeatures', 'finalized_features', 'struct', True, _ApiVersionsResponse_FinalizedFeatureKey, (3, 32767), (1, 0), (3, 32767), 2),
+    _FieldSchema('ZkMigrationReady', 'zk_migration_ready', 'bool', False, None, (3, 32767), (1, 0), (3, 32767), 3),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -34,6 +35,7 @@ class ConsumerGroupDescribeRequest:
     API_KEY: ClassVar[int] = 69
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     group_ids: list[str] = _field(default_factory=list)
     include_authorized_operations: bool = False
@@ -57,6 +59,7 @@ class _ConsumerGroupDescribeResponse_TopicPartitions:
     """ConsumerGroupDescribeResponse struct TopicPartitions."""
 
     __qualname__ = "ConsumerGroupDescribeResponse.TopicPartitions"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     topic_id: _uuid.UUID = _ZERO_UUID
     topic_name: str = ''
@@ -68,6 +71,7 @@ class _ConsumerGroupDescribeResponse_Assignment:
     """ConsumerGroupDescribeResponse struct Assignment."""
 
     __qualname__ = "ConsumerGroupDescribeResponse.Assignment"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     topic_partitions: list[ConsumerGroupDescribeResponse.TopicPartitions] = _field(default_factory=list)
 
@@ -77,6 +81,7 @@ class _ConsumerGroupDescribeResponse_Member:
     """ConsumerGroupDescribeResponse struct Member."""
 
     __qualname__ = "ConsumerGroupDescribeResponse.Member"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     member_id: str = ''
     instance_id: str | None = None
@@ -95,6 +100,7 @@ class _ConsumerGroupDescribeResponse_DescribedGroup:
     """ConsumerGroupDescribeResponse struct DescribedGroup."""
 
     __qualname__ = "ConsumerGroupDescribeResponse.DescribedGroup"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     error_code: int = 0
     error_message: str | None = None
@@ -114,6 +120,7 @@ class ConsumerGroupDescribeResponse:
     API_KEY: ClassVar[int] = 69
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     TopicPartitions = _ConsumerGroupDescribeResponse_TopicPartitions
     Assignment = _ConsumerGroupDescribeResponse_Assignment
@@ -135,6 +142,48 @@ class ConsumerGroupDescribeResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_CONSUMER_GROUP_DESCRIBE_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+ConsumerGroupDescribeRequest.SCHEMA = (
+    _FieldSchema('GroupIds', 'group_ids', 'string', True, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('IncludeAuthorizedOperations', 'include_authorized_operations', 'bool', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_ConsumerGroupDescribeResponse_TopicPartitions.SCHEMA = (
+    _FieldSchema('TopicId', 'topic_id', 'uuid', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('TopicName', 'topic_name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Partitions', 'partitions', 'int32', True, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_ConsumerGroupDescribeResponse_Assignment.SCHEMA = (
+    _FieldSchema('TopicPartitions', 'topic_partitions', 'struct', True, _ConsumerGroupDescribeResponse_TopicPartitions, (0, 32767), (1, 0), (1, 0), None),
+)
+_ConsumerGroupDescribeResponse_Member.SCHEMA = (
+    _FieldSchema('MemberId', 'member_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('InstanceId', 'instance_id', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+    _FieldSchema('RackId', 'rack_id', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+    _FieldSchema('MemberEpoch', 'member_epoch', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ClientId', 'client_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ClientHost', 'client_host', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('SubscribedTopicNames', 'subscribed_topic_names', 'string', True, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('SubscribedTopicRegex', 'subscribed_topic_regex', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+    _FieldSchema('Assignment', 'assignment', 'struct', False, _ConsumerGroupDescribeResponse_Assignment, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('TargetAssignment', 'target_assignment', 'struct', False, _ConsumerGroupDescribeResponse_Assignment, (0, 32767), (1, 0), (1, 0), None),
+)
+_ConsumerGroupDescribeResponse_DescribedGroup.SCHEMA = (
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+    _FieldSchema('GroupId', 'group_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('GroupState', 'group_state', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('GroupEpoch', 'group_epoch', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('AssignmentEpoch', 'assignment_epoch', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('AssignorName', 'assignor_name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Members', 'members', 'struct', True, _ConsumerGroupDescribeResponse_Member, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('AuthorizedOperations', 'authorized_operations', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+ConsumerGroupDescribeResponse.SCHEMA = (
+    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Groups', 'groups', 'struct', True, _ConsumerGroupDescribeResponse_DescribedGroup, (0, 32767), (1, 0), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

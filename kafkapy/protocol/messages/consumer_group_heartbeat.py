@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -32,6 +33,7 @@ class _ConsumerGroupHeartbeatRequest_TopicPartitions:
     """ConsumerGroupHeartbeatRequest struct TopicPartitions."""
 
     __qualname__ = "ConsumerGroupHeartbeatRequest.TopicPartitions"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     topic_id: _uuid.UUID = _ZERO_UUID
     partitions: list[int] = _field(default_factory=list)
@@ -44,6 +46,7 @@ class ConsumerGroupHeartbeatRequest:
     API_KEY: ClassVar[int] = 68
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     TopicPartitions = _ConsumerGroupHeartbeatRequest_TopicPartitions
 
@@ -76,6 +79,7 @@ class _ConsumerGroupHeartbeatResponse_TopicPartitions:
     """ConsumerGroupHeartbeatResponse struct TopicPartitions."""
 
     __qualname__ = "ConsumerGroupHeartbeatResponse.TopicPartitions"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     topic_id: _uuid.UUID = _ZERO_UUID
     partitions: list[int] = _field(default_factory=list)
@@ -86,6 +90,7 @@ class _ConsumerGroupHeartbeatResponse_Assignment:
     """ConsumerGroupHeartbeatResponse struct Assignment."""
 
     __qualname__ = "ConsumerGroupHeartbeatResponse.Assignment"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     topic_partitions: list[ConsumerGroupHeartbeatResponse.TopicPartitions] = _field(default_factory=list)
 
@@ -97,6 +102,7 @@ class ConsumerGroupHeartbeatResponse:
     API_KEY: ClassVar[int] = 68
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     TopicPartitions = _ConsumerGroupHeartbeatResponse_TopicPartitions
     Assignment = _ConsumerGroupHeartbeatResponse_Assignment
@@ -121,6 +127,40 @@ class ConsumerGroupHeartbeatResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_CONSUMER_GROUP_HEARTBEAT_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+_ConsumerGroupHeartbeatRequest_TopicPartitions.SCHEMA = (
+    _FieldSchema('TopicId', 'topic_id', 'uuid', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Partitions', 'partitions', 'int32', True, None, (0, 32767), (1, 0), (1, 0), None),
+)
+ConsumerGroupHeartbeatRequest.SCHEMA = (
+    _FieldSchema('GroupId', 'group_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('MemberId', 'member_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('MemberEpoch', 'member_epoch', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('InstanceId', 'instance_id', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+    _FieldSchema('RackId', 'rack_id', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+    _FieldSchema('RebalanceTimeoutMs', 'rebalance_timeout_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('SubscribedTopicNames', 'subscribed_topic_names', 'string', True, None, (0, 32767), (0, 32767), (1, 0), None),
+    _FieldSchema('ServerAssignor', 'server_assignor', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+    _FieldSchema('TopicPartitions', 'topic_partitions', 'struct', True, _ConsumerGroupHeartbeatRequest_TopicPartitions, (0, 32767), (0, 32767), (1, 0), None),
+)
+_ConsumerGroupHeartbeatResponse_TopicPartitions.SCHEMA = (
+    _FieldSchema('TopicId', 'topic_id', 'uuid', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Partitions', 'partitions', 'int32', True, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_ConsumerGroupHeartbeatResponse_Assignment.SCHEMA = (
+    _FieldSchema('TopicPartitions', 'topic_partitions', 'struct', True, _ConsumerGroupHeartbeatResponse_TopicPartitions, (0, 32767), (1, 0), (1, 0), None),
+)
+ConsumerGroupHeartbeatResponse.SCHEMA = (
+    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+    _FieldSchema('MemberId', 'member_id', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+    _FieldSchema('MemberEpoch', 'member_epoch', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('HeartbeatIntervalMs', 'heartbeat_interval_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Assignment', 'assignment', 'struct', False, _ConsumerGroupHeartbeatResponse_Assignment, (0, 32767), (0, 32767), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -32,6 +33,7 @@ class _CreateAclsRequest_AclCreation:
     """CreateAclsRequest struct AclCreation."""
 
     __qualname__ = "CreateAclsRequest.AclCreation"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     resource_type: int = 0
     resource_name: str = ''
@@ -49,6 +51,7 @@ class CreateAclsRequest:
     API_KEY: ClassVar[int] = 30
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 3)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     AclCreation = _CreateAclsRequest_AclCreation
 
@@ -73,6 +76,7 @@ class _CreateAclsResponse_AclCreationResult:
     """CreateAclsResponse struct AclCreationResult."""
 
     __qualname__ = "CreateAclsResponse.AclCreationResult"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     error_code: int = 0
     error_message: str = ''
@@ -85,6 +89,7 @@ class CreateAclsResponse:
     API_KEY: ClassVar[int] = 30
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 3)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     AclCreationResult = _CreateAclsResponse_AclCreationResult
 
@@ -103,6 +108,29 @@ class CreateAclsResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_CREATE_ACLS_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+_CreateAclsRequest_AclCreation.SCHEMA = (
+    _FieldSchema('ResourceType', 'resource_type', 'int8', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ResourceName', 'resource_name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ResourcePatternType', 'resource_pattern_type', 'int8', False, None, (1, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Principal', 'principal', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Host', 'host', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Operation', 'operation', 'int8', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('PermissionType', 'permission_type', 'int8', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+CreateAclsRequest.SCHEMA = (
+    _FieldSchema('Creations', 'creations', 'struct', True, _CreateAclsRequest_AclCreation, (0, 32767), (1, 0), (1, 0), None),
+)
+_CreateAclsResponse_AclCreationResult.SCHEMA = (
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+)
+CreateAclsResponse.SCHEMA = (
+    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Results', 'results', 'struct', True, _CreateAclsResponse_AclCreationResult, (0, 32767), (1, 0), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -32,6 +33,7 @@ class _CreateDelegationTokenRequest_CreatableRenewers:
     """CreateDelegationTokenRequest struct CreatableRenewers."""
 
     __qualname__ = "CreateDelegationTokenRequest.CreatableRenewers"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     principal_type: str = ''
     principal_name: str = ''
@@ -44,6 +46,7 @@ class CreateDelegationTokenRequest:
     API_KEY: ClassVar[int] = 38
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 3)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     CreatableRenewers = _CreateDelegationTokenRequest_CreatableRenewers
 
@@ -73,6 +76,7 @@ class CreateDelegationTokenResponse:
     API_KEY: ClassVar[int] = 38
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 3)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     error_code: int = 0
     principal_type: str = ''
@@ -98,6 +102,32 @@ class CreateDelegationTokenResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_CREATE_DELEGATION_TOKEN_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+_CreateDelegationTokenRequest_CreatableRenewers.SCHEMA = (
+    _FieldSchema('PrincipalType', 'principal_type', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('PrincipalName', 'principal_name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+CreateDelegationTokenRequest.SCHEMA = (
+    _FieldSchema('OwnerPrincipalType', 'owner_principal_type', 'string', False, None, (3, 32767), (3, 32767), (1, 0), None),
+    _FieldSchema('OwnerPrincipalName', 'owner_principal_name', 'string', False, None, (3, 32767), (3, 32767), (1, 0), None),
+    _FieldSchema('Renewers', 'renewers', 'struct', True, _CreateDelegationTokenRequest_CreatableRenewers, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('MaxLifetimeMs', 'max_lifetime_ms', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+CreateDelegationTokenResponse.SCHEMA = (
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('PrincipalType', 'principal_type', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('PrincipalName', 'principal_name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('TokenRequesterPrincipalType', 'token_requester_principal_type', 'string', False, None, (3, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('TokenRequesterPrincipalName', 'token_requester_principal_name', 'string', False, None, (3, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('IssueTimestampMs', 'issue_timestamp_ms', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ExpiryTimestampMs', 'expiry_timestamp_ms', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('MaxTimestampMs', 'max_timestamp_ms', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('TokenId', 'token_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Hmac', 'hmac', 'bytes', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -32,6 +33,7 @@ class _CreatePartitionsRequest_CreatePartitionsAssignment:
     """CreatePartitionsRequest struct CreatePartitionsAssignment."""
 
     __qualname__ = "CreatePartitionsRequest.CreatePartitionsAssignment"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     broker_ids: list[int] = _field(default_factory=list)
 
@@ -41,6 +43,7 @@ class _CreatePartitionsRequest_CreatePartitionsTopic:
     """CreatePartitionsRequest struct CreatePartitionsTopic."""
 
     __qualname__ = "CreatePartitionsRequest.CreatePartitionsTopic"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     name: str = ''
     count: int = 0
@@ -54,6 +57,7 @@ class CreatePartitionsRequest:
     API_KEY: ClassVar[int] = 37
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 3)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     CreatePartitionsAssignment = _CreatePartitionsRequest_CreatePartitionsAssignment
     CreatePartitionsTopic = _CreatePartitionsRequest_CreatePartitionsTopic
@@ -81,6 +85,7 @@ class _CreatePartitionsResponse_CreatePartitionsTopicResult:
     """CreatePartitionsResponse struct CreatePartitionsTopicResult."""
 
     __qualname__ = "CreatePartitionsResponse.CreatePartitionsTopicResult"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     name: str = ''
     error_code: int = 0
@@ -94,6 +99,7 @@ class CreatePartitionsResponse:
     API_KEY: ClassVar[int] = 37
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 3)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     CreatePartitionsTopicResult = _CreatePartitionsResponse_CreatePartitionsTopicResult
 
@@ -112,6 +118,31 @@ class CreatePartitionsResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_CREATE_PARTITIONS_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+_CreatePartitionsRequest_CreatePartitionsAssignment.SCHEMA = (
+    _FieldSchema('BrokerIds', 'broker_ids', 'int32', True, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_CreatePartitionsRequest_CreatePartitionsTopic.SCHEMA = (
+    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Count', 'count', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Assignments', 'assignments', 'struct', True, _CreatePartitionsRequest_CreatePartitionsAssignment, (0, 32767), (0, 32767), (1, 0), None),
+)
+CreatePartitionsRequest.SCHEMA = (
+    _FieldSchema('Topics', 'topics', 'struct', True, _CreatePartitionsRequest_CreatePartitionsTopic, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('TimeoutMs', 'timeout_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ValidateOnly', 'validate_only', 'bool', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_CreatePartitionsResponse_CreatePartitionsTopicResult.SCHEMA = (
+    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+)
+CreatePartitionsResponse.SCHEMA = (
+    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Results', 'results', 'struct', True, _CreatePartitionsResponse_CreatePartitionsTopicResult, (0, 32767), (1, 0), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -32,6 +33,7 @@ class _CreateTopicsRequest_CreatableReplicaAssignment:
     """CreateTopicsRequest struct CreatableReplicaAssignment."""
 
     __qualname__ = "CreateTopicsRequest.CreatableReplicaAssignment"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     partition_index: int = 0
     broker_ids: list[int] = _field(default_factory=list)
@@ -42,6 +44,7 @@ class _CreateTopicsRequest_CreatableTopicConfig:
     """CreateTopicsRequest struct CreatableTopicConfig."""
 
     __qualname__ = "CreateTopicsRequest.CreatableTopicConfig"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     name: str = ''
     value: str = ''
@@ -52,6 +55,7 @@ class _CreateTopicsRequest_CreatableTopic:
     """CreateTopicsRequest struct CreatableTopic."""
 
     __qualname__ = "CreateTopicsRequest.CreatableTopic"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     name: str = ''
     num_partitions: int = 0
@@ -67,6 +71,7 @@ class CreateTopicsRequest:
     API_KEY: ClassVar[int] = 19
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 7)
     FLEXIBLE_VERSION: ClassVar[int | None] = 5
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     CreatableReplicaAssignment = _CreateTopicsRequest_CreatableReplicaAssignment
     CreatableTopicConfig = _CreateTopicsRequest_CreatableTopicConfig
@@ -95,6 +100,7 @@ class _CreateTopicsResponse_CreatableTopicConfigs:
     """CreateTopicsResponse struct CreatableTopicConfigs."""
 
     __qualname__ = "CreateTopicsResponse.CreatableTopicConfigs"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     name: str = ''
     value: str = ''
@@ -108,6 +114,7 @@ class _CreateTopicsResponse_CreatableTopicResult:
     """CreateTopicsResponse struct CreatableTopicResult."""
 
     __qualname__ = "CreateTopicsResponse.CreatableTopicResult"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     name: str = ''
     topic_id: _uuid.UUID = _ZERO_UUID
@@ -126,6 +133,7 @@ class CreateTopicsResponse:
     API_KEY: ClassVar[int] = 19
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 7)
     FLEXIBLE_VERSION: ClassVar[int | None] = 5
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     CreatableTopicConfigs = _CreateTopicsResponse_CreatableTopicConfigs
     CreatableTopicResult = _CreateTopicsResponse_CreatableTopicResult
@@ -145,6 +153,50 @@ class CreateTopicsResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_CREATE_TOPICS_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+_CreateTopicsRequest_CreatableReplicaAssignment.SCHEMA = (
+    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('BrokerIds', 'broker_ids', 'int32', True, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_CreateTopicsRequest_CreatableTopicConfig.SCHEMA = (
+    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Value', 'value', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+)
+_CreateTopicsRequest_CreatableTopic.SCHEMA = (
+    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('NumPartitions', 'num_partitions', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ReplicationFactor', 'replication_factor', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Assignments', 'assignments', 'struct', True, _CreateTopicsRequest_CreatableReplicaAssignment, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Configs', 'configs', 'struct', True, _CreateTopicsRequest_CreatableTopicConfig, (0, 32767), (1, 0), (1, 0), None),
+)
+CreateTopicsRequest.SCHEMA = (
+    _FieldSchema('Topics', 'topics', 'struct', True, _CreateTopicsRequest_CreatableTopic, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('timeoutMs', 'timeout_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('validateOnly', 'validate_only', 'bool', False, None, (1, 32767), (1, 0), (1, 0), None),
+)
+_CreateTopicsResponse_CreatableTopicConfigs.SCHEMA = (
+    _FieldSchema('Name', 'name', 'string', False, None, (5, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Value', 'value', 'string', False, None, (5, 32767), (5, 32767), (1, 0), None),
+    _FieldSchema('ReadOnly', 'read_only', 'bool', False, None, (5, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ConfigSource', 'config_source', 'int8', False, None, (5, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('IsSensitive', 'is_sensitive', 'bool', False, None, (5, 32767), (1, 0), (1, 0), None),
+)
+_CreateTopicsResponse_CreatableTopicResult.SCHEMA = (
+    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('TopicId', 'topic_id', 'uuid', False, None, (7, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (1, 32767), (0, 32767), (1, 0), None),
+    _FieldSchema('TopicConfigErrorCode', 'topic_config_error_code', 'int16', False, None, (5, 32767), (1, 0), (5, 32767), 0),
+    _FieldSchema('NumPartitions', 'num_partitions', 'int32', False, None, (5, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ReplicationFactor', 'replication_factor', 'int16', False, None, (5, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Configs', 'configs', 'struct', True, _CreateTopicsResponse_CreatableTopicConfigs, (5, 32767), (5, 32767), (1, 0), None),
+)
+CreateTopicsResponse.SCHEMA = (
+    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (2, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Topics', 'topics', 'struct', True, _CreateTopicsResponse_CreatableTopicResult, (0, 32767), (1, 0), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -32,6 +33,7 @@ class _DeleteAclsRequest_DeleteAclsFilter:
     """DeleteAclsRequest struct DeleteAclsFilter."""
 
     __qualname__ = "DeleteAclsRequest.DeleteAclsFilter"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     resource_type_filter: int = 0
     resource_name_filter: str = ''
@@ -49,6 +51,7 @@ class DeleteAclsRequest:
     API_KEY: ClassVar[int] = 31
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 3)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     DeleteAclsFilter = _DeleteAclsRequest_DeleteAclsFilter
 
@@ -73,6 +76,7 @@ class _DeleteAclsResponse_DeleteAclsMatchingAcl:
     """DeleteAclsResponse struct DeleteAclsMatchingAcl."""
 
     __qualname__ = "DeleteAclsResponse.DeleteAclsMatchingAcl"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     error_code: int = 0
     error_message: str = ''
@@ -90,6 +94,7 @@ class _DeleteAclsResponse_DeleteAclsFilterResult:
     """DeleteAclsResponse struct DeleteAclsFilterResult."""
 
     __qualname__ = "DeleteAclsResponse.DeleteAclsFilterResult"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     error_code: int = 0
     error_message: str = ''
@@ -103,6 +108,7 @@ class DeleteAclsResponse:
     API_KEY: ClassVar[int] = 31
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 3)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     DeleteAclsMatchingAcl = _DeleteAclsResponse_DeleteAclsMatchingAcl
     DeleteAclsFilterResult = _DeleteAclsResponse_DeleteAclsFilterResult
@@ -122,6 +128,41 @@ class DeleteAclsResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_DELETE_ACLS_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+_DeleteAclsRequest_DeleteAclsFilter.SCHEMA = (
+    _FieldSchema('ResourceTypeFilter', 'resource_type_filter', 'int8', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ResourceNameFilter', 'resource_name_filter', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+    _FieldSchema('PatternTypeFilter', 'pattern_type_filter', 'int8', False, None, (1, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('PrincipalFilter', 'principal_filter', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+    _FieldSchema('HostFilter', 'host_filter', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+    _FieldSchema('Operation', 'operation', 'int8', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('PermissionType', 'permission_type', 'int8', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+DeleteAclsRequest.SCHEMA = (
+    _FieldSchema('Filters', 'filters', 'struct', True, _DeleteAclsRequest_DeleteAclsFilter, (0, 32767), (1, 0), (1, 0), None),
+)
+_DeleteAclsResponse_DeleteAclsMatchingAcl.SCHEMA = (
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+    _FieldSchema('ResourceType', 'resource_type', 'int8', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ResourceName', 'resource_name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('PatternType', 'pattern_type', 'int8', False, None, (1, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Principal', 'principal', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Host', 'host', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Operation', 'operation', 'int8', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('PermissionType', 'permission_type', 'int8', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_DeleteAclsResponse_DeleteAclsFilterResult.SCHEMA = (
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+    _FieldSchema('MatchingAcls', 'matching_acls', 'struct', True, _DeleteAclsResponse_DeleteAclsMatchingAcl, (0, 32767), (1, 0), (1, 0), None),
+)
+DeleteAclsResponse.SCHEMA = (
+    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('FilterResults', 'filter_results', 'struct', True, _DeleteAclsResponse_DeleteAclsFilterResult, (0, 32767), (1, 0), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

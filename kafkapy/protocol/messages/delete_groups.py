@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -34,6 +35,7 @@ class DeleteGroupsRequest:
     API_KEY: ClassVar[int] = 42
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 2)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     groups_names: list[str] = _field(default_factory=list)
 
@@ -56,6 +58,7 @@ class _DeleteGroupsResponse_DeletableGroupResult:
     """DeleteGroupsResponse struct DeletableGroupResult."""
 
     __qualname__ = "DeleteGroupsResponse.DeletableGroupResult"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     group_id: str = ''
     error_code: int = 0
@@ -68,6 +71,7 @@ class DeleteGroupsResponse:
     API_KEY: ClassVar[int] = 42
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 2)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     DeletableGroupResult = _DeleteGroupsResponse_DeletableGroupResult
 
@@ -86,6 +90,20 @@ class DeleteGroupsResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_DELETE_GROUPS_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+DeleteGroupsRequest.SCHEMA = (
+    _FieldSchema('GroupsNames', 'groups_names', 'string', True, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_DeleteGroupsResponse_DeletableGroupResult.SCHEMA = (
+    _FieldSchema('GroupId', 'group_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+DeleteGroupsResponse.SCHEMA = (
+    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Results', 'results', 'struct', True, _DeleteGroupsResponse_DeletableGroupResult, (0, 32767), (1, 0), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -32,6 +33,7 @@ class _DeleteRecordsRequest_DeleteRecordsPartition:
     """DeleteRecordsRequest struct DeleteRecordsPartition."""
 
     __qualname__ = "DeleteRecordsRequest.DeleteRecordsPartition"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     partition_index: int = 0
     offset: int = 0
@@ -42,6 +44,7 @@ class _DeleteRecordsRequest_DeleteRecordsTopic:
     """DeleteRecordsRequest struct DeleteRecordsTopic."""
 
     __qualname__ = "DeleteRecordsRequest.DeleteRecordsTopic"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     name: str = ''
     partitions: list[DeleteRecordsRequest.DeleteRecordsPartition] = _field(default_factory=list)
@@ -54,6 +57,7 @@ class DeleteRecordsRequest:
     API_KEY: ClassVar[int] = 21
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 2)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     DeleteRecordsPartition = _DeleteRecordsRequest_DeleteRecordsPartition
     DeleteRecordsTopic = _DeleteRecordsRequest_DeleteRecordsTopic
@@ -80,6 +84,7 @@ class _DeleteRecordsResponse_DeleteRecordsPartitionResult:
     """DeleteRecordsResponse struct DeleteRecordsPartitionResult."""
 
     __qualname__ = "DeleteRecordsResponse.DeleteRecordsPartitionResult"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     partition_index: int = 0
     low_watermark: int = 0
@@ -91,6 +96,7 @@ class _DeleteRecordsResponse_DeleteRecordsTopicResult:
     """DeleteRecordsResponse struct DeleteRecordsTopicResult."""
 
     __qualname__ = "DeleteRecordsResponse.DeleteRecordsTopicResult"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     name: str = ''
     partitions: list[DeleteRecordsResponse.DeleteRecordsPartitionResult] = _field(default_factory=list)
@@ -103,6 +109,7 @@ class DeleteRecordsResponse:
     API_KEY: ClassVar[int] = 21
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 2)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     DeleteRecordsPartitionResult = _DeleteRecordsResponse_DeleteRecordsPartitionResult
     DeleteRecordsTopicResult = _DeleteRecordsResponse_DeleteRecordsTopicResult
@@ -122,6 +129,34 @@ class DeleteRecordsResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_DELETE_RECORDS_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+_DeleteRecordsRequest_DeleteRecordsPartition.SCHEMA = (
+    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Offset', 'offset', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_DeleteRecordsRequest_DeleteRecordsTopic.SCHEMA = (
+    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Partitions', 'partitions', 'struct', True, _DeleteRecordsRequest_DeleteRecordsPartition, (0, 32767), (1, 0), (1, 0), None),
+)
+DeleteRecordsRequest.SCHEMA = (
+    _FieldSchema('Topics', 'topics', 'struct', True, _DeleteRecordsRequest_DeleteRecordsTopic, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('TimeoutMs', 'timeout_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_DeleteRecordsResponse_DeleteRecordsPartitionResult.SCHEMA = (
+    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('LowWatermark', 'low_watermark', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_DeleteRecordsResponse_DeleteRecordsTopicResult.SCHEMA = (
+    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Partitions', 'partitions', 'struct', True, _DeleteRecordsResponse_DeleteRecordsPartitionResult, (0, 32767), (1, 0), (1, 0), None),
+)
+DeleteRecordsResponse.SCHEMA = (
+    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Topics', 'topics', 'struct', True, _DeleteRecordsResponse_DeleteRecordsTopicResult, (0, 32767), (1, 0), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -32,6 +33,7 @@ class _DeleteShareGroupStateRequest_PartitionData:
     """DeleteShareGroupStateRequest struct PartitionData."""
 
     __qualname__ = "DeleteShareGroupStateRequest.PartitionData"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     partition: int = 0
 
@@ -41,6 +43,7 @@ class _DeleteShareGroupStateRequest_DeleteStateData:
     """DeleteShareGroupStateRequest struct DeleteStateData."""
 
     __qualname__ = "DeleteShareGroupStateRequest.DeleteStateData"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     topic_id: _uuid.UUID = _ZERO_UUID
     partitions: list[DeleteShareGroupStateRequest.PartitionData] = _field(default_factory=list)
@@ -53,6 +56,7 @@ class DeleteShareGroupStateRequest:
     API_KEY: ClassVar[int] = 86
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     PartitionData = _DeleteShareGroupStateRequest_PartitionData
     DeleteStateData = _DeleteShareGroupStateRequest_DeleteStateData
@@ -79,6 +83,7 @@ class _DeleteShareGroupStateResponse_PartitionResult:
     """DeleteShareGroupStateResponse struct PartitionResult."""
 
     __qualname__ = "DeleteShareGroupStateResponse.PartitionResult"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     partition: int = 0
     error_code: int = 0
@@ -90,6 +95,7 @@ class _DeleteShareGroupStateResponse_DeleteStateResult:
     """DeleteShareGroupStateResponse struct DeleteStateResult."""
 
     __qualname__ = "DeleteShareGroupStateResponse.DeleteStateResult"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     topic_id: _uuid.UUID = _ZERO_UUID
     partitions: list[DeleteShareGroupStateResponse.PartitionResult] = _field(default_factory=list)
@@ -102,6 +108,7 @@ class DeleteShareGroupStateResponse:
     API_KEY: ClassVar[int] = 86
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     PartitionResult = _DeleteShareGroupStateResponse_PartitionResult
     DeleteStateResult = _DeleteShareGroupStateResponse_DeleteStateResult
@@ -120,6 +127,32 @@ class DeleteShareGroupStateResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_DELETE_SHARE_GROUP_STATE_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+_DeleteShareGroupStateRequest_PartitionData.SCHEMA = (
+    _FieldSchema('Partition', 'partition', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_DeleteShareGroupStateRequest_DeleteStateData.SCHEMA = (
+    _FieldSchema('TopicId', 'topic_id', 'uuid', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Partitions', 'partitions', 'struct', True, _DeleteShareGroupStateRequest_PartitionData, (0, 32767), (1, 0), (1, 0), None),
+)
+DeleteShareGroupStateRequest.SCHEMA = (
+    _FieldSchema('GroupId', 'group_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Topics', 'topics', 'struct', True, _DeleteShareGroupStateRequest_DeleteStateData, (0, 32767), (1, 0), (1, 0), None),
+)
+_DeleteShareGroupStateResponse_PartitionResult.SCHEMA = (
+    _FieldSchema('Partition', 'partition', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+)
+_DeleteShareGroupStateResponse_DeleteStateResult.SCHEMA = (
+    _FieldSchema('TopicId', 'topic_id', 'uuid', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Partitions', 'partitions', 'struct', True, _DeleteShareGroupStateResponse_PartitionResult, (0, 32767), (1, 0), (1, 0), None),
+)
+DeleteShareGroupStateResponse.SCHEMA = (
+    _FieldSchema('Results', 'results', 'struct', True, _DeleteShareGroupStateResponse_DeleteStateResult, (0, 32767), (1, 0), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

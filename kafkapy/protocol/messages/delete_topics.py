@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -32,6 +33,7 @@ class _DeleteTopicsRequest_DeleteTopicState:
     """DeleteTopicsRequest struct DeleteTopicState."""
 
     __qualname__ = "DeleteTopicsRequest.DeleteTopicState"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     name: str | None = None
     topic_id: _uuid.UUID = _ZERO_UUID
@@ -44,6 +46,7 @@ class DeleteTopicsRequest:
     API_KEY: ClassVar[int] = 20
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 6)
     FLEXIBLE_VERSION: ClassVar[int | None] = 4
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     DeleteTopicState = _DeleteTopicsRequest_DeleteTopicState
 
@@ -70,6 +73,7 @@ class _DeleteTopicsResponse_DeletableTopicResult:
     """DeleteTopicsResponse struct DeletableTopicResult."""
 
     __qualname__ = "DeleteTopicsResponse.DeletableTopicResult"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     name: str = ''
     topic_id: _uuid.UUID = _ZERO_UUID
@@ -84,6 +88,7 @@ class DeleteTopicsResponse:
     API_KEY: ClassVar[int] = 20
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 6)
     FLEXIBLE_VERSION: ClassVar[int | None] = 4
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     DeletableTopicResult = _DeleteTopicsResponse_DeletableTopicResult
 
@@ -102,6 +107,28 @@ class DeleteTopicsResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_DELETE_TOPICS_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+_DeleteTopicsRequest_DeleteTopicState.SCHEMA = (
+    _FieldSchema('Name', 'name', 'string', False, None, (6, 32767), (6, 32767), (1, 0), None),
+    _FieldSchema('TopicId', 'topic_id', 'uuid', False, None, (6, 32767), (1, 0), (1, 0), None),
+)
+DeleteTopicsRequest.SCHEMA = (
+    _FieldSchema('Topics', 'topics', 'struct', True, _DeleteTopicsRequest_DeleteTopicState, (6, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('TopicNames', 'topic_names', 'string', True, None, (0, 5), (1, 0), (1, 0), None),
+    _FieldSchema('TimeoutMs', 'timeout_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_DeleteTopicsResponse_DeletableTopicResult.SCHEMA = (
+    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (6, 32767), (1, 0), None),
+    _FieldSchema('TopicId', 'topic_id', 'uuid', False, None, (6, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (5, 32767), (5, 32767), (1, 0), None),
+)
+DeleteTopicsResponse.SCHEMA = (
+    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (1, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Responses', 'responses', 'struct', True, _DeleteTopicsResponse_DeletableTopicResult, (0, 32767), (1, 0), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -34,6 +35,7 @@ class DescribeAclsRequest:
     API_KEY: ClassVar[int] = 29
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 3)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     resource_type_filter: int = 0
     resource_name_filter: str = ''
@@ -62,6 +64,7 @@ class _DescribeAclsResponse_AclDescription:
     """DescribeAclsResponse struct AclDescription."""
 
     __qualname__ = "DescribeAclsResponse.AclDescription"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     principal: str = ''
     host: str = ''
@@ -74,6 +77,7 @@ class _DescribeAclsResponse_DescribeAclsResource:
     """DescribeAclsResponse struct DescribeAclsResource."""
 
     __qualname__ = "DescribeAclsResponse.DescribeAclsResource"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     resource_type: int = 0
     resource_name: str = ''
@@ -88,6 +92,7 @@ class DescribeAclsResponse:
     API_KEY: ClassVar[int] = 29
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 3)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     AclDescription = _DescribeAclsResponse_AclDescription
     DescribeAclsResource = _DescribeAclsResponse_DescribeAclsResource
@@ -109,6 +114,36 @@ class DescribeAclsResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_DESCRIBE_ACLS_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+DescribeAclsRequest.SCHEMA = (
+    _FieldSchema('ResourceTypeFilter', 'resource_type_filter', 'int8', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ResourceNameFilter', 'resource_name_filter', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+    _FieldSchema('PatternTypeFilter', 'pattern_type_filter', 'int8', False, None, (1, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('PrincipalFilter', 'principal_filter', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+    _FieldSchema('HostFilter', 'host_filter', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+    _FieldSchema('Operation', 'operation', 'int8', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('PermissionType', 'permission_type', 'int8', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_DescribeAclsResponse_AclDescription.SCHEMA = (
+    _FieldSchema('Principal', 'principal', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Host', 'host', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Operation', 'operation', 'int8', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('PermissionType', 'permission_type', 'int8', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_DescribeAclsResponse_DescribeAclsResource.SCHEMA = (
+    _FieldSchema('ResourceType', 'resource_type', 'int8', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ResourceName', 'resource_name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('PatternType', 'pattern_type', 'int8', False, None, (1, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Acls', 'acls', 'struct', True, _DescribeAclsResponse_AclDescription, (0, 32767), (1, 0), (1, 0), None),
+)
+DescribeAclsResponse.SCHEMA = (
+    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+    _FieldSchema('Resources', 'resources', 'struct', True, _DescribeAclsResponse_DescribeAclsResource, (0, 32767), (1, 0), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -32,6 +33,7 @@ class _DescribeClientQuotasRequest_ComponentData:
     """DescribeClientQuotasRequest struct ComponentData."""
 
     __qualname__ = "DescribeClientQuotasRequest.ComponentData"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     entity_type: str = ''
     match_type: int = 0
@@ -45,6 +47,7 @@ class DescribeClientQuotasRequest:
     API_KEY: ClassVar[int] = 48
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 1)
     FLEXIBLE_VERSION: ClassVar[int | None] = 1
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     ComponentData = _DescribeClientQuotasRequest_ComponentData
 
@@ -70,6 +73,7 @@ class _DescribeClientQuotasResponse_EntityData:
     """DescribeClientQuotasResponse struct EntityData."""
 
     __qualname__ = "DescribeClientQuotasResponse.EntityData"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     entity_type: str = ''
     entity_name: str = ''
@@ -80,6 +84,7 @@ class _DescribeClientQuotasResponse_ValueData:
     """DescribeClientQuotasResponse struct ValueData."""
 
     __qualname__ = "DescribeClientQuotasResponse.ValueData"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     key: str = ''
     value: float = 0.0
@@ -90,6 +95,7 @@ class _DescribeClientQuotasResponse_EntryData:
     """DescribeClientQuotasResponse struct EntryData."""
 
     __qualname__ = "DescribeClientQuotasResponse.EntryData"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     entity: list[DescribeClientQuotasResponse.EntityData] = _field(default_factory=list)
     values: list[DescribeClientQuotasResponse.ValueData] = _field(default_factory=list)
@@ -102,6 +108,7 @@ class DescribeClientQuotasResponse:
     API_KEY: ClassVar[int] = 48
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 1)
     FLEXIBLE_VERSION: ClassVar[int | None] = 1
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     EntityData = _DescribeClientQuotasResponse_EntityData
     ValueData = _DescribeClientQuotasResponse_ValueData
@@ -124,6 +131,36 @@ class DescribeClientQuotasResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_DESCRIBE_CLIENT_QUOTAS_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+_DescribeClientQuotasRequest_ComponentData.SCHEMA = (
+    _FieldSchema('EntityType', 'entity_type', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('MatchType', 'match_type', 'int8', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Match', 'match', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+)
+DescribeClientQuotasRequest.SCHEMA = (
+    _FieldSchema('Components', 'components', 'struct', True, _DescribeClientQuotasRequest_ComponentData, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Strict', 'strict', 'bool', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_DescribeClientQuotasResponse_EntityData.SCHEMA = (
+    _FieldSchema('EntityType', 'entity_type', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('EntityName', 'entity_name', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+)
+_DescribeClientQuotasResponse_ValueData.SCHEMA = (
+    _FieldSchema('Key', 'key', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Value', 'value', 'float64', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_DescribeClientQuotasResponse_EntryData.SCHEMA = (
+    _FieldSchema('Entity', 'entity', 'struct', True, _DescribeClientQuotasResponse_EntityData, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Values', 'values', 'struct', True, _DescribeClientQuotasResponse_ValueData, (0, 32767), (1, 0), (1, 0), None),
+)
+DescribeClientQuotasResponse.SCHEMA = (
+    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+    _FieldSchema('Entries', 'entries', 'struct', True, _DescribeClientQuotasResponse_EntryData, (0, 32767), (0, 32767), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

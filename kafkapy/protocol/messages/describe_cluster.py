@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -34,6 +35,7 @@ class DescribeClusterRequest:
     API_KEY: ClassVar[int] = 60
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 1)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     include_cluster_authorized_operations: bool = False
     endpoint_type: int = 1
@@ -57,6 +59,7 @@ class _DescribeClusterResponse_DescribeClusterBroker:
     """DescribeClusterResponse struct DescribeClusterBroker."""
 
     __qualname__ = "DescribeClusterResponse.DescribeClusterBroker"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     broker_id: int = 0
     host: str = ''
@@ -71,6 +74,7 @@ class DescribeClusterResponse:
     API_KEY: ClassVar[int] = 60
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 1)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     DescribeClusterBroker = _DescribeClusterResponse_DescribeClusterBroker
 
@@ -95,6 +99,29 @@ class DescribeClusterResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_DESCRIBE_CLUSTER_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+DescribeClusterRequest.SCHEMA = (
+    _FieldSchema('IncludeClusterAuthorizedOperations', 'include_cluster_authorized_operations', 'bool', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('EndpointType', 'endpoint_type', 'int8', False, None, (1, 32767), (1, 0), (1, 0), None),
+)
+_DescribeClusterResponse_DescribeClusterBroker.SCHEMA = (
+    _FieldSchema('BrokerId', 'broker_id', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Host', 'host', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Port', 'port', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Rack', 'rack', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+)
+DescribeClusterResponse.SCHEMA = (
+    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+    _FieldSchema('EndpointType', 'endpoint_type', 'int8', False, None, (1, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ClusterId', 'cluster_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ControllerId', 'controller_id', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Brokers', 'brokers', 'struct', True, _DescribeClusterResponse_DescribeClusterBroker, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ClusterAuthorizedOperations', 'cluster_authorized_operations', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -32,6 +33,7 @@ class _DescribeConfigsRequest_DescribeConfigsResource:
     """DescribeConfigsRequest struct DescribeConfigsResource."""
 
     __qualname__ = "DescribeConfigsRequest.DescribeConfigsResource"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     resource_type: int = 0
     resource_name: str = ''
@@ -45,6 +47,7 @@ class DescribeConfigsRequest:
     API_KEY: ClassVar[int] = 32
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 4)
     FLEXIBLE_VERSION: ClassVar[int | None] = 4
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     DescribeConfigsResource = _DescribeConfigsRequest_DescribeConfigsResource
 
@@ -71,6 +74,7 @@ class _DescribeConfigsResponse_DescribeConfigsSynonym:
     """DescribeConfigsResponse struct DescribeConfigsSynonym."""
 
     __qualname__ = "DescribeConfigsResponse.DescribeConfigsSynonym"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     name: str = ''
     value: str = ''
@@ -82,6 +86,7 @@ class _DescribeConfigsResponse_DescribeConfigsResourceResult:
     """DescribeConfigsResponse struct DescribeConfigsResourceResult."""
 
     __qualname__ = "DescribeConfigsResponse.DescribeConfigsResourceResult"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     name: str = ''
     value: str = ''
@@ -99,6 +104,7 @@ class _DescribeConfigsResponse_DescribeConfigsResult:
     """DescribeConfigsResponse struct DescribeConfigsResult."""
 
     __qualname__ = "DescribeConfigsResponse.DescribeConfigsResult"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     error_code: int = 0
     error_message: str = ''
@@ -114,6 +120,7 @@ class DescribeConfigsResponse:
     API_KEY: ClassVar[int] = 32
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 4)
     FLEXIBLE_VERSION: ClassVar[int | None] = 4
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     DescribeConfigsSynonym = _DescribeConfigsResponse_DescribeConfigsSynonym
     DescribeConfigsResourceResult = _DescribeConfigsResponse_DescribeConfigsResourceResult
@@ -134,6 +141,46 @@ class DescribeConfigsResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_DESCRIBE_CONFIGS_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+_DescribeConfigsRequest_DescribeConfigsResource.SCHEMA = (
+    _FieldSchema('ResourceType', 'resource_type', 'int8', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ResourceName', 'resource_name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ConfigurationKeys', 'configuration_keys', 'string', True, None, (0, 32767), (0, 32767), (1, 0), None),
+)
+DescribeConfigsRequest.SCHEMA = (
+    _FieldSchema('Resources', 'resources', 'struct', True, _DescribeConfigsRequest_DescribeConfigsResource, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('IncludeSynonyms', 'include_synonyms', 'bool', False, None, (1, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('IncludeDocumentation', 'include_documentation', 'bool', False, None, (3, 32767), (1, 0), (1, 0), None),
+)
+_DescribeConfigsResponse_DescribeConfigsSynonym.SCHEMA = (
+    _FieldSchema('Name', 'name', 'string', False, None, (1, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Value', 'value', 'string', False, None, (1, 32767), (0, 32767), (1, 0), None),
+    _FieldSchema('Source', 'source', 'int8', False, None, (1, 32767), (1, 0), (1, 0), None),
+)
+_DescribeConfigsResponse_DescribeConfigsResourceResult.SCHEMA = (
+    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Value', 'value', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+    _FieldSchema('ReadOnly', 'read_only', 'bool', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('IsDefault', 'is_default', 'bool', False, None, (0, 0), (1, 0), (1, 0), None),
+    _FieldSchema('ConfigSource', 'config_source', 'int8', False, None, (1, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('IsSensitive', 'is_sensitive', 'bool', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Synonyms', 'synonyms', 'struct', True, _DescribeConfigsResponse_DescribeConfigsSynonym, (1, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ConfigType', 'config_type', 'int8', False, None, (3, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Documentation', 'documentation', 'string', False, None, (3, 32767), (0, 32767), (1, 0), None),
+)
+_DescribeConfigsResponse_DescribeConfigsResult.SCHEMA = (
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+    _FieldSchema('ResourceType', 'resource_type', 'int8', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ResourceName', 'resource_name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Configs', 'configs', 'struct', True, _DescribeConfigsResponse_DescribeConfigsResourceResult, (0, 32767), (1, 0), (1, 0), None),
+)
+DescribeConfigsResponse.SCHEMA = (
+    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Results', 'results', 'struct', True, _DescribeConfigsResponse_DescribeConfigsResult, (0, 32767), (1, 0), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -32,6 +33,7 @@ class _DescribeDelegationTokenRequest_DescribeDelegationTokenOwner:
     """DescribeDelegationTokenRequest struct DescribeDelegationTokenOwner."""
 
     __qualname__ = "DescribeDelegationTokenRequest.DescribeDelegationTokenOwner"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     principal_type: str = ''
     principal_name: str = ''
@@ -44,6 +46,7 @@ class DescribeDelegationTokenRequest:
     API_KEY: ClassVar[int] = 41
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 3)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     DescribeDelegationTokenOwner = _DescribeDelegationTokenRequest_DescribeDelegationTokenOwner
 
@@ -68,6 +71,7 @@ class _DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer:
     """DescribeDelegationTokenResponse struct DescribedDelegationTokenRenewer."""
 
     __qualname__ = "DescribeDelegationTokenResponse.DescribedDelegationTokenRenewer"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     principal_type: str = ''
     principal_name: str = ''
@@ -78,6 +82,7 @@ class _DescribeDelegationTokenResponse_DescribedDelegationToken:
     """DescribeDelegationTokenResponse struct DescribedDelegationToken."""
 
     __qualname__ = "DescribeDelegationTokenResponse.DescribedDelegationToken"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     principal_type: str = ''
     principal_name: str = ''
@@ -98,6 +103,7 @@ class DescribeDelegationTokenResponse:
     API_KEY: ClassVar[int] = 41
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 3)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     DescribedDelegationTokenRenewer = _DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer
     DescribedDelegationToken = _DescribeDelegationTokenResponse_DescribedDelegationToken
@@ -118,6 +124,37 @@ class DescribeDelegationTokenResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_DESCRIBE_DELEGATION_TOKEN_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner.SCHEMA = (
+    _FieldSchema('PrincipalType', 'principal_type', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('PrincipalName', 'principal_name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+DescribeDelegationTokenRequest.SCHEMA = (
+    _FieldSchema('Owners', 'owners', 'struct', True, _DescribeDelegationTokenRequest_DescribeDelegationTokenOwner, (0, 32767), (0, 32767), (1, 0), None),
+)
+_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer.SCHEMA = (
+    _FieldSchema('PrincipalType', 'principal_type', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('PrincipalName', 'principal_name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_DescribeDelegationTokenResponse_DescribedDelegationToken.SCHEMA = (
+    _FieldSchema('PrincipalType', 'principal_type', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('PrincipalName', 'principal_name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('TokenRequesterPrincipalType', 'token_requester_principal_type', 'string', False, None, (3, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('TokenRequesterPrincipalName', 'token_requester_principal_name', 'string', False, None, (3, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('IssueTimestamp', 'issue_timestamp', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ExpiryTimestamp', 'expiry_timestamp', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('MaxTimestamp', 'max_timestamp', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('TokenId', 'token_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Hmac', 'hmac', 'bytes', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Renewers', 'renewers', 'struct', True, _DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer, (0, 32767), (1, 0), (1, 0), None),
+)
+DescribeDelegationTokenResponse.SCHEMA = (
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Tokens', 'tokens', 'struct', True, _DescribeDelegationTokenResponse_DescribedDelegationToken, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

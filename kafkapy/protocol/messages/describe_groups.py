@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -34,6 +35,7 @@ class DescribeGroupsRequest:
     API_KEY: ClassVar[int] = 15
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 5)
     FLEXIBLE_VERSION: ClassVar[int | None] = 5
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     groups: list[str] = _field(default_factory=list)
     include_authorized_operations: bool = False
@@ -57,6 +59,7 @@ class _DescribeGroupsResponse_DescribedGroupMember:
     """DescribeGroupsResponse struct DescribedGroupMember."""
 
     __qualname__ = "DescribeGroupsResponse.DescribedGroupMember"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     member_id: str = ''
     group_instance_id: str | None = None
@@ -71,6 +74,7 @@ class _DescribeGroupsResponse_DescribedGroup:
     """DescribeGroupsResponse struct DescribedGroup."""
 
     __qualname__ = "DescribeGroupsResponse.DescribedGroup"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     error_code: int = 0
     group_id: str = ''
@@ -88,6 +92,7 @@ class DescribeGroupsResponse:
     API_KEY: ClassVar[int] = 15
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 5)
     FLEXIBLE_VERSION: ClassVar[int | None] = 5
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     DescribedGroupMember = _DescribeGroupsResponse_DescribedGroupMember
     DescribedGroup = _DescribeGroupsResponse_DescribedGroup
@@ -107,6 +112,34 @@ class DescribeGroupsResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_DESCRIBE_GROUPS_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+DescribeGroupsRequest.SCHEMA = (
+    _FieldSchema('Groups', 'groups', 'string', True, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('IncludeAuthorizedOperations', 'include_authorized_operations', 'bool', False, None, (3, 32767), (1, 0), (1, 0), None),
+)
+_DescribeGroupsResponse_DescribedGroupMember.SCHEMA = (
+    _FieldSchema('MemberId', 'member_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('GroupInstanceId', 'group_instance_id', 'string', False, None, (4, 32767), (4, 32767), (1, 0), None),
+    _FieldSchema('ClientId', 'client_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ClientHost', 'client_host', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('MemberMetadata', 'member_metadata', 'bytes', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('MemberAssignment', 'member_assignment', 'bytes', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_DescribeGroupsResponse_DescribedGroup.SCHEMA = (
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('GroupId', 'group_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('GroupState', 'group_state', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ProtocolType', 'protocol_type', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ProtocolData', 'protocol_data', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Members', 'members', 'struct', True, _DescribeGroupsResponse_DescribedGroupMember, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('AuthorizedOperations', 'authorized_operations', 'int32', False, None, (3, 32767), (1, 0), (1, 0), None),
+)
+DescribeGroupsResponse.SCHEMA = (
+    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (1, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Groups', 'groups', 'struct', True, _DescribeGroupsResponse_DescribedGroup, (0, 32767), (1, 0), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -32,6 +33,7 @@ class _DescribeLogDirsRequest_DescribableLogDirTopic:
     """DescribeLogDirsRequest struct DescribableLogDirTopic."""
 
     __qualname__ = "DescribeLogDirsRequest.DescribableLogDirTopic"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     topic: str = ''
     partitions: list[int] = _field(default_factory=list)
@@ -44,6 +46,7 @@ class DescribeLogDirsRequest:
     API_KEY: ClassVar[int] = 35
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 4)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     DescribableLogDirTopic = _DescribeLogDirsRequest_DescribableLogDirTopic
 
@@ -68,6 +71,7 @@ class _DescribeLogDirsResponse_DescribeLogDirsPartition:
     """DescribeLogDirsResponse struct DescribeLogDirsPartition."""
 
     __qualname__ = "DescribeLogDirsResponse.DescribeLogDirsPartition"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     partition_index: int = 0
     partition_size: int = 0
@@ -80,6 +84,7 @@ class _DescribeLogDirsResponse_DescribeLogDirsTopic:
     """DescribeLogDirsResponse struct DescribeLogDirsTopic."""
 
     __qualname__ = "DescribeLogDirsResponse.DescribeLogDirsTopic"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     name: str = ''
     partitions: list[DescribeLogDirsResponse.DescribeLogDirsPartition] = _field(default_factory=list)
@@ -90,6 +95,7 @@ class _DescribeLogDirsResponse_DescribeLogDirsResult:
     """DescribeLogDirsResponse struct DescribeLogDirsResult."""
 
     __qualname__ = "DescribeLogDirsResponse.DescribeLogDirsResult"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     error_code: int = 0
     log_dir: str = ''
@@ -105,6 +111,7 @@ class DescribeLogDirsResponse:
     API_KEY: ClassVar[int] = 35
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 4)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     DescribeLogDirsPartition = _DescribeLogDirsResponse_DescribeLogDirsPartition
     DescribeLogDirsTopic = _DescribeLogDirsResponse_DescribeLogDirsTopic
@@ -126,6 +133,38 @@ class DescribeLogDirsResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_DESCRIBE_LOG_DIRS_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+_DescribeLogDirsRequest_DescribableLogDirTopic.SCHEMA = (
+    _FieldSchema('Topic', 'topic', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Partitions', 'partitions', 'int32', True, None, (0, 32767), (1, 0), (1, 0), None),
+)
+DescribeLogDirsRequest.SCHEMA = (
+    _FieldSchema('Topics', 'topics', 'struct', True, _DescribeLogDirsRequest_DescribableLogDirTopic, (0, 32767), (0, 32767), (1, 0), None),
+)
+_DescribeLogDirsResponse_DescribeLogDirsPartition.SCHEMA = (
+    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('PartitionSize', 'partition_size', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('OffsetLag', 'offset_lag', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('IsFutureKey', 'is_future_key', 'bool', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_DescribeLogDirsResponse_DescribeLogDirsTopic.SCHEMA = (
+    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Partitions', 'partitions', 'struct', True, _DescribeLogDirsResponse_DescribeLogDirsPartition, (0, 32767), (1, 0), (1, 0), None),
+)
+_DescribeLogDirsResponse_DescribeLogDirsResult.SCHEMA = (
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('LogDir', 'log_dir', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Topics', 'topics', 'struct', True, _DescribeLogDirsResponse_DescribeLogDirsTopic, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('TotalBytes', 'total_bytes', 'int64', False, None, (4, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('UsableBytes', 'usable_bytes', 'int64', False, None, (4, 32767), (1, 0), (1, 0), None),
+)
+DescribeLogDirsResponse.SCHEMA = (
+    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (3, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Results', 'results', 'struct', True, _DescribeLogDirsResponse_DescribeLogDirsResult, (0, 32767), (1, 0), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -32,6 +33,7 @@ class _DescribeProducersRequest_TopicRequest:
     """DescribeProducersRequest struct TopicRequest."""
 
     __qualname__ = "DescribeProducersRequest.TopicRequest"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     name: str = ''
     partition_indexes: list[int] = _field(default_factory=list)
@@ -44,6 +46,7 @@ class DescribeProducersRequest:
     API_KEY: ClassVar[int] = 61
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     TopicRequest = _DescribeProducersRequest_TopicRequest
 
@@ -68,6 +71,7 @@ class _DescribeProducersResponse_ProducerState:
     """DescribeProducersResponse struct ProducerState."""
 
     __qualname__ = "DescribeProducersResponse.ProducerState"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     producer_id: int = 0
     producer_epoch: int = 0
@@ -82,6 +86,7 @@ class _DescribeProducersResponse_PartitionResponse:
     """DescribeProducersResponse struct PartitionResponse."""
 
     __qualname__ = "DescribeProducersResponse.PartitionResponse"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     partition_index: int = 0
     error_code: int = 0
@@ -94,6 +99,7 @@ class _DescribeProducersResponse_TopicResponse:
     """DescribeProducersResponse struct TopicResponse."""
 
     __qualname__ = "DescribeProducersResponse.TopicResponse"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     name: str = ''
     partitions: list[DescribeProducersResponse.PartitionResponse] = _field(default_factory=list)
@@ -106,6 +112,7 @@ class DescribeProducersResponse:
     API_KEY: ClassVar[int] = 61
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     ProducerState = _DescribeProducersResponse_ProducerState
     PartitionResponse = _DescribeProducersResponse_PartitionResponse
@@ -126,6 +133,38 @@ class DescribeProducersResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_DESCRIBE_PRODUCERS_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+_DescribeProducersRequest_TopicRequest.SCHEMA = (
+    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('PartitionIndexes', 'partition_indexes', 'int32', True, None, (0, 32767), (1, 0), (1, 0), None),
+)
+DescribeProducersRequest.SCHEMA = (
+    _FieldSchema('Topics', 'topics', 'struct', True, _DescribeProducersRequest_TopicRequest, (0, 32767), (1, 0), (1, 0), None),
+)
+_DescribeProducersResponse_ProducerState.SCHEMA = (
+    _FieldSchema('ProducerId', 'producer_id', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ProducerEpoch', 'producer_epoch', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('LastSequence', 'last_sequence', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('LastTimestamp', 'last_timestamp', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('CoordinatorEpoch', 'coordinator_epoch', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('CurrentTxnStartOffset', 'current_txn_start_offset', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_DescribeProducersResponse_PartitionResponse.SCHEMA = (
+    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+    _FieldSchema('ActiveProducers', 'active_producers', 'struct', True, _DescribeProducersResponse_ProducerState, (0, 32767), (1, 0), (1, 0), None),
+)
+_DescribeProducersResponse_TopicResponse.SCHEMA = (
+    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Partitions', 'partitions', 'struct', True, _DescribeProducersResponse_PartitionResponse, (0, 32767), (1, 0), (1, 0), None),
+)
+DescribeProducersResponse.SCHEMA = (
+    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Topics', 'topics', 'struct', True, _DescribeProducersResponse_TopicResponse, (0, 32767), (1, 0), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

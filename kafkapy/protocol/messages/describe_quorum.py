@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -32,6 +33,7 @@ class _DescribeQuorumRequest_PartitionData:
     """DescribeQuorumRequest struct PartitionData."""
 
     __qualname__ = "DescribeQuorumRequest.PartitionData"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     partition_index: int = 0
 
@@ -41,6 +43,7 @@ class _DescribeQuorumRequest_TopicData:
     """DescribeQuorumRequest struct TopicData."""
 
     __qualname__ = "DescribeQuorumRequest.TopicData"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     topic_name: str = ''
     partitions: list[DescribeQuorumRequest.PartitionData] = _field(default_factory=list)
@@ -53,6 +56,7 @@ class DescribeQuorumRequest:
     API_KEY: ClassVar[int] = 55
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 2)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     PartitionData = _DescribeQuorumRequest_PartitionData
     TopicData = _DescribeQuorumRequest_TopicData
@@ -78,6 +82,7 @@ class _DescribeQuorumResponse_ReplicaState:
     """DescribeQuorumResponse struct ReplicaState."""
 
     __qualname__ = "DescribeQuorumResponse.ReplicaState"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     replica_id: int = 0
     replica_directory_id: _uuid.UUID = _ZERO_UUID
@@ -91,6 +96,7 @@ class _DescribeQuorumResponse_PartitionData:
     """DescribeQuorumResponse struct PartitionData."""
 
     __qualname__ = "DescribeQuorumResponse.PartitionData"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     partition_index: int = 0
     error_code: int = 0
@@ -107,6 +113,7 @@ class _DescribeQuorumResponse_TopicData:
     """DescribeQuorumResponse struct TopicData."""
 
     __qualname__ = "DescribeQuorumResponse.TopicData"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     topic_name: str = ''
     partitions: list[DescribeQuorumResponse.PartitionData] = _field(default_factory=list)
@@ -117,6 +124,7 @@ class _DescribeQuorumResponse_Listener:
     """DescribeQuorumResponse struct Listener."""
 
     __qualname__ = "DescribeQuorumResponse.Listener"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     name: str = ''
     host: str = ''
@@ -128,6 +136,7 @@ class _DescribeQuorumResponse_Node:
     """DescribeQuorumResponse struct Node."""
 
     __qualname__ = "DescribeQuorumResponse.Node"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     node_id: int = 0
     listeners: list[DescribeQuorumResponse.Listener] = _field(default_factory=list)
@@ -140,6 +149,7 @@ class DescribeQuorumResponse:
     API_KEY: ClassVar[int] = 55
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 2)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     ReplicaState = _DescribeQuorumResponse_ReplicaState
     PartitionData = _DescribeQuorumResponse_PartitionData
@@ -164,6 +174,55 @@ class DescribeQuorumResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_DESCRIBE_QUORUM_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+_DescribeQuorumRequest_PartitionData.SCHEMA = (
+    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_DescribeQuorumRequest_TopicData.SCHEMA = (
+    _FieldSchema('TopicName', 'topic_name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Partitions', 'partitions', 'struct', True, _DescribeQuorumRequest_PartitionData, (0, 32767), (1, 0), (1, 0), None),
+)
+DescribeQuorumRequest.SCHEMA = (
+    _FieldSchema('Topics', 'topics', 'struct', True, _DescribeQuorumRequest_TopicData, (0, 32767), (1, 0), (1, 0), None),
+)
+_DescribeQuorumResponse_ReplicaState.SCHEMA = (
+    _FieldSchema('ReplicaId', 'replica_id', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ReplicaDirectoryId', 'replica_directory_id', 'uuid', False, None, (2, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('LogEndOffset', 'log_end_offset', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('LastFetchTimestamp', 'last_fetch_timestamp', 'int64', False, None, (1, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('LastCaughtUpTimestamp', 'last_caught_up_timestamp', 'int64', False, None, (1, 32767), (1, 0), (1, 0), None),
+)
+_DescribeQuorumResponse_PartitionData.SCHEMA = (
+    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (2, 32767), (2, 32767), (1, 0), None),
+    _FieldSchema('LeaderId', 'leader_id', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('LeaderEpoch', 'leader_epoch', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('HighWatermark', 'high_watermark', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('CurrentVoters', 'current_voters', 'struct', True, _DescribeQuorumResponse_ReplicaState, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Observers', 'observers', 'struct', True, _DescribeQuorumResponse_ReplicaState, (0, 32767), (1, 0), (1, 0), None),
+)
+_DescribeQuorumResponse_TopicData.SCHEMA = (
+    _FieldSchema('TopicName', 'topic_name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Partitions', 'partitions', 'struct', True, _DescribeQuorumResponse_PartitionData, (0, 32767), (1, 0), (1, 0), None),
+)
+_DescribeQuorumResponse_Listener.SCHEMA = (
+    _FieldSchema('Name', 'name', 'string', False, None, (2, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Host', 'host', 'string', False, None, (2, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Port', 'port', 'uint16', False, None, (2, 32767), (1, 0), (1, 0), None),
+)
+_DescribeQuorumResponse_Node.SCHEMA = (
+    _FieldSchema('NodeId', 'node_id', 'int32', False, None, (2, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Listeners', 'listeners', 'struct', True, _DescribeQuorumResponse_Listener, (2, 32767), (1, 0), (1, 0), None),
+)
+DescribeQuorumResponse.SCHEMA = (
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (2, 32767), (2, 32767), (1, 0), None),
+    _FieldSchema('Topics', 'topics', 'struct', True, _DescribeQuorumResponse_TopicData, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Nodes', 'nodes', 'struct', True, _DescribeQuorumResponse_Node, (2, 32767), (1, 0), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -32,6 +33,7 @@ class _DescribeTopicPartitionsRequest_TopicRequest:
     """DescribeTopicPartitionsRequest struct TopicRequest."""
 
     __qualname__ = "DescribeTopicPartitionsRequest.TopicRequest"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     name: str = ''
 
@@ -41,6 +43,7 @@ class _DescribeTopicPartitionsRequest_Cursor:
     """DescribeTopicPartitionsRequest struct Cursor."""
 
     __qualname__ = "DescribeTopicPartitionsRequest.Cursor"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     topic_name: str = ''
     partition_index: int = 0
@@ -53,6 +56,7 @@ class DescribeTopicPartitionsRequest:
     API_KEY: ClassVar[int] = 75
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     TopicRequest = _DescribeTopicPartitionsRequest_TopicRequest
     Cursor = _DescribeTopicPartitionsRequest_Cursor
@@ -80,6 +84,7 @@ class _DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition:
     """DescribeTopicPartitionsResponse struct DescribeTopicPartitionsResponsePartition."""
 
     __qualname__ = "DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     error_code: int = 0
     partition_index: int = 0
@@ -97,6 +102,7 @@ class _DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic:
     """DescribeTopicPartitionsResponse struct DescribeTopicPartitionsResponseTopic."""
 
     __qualname__ = "DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     error_code: int = 0
     name: str = ''
@@ -111,6 +117,7 @@ class _DescribeTopicPartitionsResponse_Cursor:
     """DescribeTopicPartitionsResponse struct Cursor."""
 
     __qualname__ = "DescribeTopicPartitionsResponse.Cursor"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     topic_name: str = ''
     partition_index: int = 0
@@ -123,6 +130,7 @@ class DescribeTopicPartitionsResponse:
     API_KEY: ClassVar[int] = 75
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     DescribeTopicPartitionsResponsePartition = _DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition
     DescribeTopicPartitionsResponseTopic = _DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic
@@ -144,6 +152,49 @@ class DescribeTopicPartitionsResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_DESCRIBE_TOPIC_PARTITIONS_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+_DescribeTopicPartitionsRequest_TopicRequest.SCHEMA = (
+    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_DescribeTopicPartitionsRequest_Cursor.SCHEMA = (
+    _FieldSchema('TopicName', 'topic_name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+DescribeTopicPartitionsRequest.SCHEMA = (
+    _FieldSchema('Topics', 'topics', 'struct', True, _DescribeTopicPartitionsRequest_TopicRequest, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ResponsePartitionLimit', 'response_partition_limit', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Cursor', 'cursor', 'struct', False, _DescribeTopicPartitionsRequest_Cursor, (0, 32767), (0, 32767), (1, 0), None),
+)
+_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition.SCHEMA = (
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('LeaderId', 'leader_id', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('LeaderEpoch', 'leader_epoch', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ReplicaNodes', 'replica_nodes', 'int32', True, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('IsrNodes', 'isr_nodes', 'int32', True, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('EligibleLeaderReplicas', 'eligible_leader_replicas', 'int32', True, None, (0, 32767), (0, 32767), (1, 0), None),
+    _FieldSchema('LastKnownElr', 'last_known_elr', 'int32', True, None, (0, 32767), (0, 32767), (1, 0), None),
+    _FieldSchema('OfflineReplicas', 'offline_replicas', 'int32', True, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic.SCHEMA = (
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+    _FieldSchema('TopicId', 'topic_id', 'uuid', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('IsInternal', 'is_internal', 'bool', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Partitions', 'partitions', 'struct', True, _DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('TopicAuthorizedOperations', 'topic_authorized_operations', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_DescribeTopicPartitionsResponse_Cursor.SCHEMA = (
+    _FieldSchema('TopicName', 'topic_name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+DescribeTopicPartitionsResponse.SCHEMA = (
+    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Topics', 'topics', 'struct', True, _DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('NextCursor', 'next_cursor', 'struct', False, _DescribeTopicPartitionsResponse_Cursor, (0, 32767), (0, 32767), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -34,6 +35,7 @@ class DescribeTransactionsRequest:
     API_KEY: ClassVar[int] = 65
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     transactional_ids: list[str] = _field(default_factory=list)
 
@@ -56,6 +58,7 @@ class _DescribeTransactionsResponse_TopicData:
     """DescribeTransactionsResponse struct TopicData."""
 
     __qualname__ = "DescribeTransactionsResponse.TopicData"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     topic: str = ''
     partitions: list[int] = _field(default_factory=list)
@@ -66,6 +69,7 @@ class _DescribeTransactionsResponse_TransactionState:
     """DescribeTransactionsResponse struct TransactionState."""
 
     __qualname__ = "DescribeTransactionsResponse.TransactionState"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     error_code: int = 0
     transactional_id: str = ''
@@ -84,6 +88,7 @@ class DescribeTransactionsResponse:
     API_KEY: ClassVar[int] = 65
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     TopicData = _DescribeTransactionsResponse_TopicData
     TransactionState = _DescribeTransactionsResponse_TransactionState
@@ -103,6 +108,30 @@ class DescribeTransactionsResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_DESCRIBE_TRANSACTIONS_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+DescribeTransactionsRequest.SCHEMA = (
+    _FieldSchema('TransactionalIds', 'transactional_ids', 'string', True, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_DescribeTransactionsResponse_TopicData.SCHEMA = (
+    _FieldSchema('Topic', 'topic', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Partitions', 'partitions', 'int32', True, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_DescribeTransactionsResponse_TransactionState.SCHEMA = (
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('TransactionalId', 'transactional_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('TransactionState', 'transaction_state', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('TransactionTimeoutMs', 'transaction_timeout_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('TransactionStartTimeMs', 'transaction_start_time_ms', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ProducerId', 'producer_id', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ProducerEpoch', 'producer_epoch', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Topics', 'topics', 'struct', True, _DescribeTransactionsResponse_TopicData, (0, 32767), (1, 0), (1, 0), None),
+)
+DescribeTransactionsResponse.SCHEMA = (
+    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('TransactionStates', 'transaction_states', 'struct', True, _DescribeTransactionsResponse_TransactionState, (0, 32767), (1, 0), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

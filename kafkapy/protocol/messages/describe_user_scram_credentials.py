@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -32,6 +33,7 @@ class _DescribeUserScramCredentialsRequest_UserName:
     """DescribeUserScramCredentialsRequest struct UserName."""
 
     __qualname__ = "DescribeUserScramCredentialsRequest.UserName"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     name: str = ''
 
@@ -43,6 +45,7 @@ class DescribeUserScramCredentialsRequest:
     API_KEY: ClassVar[int] = 50
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     UserName = _DescribeUserScramCredentialsRequest_UserName
 
@@ -67,6 +70,7 @@ class _DescribeUserScramCredentialsResponse_CredentialInfo:
     """DescribeUserScramCredentialsResponse struct CredentialInfo."""
 
     __qualname__ = "DescribeUserScramCredentialsResponse.CredentialInfo"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     mechanism: int = 0
     iterations: int = 0
@@ -77,6 +81,7 @@ class _DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult:
     """DescribeUserScramCredentialsResponse struct DescribeUserScramCredentialsResult."""
 
     __qualname__ = "DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     user: str = ''
     error_code: int = 0
@@ -91,6 +96,7 @@ class DescribeUserScramCredentialsResponse:
     API_KEY: ClassVar[int] = 50
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     CredentialInfo = _DescribeUserScramCredentialsResponse_CredentialInfo
     DescribeUserScramCredentialsResult = _DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult
@@ -112,6 +118,31 @@ class DescribeUserScramCredentialsResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_DESCRIBE_USER_SCRAM_CREDENTIALS_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+_DescribeUserScramCredentialsRequest_UserName.SCHEMA = (
+    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+DescribeUserScramCredentialsRequest.SCHEMA = (
+    _FieldSchema('Users', 'users', 'struct', True, _DescribeUserScramCredentialsRequest_UserName, (0, 32767), (0, 32767), (1, 0), None),
+)
+_DescribeUserScramCredentialsResponse_CredentialInfo.SCHEMA = (
+    _FieldSchema('Mechanism', 'mechanism', 'int8', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Iterations', 'iterations', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult.SCHEMA = (
+    _FieldSchema('User', 'user', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+    _FieldSchema('CredentialInfos', 'credential_infos', 'struct', True, _DescribeUserScramCredentialsResponse_CredentialInfo, (0, 32767), (1, 0), (1, 0), None),
+)
+DescribeUserScramCredentialsResponse.SCHEMA = (
+    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+    _FieldSchema('Results', 'results', 'struct', True, _DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult, (0, 32767), (1, 0), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -32,6 +33,7 @@ class _ElectLeadersRequest_TopicPartitions:
     """ElectLeadersRequest struct TopicPartitions."""
 
     __qualname__ = "ElectLeadersRequest.TopicPartitions"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     topic: str = ''
     partitions: list[int] = _field(default_factory=list)
@@ -44,6 +46,7 @@ class ElectLeadersRequest:
     API_KEY: ClassVar[int] = 43
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 2)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     TopicPartitions = _ElectLeadersRequest_TopicPartitions
 
@@ -70,6 +73,7 @@ class _ElectLeadersResponse_PartitionResult:
     """ElectLeadersResponse struct PartitionResult."""
 
     __qualname__ = "ElectLeadersResponse.PartitionResult"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     partition_id: int = 0
     error_code: int = 0
@@ -81,6 +85,7 @@ class _ElectLeadersResponse_ReplicaElectionResult:
     """ElectLeadersResponse struct ReplicaElectionResult."""
 
     __qualname__ = "ElectLeadersResponse.ReplicaElectionResult"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     topic: str = ''
     partition_result: list[ElectLeadersResponse.PartitionResult] = _field(default_factory=list)
@@ -93,6 +98,7 @@ class ElectLeadersResponse:
     API_KEY: ClassVar[int] = 43
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 2)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     PartitionResult = _ElectLeadersResponse_PartitionResult
     ReplicaElectionResult = _ElectLeadersResponse_ReplicaElectionResult
@@ -113,6 +119,32 @@ class ElectLeadersResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_ELECT_LEADERS_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+_ElectLeadersRequest_TopicPartitions.SCHEMA = (
+    _FieldSchema('Topic', 'topic', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Partitions', 'partitions', 'int32', True, None, (0, 32767), (1, 0), (1, 0), None),
+)
+ElectLeadersRequest.SCHEMA = (
+    _FieldSchema('ElectionType', 'election_type', 'int8', False, None, (1, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('TopicPartitions', 'topic_partitions', 'struct', True, _ElectLeadersRequest_TopicPartitions, (0, 32767), (0, 32767), (1, 0), None),
+    _FieldSchema('TimeoutMs', 'timeout_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_ElectLeadersResponse_PartitionResult.SCHEMA = (
+    _FieldSchema('PartitionId', 'partition_id', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+)
+_ElectLeadersResponse_ReplicaElectionResult.SCHEMA = (
+    _FieldSchema('Topic', 'topic', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('PartitionResult', 'partition_result', 'struct', True, _ElectLeadersResponse_PartitionResult, (0, 32767), (1, 0), (1, 0), None),
+)
+ElectLeadersResponse.SCHEMA = (
+    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (1, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ReplicaElectionResults', 'replica_election_results', 'struct', True, _ElectLeadersResponse_ReplicaElectionResult, (0, 32767), (1, 0), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -34,6 +35,7 @@ class ExpireDelegationTokenRequest:
     API_KEY: ClassVar[int] = 40
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 2)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     hmac: bytes = b''
     expiry_time_period_ms: int = 0
@@ -59,6 +61,7 @@ class ExpireDelegationTokenResponse:
     API_KEY: ClassVar[int] = 40
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 2)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     error_code: int = 0
     expiry_timestamp_ms: int = 0
@@ -76,6 +79,18 @@ class ExpireDelegationTokenResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_EXPIRE_DELEGATION_TOKEN_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+ExpireDelegationTokenRequest.SCHEMA = (
+    _FieldSchema('Hmac', 'hmac', 'bytes', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ExpiryTimePeriodMs', 'expiry_time_period_ms', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+ExpireDelegationTokenResponse.SCHEMA = (
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ExpiryTimestampMs', 'expiry_timestamp_ms', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

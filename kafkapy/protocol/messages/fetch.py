@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -32,6 +33,7 @@ class _FetchRequest_ReplicaState:
     """FetchRequest struct ReplicaState."""
 
     __qualname__ = "FetchRequest.ReplicaState"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     replica_id: int = -1
     replica_epoch: int = -1
@@ -42,6 +44,7 @@ class _FetchRequest_FetchPartition:
     """FetchRequest struct FetchPartition."""
 
     __qualname__ = "FetchRequest.FetchPartition"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     partition: int = 0
     current_leader_epoch: int = -1
@@ -57,6 +60,7 @@ class _FetchRequest_FetchTopic:
     """FetchRequest struct FetchTopic."""
 
     __qualname__ = "FetchRequest.FetchTopic"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     topic: str = ''
     topic_id: _uuid.UUID = _ZERO_UUID
@@ -68,6 +72,7 @@ class _FetchRequest_ForgottenTopic:
     """FetchRequest struct ForgottenTopic."""
 
     __qualname__ = "FetchRequest.ForgottenTopic"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     topic: str = ''
     topic_id: _uuid.UUID = _ZERO_UUID
@@ -81,6 +86,7 @@ class FetchRequest:
     API_KEY: ClassVar[int] = 1
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 17)
     FLEXIBLE_VERSION: ClassVar[int | None] = 12
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     ReplicaState = _FetchRequest_ReplicaState
     FetchPartition = _FetchRequest_FetchPartition
@@ -119,6 +125,7 @@ class _FetchResponse_EpochEndOffset:
     """FetchResponse struct EpochEndOffset."""
 
     __qualname__ = "FetchResponse.EpochEndOffset"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     epoch: int = -1
     end_offset: int = -1
@@ -129,6 +136,7 @@ class _FetchResponse_LeaderIdAndEpoch:
     """FetchResponse struct LeaderIdAndEpoch."""
 
     __qualname__ = "FetchResponse.LeaderIdAndEpoch"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     leader_id: int = -1
     leader_epoch: int = -1
@@ -139,6 +147,7 @@ class _FetchResponse_SnapshotId:
     """FetchResponse struct SnapshotId."""
 
     __qualname__ = "FetchResponse.SnapshotId"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     end_offset: int = -1
     epoch: int = -1
@@ -149,6 +158,7 @@ class _FetchResponse_AbortedTransaction:
     """FetchResponse struct AbortedTransaction."""
 
     __qualname__ = "FetchResponse.AbortedTransaction"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     producer_id: int = 0
     first_offset: int = 0
@@ -159,6 +169,7 @@ class _FetchResponse_PartitionData:
     """FetchResponse struct PartitionData."""
 
     __qualname__ = "FetchResponse.PartitionData"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     partition_index: int = 0
     error_code: int = 0
@@ -178,6 +189,7 @@ class _FetchResponse_FetchableTopicResponse:
     """FetchResponse struct FetchableTopicResponse."""
 
     __qualname__ = "FetchResponse.FetchableTopicResponse"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     topic: str = ''
     topic_id: _uuid.UUID = _ZERO_UUID
@@ -189,6 +201,7 @@ class _FetchResponse_NodeEndpoint:
     """FetchResponse struct NodeEndpoint."""
 
     __qualname__ = "FetchResponse.NodeEndpoint"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     node_id: int = 0
     host: str = ''
@@ -203,6 +216,7 @@ class FetchResponse:
     API_KEY: ClassVar[int] = 1
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 17)
     FLEXIBLE_VERSION: ClassVar[int | None] = 12
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     EpochEndOffset = _FetchResponse_EpochEndOffset
     LeaderIdAndEpoch = _FetchResponse_LeaderIdAndEpoch
@@ -230,6 +244,93 @@ class FetchResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_FETCH_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+_FetchRequest_ReplicaState.SCHEMA = (
+    _FieldSchema('ReplicaId', 'replica_id', 'int32', False, None, (15, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ReplicaEpoch', 'replica_epoch', 'int64', False, None, (15, 32767), (1, 0), (1, 0), None),
+)
+_FetchRequest_FetchPartition.SCHEMA = (
+    _FieldSchema('Partition', 'partition', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('CurrentLeaderEpoch', 'current_leader_epoch', 'int32', False, None, (9, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('FetchOffset', 'fetch_offset', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('LastFetchedEpoch', 'last_fetched_epoch', 'int32', False, None, (12, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('LogStartOffset', 'log_start_offset', 'int64', False, None, (5, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('PartitionMaxBytes', 'partition_max_bytes', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ReplicaDirectoryId', 'replica_directory_id', 'uuid', False, None, (17, 32767), (1, 0), (17, 32767), 0),
+)
+_FetchRequest_FetchTopic.SCHEMA = (
+    _FieldSchema('Topic', 'topic', 'string', False, None, (0, 12), (1, 0), (1, 0), None),
+    _FieldSchema('TopicId', 'topic_id', 'uuid', False, None, (13, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Partitions', 'partitions', 'struct', True, _FetchRequest_FetchPartition, (0, 32767), (1, 0), (1, 0), None),
+)
+_FetchRequest_ForgottenTopic.SCHEMA = (
+    _FieldSchema('Topic', 'topic', 'string', False, None, (7, 12), (1, 0), (1, 0), None),
+    _FieldSchema('TopicId', 'topic_id', 'uuid', False, None, (13, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Partitions', 'partitions', 'int32', True, None, (7, 32767), (1, 0), (1, 0), None),
+)
+FetchRequest.SCHEMA = (
+    _FieldSchema('ClusterId', 'cluster_id', 'string', False, None, (12, 32767), (12, 32767), (12, 32767), 0),
+    _FieldSchema('ReplicaId', 'replica_id', 'int32', False, None, (0, 14), (1, 0), (1, 0), None),
+    _FieldSchema('ReplicaState', 'replica_state', 'struct', False, _FetchRequest_ReplicaState, (15, 32767), (1, 0), (15, 32767), 1),
+    _FieldSchema('MaxWaitMs', 'max_wait_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('MinBytes', 'min_bytes', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('MaxBytes', 'max_bytes', 'int32', False, None, (3, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('IsolationLevel', 'isolation_level', 'int8', False, None, (4, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('SessionId', 'session_id', 'int32', False, None, (7, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('SessionEpoch', 'session_epoch', 'int32', False, None, (7, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Topics', 'topics', 'struct', True, _FetchRequest_FetchTopic, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ForgottenTopicsData', 'forgotten_topics_data', 'struct', True, _FetchRequest_ForgottenTopic, (7, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('RackId', 'rack_id', 'string', False, None, (11, 32767), (1, 0), (1, 0), None),
+)
+_FetchResponse_EpochEndOffset.SCHEMA = (
+    _FieldSchema('Epoch', 'epoch', 'int32', False, None, (12, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('EndOffset', 'end_offset', 'int64', False, None, (12, 32767), (1, 0), (1, 0), None),
+)
+_FetchResponse_LeaderIdAndEpoch.SCHEMA = (
+    _FieldSchema('LeaderId', 'leader_id', 'int32', False, None, (12, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('LeaderEpoch', 'leader_epoch', 'int32', False, None, (12, 32767), (1, 0), (1, 0), None),
+)
+_FetchResponse_SnapshotId.SCHEMA = (
+    _FieldSchema('EndOffset', 'end_offset', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Epoch', 'epoch', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_FetchResponse_AbortedTransaction.SCHEMA = (
+    _FieldSchema('ProducerId', 'producer_id', 'int64', False, None, (4, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('FirstOffset', 'first_offset', 'int64', False, None, (4, 32767), (1, 0), (1, 0), None),
+)
+_FetchResponse_PartitionData.SCHEMA = (
+    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('HighWatermark', 'high_watermark', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('LastStableOffset', 'last_stable_offset', 'int64', False, None, (4, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('LogStartOffset', 'log_start_offset', 'int64', False, None, (5, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('DivergingEpoch', 'diverging_epoch', 'struct', False, _FetchResponse_EpochEndOffset, (12, 32767), (1, 0), (12, 32767), 0),
+    _FieldSchema('CurrentLeader', 'current_leader', 'struct', False, _FetchResponse_LeaderIdAndEpoch, (12, 32767), (1, 0), (12, 32767), 1),
+    _FieldSchema('SnapshotId', 'snapshot_id', 'struct', False, _FetchResponse_SnapshotId, (12, 32767), (1, 0), (12, 32767), 2),
+    _FieldSchema('AbortedTransactions', 'aborted_transactions', 'struct', True, _FetchResponse_AbortedTransaction, (4, 32767), (4, 32767), (1, 0), None),
+    _FieldSchema('PreferredReadReplica', 'preferred_read_replica', 'int32', False, None, (11, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Records', 'records', 'records', False, None, (0, 32767), (0, 32767), (1, 0), None),
+)
+_FetchResponse_FetchableTopicResponse.SCHEMA = (
+    _FieldSchema('Topic', 'topic', 'string', False, None, (0, 12), (1, 0), (1, 0), None),
+    _FieldSchema('TopicId', 'topic_id', 'uuid', False, None, (13, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Partitions', 'partitions', 'struct', True, _FetchResponse_PartitionData, (0, 32767), (1, 0), (1, 0), None),
+)
+_FetchResponse_NodeEndpoint.SCHEMA = (
+    _FieldSchema('NodeId', 'node_id', 'int32', False, None, (16, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Host', 'host', 'string', False, None, (16, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Port', 'port', 'int32', False, None, (16, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Rack', 'rack', 'string', False, None, (16, 32767), (16, 32767), (1, 0), None),
+)
+FetchResponse.SCHEMA = (
+    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (1, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (7, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('SessionId', 'session_id', 'int32', False, None, (7, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Responses', 'responses', 'struct', True, _FetchResponse_FetchableTopicResponse, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('NodeEndpoints', 'node_endpoints', 'struct', True, _FetchResponse_NodeEndpoint, (16, 32767), (1, 0), (16, 32767), 0),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -34,6 +35,7 @@ class FindCoordinatorRequest:
     API_KEY: ClassVar[int] = 10
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 6)
     FLEXIBLE_VERSION: ClassVar[int | None] = 3
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     key: str = ''
     key_type: int = 0
@@ -58,6 +60,7 @@ class _FindCoordinatorResponse_Coordinator:
     """FindCoordinatorResponse struct Coordinator."""
 
     __qualname__ = "FindCoordinatorResponse.Coordinator"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     key: str = ''
     node_id: int = 0
@@ -74,6 +77,7 @@ class FindCoordinatorResponse:
     API_KEY: ClassVar[int] = 10
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 6)
     FLEXIBLE_VERSION: ClassVar[int | None] = 3
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     Coordinator = _FindCoordinatorResponse_Coordinator
 
@@ -97,6 +101,31 @@ class FindCoordinatorResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_FIND_COORDINATOR_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+FindCoordinatorRequest.SCHEMA = (
+    _FieldSchema('Key', 'key', 'string', False, None, (0, 3), (1, 0), (1, 0), None),
+    _FieldSchema('KeyType', 'key_type', 'int8', False, None, (1, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('CoordinatorKeys', 'coordinator_keys', 'string', True, None, (4, 32767), (1, 0), (1, 0), None),
+)
+_FindCoordinatorResponse_Coordinator.SCHEMA = (
+    _FieldSchema('Key', 'key', 'string', False, None, (4, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('NodeId', 'node_id', 'int32', False, None, (4, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Host', 'host', 'string', False, None, (4, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Port', 'port', 'int32', False, None, (4, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (4, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (4, 32767), (4, 32767), (1, 0), None),
+)
+FindCoordinatorResponse.SCHEMA = (
+    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (1, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 3), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (1, 3), (1, 3), (1, 0), None),
+    _FieldSchema('NodeId', 'node_id', 'int32', False, None, (0, 3), (1, 0), (1, 0), None),
+    _FieldSchema('Host', 'host', 'string', False, None, (0, 3), (1, 0), (1, 0), None),
+    _FieldSchema('Port', 'port', 'int32', False, None, (0, 3), (1, 0), (1, 0), None),
+    _FieldSchema('Coordinators', 'coordinators', 'struct', True, _FindCoordinatorResponse_Coordinator, (4, 32767), (1, 0), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

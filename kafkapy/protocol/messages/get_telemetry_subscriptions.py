@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -34,6 +35,7 @@ class GetTelemetrySubscriptionsRequest:
     API_KEY: ClassVar[int] = 71
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     client_instance_id: _uuid.UUID = _ZERO_UUID
 
@@ -58,6 +60,7 @@ class GetTelemetrySubscriptionsResponse:
     API_KEY: ClassVar[int] = 71
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     throttle_time_ms: int = 0
     error_code: int = 0
@@ -81,6 +84,23 @@ class GetTelemetrySubscriptionsResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_GET_TELEMETRY_SUBSCRIPTIONS_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+GetTelemetrySubscriptionsRequest.SCHEMA = (
+    _FieldSchema('ClientInstanceId', 'client_instance_id', 'uuid', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+GetTelemetrySubscriptionsResponse.SCHEMA = (
+    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ClientInstanceId', 'client_instance_id', 'uuid', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('SubscriptionId', 'subscription_id', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('AcceptedCompressionTypes', 'accepted_compression_types', 'int8', True, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('PushIntervalMs', 'push_interval_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('TelemetryMaxBytes', 'telemetry_max_bytes', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('DeltaTemporality', 'delta_temporality', 'bool', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('RequestedMetrics', 'requested_metrics', 'string', True, None, (0, 32767), (1, 0), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -34,6 +35,7 @@ class HeartbeatRequest:
     API_KEY: ClassVar[int] = 12
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 4)
     FLEXIBLE_VERSION: ClassVar[int | None] = 4
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     group_id: str = ''
     generation_id: int = 0
@@ -61,6 +63,7 @@ class HeartbeatResponse:
     API_KEY: ClassVar[int] = 12
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 4)
     FLEXIBLE_VERSION: ClassVar[int | None] = 4
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     throttle_time_ms: int = 0
     error_code: int = 0
@@ -77,6 +80,19 @@ class HeartbeatResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_HEARTBEAT_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+HeartbeatRequest.SCHEMA = (
+    _FieldSchema('GroupId', 'group_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('GenerationId', 'generation_id', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('MemberId', 'member_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('GroupInstanceId', 'group_instance_id', 'string', False, None, (3, 32767), (3, 32767), (1, 0), None),
+)
+HeartbeatResponse.SCHEMA = (
+    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (1, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -32,6 +33,7 @@ class _IncrementalAlterConfigsRequest_AlterableConfig:
     """IncrementalAlterConfigsRequest struct AlterableConfig."""
 
     __qualname__ = "IncrementalAlterConfigsRequest.AlterableConfig"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     name: str = ''
     config_operation: int = 0
@@ -43,6 +45,7 @@ class _IncrementalAlterConfigsRequest_AlterConfigsResource:
     """IncrementalAlterConfigsRequest struct AlterConfigsResource."""
 
     __qualname__ = "IncrementalAlterConfigsRequest.AlterConfigsResource"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     resource_type: int = 0
     resource_name: str = ''
@@ -56,6 +59,7 @@ class IncrementalAlterConfigsRequest:
     API_KEY: ClassVar[int] = 44
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 1)
     FLEXIBLE_VERSION: ClassVar[int | None] = 1
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     AlterableConfig = _IncrementalAlterConfigsRequest_AlterableConfig
     AlterConfigsResource = _IncrementalAlterConfigsRequest_AlterConfigsResource
@@ -82,6 +86,7 @@ class _IncrementalAlterConfigsResponse_AlterConfigsResourceResponse:
     """IncrementalAlterConfigsResponse struct AlterConfigsResourceResponse."""
 
     __qualname__ = "IncrementalAlterConfigsResponse.AlterConfigsResourceResponse"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     error_code: int = 0
     error_message: str = ''
@@ -96,6 +101,7 @@ class IncrementalAlterConfigsResponse:
     API_KEY: ClassVar[int] = 44
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 1)
     FLEXIBLE_VERSION: ClassVar[int | None] = 1
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     AlterConfigsResourceResponse = _IncrementalAlterConfigsResponse_AlterConfigsResourceResponse
 
@@ -114,6 +120,33 @@ class IncrementalAlterConfigsResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_INCREMENTAL_ALTER_CONFIGS_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+_IncrementalAlterConfigsRequest_AlterableConfig.SCHEMA = (
+    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ConfigOperation', 'config_operation', 'int8', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Value', 'value', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+)
+_IncrementalAlterConfigsRequest_AlterConfigsResource.SCHEMA = (
+    _FieldSchema('ResourceType', 'resource_type', 'int8', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ResourceName', 'resource_name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Configs', 'configs', 'struct', True, _IncrementalAlterConfigsRequest_AlterableConfig, (0, 32767), (1, 0), (1, 0), None),
+)
+IncrementalAlterConfigsRequest.SCHEMA = (
+    _FieldSchema('Resources', 'resources', 'struct', True, _IncrementalAlterConfigsRequest_AlterConfigsResource, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ValidateOnly', 'validate_only', 'bool', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse.SCHEMA = (
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+    _FieldSchema('ResourceType', 'resource_type', 'int8', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ResourceName', 'resource_name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+IncrementalAlterConfigsResponse.SCHEMA = (
+    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Responses', 'responses', 'struct', True, _IncrementalAlterConfigsResponse_AlterConfigsResourceResponse, (0, 32767), (1, 0), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -32,6 +33,7 @@ class _InitializeShareGroupStateRequest_PartitionData:
     """InitializeShareGroupStateRequest struct PartitionData."""
 
     __qualname__ = "InitializeShareGroupStateRequest.PartitionData"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     partition: int = 0
     state_epoch: int = 0
@@ -43,6 +45,7 @@ class _InitializeShareGroupStateRequest_InitializeStateData:
     """InitializeShareGroupStateRequest struct InitializeStateData."""
 
     __qualname__ = "InitializeShareGroupStateRequest.InitializeStateData"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     topic_id: _uuid.UUID = _ZERO_UUID
     partitions: list[InitializeShareGroupStateRequest.PartitionData] = _field(default_factory=list)
@@ -55,6 +58,7 @@ class InitializeShareGroupStateRequest:
     API_KEY: ClassVar[int] = 83
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     PartitionData = _InitializeShareGroupStateRequest_PartitionData
     InitializeStateData = _InitializeShareGroupStateRequest_InitializeStateData
@@ -81,6 +85,7 @@ class _InitializeShareGroupStateResponse_PartitionResult:
     """InitializeShareGroupStateResponse struct PartitionResult."""
 
     __qualname__ = "InitializeShareGroupStateResponse.PartitionResult"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     partition: int = 0
     error_code: int = 0
@@ -92,6 +97,7 @@ class _InitializeShareGroupStateResponse_InitializeStateResult:
     """InitializeShareGroupStateResponse struct InitializeStateResult."""
 
     __qualname__ = "InitializeShareGroupStateResponse.InitializeStateResult"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     topic_id: _uuid.UUID = _ZERO_UUID
     partitions: list[InitializeShareGroupStateResponse.PartitionResult] = _field(default_factory=list)
@@ -104,6 +110,7 @@ class InitializeShareGroupStateResponse:
     API_KEY: ClassVar[int] = 83
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     PartitionResult = _InitializeShareGroupStateResponse_PartitionResult
     InitializeStateResult = _InitializeShareGroupStateResponse_InitializeStateResult
@@ -122,6 +129,34 @@ class InitializeShareGroupStateResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_INITIALIZE_SHARE_GROUP_STATE_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+_InitializeShareGroupStateRequest_PartitionData.SCHEMA = (
+    _FieldSchema('Partition', 'partition', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('StateEpoch', 'state_epoch', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('StartOffset', 'start_offset', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_InitializeShareGroupStateRequest_InitializeStateData.SCHEMA = (
+    _FieldSchema('TopicId', 'topic_id', 'uuid', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Partitions', 'partitions', 'struct', True, _InitializeShareGroupStateRequest_PartitionData, (0, 32767), (1, 0), (1, 0), None),
+)
+InitializeShareGroupStateRequest.SCHEMA = (
+    _FieldSchema('GroupId', 'group_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Topics', 'topics', 'struct', True, _InitializeShareGroupStateRequest_InitializeStateData, (0, 32767), (1, 0), (1, 0), None),
+)
+_InitializeShareGroupStateResponse_PartitionResult.SCHEMA = (
+    _FieldSchema('Partition', 'partition', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+)
+_InitializeShareGroupStateResponse_InitializeStateResult.SCHEMA = (
+    _FieldSchema('TopicId', 'topic_id', 'uuid', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Partitions', 'partitions', 'struct', True, _InitializeShareGroupStateResponse_PartitionResult, (0, 32767), (1, 0), (1, 0), None),
+)
+InitializeShareGroupStateResponse.SCHEMA = (
+    _FieldSchema('Results', 'results', 'struct', True, _InitializeShareGroupStateResponse_InitializeStateResult, (0, 32767), (1, 0), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -32,6 +33,7 @@ class _JoinGroupRequest_JoinGroupRequestProtocol:
     """JoinGroupRequest struct JoinGroupRequestProtocol."""
 
     __qualname__ = "JoinGroupRequest.JoinGroupRequestProtocol"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     name: str = ''
     metadata: bytes = b''
@@ -44,6 +46,7 @@ class JoinGroupRequest:
     API_KEY: ClassVar[int] = 11
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 9)
     FLEXIBLE_VERSION: ClassVar[int | None] = 6
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     JoinGroupRequestProtocol = _JoinGroupRequest_JoinGroupRequestProtocol
 
@@ -75,6 +78,7 @@ class _JoinGroupResponse_JoinGroupResponseMember:
     """JoinGroupResponse struct JoinGroupResponseMember."""
 
     __qualname__ = "JoinGroupResponse.JoinGroupResponseMember"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     member_id: str = ''
     group_instance_id: str | None = None
@@ -88,6 +92,7 @@ class JoinGroupResponse:
     API_KEY: ClassVar[int] = 11
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 9)
     FLEXIBLE_VERSION: ClassVar[int | None] = 6
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     JoinGroupResponseMember = _JoinGroupResponse_JoinGroupResponseMember
 
@@ -113,6 +118,39 @@ class JoinGroupResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_JOIN_GROUP_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+_JoinGroupRequest_JoinGroupRequestProtocol.SCHEMA = (
+    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Metadata', 'metadata', 'bytes', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+JoinGroupRequest.SCHEMA = (
+    _FieldSchema('GroupId', 'group_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('SessionTimeoutMs', 'session_timeout_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('RebalanceTimeoutMs', 'rebalance_timeout_ms', 'int32', False, None, (1, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('MemberId', 'member_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('GroupInstanceId', 'group_instance_id', 'string', False, None, (5, 32767), (5, 32767), (1, 0), None),
+    _FieldSchema('ProtocolType', 'protocol_type', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Protocols', 'protocols', 'struct', True, _JoinGroupRequest_JoinGroupRequestProtocol, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Reason', 'reason', 'string', False, None, (8, 32767), (8, 32767), (1, 0), None),
+)
+_JoinGroupResponse_JoinGroupResponseMember.SCHEMA = (
+    _FieldSchema('MemberId', 'member_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('GroupInstanceId', 'group_instance_id', 'string', False, None, (5, 32767), (5, 32767), (1, 0), None),
+    _FieldSchema('Metadata', 'metadata', 'bytes', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+JoinGroupResponse.SCHEMA = (
+    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (2, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('GenerationId', 'generation_id', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ProtocolType', 'protocol_type', 'string', False, None, (7, 32767), (7, 32767), (1, 0), None),
+    _FieldSchema('ProtocolName', 'protocol_name', 'string', False, None, (0, 32767), (7, 32767), (1, 0), None),
+    _FieldSchema('Leader', 'leader', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('SkipAssignment', 'skip_assignment', 'bool', False, None, (9, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('MemberId', 'member_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Members', 'members', 'struct', True, _JoinGroupResponse_JoinGroupResponseMember, (0, 32767), (1, 0), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -32,6 +33,7 @@ class _LeaveGroupRequest_MemberIdentity:
     """LeaveGroupRequest struct MemberIdentity."""
 
     __qualname__ = "LeaveGroupRequest.MemberIdentity"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     member_id: str = ''
     group_instance_id: str | None = None
@@ -45,6 +47,7 @@ class LeaveGroupRequest:
     API_KEY: ClassVar[int] = 13
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 5)
     FLEXIBLE_VERSION: ClassVar[int | None] = 4
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     MemberIdentity = _LeaveGroupRequest_MemberIdentity
 
@@ -71,6 +74,7 @@ class _LeaveGroupResponse_MemberResponse:
     """LeaveGroupResponse struct MemberResponse."""
 
     __qualname__ = "LeaveGroupResponse.MemberResponse"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     member_id: str = ''
     group_instance_id: str = ''
@@ -84,6 +88,7 @@ class LeaveGroupResponse:
     API_KEY: ClassVar[int] = 13
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 5)
     FLEXIBLE_VERSION: ClassVar[int | None] = 4
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     MemberResponse = _LeaveGroupResponse_MemberResponse
 
@@ -103,6 +108,29 @@ class LeaveGroupResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_LEAVE_GROUP_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+_LeaveGroupRequest_MemberIdentity.SCHEMA = (
+    _FieldSchema('MemberId', 'member_id', 'string', False, None, (3, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('GroupInstanceId', 'group_instance_id', 'string', False, None, (3, 32767), (3, 32767), (1, 0), None),
+    _FieldSchema('Reason', 'reason', 'string', False, None, (5, 32767), (5, 32767), (1, 0), None),
+)
+LeaveGroupRequest.SCHEMA = (
+    _FieldSchema('GroupId', 'group_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('MemberId', 'member_id', 'string', False, None, (0, 2), (1, 0), (1, 0), None),
+    _FieldSchema('Members', 'members', 'struct', True, _LeaveGroupRequest_MemberIdentity, (3, 32767), (1, 0), (1, 0), None),
+)
+_LeaveGroupResponse_MemberResponse.SCHEMA = (
+    _FieldSchema('MemberId', 'member_id', 'string', False, None, (3, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('GroupInstanceId', 'group_instance_id', 'string', False, None, (3, 32767), (3, 32767), (1, 0), None),
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (3, 32767), (1, 0), (1, 0), None),
+)
+LeaveGroupResponse.SCHEMA = (
+    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (1, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Members', 'members', 'struct', True, _LeaveGroupResponse_MemberResponse, (3, 32767), (1, 0), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -34,6 +35,7 @@ class ListClientMetricsResourcesRequest:
     API_KEY: ClassVar[int] = 74
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
 
     @classmethod
@@ -55,6 +57,7 @@ class _ListClientMetricsResourcesResponse_ClientMetricsResource:
     """ListClientMetricsResourcesResponse struct ClientMetricsResource."""
 
     __qualname__ = "ListClientMetricsResourcesResponse.ClientMetricsResource"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     name: str = ''
 
@@ -66,6 +69,7 @@ class ListClientMetricsResourcesResponse:
     API_KEY: ClassVar[int] = 74
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     ClientMetricsResource = _ListClientMetricsResourcesResponse_ClientMetricsResource
 
@@ -85,6 +89,19 @@ class ListClientMetricsResourcesResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_LIST_CLIENT_METRICS_RESOURCES_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+ListClientMetricsResourcesRequest.SCHEMA = (
+)
+_ListClientMetricsResourcesResponse_ClientMetricsResource.SCHEMA = (
+    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+ListClientMetricsResourcesResponse.SCHEMA = (
+    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ClientMetricsResources', 'client_metrics_resources', 'struct', True, _ListClientMetricsResourcesResponse_ClientMetricsResource, (0, 32767), (1, 0), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

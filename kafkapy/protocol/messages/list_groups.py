@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -34,6 +35,7 @@ class ListGroupsRequest:
     API_KEY: ClassVar[int] = 16
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 5)
     FLEXIBLE_VERSION: ClassVar[int | None] = 3
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     states_filter: list[str] = _field(default_factory=list)
     types_filter: list[str] = _field(default_factory=list)
@@ -57,6 +59,7 @@ class _ListGroupsResponse_ListedGroup:
     """ListGroupsResponse struct ListedGroup."""
 
     __qualname__ = "ListGroupsResponse.ListedGroup"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     group_id: str = ''
     protocol_type: str = ''
@@ -71,6 +74,7 @@ class ListGroupsResponse:
     API_KEY: ClassVar[int] = 16
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 5)
     FLEXIBLE_VERSION: ClassVar[int | None] = 3
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     ListedGroup = _ListGroupsResponse_ListedGroup
 
@@ -90,6 +94,24 @@ class ListGroupsResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_LIST_GROUPS_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+ListGroupsRequest.SCHEMA = (
+    _FieldSchema('StatesFilter', 'states_filter', 'string', True, None, (4, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('TypesFilter', 'types_filter', 'string', True, None, (5, 32767), (1, 0), (1, 0), None),
+)
+_ListGroupsResponse_ListedGroup.SCHEMA = (
+    _FieldSchema('GroupId', 'group_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ProtocolType', 'protocol_type', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('GroupState', 'group_state', 'string', False, None, (4, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('GroupType', 'group_type', 'string', False, None, (5, 32767), (1, 0), (1, 0), None),
+)
+ListGroupsResponse.SCHEMA = (
+    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (1, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Groups', 'groups', 'struct', True, _ListGroupsResponse_ListedGroup, (0, 32767), (1, 0), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -32,6 +33,7 @@ class _ListOffsetsRequest_ListOffsetsPartition:
     """ListOffsetsRequest struct ListOffsetsPartition."""
 
     __qualname__ = "ListOffsetsRequest.ListOffsetsPartition"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     partition_index: int = 0
     current_leader_epoch: int = -1
@@ -44,6 +46,7 @@ class _ListOffsetsRequest_ListOffsetsTopic:
     """ListOffsetsRequest struct ListOffsetsTopic."""
 
     __qualname__ = "ListOffsetsRequest.ListOffsetsTopic"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     name: str = ''
     partitions: list[ListOffsetsRequest.ListOffsetsPartition] = _field(default_factory=list)
@@ -56,6 +59,7 @@ class ListOffsetsRequest:
     API_KEY: ClassVar[int] = 2
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 9)
     FLEXIBLE_VERSION: ClassVar[int | None] = 6
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     ListOffsetsPartition = _ListOffsetsRequest_ListOffsetsPartition
     ListOffsetsTopic = _ListOffsetsRequest_ListOffsetsTopic
@@ -83,6 +87,7 @@ class _ListOffsetsResponse_ListOffsetsPartitionResponse:
     """ListOffsetsResponse struct ListOffsetsPartitionResponse."""
 
     __qualname__ = "ListOffsetsResponse.ListOffsetsPartitionResponse"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     partition_index: int = 0
     error_code: int = 0
@@ -97,6 +102,7 @@ class _ListOffsetsResponse_ListOffsetsTopicResponse:
     """ListOffsetsResponse struct ListOffsetsTopicResponse."""
 
     __qualname__ = "ListOffsetsResponse.ListOffsetsTopicResponse"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     name: str = ''
     partitions: list[ListOffsetsResponse.ListOffsetsPartitionResponse] = _field(default_factory=list)
@@ -109,6 +115,7 @@ class ListOffsetsResponse:
     API_KEY: ClassVar[int] = 2
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 9)
     FLEXIBLE_VERSION: ClassVar[int | None] = 6
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     ListOffsetsPartitionResponse = _ListOffsetsResponse_ListOffsetsPartitionResponse
     ListOffsetsTopicResponse = _ListOffsetsResponse_ListOffsetsTopicResponse
@@ -128,6 +135,40 @@ class ListOffsetsResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_LIST_OFFSETS_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+_ListOffsetsRequest_ListOffsetsPartition.SCHEMA = (
+    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('CurrentLeaderEpoch', 'current_leader_epoch', 'int32', False, None, (4, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Timestamp', 'timestamp', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('MaxNumOffsets', 'max_num_offsets', 'int32', False, None, (0, 0), (1, 0), (1, 0), None),
+)
+_ListOffsetsRequest_ListOffsetsTopic.SCHEMA = (
+    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Partitions', 'partitions', 'struct', True, _ListOffsetsRequest_ListOffsetsPartition, (0, 32767), (1, 0), (1, 0), None),
+)
+ListOffsetsRequest.SCHEMA = (
+    _FieldSchema('ReplicaId', 'replica_id', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('IsolationLevel', 'isolation_level', 'int8', False, None, (2, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Topics', 'topics', 'struct', True, _ListOffsetsRequest_ListOffsetsTopic, (0, 32767), (1, 0), (1, 0), None),
+)
+_ListOffsetsResponse_ListOffsetsPartitionResponse.SCHEMA = (
+    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('OldStyleOffsets', 'old_style_offsets', 'int64', True, None, (0, 0), (1, 0), (1, 0), None),
+    _FieldSchema('Timestamp', 'timestamp', 'int64', False, None, (1, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Offset', 'offset', 'int64', False, None, (1, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('LeaderEpoch', 'leader_epoch', 'int32', False, None, (4, 32767), (1, 0), (1, 0), None),
+)
+_ListOffsetsResponse_ListOffsetsTopicResponse.SCHEMA = (
+    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Partitions', 'partitions', 'struct', True, _ListOffsetsResponse_ListOffsetsPartitionResponse, (0, 32767), (1, 0), (1, 0), None),
+)
+ListOffsetsResponse.SCHEMA = (
+    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (2, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Topics', 'topics', 'struct', True, _ListOffsetsResponse_ListOffsetsTopicResponse, (0, 32767), (1, 0), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

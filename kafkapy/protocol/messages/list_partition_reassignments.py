@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -32,6 +33,7 @@ class _ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics:
     """ListPartitionReassignmentsRequest struct ListPartitionReassignmentsTopics."""
 
     __qualname__ = "ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     name: str = ''
     partition_indexes: list[int] = _field(default_factory=list)
@@ -44,6 +46,7 @@ class ListPartitionReassignmentsRequest:
     API_KEY: ClassVar[int] = 46
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     ListPartitionReassignmentsTopics = _ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics
 
@@ -69,6 +72,7 @@ class _ListPartitionReassignmentsResponse_OngoingPartitionReassignment:
     """ListPartitionReassignmentsResponse struct OngoingPartitionReassignment."""
 
     __qualname__ = "ListPartitionReassignmentsResponse.OngoingPartitionReassignment"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     partition_index: int = 0
     replicas: list[int] = _field(default_factory=list)
@@ -81,6 +85,7 @@ class _ListPartitionReassignmentsResponse_OngoingTopicReassignment:
     """ListPartitionReassignmentsResponse struct OngoingTopicReassignment."""
 
     __qualname__ = "ListPartitionReassignmentsResponse.OngoingTopicReassignment"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     name: str = ''
     partitions: list[ListPartitionReassignmentsResponse.OngoingPartitionReassignment] = _field(default_factory=list)
@@ -93,6 +98,7 @@ class ListPartitionReassignmentsResponse:
     API_KEY: ClassVar[int] = 46
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     OngoingPartitionReassignment = _ListPartitionReassignmentsResponse_OngoingPartitionReassignment
     OngoingTopicReassignment = _ListPartitionReassignmentsResponse_OngoingTopicReassignment
@@ -114,6 +120,33 @@ class ListPartitionReassignmentsResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_LIST_PARTITION_REASSIGNMENTS_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics.SCHEMA = (
+    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('PartitionIndexes', 'partition_indexes', 'int32', True, None, (0, 32767), (1, 0), (1, 0), None),
+)
+ListPartitionReassignmentsRequest.SCHEMA = (
+    _FieldSchema('TimeoutMs', 'timeout_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Topics', 'topics', 'struct', True, _ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics, (0, 32767), (0, 32767), (1, 0), None),
+)
+_ListPartitionReassignmentsResponse_OngoingPartitionReassignment.SCHEMA = (
+    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Replicas', 'replicas', 'int32', True, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('AddingReplicas', 'adding_replicas', 'int32', True, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('RemovingReplicas', 'removing_replicas', 'int32', True, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_ListPartitionReassignmentsResponse_OngoingTopicReassignment.SCHEMA = (
+    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Partitions', 'partitions', 'struct', True, _ListPartitionReassignmentsResponse_OngoingPartitionReassignment, (0, 32767), (1, 0), (1, 0), None),
+)
+ListPartitionReassignmentsResponse.SCHEMA = (
+    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+    _FieldSchema('Topics', 'topics', 'struct', True, _ListPartitionReassignmentsResponse_OngoingTopicReassignment, (0, 32767), (1, 0), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -34,6 +35,7 @@ class ListTransactionsRequest:
     API_KEY: ClassVar[int] = 66
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 1)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     state_filters: list[str] = _field(default_factory=list)
     producer_id_filters: list[int] = _field(default_factory=list)
@@ -58,6 +60,7 @@ class _ListTransactionsResponse_TransactionState:
     """ListTransactionsResponse struct TransactionState."""
 
     __qualname__ = "ListTransactionsResponse.TransactionState"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     transactional_id: str = ''
     producer_id: int = 0
@@ -71,6 +74,7 @@ class ListTransactionsResponse:
     API_KEY: ClassVar[int] = 66
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 1)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     TransactionState = _ListTransactionsResponse_TransactionState
 
@@ -91,6 +95,25 @@ class ListTransactionsResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_LIST_TRANSACTIONS_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+ListTransactionsRequest.SCHEMA = (
+    _FieldSchema('StateFilters', 'state_filters', 'string', True, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ProducerIdFilters', 'producer_id_filters', 'int64', True, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('DurationFilter', 'duration_filter', 'int64', False, None, (1, 32767), (1, 0), (1, 0), None),
+)
+_ListTransactionsResponse_TransactionState.SCHEMA = (
+    _FieldSchema('TransactionalId', 'transactional_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ProducerId', 'producer_id', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('TransactionState', 'transaction_state', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+ListTransactionsResponse.SCHEMA = (
+    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('UnknownStateFilters', 'unknown_state_filters', 'string', True, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('TransactionStates', 'transaction_states', 'struct', True, _ListTransactionsResponse_TransactionState, (0, 32767), (1, 0), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -32,6 +33,7 @@ class _MetadataRequest_MetadataRequestTopic:
     """MetadataRequest struct MetadataRequestTopic."""
 
     __qualname__ = "MetadataRequest.MetadataRequestTopic"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     topic_id: _uuid.UUID = _ZERO_UUID
     name: str = ''
@@ -44,6 +46,7 @@ class MetadataRequest:
     API_KEY: ClassVar[int] = 3
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 12)
     FLEXIBLE_VERSION: ClassVar[int | None] = 9
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     MetadataRequestTopic = _MetadataRequest_MetadataRequestTopic
 
@@ -71,6 +74,7 @@ class _MetadataResponse_MetadataResponseBroker:
     """MetadataResponse struct MetadataResponseBroker."""
 
     __qualname__ = "MetadataResponse.MetadataResponseBroker"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     node_id: int = 0
     host: str = ''
@@ -83,6 +87,7 @@ class _MetadataResponse_MetadataResponsePartition:
     """MetadataResponse struct MetadataResponsePartition."""
 
     __qualname__ = "MetadataResponse.MetadataResponsePartition"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     error_code: int = 0
     partition_index: int = 0
@@ -98,6 +103,7 @@ class _MetadataResponse_MetadataResponseTopic:
     """MetadataResponse struct MetadataResponseTopic."""
 
     __qualname__ = "MetadataResponse.MetadataResponseTopic"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     error_code: int = 0
     name: str = ''
@@ -114,6 +120,7 @@ class MetadataResponse:
     API_KEY: ClassVar[int] = 3
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 12)
     FLEXIBLE_VERSION: ClassVar[int | None] = 9
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     MetadataResponseBroker = _MetadataResponse_MetadataResponseBroker
     MetadataResponsePartition = _MetadataResponse_MetadataResponsePartition
@@ -138,6 +145,50 @@ class MetadataResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_METADATA_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+_MetadataRequest_MetadataRequestTopic.SCHEMA = (
+    _FieldSchema('TopicId', 'topic_id', 'uuid', False, None, (10, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (10, 32767), (1, 0), None),
+)
+MetadataRequest.SCHEMA = (
+    _FieldSchema('Topics', 'topics', 'struct', True, _MetadataRequest_MetadataRequestTopic, (0, 32767), (1, 32767), (1, 0), None),
+    _FieldSchema('AllowAutoTopicCreation', 'allow_auto_topic_creation', 'bool', False, None, (4, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('IncludeClusterAuthorizedOperations', 'include_cluster_authorized_operations', 'bool', False, None, (8, 10), (1, 0), (1, 0), None),
+    _FieldSchema('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', 'bool', False, None, (8, 32767), (1, 0), (1, 0), None),
+)
+_MetadataResponse_MetadataResponseBroker.SCHEMA = (
+    _FieldSchema('NodeId', 'node_id', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Host', 'host', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Port', 'port', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Rack', 'rack', 'string', False, None, (1, 32767), (1, 32767), (1, 0), None),
+)
+_MetadataResponse_MetadataResponsePartition.SCHEMA = (
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('LeaderId', 'leader_id', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('LeaderEpoch', 'leader_epoch', 'int32', False, None, (7, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ReplicaNodes', 'replica_nodes', 'int32', True, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('IsrNodes', 'isr_nodes', 'int32', True, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('OfflineReplicas', 'offline_replicas', 'int32', True, None, (5, 32767), (1, 0), (1, 0), None),
+)
+_MetadataResponse_MetadataResponseTopic.SCHEMA = (
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (12, 32767), (1, 0), None),
+    _FieldSchema('TopicId', 'topic_id', 'uuid', False, None, (10, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('IsInternal', 'is_internal', 'bool', False, None, (1, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Partitions', 'partitions', 'struct', True, _MetadataResponse_MetadataResponsePartition, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('TopicAuthorizedOperations', 'topic_authorized_operations', 'int32', False, None, (8, 32767), (1, 0), (1, 0), None),
+)
+MetadataResponse.SCHEMA = (
+    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (3, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Brokers', 'brokers', 'struct', True, _MetadataResponse_MetadataResponseBroker, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ClusterId', 'cluster_id', 'string', False, None, (2, 32767), (2, 32767), (1, 0), None),
+    _FieldSchema('ControllerId', 'controller_id', 'int32', False, None, (1, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Topics', 'topics', 'struct', True, _MetadataResponse_MetadataResponseTopic, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ClusterAuthorizedOperations', 'cluster_authorized_operations', 'int32', False, None, (8, 10), (1, 0), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -32,6 +33,7 @@ class _OffsetCommitRequest_OffsetCommitRequestPartition:
     """OffsetCommitRequest struct OffsetCommitRequestPartition."""
 
     __qualname__ = "OffsetCommitRequest.OffsetCommitRequestPartition"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     partition_index: int = 0
     committed_offset: int = 0
@@ -45,6 +47,7 @@ class _OffsetCommitRequest_OffsetCommitRequestTopic:
     """OffsetCommitRequest struct OffsetCommitRequestTopic."""
 
     __qualname__ = "OffsetCommitRequest.OffsetCommitRequestTopic"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     name: str = ''
     partitions: list[OffsetCommitRequest.OffsetCommitRequestPartition] = _field(default_factory=list)
@@ -57,6 +60,7 @@ class OffsetCommitRequest:
     API_KEY: ClassVar[int] = 8
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 9)
     FLEXIBLE_VERSION: ClassVar[int | None] = 8
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     OffsetCommitRequestPartition = _OffsetCommitRequest_OffsetCommitRequestPartition
     OffsetCommitRequestTopic = _OffsetCommitRequest_OffsetCommitRequestTopic
@@ -87,6 +91,7 @@ class _OffsetCommitResponse_OffsetCommitResponsePartition:
     """OffsetCommitResponse struct OffsetCommitResponsePartition."""
 
     __qualname__ = "OffsetCommitResponse.OffsetCommitResponsePartition"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     partition_index: int = 0
     error_code: int = 0
@@ -97,6 +102,7 @@ class _OffsetCommitResponse_OffsetCommitResponseTopic:
     """OffsetCommitResponse struct OffsetCommitResponseTopic."""
 
     __qualname__ = "OffsetCommitResponse.OffsetCommitResponseTopic"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     name: str = ''
     partitions: list[OffsetCommitResponse.OffsetCommitResponsePartition] = _field(default_factory=list)
@@ -109,6 +115,7 @@ class OffsetCommitResponse:
     API_KEY: ClassVar[int] = 8
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 9)
     FLEXIBLE_VERSION: ClassVar[int | None] = 8
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     OffsetCommitResponsePartition = _OffsetCommitResponse_OffsetCommitResponsePartition
     OffsetCommitResponseTopic = _OffsetCommitResponse_OffsetCommitResponseTopic
@@ -128,6 +135,40 @@ class OffsetCommitResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_OFFSET_COMMIT_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+_OffsetCommitRequest_OffsetCommitRequestPartition.SCHEMA = (
+    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('CommittedOffset', 'committed_offset', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('CommittedLeaderEpoch', 'committed_leader_epoch', 'int32', False, None, (6, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('CommitTimestamp', 'commit_timestamp', 'int64', False, None, (1, 1), (1, 0), (1, 0), None),
+    _FieldSchema('CommittedMetadata', 'committed_metadata', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+)
+_OffsetCommitRequest_OffsetCommitRequestTopic.SCHEMA = (
+    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Partitions', 'partitions', 'struct', True, _OffsetCommitRequest_OffsetCommitRequestPartition, (0, 32767), (1, 0), (1, 0), None),
+)
+OffsetCommitRequest.SCHEMA = (
+    _FieldSchema('GroupId', 'group_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('GenerationIdOrMemberEpoch', 'generation_id_or_member_epoch', 'int32', False, None, (1, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('MemberId', 'member_id', 'string', False, None, (1, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('GroupInstanceId', 'group_instance_id', 'string', False, None, (7, 32767), (7, 32767), (1, 0), None),
+    _FieldSchema('RetentionTimeMs', 'retention_time_ms', 'int64', False, None, (2, 4), (1, 0), (1, 0), None),
+    _FieldSchema('Topics', 'topics', 'struct', True, _OffsetCommitRequest_OffsetCommitRequestTopic, (0, 32767), (1, 0), (1, 0), None),
+)
+_OffsetCommitResponse_OffsetCommitResponsePartition.SCHEMA = (
+    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_OffsetCommitResponse_OffsetCommitResponseTopic.SCHEMA = (
+    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Partitions', 'partitions', 'struct', True, _OffsetCommitResponse_OffsetCommitResponsePartition, (0, 32767), (1, 0), (1, 0), None),
+)
+OffsetCommitResponse.SCHEMA = (
+    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (3, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Topics', 'topics', 'struct', True, _OffsetCommitResponse_OffsetCommitResponseTopic, (0, 32767), (1, 0), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

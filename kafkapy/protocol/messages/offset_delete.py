@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -32,6 +33,7 @@ class _OffsetDeleteRequest_OffsetDeleteRequestPartition:
     """OffsetDeleteRequest struct OffsetDeleteRequestPartition."""
 
     __qualname__ = "OffsetDeleteRequest.OffsetDeleteRequestPartition"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     partition_index: int = 0
 
@@ -41,6 +43,7 @@ class _OffsetDeleteRequest_OffsetDeleteRequestTopic:
     """OffsetDeleteRequest struct OffsetDeleteRequestTopic."""
 
     __qualname__ = "OffsetDeleteRequest.OffsetDeleteRequestTopic"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     name: str = ''
     partitions: list[OffsetDeleteRequest.OffsetDeleteRequestPartition] = _field(default_factory=list)
@@ -53,6 +56,7 @@ class OffsetDeleteRequest:
     API_KEY: ClassVar[int] = 47
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = None
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     OffsetDeleteRequestPartition = _OffsetDeleteRequest_OffsetDeleteRequestPartition
     OffsetDeleteRequestTopic = _OffsetDeleteRequest_OffsetDeleteRequestTopic
@@ -79,6 +83,7 @@ class _OffsetDeleteResponse_OffsetDeleteResponsePartition:
     """OffsetDeleteResponse struct OffsetDeleteResponsePartition."""
 
     __qualname__ = "OffsetDeleteResponse.OffsetDeleteResponsePartition"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     partition_index: int = 0
     error_code: int = 0
@@ -89,6 +94,7 @@ class _OffsetDeleteResponse_OffsetDeleteResponseTopic:
     """OffsetDeleteResponse struct OffsetDeleteResponseTopic."""
 
     __qualname__ = "OffsetDeleteResponse.OffsetDeleteResponseTopic"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     name: str = ''
     partitions: list[OffsetDeleteResponse.OffsetDeleteResponsePartition] = _field(default_factory=list)
@@ -101,6 +107,7 @@ class OffsetDeleteResponse:
     API_KEY: ClassVar[int] = 47
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = None
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     OffsetDeleteResponsePartition = _OffsetDeleteResponse_OffsetDeleteResponsePartition
     OffsetDeleteResponseTopic = _OffsetDeleteResponse_OffsetDeleteResponseTopic
@@ -121,6 +128,33 @@ class OffsetDeleteResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_OFFSET_DELETE_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+_OffsetDeleteRequest_OffsetDeleteRequestPartition.SCHEMA = (
+    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_OffsetDeleteRequest_OffsetDeleteRequestTopic.SCHEMA = (
+    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Partitions', 'partitions', 'struct', True, _OffsetDeleteRequest_OffsetDeleteRequestPartition, (0, 32767), (1, 0), (1, 0), None),
+)
+OffsetDeleteRequest.SCHEMA = (
+    _FieldSchema('GroupId', 'group_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Topics', 'topics', 'struct', True, _OffsetDeleteRequest_OffsetDeleteRequestTopic, (0, 32767), (1, 0), (1, 0), None),
+)
+_OffsetDeleteResponse_OffsetDeleteResponsePartition.SCHEMA = (
+    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_OffsetDeleteResponse_OffsetDeleteResponseTopic.SCHEMA = (
+    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Partitions', 'partitions', 'struct', True, _OffsetDeleteResponse_OffsetDeleteResponsePartition, (0, 32767), (1, 0), (1, 0), None),
+)
+OffsetDeleteResponse.SCHEMA = (
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Topics', 'topics', 'struct', True, _OffsetDeleteResponse_OffsetDeleteResponseTopic, (0, 32767), (1, 0), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -32,6 +33,7 @@ class _OffsetFetchRequest_OffsetFetchRequestTopic:
     """OffsetFetchRequest struct OffsetFetchRequestTopic."""
 
     __qualname__ = "OffsetFetchRequest.OffsetFetchRequestTopic"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     name: str = ''
     partition_indexes: list[int] = _field(default_factory=list)
@@ -42,6 +44,7 @@ class _OffsetFetchRequest_OffsetFetchRequestTopics:
     """OffsetFetchRequest struct OffsetFetchRequestTopics."""
 
     __qualname__ = "OffsetFetchRequest.OffsetFetchRequestTopics"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     name: str = ''
     partition_indexes: list[int] = _field(default_factory=list)
@@ -52,6 +55,7 @@ class _OffsetFetchRequest_OffsetFetchRequestGroup:
     """OffsetFetchRequest struct OffsetFetchRequestGroup."""
 
     __qualname__ = "OffsetFetchRequest.OffsetFetchRequestGroup"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     group_id: str = ''
     member_id: str | None = None
@@ -66,6 +70,7 @@ class OffsetFetchRequest:
     API_KEY: ClassVar[int] = 9
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 9)
     FLEXIBLE_VERSION: ClassVar[int | None] = 6
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     OffsetFetchRequestTopic = _OffsetFetchRequest_OffsetFetchRequestTopic
     OffsetFetchRequestTopics = _OffsetFetchRequest_OffsetFetchRequestTopics
@@ -95,6 +100,7 @@ class _OffsetFetchResponse_OffsetFetchResponsePartition:
     """OffsetFetchResponse struct OffsetFetchResponsePartition."""
 
     __qualname__ = "OffsetFetchResponse.OffsetFetchResponsePartition"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     partition_index: int = 0
     committed_offset: int = 0
@@ -108,6 +114,7 @@ class _OffsetFetchResponse_OffsetFetchResponseTopic:
     """OffsetFetchResponse struct OffsetFetchResponseTopic."""
 
     __qualname__ = "OffsetFetchResponse.OffsetFetchResponseTopic"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     name: str = ''
     partitions: list[OffsetFetchResponse.OffsetFetchResponsePartition] = _field(default_factory=list)
@@ -118,6 +125,7 @@ class _OffsetFetchResponse_OffsetFetchResponsePartitions:
     """OffsetFetchResponse struct OffsetFetchResponsePartitions."""
 
     __qualname__ = "OffsetFetchResponse.OffsetFetchResponsePartitions"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     partition_index: int = 0
     committed_offset: int = 0
@@ -131,6 +139,7 @@ class _OffsetFetchResponse_OffsetFetchResponseTopics:
     """OffsetFetchResponse struct OffsetFetchResponseTopics."""
 
     __qualname__ = "OffsetFetchResponse.OffsetFetchResponseTopics"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     name: str = ''
     partitions: list[OffsetFetchResponse.OffsetFetchResponsePartitions] = _field(default_factory=list)
@@ -141,6 +150,7 @@ class _OffsetFetchResponse_OffsetFetchResponseGroup:
     """OffsetFetchResponse struct OffsetFetchResponseGroup."""
 
     __qualname__ = "OffsetFetchResponse.OffsetFetchResponseGroup"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     group_id: str = ''
     topics: list[OffsetFetchResponse.OffsetFetchResponseTopics] = _field(default_factory=list)
@@ -154,6 +164,7 @@ class OffsetFetchResponse:
     API_KEY: ClassVar[int] = 9
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 9)
     FLEXIBLE_VERSION: ClassVar[int | None] = 6
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     OffsetFetchResponsePartition = _OffsetFetchResponse_OffsetFetchResponsePartition
     OffsetFetchResponseTopic = _OffsetFetchResponse_OffsetFetchResponseTopic
@@ -178,6 +189,62 @@ class OffsetFetchResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_OFFSET_FETCH_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+_OffsetFetchRequest_OffsetFetchRequestTopic.SCHEMA = (
+    _FieldSchema('Name', 'name', 'string', False, None, (0, 7), (1, 0), (1, 0), None),
+    _FieldSchema('PartitionIndexes', 'partition_indexes', 'int32', True, None, (0, 7), (1, 0), (1, 0), None),
+)
+_OffsetFetchRequest_OffsetFetchRequestTopics.SCHEMA = (
+    _FieldSchema('Name', 'name', 'string', False, None, (8, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('PartitionIndexes', 'partition_indexes', 'int32', True, None, (8, 32767), (1, 0), (1, 0), None),
+)
+_OffsetFetchRequest_OffsetFetchRequestGroup.SCHEMA = (
+    _FieldSchema('GroupId', 'group_id', 'string', False, None, (8, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('MemberId', 'member_id', 'string', False, None, (9, 32767), (9, 32767), (1, 0), None),
+    _FieldSchema('MemberEpoch', 'member_epoch', 'int32', False, None, (9, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Topics', 'topics', 'struct', True, _OffsetFetchRequest_OffsetFetchRequestTopics, (8, 32767), (8, 32767), (1, 0), None),
+)
+OffsetFetchRequest.SCHEMA = (
+    _FieldSchema('GroupId', 'group_id', 'string', False, None, (0, 7), (1, 0), (1, 0), None),
+    _FieldSchema('Topics', 'topics', 'struct', True, _OffsetFetchRequest_OffsetFetchRequestTopic, (0, 7), (2, 7), (1, 0), None),
+    _FieldSchema('Groups', 'groups', 'struct', True, _OffsetFetchRequest_OffsetFetchRequestGroup, (8, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('RequireStable', 'require_stable', 'bool', False, None, (7, 32767), (1, 0), (1, 0), None),
+)
+_OffsetFetchResponse_OffsetFetchResponsePartition.SCHEMA = (
+    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 7), (1, 0), (1, 0), None),
+    _FieldSchema('CommittedOffset', 'committed_offset', 'int64', False, None, (0, 7), (1, 0), (1, 0), None),
+    _FieldSchema('CommittedLeaderEpoch', 'committed_leader_epoch', 'int32', False, None, (5, 7), (1, 0), (1, 0), None),
+    _FieldSchema('Metadata', 'metadata', 'string', False, None, (0, 7), (0, 7), (1, 0), None),
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 7), (1, 0), (1, 0), None),
+)
+_OffsetFetchResponse_OffsetFetchResponseTopic.SCHEMA = (
+    _FieldSchema('Name', 'name', 'string', False, None, (0, 7), (1, 0), (1, 0), None),
+    _FieldSchema('Partitions', 'partitions', 'struct', True, _OffsetFetchResponse_OffsetFetchResponsePartition, (0, 7), (1, 0), (1, 0), None),
+)
+_OffsetFetchResponse_OffsetFetchResponsePartitions.SCHEMA = (
+    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (8, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('CommittedOffset', 'committed_offset', 'int64', False, None, (8, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('CommittedLeaderEpoch', 'committed_leader_epoch', 'int32', False, None, (8, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Metadata', 'metadata', 'string', False, None, (8, 32767), (8, 32767), (1, 0), None),
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (8, 32767), (1, 0), (1, 0), None),
+)
+_OffsetFetchResponse_OffsetFetchResponseTopics.SCHEMA = (
+    _FieldSchema('Name', 'name', 'string', False, None, (8, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Partitions', 'partitions', 'struct', True, _OffsetFetchResponse_OffsetFetchResponsePartitions, (8, 32767), (1, 0), (1, 0), None),
+)
+_OffsetFetchResponse_OffsetFetchResponseGroup.SCHEMA = (
+    _FieldSchema('GroupId', 'group_id', 'string', False, None, (8, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Topics', 'topics', 'struct', True, _OffsetFetchResponse_OffsetFetchResponseTopics, (8, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (8, 32767), (1, 0), (1, 0), None),
+)
+OffsetFetchResponse.SCHEMA = (
+    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (3, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Topics', 'topics', 'struct', True, _OffsetFetchResponse_OffsetFetchResponseTopic, (0, 7), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (2, 7), (1, 0), (1, 0), None),
+    _FieldSchema('Groups', 'groups', 'struct', True, _OffsetFetchResponse_OffsetFetchResponseGroup, (8, 32767), (1, 0), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

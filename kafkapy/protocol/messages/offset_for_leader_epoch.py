@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -32,6 +33,7 @@ class _OffsetForLeaderEpochRequest_OffsetForLeaderPartition:
     """OffsetForLeaderEpochRequest struct OffsetForLeaderPartition."""
 
     __qualname__ = "OffsetForLeaderEpochRequest.OffsetForLeaderPartition"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     partition: int = 0
     current_leader_epoch: int = -1
@@ -43,6 +45,7 @@ class _OffsetForLeaderEpochRequest_OffsetForLeaderTopic:
     """OffsetForLeaderEpochRequest struct OffsetForLeaderTopic."""
 
     __qualname__ = "OffsetForLeaderEpochRequest.OffsetForLeaderTopic"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     topic: str = ''
     partitions: list[OffsetForLeaderEpochRequest.OffsetForLeaderPartition] = _field(default_factory=list)
@@ -55,6 +58,7 @@ class OffsetForLeaderEpochRequest:
     API_KEY: ClassVar[int] = 23
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 4)
     FLEXIBLE_VERSION: ClassVar[int | None] = 4
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     OffsetForLeaderPartition = _OffsetForLeaderEpochRequest_OffsetForLeaderPartition
     OffsetForLeaderTopic = _OffsetForLeaderEpochRequest_OffsetForLeaderTopic
@@ -81,6 +85,7 @@ class _OffsetForLeaderEpochResponse_EpochEndOffset:
     """OffsetForLeaderEpochResponse struct EpochEndOffset."""
 
     __qualname__ = "OffsetForLeaderEpochResponse.EpochEndOffset"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     error_code: int = 0
     partition: int = 0
@@ -93,6 +98,7 @@ class _OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult:
     """OffsetForLeaderEpochResponse struct OffsetForLeaderTopicResult."""
 
     __qualname__ = "OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     topic: str = ''
     partitions: list[OffsetForLeaderEpochResponse.EpochEndOffset] = _field(default_factory=list)
@@ -105,6 +111,7 @@ class OffsetForLeaderEpochResponse:
     API_KEY: ClassVar[int] = 23
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 4)
     FLEXIBLE_VERSION: ClassVar[int | None] = 4
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     EpochEndOffset = _OffsetForLeaderEpochResponse_EpochEndOffset
     OffsetForLeaderTopicResult = _OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult
@@ -124,6 +131,36 @@ class OffsetForLeaderEpochResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_OFFSET_FOR_LEADER_EPOCH_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+_OffsetForLeaderEpochRequest_OffsetForLeaderPartition.SCHEMA = (
+    _FieldSchema('Partition', 'partition', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('CurrentLeaderEpoch', 'current_leader_epoch', 'int32', False, None, (2, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('LeaderEpoch', 'leader_epoch', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_OffsetForLeaderEpochRequest_OffsetForLeaderTopic.SCHEMA = (
+    _FieldSchema('Topic', 'topic', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Partitions', 'partitions', 'struct', True, _OffsetForLeaderEpochRequest_OffsetForLeaderPartition, (0, 32767), (1, 0), (1, 0), None),
+)
+OffsetForLeaderEpochRequest.SCHEMA = (
+    _FieldSchema('ReplicaId', 'replica_id', 'int32', False, None, (3, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Topics', 'topics', 'struct', True, _OffsetForLeaderEpochRequest_OffsetForLeaderTopic, (0, 32767), (1, 0), (1, 0), None),
+)
+_OffsetForLeaderEpochResponse_EpochEndOffset.SCHEMA = (
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Partition', 'partition', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('LeaderEpoch', 'leader_epoch', 'int32', False, None, (1, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('EndOffset', 'end_offset', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult.SCHEMA = (
+    _FieldSchema('Topic', 'topic', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Partitions', 'partitions', 'struct', True, _OffsetForLeaderEpochResponse_EpochEndOffset, (0, 32767), (1, 0), (1, 0), None),
+)
+OffsetForLeaderEpochResponse.SCHEMA = (
+    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (2, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Topics', 'topics', 'struct', True, _OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult, (0, 32767), (1, 0), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

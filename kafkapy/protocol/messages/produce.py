@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -32,6 +33,7 @@ class _ProduceRequest_PartitionProduceData:
     """ProduceRequest struct PartitionProduceData."""
 
     __qualname__ = "ProduceRequest.PartitionProduceData"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     index: int = 0
     records: memoryview | bytes | ExternalRecords | None = None
@@ -42,6 +44,7 @@ class _ProduceRequest_TopicProduceData:
     """ProduceRequest struct TopicProduceData."""
 
     __qualname__ = "ProduceRequest.TopicProduceData"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     name: str = ''
     partition_data: list[ProduceRequest.PartitionProduceData] = _field(default_factory=list)
@@ -54,6 +57,7 @@ class ProduceRequest:
     API_KEY: ClassVar[int] = 0
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 11)
     FLEXIBLE_VERSION: ClassVar[int | None] = 9
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     PartitionProduceData = _ProduceRequest_PartitionProduceData
     TopicProduceData = _ProduceRequest_TopicProduceData
@@ -82,6 +86,7 @@ class _ProduceResponse_BatchIndexAndErrorMessage:
     """ProduceResponse struct BatchIndexAndErrorMessage."""
 
     __qualname__ = "ProduceResponse.BatchIndexAndErrorMessage"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     batch_index: int = 0
     batch_index_error_message: str | None = None
@@ -92,6 +97,7 @@ class _ProduceResponse_LeaderIdAndEpoch:
     """ProduceResponse struct LeaderIdAndEpoch."""
 
     __qualname__ = "ProduceResponse.LeaderIdAndEpoch"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     leader_id: int = -1
     leader_epoch: int = -1
@@ -102,6 +108,7 @@ class _ProduceResponse_PartitionProduceResponse:
     """ProduceResponse struct PartitionProduceResponse."""
 
     __qualname__ = "ProduceResponse.PartitionProduceResponse"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     index: int = 0
     error_code: int = 0
@@ -118,6 +125,7 @@ class _ProduceResponse_TopicProduceResponse:
     """ProduceResponse struct TopicProduceResponse."""
 
     __qualname__ = "ProduceResponse.TopicProduceResponse"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     name: str = ''
     partition_responses: list[ProduceResponse.PartitionProduceResponse] = _field(default_factory=list)
@@ -128,6 +136,7 @@ class _ProduceResponse_NodeEndpoint:
     """ProduceResponse struct NodeEndpoint."""
 
     __qualname__ = "ProduceResponse.NodeEndpoint"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     node_id: int = 0
     host: str = ''
@@ -142,6 +151,7 @@ class ProduceResponse:
     API_KEY: ClassVar[int] = 0
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 11)
     FLEXIBLE_VERSION: ClassVar[int | None] = 9
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     BatchIndexAndErrorMessage = _ProduceResponse_BatchIndexAndErrorMessage
     LeaderIdAndEpoch = _ProduceResponse_LeaderIdAndEpoch
@@ -165,6 +175,56 @@ class ProduceResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_PRODUCE_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+_ProduceRequest_PartitionProduceData.SCHEMA = (
+    _FieldSchema('Index', 'index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Records', 'records', 'records', False, None, (0, 32767), (0, 32767), (1, 0), None),
+)
+_ProduceRequest_TopicProduceData.SCHEMA = (
+    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('PartitionData', 'partition_data', 'struct', True, _ProduceRequest_PartitionProduceData, (0, 32767), (1, 0), (1, 0), None),
+)
+ProduceRequest.SCHEMA = (
+    _FieldSchema('TransactionalId', 'transactional_id', 'string', False, None, (3, 32767), (3, 32767), (1, 0), None),
+    _FieldSchema('Acks', 'acks', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('TimeoutMs', 'timeout_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('TopicData', 'topic_data', 'struct', True, _ProduceRequest_TopicProduceData, (0, 32767), (1, 0), (1, 0), None),
+)
+_ProduceResponse_BatchIndexAndErrorMessage.SCHEMA = (
+    _FieldSchema('BatchIndex', 'batch_index', 'int32', False, None, (8, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('BatchIndexErrorMessage', 'batch_index_error_message', 'string', False, None, (8, 32767), (8, 32767), (1, 0), None),
+)
+_ProduceResponse_LeaderIdAndEpoch.SCHEMA = (
+    _FieldSchema('LeaderId', 'leader_id', 'int32', False, None, (10, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('LeaderEpoch', 'leader_epoch', 'int32', False, None, (10, 32767), (1, 0), (1, 0), None),
+)
+_ProduceResponse_PartitionProduceResponse.SCHEMA = (
+    _FieldSchema('Index', 'index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('BaseOffset', 'base_offset', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('LogAppendTimeMs', 'log_append_time_ms', 'int64', False, None, (2, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('LogStartOffset', 'log_start_offset', 'int64', False, None, (5, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('RecordErrors', 'record_errors', 'struct', True, _ProduceResponse_BatchIndexAndErrorMessage, (8, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (8, 32767), (8, 32767), (1, 0), None),
+    _FieldSchema('CurrentLeader', 'current_leader', 'struct', False, _ProduceResponse_LeaderIdAndEpoch, (10, 32767), (1, 0), (10, 32767), 0),
+)
+_ProduceResponse_TopicProduceResponse.SCHEMA = (
+    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('PartitionResponses', 'partition_responses', 'struct', True, _ProduceResponse_PartitionProduceResponse, (0, 32767), (1, 0), (1, 0), None),
+)
+_ProduceResponse_NodeEndpoint.SCHEMA = (
+    _FieldSchema('NodeId', 'node_id', 'int32', False, None, (10, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Host', 'host', 'string', False, None, (10, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Port', 'port', 'int32', False, None, (10, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Rack', 'rack', 'string', False, None, (10, 32767), (10, 32767), (1, 0), None),
+)
+ProduceResponse.SCHEMA = (
+    _FieldSchema('Responses', 'responses', 'struct', True, _ProduceResponse_TopicProduceResponse, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (1, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('NodeEndpoints', 'node_endpoints', 'struct', True, _ProduceResponse_NodeEndpoint, (10, 32767), (1, 0), (10, 32767), 0),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -34,6 +35,7 @@ class PushTelemetryRequest:
     API_KEY: ClassVar[int] = 72
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     client_instance_id: _uuid.UUID = _ZERO_UUID
     subscription_id: int = 0
@@ -62,6 +64,7 @@ class PushTelemetryResponse:
     API_KEY: ClassVar[int] = 72
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     throttle_time_ms: int = 0
     error_code: int = 0
@@ -78,6 +81,20 @@ class PushTelemetryResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_PUSH_TELEMETRY_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+PushTelemetryRequest.SCHEMA = (
+    _FieldSchema('ClientInstanceId', 'client_instance_id', 'uuid', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('SubscriptionId', 'subscription_id', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Terminating', 'terminating', 'bool', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('CompressionType', 'compression_type', 'int8', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Metrics', 'metrics', 'bytes', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+PushTelemetryResponse.SCHEMA = (
+    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

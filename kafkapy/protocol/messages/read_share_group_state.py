@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -32,6 +33,7 @@ class _ReadShareGroupStateRequest_PartitionData:
     """ReadShareGroupStateRequest struct PartitionData."""
 
     __qualname__ = "ReadShareGroupStateRequest.PartitionData"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     partition: int = 0
     leader_epoch: int = 0
@@ -42,6 +44,7 @@ class _ReadShareGroupStateRequest_ReadStateData:
     """ReadShareGroupStateRequest struct ReadStateData."""
 
     __qualname__ = "ReadShareGroupStateRequest.ReadStateData"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     topic_id: _uuid.UUID = _ZERO_UUID
     partitions: list[ReadShareGroupStateRequest.PartitionData] = _field(default_factory=list)
@@ -54,6 +57,7 @@ class ReadShareGroupStateRequest:
     API_KEY: ClassVar[int] = 84
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     PartitionData = _ReadShareGroupStateRequest_PartitionData
     ReadStateData = _ReadShareGroupStateRequest_ReadStateData
@@ -80,6 +84,7 @@ class _ReadShareGroupStateResponse_StateBatch:
     """ReadShareGroupStateResponse struct StateBatch."""
 
     __qualname__ = "ReadShareGroupStateResponse.StateBatch"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     first_offset: int = 0
     last_offset: int = 0
@@ -92,6 +97,7 @@ class _ReadShareGroupStateResponse_PartitionResult:
     """ReadShareGroupStateResponse struct PartitionResult."""
 
     __qualname__ = "ReadShareGroupStateResponse.PartitionResult"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     partition: int = 0
     error_code: int = 0
@@ -106,6 +112,7 @@ class _ReadShareGroupStateResponse_ReadStateResult:
     """ReadShareGroupStateResponse struct ReadStateResult."""
 
     __qualname__ = "ReadShareGroupStateResponse.ReadStateResult"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     topic_id: _uuid.UUID = _ZERO_UUID
     partitions: list[ReadShareGroupStateResponse.PartitionResult] = _field(default_factory=list)
@@ -118,6 +125,7 @@ class ReadShareGroupStateResponse:
     API_KEY: ClassVar[int] = 84
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     StateBatch = _ReadShareGroupStateResponse_StateBatch
     PartitionResult = _ReadShareGroupStateResponse_PartitionResult
@@ -137,6 +145,42 @@ class ReadShareGroupStateResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_READ_SHARE_GROUP_STATE_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+_ReadShareGroupStateRequest_PartitionData.SCHEMA = (
+    _FieldSchema('Partition', 'partition', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('LeaderEpoch', 'leader_epoch', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_ReadShareGroupStateRequest_ReadStateData.SCHEMA = (
+    _FieldSchema('TopicId', 'topic_id', 'uuid', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Partitions', 'partitions', 'struct', True, _ReadShareGroupStateRequest_PartitionData, (0, 32767), (1, 0), (1, 0), None),
+)
+ReadShareGroupStateRequest.SCHEMA = (
+    _FieldSchema('GroupId', 'group_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Topics', 'topics', 'struct', True, _ReadShareGroupStateRequest_ReadStateData, (0, 32767), (1, 0), (1, 0), None),
+)
+_ReadShareGroupStateResponse_StateBatch.SCHEMA = (
+    _FieldSchema('FirstOffset', 'first_offset', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('LastOffset', 'last_offset', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('DeliveryState', 'delivery_state', 'int8', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('DeliveryCount', 'delivery_count', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_ReadShareGroupStateResponse_PartitionResult.SCHEMA = (
+    _FieldSchema('Partition', 'partition', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+    _FieldSchema('StateEpoch', 'state_epoch', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('StartOffset', 'start_offset', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('StateBatches', 'state_batches', 'struct', True, _ReadShareGroupStateResponse_StateBatch, (0, 32767), (1, 0), (1, 0), None),
+)
+_ReadShareGroupStateResponse_ReadStateResult.SCHEMA = (
+    _FieldSchema('TopicId', 'topic_id', 'uuid', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Partitions', 'partitions', 'struct', True, _ReadShareGroupStateResponse_PartitionResult, (0, 32767), (1, 0), (1, 0), None),
+)
+ReadShareGroupStateResponse.SCHEMA = (
+    _FieldSchema('Results', 'results', 'struct', True, _ReadShareGroupStateResponse_ReadStateResult, (0, 32767), (1, 0), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

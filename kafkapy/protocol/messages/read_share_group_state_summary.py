@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -32,6 +33,7 @@ class _ReadShareGroupStateSummaryRequest_PartitionData:
     """ReadShareGroupStateSummaryRequest struct PartitionData."""
 
     __qualname__ = "ReadShareGroupStateSummaryRequest.PartitionData"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     partition: int = 0
     leader_epoch: int = 0
@@ -42,6 +44,7 @@ class _ReadShareGroupStateSummaryRequest_ReadStateSummaryData:
     """ReadShareGroupStateSummaryRequest struct ReadStateSummaryData."""
 
     __qualname__ = "ReadShareGroupStateSummaryRequest.ReadStateSummaryData"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     topic_id: _uuid.UUID = _ZERO_UUID
     partitions: list[ReadShareGroupStateSummaryRequest.PartitionData] = _field(default_factory=list)
@@ -54,6 +57,7 @@ class ReadShareGroupStateSummaryRequest:
     API_KEY: ClassVar[int] = 87
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     PartitionData = _ReadShareGroupStateSummaryRequest_PartitionData
     ReadStateSummaryData = _ReadShareGroupStateSummaryRequest_ReadStateSummaryData
@@ -80,6 +84,7 @@ class _ReadShareGroupStateSummaryResponse_PartitionResult:
     """ReadShareGroupStateSummaryResponse struct PartitionResult."""
 
     __qualname__ = "ReadShareGroupStateSummaryResponse.PartitionResult"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     partition: int = 0
     error_code: int = 0
@@ -93,6 +98,7 @@ class _ReadShareGroupStateSummaryResponse_ReadStateSummaryResult:
     """ReadShareGroupStateSummaryResponse struct ReadStateSummaryResult."""
 
     __qualname__ = "ReadShareGroupStateSummaryResponse.ReadStateSummaryResult"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     topic_id: _uuid.UUID = _ZERO_UUID
     partitions: list[ReadShareGroupStateSummaryResponse.PartitionResult] = _field(default_factory=list)
@@ -105,6 +111,7 @@ class ReadShareGroupStateSummaryResponse:
     API_KEY: ClassVar[int] = 87
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     PartitionResult = _ReadShareGroupStateSummaryResponse_PartitionResult
     ReadStateSummaryResult = _ReadShareGroupStateSummaryResponse_ReadStateSummaryResult
@@ -123,6 +130,35 @@ class ReadShareGroupStateSummaryResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_READ_SHARE_GROUP_STATE_SUMMARY_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+_ReadShareGroupStateSummaryRequest_PartitionData.SCHEMA = (
+    _FieldSchema('Partition', 'partition', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('LeaderEpoch', 'leader_epoch', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_ReadShareGroupStateSummaryRequest_ReadStateSummaryData.SCHEMA = (
+    _FieldSchema('TopicId', 'topic_id', 'uuid', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Partitions', 'partitions', 'struct', True, _ReadShareGroupStateSummaryRequest_PartitionData, (0, 32767), (1, 0), (1, 0), None),
+)
+ReadShareGroupStateSummaryRequest.SCHEMA = (
+    _FieldSchema('GroupId', 'group_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Topics', 'topics', 'struct', True, _ReadShareGroupStateSummaryRequest_ReadStateSummaryData, (0, 32767), (1, 0), (1, 0), None),
+)
+_ReadShareGroupStateSummaryResponse_PartitionResult.SCHEMA = (
+    _FieldSchema('Partition', 'partition', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+    _FieldSchema('StateEpoch', 'state_epoch', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('StartOffset', 'start_offset', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult.SCHEMA = (
+    _FieldSchema('TopicId', 'topic_id', 'uuid', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Partitions', 'partitions', 'struct', True, _ReadShareGroupStateSummaryResponse_PartitionResult, (0, 32767), (1, 0), (1, 0), None),
+)
+ReadShareGroupStateSummaryResponse.SCHEMA = (
+    _FieldSchema('Results', 'results', 'struct', True, _ReadShareGroupStateSummaryResponse_ReadStateSummaryResult, (0, 32767), (1, 0), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

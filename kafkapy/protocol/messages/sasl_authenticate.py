@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -34,6 +35,7 @@ class SaslAuthenticateRequest:
     API_KEY: ClassVar[int] = 36
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 2)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     auth_bytes: bytes = b''
 
@@ -58,6 +60,7 @@ class SaslAuthenticateResponse:
     API_KEY: ClassVar[int] = 36
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 2)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     error_code: int = 0
     error_message: str = ''
@@ -76,6 +79,18 @@ class SaslAuthenticateResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_SASL_AUTHENTICATE_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+SaslAuthenticateRequest.SCHEMA = (
+    _FieldSchema('AuthBytes', 'auth_bytes', 'bytes', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+SaslAuthenticateResponse.SCHEMA = (
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+    _FieldSchema('AuthBytes', 'auth_bytes', 'bytes', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('SessionLifetimeMs', 'session_lifetime_ms', 'int64', False, None, (1, 32767), (1, 0), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

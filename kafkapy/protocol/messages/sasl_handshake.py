@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -34,6 +35,7 @@ class SaslHandshakeRequest:
     API_KEY: ClassVar[int] = 17
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 1)
     FLEXIBLE_VERSION: ClassVar[int | None] = None
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     mechanism: str = ''
 
@@ -58,6 +60,7 @@ class SaslHandshakeResponse:
     API_KEY: ClassVar[int] = 17
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 1)
     FLEXIBLE_VERSION: ClassVar[int | None] = None
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     error_code: int = 0
     mechanisms: list[str] = _field(default_factory=list)
@@ -74,6 +77,16 @@ class SaslHandshakeResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_SASL_HANDSHAKE_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+SaslHandshakeRequest.SCHEMA = (
+    _FieldSchema('Mechanism', 'mechanism', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+SaslHandshakeResponse.SCHEMA = (
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Mechanisms', 'mechanisms', 'string', True, None, (0, 32767), (1, 0), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -32,6 +33,7 @@ class _ShareAcknowledgeRequest_AcknowledgementBatch:
     """ShareAcknowledgeRequest struct AcknowledgementBatch."""
 
     __qualname__ = "ShareAcknowledgeRequest.AcknowledgementBatch"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     first_offset: int = 0
     last_offset: int = 0
@@ -43,6 +45,7 @@ class _ShareAcknowledgeRequest_AcknowledgePartition:
     """ShareAcknowledgeRequest struct AcknowledgePartition."""
 
     __qualname__ = "ShareAcknowledgeRequest.AcknowledgePartition"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     partition_index: int = 0
     acknowledgement_batches: list[ShareAcknowledgeRequest.AcknowledgementBatch] = _field(default_factory=list)
@@ -53,6 +56,7 @@ class _ShareAcknowledgeRequest_AcknowledgeTopic:
     """ShareAcknowledgeRequest struct AcknowledgeTopic."""
 
     __qualname__ = "ShareAcknowledgeRequest.AcknowledgeTopic"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     topic_id: _uuid.UUID = _ZERO_UUID
     partitions: list[ShareAcknowledgeRequest.AcknowledgePartition] = _field(default_factory=list)
@@ -65,6 +69,7 @@ class ShareAcknowledgeRequest:
     API_KEY: ClassVar[int] = 79
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     AcknowledgementBatch = _ShareAcknowledgeRequest_AcknowledgementBatch
     AcknowledgePartition = _ShareAcknowledgeRequest_AcknowledgePartition
@@ -94,6 +99,7 @@ class _ShareAcknowledgeResponse_LeaderIdAndEpoch:
     """ShareAcknowledgeResponse struct LeaderIdAndEpoch."""
 
     __qualname__ = "ShareAcknowledgeResponse.LeaderIdAndEpoch"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     leader_id: int = 0
     leader_epoch: int = 0
@@ -104,6 +110,7 @@ class _ShareAcknowledgeResponse_PartitionData:
     """ShareAcknowledgeResponse struct PartitionData."""
 
     __qualname__ = "ShareAcknowledgeResponse.PartitionData"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     partition_index: int = 0
     error_code: int = 0
@@ -116,6 +123,7 @@ class _ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse:
     """ShareAcknowledgeResponse struct ShareAcknowledgeTopicResponse."""
 
     __qualname__ = "ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     topic_id: _uuid.UUID = _ZERO_UUID
     partitions: list[ShareAcknowledgeResponse.PartitionData] = _field(default_factory=list)
@@ -126,6 +134,7 @@ class _ShareAcknowledgeResponse_NodeEndpoint:
     """ShareAcknowledgeResponse struct NodeEndpoint."""
 
     __qualname__ = "ShareAcknowledgeResponse.NodeEndpoint"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     node_id: int = 0
     host: str = ''
@@ -140,6 +149,7 @@ class ShareAcknowledgeResponse:
     API_KEY: ClassVar[int] = 79
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     LeaderIdAndEpoch = _ShareAcknowledgeResponse_LeaderIdAndEpoch
     PartitionData = _ShareAcknowledgeResponse_PartitionData
@@ -164,6 +174,55 @@ class ShareAcknowledgeResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_SHARE_ACKNOWLEDGE_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+_ShareAcknowledgeRequest_AcknowledgementBatch.SCHEMA = (
+    _FieldSchema('FirstOffset', 'first_offset', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('LastOffset', 'last_offset', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('AcknowledgeTypes', 'acknowledge_types', 'int8', True, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_ShareAcknowledgeRequest_AcknowledgePartition.SCHEMA = (
+    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('AcknowledgementBatches', 'acknowledgement_batches', 'struct', True, _ShareAcknowledgeRequest_AcknowledgementBatch, (0, 32767), (1, 0), (1, 0), None),
+)
+_ShareAcknowledgeRequest_AcknowledgeTopic.SCHEMA = (
+    _FieldSchema('TopicId', 'topic_id', 'uuid', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Partitions', 'partitions', 'struct', True, _ShareAcknowledgeRequest_AcknowledgePartition, (0, 32767), (1, 0), (1, 0), None),
+)
+ShareAcknowledgeRequest.SCHEMA = (
+    _FieldSchema('GroupId', 'group_id', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+    _FieldSchema('MemberId', 'member_id', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+    _FieldSchema('ShareSessionEpoch', 'share_session_epoch', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Topics', 'topics', 'struct', True, _ShareAcknowledgeRequest_AcknowledgeTopic, (0, 32767), (1, 0), (1, 0), None),
+)
+_ShareAcknowledgeResponse_LeaderIdAndEpoch.SCHEMA = (
+    _FieldSchema('LeaderId', 'leader_id', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('LeaderEpoch', 'leader_epoch', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_ShareAcknowledgeResponse_PartitionData.SCHEMA = (
+    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+    _FieldSchema('CurrentLeader', 'current_leader', 'struct', False, _ShareAcknowledgeResponse_LeaderIdAndEpoch, (0, 32767), (1, 0), (1, 0), None),
+)
+_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse.SCHEMA = (
+    _FieldSchema('TopicId', 'topic_id', 'uuid', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Partitions', 'partitions', 'struct', True, _ShareAcknowledgeResponse_PartitionData, (0, 32767), (1, 0), (1, 0), None),
+)
+_ShareAcknowledgeResponse_NodeEndpoint.SCHEMA = (
+    _FieldSchema('NodeId', 'node_id', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Host', 'host', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Port', 'port', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Rack', 'rack', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+)
+ShareAcknowledgeResponse.SCHEMA = (
+    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+    _FieldSchema('Responses', 'responses', 'struct', True, _ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('NodeEndpoints', 'node_endpoints', 'struct', True, _ShareAcknowledgeResponse_NodeEndpoint, (0, 32767), (1, 0), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

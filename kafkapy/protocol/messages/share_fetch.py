@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -32,6 +33,7 @@ class _ShareFetchRequest_AcknowledgementBatch:
     """ShareFetchRequest struct AcknowledgementBatch."""
 
     __qualname__ = "ShareFetchRequest.AcknowledgementBatch"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     first_offset: int = 0
     last_offset: int = 0
@@ -43,6 +45,7 @@ class _ShareFetchRequest_FetchPartition:
     """ShareFetchRequest struct FetchPartition."""
 
     __qualname__ = "ShareFetchRequest.FetchPartition"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     partition_index: int = 0
     partition_max_bytes: int = 0
@@ -54,6 +57,7 @@ class _ShareFetchRequest_FetchTopic:
     """ShareFetchRequest struct FetchTopic."""
 
     __qualname__ = "ShareFetchRequest.FetchTopic"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     topic_id: _uuid.UUID = _ZERO_UUID
     partitions: list[ShareFetchRequest.FetchPartition] = _field(default_factory=list)
@@ -64,6 +68,7 @@ class _ShareFetchRequest_ForgottenTopic:
     """ShareFetchRequest struct ForgottenTopic."""
 
     __qualname__ = "ShareFetchRequest.ForgottenTopic"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     topic_id: _uuid.UUID = _ZERO_UUID
     partitions: list[int] = _field(default_factory=list)
@@ -76,6 +81,7 @@ class ShareFetchRequest:
     API_KEY: ClassVar[int] = 78
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     AcknowledgementBatch = _ShareFetchRequest_AcknowledgementBatch
     FetchPartition = _ShareFetchRequest_FetchPartition
@@ -110,6 +116,7 @@ class _ShareFetchResponse_LeaderIdAndEpoch:
     """ShareFetchResponse struct LeaderIdAndEpoch."""
 
     __qualname__ = "ShareFetchResponse.LeaderIdAndEpoch"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     leader_id: int = 0
     leader_epoch: int = 0
@@ -120,6 +127,7 @@ class _ShareFetchResponse_AcquiredRecords:
     """ShareFetchResponse struct AcquiredRecords."""
 
     __qualname__ = "ShareFetchResponse.AcquiredRecords"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     first_offset: int = 0
     last_offset: int = 0
@@ -131,6 +139,7 @@ class _ShareFetchResponse_PartitionData:
     """ShareFetchResponse struct PartitionData."""
 
     __qualname__ = "ShareFetchResponse.PartitionData"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     partition_index: int = 0
     error_code: int = 0
@@ -147,6 +156,7 @@ class _ShareFetchResponse_ShareFetchableTopicResponse:
     """ShareFetchResponse struct ShareFetchableTopicResponse."""
 
     __qualname__ = "ShareFetchResponse.ShareFetchableTopicResponse"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     topic_id: _uuid.UUID = _ZERO_UUID
     partitions: list[ShareFetchResponse.PartitionData] = _field(default_factory=list)
@@ -157,6 +167,7 @@ class _ShareFetchResponse_NodeEndpoint:
     """ShareFetchResponse struct NodeEndpoint."""
 
     __qualname__ = "ShareFetchResponse.NodeEndpoint"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     node_id: int = 0
     host: str = ''
@@ -171,6 +182,7 @@ class ShareFetchResponse:
     API_KEY: ClassVar[int] = 78
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     LeaderIdAndEpoch = _ShareFetchResponse_LeaderIdAndEpoch
     AcquiredRecords = _ShareFetchResponse_AcquiredRecords
@@ -196,6 +208,73 @@ class ShareFetchResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_SHARE_FETCH_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+_ShareFetchRequest_AcknowledgementBatch.SCHEMA = (
+    _FieldSchema('FirstOffset', 'first_offset', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('LastOffset', 'last_offset', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('AcknowledgeTypes', 'acknowledge_types', 'int8', True, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_ShareFetchRequest_FetchPartition.SCHEMA = (
+    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('PartitionMaxBytes', 'partition_max_bytes', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('AcknowledgementBatches', 'acknowledgement_batches', 'struct', True, _ShareFetchRequest_AcknowledgementBatch, (0, 32767), (1, 0), (1, 0), None),
+)
+_ShareFetchRequest_FetchTopic.SCHEMA = (
+    _FieldSchema('TopicId', 'topic_id', 'uuid', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Partitions', 'partitions', 'struct', True, _ShareFetchRequest_FetchPartition, (0, 32767), (1, 0), (1, 0), None),
+)
+_ShareFetchRequest_ForgottenTopic.SCHEMA = (
+    _FieldSchema('TopicId', 'topic_id', 'uuid', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Partitions', 'partitions', 'int32', True, None, (0, 32767), (1, 0), (1, 0), None),
+)
+ShareFetchRequest.SCHEMA = (
+    _FieldSchema('GroupId', 'group_id', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+    _FieldSchema('MemberId', 'member_id', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+    _FieldSchema('ShareSessionEpoch', 'share_session_epoch', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('MaxWaitMs', 'max_wait_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('MinBytes', 'min_bytes', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('MaxBytes', 'max_bytes', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Topics', 'topics', 'struct', True, _ShareFetchRequest_FetchTopic, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ForgottenTopicsData', 'forgotten_topics_data', 'struct', True, _ShareFetchRequest_ForgottenTopic, (0, 32767), (1, 0), (1, 0), None),
+)
+_ShareFetchResponse_LeaderIdAndEpoch.SCHEMA = (
+    _FieldSchema('LeaderId', 'leader_id', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('LeaderEpoch', 'leader_epoch', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_ShareFetchResponse_AcquiredRecords.SCHEMA = (
+    _FieldSchema('FirstOffset', 'first_offset', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('LastOffset', 'last_offset', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('DeliveryCount', 'delivery_count', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_ShareFetchResponse_PartitionData.SCHEMA = (
+    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+    _FieldSchema('AcknowledgeErrorCode', 'acknowledge_error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('AcknowledgeErrorMessage', 'acknowledge_error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+    _FieldSchema('CurrentLeader', 'current_leader', 'struct', False, _ShareFetchResponse_LeaderIdAndEpoch, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Records', 'records', 'records', False, None, (0, 32767), (0, 32767), (1, 0), None),
+    _FieldSchema('AcquiredRecords', 'acquired_records', 'struct', True, _ShareFetchResponse_AcquiredRecords, (0, 32767), (1, 0), (1, 0), None),
+)
+_ShareFetchResponse_ShareFetchableTopicResponse.SCHEMA = (
+    _FieldSchema('TopicId', 'topic_id', 'uuid', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Partitions', 'partitions', 'struct', True, _ShareFetchResponse_PartitionData, (0, 32767), (1, 0), (1, 0), None),
+)
+_ShareFetchResponse_NodeEndpoint.SCHEMA = (
+    _FieldSchema('NodeId', 'node_id', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Host', 'host', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Port', 'port', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Rack', 'rack', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+)
+ShareFetchResponse.SCHEMA = (
+    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+    _FieldSchema('Responses', 'responses', 'struct', True, _ShareFetchResponse_ShareFetchableTopicResponse, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('NodeEndpoints', 'node_endpoints', 'struct', True, _ShareFetchResponse_NodeEndpoint, (0, 32767), (1, 0), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -34,6 +35,7 @@ class ShareGroupHeartbeatRequest:
     API_KEY: ClassVar[int] = 76
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     group_id: str = ''
     member_id: str = ''
@@ -60,6 +62,7 @@ class _ShareGroupHeartbeatResponse_TopicPartitions:
     """ShareGroupHeartbeatResponse struct TopicPartitions."""
 
     __qualname__ = "ShareGroupHeartbeatResponse.TopicPartitions"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     topic_id: _uuid.UUID = _ZERO_UUID
     partitions: list[int] = _field(default_factory=list)
@@ -70,6 +73,7 @@ class _ShareGroupHeartbeatResponse_Assignment:
     """ShareGroupHeartbeatResponse struct Assignment."""
 
     __qualname__ = "ShareGroupHeartbeatResponse.Assignment"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     topic_partitions: list[ShareGroupHeartbeatResponse.TopicPartitions] = _field(default_factory=list)
 
@@ -81,6 +85,7 @@ class ShareGroupHeartbeatResponse:
     API_KEY: ClassVar[int] = 76
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     TopicPartitions = _ShareGroupHeartbeatResponse_TopicPartitions
     Assignment = _ShareGroupHeartbeatResponse_Assignment
@@ -105,6 +110,32 @@ class ShareGroupHeartbeatResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_SHARE_GROUP_HEARTBEAT_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+ShareGroupHeartbeatRequest.SCHEMA = (
+    _FieldSchema('GroupId', 'group_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('MemberId', 'member_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('MemberEpoch', 'member_epoch', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('RackId', 'rack_id', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+    _FieldSchema('SubscribedTopicNames', 'subscribed_topic_names', 'string', True, None, (0, 32767), (0, 32767), (1, 0), None),
+)
+_ShareGroupHeartbeatResponse_TopicPartitions.SCHEMA = (
+    _FieldSchema('TopicId', 'topic_id', 'uuid', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Partitions', 'partitions', 'int32', True, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_ShareGroupHeartbeatResponse_Assignment.SCHEMA = (
+    _FieldSchema('TopicPartitions', 'topic_partitions', 'struct', True, _ShareGroupHeartbeatResponse_TopicPartitions, (0, 32767), (1, 0), (1, 0), None),
+)
+ShareGroupHeartbeatResponse.SCHEMA = (
+    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+    _FieldSchema('MemberId', 'member_id', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+    _FieldSchema('MemberEpoch', 'member_epoch', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('HeartbeatIntervalMs', 'heartbeat_interval_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Assignment', 'assignment', 'struct', False, _ShareGroupHeartbeatResponse_Assignment, (0, 32767), (0, 32767), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -32,6 +33,7 @@ class _TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition:
     """TxnOffsetCommitRequest struct TxnOffsetCommitRequestPartition."""
 
     __qualname__ = "TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     partition_index: int = 0
     committed_offset: int = 0
@@ -44,6 +46,7 @@ class _TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic:
     """TxnOffsetCommitRequest struct TxnOffsetCommitRequestTopic."""
 
     __qualname__ = "TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     name: str = ''
     partitions: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition] = _field(default_factory=list)
@@ -56,6 +59,7 @@ class TxnOffsetCommitRequest:
     API_KEY: ClassVar[int] = 28
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 4)
     FLEXIBLE_VERSION: ClassVar[int | None] = 3
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     TxnOffsetCommitRequestPartition = _TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition
     TxnOffsetCommitRequestTopic = _TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic
@@ -88,6 +92,7 @@ class _TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition:
     """TxnOffsetCommitResponse struct TxnOffsetCommitResponsePartition."""
 
     __qualname__ = "TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     partition_index: int = 0
     error_code: int = 0
@@ -98,6 +103,7 @@ class _TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic:
     """TxnOffsetCommitResponse struct TxnOffsetCommitResponseTopic."""
 
     __qualname__ = "TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     name: str = ''
     partitions: list[TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition] = _field(default_factory=list)
@@ -110,6 +116,7 @@ class TxnOffsetCommitResponse:
     API_KEY: ClassVar[int] = 28
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 4)
     FLEXIBLE_VERSION: ClassVar[int | None] = 3
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     TxnOffsetCommitResponsePartition = _TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition
     TxnOffsetCommitResponseTopic = _TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic
@@ -129,6 +136,41 @@ class TxnOffsetCommitResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_TXN_OFFSET_COMMIT_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition.SCHEMA = (
+    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('CommittedOffset', 'committed_offset', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('CommittedLeaderEpoch', 'committed_leader_epoch', 'int32', False, None, (2, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('CommittedMetadata', 'committed_metadata', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+)
+_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic.SCHEMA = (
+    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Partitions', 'partitions', 'struct', True, _TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition, (0, 32767), (1, 0), (1, 0), None),
+)
+TxnOffsetCommitRequest.SCHEMA = (
+    _FieldSchema('TransactionalId', 'transactional_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('GroupId', 'group_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ProducerId', 'producer_id', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ProducerEpoch', 'producer_epoch', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('GenerationId', 'generation_id', 'int32', False, None, (3, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('MemberId', 'member_id', 'string', False, None, (3, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('GroupInstanceId', 'group_instance_id', 'string', False, None, (3, 32767), (3, 32767), (1, 0), None),
+    _FieldSchema('Topics', 'topics', 'struct', True, _TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic, (0, 32767), (1, 0), (1, 0), None),
+)
+_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition.SCHEMA = (
+    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic.SCHEMA = (
+    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Partitions', 'partitions', 'struct', True, _TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition, (0, 32767), (1, 0), (1, 0), None),
+)
+TxnOffsetCommitResponse.SCHEMA = (
+    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Topics', 'topics', 'struct', True, _TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic, (0, 32767), (1, 0), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

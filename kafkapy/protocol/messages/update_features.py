@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -32,6 +33,7 @@ class _UpdateFeaturesRequest_FeatureUpdateKey:
     """UpdateFeaturesRequest struct FeatureUpdateKey."""
 
     __qualname__ = "UpdateFeaturesRequest.FeatureUpdateKey"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     feature: str = ''
     max_version_level: int = 0
@@ -46,6 +48,7 @@ class UpdateFeaturesRequest:
     API_KEY: ClassVar[int] = 57
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 1)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     FeatureUpdateKey = _UpdateFeaturesRequest_FeatureUpdateKey
 
@@ -72,6 +75,7 @@ class _UpdateFeaturesResponse_UpdatableFeatureResult:
     """UpdateFeaturesResponse struct UpdatableFeatureResult."""
 
     __qualname__ = "UpdateFeaturesResponse.UpdatableFeatureResult"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     feature: str = ''
     error_code: int = 0
@@ -85,6 +89,7 @@ class UpdateFeaturesResponse:
     API_KEY: ClassVar[int] = 57
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 1)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     UpdatableFeatureResult = _UpdateFeaturesResponse_UpdatableFeatureResult
 
@@ -105,6 +110,31 @@ class UpdateFeaturesResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_UPDATE_FEATURES_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+_UpdateFeaturesRequest_FeatureUpdateKey.SCHEMA = (
+    _FieldSchema('Feature', 'feature', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('MaxVersionLevel', 'max_version_level', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('AllowDowngrade', 'allow_downgrade', 'bool', False, None, (0, 0), (1, 0), (1, 0), None),
+    _FieldSchema('UpgradeType', 'upgrade_type', 'int8', False, None, (1, 32767), (1, 0), (1, 0), None),
+)
+UpdateFeaturesRequest.SCHEMA = (
+    _FieldSchema('timeoutMs', 'timeout_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('FeatureUpdates', 'feature_updates', 'struct', True, _UpdateFeaturesRequest_FeatureUpdateKey, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ValidateOnly', 'validate_only', 'bool', False, None, (1, 32767), (1, 0), (1, 0), None),
+)
+_UpdateFeaturesResponse_UpdatableFeatureResult.SCHEMA = (
+    _FieldSchema('Feature', 'feature', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+)
+UpdateFeaturesResponse.SCHEMA = (
+    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+    _FieldSchema('Results', 'results', 'struct', True, _UpdateFeaturesResponse_UpdatableFeatureResult, (0, 32767), (1, 0), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -32,6 +33,7 @@ class _WriteShareGroupStateRequest_StateBatch:
     """WriteShareGroupStateRequest struct StateBatch."""
 
     __qualname__ = "WriteShareGroupStateRequest.StateBatch"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     first_offset: int = 0
     last_offset: int = 0
@@ -44,6 +46,7 @@ class _WriteShareGroupStateRequest_PartitionData:
     """WriteShareGroupStateRequest struct PartitionData."""
 
     __qualname__ = "WriteShareGroupStateRequest.PartitionData"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     partition: int = 0
     state_epoch: int = 0
@@ -57,6 +60,7 @@ class _WriteShareGroupStateRequest_WriteStateData:
     """WriteShareGroupStateRequest struct WriteStateData."""
 
     __qualname__ = "WriteShareGroupStateRequest.WriteStateData"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     topic_id: _uuid.UUID = _ZERO_UUID
     partitions: list[WriteShareGroupStateRequest.PartitionData] = _field(default_factory=list)
@@ -69,6 +73,7 @@ class WriteShareGroupStateRequest:
     API_KEY: ClassVar[int] = 85
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     StateBatch = _WriteShareGroupStateRequest_StateBatch
     PartitionData = _WriteShareGroupStateRequest_PartitionData
@@ -96,6 +101,7 @@ class _WriteShareGroupStateResponse_PartitionResult:
     """WriteShareGroupStateResponse struct PartitionResult."""
 
     __qualname__ = "WriteShareGroupStateResponse.PartitionResult"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     partition: int = 0
     error_code: int = 0
@@ -107,6 +113,7 @@ class _WriteShareGroupStateResponse_WriteStateResult:
     """WriteShareGroupStateResponse struct WriteStateResult."""
 
     __qualname__ = "WriteShareGroupStateResponse.WriteStateResult"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     topic_id: _uuid.UUID = _ZERO_UUID
     partitions: list[WriteShareGroupStateResponse.PartitionResult] = _field(default_factory=list)
@@ -119,6 +126,7 @@ class WriteShareGroupStateResponse:
     API_KEY: ClassVar[int] = 85
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     PartitionResult = _WriteShareGroupStateResponse_PartitionResult
     WriteStateResult = _WriteShareGroupStateResponse_WriteStateResult
@@ -137,6 +145,42 @@ class WriteShareGroupStateResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_WRITE_SHARE_GROUP_STATE_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+_WriteShareGroupStateRequest_StateBatch.SCHEMA = (
+    _FieldSchema('FirstOffset', 'first_offset', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('LastOffset', 'last_offset', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('DeliveryState', 'delivery_state', 'int8', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('DeliveryCount', 'delivery_count', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_WriteShareGroupStateRequest_PartitionData.SCHEMA = (
+    _FieldSchema('Partition', 'partition', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('StateEpoch', 'state_epoch', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('LeaderEpoch', 'leader_epoch', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('StartOffset', 'start_offset', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('StateBatches', 'state_batches', 'struct', True, _WriteShareGroupStateRequest_StateBatch, (0, 32767), (1, 0), (1, 0), None),
+)
+_WriteShareGroupStateRequest_WriteStateData.SCHEMA = (
+    _FieldSchema('TopicId', 'topic_id', 'uuid', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Partitions', 'partitions', 'struct', True, _WriteShareGroupStateRequest_PartitionData, (0, 32767), (1, 0), (1, 0), None),
+)
+WriteShareGroupStateRequest.SCHEMA = (
+    _FieldSchema('GroupId', 'group_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Topics', 'topics', 'struct', True, _WriteShareGroupStateRequest_WriteStateData, (0, 32767), (1, 0), (1, 0), None),
+)
+_WriteShareGroupStateResponse_PartitionResult.SCHEMA = (
+    _FieldSchema('Partition', 'partition', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
+)
+_WriteShareGroupStateResponse_WriteStateResult.SCHEMA = (
+    _FieldSchema('TopicId', 'topic_id', 'uuid', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Partitions', 'partitions', 'struct', True, _WriteShareGroupStateResponse_PartitionResult, (0, 32767), (1, 0), (1, 0), None),
+)
+WriteShareGroupStateResponse.SCHEMA = (
+    _FieldSchema('Results', 'results', 'struct', True, _WriteShareGroupStateResponse_WriteStateResult, (0, 32767), (1, 0), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -15,6 +15,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
@@ -32,6 +33,7 @@ class _WriteTxnMarkersRequest_WritableTxnMarkerTopic:
     """WriteTxnMarkersRequest struct WritableTxnMarkerTopic."""
 
     __qualname__ = "WriteTxnMarkersRequest.WritableTxnMarkerTopic"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     name: str = ''
     partition_indexes: list[int] = _field(default_factory=list)
@@ -42,6 +44,7 @@ class _WriteTxnMarkersRequest_WritableTxnMarker:
     """WriteTxnMarkersRequest struct WritableTxnMarker."""
 
     __qualname__ = "WriteTxnMarkersRequest.WritableTxnMarker"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     producer_id: int = 0
     producer_epoch: int = 0
@@ -57,6 +60,7 @@ class WriteTxnMarkersRequest:
     API_KEY: ClassVar[int] = 27
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 1)
     FLEXIBLE_VERSION: ClassVar[int | None] = 1
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     WritableTxnMarkerTopic = _WriteTxnMarkersRequest_WritableTxnMarkerTopic
     WritableTxnMarker = _WriteTxnMarkersRequest_WritableTxnMarker
@@ -82,6 +86,7 @@ class _WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult:
     """WriteTxnMarkersResponse struct WritableTxnMarkerPartitionResult."""
 
     __qualname__ = "WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     partition_index: int = 0
     error_code: int = 0
@@ -92,6 +97,7 @@ class _WriteTxnMarkersResponse_WritableTxnMarkerTopicResult:
     """WriteTxnMarkersResponse struct WritableTxnMarkerTopicResult."""
 
     __qualname__ = "WriteTxnMarkersResponse.WritableTxnMarkerTopicResult"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     name: str = ''
     partitions: list[WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult] = _field(default_factory=list)
@@ -102,6 +108,7 @@ class _WriteTxnMarkersResponse_WritableTxnMarkerResult:
     """WriteTxnMarkersResponse struct WritableTxnMarkerResult."""
 
     __qualname__ = "WriteTxnMarkersResponse.WritableTxnMarkerResult"
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     producer_id: int = 0
     topics: list[WriteTxnMarkersResponse.WritableTxnMarkerTopicResult] = _field(default_factory=list)
@@ -114,6 +121,7 @@ class WriteTxnMarkersResponse:
     API_KEY: ClassVar[int] = 27
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 1)
     FLEXIBLE_VERSION: ClassVar[int | None] = 1
+    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     WritableTxnMarkerPartitionResult = _WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult
     WritableTxnMarkerTopicResult = _WriteTxnMarkersResponse_WritableTxnMarkerTopicResult
@@ -133,6 +141,38 @@ class WriteTxnMarkersResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
         return _encode_message_parts(_WRITE_TXN_MARKERS_RESPONSE_ENCODERS, self, version)
+
+# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
+# type, array?, struct class, versions, nullable versions, tagged versions, tag.
+_WriteTxnMarkersRequest_WritableTxnMarkerTopic.SCHEMA = (
+    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('PartitionIndexes', 'partition_indexes', 'int32', True, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_WriteTxnMarkersRequest_WritableTxnMarker.SCHEMA = (
+    _FieldSchema('ProducerId', 'producer_id', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ProducerEpoch', 'producer_epoch', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('TransactionResult', 'transaction_result', 'bool', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Topics', 'topics', 'struct', True, _WriteTxnMarkersRequest_WritableTxnMarkerTopic, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('CoordinatorEpoch', 'coordinator_epoch', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+WriteTxnMarkersRequest.SCHEMA = (
+    _FieldSchema('Markers', 'markers', 'struct', True, _WriteTxnMarkersRequest_WritableTxnMarker, (0, 32767), (1, 0), (1, 0), None),
+)
+_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult.SCHEMA = (
+    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
+)
+_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult.SCHEMA = (
+    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Partitions', 'partitions', 'struct', True, _WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult, (0, 32767), (1, 0), (1, 0), None),
+)
+_WriteTxnMarkersResponse_WritableTxnMarkerResult.SCHEMA = (
+    _FieldSchema('ProducerId', 'producer_id', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
+    _FieldSchema('Topics', 'topics', 'struct', True, _WriteTxnMarkersResponse_WritableTxnMarkerTopicResult, (0, 32767), (1, 0), (1, 0), None),
+)
+WriteTxnMarkersResponse.SCHEMA = (
+    _FieldSchema('Markers', 'markers', 'struct', True, _WriteTxnMarkersResponse_WritableTxnMarkerResult, (0, 32767), (1, 0), (1, 0), None),
+)
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

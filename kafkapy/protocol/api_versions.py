@@ -1,0 +1,68 @@
+"""The api versions this broker serves: the single source of its ApiVersions answer.
+
+Policy (/work/shared/kafka-protocol-3.9/VERSION-POLICY.md): serve both Kafka 2.1-era clients and
+4.x clients. Minimums are Kafka 4.x's (KIP-896 raised them to what Kafka 2.1 spoke), plus the
+ranges 4.x re-added because real clients broke; maximums are Kafka 3.9's. The broker advertises
+the intersection of this table with the APIs it has handlers for, and must implement every
+version it advertises (kafka-python 2.0.x picks request versions by guessing the broker release
+from these maxima).
+"""
+from __future__ import annotations
+
+__all__ = ["SUPPORTED_VERSIONS"]
+
+SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
+    # Produce: Kafka 4.0 still advertises v0; older librdkafka disables gzip/snappy/lz4 when the
+    # minimum is above 0 (it never sends v0-2 itself).
+    0: (0, 11),
+    # Fetch: KIP-896 dropped v0-3; v4 is the first with message format v2 (librdkafka needs ≥4).
+    1: (4, 17),
+    # ListOffsets: KIP-896 dropped v0 (Kafka 2.1 used v1+).
+    2: (1, 9),
+    # Metadata: 4.0 re-added v0-3 (kafka-python 2.0.x probes with Metadata v0).
+    3: (0, 12),
+    # OffsetCommit: KIP-896 dropped v0-1.
+    8: (2, 9),
+    # OffsetFetch: KIP-896 dropped v0.
+    9: (1, 9),
+    # FindCoordinator: untouched by KIP-896.
+    10: (0, 6),
+    # JoinGroup: KIP-896 raised it to 2; Kafka 4.1 re-added v0-1.
+    11: (0, 9),
+    # Heartbeat, LeaveGroup, SyncGroup, DescribeGroups, ListGroups: untouched by KIP-896.
+    12: (0, 4),
+    13: (0, 5),
+    14: (0, 5),
+    15: (0, 5),
+    16: (0, 5),
+    # ApiVersions: every version from 0, so any client can learn the ranges (KIP-511).
+    18: (0, 4),
+    # CreateTopics: KIP-896 dropped v0-1.
+    19: (2, 7),
+    # DeleteTopics: KIP-896 dropped v0.
+    20: (1, 6),
+    # DeleteRecords, InitProducerId: untouched by KIP-896.
+    21: (0, 2),
+    22: (0, 5),
+    # OffsetForLeaderEpoch: KIP-896 dropped v0-1.
+    23: (2, 4),
+    # DescribeConfigs, AlterConfigs: KIP-896 dropped v0 of the config APIs.
+    32: (1, 4),
+    33: (1, 2),
+    # DescribeLogDirs: KIP-896 dropped v0.
+    35: (1, 4),
+    # CreatePartitions, DeleteGroups: untouched by KIP-896.
+    37: (0, 3),
+    42: (0, 2),
+    # IncrementalAlterConfigs: v0 postdates Kafka 2.1 (added in 2.3), so it stays.
+    44: (0, 1),
+    # ListPartitionReassignments, OffsetDelete, DescribeCluster, ConsumerGroupDescribe,
+    # DescribeTopicPartitions: newer than Kafka 2.1, every version.
+    46: (0, 0),
+    47: (0, 0),
+    60: (0, 1),
+    69: (0, 0),
+    75: (0, 0),
+}
+# Not served (deliberately absent): SaslHandshake (17) and SaslAuthenticate (36) — no SASL
+# listener yet; transactions, ACLs, quotas, SCRAM, telemetry and share groups — no handlers.

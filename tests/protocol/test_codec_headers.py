@@ -1,0 +1,104 @@
+"""Request/response headers and the advertised version table."""
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from kafkapy.protocol.api_versions import SUPPORTED_VERSIONS
+from kafkapy.protocol.errors import DecodeError
+from kafkapy.protocol.headers import (
+    RequestHeader, decode_request_header, encode_response_header, request_header_version,
+    response_header_version,
+)
+from kafkapy.protocol.messages import REQUEST_TYPES, RESPONSE_TYPES, MetadataRequest
+
+
+def _header(key, version, corr, client_id, tagged=None) -> bytes:
+    if client_id is None:
+        out = struct.pack(">hhih", key, version, corr, -1)
+    else:
+        raw = client_id.encode()
+        out = struct.pack(">hhih", key, version, corr, len(raw)) + raw
+    return out + (tagged or b"")
+
+
+def test_v1_header():
+    body = MetadataRequest(topics=None).encode(4)
+    frame = _header(3, 4, 42, "console-producer") + body
+    header, pos = decode_request_header(frame)
+    assert header == RequestHeader(3, 4, 42, "console-producer")
+    assert MetadataRequest.decode(frame, 4, pos) == MetadataRequest(topics=None)
+
+
+def test_v2_header_skips_tagged_fields():
+    frame = _header(3, 12, 7, None, b"\x01\x05\x02hi") + b"BODY"
+    header, pos = decode_request_header(frame)
+    assert header.client_id is None and frame[pos:] == b"BODY"
+
+
+def test_client_id_is_not_compact_in_v2():
+    frame = _header(18, 3, 1, "rdkafka", b"\x00")
+    header, pos = decode_request_header(memoryview(frame))
+    assert header.client_id == "rdkafka" and pos == len(frame)
+
+
+def test_unknown_key_and_version_read_as_v1():
+    assert request_header_version(1000, 0) == 1
+    assert request_header_version(3, 13) == 1          # above Metadata's max
+    assert request_header_version(4, 7) == 1           # LeaderAndIsr: not served to clients
+    frame = _header(1000, 5, 9, "x") + b"\x00"
+    header, pos = decode_request_header(frame)
+    assert header.api_key == 1000 and pos == len(frame) - 1
+
+
+def test_api_versions_above_max_is_v2():
+    assert request_header_version(18, 5) == 2
+    assert request_header_version(18, 2) == 1
+    assert request_header_version(18, 3) == 2
+    frame = _header(18, 9, 1, "new-client", b"\x00") + b"body"
+    header, pos = decode_request_header(frame)
+    assert header.api_version == 9 and frame[pos:] == b"body"
+
+
+def test_header_versions_follow_flexibility():
+    for key, cls in REQUEST_TYPES.items():
+        lo, hi = cls.VALID_VERSIONS
+        for v in range(lo, hi + 1):
+            flexible = cls.FLEXIBLE_VERSION is not None and v >= cls.FLEXIBLE_VERSION
+            assert request_header_version(key, v) == (2 if flexible else 1)
+            expected = 0 if key == 18 else (1 if flexible else 0)
+            assert response_header_version(key, v) == expected
+
+
+def test_encode_response_header():
+    assert encode_response_header(5, 3, 8) == struct.pack(">i", 5)
+    assert encode_response_header(5, 3, 9) == struct.pack(">i", 5) + b"\x00"
+    assert encode_response_header(-2, 18, 3) == struct.pack(">i", -2)   # ApiVersions: always v0
+    assert encode_response_header(1, 9999, 0) == struct.pack(">i", 1)
+
+
+@pytest.mark.parametrize("frame", [
+    b"", b"\x00\x03", b"\x00\x03\x00\x04\x00\x00", _header(3, 4, 1, "abc")[:-1],
+    struct.pack(">hhih", 3, 4, 1, 2) + b"\xff\xfe", _header(3, 12, 1, None),
+    _header(3, 12, 1, None, b"\x01\x00\x05ab"),
+])
+def test_bad_headers(frame):
+    with pytest.raises(DecodeError) as info:
+        decode_request_header(frame)
+    assert info.value.offset is not None
+
+
+def test_supported_versions_policy():
+    for key, (lo, hi) in SUPPORTED_VERSIONS.items():
+        vlo, vhi = REQUEST_TYPES[key].VALID_VERSIONS
+        assert vlo <= lo <= hi <= vhi, key
+        assert RESPONSE_TYPES[key].VALID_VERSIONS == (vlo, vhi)
+    assert SUPPORTED_VERSIONS[0] == (0, 11)     # Produce from v0 (librdkafka compression)
+    assert SUPPORTED_VERSIONS[1] == (4, 17)     # Fetch
+    assert SUPPORTED_VERSIONS[3] == (0, 12)     # Metadata v0-3 re-added
+    assert SUPPORTED_VERSIONS[11] == (0, 9)     # JoinGroup v0-1 re-added
+    assert SUPPORTED_VERSIONS[18] == (0, 4)
+    assert 17 not in SUPPORTED_VERSIONS and 36 not in SUPPORTED_VERSIONS   # no SASL
+    assert {2, 8, 9, 10, 12, 13, 14, 15, 16, 19, 20, 21, 22, 23, 32, 33, 35, 37, 42, 44, 46, 47,
+            60, 69, 75} <= set(SUPPORTED_VERSIONS)
