@@ -291,75 +291,111 @@ def decode_records(data: bytes, count: int, base_offset: int = 0, base_timestamp
 
 def _decode_records(data: bytes, count: int, base_offset: int, base_timestamp: int,
                     log_append_time: int | None) -> Iterator[Record]:
-    # Hand-inlined single-byte varint fast path: most lengths and deltas are small.
+    # Varints are decoded inline with one- and two-byte fast paths (record lengths and
+    # value sizes of typical records take two bytes); longer ones go to read_varint.
     # Slices never raise on overrun, so every record's end is checked against its
     # declared length, and an IndexError from reading past the data is translated.
     pos = 0
     end = len(data)
     index = 0
+    make_record = Record
     try:
-        while index < count:
+        for index in range(count):
             b = data[pos]
             if b < 0x80:
-                length = (b >> 1) ^ -(b & 1)
                 pos += 1
             else:
+                b2 = data[pos + 1]
+                if b2 < 0x80:
+                    b = (b & 0x7F) | (b2 << 7)
+                    pos += 2
+                else:
+                    b = None
+            if b is None:
                 length, pos = read_varint(data, pos)
+            else:
+                length = (b >> 1) ^ -(b & 1)
             record_end = pos + length
             if length < 6 or record_end > end:
                 raise CorruptRecordError(f"record {index} has invalid length {length}")
-            pos += 1  # record attributes: unused
-            b = data[pos]
+            b = data[pos + 1]  # data[pos] is the unused record attributes byte
             if b < 0x80:
                 timestamp_delta = (b >> 1) ^ -(b & 1)
-                pos += 1
+                pos += 2
             else:
-                timestamp_delta, pos = read_varlong(data, pos)
+                timestamp_delta, pos = read_varlong(data, pos + 1)
             b = data[pos]
             if b < 0x80:
                 offset_delta = (b >> 1) ^ -(b & 1)
                 pos += 1
             else:
                 offset_delta, pos = read_varint(data, pos)
+            # key
             b = data[pos]
             if b < 0x80:
-                size = (b >> 1) ^ -(b & 1)
                 pos += 1
             else:
+                b2 = data[pos + 1]
+                if b2 < 0x80:
+                    b = (b & 0x7F) | (b2 << 7)
+                    pos += 2
+                else:
+                    b = None
+            if b is None:
                 size, pos = read_varint(data, pos)
+            else:
+                size = (b >> 1) ^ -(b & 1)
             if size >= 0:
                 key = data[pos : pos + size]
                 pos += size
             else:
                 key = None
+            # value
             b = data[pos]
             if b < 0x80:
-                size = (b >> 1) ^ -(b & 1)
                 pos += 1
             else:
+                b2 = data[pos + 1]
+                if b2 < 0x80:
+                    b = (b & 0x7F) | (b2 << 7)
+                    pos += 2
+                else:
+                    b = None
+            if b is None:
                 size, pos = read_varint(data, pos)
+            else:
+                size = (b >> 1) ^ -(b & 1)
             if size >= 0:
                 value = data[pos : pos + size]
                 pos += size
             else:
                 value = None
             b = data[pos]
-            if b < 0x80:
-                header_count = (b >> 1) ^ -(b & 1)
+            if b == 0:
                 pos += 1
+                headers = []
             else:
                 header_count, pos = read_varint(data, pos)
-            headers = []
-            if header_count:
                 if header_count < 0 or header_count > (record_end - pos) // 2:
                     raise CorruptRecordError(f"record {index} has invalid header count {header_count}")
+                headers = []
                 for _ in range(header_count):
-                    size, pos = read_varint(data, pos)
+                    b = data[pos]
+                    if b < 0x80:
+                        size = (b >> 1) ^ -(b & 1)
+                        pos += 1
+                    else:
+                        size, pos = read_varint(data, pos)
                     if size < 0:
                         raise CorruptRecordError(f"record {index} has a header with a null key")
                     hkey = data[pos : pos + size].decode("utf-8", "surrogateescape")
                     pos += size
-                    size, pos = read_varint(data, pos)
+                    b = data[pos]
+                    if b < 0x80:
+                        size = (b >> 1) ^ -(b & 1)
+                        pos += 1
+                    else:
+                        size, pos = read_varint(data, pos)
                     if size >= 0:
                         hvalue = data[pos : pos + size]
                         pos += size
@@ -370,9 +406,10 @@ def _decode_records(data: bytes, count: int, base_offset: int, base_timestamp: i
                 raise CorruptRecordError(
                     f"record {index}: expected to read {length} bytes of record payload, read "
                     f"{length + pos - record_end}")
-            timestamp = base_timestamp + timestamp_delta if log_append_time is None else log_append_time
-            yield Record(base_offset + offset_delta, timestamp, key, value, headers)
-            index += 1
+            yield make_record(base_offset + offset_delta,
+                              base_timestamp + timestamp_delta if log_append_time is None else log_append_time,
+                              key, value, headers)
+        index = count
     except IndexError:
         raise CorruptRecordError(f"record {index} truncated at byte {pos}") from None
     if pos != end:
@@ -380,32 +417,55 @@ def _decode_records(data: bytes, count: int, base_offset: int, base_timestamp: i
             f"record batch declares {count} records but {end - pos} bytes remain after them")
 
 
+_SMALL_VARINTS = [bytes((i,)) for i in range(128)]
+
+
+def _varint(value: int) -> bytes:
+    """Zig-zag varint/varlong encoding of `value`."""
+    value = (value << 1) ^ (value >> 63)
+    if value < 0x80:
+        return _SMALL_VARINTS[value]
+    if value < 0x4000:
+        return bytes(((value & 0x7F) | 0x80, value >> 7))
+    out = bytearray()
+    while value & ~0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+_NULL = _varint(-1)
+
+
 def encode_record(offset_delta: int, timestamp_delta: int, key: bytes | None, value: bytes | None,
                   headers=()) -> bytes:
     """Encode one record of a v2 batch (its length prefix included)."""
-    body = bytearray(b"\x00")  # record attributes, unused
-    _zigzag_varint(body, timestamp_delta)
-    _zigzag_varint(body, offset_delta)
-    for part in (key, value):
-        if part is None:
-            _zigzag_varint(body, -1)
-        else:
-            _zigzag_varint(body, len(part))
-            body += part
-    _zigzag_varint(body, len(headers))
+    varint = _varint
+    parts = [b"\x00", varint(timestamp_delta), varint(offset_delta)]
+    if key is None:
+        parts.append(_NULL)
+    else:
+        parts.append(varint(len(key)))
+        parts.append(key)
+    if value is None:
+        parts.append(_NULL)
+    else:
+        parts.append(varint(len(value)))
+        parts.append(value)
+    parts.append(varint(len(headers)))
     for hkey, hvalue in headers:
         # surrogateescape round-trips header keys that were not valid UTF-8 byte for byte.
         hkey_bytes = hkey.encode("utf-8", "surrogateescape") if isinstance(hkey, str) else hkey
-        _zigzag_varint(body, len(hkey_bytes))
-        body += hkey_bytes
+        parts.append(varint(len(hkey_bytes)))
+        parts.append(hkey_bytes)
         if hvalue is None:
-            _zigzag_varint(body, -1)
+            parts.append(_NULL)
         else:
-            _zigzag_varint(body, len(hvalue))
-            body += hvalue
-    out = bytearray()
-    _zigzag_varint(out, len(body))
-    return bytes(out + body)
+            parts.append(varint(len(hvalue)))
+            parts.append(hvalue)
+    body = b"".join(parts)
+    return varint(len(body)) + body
 
 
 def build_batch(records, *, base_offset: int = 0, base_timestamp: int | None = None,
