@@ -1,0 +1,33 @@
+"""The committed kafkapy/protocol/messages package and error_codes.py match the generator's output."""
+from __future__ import annotations
+
+import filecmp
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SPEC_DIR = REPO.parent / "shared" / "kafka-protocol-3.9"
+PROTOCOL = REPO / "kafkapy" / "protocol"
+
+
+def _load_generator():
+    spec = importlib.util.spec_from_file_location("genprotocol", REPO / "tools" / "genprotocol.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["genprotocol"] = module   # dataclasses look their module up here
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.skipif(not SPEC_DIR.is_dir(), reason="../shared/kafka-protocol-3.9 is not present")
+def test_generated_code_is_up_to_date(tmp_path):
+    _load_generator().generate(SPEC_DIR, tmp_path)
+    fresh = {p.relative_to(tmp_path) for p in tmp_path.rglob("*.py")}
+    committed = {p.relative_to(PROTOCOL) for p in (PROTOCOL / "messages").glob("*.py")}
+    committed.add(Path("error_codes.py"))
+    assert fresh == committed, "regenerate with: python tools/genprotocol.py"
+    stale = [str(p) for p in sorted(fresh)
+             if not filecmp.cmp(tmp_path / p, PROTOCOL / p, shallow=False)]
+    assert not stale, f"out of date (run python tools/genprotocol.py): {stale}"
