@@ -1,0 +1,198 @@
+"""Topic-level log configuration with Kafka's property names, types and defaults.
+
+`LOG_CONFIG_DEFS` is the one table that parsing (`LogConfig.from_properties`), the
+broker-level defaults (`LogConfig.from_broker_properties`) and DescribeConfigs read from.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .errors import InvalidConfigError
+
+LONG_MAX = 9223372036854775807
+INT_MAX = 2147483647
+
+__all__ = ["LONG_MAX", "ConfigDef", "LOG_CONFIG_DEFS", "LogConfig"]
+
+
+@dataclass(slots=True, frozen=True)
+class ConfigDef:
+    """One topic config: Kafka property name, LogConfig field, type, default, checks, docs."""
+
+    name: str
+    field: str
+    type: str  # "int" | "long" | "string" | "boolean" | "list"
+    default: Any
+    doc: str
+    broker_name: str | None = None  # the server.properties name of the broker-wide default
+    minimum: int | None = None
+    choices: tuple[str, ...] | None = None
+
+
+LOG_CONFIG_DEFS: tuple[ConfigDef, ...] = (
+    ConfigDef("segment.bytes", "segment_bytes", "int", 1073741824,
+              "Size at which the active segment is rolled.", "log.segment.bytes", minimum=14),
+    ConfigDef("segment.ms", "segment_ms", "long", 604800000,
+              "Age (by first batch timestamp) at which the active segment is rolled.",
+              "log.roll.ms", minimum=1),
+    ConfigDef("segment.jitter.ms", "segment_jitter_ms", "long", 0,
+              "Maximum random jitter subtracted from segment.ms.", "log.roll.jitter.ms", minimum=0),
+    ConfigDef("segment.index.bytes", "segment_index_bytes", "int", 10485760,
+              "Preallocated size of each offset/time index; a full index rolls the segment.",
+              "log.index.size.max.bytes", minimum=4),
+    ConfigDef("index.interval.bytes", "index_interval_bytes", "int", 4096,
+              "Log bytes between two offset index entries.", "log.index.interval.bytes", minimum=0),
+    ConfigDef("retention.ms", "retention_ms", "long", 604800000,
+              "Segments whose newest timestamp is older than this are deleted; -1 = unlimited.",
+              "log.retention.ms", minimum=-1),
+    ConfigDef("retention.bytes", "retention_bytes", "long", -1,
+              "Old segments are deleted while the partition is larger than this; -1 = unlimited.",
+              "log.retention.bytes"),
+    ConfigDef("flush.messages", "flush_messages", "long", LONG_MAX,
+              "Messages appended between two background fsyncs.", "log.flush.interval.messages",
+              minimum=1),
+    ConfigDef("flush.ms", "flush_ms", "long", LONG_MAX,
+              "Milliseconds between two fsyncs of a dirty log (checked by flush_dirty).",
+              "log.flush.interval.ms", minimum=0),
+    ConfigDef("message.timestamp.type", "message_timestamp_type", "string", "CreateTime",
+              "CreateTime keeps the producer's timestamp; LogAppendTime stamps the broker's clock.",
+              "log.message.timestamp.type", choices=("CreateTime", "LogAppendTime")),
+    ConfigDef("message.timestamp.before.max.ms", "message_timestamp_before_max_ms", "long",
+              LONG_MAX, "Largest allowed age of a CreateTime timestamp.",
+              "log.message.timestamp.before.max.ms", minimum=0),
+    ConfigDef("message.timestamp.after.max.ms", "message_timestamp_after_max_ms", "long",
+              LONG_MAX, "Largest allowed lead of a CreateTime timestamp over the broker clock.",
+              "log.message.timestamp.after.max.ms", minimum=0),
+    ConfigDef("cleanup.policy", "cleanup_policy", "list", "delete",
+              "delete and/or compact (compaction is not implemented; retention applies to delete).",
+              "log.cleanup.policy"),
+    ConfigDef("file.delete.delay.ms", "file_delete_delay_ms", "long", 60000,
+              "Delay between a segment leaving the log and its files being removed.",
+              "log.segment.delete.delay.ms", minimum=0),
+    ConfigDef("max.message.bytes", "max_message_bytes", "int", 1048588,
+              "Largest record batch accepted.", "message.max.bytes", minimum=0),
+    ConfigDef("min.insync.replicas", "min_insync_replicas", "int", 1,
+              "Replicas that must acknowledge an acks=all produce.", "min.insync.replicas",
+              minimum=1),
+    ConfigDef("kafkapy.log.fsync.on.ack", "fsync_on_ack", "boolean", False,
+              "kafkapy extension: acknowledge produce requests only after their data is fsynced "
+              "(group commit).", "kafkapy.log.fsync.on.ack"),
+)
+
+_DEFS_BY_NAME = {d.name: d for d in LOG_CONFIG_DEFS}
+
+
+def _parse(definition: ConfigDef, raw: Any) -> Any:
+    try:
+        if definition.type in ("int", "long"):
+            value = int(str(raw).strip())
+            limit = INT_MAX if definition.type == "int" else LONG_MAX
+            if value > limit:
+                raise ValueError("out of range")
+        elif definition.type == "boolean":
+            text = str(raw).strip().lower()
+            if text not in ("true", "false"):
+                raise ValueError("expected true or false")
+            value = text == "true"
+        elif definition.type == "list":
+            value = ",".join(part.strip() for part in str(raw).split(",") if part.strip())
+        else:
+            value = str(raw).strip()
+    except ValueError as exc:
+        raise InvalidConfigError(f"Invalid value {raw!r} for configuration {definition.name}: {exc}")
+    if definition.minimum is not None and value < definition.minimum:
+        raise InvalidConfigError(
+            f"Invalid value {raw} for configuration {definition.name}: "
+            f"Value must be at least {definition.minimum}")
+    if definition.choices is not None and value not in definition.choices:
+        raise InvalidConfigError(
+            f"Invalid value {raw} for configuration {definition.name}: "
+            f"String must be one of: {', '.join(definition.choices)}")
+    return value
+
+
+@dataclass(slots=True)
+class LogConfig:
+    """Typed per-topic log settings (Kafka topic-config semantics)."""
+
+    segment_bytes: int = 1073741824
+    segment_ms: int = 604800000
+    segment_jitter_ms: int = 0
+    segment_index_bytes: int = 10485760
+    index_interval_bytes: int = 4096
+    retention_ms: int = 604800000
+    retention_bytes: int = -1
+    flush_messages: int = LONG_MAX
+    flush_ms: int = LONG_MAX
+    message_timestamp_type: str = "CreateTime"
+    message_timestamp_before_max_ms: int = LONG_MAX
+    message_timestamp_after_max_ms: int = LONG_MAX
+    cleanup_policy: str = "delete"
+    file_delete_delay_ms: int = 60000
+    max_message_bytes: int = 1048588
+    min_insync_replicas: int = 1
+    fsync_on_ack: bool = False
+
+    @property
+    def log_append_time(self) -> bool:
+        return self.message_timestamp_type == "LogAppendTime"
+
+    @property
+    def delete_enabled(self) -> bool:
+        return "delete" in self.cleanup_policy.split(",")
+
+    @classmethod
+    def from_properties(cls, props: dict[str, str], base: "LogConfig | None" = None) -> "LogConfig":
+        """Overlay Kafka topic properties (segment.bytes, retention.ms, ...) on `base`.
+
+        Unknown names are ignored (topic configs of other layers pass through here too).
+        message.timestamp.difference.max.ms (deprecated) sets both before/after limits unless
+        they are given explicitly, as Kafka 3.6+ does.
+        """
+        config = dataclasses.replace(base) if base is not None else cls()
+        for name, raw in props.items():
+            definition = _DEFS_BY_NAME.get(name)
+            if definition is not None:
+                setattr(config, definition.field, _parse(definition, raw))
+        legacy = props.get("message.timestamp.difference.max.ms")
+        if legacy is not None:
+            legacy_def = ConfigDef("message.timestamp.difference.max.ms", "", "long", LONG_MAX, "",
+                                   minimum=0)
+            value = _parse(legacy_def, legacy)
+            if "message.timestamp.before.max.ms" not in props:
+                config.message_timestamp_before_max_ms = value
+            if "message.timestamp.after.max.ms" not in props:
+                config.message_timestamp_after_max_ms = value
+        return config
+
+    @classmethod
+    def from_broker_properties(cls, props: dict[str, str]) -> "LogConfig":
+        """Broker-wide defaults from server.properties names (log.retention.hours, ...)."""
+        config = cls()
+        # Kafka's precedence: the most precise unit wins (ms > minutes > hours).
+        for name, scale in (("log.roll.hours", 3600000), ("log.roll.ms", 1)):
+            if name in props:
+                config.segment_ms = _parse(_DEFS_BY_NAME["segment.ms"], int(props[name]) * scale)
+        for name, scale in (("log.retention.hours", 3600000), ("log.retention.minutes", 60000),
+                            ("log.retention.ms", 1)):
+            if name in props:
+                value = int(props[name])
+                config.retention_ms = -1 if value < 0 else value * scale
+        for name, scale in (("log.roll.jitter.hours", 3600000), ("log.roll.jitter.ms", 1)):
+            if name in props:
+                config.segment_jitter_ms = int(props[name]) * scale
+        for definition in LOG_CONFIG_DEFS:
+            if definition.broker_name in props and definition.broker_name not in (
+                    "log.roll.ms", "log.retention.ms", "log.roll.jitter.ms"):
+                setattr(config, definition.field, _parse(definition, props[definition.broker_name]))
+        return config
+
+    def to_properties(self) -> dict[str, str]:
+        """Kafka property name -> string value, for DescribeConfigs."""
+        out = {}
+        for definition in LOG_CONFIG_DEFS:
+            value = getattr(self, definition.field)
+            out[definition.name] = str(value).lower() if isinstance(value, bool) else str(value)
+        return out

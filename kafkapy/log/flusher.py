@@ -1,0 +1,171 @@
+"""The background thread that does every fsync, so the event loop never waits on the disk.
+
+Group commit: `request_sync(log, offset)` returns a Future; the thread fdatasyncs the
+log's files once for every waiter that arrived before the fsync started, then completes
+them all. Waiters arriving during an fsync share the next one. Full flushes (indexes
+too, advancing the recovery point), checkpoint writes and file deletions run here too.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from collections import deque
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Callable
+
+from .errors import KafkaStorageError
+
+if TYPE_CHECKING:
+    from .partition_log import PartitionLog
+
+log = logging.getLogger(__name__)
+
+__all__ = ["Flusher"]
+
+
+class Flusher:
+    """One thread per LogManager (or per standalone PartitionLog) doing all durable writes."""
+
+    def __init__(self, name: str = "kafkapy-log-flusher"):
+        self.name = name
+        self._cond = threading.Condition()
+        self._sync_waiters: dict[int, tuple[PartitionLog, list[tuple[int, Future]]]] = {}
+        self._flush_requests: dict[int, tuple[PartitionLog, int]] = {}
+        self._tasks: deque[tuple[Callable[[], object], Future]] = deque()
+        self._stopping = False
+        self._thread: threading.Thread | None = None
+        self.fsync_rounds = 0  # group-commit rounds done (for tests and benchmarks)
+
+    # ---------------------------------------------------------------- requests
+    def _ensure_started(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+            self._thread.start()
+
+    def request_sync(self, plog: PartitionLog, offset: int) -> Future:
+        """A Future completed once everything in `plog` through `offset` is fsynced."""
+        future: Future = Future()
+        with self._cond:
+            if self._stopping:
+                future.set_exception(KafkaStorageError("log flusher is stopped"))
+                return future
+            entry = self._sync_waiters.get(id(plog))
+            if entry is None:
+                self._sync_waiters[id(plog)] = (plog, [(offset, future)])
+            else:
+                entry[1].append((offset, future))
+            self._ensure_started()
+            self._cond.notify()
+        return future
+
+    def request_flush(self, plog: PartitionLog, offset: int) -> None:
+        """Ask for a full flush of `plog` up to `offset` (exclusive), done in the background."""
+        with self._cond:
+            if self._stopping:
+                return
+            previous = self._flush_requests.get(id(plog))
+            if previous is None or previous[1] < offset:
+                self._flush_requests[id(plog)] = (plog, offset)
+            self._ensure_started()
+            self._cond.notify()
+
+    def submit(self, fn: Callable[[], object]) -> Future:
+        """Run `fn` on the flusher thread; returns its Future."""
+        future: Future = Future()
+        with self._cond:
+            if self._stopping:
+                # Shutting down: run inline so nothing (checkpoints, deletions) is lost.
+                try:
+                    future.set_result(fn())
+                except BaseException as exc:  # noqa: BLE001 - handed to the caller
+                    future.set_exception(exc)
+                return future
+            self._tasks.append((fn, future))
+            self._ensure_started()
+            self._cond.notify()
+        return future
+
+    def cancel_waiters(self, plog: PartitionLog, from_offset: int, exc: BaseException) -> None:
+        """Fail waiters for offsets >= `from_offset` (the log was truncated below them)."""
+        with self._cond:
+            entry = self._sync_waiters.get(id(plog))
+            if entry is None:
+                return
+            keep = []
+            for offset, future in entry[1]:
+                if offset >= from_offset:
+                    future.set_exception(exc)
+                else:
+                    keep.append((offset, future))
+            entry[1][:] = keep
+
+    def forget(self, plog: PartitionLog) -> None:
+        """Drop pending flushes of a closed log (its waiters are failed)."""
+        with self._cond:
+            self._flush_requests.pop(id(plog), None)
+            entry = self._sync_waiters.pop(id(plog), None)
+        if entry is not None:
+            for _, future in entry[1]:
+                if not future.done():
+                    future.set_exception(KafkaStorageError(f"log {plog.dir.name} was closed"))
+
+    def stop(self) -> None:
+        """Finish everything queued, then end the thread."""
+        with self._cond:
+            self._stopping = True
+            self._cond.notify()
+            thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
+
+    # ---------------------------------------------------------------- the thread
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not (self._sync_waiters or self._flush_requests or self._tasks or self._stopping):
+                    self._cond.wait()
+                if self._stopping and not (self._sync_waiters or self._flush_requests or self._tasks):
+                    return
+                waiters, self._sync_waiters = self._sync_waiters, {}
+                flushes, self._flush_requests = self._flush_requests, {}
+                tasks, self._tasks = self._tasks, deque()
+            for plog, pending in waiters.values():
+                self._group_sync(plog, pending)
+            for plog, offset in flushes.values():
+                try:
+                    plog._flush_to(offset)
+                except Exception:
+                    log.exception("background flush of %s failed", plog.dir.name)
+            for fn, future in tasks:
+                try:
+                    future.set_result(fn())
+                except BaseException as exc:  # noqa: BLE001 - handed to the caller
+                    log.exception("flusher task %s failed", getattr(fn, "__name__", fn))
+                    future.set_exception(exc)
+
+    def _group_sync(self, plog: PartitionLog, pending: list[tuple[int, Future]]) -> None:
+        try:
+            durable = plog._sync_data()
+        except Exception as exc:
+            log.error("fsync of %s failed, partition goes offline: %s", plog.dir.name, exc)
+            plog._mark_offline(f"fsync failed: {exc}")
+            for _, future in pending:
+                if not future.done():
+                    future.set_exception(KafkaStorageError(f"fsync of {plog.dir.name} failed: {exc}"))
+            return
+        self.fsync_rounds += 1
+        late = []
+        for offset, future in pending:
+            if offset < durable:
+                if not future.done():
+                    future.set_result(durable)
+            else:
+                late.append((offset, future))
+        if late:
+            # Appended after the fsync started reading the end offset: next round.
+            with self._cond:
+                entry = self._sync_waiters.get(id(plog))
+                if entry is None:
+                    self._sync_waiters[id(plog)] = (plog, late)
+                else:
+                    entry[1].extend(late)

@@ -1,0 +1,305 @@
+"""All partition logs of a broker across its log dirs, with the per-dir checkpoint files.
+
+Each log dir holds `<topic>-<partition>` directories, Kafka's recovery-point,
+log-start-offset and replication-offset checkpoints, and the `.kafka_cleanshutdown`
+marker written by `close()` and removed once the next `load()` has opened every log.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import time
+import uuid
+from pathlib import Path
+
+from kafkapy.protocol.errors import KafkaError
+
+from .checkpoints import (
+    CLEAN_SHUTDOWN_MARKER,
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
+    CheckpointError,
+    fsync_dir,
+    read_offset_checkpoint,
+    write_atomically,
+    write_offset_checkpoint,
+)
+from .config import LogConfig
+from .errors import LogOfflineError
+from .flusher import Flusher
+from .partition_log import PartitionLog
+from .recovery import parse_partition_dir_name
+
+log = logging.getLogger(__name__)
+
+CHECKPOINT_INTERVAL_S = 60.0  # log.flush.offset.checkpoint.interval.ms
+PRODUCER_EXPIRATION_CHECK_S = 600.0  # producer.id.expiration.check.interval.ms
+
+__all__ = ["LogManager", "OfflinePartitionLog"]
+
+
+class OfflinePartitionLog:
+    """Stands in for a partition whose files could not be loaded: every operation raises
+    KAFKA_STORAGE_ERROR, while every other partition keeps serving."""
+
+    def __init__(self, directory: Path, topic: str, partition: int, config: LogConfig, reason: str):
+        self.dir = directory
+        self.topic = topic
+        self.partition = partition
+        self.config = config
+        self.offline_reason = reason
+        self.is_offline = True
+        self.log_start_offset = -1
+        self.log_end_offset = -1
+        self.high_watermark = -1
+        self.last_stable_offset = -1
+
+    def size_in_bytes(self) -> int:
+        return 0
+
+    @property
+    def log_dir(self) -> Path:
+        return self.dir.parent
+
+    def update_config(self, config: LogConfig) -> None:
+        self.config = config
+
+    def close(self) -> None:
+        pass
+
+    def __getattr__(self, name: str):
+        # Any operation of a PartitionLog (append, read, ...) fails with the storage error.
+        def offline(*args, **kwargs):
+            raise LogOfflineError(f"partition {self.dir.name} is offline: {self.offline_reason}")
+
+        return offline
+
+
+class LogManager:
+    """Opens, creates, deletes and maintains every partition log of this broker."""
+
+    def __init__(self, log_dirs: list[str], default_config: LogConfig):
+        if not log_dirs:
+            raise ValueError("at least one log dir is needed")
+        self.log_dirs = [Path(d) for d in log_dirs]
+        self.default_config = default_config
+        self.flusher = Flusher("kafkapy-log-flusher")
+        self._logs: dict[tuple[str, int], PartitionLog | OfflinePartitionLog] = {}
+        self.offline: dict[tuple[str, int], str] = {}
+        self._topic_configs: dict[str, LogConfig] = {}
+        self._last_checkpoint = time.monotonic()
+        self._last_producer_expiry = time.monotonic()
+        self._closed = False
+
+    # ---------------------------------------------------------------- loading
+    def load(self, topic_configs: dict[str, LogConfig] | None = None) -> None:
+        """Open every `<topic>-<partition>` dir of every log dir, recovering as needed."""
+        if topic_configs:
+            self._topic_configs.update(topic_configs)
+        for log_dir in self.log_dirs:
+            self._load_dir(log_dir)
+
+    def _load_dir(self, log_dir: Path) -> None:
+        log_dir.mkdir(parents=True, exist_ok=True)
+        marker = log_dir / CLEAN_SHUTDOWN_MARKER
+        clean = marker.exists()
+        recovery_points = self._read_checkpoint(log_dir / RECOVERY_POINT_CHECKPOINT)
+        if recovery_points is None:
+            recovery_points, clean = {}, False  # unreadable: recover everything from the start
+        start_offsets = self._read_checkpoint(log_dir / LOG_START_OFFSET_CHECKPOINT) or {}
+        started = time.monotonic()
+        count = 0
+        for name in sorted(os.listdir(log_dir)):
+            path = log_dir / name
+            if not path.is_dir():
+                continue
+            if name.endswith("-delete"):
+                log.info("removing partition dir %s left by a topic deletion", path)
+                shutil.rmtree(path, ignore_errors=True)
+                continue
+            if name.endswith(("-future", "-stray")):
+                log.warning("ignoring partition dir %s (future/stray replicas are not supported)", path)
+                continue
+            try:
+                key = parse_partition_dir_name(name)
+            except ValueError:
+                continue
+            if key in self._logs:
+                log.error("partition %s-%d exists in two log dirs; ignoring %s", key[0], key[1], path)
+                continue
+            config = self._topic_configs.get(key[0], self.default_config)
+            try:
+                self._logs[key] = PartitionLog.open(
+                    path, config, recovery_point=recovery_points.get(key, 0),
+                    log_start_offset=start_offsets.get(key), clean_shutdown=clean, flusher=self.flusher)
+                count += 1
+            except Exception as exc:  # one bad partition must not stop the others
+                reason = f"{type(exc).__name__}: {exc}"
+                log.error("partition %s-%d in %s is offline: cannot load it: %s", key[0], key[1],
+                          log_dir, reason)
+                self.offline[key] = reason
+                self._logs[key] = OfflinePartitionLog(path, key[0], key[1], config, reason)
+        if marker.exists():
+            marker.unlink()
+            fsync_dir(log_dir)
+        log.info("loaded %d partition log(s) from %s (%s shutdown) in %.1f ms", count, log_dir,
+                 "clean" if clean else "unclean", (time.monotonic() - started) * 1000)
+
+    @staticmethod
+    def _read_checkpoint(path: Path) -> dict[tuple[str, int], int] | None:
+        try:
+            return read_offset_checkpoint(path)
+        except (CheckpointError, OSError) as exc:
+            log.warning("ignoring unreadable checkpoint file: %s", exc)
+            return None
+
+    # ---------------------------------------------------------------- lookups
+    def get(self, topic: str, partition: int) -> PartitionLog | None:
+        """The partition's log (an OfflinePartitionLog if it could not be loaded), or None."""
+        return self._logs.get((topic, partition))
+
+    def all_logs(self) -> dict[tuple[str, int], PartitionLog]:
+        return dict(self._logs)
+
+    def _online_logs(self) -> list[PartitionLog]:
+        return [plog for plog in self._logs.values()
+                if isinstance(plog, PartitionLog) and not plog.is_offline]
+
+    # ---------------------------------------------------------------- create / delete / config
+    def create(self, topic: str, partition: int, config: LogConfig | None = None) -> PartitionLog:
+        """The log of (topic, partition), created in the least loaded log dir if missing."""
+        key = (topic, partition)
+        if config is not None:
+            self._topic_configs[topic] = config
+        config = self._topic_configs.get(topic, self.default_config)
+        existing = self._logs.get(key)
+        if existing is not None:
+            if config is not existing.config:
+                existing.update_config(config)
+            return existing
+        counts = {d: 0 for d in self.log_dirs}
+        for plog in self._logs.values():
+            parent = plog.dir.parent
+            if parent in counts:
+                counts[parent] += 1
+        log_dir = min(self.log_dirs, key=lambda d: counts[d])
+        log_dir.mkdir(parents=True, exist_ok=True)
+        path = log_dir / f"{topic}-{partition}"
+        created = not path.exists()
+        plog = PartitionLog.open(path, config, flusher=self.flusher)
+        if created:
+            fsync_dir(log_dir)
+        self._logs[key] = plog
+        log.info("created log for partition %s-%d in %s", topic, partition, log_dir)
+        return plog
+
+    def delete(self, topic: str, partition: int) -> None:
+        """Close the log and remove its directory (renamed `...-delete` first, like Kafka)."""
+        key = (topic, partition)
+        plog = self._logs.pop(key, None)
+        self.offline.pop(key, None)
+        if plog is None:
+            return
+        if isinstance(plog, PartitionLog):
+            plog.close()
+        target = plog.dir.with_name(f"{plog.dir.name}.{uuid.uuid4().hex}-delete")
+        try:
+            os.rename(plog.dir, target)
+            fsync_dir(target.parent)
+        except OSError as exc:
+            log.error("could not rename %s for deletion: %s", plog.dir, exc)
+            return
+        self.flusher.submit(lambda: shutil.rmtree(target, ignore_errors=True))
+        log.info("deleted log of partition %s-%d", topic, partition)
+
+    def update_config(self, topic: str, config: LogConfig) -> None:
+        self._topic_configs[topic] = config
+        for (name, _), plog in self._logs.items():
+            if name == topic:
+                plog.update_config(config)
+
+    # ---------------------------------------------------------------- periodic work
+    def run_retention(self) -> None:
+        """Delete segments past retention.ms / retention.bytes / the log start offset."""
+        now_ms = time.time_ns() // 1_000_000
+        expire = time.monotonic() - self._last_producer_expiry >= PRODUCER_EXPIRATION_CHECK_S
+        if expire:
+            self._last_producer_expiry = time.monotonic()
+        changed = False
+        for plog in self._online_logs():
+            try:
+                changed |= plog.delete_old_segments(now_ms) > 0
+                if expire:
+                    plog.producer_state.remove_expired(now_ms)
+            except KafkaError as exc:
+                log.error("retention of %s failed: %s", plog.dir.name, exc)
+        if changed:
+            self.write_checkpoints(background=True)
+
+    def flush_dirty(self) -> None:
+        """flush.ms: queue flushes of logs with old unflushed data; checkpoint every minute."""
+        now_ms = time.time_ns() // 1_000_000
+        for plog in self._online_logs():
+            plog.flush_if_due(now_ms)
+        if time.monotonic() - self._last_checkpoint >= CHECKPOINT_INTERVAL_S:
+            self.write_checkpoints(background=True)
+
+    def write_checkpoints(self, background: bool = False) -> None:
+        """Write every log dir's recovery-point, log-start-offset and replication checkpoints."""
+        self._last_checkpoint = time.monotonic()
+        files = []
+        for log_dir in self.log_dirs:
+            logs = [p for p in self._logs.values()
+                    if isinstance(p, PartitionLog) and p.dir.parent == log_dir and not p.is_offline]
+            recovery = {(p.topic, p.partition): p.recovery_point for p in logs}
+            # Kafka only records a start offset that differs from the first segment's base.
+            starts = {(p.topic, p.partition): p.log_start_offset for p in logs
+                      if p.log_start_offset > p.segments[0].base_offset}
+            marks = {(p.topic, p.partition): p.high_watermark for p in logs}
+            files += [(log_dir / RECOVERY_POINT_CHECKPOINT, recovery),
+                      (log_dir / LOG_START_OFFSET_CHECKPOINT, starts),
+                      (log_dir / REPLICATION_OFFSET_CHECKPOINT, marks)]
+
+        def write() -> None:
+            for path, offsets in files:
+                try:
+                    write_offset_checkpoint(path, offsets)
+                except OSError as exc:
+                    log.error("could not write checkpoint %s: %s", path, exc)
+
+        if background and not self._closed:
+            self.flusher.submit(write)
+        else:
+            write()
+
+    def close(self) -> None:
+        """Flush every log, write checkpoints and the clean-shutdown marker of each log dir."""
+        if self._closed:
+            return
+        failed_dirs = set()
+        for key, plog in self._logs.items():
+            if not isinstance(plog, PartitionLog) or plog.is_offline:
+                failed_dirs.add(plog.dir.parent)
+                continue
+            try:
+                plog.close()
+            except Exception as exc:
+                failed_dirs.add(plog.dir.parent)
+                log.error("closing log %s-%d failed: %s", key[0], key[1], exc)
+        self._closed = True
+        self.write_checkpoints()
+        self.flusher.stop()
+        for log_dir in self.log_dirs:
+            if log_dir in failed_dirs:
+                log.warning("not marking %s as cleanly shut down: it has offline partitions", log_dir)
+                continue
+            try:
+                write_atomically(log_dir / CLEAN_SHUTDOWN_MARKER,
+                                 json.dumps({"version": 0, "brokerEpoch": -1}).encode())
+            except OSError as exc:
+                log.error("could not write the clean-shutdown marker in %s: %s", log_dir, exc)
+        log.info("log manager closed (%d partition logs)", len(self._logs))
+

@@ -1,0 +1,815 @@
+"""The log of one partition: appends, reads, offset lookups, flushing, retention, truncation.
+
+Threading: append/read/retention/truncation run on the broker's event-loop thread; the
+flusher thread only fsyncs (and writes checkpoints). The shared state the flusher reads
+(segment list, end offset) is guarded by `_lock`, held only for short bookkeeping.
+"""
+from __future__ import annotations
+
+import bisect
+import logging
+import os
+import struct
+import threading
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kafkapy.protocol.errors import CorruptRecordError, KafkaError
+from kafkapy.protocol.records import (
+    TIMESTAMP_TYPE_MASK,
+    BatchHeader,
+    iter_batch_headers,
+    iter_records,
+    read_batch_header,
+    set_log_append_time,
+)
+
+from .checkpoints import fsync_dir
+from .config import LONG_MAX, LogConfig
+from .errors import (
+    InvalidTimestampError,
+    KafkaStorageError,
+    LogOfflineError,
+    MessageTooLargeError,
+    OffsetOutOfRangeError,
+    RecordListTooLargeError,
+)
+from .file_slice import FileSlice
+from .flusher import Flusher
+from .leader_epoch import LeaderEpochCache
+from .segment import INT32_MAX, LOG_SUFFIX, LogSegment
+
+if TYPE_CHECKING:
+    from .producer_state import ProducerStateManager
+
+log = logging.getLogger(__name__)
+
+# baseOffset, batchLength, partitionLeaderEpoch: patched together in one pack.
+_OFFSET_LENGTH_EPOCH = struct.Struct(">qii")
+
+__all__ = ["AppendResult", "PartitionLog", "ReadResult"]
+
+
+@dataclass(slots=True)
+class AppendResult:
+    """What the produce response needs about an append."""
+
+    base_offset: int
+    last_offset: int
+    log_append_time: int  # -1 unless the topic uses LogAppendTime
+    log_start_offset: int
+    duplicate: bool = False
+
+
+@dataclass(slots=True)
+class ReadResult:
+    """Whole batches for a fetch: a FileSlice of one segment, or b"" when there is no data."""
+
+    records: FileSlice | bytes
+    high_watermark: int
+    log_start_offset: int
+    log_end_offset: int
+    # Offset after the last batch in `records` (the fetch offset when empty).
+    next_offset: int
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class PartitionLog:
+    """One partition's segments, with Kafka's offset, retention and durability rules."""
+
+    def __init__(self, directory: Path, config: LogConfig, *, topic: str, partition: int,
+                 segments: list[LogSegment], log_start_offset: int, recovery_point: int,
+                 leader_epochs: LeaderEpochCache, producer_state: ProducerStateManager,
+                 flusher: Flusher | None = None):
+        self.dir = Path(directory)
+        self.topic = topic
+        self.partition = partition
+        self.config = config
+        self._lock = threading.RLock()
+        self._segments = segments
+        self._bases = [s.base_offset for s in segments]
+        self._active = segments[-1]
+        self._log_end_offset = self._active.next_offset
+        self._log_start_offset = log_start_offset
+        self._high_watermark = self._log_end_offset
+        self.recovery_point = recovery_point
+        # Everything below this offset has been fdatasynced (group commit or full flush).
+        self.durable_offset = recovery_point
+        self.leader_epochs = leader_epochs
+        self.producer_state = producer_state
+        self._own_flusher = flusher is None
+        self._flusher = flusher if flusher is not None else Flusher(f"kafkapy-flusher-{self.dir.name}")
+        self.auto_high_watermark = True  # single node: the high watermark follows the end
+        self.offline_reason: str | None = None
+        self._unflushed_messages = 0
+        self.last_flush_ms = _now_ms()
+        self._pending_deletes: list[tuple[float, LogSegment]] = []
+        self._closed = False
+
+    @classmethod
+    def open(cls, directory: Path | str, config: LogConfig | None = None, *,
+             recovery_point: int = 0, log_start_offset: int | None = None,
+             clean_shutdown: bool = False, flusher: Flusher | None = None) -> PartitionLog:
+        """Open (creating if needed) and recover the log in `directory` (`<topic>-<partition>`)."""
+        from .recovery import load_partition_log
+
+        return load_partition_log(Path(directory), config or LogConfig(), recovery_point=recovery_point,
+                                  log_start_offset=log_start_offset, clean_shutdown=clean_shutdown,
+                                  flusher=flusher)
+
+    # ---------------------------------------------------------------- properties
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        """The next offset to be assigned."""
+        return self._log_end_offset
+
+    @property
+    def high_watermark(self) -> int:
+        return self._high_watermark
+
+    @high_watermark.setter
+    def high_watermark(self, offset: int) -> None:
+        self._high_watermark = max(self._log_start_offset, min(offset, self._log_end_offset))
+
+    @property
+    def last_stable_offset(self) -> int:
+        """High watermark bounded by the first offset of any open transaction."""
+        first = self.producer_state.first_undecided_offset()
+        hw = self._high_watermark
+        return hw if first is None or first >= hw else first
+
+    @property
+    def log_dir(self) -> Path:
+        return self.dir.parent
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(s.size for s in self._segments)
+
+    def size_in_bytes(self) -> int:
+        return self.size_bytes
+
+    @property
+    def segments(self) -> list[LogSegment]:
+        return list(self._segments)
+
+    @property
+    def is_offline(self) -> bool:
+        return self.offline_reason is not None
+
+    def _check_online(self) -> None:
+        if self.offline_reason is not None:
+            raise LogOfflineError(f"partition {self.dir.name} is offline: {self.offline_reason}")
+
+    def _mark_offline(self, reason: str) -> None:
+        if self.offline_reason is None:
+            self.offline_reason = reason
+            log.error("partition %s is offline: %s", self.dir.name, reason)
+
+    def __repr__(self) -> str:
+        return (f"PartitionLog({self.dir.name}, start={self._log_start_offset}, "
+                f"end={self._log_end_offset}, segments={len(self._segments)})")
+
+    # ---------------------------------------------------------------- append
+    def append(self, batches, *, leader_epoch: int = 0,
+               validated: list[BatchHeader] | None = None) -> AppendResult:
+        """Assign offsets to whole v2 batches and write them with one write.
+
+        `validated` are the headers of `batches` (CRC already checked by the caller), in
+        order; without it the batches are validated here. The headers are updated in place
+        with the assigned offsets and epoch.
+        """
+        self._check_online()
+        if validated is None:
+            validated = list(iter_batch_headers(batches, validate=True))
+        if not validated:
+            raise CorruptRecordError(f"append to {self.dir.name} carries no record batch")
+        config = self.config
+        total = len(batches)
+        if total > config.segment_bytes:
+            raise RecordListTooLargeError(
+                f"append of {total} bytes exceeds segment.bytes {config.segment_bytes} of {self.dir.name}")
+        max_message_bytes = config.max_message_bytes
+        has_producer = False
+        count = 0
+        max_ts = -1
+        for header in validated:
+            size = header.batch_length + 12
+            if size > max_message_bytes:
+                raise MessageTooLargeError(
+                    f"batch of {size} bytes exceeds max.message.bytes {max_message_bytes} of {self.dir.name}")
+            if header.producer_id >= 0:
+                has_producer = True
+            count += header.last_offset_delta + 1
+            if header.max_timestamp > max_ts:
+                max_ts = header.max_timestamp
+        log_append_time = -1
+        now_ms = -1
+        if config.message_timestamp_type == "LogAppendTime":
+            now_ms = log_append_time = max_ts = _now_ms()
+        elif config.message_timestamp_before_max_ms != LONG_MAX or config.message_timestamp_after_max_ms != LONG_MAX:
+            now_ms = _now_ms()
+            self._check_timestamps(validated, now_ms)
+
+        with self._lock:
+            self._check_online()
+            if has_producer:
+                duplicate = self._check_producers(validated)
+                if duplicate is not None:
+                    return AppendResult(duplicate.base_offset, duplicate.last_offset, duplicate.timestamp,
+                                        self._log_start_offset, duplicate=True)
+            base_offset = self._log_end_offset
+            segment = self._active
+            if segment.size + total > config.segment_bytes or segment.indexes_full \
+                    or base_offset + count - 1 - segment.base_offset > INT32_MAX \
+                    or (segment.size > 0 and self._time_to_roll(segment, now_ms, max_ts)):
+                segment = self._roll_locked()
+            if leader_epoch >= 0 and leader_epoch != self.leader_epochs.latest_epoch:
+                self.leader_epochs.assign(leader_epoch, base_offset)
+            # Assign offsets: patch each batch's base offset and leader epoch in place.
+            pack = _OFFSET_LENGTH_EPOCH.pack_into
+            offset = base_offset
+            position = 0
+            for header in validated:
+                pack(batches, position, offset, header.batch_length, leader_epoch)
+                header.base_offset = offset
+                header.partition_leader_epoch = leader_epoch
+                if log_append_time >= 0:
+                    set_log_append_time(batches, position, log_append_time)
+                    header.attributes |= TIMESTAMP_TYPE_MASK
+                    header.max_timestamp = log_append_time
+                offset += header.last_offset_delta + 1
+                position += header.batch_length + 12
+            if position != total:
+                raise CorruptRecordError(
+                    f"batch headers cover {position} of {total} bytes appended to {self.dir.name}")
+            old_size = segment.size
+            try:
+                segment.append(batches, validated)
+            except OSError as exc:
+                self._write_failed(segment, old_size, exc)
+            self._log_end_offset = offset
+            if self.auto_high_watermark:
+                self._high_watermark = offset
+            if has_producer:
+                update = self.producer_state.update
+                for header in validated:
+                    if header.producer_id >= 0:
+                        update(header)
+        self._unflushed_messages += count
+        if self._unflushed_messages >= config.flush_messages:
+            self._unflushed_messages = 0
+            self._flusher.request_flush(self, offset)
+        return AppendResult(base_offset, offset - 1, log_append_time, self._log_start_offset)
+
+    def _check_timestamps(self, headers: list[BatchHeader], now_ms: int) -> None:
+        before = self.config.message_timestamp_before_max_ms
+        after = self.config.message_timestamp_after_max_ms
+        for header in headers:
+            if header.is_control:
+                continue
+            low = min(header.base_timestamp, header.max_timestamp)
+            if now_ms - low > before or header.max_timestamp - now_ms > after:
+                raise InvalidTimestampError(
+                    f"timestamp of a batch for {self.dir.name} is out of range "
+                    f"(message.timestamp.before.max.ms={before}, after.max.ms={after})")
+
+    def _check_producers(self, headers: list[BatchHeader]):
+        check = self.producer_state.check
+        for header in headers:
+            if header.producer_id >= 0:
+                duplicate = check(header)
+                if duplicate is not None:
+                    return duplicate
+        return None
+
+    def _time_to_roll(self, segment: LogSegment, now_ms: int, max_ts: int) -> bool:
+        roll_ms = self.config.segment_ms - segment.roll_jitter_ms
+        first = segment.first_batch_timestamp()
+        if first >= 0:
+            return max_ts - first > roll_ms
+        return (now_ms if now_ms >= 0 else _now_ms()) - segment.created_ms > roll_ms
+
+    def _write_failed(self, segment: LogSegment, old_size: int, exc: OSError):
+        try:
+            os.ftruncate(segment.file.fileno(), old_size)
+        except OSError:
+            log.exception("could not cut the failed write off %s", segment)
+        self._mark_offline(f"write to {segment.path(LOG_SUFFIX).name} failed: {exc}")
+        raise KafkaStorageError(f"write to {self.dir.name} failed: {exc}") from exc
+
+    def append_as_follower(self, batches, validated: list[BatchHeader] | None = None) -> None:
+        """Append batches that already carry their offsets (replication); no producer checks."""
+        self._check_online()
+        if validated is None:
+            validated = list(iter_batch_headers(batches, validate=True))
+        if not validated:
+            return
+        with self._lock:
+            first = validated[0].base_offset
+            if first < self._log_end_offset:
+                raise KafkaError(f"follower append at {first} below log end {self._log_end_offset}")
+            if first > self._log_end_offset and self._active.size == 0:
+                self._truncate_fully_locked(first)
+            last = validated[-1]
+            next_offset = last.base_offset + last.last_offset_delta + 1
+            segment = self._active
+            if segment.size + len(batches) > self.config.segment_bytes or segment.indexes_full \
+                    or next_offset - 1 - segment.base_offset > INT32_MAX:
+                segment = self._roll_locked()
+            for header in validated:
+                epoch = header.partition_leader_epoch
+                if epoch >= 0 and epoch > self.leader_epochs.latest_epoch:
+                    self.leader_epochs.assign(epoch, header.base_offset)
+            old_size = segment.size
+            try:
+                segment.append(batches, validated)
+            except OSError as exc:
+                self._write_failed(segment, old_size, exc)
+            self._log_end_offset = next_offset
+            for header in validated:
+                if header.producer_id >= 0:
+                    self.producer_state.update(header)
+
+    # ---------------------------------------------------------------- read
+    def read(self, offset: int, max_bytes: int, *, max_offset: int | None = None,
+             min_one_batch: bool = True) -> ReadResult:
+        """Whole batches from the one containing `offset`, up to `max_bytes` and `max_offset`.
+
+        Raises OffsetOutOfRangeError unless log_start_offset <= offset <= log_end_offset;
+        offset == log_end_offset (or >= max_offset) returns empty records: no data yet.
+        """
+        self._check_online()
+        end_offset = self._log_end_offset
+        if offset < self._log_start_offset or offset > end_offset:
+            raise OffsetOutOfRangeError(
+                f"offset {offset} is out of range for {self.dir.name} "
+                f"[{self._log_start_offset}, {end_offset}]")
+        upper = end_offset if max_offset is None or max_offset > end_offset else max_offset
+        if offset >= upper:
+            return self._empty(offset)
+        segments = self._segments
+        i = bisect.bisect_right(self._bases, offset) - 1
+        if i < 0:
+            i = 0
+        while True:
+            segment = segments[i]
+            header = segment.find_batch(offset)
+            if header is not None:
+                break
+            i += 1
+            if i >= len(segments):
+                return self._empty(offset)
+            offset = max(offset, segments[i].base_offset)
+        if header.base_offset >= upper:
+            return self._empty(offset)
+        start = header.position
+        if upper >= segment.next_offset:
+            limit, limit_offset = segment.size, segment.next_offset
+        else:
+            stop = segment.find_batch(upper)
+            if stop is None:
+                limit, limit_offset = segment.size, segment.next_offset
+            else:
+                limit, limit_offset = stop.position, stop.base_offset
+        if limit - start > max_bytes:
+            limit, limit_offset = segment.boundary_at_or_before(start + max_bytes, start)
+            if limit <= start:
+                if not min_one_batch:
+                    return self._empty(offset)
+                limit = start + header.batch_length + 12
+                limit_offset = header.base_offset + header.last_offset_delta + 1
+        records = FileSlice(segment.file, start, limit - start, header.base_offset, limit_offset)
+        return ReadResult(records, self._high_watermark, self._log_start_offset, end_offset, limit_offset)
+
+    def _empty(self, offset: int) -> ReadResult:
+        return ReadResult(b"", self._high_watermark, self._log_start_offset, self._log_end_offset, offset)
+
+    # ---------------------------------------------------------------- timestamp lookups
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record with timestamp >= `timestamp`, or None."""
+        self._check_online()
+        start = self._log_start_offset
+        for segment in list(self._segments):
+            if segment.max_timestamp < timestamp or segment.next_offset <= start:
+                continue
+            _, ts_offset = segment.time_index.lookup(timestamp)
+            _, position = segment.offset_index.lookup(max(ts_offset, start))
+            for header in segment.iter_headers(position):
+                if header.max_timestamp >= timestamp and header.base_offset + header.last_offset_delta >= start:
+                    return self._record_at_or_after(segment, header, timestamp, start)
+        return None
+
+    def _record_at_or_after(self, segment: LogSegment, header: BatchHeader, timestamp: int,
+                            start: int) -> tuple[int, int]:
+        if header.attributes & TIMESTAMP_TYPE_MASK:
+            return max(header.base_offset, start), header.max_timestamp
+        try:
+            data = os.pread(segment.file.fileno(), header.batch_length + 12, header.position)
+            for record in iter_records(data, read_batch_header(data, 0)):
+                if record.timestamp >= timestamp and record.offset >= start:
+                    return record.offset, record.timestamp
+        except KafkaError as exc:
+            log.warning("cannot decode batch at offset %d of %s for a timestamp lookup: %s",
+                        header.base_offset, self.dir.name, exc)
+        return max(header.base_offset, start), header.max_timestamp
+
+    def max_timestamp_offset(self) -> tuple[int, int]:
+        """(offset, timestamp) of the record with the largest timestamp (ListOffsets -3);
+        (-1, -1) for an empty log."""
+        self._check_online()
+        best = None
+        for segment in list(self._segments):
+            if segment.size and (best is None or segment.max_timestamp > best.max_timestamp):
+                best = segment
+        if best is None or best.max_timestamp < 0:
+            return -1, -1
+        ts = best.max_timestamp
+        _, position = best.offset_index.lookup(best.offset_of_max_timestamp)
+        for header in best.iter_headers(position):
+            if header.max_timestamp == ts:
+                if header.attributes & TIMESTAMP_TYPE_MASK:
+                    return header.base_offset, ts
+                offset, _ = self._record_at_or_after(best, header, ts, header.base_offset)
+                return offset, ts
+        return -1, -1
+
+    # ---------------------------------------------------------------- leader epochs
+    def assign_epoch(self, epoch: int, start_offset: int) -> None:
+        with self._lock:
+            self.leader_epochs.assign(epoch, start_offset)
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """(epoch, end offset) for OffsetForLeaderEpoch; (-1, -1) when unknown."""
+        return self.leader_epochs.end_offset_for_epoch(epoch)
+
+    # ---------------------------------------------------------------- durability
+    def sync_until(self, offset: int) -> Future:
+        """A Future completed when everything through `offset` is fsynced (group commit)."""
+        if offset < self.durable_offset:
+            future: Future = Future()
+            future.set_result(self.durable_offset)
+            return future
+        if offset >= self._log_end_offset:
+            offset = self._log_end_offset - 1
+        return self._flusher.request_sync(self, offset)
+
+    def flush(self, offset: int | None = None) -> None:
+        """fsync everything (indexes too) below `offset` (default: log end) now, and advance
+        the recovery point. Blocks the caller."""
+        self._flush_to(self._log_end_offset if offset is None else offset)
+
+    def _segments_from(self, offset: int) -> list[LogSegment]:
+        """Segments that may hold data at or after `offset` (caller holds the lock)."""
+        i = bisect.bisect_right(self._bases, offset) - 1
+        return self._segments[max(i, 0):]
+
+    def _sync_data(self) -> int:
+        """Group commit (flusher thread): fdatasync the .log files of unsynced segments."""
+        with self._lock:
+            target = self._log_end_offset
+            segments = [s for s in self._segments_from(self.durable_offset)
+                        if s.durable_size < s.size or s.needs_dir_sync]
+        if any(s.needs_dir_sync for s in segments):
+            fsync_dir(self.dir)
+            for s in segments:
+                s.needs_dir_sync = False
+        for segment in segments:
+            try:
+                segment.sync_log()
+            except (OSError, ValueError):
+                if not segment.deleted and not segment.closed:
+                    raise
+        with self._lock:
+            if target > self.durable_offset:
+                self.durable_offset = target
+        return self.durable_offset
+
+    def _flush_to(self, offset: int) -> None:
+        """Full flush (log and indexes) of everything below `offset`; advances the recovery point."""
+        with self._lock:
+            if self._closed and self.recovery_point >= self._log_end_offset:
+                return
+            offset = min(offset, self._log_end_offset)
+            if offset <= self.recovery_point:
+                return
+            segments = [s for s in self._segments_from(self.recovery_point) if s.base_offset < offset]
+        if any(s.needs_dir_sync for s in segments):
+            fsync_dir(self.dir)
+            for s in segments:
+                s.needs_dir_sync = False
+        for segment in segments:
+            try:
+                segment.flush()
+            except (OSError, ValueError):
+                if not segment.deleted and not segment.closed:
+                    raise
+        with self._lock:
+            if offset > self.recovery_point:
+                self.recovery_point = offset
+            if offset > self.durable_offset:
+                self.durable_offset = offset
+            self.last_flush_ms = _now_ms()
+
+    def flush_if_due(self, now_ms: int) -> bool:
+        """flush.ms: queue a background flush if the log has unflushed data older than flush.ms."""
+        if self.recovery_point >= self._log_end_offset or self.offline_reason is not None:
+            return False
+        if now_ms - self.last_flush_ms < self.config.flush_ms:
+            return False
+        self._flusher.request_flush(self, self._log_end_offset)
+        return True
+
+    # ---------------------------------------------------------------- rolling
+    def roll(self) -> LogSegment:
+        """Start a new active segment at the log end offset (no-op if the active one is empty)."""
+        with self._lock:
+            return self._roll_locked()
+
+    def _roll_locked(self) -> LogSegment:
+        active = self._active
+        new_base = self._log_end_offset
+        if active.size == 0 and active.base_offset == new_base:
+            return active
+        path = self.dir / f"{new_base:020d}{LOG_SUFFIX}"
+        if path.exists():
+            if path.stat().st_size:
+                self._mark_offline(f"cannot roll: {path.name} already exists")
+                raise KafkaStorageError(f"cannot roll {self.dir.name}: {path.name} already exists")
+            log.warning("%s: replacing empty leftover segment file %s", self.dir.name, path.name)
+        config = self.config
+        try:
+            active.make_inactive()
+            segment = LogSegment(self.dir, new_base, max_index_size=config.segment_index_bytes,
+                                 active=True, now_ms=_now_ms(), index_interval=config.index_interval_bytes,
+                                 jitter_ms=config.segment_jitter_ms, fresh_indexes=True, new_file=True)
+        except OSError as exc:
+            self._mark_offline(f"roll failed: {exc}")
+            raise KafkaStorageError(f"roll of {self.dir.name} failed: {exc}") from exc
+        self._segments.append(segment)
+        self._bases.append(new_base)
+        self._active = segment
+        if self.producer_state.active_producers():
+            self.producer_state.snapshot(new_base)
+        log.info("rolled %s to a new segment at offset %d", self.dir.name, new_base)
+        # Kafka flushes the previous segments asynchronously on roll; so do we.
+        self._flusher.request_flush(self, new_base)
+        return segment
+
+    # ---------------------------------------------------------------- retention
+    def delete_records_before(self, offset: int) -> int:
+        """DeleteRecords: move the log start offset to `offset`; returns the new low watermark."""
+        self._check_online()
+        with self._lock:
+            if offset > self._high_watermark:
+                raise OffsetOutOfRangeError(
+                    f"cannot move the log start offset of {self.dir.name} to {offset}: "
+                    f"above the high watermark {self._high_watermark}")
+            if offset > self._log_start_offset:
+                self._set_log_start_offset(offset)
+                self._delete_segments(lambda seg, nxt: nxt is not None and nxt.base_offset <= self._log_start_offset,
+                                      "log start offset breach")
+            return self._log_start_offset
+
+    def _set_log_start_offset(self, offset: int) -> None:
+        self._log_start_offset = offset
+        if offset > self._high_watermark:
+            self._high_watermark = offset
+        if offset > self.recovery_point:
+            self.recovery_point = offset
+        self.leader_epochs.truncate_from_start(offset)
+        log.info("log start offset of %s is now %d", self.dir.name, offset)
+
+    def delete_old_segments(self, now_ms: int | None = None) -> int:
+        """One retention pass (retention.ms, retention.bytes, log start offset); returns how
+        many segments were deleted. Also removes files whose deletion delay has passed."""
+        if self.offline_reason is not None:
+            return 0
+        now_ms = _now_ms() if now_ms is None else now_ms
+        with self._lock:
+            deleted = self._delete_segments(
+                lambda seg, nxt: nxt is not None and nxt.base_offset <= self._log_start_offset,
+                "log start offset breach")
+            config = self.config
+            if config.delete_enabled and config.retention_ms >= 0:
+                deleted += self._delete_segments(
+                    lambda seg, nxt: now_ms - seg.largest_timestamp() > config.retention_ms,
+                    f"retention.ms {config.retention_ms}")
+            if config.delete_enabled and config.retention_bytes >= 0:
+                excess = [self.size_bytes - config.retention_bytes]
+
+                def too_big(seg: LogSegment, nxt) -> bool:
+                    if excess[0] - seg.size >= 0:
+                        excess[0] -= seg.size
+                        return True
+                    return False
+
+                deleted += self._delete_segments(too_big, f"retention.bytes {config.retention_bytes}")
+        self._run_pending_deletes(time.monotonic())
+        return deleted
+
+    def _delete_segments(self, predicate, reason: str) -> int:
+        """Kafka's deleteOldSegments: delete leading segments while `predicate` holds and they
+        are below the high watermark; the active segment only if non-empty (after a roll)."""
+        segments = self._segments
+        deletable = []
+        for i, segment in enumerate(segments):
+            nxt = segments[i + 1] if i + 1 < len(segments) else None
+            upper = nxt.base_offset if nxt is not None else self._log_end_offset
+            if nxt is None and segment.size == 0:
+                break
+            if self._high_watermark >= upper and predicate(segment, nxt):
+                deletable.append(segment)
+            else:
+                break
+        if not deletable:
+            return 0
+        if len(deletable) == len(segments):
+            self._roll_locked()
+        del self._segments[:len(deletable)]
+        del self._bases[:len(deletable)]
+        first = self._segments[0].base_offset
+        if first > self._log_start_offset:
+            self._set_log_start_offset(first)
+        log.info("deleting %d segment(s) of %s (%s): %s", len(deletable), self.dir.name, reason,
+                 ", ".join(str(s.base_offset) for s in deletable))
+        self._schedule_deletion(deletable)
+        return len(deletable)
+
+    def _schedule_deletion(self, segments: list[LogSegment]) -> None:
+        due = time.monotonic() + self.config.file_delete_delay_ms / 1000
+        for segment in segments:
+            try:
+                segment.rename_for_deletion()
+            except OSError as exc:
+                log.warning("could not rename %s for deletion: %s", segment, exc)
+            self._pending_deletes.append((due, segment))
+        if self.config.file_delete_delay_ms == 0:
+            self._run_pending_deletes(time.monotonic())
+
+    def _run_pending_deletes(self, now: float, force: bool = False) -> None:
+        if not self._pending_deletes:
+            return
+        ready = [s for due, s in self._pending_deletes if force or due <= now]
+        self._pending_deletes = [(due, s) for due, s in self._pending_deletes if not (force or due <= now)]
+        if not ready:
+            return
+
+        def delete() -> None:
+            for segment in ready:
+                try:
+                    segment.delete_files()
+                except OSError as exc:
+                    log.warning("could not delete files of %s: %s", segment, exc)
+
+        if force or self._closed:
+            delete()
+        else:
+            self._flusher.submit(delete)
+
+    # ---------------------------------------------------------------- truncation
+    def truncate_to(self, offset: int) -> None:
+        """Remove every batch with an offset >= `offset` (a batch containing it goes whole)."""
+        self._check_online()
+        with self._lock:
+            if offset >= self._log_end_offset:
+                return
+            if offset < self._segments[0].base_offset:
+                self._truncate_fully_locked(offset)
+                return
+            keep = bisect.bisect_right(self._bases, offset)
+            removed = self._segments[keep:]
+            if removed:
+                del self._segments[keep:]
+                del self._bases[keep:]
+                self._schedule_deletion(removed)
+            segment = self._segments[-1]
+            if not segment.offset_index.active:
+                segment.make_active()
+            segment.truncate_to(offset)
+            self._active = segment
+            self._after_truncation(segment.next_offset)
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Delete every segment and start an empty log at `offset` (replication)."""
+        with self._lock:
+            self._truncate_fully_locked(offset)
+
+    def _truncate_fully_locked(self, offset: int) -> None:
+        removed = self._segments
+        segment = LogSegment(self.dir, offset, max_index_size=self.config.segment_index_bytes,
+                             active=True, now_ms=_now_ms(), index_interval=self.config.index_interval_bytes,
+                             jitter_ms=self.config.segment_jitter_ms, fresh_indexes=True,
+                             new_file=True) if all(s.base_offset != offset for s in removed) else None
+        if segment is None:
+            # The new base collides with an existing file: empty that segment and keep it.
+            segment = next(s for s in removed if s.base_offset == offset)
+            removed = [s for s in removed if s is not segment]
+            if not segment.offset_index.active:
+                segment.make_active()
+            segment.truncate_to(offset)
+        self._segments = [segment]
+        self._bases = [offset]
+        self._active = segment
+        segment.next_offset = offset
+        self._schedule_deletion(removed)
+        self._log_start_offset = offset
+        self.leader_epochs.clear()
+        self.producer_state.truncate_fully_and_start_at(offset)
+        self._log_end_offset = offset
+        self._high_watermark = offset
+        self.recovery_point = offset
+        self.durable_offset = offset
+        self._flusher.cancel_waiters(self, offset, KafkaError("log was truncated"))
+        log.info("%s truncated fully, now starting at offset %d", self.dir.name, offset)
+
+    def _after_truncation(self, end_offset: int) -> None:
+        self._log_end_offset = end_offset
+        self._high_watermark = min(self._high_watermark, end_offset)
+        self.recovery_point = min(self.recovery_point, end_offset)
+        self.durable_offset = min(self.durable_offset, end_offset)
+        if self._log_start_offset > end_offset:
+            self._log_start_offset = end_offset
+        self.leader_epochs.truncate_from_end(end_offset)
+        replay_from = self.producer_state.truncate_to(end_offset, self._log_start_offset)
+        self.replay_producer_state(replay_from, end_offset)
+        self._flusher.cancel_waiters(self, end_offset, KafkaError("log was truncated"))
+        log.info("%s truncated to offset %d", self.dir.name, end_offset)
+
+    def replay_producer_state(self, start: int, end: int) -> None:
+        """Feed the headers of batches in [start, end) to the producer state (recovery)."""
+        if start >= end:
+            return
+        update = self.producer_state.update
+        i = max(bisect.bisect_right(self._bases, start) - 1, 0)
+        for segment in self._segments[i:]:
+            if segment.base_offset >= end:
+                break
+            header = segment.find_batch(start)
+            if header is None:
+                continue
+            for header in segment.iter_headers(header.position):
+                if header.base_offset >= end:
+                    break
+                if header.producer_id >= 0:
+                    update(header)
+        self.producer_state.update_map_end_offset(end)
+
+    # ---------------------------------------------------------------- config and lifecycle
+    def update_config(self, config: LogConfig) -> None:
+        with self._lock:
+            self.config = config
+            for segment in self._segments:
+                segment.index_interval = config.index_interval_bytes
+
+    def close(self) -> None:
+        """Flush, snapshot producer state, trim the active indexes and close every file."""
+        if self._closed:
+            return
+        try:
+            if self.offline_reason is None:
+                self.flush()
+                try:
+                    self.producer_state.snapshot(self._log_end_offset)
+                except OSError as exc:
+                    log.warning("could not snapshot producer state of %s: %s", self.dir.name, exc)
+        finally:
+            with self._lock:
+                self._closed = True
+            self._flusher.forget(self)
+            if self._own_flusher:
+                self._flusher.stop()
+            for segment in self._segments:
+                try:
+                    segment.close()
+                except OSError as exc:
+                    log.warning("closing %s failed: %s", segment, exc)
+            self._run_pending_deletes(time.monotonic(), force=True)
+
+    def abandon(self) -> None:
+        """Close file descriptors without flushing or trimming (tests simulating a crash)."""
+        with self._lock:
+            self._closed = True
+        self._flusher.forget(self)
+        if self._own_flusher:
+            self._flusher.stop()
+        for segment in self._segments + [s for _, s in self._pending_deletes]:
+            segment.closed = True
+            try:
+                segment.file.close()
+            except OSError:
+                pass
+            for index in (segment.offset_index, segment.time_index):
+                if index._fd >= 0:
+                    os.close(index._fd)
+                    index._fd = -1

@@ -1,0 +1,242 @@
+"""Opening a partition directory: find segments, recover the unflushed tail, rebuild state.
+
+After a clean shutdown (the log dir's .kafka_cleanshutdown marker) segments are only
+sanity-checked. Otherwise every segment that may hold data at or after the recovery point
+is rescanned: each batch's header, length, CRC32C and offset continuity is checked, the
+indexes are rebuilt, and everything from the first bad byte on is cut off -- including all
+later segments, as Kafka does. Then the leader epoch cache and the producer state are made
+consistent with what survived.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import re
+import time
+from pathlib import Path
+
+from kafkapy.protocol.errors import CorruptRecordError
+from kafkapy.protocol.records import BatchHeader
+
+from .checkpoints import CheckpointError, fsync_dir
+from .config import LogConfig
+from .flusher import Flusher
+from .leader_epoch import LeaderEpochCache
+from .partition_log import PartitionLog
+from .producer_state import ProducerStateManager
+from .segment import (
+    DELETED_SUFFIX,
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    LogSegment,
+    segment_file_name,
+)
+from .sparse_index import CorruptIndexError
+
+log = logging.getLogger(__name__)
+
+_LOG_NAME = re.compile(r"^(\d{20})\.log$")
+_INDEX_NAME = re.compile(r"^(\d{20})\.(index|timeindex|txnindex)$")
+_LEFTOVER_SUFFIXES = (DELETED_SUFFIX, ".cleaned", ".swap", ".tmp")
+
+__all__ = ["load_partition_log", "parse_partition_dir_name"]
+
+
+def parse_partition_dir_name(name: str) -> tuple[str, int]:
+    """`<topic>-<partition>` -> (topic, partition); raises ValueError otherwise."""
+    topic, sep, partition = name.rpartition("-")
+    if not sep or not topic or not partition.isdigit():
+        raise ValueError(f"{name!r} is not a <topic>-<partition> directory name")
+    return topic, int(partition)
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _remove_leftovers(directory: Path) -> list[int]:
+    """Delete files of interrupted operations; return the base offsets of .log files."""
+    bases = []
+    index_bases = {}
+    for name in os.listdir(directory):
+        if name.endswith(_LEFTOVER_SUFFIXES) and not name.endswith(".snapshot.tmp"):
+            log.info("%s: removing leftover file %s", directory.name, name)
+            (directory / name).unlink(missing_ok=True)
+            continue
+        match = _LOG_NAME.match(name)
+        if match:
+            bases.append(int(match.group(1)))
+            continue
+        match = _INDEX_NAME.match(name)
+        if match:
+            index_bases.setdefault(int(match.group(1)), []).append(name)
+    known = set(bases)
+    for base, names in index_bases.items():
+        if base not in known:
+            for name in names:
+                log.info("%s: removing index %s without a log file", directory.name, name)
+                (directory / name).unlink(missing_ok=True)
+    return sorted(bases)
+
+
+class _BatchContinuity:
+    """Recovery's acceptance rule: offsets follow each other, leader epochs never go back
+    and agree with the leader epoch checkpoint when it is trustworthy."""
+
+    def __init__(self, epochs: LeaderEpochCache | None, compacted: bool):
+        self.epochs = epochs if epochs is not None and len(epochs) else None
+        self.compacted = compacted
+        self.expected = -1
+        self.last_epoch = -1
+
+    def start_segment(self, base_offset: int) -> None:
+        self.expected = base_offset
+
+    def __call__(self, header: BatchHeader) -> bool:
+        base = header.base_offset
+        if base != self.expected and not (self.compacted and base > self.expected):
+            return False
+        epoch = header.partition_leader_epoch
+        if epoch < self.last_epoch:
+            return False
+        epochs = self.epochs
+        if epochs is not None:
+            known = epochs.epoch_for_offset(base)
+            if known >= 0 and known != epoch:
+                return False
+            if known < 0 and epoch > epochs.earliest_epoch:
+                return False
+        self.last_epoch = epoch
+        self.expected = base + header.last_offset_delta + 1
+        return True
+
+
+def _delete_segment_files(directory: Path, base: int) -> None:
+    for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, ".txnindex"):
+        (directory / segment_file_name(base, suffix)).unlink(missing_ok=True)
+
+
+def load_partition_log(directory: Path, config: LogConfig, *, recovery_point: int = 0,
+                       log_start_offset: int | None = None, clean_shutdown: bool = False,
+                       flusher: Flusher | None = None) -> PartitionLog:
+    """Open the partition log in `directory`, recovering it if needed."""
+    topic, partition = parse_partition_dir_name(directory.name)
+    directory.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    now_ms = _now_ms()
+    bases = _remove_leftovers(directory)
+    end_offset_holder = [0]
+    epochs = LeaderEpochCache(directory, lambda: end_offset_holder[0])
+    epochs_trusted = True
+    try:
+        epochs.load()
+        if not epochs.path.exists() and bases:
+            epochs_trusted = False
+    except (CheckpointError, OSError) as exc:
+        log.warning("%s: ignoring unreadable leader epoch checkpoint, rebuilding it from the log: %s",
+                    directory.name, exc)
+        epochs.clear(flush=False)
+        epochs_trusted = False
+
+    def open_segment(base: int, *, active: bool, fresh: bool = False, new: bool = False) -> LogSegment:
+        return LogSegment(directory, base, max_index_size=config.segment_index_bytes, active=active,
+                          now_ms=now_ms, index_interval=config.index_interval_bytes,
+                          jitter_ms=config.segment_jitter_ms, fresh_indexes=fresh, new_file=new)
+
+    segments: list[LogSegment] = []
+    recovered: list[LogSegment] = []
+    continuity = _BatchContinuity(epochs if epochs_trusted else None,
+                                  "compact" in config.cleanup_policy.split(","))
+    if clean_shutdown:
+        first_to_recover = len(bases)
+    else:
+        first_to_recover = next((i for i in range(len(bases))
+                                 if i == len(bases) - 1 or bases[i + 1] > recovery_point), 0)
+    truncated_at = None
+    for i, base in enumerate(bases):
+        is_last = i == len(bases) - 1
+        segment = None
+        if i < first_to_recover:
+            try:
+                segment = open_segment(base, active=False)
+                segment.check_index_consistency()
+                if is_last:
+                    segment.load_next_offset()
+                else:
+                    segment.next_offset = bases[i + 1]
+            except (CorruptIndexError, CorruptRecordError) as exc:
+                log.warning("%s: segment %d needs recovery: %s", directory.name, base, exc)
+                if segment is not None:
+                    segment.close()
+                segment = None
+        if segment is None:
+            segment = open_segment(base, active=True, fresh=True)
+            continuity.start_segment(base)
+            cut = segment.recover(continuity)
+            recovered.append(segment)
+            if not is_last:
+                segment.make_inactive()
+            if cut:
+                truncated_at = i
+        segments.append(segment)
+        if truncated_at is not None:
+            break
+    if truncated_at is not None and truncated_at < len(bases) - 1:
+        later = bases[truncated_at + 1:]
+        log.warning("%s: deleting %d segment(s) after the corrupt data: %s", directory.name,
+                    len(later), ", ".join(map(str, later)))
+        for base in later:
+            _delete_segment_files(directory, base)
+    # An empty segment left in the middle by truncation is fine; an empty log needs one.
+    start = max(log_start_offset or 0, segments[0].base_offset if segments else 0)
+    if not segments or start > segments[-1].next_offset:
+        if segments:
+            log.warning("%s: log start offset %d is past the recovered end %d; starting empty at %d",
+                        directory.name, start, segments[-1].next_offset, start)
+            for segment in segments:
+                segment.close()
+                _delete_segment_files(directory, segment.base_offset)
+            recovered = []
+        segment = open_segment(start, active=True, fresh=True, new=True)
+        segment.next_offset = start
+        segments = [segment]
+        recovered.append(segment)
+    active = segments[-1]
+    if not active.offset_index.active:
+        active.make_active()
+    end_offset = active.next_offset
+    end_offset_holder[0] = end_offset
+
+    if not epochs_trusted:
+        _rebuild_epochs(epochs, segments)
+    epochs.truncate_from_end(end_offset)
+    epochs.truncate_from_start(start)
+
+    if recovered:
+        for segment in recovered:
+            segment.flush()
+            segment.needs_dir_sync = False
+        fsync_dir(directory)
+
+    plog = PartitionLog(directory, config, topic=topic, partition=partition, segments=segments,
+                        log_start_offset=start, recovery_point=end_offset, leader_epochs=epochs,
+                        producer_state=ProducerStateManager(directory), flusher=flusher)
+    epochs._log_end_offset = lambda: plog.log_end_offset
+    replay_from = plog.producer_state.load(start, end_offset)
+    plog.replay_producer_state(replay_from, end_offset)
+    log.info("loaded %s: offsets [%d, %d), %d segment(s), %d recovered, %s shutdown, in %.1f ms",
+             directory.name, start, end_offset, len(segments), len(recovered),
+             "clean" if clean_shutdown else "unclean", (time.monotonic() - started) * 1000)
+    return plog
+
+
+def _rebuild_epochs(epochs: LeaderEpochCache, segments: list[LogSegment]) -> None:
+    """Recreate the leader epoch cache from the batches' partition leader epochs."""
+    epochs.clear(flush=False)
+    for segment in segments:
+        for header in segment.iter_headers(0):
+            epoch = header.partition_leader_epoch
+            if epoch >= 0 and epoch > epochs.latest_epoch:
+                epochs.assign(epoch, header.base_offset, flush=False)
+    epochs.flush()
