@@ -244,11 +244,11 @@ class BrokerConfig:
         self._static: dict[str, str] = dict(props or {})
         self._dynamic_default: dict[str, str] = {}
         self._dynamic_broker: dict[str, str] = {}
-        self._populate_node_id()
         for name, raw in self._static.items():  # fail on the first bad value, naming the key
             definition = BROKER_CONFIGS.get(name)
             if definition is not None:
                 definition.parse(raw)
+        self._populate_node_id()
         self._values: dict[str, Any] = {}
         self._recompute()
         self._protocol_map = _parse_protocol_map(self._values["listener.security.protocol.map"])
