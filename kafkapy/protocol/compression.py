@@ -15,10 +15,10 @@ client writes, because that is what every other client has learned to read:
   writes that broken checksum.
 - zstd: one or more zstd frames, with or without content size.
 
-Decompression never produces more than `max_size` bytes (plus at most a small
-bounded overshoot for zstd, see `_decompress_zstd`), so a small batch cannot
-expand into a memory exhaustion; garbage and truncation raise
-CorruptRecordError.
+Decompression never returns more than `max_size` bytes and never holds more
+than max_size + max(max_size, 32 MiB) (zstd streams are checked chunk by chunk,
+see `_decompress_zstd_streaming`), so a small batch cannot expand into memory
+exhaustion; garbage and truncation raise CorruptRecordError.
 """
 from __future__ import annotations
 
@@ -57,9 +57,9 @@ LZ4_FRAME_MAGIC = b"\x04\x22\x4d\x18"
 LZ4_BLOCK_SIZE = 64 * 1024
 _LZ4_INCOMPRESSIBLE = 0x80000000
 
-# Zstd input is fed this many bytes at a time; one chunk can expand to at most
-# ~43x128 KiB per KiB (3-byte RLE blocks), which bounds the overshoot past max_size.
-_ZSTD_INPUT_CHUNK = 1024
+# Bounds of the input chunk size for streaming zstd decompression (see _decompress_zstd_streaming).
+_ZSTD_MIN_INPUT_CHUNK = 1024
+_ZSTD_MAX_INPUT_CHUNK = 64 * 1024
 
 _I = struct.Struct(">i")
 _U32LE = struct.Struct("<I")
@@ -327,20 +327,38 @@ def xxh32(data: bytes, seed: int = 0) -> int:
 # -- zstd ---------------------------------------------------------------------------------------
 
 def _decompress_zstd(data, max_size: int) -> bytes:
-    # decompressobj has no output cap, so input is fed in small chunks and the output
-    # checked after each; a frame's declared content size is never trusted for allocation.
     view = memoryview(data)
+    if not view:
+        raise CorruptRecordError("zstd data is empty")
+    # Fast path: one frame that declares its size (librdkafka, Python clients). The declared
+    # size bounds the allocation; a lie about it makes zstd fail, and multi-frame input
+    # ("unused data") falls through to the streaming path.
+    content_size = zstandard.frame_content_size(view)
+    if content_size > max_size:
+        raise _too_large(ZSTD, max_size)
+    if content_size >= 0:
+        try:
+            return zstandard.ZstdDecompressor().decompress(view, allow_extra_data=False)
+        except zstandard.ZstdError:
+            pass
+    return _decompress_zstd_streaming(view, max_size)
+
+
+def _decompress_zstd_streaming(view: memoryview, max_size: int) -> bytes:
+    # For frames without a content size (Java's zstd-jni stream) and multi-frame input.
+    # decompressobj has no output cap, so input is fed in chunks and the output checked
+    # after each; a chunk is sized so that even maximal expansion (a 4-byte RLE block
+    # gives 128 KiB) cannot produce more than the remaining budget again.
     chunks = []
     total = 0
     pos = 0
     end = len(view)
-    if end == 0:
-        raise CorruptRecordError("zstd data is empty")
     while pos < end:
         decompressor = zstandard.ZstdDecompressor().decompressobj()
         while pos < end and not decompressor.eof:
-            chunk = decompressor.decompress(view[pos : pos + _ZSTD_INPUT_CHUNK])
-            pos = min(pos + _ZSTD_INPUT_CHUNK, end)
+            step = min(max(_ZSTD_MIN_INPUT_CHUNK, (max_size - total) >> 15), _ZSTD_MAX_INPUT_CHUNK)
+            chunk = decompressor.decompress(view[pos : pos + step])
+            pos = min(pos + step, end)
             total += len(chunk)
             if total > max_size:
                 raise _too_large(ZSTD, max_size)

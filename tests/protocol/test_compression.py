@@ -304,3 +304,22 @@ def test_large_random_round_trip():
     data = os.urandom(1 << 20)
     for codec in ALL_CODECS:
         assert decompress(codec, compress(codec, data)) == data
+
+
+def test_zstd_declared_content_size_above_cap_is_rejected_before_decoding():
+    blob = compress(ZSTD, bytes(2_000_000))
+    assert zstandard.frame_content_size(blob) == 2_000_000
+    with pytest.raises(CorruptRecordError, match="more than 1000000"):
+        decompress(ZSTD, blob, max_size=1_000_000)
+
+
+@pytest.mark.parametrize("cap", [1 << 20, 64 << 20, 2 << 30])
+def test_zstd_streaming_path_respects_every_cap_size(cap):
+    # Frames without content size take the chunked path whose chunk size depends on the cap.
+    chunker = zstandard.ZstdCompressor(write_content_size=False).compressobj()
+    blob = chunker.compress(bytes(3 << 20)) + chunker.flush()
+    if cap < 3 << 20:
+        with pytest.raises(CorruptRecordError):
+            decompress(ZSTD, blob, max_size=cap)
+    else:
+        assert decompress(ZSTD, blob, max_size=cap) == bytes(3 << 20)
