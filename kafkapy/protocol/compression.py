@@ -23,9 +23,9 @@ exhaustion; garbage and truncation raise CorruptRecordError.
 from __future__ import annotations
 
 import struct
+import threading
 import zlib
 
-import lz4.block
 import lz4.frame
 import snappy
 import zstandard
@@ -55,7 +55,7 @@ _XERIAL_MAGIC_HEAD = struct.unpack(">i", XERIAL_MAGIC[:4])[0]
 
 LZ4_FRAME_MAGIC = b"\x04\x22\x4d\x18"
 LZ4_BLOCK_SIZE = 64 * 1024
-_LZ4_INCOMPRESSIBLE = 0x80000000
+_LZ4_FIRST_STEP = 256 * 1024
 
 # Bounds of the input chunk size for streaming zstd decompression (see _decompress_zstd_streaming).
 _ZSTD_MIN_INPUT_CHUNK = 1024
@@ -269,13 +269,21 @@ def _decompress_lz4(data, max_size: int, legacy_checksum: bool) -> bytes:
         if not pending.startswith(LZ4_FRAME_MAGIC):
             raise CorruptRecordError("lz4 data does not start with an LZ4 frame header")
         decompressor = lz4.frame.LZ4FrameDecompressor()
-        chunk = decompressor.decompress(pending, max_length=max_size - total + 1)
-        total += len(chunk)
-        if total > max_size:
-            raise _too_large(LZ4, max_size)
-        chunks.append(chunk)
-        if not decompressor.eof:
-            raise CorruptRecordError("lz4 frame truncated")
+        # lz4 allocates max_length up front, so ask for a growing step rather than the
+        # whole budget; unread output stays buffered in the decompressor between calls.
+        step = max(_LZ4_FIRST_STEP, 4 * len(pending))
+        while True:
+            chunk = decompressor.decompress(pending, max_length=min(step, max_size - total + 1))
+            pending = b""
+            total += len(chunk)
+            if total > max_size:
+                raise _too_large(LZ4, max_size)
+            chunks.append(chunk)
+            if decompressor.eof:
+                break
+            if decompressor.needs_input:
+                raise CorruptRecordError("lz4 frame truncated")
+            step *= 2
         pending = decompressor.unused_data
         if not pending:
             return b"".join(chunks)
@@ -326,6 +334,17 @@ def xxh32(data: bytes, seed: int = 0) -> int:
 
 # -- zstd ---------------------------------------------------------------------------------------
 
+_zstd_state = threading.local()
+
+
+def _zstd_decompressor() -> zstandard.ZstdDecompressor:
+    # Creating a decompression context costs ~10 us; one per thread is reused.
+    dctx = getattr(_zstd_state, "dctx", None)
+    if dctx is None:
+        dctx = _zstd_state.dctx = zstandard.ZstdDecompressor()
+    return dctx
+
+
 def _decompress_zstd(data, max_size: int) -> bytes:
     view = memoryview(data)
     if not view:
@@ -338,7 +357,7 @@ def _decompress_zstd(data, max_size: int) -> bytes:
         raise _too_large(ZSTD, max_size)
     if content_size >= 0:
         try:
-            return zstandard.ZstdDecompressor().decompress(view, allow_extra_data=False)
+            return _zstd_decompressor().decompress(view, allow_extra_data=False)
         except zstandard.ZstdError:
             pass
     return _decompress_zstd_streaming(view, max_size)
@@ -354,7 +373,7 @@ def _decompress_zstd_streaming(view: memoryview, max_size: int) -> bytes:
     pos = 0
     end = len(view)
     while pos < end:
-        decompressor = zstandard.ZstdDecompressor().decompressobj()
+        decompressor = _zstd_decompressor().decompressobj()
         while pos < end and not decompressor.eof:
             step = min(max(_ZSTD_MIN_INPUT_CHUNK, (max_size - total) >> 15), _ZSTD_MAX_INPUT_CHUNK)
             chunk = decompressor.decompress(view[pos : pos + step])

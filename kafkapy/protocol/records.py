@@ -246,14 +246,6 @@ def read_varlong(buf, pos: int) -> tuple[int, int]:
     raise CorruptRecordError(f"varlong longer than 10 bytes ending at byte {pos}")
 
 
-def _zigzag_varint(out: bytearray, value: int) -> None:
-    value = (value << 1) ^ (value >> 63)
-    while value & ~0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-
-
 def iter_records(batch, header: BatchHeader | None = None,
                  max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> Iterator[Record]:
     """Lazily decode the records of one v2 batch, decompressing if needed.
@@ -420,8 +412,8 @@ def _decode_records(data: bytes, count: int, base_offset: int, base_timestamp: i
 _SMALL_VARINTS = [bytes((i,)) for i in range(128)]
 
 
-def _varint(value: int) -> bytes:
-    """Zig-zag varint/varlong encoding of `value`."""
+def encode_varint(value: int) -> bytes:
+    """Zig-zag varint/varlong encoding of `value` (Kafka's record-level varints)."""
     value = (value << 1) ^ (value >> 63)
     if value < 0x80:
         return _SMALL_VARINTS[value]
@@ -435,13 +427,13 @@ def _varint(value: int) -> bytes:
     return bytes(out)
 
 
-_NULL = _varint(-1)
+_NULL = encode_varint(-1)
 
 
 def encode_record(offset_delta: int, timestamp_delta: int, key: bytes | None, value: bytes | None,
                   headers=()) -> bytes:
     """Encode one record of a v2 batch (its length prefix included)."""
-    varint = _varint
+    varint = encode_varint
     parts = [b"\x00", varint(timestamp_delta), varint(offset_delta)]
     if key is None:
         parts.append(_NULL)

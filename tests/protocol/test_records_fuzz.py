@@ -17,7 +17,9 @@ from hypothesis import strategies as st
 
 from kafkapy.protocol.compression import GZIP, LZ4, NONE, SNAPPY, ZSTD, UnsupportedCompressionTypeError, compress
 from kafkapy.protocol.errors import CorruptRecordError
-from kafkapy.protocol.legacy_records import build_message_set, iter_legacy_records, legacy_to_v2, v2_to_legacy
+from kafkapy.protocol.legacy_records import (
+    build_message_set, encode_message, iter_legacy_records, legacy_to_v2, v2_to_legacy,
+)
 from kafkapy.protocol.records import (
     build_batch, decode_records, iter_batch_headers, iter_records, read_batch_header, validate_batch,
 )
@@ -186,7 +188,6 @@ def test_mutated_inner_message_sets_raise_only_typed_errors():
         mutated = bytes(mutate(inner, rng))
         codec = rng.choice((GZIP, SNAPPY, LZ4))
         wrapped = compress(codec, mutated, legacy_lz4_checksum=magic == 0)
-        from kafkapy.protocol.legacy_records import encode_message
         consume_legacy(encode_message(rng.randrange(100), magic, codec, 0, None, wrapped))
 
 

@@ -9,7 +9,7 @@ from kafka.record.util import decode_varint as kafka_python_decode_varint
 from kafkapy.protocol.compression import GZIP, LZ4, NONE, SNAPPY, ZSTD
 from kafkapy.protocol.errors import CorruptRecordError, KafkaError
 from kafkapy.protocol.records import (
-    HEADER_SIZE, NO_TIMESTAMP, Record, _zigzag_varint, build_batch, decode_records, encode_record,
+    HEADER_SIZE, NO_TIMESTAMP, Record, build_batch, decode_records, encode_record, encode_varint,
     iter_batch_headers, iter_records, read_batch_header, read_magic, read_varint, read_varlong,
     set_base_offset, set_log_append_time, set_partition_leader_epoch, validate_batch,
 )
@@ -24,9 +24,7 @@ records_strategy = st.lists(st.tuples(keys, values, header_lists, timestamps), m
 
 
 def varint_bytes(value: int) -> bytes:
-    out = bytearray()
-    _zigzag_varint(out, value)
-    return bytes(out)
+    return encode_varint(value)
 
 
 # -- varints -------------------------------------------------------------------------------------
