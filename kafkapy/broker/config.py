@@ -21,8 +21,8 @@ from .config_defs import (
     BROKER_CONFIGS,
     LONG_MAX,
     TOPIC_CONFIGS,
-    ConfigDef,
     ConfigType,
+    Password,
     broker_synonym_group,
     format_value,
 )
@@ -141,14 +141,43 @@ class Listener:
     port: int
 
     @property
-    def bind_host(self) -> str | None:
-        """Host to pass to loop.create_server: None binds every interface; 'localhost' binds loopback
-        (127.0.0.1 and ::1 when the resolver has both), so clients using either name connect."""
-        return self.host or None
+    def bind_host(self) -> str | list[str] | None:
+        """Host(s) to pass to loop.create_server: None binds every interface.
+
+        'localhost' becomes 127.0.0.1 plus ::1 when the resolver lists it and it can be bound, so
+        clients connecting to 127.0.0.1, ::1 or localhost all reach the broker, and a host whose
+        resolver lists ::1 without IPv6 on loopback still starts.
+        """
+        if not self.host:
+            return None
+        if self.host.lower() != "localhost":
+            return self.host
+        hosts = _loopback_addresses()
+        return hosts if len(hosts) > 1 else hosts[0]
 
     def __str__(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"{self.name}://{host}:{self.port}"
+
+
+def _loopback_addresses() -> list[str]:
+    found = ["127.0.0.1"]
+    try:
+        infos = socket.getaddrinfo("localhost", None, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except OSError as exc:
+        log.warning("cannot resolve localhost (%s); binding 127.0.0.1 only", exc)
+        return found
+    for family, _, _, _, address in infos:
+        if address[0] in found:
+            continue
+        try:
+            with socket.socket(family, socket.SOCK_STREAM) as probe:
+                probe.bind((address[0], 0))
+        except OSError as exc:
+            log.info("not binding %s for localhost: %s", address[0], exc)
+            continue
+        found.append(address[0])
+    return found
 
 
 def parse_listeners(config_name: str, text: str, protocol_map: Mapping[str, str]) -> list[Listener]:
@@ -241,7 +270,7 @@ class BrokerConfig:
     """
 
     def __init__(self, props: Mapping[str, str] | None = None):
-        self._static: dict[str, str] = dict(props or {})
+        self._static: dict[str, str] = {name: _as_string(name, value) for name, value in (props or {}).items()}
         self._dynamic_default: dict[str, str] = {}
         self._dynamic_broker: dict[str, str] = {}
         for name, raw in self._static.items():  # fail on the first bad value, naming the key
@@ -317,8 +346,9 @@ class BrokerConfig:
     def log_roll_ms(self) -> int:
         return self.topic_default("segment.ms")
 
-    def listener_address(self) -> tuple[str | None, int]:
-        """(bind host, port) of the first listener; host None means every interface."""
+    def listener_address(self) -> tuple[str | list[str] | None, int]:
+        """(bind host or hosts, port) of the first listener, for loop.create_server; None means every
+        interface, and the default 'localhost' listener binds the loopback addresses."""
         first = self.listeners[0]
         return first.bind_host, first.port
 
@@ -499,6 +529,18 @@ class BrokerConfig:
             elif not definition.used and _DEFAULT_STRINGS.get(name) != raw.strip():
                 log.warning("broker config %s=%s is accepted for compatibility but has no effect in kafkapy", name,
                             "[hidden]" if definition.type is ConfigType.PASSWORD else raw)
+
+
+def _as_string(name: str, value: Any) -> str:
+    """Config values given by code (ints, bools, lists) in the string form a properties file would have."""
+    if isinstance(value, str):
+        return value
+    definition = BROKER_CONFIGS.get(name)
+    if isinstance(value, (list, tuple)):
+        return ",".join(map(str, value))
+    if definition is not None and not isinstance(value, Password):
+        return definition.format(definition.parse(value)) or ""
+    return value.value if isinstance(value, Password) else str(value)
 
 
 # -- topic configs ----------------------------------------------------------------------------------

@@ -167,6 +167,14 @@ def test_invalid_values_name_the_key_and_value(key, value, reason):
     assert reason in str(err) and err.name == key
 
 
+def test_typed_values_given_by_code():
+    c = BrokerConfig({"num.partitions": 3, "auto.create.topics.enable": False, "log.cleanup.policy": ["compact"],
+                      "log.cleaner.min.cleanable.ratio": 0.25})
+    assert c.num_partitions == 3 and c.get("auto.create.topics.enable") is False
+    assert c.static_configs["auto.create.topics.enable"] == "false" and c.get("log.cleanup.policy") == ["compact"]
+    assert c.get("log.cleaner.min.cleanable.ratio") == 0.25
+
+
 def test_value_parsing_is_kafka_like():
     c = cfg(num_partitions=" +4 ", log_cleanup_policy="compact , delete", log_preallocate="TRUE",
             log_cleaner_min_cleanable_ratio="0.25")
@@ -208,7 +216,9 @@ def test_node_id_and_broker_id():
 
 def test_default_listener_is_loopback_advertised_as_localhost():
     c = BrokerConfig()
-    assert c.listener_address() == ("localhost", 9092)
+    hosts, port = c.listener_address()
+    hosts = [hosts] if isinstance(hosts, str) else hosts
+    assert port == 9092 and hosts[0] == "127.0.0.1" and set(hosts) <= {"127.0.0.1", "::1"}
     assert c.advertised_address() == ("localhost", 9092)
     assert str(c.listeners[0]) == "PLAINTEXT://localhost:9092"
 
