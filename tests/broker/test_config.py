@@ -9,6 +9,8 @@ import types
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kafkapy.broker.config import (
     AlterConfigOp,
@@ -83,6 +85,31 @@ def test_properties_value_whitespace():
 def test_properties_malformed_unicode_escape():
     with pytest.raises(ConfigError, match="Malformed"):
         parse_properties("a=\\u12")
+
+
+def _java_escape(text: str, is_key: bool) -> str:
+    """Properties.store's escaping (enough of it to round-trip any text)."""
+    out = []
+    for i, ch in enumerate(text):
+        if ch == "\\":
+            out.append("\\\\")
+        elif ch in "\t\n\r\f":
+            out.append({"\t": "\\t", "\n": "\\n", "\r": "\\r", "\f": "\\f"}[ch])
+        elif ch in "=:#!" or (ch == " " and (is_key or i == 0)):
+            out.append("\\" + ch)
+        elif ord(ch) < 0x20 or ord(ch) > 0x7E:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.text(min_size=1, alphabet=st.characters(max_codepoint=0xFFFF, exclude_categories=("Cs",))),
+                       st.text(alphabet=st.characters(max_codepoint=0xFFFF, exclude_categories=("Cs",))), max_size=8))
+def test_properties_round_trip(props):
+    text = "".join(f"{_java_escape(k, True)}={_java_escape(v, False)}\n" for k, v in props.items())
+    assert parse_properties(text) == props
 
 
 # -- typed values and defaults ----------------------------------------------------------------------------------
