@@ -261,19 +261,25 @@ class BrokerResult:
     accept_s: list[float] = field(default_factory=list)
     api_ready_s: list[float] = field(default_factory=list)
     idle_rss_mb: float | None = None
+    idle_rss_samples_mb: list[float] = field(default_factory=list)
     produce: dict[str, PhaseResult] = field(default_factory=dict)
     consume: dict[str, PhaseResult] = field(default_factory=dict)
+    # Every repetition's rate (records/s) per "produce <case>" / "consume <case>", for the spread.
+    rates: dict[str, list[float]] = field(default_factory=dict)
 
 
 def measure_startup(kind: BrokerKind, runs: int, result: BrokerResult) -> None:
+    """Time `runs` fresh starts; each also gives one idle-RSS sample (the median is reported)."""
     for _ in range(runs):
         broker = spawn(kind)
         try:
             accept_s, api_s = wait_ready(broker)
             result.accept_s.append(accept_s)
             result.api_ready_s.append(api_s)
+            result.idle_rss_samples_mb.append(measure_idle_rss(broker))
         finally:
             broker.stop()
+    result.idle_rss_mb = _median(result.idle_rss_samples_mb)
 
 
 def measure_idle_rss(broker: RunningBroker) -> float:
@@ -507,7 +513,7 @@ def render_markdown(results: list[BrokerResult], cases: list[Case], settings: di
     row("start → first ApiVersions answer (median)", "", [_fmt_seconds(api[n]) for n in names],
         _ratio(api.get("tansu"), api.get("kafkapy")))
     rss = {r.name: r.idle_rss_mb for r in results}
-    row("idle RSS after 1 metadata request", f"< {GOAL_IDLE_RSS_MB:.0f} MB",
+    row("idle RSS after 1 metadata request (median)", f"< {GOAL_IDLE_RSS_MB:.0f} MB",
         ["—" if rss[n] is None else f"{rss[n]:.1f} MB" for n in names], _ratio(rss.get("tansu"), rss.get("kafkapy")))
     for phase_name in ("produce", "consume"):
         for case in cases:
@@ -527,6 +533,16 @@ def render_markdown(results: list[BrokerResult], cases: list[Case], settings: di
             for label, phase in getattr(r, phase_name).items():
                 if phase.error:
                     problems.append(f"- {r.name} {phase_name} {label}: {phase.error}")
+    spread = []
+    for r in results:
+        for label, rates in r.rates.items():
+            good = [rate for rate in rates if rate > 0]
+            if len(good) > 1 and max(good) > 2 * min(good):
+                spread.append(f"{r.name} {label}: " + ", ".join(f"{rate / 1000:.0f}k" for rate in rates))
+    if spread:
+        lines.append("Unstable phases (repetitions differ by more than 2×; rec/s of each): "
+                     + "; ".join(spread) + ".")
+        lines.append("")
     if problems:
         lines.append("⚠ = the phase did not complete cleanly:")
         lines.extend(problems)
@@ -601,15 +617,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--brokers", default="kafkapy,tansu", help="comma-separated: kafkapy,tansu")
     parser.add_argument("--records", type=int, default=200_000, help="max records per phase")
     parser.add_argument("--seconds", type=float, default=10.0, help="max seconds per phase")
-    parser.add_argument("--startup-runs", type=int, default=5)
-    parser.add_argument("--repeat", type=int, default=3, help="repetitions per case; the median rate is reported")
-    parser.add_argument("--quick", action="store_true", help="2 cases, 20k records, 3 s, 3 startups")
+    parser.add_argument("--startup-runs", type=int, help="fresh starts to time (default 5, --quick 3)")
+    parser.add_argument("--repeat", type=int, help="repetitions per case, median reported (default 3, --quick 1)")
+    parser.add_argument("--quick", action="store_true", help="2 cases, <= 20k records, <= 3 s, 3 startups, 1 repetition")
     parser.add_argument("--json", type=Path, help="also write raw results to this file")
     parser.add_argument("--write-docs", action="store_true", help=f"update '{DOCS_HEADING}' in docs/benchmarks.md")
     args = parser.parse_args(argv)
     if args.quick:
         args.records, args.seconds = min(args.records, 20_000), min(args.seconds, 3.0)
-        args.startup_runs, args.repeat = 3, 1
+    if args.startup_runs is None:
+        args.startup_runs = 3 if args.quick else 5
+    if args.repeat is None:
+        args.repeat = 1 if args.quick else 3
     names = [n.strip() for n in args.brokers.split(",") if n.strip()]
     unknown = [n for n in names if n not in BROKER_KINDS]
     if unknown:
@@ -631,7 +650,6 @@ def main(argv: list[str] | None = None) -> int:
                 broker = spawn(kind)
                 running[name] = broker
                 wait_ready(broker)
-                result.idle_rss_mb = measure_idle_rss(broker)
             except (BrokerFailed, peers.PeerUnavailable, OSError, Exception) as error:  # noqa: BLE001
                 result.start_error = _one_line(error)
                 print(f"[{name}] failed to start: {result.start_error}", file=sys.stderr)
@@ -647,6 +665,8 @@ def main(argv: list[str] | None = None) -> int:
                 repetitions = [run_case(broker, case, args.records, args.seconds) for _ in range(args.repeat)]
                 result.produce[case.label] = median_phase([r[0] for r in repetitions])
                 result.consume[case.label] = median_phase([r[1] for r in repetitions])
+                result.rates[f"produce {case.label}"] = [r[0].records_per_s for r in repetitions]
+                result.rates[f"consume {case.label}"] = [r[1].records_per_s for r in repetitions]
                 for produced, consumed in repetitions:
                     for phase_name, phase in (("produce", produced), ("consume", consumed)):
                         print(f"    {phase_name}: {phase.records} rec, {phase.records_per_s:,.0f}/s"
