@@ -45,9 +45,9 @@ class Broker:
         self.started_at = time.monotonic()
 
     def _open_metadata_store(self):
-        from ..controller.embedded import EmbeddedMetadataStore
+        from .config import open_metadata_store
 
-        store = EmbeddedMetadataStore(self.data_dir)
+        store = open_metadata_store(self.config)
         store.register_broker(self.node_id, self.advertised_host, self.advertised_port,
                               self.config.get("broker.rack"))
         return store

@@ -486,8 +486,8 @@ class BrokerConfig:
                               f"node.id={node_id}, broker.id={broker_id}", name="node.id", value=node_id)
         chosen = node_id if node_id is not None else broker_id
         if chosen is None:
-            chosen = 0
-            log.info("node.id is not set; using node id 0")
+            # The contract: a single-node kafkapy is node 1 unless configured.
+            chosen = 1
         self._static["node.id"] = self._static["broker.id"] = str(chosen)
 
     def _advertised(self) -> list[Listener]:

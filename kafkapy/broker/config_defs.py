@@ -592,8 +592,8 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _table(
     K("unstable.api.versions.enable", B, False, H, "Advertise unreleased API versions.", internal=True),
     K("unstable.feature.versions.enable", B, False, H, "Allow unreleased metadata versions.", internal=True),
     # -- logs --------------------------------------------------------------------------------
-    K("log.dir", S, "/tmp/kafkapy-logs", H, "Directory of the log data, used when log.dirs is unset "
-      "(kafkapy default: /tmp/kafkapy-logs)."),
+    K("log.dir", S, "./kafkapy-data", H, "Directory of the log data, used when log.dirs is unset "
+      "(kafkapy default: ./kafkapy-data)."),
     K("log.dirs", S, None, H, "Comma-separated directories of the log data; log.dir when unset."),
     KT("log.segment.bytes", I, 1073741824, H, Range(14)),
     KT("log.roll.ms", LG, None, H, doc="Time before a new segment is rolled, in ms; log.roll.hours when unset."),

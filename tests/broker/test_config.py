@@ -236,7 +236,7 @@ def test_java_double_formatting():
 def test_node_id_and_broker_id():
     assert cfg(node_id="3").node_id == 3 and cfg(node_id="3").get("broker.id") == 3
     assert cfg(broker_id="5").node_id == 5
-    assert cfg().node_id == 0
+    assert cfg().node_id == 1
     err = error_of(BrokerConfig, {"node.id": "1", "broker.id": "2"})
     assert "node.id" in str(err) and "broker.id" in str(err)
 
