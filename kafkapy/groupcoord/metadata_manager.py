@@ -1,0 +1,248 @@
+"""Group and offset storage: the cache of groups this broker coordinates, backed by __consumer_offsets.
+
+Kafka's GroupMetadataManager: owns which __consumer_offsets partitions are loaded here,
+writes group metadata and offset commits as records, loads them back when a partition is
+taken over (start-up or leadership change), and expires offsets past retention.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+
+from ..protocol.errors import ErrorCode, KafkaError
+from .group import GroupMetadata, GroupState, MemberMetadata, OffsetAndMetadata
+from .offsets_topic import OFFSETS_TOPIC, OffsetsTopicStore, partition_for
+from .records import (
+    GroupMetadataKey,
+    OffsetCommitKey,
+    decode_group_metadata_value,
+    decode_key,
+    decode_offset_commit_value,
+    group_metadata_key,
+    group_metadata_value,
+    offset_commit_key,
+    offset_commit_value,
+)
+
+log = logging.getLogger(__name__)
+
+TopicPartition = tuple[str, int]
+
+# How an append failure shows to the committer / to the group (Kafka's storeOffsets/storeGroup).
+_COMMIT_ERRORS = {
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.REQUEST_TIMED_OUT: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.MESSAGE_TOO_LARGE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
+    ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
+    ErrorCode.INVALID_FETCH_SIZE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
+}
+_GROUP_ERRORS = dict(_COMMIT_ERRORS)
+for _code in (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE, ErrorCode.INVALID_FETCH_SIZE):
+    _GROUP_ERRORS[_code] = ErrorCode.UNKNOWN_SERVER_ERROR
+
+
+class GroupMetadataManager:
+    """Groups by id for the __consumer_offsets partitions loaded on this broker."""
+
+    def __init__(self, store: OffsetsTopicStore, num_partitions: int, clock_ms: Callable[[], int],
+                 metadata_max_bytes: int = 4096):
+        self.store = store
+        self.num_partitions = num_partitions
+        self.clock_ms = clock_ms
+        self.metadata_max_bytes = metadata_max_bytes
+        self.groups: dict[str, GroupMetadata] = {}
+        self.owned_partitions: set[int] = set()
+        self.loading_partitions: set[int] = set()
+
+    # -- ownership ------------------------------------------------------------------------
+    def partition_for(self, group_id: str) -> int:
+        return partition_for(group_id, self.num_partitions)
+
+    def is_local(self, group_id: str) -> bool:
+        return self.partition_for(group_id) in self.owned_partitions
+
+    def is_loading(self, group_id: str) -> bool:
+        return self.partition_for(group_id) in self.loading_partitions
+
+    # -- cache ----------------------------------------------------------------------------
+    def get_group(self, group_id: str) -> GroupMetadata | None:
+        return self.groups.get(group_id)
+
+    def get_or_create_group(self, group_id: str, create: bool) -> GroupMetadata | None:
+        group = self.groups.get(group_id)
+        if group is None and create:
+            group = self.groups[group_id] = GroupMetadata(group_id, GroupState.EMPTY, self.clock_ms())
+        return group
+
+    def groups_in(self, partition: int) -> list[GroupMetadata]:
+        return [g for g in self.groups.values() if self.partition_for(g.group_id) == partition]
+
+    # -- writes ---------------------------------------------------------------------------
+    def store_group(self, group: GroupMetadata, assignment: dict[str, bytes]) -> int:
+        """Persist the group's metadata with `assignment`; returns Kafka's error code for the group."""
+        record = (group_metadata_key(group.group_id), group_metadata_value(group, assignment))
+        try:
+            self.store.append(self.partition_for(group.group_id), [record], self.clock_ms())
+        except KafkaError as exc:
+            log.warning("writing metadata of group %s failed: %s", group.group_id, exc)
+            return _GROUP_ERRORS.get(exc.code, exc.code)
+        return ErrorCode.NONE
+
+    def valid_metadata(self, metadata: str | None) -> bool:
+        return metadata is None or len(metadata.encode("utf-8")) <= self.metadata_max_bytes
+
+    def store_offsets(self, group: GroupMetadata,
+                      offsets: dict[TopicPartition, OffsetAndMetadata]) -> dict[TopicPartition, int]:
+        """Persist offset commits (one batch); returns an error code per partition."""
+        errors: dict[TopicPartition, int] = {}
+        accepted: dict[TopicPartition, OffsetAndMetadata] = {}
+        for tp, committed in offsets.items():
+            if self.valid_metadata(committed.metadata):
+                accepted[tp] = committed
+            else:
+                errors[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+        if accepted:
+            records = [(offset_commit_key(group.group_id, tp[0], tp[1]), offset_commit_value(c))
+                       for tp, c in accepted.items()]
+            try:
+                self.store.append(self.partition_for(group.group_id), records, self.clock_ms())
+            except KafkaError as exc:
+                log.warning("writing %d offsets of group %s failed: %s", len(records), group.group_id, exc)
+                code = _COMMIT_ERRORS.get(exc.code, exc.code)
+                errors.update((tp, code) for tp in accepted)
+                return errors
+            if group.is_in(GroupState.DEAD):
+                # the group was deleted while we wrote; Kafka drops such commits from the cache too
+                log.info("group %s died while committing offsets", group.group_id)
+            else:
+                group.offsets.update(accepted)
+            errors.update((tp, ErrorCode.NONE) for tp in accepted)
+        return errors
+
+    def cleanup_group_metadata(self, groups: Iterable[GroupMetadata],
+                               selector: Callable[[GroupMetadata], list[TopicPartition]]) -> int:
+        """Remove offsets chosen by `selector` (tombstones); drop groups that are Dead; count removed."""
+        removed_total = 0
+        for group in groups:
+            removed = selector(group)
+            for tp in removed:
+                group.offsets.pop(tp, None)
+            tombstones: list[tuple[bytes, bytes | None]] = [
+                (offset_commit_key(group.group_id, tp[0], tp[1]), None) for tp in removed]
+            if group.is_in(GroupState.EMPTY) and not group.has_offsets() and group.group_id in self.groups:
+                group.transition_to(GroupState.DEAD, self.clock_ms())
+            if group.is_in(GroupState.DEAD):
+                if self.groups.get(group.group_id) is group:
+                    del self.groups[group.group_id]
+                tombstones.append((group_metadata_key(group.group_id), None))
+            if tombstones:
+                try:
+                    self.store.append(self.partition_for(group.group_id), tombstones, self.clock_ms())
+                except KafkaError as exc:
+                    log.warning("writing %d tombstones of group %s failed: %s", len(tombstones),
+                                group.group_id, exc)
+            removed_total += len(removed)
+        return removed_total
+
+    # -- reads ----------------------------------------------------------------------------
+    def get_offsets(self, group_id: str, partitions: list[TopicPartition] | None,
+                    require_stable: bool = False) -> dict[TopicPartition, tuple[OffsetAndMetadata | None, int]]:
+        """Committed offsets (None where nothing is committed) with a per-partition error code."""
+        group = self.groups.get(group_id)
+        if group is None or group.is_in(GroupState.DEAD):
+            return {tp: (None, ErrorCode.NONE) for tp in partitions or ()}
+        if partitions is None:
+            return {tp: (c, ErrorCode.NONE) for tp, c in group.offsets.items()}
+        # require_stable only matters with pending transactional commits, which this
+        # coordinator does not keep, so every committed offset is stable.
+        return {tp: (group.offsets.get(tp), ErrorCode.NONE) for tp in partitions}
+
+    # -- loading --------------------------------------------------------------------------
+    def load_partition(self, partition: int) -> list[GroupMetadata]:
+        """Rebuild the groups of one __consumer_offsets partition from its log; returns them."""
+        self.loading_partitions.add(partition)
+        try:
+            return self._load(partition)
+        finally:
+            self.loading_partitions.discard(partition)
+            self.owned_partitions.add(partition)
+
+    def _load(self, partition: int) -> list[GroupMetadata]:
+        offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
+        metadata: dict[str, object] = {}  # group id -> GroupMetadataValue, or None when deleted
+        records = 0
+        try:
+            for key, value in self.store.read(partition):
+                records += 1
+                if key is None:
+                    continue
+                parsed = decode_key(key)
+                if isinstance(parsed, OffsetCommitKey):
+                    group_offsets = offsets.setdefault(parsed.group, {})
+                    tp = (parsed.topic, parsed.partition)
+                    if value is None:
+                        group_offsets.pop(tp, None)
+                    else:
+                        group_offsets[tp] = decode_offset_commit_value(value)
+                elif isinstance(parsed, GroupMetadataKey):
+                    metadata[parsed.group] = None if value is None else decode_group_metadata_value(value)
+        except KafkaError as exc:
+            log.error("%s-%d: stopped loading after %d records: %s", OFFSETS_TOPIC, partition, records, exc)
+        loaded = []
+        for group_id in set(offsets) | set(metadata):
+            stored = metadata.get(group_id)
+            group_offsets = offsets.get(group_id, {})
+            if stored is None and not group_offsets:
+                continue  # deleted group (tombstone) with no later commits
+            group = self._build_group(group_id, stored, group_offsets)
+            self.groups[group_id] = group
+            loaded.append(group)
+        log.info("loaded %d groups from %s-%d (%d records)", len(loaded), OFFSETS_TOPIC, partition, records)
+        return loaded
+
+    def _build_group(self, group_id: str, stored, group_offsets) -> GroupMetadata:
+        now = self.clock_ms()
+        if stored is None:
+            group = GroupMetadata(group_id, GroupState.EMPTY, now)
+            group.offsets = dict(group_offsets)
+            return group
+        group = GroupMetadata(group_id, GroupState.STABLE if stored.members else GroupState.EMPTY, now)
+        group.protocol_type = stored.protocol_type or None
+        group.generation_id = stored.generation
+        group.protocol_name = stored.protocol
+        group.leader_id = stored.leader
+        group.current_state_timestamp = stored.current_state_timestamp if stored.current_state_timestamp >= 0 else None
+        for m in stored.members:
+            member = MemberMetadata(
+                member_id=m.member_id, group_instance_id=m.group_instance_id, client_id=m.client_id,
+                client_host=m.client_host, rebalance_timeout_ms=m.rebalance_timeout_ms,
+                session_timeout_ms=m.session_timeout_ms, protocol_type=group.protocol_type or "",
+                supported_protocols=[(stored.protocol or "", m.subscription)], assignment=m.assignment)
+            group.add(member)
+        if group.leader_id not in group.members:
+            group.leader_id = next(iter(group.members), None)
+        group.subscribed_topics = group.compute_subscribed_topics()
+        group.offsets = dict(group_offsets)
+        return group
+
+    def unload_partition(self, partition: int) -> list[GroupMetadata]:
+        """Forget the groups of a partition this broker no longer leads; returns them."""
+        self.owned_partitions.discard(partition)
+        removed = self.groups_in(partition)
+        for group in removed:
+            del self.groups[group.group_id]
+        return removed
+
+    # -- expiry ---------------------------------------------------------------------------
+    def expire_offsets(self, retention_ms: int) -> int:
+        """Remove offsets past retention and groups left Empty without offsets; count removed."""
+        now = self.clock_ms()
+        removed = self.cleanup_group_metadata(
+            list(self.groups.values()), lambda group: group.expired_offsets(now, retention_ms))
+        if removed:
+            log.info("removed %d expired offsets", removed)
+        return removed

@@ -1,0 +1,107 @@
+"""The __consumer_offsets topic: which partition owns a group, and reading/writing its records.
+
+The coordinator is an ordinary user of partition logs: its writes are record batches appended
+to `__consumer_offsets-<n>` through the same PartitionLog as any produce, and its state is
+rebuilt at start-up by reading those logs back.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+from ..protocol.errors import ErrorCode, KafkaError
+from ..protocol.records import build_batch, iter_batch_headers, iter_records
+
+if TYPE_CHECKING:
+    from ..log.partition_log import PartitionLog
+
+log = logging.getLogger(__name__)
+
+OFFSETS_TOPIC = "__consumer_offsets"
+
+
+def java_string_hash(text: str) -> int:
+    """Java's String.hashCode: 31-polynomial over UTF-16 code units, as a signed 32-bit int."""
+    h = 0
+    raw = text.encode("utf-16-be", "surrogatepass")
+    for i in range(0, len(raw), 2):
+        h = (31 * h + ((raw[i] << 8) | raw[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def partition_for(group_id: str, num_partitions: int) -> int:
+    """The __consumer_offsets partition of a group: Utils.abs(hashCode) % partitions, as Kafka."""
+    return (java_string_hash(group_id) & 0x7FFFFFFF) % num_partitions
+
+
+def offsets_topic_configs(segment_bytes: int) -> dict[str, str]:
+    """Topic configs Kafka gives __consumer_offsets when it creates it."""
+    return {
+        "cleanup.policy": "compact",
+        "compression.type": "producer",
+        "segment.bytes": str(segment_bytes),
+    }
+
+
+class OffsetsTopicStore:
+    """Appends coordinator records to __consumer_offsets partitions and reads them back.
+
+    `log_for(partition)` returns the local PartitionLog (None when this broker has none);
+    `leader_epoch_for(partition)` the epoch to stamp; `on_append(partition)` is told after
+    every append (the broker wakes fetchers parked on the partition).
+    """
+
+    def __init__(self, log_for: Callable[[int], PartitionLog | None],
+                 leader_epoch_for: Callable[[int], int] = lambda partition: 0,
+                 on_append: Callable[[int], None] | None = None,
+                 load_buffer_size: int = 5 * 1024 * 1024):
+        self._log_for = log_for
+        self._leader_epoch_for = leader_epoch_for
+        self._on_append = on_append
+        self._load_buffer_size = load_buffer_size
+
+    def append(self, partition: int, records: list[tuple[bytes, bytes | None]],
+               timestamp_ms: int | None = None) -> None:
+        """Append `records` as one batch; raises KafkaError with Kafka's code on failure."""
+        plog = self._log_for(partition)
+        if plog is None:
+            raise KafkaError(f"no local log for {OFFSETS_TOPIC}-{partition}", ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        if timestamp_ms is None:
+            timestamp_ms = int(time.time() * 1000)
+        buf = bytearray(build_batch(records, base_timestamp=timestamp_ms))
+        headers = list(iter_batch_headers(buf, validate=False))
+        plog.append(buf, leader_epoch=self._leader_epoch_for(partition), validated=headers)
+        if self._on_append is not None:
+            self._on_append(partition)
+
+    def read(self, partition: int) -> Iterator[tuple[bytes | None, bytes | None]]:
+        """Every (key, value) in the partition from its start to its end, in offset order."""
+        plog = self._log_for(partition)
+        if plog is None:
+            return
+        offset = plog.log_start_offset
+        end = plog.log_end_offset
+        while offset < end:
+            result = plog.read(offset, self._load_buffer_size, max_offset=end)
+            data = result.records
+            buf = data.tobytes() if hasattr(data, "tobytes") else bytes(data)
+            if not buf:
+                log.warning("%s-%d: no batch at offset %d below the end %d; loading stops there",
+                            OFFSETS_TOPIC, partition, offset, end)
+                return
+            progressed = False
+            for header in iter_batch_headers(buf, validate=True):
+                if header.next_offset <= offset:
+                    continue
+                offset = header.next_offset
+                progressed = True
+                if header.is_control:
+                    continue
+                for record in iter_records(buf, header):
+                    yield record.key, record.value
+            if not progressed:
+                log.warning("%s-%d: read at offset %d made no progress; loading stops there",
+                            OFFSETS_TOPIC, partition, offset)
+                return
