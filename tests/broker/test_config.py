@@ -421,7 +421,7 @@ def test_describe_broker_configs(tmp_path):
     assert unknown.is_sensitive and unknown.value is None and unknown.config_type == ConfigType.UNKNOWN
     assert e["listeners"].value == "PLAINTEXT://localhost:9092" and e["listeners"].read_only
     assert e["log.cleanup.policy"].value == "delete" and e["log.cleanup.policy"].config_type == ConfigType.LIST
-    assert e["node.id"].value == "0" and e["broker.id"].value == "0"
+    assert e["node.id"].value == "1" and e["broker.id"].value == "1"
     assert "unstable.api.versions.enable" not in e  # internal configs are not described
     assert e["num.partitions"].source == ConfigSource.DEFAULT_CONFIG and e["num.partitions"].is_default
 
@@ -439,7 +439,7 @@ def wired(tmp_path):
 def test_dynamic_config_layers_and_sources(wired):
     config, store = wired
     alter_broker_configs(config, store, "", replace={"log.retention.ms": "1000", "num.io.threads": "10"})
-    alter_broker_configs(config, store, "0", ops=[("log.retention.ms", AlterConfigOp.SET, "2000")])
+    alter_broker_configs(config, store, "1", ops=[("log.retention.ms", AlterConfigOp.SET, "2000")])
     assert config.get("log.retention.ms") == 2000 and config.topic_default("retention.ms") == 2000
     assert config.get("num.io.threads") == 10
     e = entries_by_name(describe_broker_configs(config, ["log.retention.ms"]))["log.retention.ms"]
@@ -474,7 +474,7 @@ def test_dynamic_configs_survive_restart(tmp_path, wired):
     ("", {"log.retention.ms": "abc"}, "Invalid value abc for configuration log.retention.ms"),
     ("", {"num.io.threads": "17"}, "should not be greater than double the current value 8"),
     ("", {"num.io.threads": "3"}, "should be at least half the current value 8"),
-    ("5", {"log.retention.ms": "1"}, "Unexpected broker id, expected 0, but received 5"),
+    ("5", {"log.retention.ms": "1"}, "Unexpected broker id, expected 1, but received 5"),
     ("x", {"log.retention.ms": "1"}, "Node id must be an integer, but it is: x"),
     ("", {"log.retention.ms": None}, "Null value not supported"),
 ])
@@ -487,10 +487,10 @@ def test_dynamic_config_rejections_are_invalid_request(wired, resource, props, f
 
 def test_dynamic_validate_only_and_unknown_custom_config(wired):
     config, store = wired
-    alter_broker_configs(config, store, "0", replace={"log.retention.ms": "5"}, validate_only=True)
-    assert store.get_broker_configs("0") == {} and config.get("log.retention.ms") is None
-    alter_broker_configs(config, store, "0", replace={"my.custom": "1"})  # Kafka allows custom configs
-    assert store.get_broker_configs("0") == {"my.custom": "1"}
+    alter_broker_configs(config, store, "1", replace={"log.retention.ms": "5"}, validate_only=True)
+    assert store.get_broker_configs("1") == {} and config.get("log.retention.ms") is None
+    alter_broker_configs(config, store, "1", replace={"my.custom": "1"})  # Kafka allows custom configs
+    assert store.get_broker_configs("1") == {"my.custom": "1"}
 
 
 def test_incremental_ops():
