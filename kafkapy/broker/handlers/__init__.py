@@ -2,6 +2,7 @@
 from . import (  # noqa: F401
     api_versions,
     cluster,
+    configs,
     delete_records,
     describe_topic_partitions,
     fetch,

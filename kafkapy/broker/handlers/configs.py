@@ -1,0 +1,124 @@
+"""DescribeConfigs, AlterConfigs, IncrementalAlterConfigs for topics and the broker."""
+from __future__ import annotations
+
+import logging
+
+from ...protocol.errors import ErrorCode, KafkaError
+from ...protocol.messages import (
+    AlterConfigsRequest,
+    AlterConfigsResponse,
+    DescribeConfigsRequest,
+    DescribeConfigsResponse,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+)
+from ..config import (
+    alter_broker_configs,
+    alter_topic_configs,
+    describe_broker_configs,
+    describe_topic_configs,
+)
+from ..dispatch import RequestContext, handles
+
+log = logging.getLogger(__name__)
+
+TOPIC = 2
+BROKER = 4
+BROKER_LOGGER = 8
+
+
+def _describe(broker, resource, version: int, include_synonyms: bool, include_docs: bool) -> list:
+    keys = resource.configuration_keys
+    if resource.resource_type == TOPIC:
+        meta = broker.partitions.topic(resource.resource_name)
+        if meta is None:
+            raise KafkaError(f"Topic {resource.resource_name} does not exist", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        return describe_topic_configs(meta.configs, broker.config, keys, include_synonyms=include_synonyms,
+                                      include_documentation=include_docs)
+    if resource.resource_type == BROKER:
+        name = resource.resource_name
+        if name != "" and name != str(broker.node_id):
+            raise KafkaError(f"Unexpected broker id, expected {broker.node_id}, but received {name}",
+                             ErrorCode.INVALID_REQUEST)
+        return describe_broker_configs(broker.config, keys, per_broker=name != "",
+                                       include_synonyms=include_synonyms, include_documentation=include_docs)
+    if resource.resource_type == BROKER_LOGGER:
+        return []
+    raise KafkaError(f"Unsupported resource type {resource.resource_type}", ErrorCode.INVALID_REQUEST)
+
+
+@handles(DescribeConfigsRequest)
+async def handle_describe_configs(ctx: RequestContext, request: DescribeConfigsRequest) -> DescribeConfigsResponse:
+    version = ctx.api_version
+    synonyms = version >= 1 and request.include_synonyms
+    docs = version >= 3 and request.include_documentation
+    results = []
+    for resource in request.resources:
+        result = DescribeConfigsResponse.DescribeConfigsResult(
+            error_code=0, resource_type=resource.resource_type, resource_name=resource.resource_name, configs=[])
+        results.append(result)
+        try:
+            entries = _describe(ctx.broker, resource, version, synonyms, docs)
+        except KafkaError as exc:
+            result.error_code = exc.code
+            result.error_message = str(exc)
+            continue
+        result.configs = [
+            DescribeConfigsResponse.DescribeConfigsResourceResult(
+                name=e.name, value=e.value, read_only=e.read_only, is_default=e.is_default,
+                config_source=int(e.source), is_sensitive=e.is_sensitive,
+                synonyms=[DescribeConfigsResponse.DescribeConfigsSynonym(name=s.name, value=s.value,
+                                                                          source=int(s.source))
+                          for s in e.synonyms],
+                config_type=int(e.config_type), documentation=e.documentation)
+            for e in entries]
+    return DescribeConfigsResponse(throttle_time_ms=0, results=results)
+
+
+def _alter(broker, resource, validate_only: bool, *, ops=None, replace=None) -> None:
+    if resource.resource_type == TOPIC:
+        alter_topic_configs(broker.metadata, broker.config, resource.resource_name, ops=ops, replace=replace,
+                            validate_only=validate_only)
+        if not validate_only:
+            broker.partitions.apply_topic_config(resource.resource_name)
+    elif resource.resource_type == BROKER:
+        alter_broker_configs(broker.config, broker.metadata, resource.resource_name, ops=ops, replace=replace,
+                             validate_only=validate_only)
+        if not validate_only:
+            for meta in broker.partitions.topics():
+                broker.partitions.apply_topic_config(meta.name)
+    else:
+        raise KafkaError(f"Unsupported resource type {resource.resource_type}", ErrorCode.INVALID_REQUEST)
+
+
+@handles(AlterConfigsRequest)
+async def handle_alter_configs(ctx: RequestContext, request: AlterConfigsRequest) -> AlterConfigsResponse:
+    responses = []
+    for resource in request.resources:
+        result = AlterConfigsResponse.AlterConfigsResourceResponse(
+            error_code=0, resource_type=resource.resource_type, resource_name=resource.resource_name)
+        responses.append(result)
+        try:
+            _alter(ctx.broker, resource, request.validate_only,
+                   replace={c.name: c.value for c in resource.configs})
+        except KafkaError as exc:
+            result.error_code = exc.code
+            result.error_message = str(exc)
+    return AlterConfigsResponse(throttle_time_ms=0, responses=responses)
+
+
+@handles(IncrementalAlterConfigsRequest)
+async def handle_incremental_alter_configs(
+        ctx: RequestContext, request: IncrementalAlterConfigsRequest) -> IncrementalAlterConfigsResponse:
+    responses = []
+    for resource in request.resources:
+        result = IncrementalAlterConfigsResponse.AlterConfigsResourceResponse(
+            error_code=0, resource_type=resource.resource_type, resource_name=resource.resource_name)
+        responses.append(result)
+        try:
+            _alter(ctx.broker, resource, request.validate_only,
+                   ops=[(c.name, c.config_operation, c.value) for c in resource.configs])
+        except KafkaError as exc:
+            result.error_code = exc.code
+            result.error_message = str(exc)
+    return IncrementalAlterConfigsResponse(throttle_time_ms=0, responses=responses)
