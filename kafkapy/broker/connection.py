@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import struct
 from collections import deque
 from typing import TYPE_CHECKING
@@ -25,6 +26,8 @@ log = logging.getLogger(__name__)
 _SIZE = struct.Struct(">i")
 # Stop reading from a client whose unprocessed requests exceed this many bytes.
 _MAX_QUEUED_BYTES = 64 * 1024 * 1024
+# Below this a pread + transport write costs less than the sendfile bookkeeping.
+_SENDFILE_MIN_BYTES = 64 * 1024
 
 
 class KafkaConnection(asyncio.Protocol):
@@ -43,12 +46,15 @@ class KafkaConnection(asyncio.Protocol):
         self._drain_waiter: asyncio.Future | None = None
         self._write_paused = False
         self._max_request = broker.config.get("socket.request.max.bytes")
+        self._sock_fd: int | None = None
 
     # -- asyncio.Protocol ---------------------------------------------------------------
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         self.transport = transport
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+        sock = transport.get_extra_info("socket")
+        self._sock_fd = sock.fileno() if sock is not None else None
         self.broker.connections.add(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -138,16 +144,49 @@ class KafkaConnection(asyncio.Protocol):
         total = 0
         for part in parts:
             total += len(part)
-        transport.write(_SIZE.pack(total))
+        pending = [_SIZE.pack(total)]
         for part in parts:
-            if isinstance(part, ExternalRecords):
-                transport.write(part.tobytes())
-            else:
-                transport.write(part)
+            if not isinstance(part, ExternalRecords):
+                pending.append(part)
+                continue
+            if pending:
+                transport.write(b"".join(pending))
+                pending = []
+            sent = self._sendfile(part) if len(part) >= _SENDFILE_MIN_BYTES else 0
+            if sent < len(part):
+                data = part.tobytes()
+                transport.write(memoryview(data)[sent:] if sent else data)
+        if pending:
+            transport.write(b"".join(pending) if len(pending) > 1 else pending[0])
         if self._write_paused and not self._closed:
             self._drain_waiter = asyncio.get_running_loop().create_future()
             await self._drain_waiter
             self._drain_waiter = None
+
+    def _sendfile(self, part) -> int:
+        """Send a segment slice straight from the file while the transport has nothing queued.
+
+        Returns the bytes sent; the caller writes the rest through the transport. Only safe when
+        the transport's buffer is empty, or bytes would go out of order.
+        """
+        fileno = getattr(part, "fileno", None)
+        if fileno is None or self._sock_fd is None or self.transport.get_write_buffer_size():
+            return 0
+        sent = 0
+        length = len(part)
+        try:
+            in_fd = fileno()
+            while sent < length:
+                n = os.sendfile(self._sock_fd, in_fd, part.position + sent, length - sent)
+                if n == 0:
+                    break
+                sent += n
+        except (BlockingIOError, InterruptedError):
+            pass
+        except OSError as exc:
+            log.debug("sendfile to %s failed after %d bytes (%s); writing through the transport",
+                      self.peer, sent, exc)
+        return sent
 
     def close(self) -> None:
         if not self._closed:

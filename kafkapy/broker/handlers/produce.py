@@ -23,10 +23,10 @@ def _error(index: int, code: int, message: str | None = None) -> PartitionRespon
     return PartitionResponse(index=index, error_code=code, base_offset=-1, error_message=message)
 
 
-def _to_v2(records, version: int) -> bytearray:
+def _to_v2(records, version: int, max_size: int) -> bytearray:
     """Produce v0-2 carry magic 0/1 message sets; the log only stores magic 2."""
     if version <= 2 and len(records) > MAGIC_POS and records[MAGIC_POS] < 2:
-        return bytearray(legacy_to_v2(bytes(records)))
+        return bytearray(legacy_to_v2(bytes(records), max_size=max_size))
     return bytearray(records)
 
 
@@ -68,7 +68,7 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
             try:
                 if records is None or len(records) == 0:
                     raise CorruptRecordError("produce request carries no record batch")
-                buf = _to_v2(records, version)
+                buf = _to_v2(records, version, plog.config.max_message_bytes * 4)
                 headers = list(iter_batch_headers(buf, validate=True))
                 if version >= 3 and len(headers) != 1:
                     raise KafkaError("produce requests of v3 and later must carry exactly one record batch"
