@@ -91,7 +91,8 @@ class PartitionLog:
         self.topic = topic
         self.partition = partition
         self.config = config
-        self._lock = threading.RLock()
+        self._stamp_or_check_time = self._needs_clock(config)
+        self._lock = threading.Lock()  # never taken re-entrantly; see _roll_locked
         self._segments = segments
         self._bases = [s.base_offset for s in segments]
         self._active = segments[-1]
@@ -189,9 +190,12 @@ class PartitionLog:
         order; without it the batches are validated here. The headers are updated in place
         with the assigned offsets and epoch.
         """
-        self._check_online()
+        if self.offline_reason is not None:
+            self._check_online()
         if validated is None:
             validated = list(iter_batch_headers(batches, validate=True))
+        if len(validated) == 1 and not self._stamp_or_check_time:
+            return self._append_one(batches, validated, leader_epoch)
         if not validated:
             raise CorruptRecordError(f"append to {self.dir.name} carries no record batch")
         config = self.config
@@ -204,25 +208,24 @@ class PartitionLog:
         count = 0
         max_ts = -1
         for header in validated:
-            size = header.batch_length + 12
-            if size > max_message_bytes:
-                raise MessageTooLargeError(
-                    f"batch of {size} bytes exceeds max.message.bytes {max_message_bytes} of {self.dir.name}")
+            if header.batch_length >= max_message_bytes - 12:
+                self._check_size(header, max_message_bytes)
             if header.producer_id >= 0:
                 has_producer = True
             count += header.last_offset_delta + 1
             if header.max_timestamp > max_ts:
                 max_ts = header.max_timestamp
-        log_append_time = -1
-        now_ms = -1
-        if config.message_timestamp_type == "LogAppendTime":
-            now_ms = log_append_time = max_ts = _now_ms()
-        elif config.message_timestamp_before_max_ms != LONG_MAX or config.message_timestamp_after_max_ms != LONG_MAX:
-            now_ms = _now_ms()
-            self._check_timestamps(validated, now_ms)
+        log_append_time = now_ms = -1
+        if self._stamp_or_check_time:
+            if config.message_timestamp_type == "LogAppendTime":
+                now_ms = log_append_time = max_ts = _now_ms()
+            else:
+                now_ms = _now_ms()
+                self._check_timestamps(validated, now_ms)
 
         with self._lock:
-            self._check_online()
+            if self.offline_reason is not None:
+                self._check_online()
             if has_producer:
                 duplicate = self._check_producers(validated)
                 if duplicate is not None:
@@ -230,11 +233,13 @@ class PartitionLog:
                                         self._log_start_offset, duplicate=True)
             base_offset = self._log_end_offset
             segment = self._active
-            if segment.size + total > config.segment_bytes or segment.indexes_full \
+            size = segment.size
+            if size + total > config.segment_bytes or segment.index_full \
                     or base_offset + count - 1 - segment.base_offset > INT32_MAX \
-                    or (segment.size > 0 and self._time_to_roll(segment, now_ms, max_ts)):
+                    or (size > 0 and self._time_to_roll(segment, now_ms, max_ts)):
                 segment = self._roll_locked()
-            if leader_epoch >= 0 and leader_epoch != self.leader_epochs.latest_epoch:
+                size = segment.size
+            if leader_epoch != self.leader_epochs.latest_epoch and leader_epoch >= 0:
                 self.leader_epochs.assign(leader_epoch, base_offset)
             # Assign offsets: patch each batch's base offset and leader epoch in place.
             pack = _OFFSET_LENGTH_EPOCH.pack_into
@@ -253,11 +258,10 @@ class PartitionLog:
             if position != total:
                 raise CorruptRecordError(
                     f"batch headers cover {position} of {total} bytes appended to {self.dir.name}")
-            old_size = segment.size
             try:
                 segment.append(batches, validated)
             except OSError as exc:
-                self._write_failed(segment, old_size, exc)
+                self._write_failed(segment, size, exc)
             self._log_end_offset = offset
             if self.auto_high_watermark:
                 self._high_watermark = offset
@@ -271,6 +275,63 @@ class PartitionLog:
             self._unflushed_messages = 0
             self._flusher.request_flush(self, offset)
         return AppendResult(base_offset, offset - 1, log_append_time, self._log_start_offset)
+
+    def _append_one(self, batch, validated: list[BatchHeader], leader_epoch: int) -> AppendResult:
+        """`append` for the common case (one batch, CreateTime, no timestamp limits), with
+        the same rules as the general path but no loops: this is the produce hot path."""
+        header = validated[0]
+        size = header.batch_length + 12
+        if size != len(batch):
+            raise CorruptRecordError(
+                f"batch header covers {size} of {len(batch)} bytes appended to {self.dir.name}")
+        config = self.config
+        if size > config.max_message_bytes:
+            self._check_size(header, config.max_message_bytes)
+        if size > config.segment_bytes:
+            raise RecordListTooLargeError(
+                f"append of {size} bytes exceeds segment.bytes {config.segment_bytes} of {self.dir.name}")
+        count = header.last_offset_delta + 1
+        with self._lock:
+            if self.offline_reason is not None:
+                self._check_online()
+            if header.producer_id >= 0:
+                duplicate = self.producer_state.check(header)
+                if duplicate is not None:
+                    return AppendResult(duplicate.base_offset, duplicate.last_offset, duplicate.timestamp,
+                                        self._log_start_offset, duplicate=True)
+            base_offset = self._log_end_offset
+            segment = self._active
+            if segment.size + size > config.segment_bytes or segment.index_full \
+                    or base_offset + count - 1 - segment.base_offset > INT32_MAX \
+                    or (segment.size > 0 and self._time_to_roll(segment, -1, header.max_timestamp)):
+                segment = self._roll_locked()
+            if leader_epoch != self.leader_epochs.latest_epoch and leader_epoch >= 0:
+                self.leader_epochs.assign(leader_epoch, base_offset)
+            _OFFSET_LENGTH_EPOCH.pack_into(batch, 0, base_offset, header.batch_length, leader_epoch)
+            header.base_offset = base_offset
+            header.partition_leader_epoch = leader_epoch
+            old_size = segment.size
+            try:
+                segment.append(batch, validated)
+            except OSError as exc:
+                self._write_failed(segment, old_size, exc)
+            end = base_offset + count
+            self._log_end_offset = end
+            if self.auto_high_watermark:
+                self._high_watermark = end
+            if header.producer_id >= 0:
+                self.producer_state.update(header)
+        self._unflushed_messages += count
+        if self._unflushed_messages >= config.flush_messages:
+            self._unflushed_messages = 0
+            self._flusher.request_flush(self, end)
+        return AppendResult(base_offset, end - 1, -1, self._log_start_offset)
+
+    def _check_size(self, header: BatchHeader, max_message_bytes: int) -> None:
+        if header.batch_length + 12 > max_message_bytes:
+            raise MessageTooLargeError(
+                f"batch of {header.batch_length + 12} bytes exceeds max.message.bytes "
+                f"{max_message_bytes} of {self.dir.name}")
 
     def _check_timestamps(self, headers: list[BatchHeader], now_ms: int) -> None:
         before = self.config.message_timestamp_before_max_ms
@@ -294,8 +355,11 @@ class PartitionLog:
         return None
 
     def _time_to_roll(self, segment: LogSegment, now_ms: int, max_ts: int) -> bool:
+        """segment.ms: Kafka measures from the first batch's timestamp when it has one."""
         roll_ms = self.config.segment_ms - segment.roll_jitter_ms
-        first = segment.first_batch_timestamp()
+        first = segment._first_batch_ts
+        if first is None:
+            first = segment.first_batch_timestamp()
         if first >= 0:
             return max_ts - first > roll_ms
         return (now_ms if now_ms >= 0 else _now_ms()) - segment.created_ms > roll_ms
@@ -324,7 +388,7 @@ class PartitionLog:
             last = validated[-1]
             next_offset = last.base_offset + last.last_offset_delta + 1
             segment = self._active
-            if segment.size + len(batches) > self.config.segment_bytes or segment.indexes_full \
+            if segment.size + len(batches) > self.config.segment_bytes or segment.index_full \
                     or next_offset - 1 - segment.base_offset > INT32_MAX:
                 segment = self._roll_locked()
             for header in validated:
@@ -766,9 +830,16 @@ class PartitionLog:
         self.producer_state.update_map_end_offset(end)
 
     # ---------------------------------------------------------------- config and lifecycle
+    @staticmethod
+    def _needs_clock(config: LogConfig) -> bool:
+        return (config.message_timestamp_type == "LogAppendTime"
+                or config.message_timestamp_before_max_ms != LONG_MAX
+                or config.message_timestamp_after_max_ms != LONG_MAX)
+
     def update_config(self, config: LogConfig) -> None:
         with self._lock:
             self.config = config
+            self._stamp_or_check_time = self._needs_clock(config)
             for segment in self._segments:
                 segment.index_interval = config.index_interval_bytes
 

@@ -53,7 +53,7 @@ class LogSegment:
     __slots__ = ("dir", "base_offset", "file", "_fd", "size", "next_offset", "offset_index",
                  "time_index", "_max_ts", "_offset_of_max_ts", "_since_index", "created_ms",
                  "roll_jitter_ms", "_first_batch_ts", "closed", "deleted", "needs_dir_sync",
-                 "durable_size", "flushed_size", "index_interval")
+                 "durable_size", "flushed_size", "index_interval", "index_full")
 
     def __init__(self, directory: Path, base_offset: int, *, max_index_size: int, active: bool,
                  now_ms: int, index_interval: int = 4096, jitter_ms: int = 0,
@@ -80,6 +80,7 @@ class LogSegment:
         self._max_ts: int | None = None if not (fresh_indexes or new_file) else -1
         self._offset_of_max_ts = base_offset
         self._since_index = 0
+        self.index_full = False
         self.created_ms = now_ms
         self.roll_jitter_ms = random.randrange(jitter_ms) if jitter_ms > 0 else 0
         self._first_batch_ts: int | None = None
@@ -135,7 +136,7 @@ class LogSegment:
     def append(self, buf, headers: list[BatchHeader]) -> None:
         """Write `buf` (whole batches with offsets assigned) in one write; index it."""
         position = self.size
-        if position == 0 and headers:
+        if position == 0:
             self._first_batch_ts = headers[0].max_timestamp
         written = os.write(self._fd, buf)
         total = len(buf)
@@ -147,10 +148,28 @@ class LogSegment:
                 if n <= 0:
                     raise OSError("short write to segment")
                 written += n
-        self._index(headers, position)
-        self.size = position + total
-        last = headers[-1]
-        self.next_offset = last.base_offset + last.last_offset_delta + 1
+        # Indexing, inlined from _index: this runs once per produce request.
+        max_ts = self._max_ts
+        if max_ts is None:
+            max_ts = self.max_timestamp
+        since = self._since_index
+        interval = self.index_interval
+        for h in headers:
+            last_offset = h.base_offset + h.last_offset_delta
+            if h.max_timestamp > max_ts:
+                max_ts = self._max_ts = h.max_timestamp
+                self._offset_of_max_ts = last_offset
+            if since > interval:
+                self.offset_index.append(last_offset, position)
+                self.time_index.maybe_append(max_ts, self._offset_of_max_ts)
+                self.index_full = self.offset_index.is_full or self.time_index.is_full
+                since = 0
+            size = h.batch_length + 12
+            position += size
+            since += size
+        self._since_index = since
+        self.size = position
+        self.next_offset = last_offset + 1
 
     def _index(self, headers, position: int) -> None:
         index_interval = self.index_interval
@@ -165,6 +184,7 @@ class LogSegment:
             if since > index_interval:
                 self.offset_index.append(last_offset, position)
                 self.time_index.maybe_append(max_ts, max_off)
+                self.index_full = self.offset_index.is_full or self.time_index.is_full
                 since = 0
             size = h.batch_length + 12
             position += size
@@ -173,9 +193,8 @@ class LogSegment:
         self._max_ts = max_ts
         self._offset_of_max_ts = max_off
 
-    @property
-    def indexes_full(self) -> bool:
-        return self.offset_index.is_full or self.time_index.is_full
+    def _update_index_full(self) -> None:
+        self.index_full = self.offset_index.is_full or self.time_index.is_full
 
     # ---------------------------------------------------------------- reading headers
     def iter_headers(self, position: int, end: int | None = None) -> Iterator[BatchHeader]:
@@ -385,6 +404,7 @@ class LogSegment:
         self.durable_size = min(self.durable_size, position)
         self.flushed_size = min(self.flushed_size, position)
         self._since_index = 0
+        self._update_index_full()
         if position == 0:
             self._first_batch_ts = None
             self._max_ts, self._offset_of_max_ts = -1, self.base_offset
@@ -436,6 +456,7 @@ class LogSegment:
         self.max_timestamp  # noqa: B018  (load before the time index becomes writable)
         self.offset_index.make_active()
         self.time_index.make_active()
+        self._update_index_full()
 
     def close(self) -> None:
         if self.closed:
