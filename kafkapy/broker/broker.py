@@ -6,6 +6,7 @@ import logging
 import time
 from pathlib import Path
 
+from ..groupcoord import OFFSETS_TOPIC, GroupCoordinator, GroupCoordinatorConfig, OffsetsTopicStore
 from ..log.manager import LogManager
 from ..log.producer_ids import ProducerIdAllocator
 from ..protocol.api_versions import SUPPORTED_VERSIONS
@@ -13,6 +14,7 @@ from . import handlers  # noqa: F401  (registers every handler)
 from .connection import KafkaConnection
 from .dispatch import HANDLERS
 from .fetch_sessions import FetchSessionCache
+from .listener import bind_listener
 from .partitions import PartitionManager
 from .purgatory import Purgatory
 
@@ -22,8 +24,9 @@ log = logging.getLogger(__name__)
 class Broker:
     """One kafkapy broker process: owns the listener, the partitions it leads and their logs."""
 
-    def __init__(self, config):
+    def __init__(self, config, sockets: list | None = None):
         self.config = config
+        self._sockets = sockets
         self.node_id: int = config.node_id
         self.bind_host, self.port = config.listener_address()
         self.advertised_host, self.advertised_port = config.advertised_address()
@@ -39,8 +42,8 @@ class Broker:
         self.logs = LogManager(self.log_dirs, config.default_log_config())
         self.partitions = PartitionManager(self)
         self.producer_ids = ProducerIdAllocator(self.data_dir / "kafkapy-producer-ids")
-        self.group_coordinator = None
-        self._server: asyncio.base_events.Server | None = None
+        self.group_coordinator = self._create_group_coordinator()
+        self._servers: list[asyncio.base_events.Server] = []
         self._tasks: list[asyncio.Task] = []
         self.started_at = time.monotonic()
 
@@ -52,6 +55,15 @@ class Broker:
                               self.config.get("broker.rack"))
         return store
 
+    def _create_group_coordinator(self) -> GroupCoordinator:
+        config = GroupCoordinatorConfig.from_getter(self.config.get)
+        store = OffsetsTopicStore(
+            log_for=lambda p: self.partitions.get_log(OFFSETS_TOPIC, p),
+            leader_epoch_for=lambda p: self.partitions.leader_epoch(OFFSETS_TOPIC, p),
+            on_append=lambda p: self.purgatory.notify((OFFSETS_TOPIC, p)),
+            load_buffer_size=config.offsets_load_buffer_size)
+        return GroupCoordinator(config, store)
+
     @property
     def cluster_id(self) -> str:
         return self.metadata.cluster_id
@@ -59,16 +71,21 @@ class Broker:
     async def start(self) -> None:
         """Load logs, open the listener, start the periodic tasks."""
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(
-            lambda: KafkaConnection(self), self.bind_host, self.port, reuse_address=True,
-            backlog=1024)
-        self.port = self._server.sockets[0].getsockname()[1]
+        # The sockets already listen (bound before the imports), so clients queue in the backlog
+        # while logs load; requests are served only once everything below is ready.
+        sockets = self._sockets if self._sockets is not None else bind_listener(self.bind_host, self.port)
+        self.port = sockets[0].getsockname()[1]
         if self.advertised_port == 0:
             self.advertised_port = self.port
             self.metadata.register_broker(self.node_id, self.advertised_host, self.port,
                                           self.config.get("broker.rack"))
         self.logs.load()
         self.partitions.sync_with_metadata()
+        from .handlers.groups import start_group_coordination
+
+        start_group_coordination(self, loop)  # loads __consumer_offsets partitions led here
+        for sock in sockets:
+            self._servers.append(await loop.create_server(lambda: KafkaConnection(self), sock=sock))
         self._tasks.append(loop.create_task(self._periodic(
             self.logs.run_retention, self.config.get("log.retention.check.interval.ms") / 1000)))
         self._tasks.append(loop.create_task(self._periodic(self.logs.flush_dirty, 1.0)))
@@ -88,26 +105,26 @@ class Broker:
     async def stop(self) -> None:
         """Stop accepting, let in-flight requests finish, flush logs and write checkpoints."""
         log.info("kafkapy broker %d shutting down", self.node_id)
-        if self._server is not None:
-            self._server.close()
+        for server in self._servers:
+            server.close()
         for task in self._tasks:
             task.cancel()
         self.purgatory.wake_all()
+        # answers parked JoinGroup/SyncGroup requests so that their connections can finish
+        self.group_coordinator.close()
         deadline = time.monotonic() + 5
         while any(c._worker is not None for c in self.connections) and time.monotonic() < deadline:
             await asyncio.sleep(0.01)
         for conn in list(self.connections):
             conn.close()
-        if self.group_coordinator is not None:
-            self.group_coordinator.close()
         self.logs.close()
         self.metadata.close()
         log.info("kafkapy broker %d stopped", self.node_id)
 
 
-async def serve(config, stop_event: asyncio.Event | None = None) -> None:
-    """Run a broker until `stop_event` is set (or forever)."""
-    broker = Broker(config)
+async def serve(config, stop_event: asyncio.Event | None = None, sockets: list | None = None) -> None:
+    """Run a broker until `stop_event` is set (or forever); `sockets` are pre-bound listeners."""
+    broker = Broker(config, sockets)
     await broker.start()
     try:
         await (stop_event.wait() if stop_event is not None else asyncio.Event().wait())
