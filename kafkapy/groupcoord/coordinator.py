@@ -33,7 +33,7 @@ from .group import (
     SyncResult,
 )
 from .metadata_manager import GroupMetadataManager, TopicPartition
-from .offsets_topic import OffsetsTopicStore
+from .offsets_topic import OFFSETS_TOPIC, OffsetsTopicStore
 
 log = logging.getLogger(__name__)
 
@@ -114,6 +114,30 @@ class GroupCoordinator:
 
     def partition_for(self, group_id: str) -> int:
         return self.manager.partition_for(group_id)
+
+    def group_status(self, group_id: str | None) -> int | None:
+        """The error a request about `group_id` gets before the group is even looked at, or None."""
+        return self._validate_group_status(group_id)
+
+    def sync_leadership(self, partition_leaders: list[int] | None, node_id: int) -> None:
+        """Load or unload __consumer_offsets partitions to match who leads them.
+
+        `partition_leaders[p]` is the leader of partition p (None: the topic does not exist).
+        The topic's real partition count decides group placement, as in Kafka.
+        """
+        if partition_leaders is None:
+            led: set[int] = set()
+        else:
+            if partition_leaders and len(partition_leaders) != self.manager.num_partitions:
+                log.info("%s has %d partitions (offsets.topic.num.partitions is %d); using %d",
+                         OFFSETS_TOPIC, len(partition_leaders), self.config.offsets_topic_num_partitions,
+                         len(partition_leaders))
+                self.manager.num_partitions = len(partition_leaders)
+            led = {p for p, leader in enumerate(partition_leaders) if leader == node_id}
+        for partition in sorted(self.manager.owned_partitions - led):
+            self.on_resigned(partition)
+        for partition in sorted(led - self.manager.owned_partitions):
+            self.on_elected(partition)
 
     def on_elected(self, partition: int) -> None:
         """This broker now leads __consumer_offsets-`partition`: load its groups and offsets."""
@@ -640,15 +664,18 @@ class GroupCoordinator:
 
     def leave_group(self, group_id: str,
                     members: list[tuple[str, str | None]]) -> tuple[int, list[int]]:
-        """Handle a LeaveGroup of (member id, group instance id) pairs: (top error, member errors)."""
+        """Handle a LeaveGroup of (member id, group instance id) pairs: (top error, member errors).
+
+        With a top-level error the member list is empty, as in Kafka's response.
+        """
         error = self._validate_group_status(group_id)
         if error is not None:
-            return error, [error] * len(members)
+            return error, []
         group = self.manager.get_group(group_id)
         if group is None:
             return ErrorCode.NONE, [ErrorCode.UNKNOWN_MEMBER_ID] * len(members)
         if group.is_in(DEAD):
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE, [ErrorCode.COORDINATOR_NOT_AVAILABLE] * len(members)
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
         results = []
         for member_id, instance_id in members:
             if member_id == UNKNOWN_MEMBER_ID:

@@ -201,7 +201,8 @@ class GroupMetadataManager:
             group = self._build_group(group_id, stored, group_offsets)
             self.groups[group_id] = group
             loaded.append(group)
-        log.info("loaded %d groups from %s-%d (%d records)", len(loaded), OFFSETS_TOPIC, partition, records)
+        if records:
+            log.info("loaded %d groups from %s-%d (%d records)", len(loaded), OFFSETS_TOPIC, partition, records)
         return loaded
 
     def _build_group(self, group_id: str, stored, group_offsets) -> GroupMetadata:

@@ -6,10 +6,12 @@ from . import (  # noqa: F401
     delete_records,
     describe_topic_partitions,
     fetch,
+    groups,
     init_producer_id,
     list_offsets,
     metadata,
     offset_for_leader_epoch,
+    offsets,
     produce,
     topics,
 )

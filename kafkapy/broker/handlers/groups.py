@@ -1,0 +1,292 @@
+"""Group membership APIs: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
+ListGroups, DescribeGroups, DeleteGroups, ConsumerGroupDescribe.
+
+Each handler only translates between the request/response versions and the group
+coordinator (kafkapy.groupcoord), which holds every rule. JoinGroup and SyncGroup park on a
+future that the coordinator completes when the rebalance reaches the member.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, Callable
+
+from ...groupcoord import OFFSETS_TOPIC, JoinRequest, partition_for
+from ...groupcoord.offsets_topic import offsets_topic_configs
+from ...protocol.errors import ErrorCode, KafkaError
+from ...protocol.messages import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    ListGroupsRequest,
+    ListGroupsResponse,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
+from ..dispatch import RequestContext, handles
+
+log = logging.getLogger(__name__)
+
+GROUP_KEY_TYPE = 0
+TRANSACTION_KEY_TYPE = 1
+# READ | DELETE | DESCRIBE: what a group allows when there is no authorizer
+ALL_GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
+
+
+async def wait_for(register: Callable[[Callable[[Any], None]], None]) -> Any:
+    """Call `register(callback)` and wait until the coordinator calls the callback."""
+    future = asyncio.get_running_loop().create_future()
+
+    def complete(result: Any) -> None:
+        if not future.done():
+            future.set_result(result)
+
+    register(complete)
+    return await future
+
+
+def client_host(ctx: RequestContext) -> str:
+    """The client address as Kafka shows it in group descriptions ("/127.0.0.1")."""
+    return "/" + ctx.peer.rsplit(":", 1)[0]
+
+
+# -- FindCoordinator -----------------------------------------------------------------------
+def offsets_topic(broker):
+    """__consumer_offsets metadata, creating the topic on first use as Kafka does; None if it can't."""
+    meta = broker.partitions.topic(OFFSETS_TOPIC)
+    if meta is not None:
+        return meta
+    config = broker.group_coordinator.config
+    try:
+        meta = broker.partitions.create_topic(
+            OFFSETS_TOPIC, config.offsets_topic_num_partitions, config.offsets_topic_replication_factor,
+            configs=offsets_topic_configs(config.offsets_topic_segment_bytes), internal=True)
+    except KafkaError as exc:
+        if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS:
+            log.warning("cannot create %s (offsets.topic.num.partitions=%d, offsets.topic.replication.factor"
+                        "=%d): %s", OFFSETS_TOPIC, config.offsets_topic_num_partitions,
+                        config.offsets_topic_replication_factor, exc)
+            return None
+        meta = broker.partitions.topic(OFFSETS_TOPIC)
+    sync_group_leadership(broker)
+    return meta
+
+
+def sync_group_leadership(broker) -> None:
+    """Tell the coordinator which __consumer_offsets partitions this broker leads now."""
+    meta = broker.partitions.topic(OFFSETS_TOPIC)
+    leaders = None if meta is None else [p.leader for p in meta.partitions]
+    broker.group_coordinator.sync_leadership(leaders, broker.node_id)
+
+
+def _node(broker, node_id: int) -> tuple[str, int] | None:
+    for info in broker.metadata.list_brokers():
+        if info.node_id == node_id:
+            return info.host, info.port
+    return None
+
+
+def find_coordinator(broker, key: str, key_type: int) -> tuple[int, str | None, int, str, int]:
+    """(error, message, node id, host, port) of the coordinator for one key."""
+    if key_type == TRANSACTION_KEY_TYPE:
+        txn = getattr(broker, "transaction_coordinator", None)
+        if txn is None or not hasattr(txn, "find_coordinator"):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, "no transaction coordinator", -1, "", -1
+        error, node_id = txn.find_coordinator(key)
+    elif key_type == GROUP_KEY_TYPE:
+        if broker.group_coordinator is None:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, "no group coordinator", -1, "", -1
+        meta = offsets_topic(broker)
+        if meta is None or not meta.partitions:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, f"{OFFSETS_TOPIC} is not available", -1, "", -1
+        node_id = meta.partitions[partition_for(key, len(meta.partitions))].leader
+        error = ErrorCode.NONE
+    else:
+        return ErrorCode.INVALID_REQUEST, f"unknown coordinator key type {key_type}", -1, "", -1
+    if error != ErrorCode.NONE:
+        return error, ErrorCode(error).name, -1, "", -1
+    address = _node(broker, node_id) if node_id >= 0 else None
+    if address is None:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE, "the coordinator has no live leader", -1, "", -1
+    return ErrorCode.NONE, "NONE", node_id, address[0], address[1]
+
+
+@handles(FindCoordinatorRequest)
+async def handle_find_coordinator(ctx: RequestContext,
+                                  request: FindCoordinatorRequest) -> FindCoordinatorResponse:
+    broker = ctx.broker
+    if ctx.api_version >= 4:
+        coordinators = []
+        for key in request.coordinator_keys:
+            error, message, node_id, host, port = find_coordinator(broker, key, request.key_type)
+            coordinators.append(FindCoordinatorResponse.Coordinator(
+                key=key, node_id=node_id, host=host, port=port, error_code=error, error_message=message))
+        return FindCoordinatorResponse(throttle_time_ms=0, coordinators=coordinators)
+    error, message, node_id, host, port = find_coordinator(broker, request.key, request.key_type)
+    return FindCoordinatorResponse(throttle_time_ms=0, error_code=error, error_message=message,
+                                   node_id=node_id, host=host, port=port)
+
+
+# -- JoinGroup / SyncGroup / Heartbeat / LeaveGroup ---------------------------------------
+@handles(JoinGroupRequest)
+async def handle_join_group(ctx: RequestContext, request: JoinGroupRequest) -> JoinGroupResponse:
+    version = ctx.api_version
+    instance_id = request.group_instance_id if version >= 5 else None
+    join = JoinRequest(
+        group_id=request.group_id, member_id=request.member_id, group_instance_id=instance_id,
+        client_id=ctx.client_id or "", client_host=client_host(ctx),
+        rebalance_timeout_ms=request.session_timeout_ms if version == 0 else request.rebalance_timeout_ms,
+        session_timeout_ms=request.session_timeout_ms, protocol_type=request.protocol_type,
+        protocols=[(p.name, bytes(p.metadata)) for p in request.protocols],
+        # KIP-394: from v4 a dynamic member first gets its id (MEMBER_ID_REQUIRED)
+        require_known_member_id=version >= 4 and instance_id is None,
+        support_skipping_assignment=version >= 9,
+        reason=request.reason if version >= 8 else None)
+    coordinator = ctx.broker.group_coordinator
+    result = await wait_for(lambda done: coordinator.join_group(join, done))
+    protocol_name = result.protocol_name if version >= 7 else (result.protocol_name or "")
+    return JoinGroupResponse(
+        throttle_time_ms=0, error_code=result.error, generation_id=result.generation_id,
+        protocol_type=result.protocol_type, protocol_name=protocol_name, leader=result.leader_id,
+        skip_assignment=result.skip_assignment, member_id=result.member_id,
+        members=[JoinGroupResponse.JoinGroupResponseMember(member_id=m, group_instance_id=i, metadata=md)
+                 for m, i, md in result.members])
+
+
+@handles(SyncGroupRequest)
+async def handle_sync_group(ctx: RequestContext, request: SyncGroupRequest) -> SyncGroupResponse:
+    version = ctx.api_version
+    if version >= 5 and (request.protocol_type is None or request.protocol_name is None):
+        return SyncGroupResponse(throttle_time_ms=0, error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
+                                 assignment=b"")
+    assignments = {a.member_id: bytes(a.assignment) for a in request.assignments}
+    coordinator = ctx.broker.group_coordinator
+    result = await wait_for(lambda done: coordinator.sync_group(
+        request.group_id, request.generation_id, request.member_id,
+        request.group_instance_id if version >= 3 else None, request.protocol_type, request.protocol_name,
+        assignments, done))
+    return SyncGroupResponse(throttle_time_ms=0, error_code=result.error, protocol_type=result.protocol_type,
+                             protocol_name=result.protocol_name, assignment=result.assignment)
+
+
+@handles(HeartbeatRequest)
+async def handle_heartbeat(ctx: RequestContext, request: HeartbeatRequest) -> HeartbeatResponse:
+    error = ctx.broker.group_coordinator.heartbeat(
+        request.group_id, request.member_id,
+        request.group_instance_id if ctx.api_version >= 3 else None, request.generation_id)
+    return HeartbeatResponse(throttle_time_ms=0, error_code=error)
+
+
+@handles(LeaveGroupRequest)
+async def handle_leave_group(ctx: RequestContext, request: LeaveGroupRequest) -> LeaveGroupResponse:
+    version = ctx.api_version
+    if version >= 3:
+        leaving = [(m.member_id, m.group_instance_id) for m in request.members]
+    else:
+        leaving = [(request.member_id, None)]
+    error, member_errors = ctx.broker.group_coordinator.leave_group(request.group_id, leaving)
+    if version < 3:
+        # a single member: its error is the response's (Kafka's LeaveGroupResponse.getError)
+        if error == ErrorCode.NONE:
+            error = next((e for e in member_errors if e != ErrorCode.NONE), ErrorCode.NONE)
+        return LeaveGroupResponse(throttle_time_ms=0, error_code=error)
+    members = [LeaveGroupResponse.MemberResponse(member_id=m, group_instance_id=i, error_code=e)
+               for (m, i), e in zip(leaving, member_errors)]
+    return LeaveGroupResponse(throttle_time_ms=0, error_code=error, members=members)
+
+
+# -- admin ---------------------------------------------------------------------------------
+@handles(ListGroupsRequest)
+async def handle_list_groups(ctx: RequestContext, request: ListGroupsRequest) -> ListGroupsResponse:
+    version = ctx.api_version
+    error, groups = ctx.broker.group_coordinator.list_groups(
+        request.states_filter if version >= 4 else None, request.types_filter if version >= 5 else None)
+    return ListGroupsResponse(throttle_time_ms=0, error_code=error, groups=[
+        ListGroupsResponse.ListedGroup(group_id=g.group_id, protocol_type=g.protocol_type,
+                                       group_state=g.state, group_type=g.group_type) for g in groups])
+
+
+@handles(DescribeGroupsRequest)
+async def handle_describe_groups(ctx: RequestContext, request: DescribeGroupsRequest) -> DescribeGroupsResponse:
+    coordinator = ctx.broker.group_coordinator
+    include_operations = ctx.api_version >= 3 and request.include_authorized_operations
+    described = []
+    for group_id in request.groups:
+        error, summary = coordinator.describe_group(group_id)
+        group = DescribeGroupsResponse.DescribedGroup(
+            error_code=error, group_id=group_id, group_state=summary.state, protocol_type=summary.protocol_type,
+            protocol_data=summary.protocol, members=[
+                DescribeGroupsResponse.DescribedGroupMember(
+                    member_id=m.member_id, group_instance_id=m.group_instance_id, client_id=m.client_id,
+                    client_host=m.client_host, member_metadata=m.metadata, member_assignment=m.assignment)
+                for m in summary.members])
+        if include_operations and error == ErrorCode.NONE:
+            group.authorized_operations = ALL_GROUP_OPERATIONS
+        described.append(group)
+    return DescribeGroupsResponse(throttle_time_ms=0, groups=described)
+
+
+@handles(DeleteGroupsRequest)
+async def handle_delete_groups(ctx: RequestContext, request: DeleteGroupsRequest) -> DeleteGroupsResponse:
+    results = ctx.broker.group_coordinator.delete_groups(list(request.groups_names))
+    return DeleteGroupsResponse(throttle_time_ms=0, results=[
+        DeleteGroupsResponse.DeletableGroupResult(group_id=g, error_code=results[g])
+        for g in request.groups_names])
+
+
+@handles(ConsumerGroupDescribeRequest)
+async def handle_consumer_group_describe(ctx: RequestContext,
+                                         request: ConsumerGroupDescribeRequest) -> ConsumerGroupDescribeResponse:
+    """KIP-848 groups don't exist here: every group is classic or unknown.
+
+    Kafka answers GROUP_ID_NOT_FOUND for a classic group, which is what makes the Java admin
+    client (describeConsumerGroups, kafka-consumer-groups.sh) retry with DescribeGroups.
+    """
+    coordinator = ctx.broker.group_coordinator
+    groups = []
+    for group_id in request.group_ids:
+        error = coordinator.group_status(group_id)
+        if error is not None:
+            message = None
+        elif coordinator.manager.get_group(group_id) is not None:
+            error, message = ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group."
+        else:
+            error, message = ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
+        groups.append(ConsumerGroupDescribeResponse.DescribedGroup(
+            error_code=error, error_message=message, group_id=group_id))
+    return ConsumerGroupDescribeResponse(throttle_time_ms=0, groups=groups)
+
+
+def start_group_coordination(broker, loop: asyncio.AbstractEventLoop) -> None:
+    """Start the broker's group coordinator: timers on `loop`, partitions led here loaded,
+    and reloading/unloading as __consumer_offsets leadership changes."""
+    coordinator = broker.group_coordinator
+    coordinator.start(loop)
+    sync_group_leadership(broker)
+
+    def on_change(change) -> None:
+        topic = getattr(change, "topic", None)
+        if topic is not None and topic.name == OFFSETS_TOPIC:
+            # the metadata store may notify from its own thread; coordinator state is loop-only
+            loop.call_soon_threadsafe(_resync, broker)
+
+    broker.metadata.add_listener(on_change)
+
+
+def _resync(broker) -> None:
+    if broker.group_coordinator.active:
+        try:
+            sync_group_leadership(broker)
+        except Exception:
+            log.exception("reloading %s leadership failed", OFFSETS_TOPIC)

@@ -1,0 +1,132 @@
+"""Committed offsets: OffsetCommit, OffsetFetch (one group, or several from v8), OffsetDelete.
+
+Partitions that don't exist are refused here (UNKNOWN_TOPIC_OR_PARTITION, as Kafka's request
+layer does); the group coordinator decides everything else.
+"""
+from __future__ import annotations
+
+import time
+
+from ...groupcoord import OffsetAndMetadata
+from ...protocol.errors import ErrorCode
+from ...protocol.messages import (
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+)
+from ..dispatch import RequestContext, handles
+
+INVALID_OFFSET = -1
+NO_LEADER_EPOCH = -1
+NO_METADATA = ""
+
+
+def partition_exists(broker, topic: str, partition: int) -> bool:
+    meta = broker.partitions.topic(topic)
+    return meta is not None and 0 <= partition < len(meta.partitions)
+
+
+@handles(OffsetCommitRequest)
+async def handle_offset_commit(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCommitResponse:
+    broker = ctx.broker
+    version = ctx.api_version
+    now = int(time.time() * 1000)
+    retention = request.retention_time_ms if 2 <= version <= 4 else -1
+    expire = now + retention if retention != -1 else -1
+    errors: dict[tuple[str, int], int] = {}
+    offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
+    for topic in request.topics:
+        for p in topic.partitions:
+            tp = (topic.name, p.partition_index)
+            if not partition_exists(broker, *tp):
+                errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                continue
+            commit_ts = p.commit_timestamp if version == 1 and p.commit_timestamp != -1 else now
+            offsets[tp] = OffsetAndMetadata(
+                offset=p.committed_offset, leader_epoch=p.committed_leader_epoch if version >= 6 else -1,
+                metadata=p.committed_metadata if p.committed_metadata is not None else NO_METADATA,
+                commit_timestamp=commit_ts, expire_timestamp=expire)
+    if offsets:
+        errors.update(broker.group_coordinator.commit_offsets(
+            request.group_id, request.member_id, request.group_instance_id if version >= 7 else None,
+            request.generation_id_or_member_epoch, offsets))
+    return OffsetCommitResponse(throttle_time_ms=0, topics=[
+        OffsetCommitResponse.OffsetCommitResponseTopic(name=topic.name, partitions=[
+            OffsetCommitResponse.OffsetCommitResponsePartition(
+                partition_index=p.partition_index, error_code=errors[(topic.name, p.partition_index)])
+            for p in topic.partitions])
+        for topic in request.topics])
+
+
+def _fetch_group(broker, group_id: str, topics, require_stable: bool):
+    """(group error, [(topic, [(partition, offset, epoch, metadata, error)])]) for one group."""
+    wanted = None if topics is None else [(t.name, p) for t in topics for p in t.partition_indexes]
+    error, found = broker.group_coordinator.fetch_offsets(group_id, wanted, require_stable)
+    by_topic: dict[str, list] = {}
+    if error == ErrorCode.NONE:
+        for (topic, partition) in (wanted if wanted is not None else sorted(found)):
+            committed, partition_error = found.get((topic, partition), (None, ErrorCode.NONE))
+            if committed is None:
+                row = (partition, INVALID_OFFSET, NO_LEADER_EPOCH, NO_METADATA, partition_error)
+            else:
+                row = (partition, committed.offset, committed.leader_epoch, committed.metadata, partition_error)
+            by_topic.setdefault(topic, []).append(row)
+    return error, list(by_topic.items())
+
+
+@handles(OffsetFetchRequest)
+async def handle_offset_fetch(ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetchResponse:
+    broker = ctx.broker
+    version = ctx.api_version
+    require_stable = version >= 7 and request.require_stable
+    if version >= 8:
+        groups = []
+        for group in request.groups:
+            error, topics = _fetch_group(broker, group.group_id, group.topics, require_stable)
+            groups.append(OffsetFetchResponse.OffsetFetchResponseGroup(
+                group_id=group.group_id, error_code=error, topics=[
+                    OffsetFetchResponse.OffsetFetchResponseTopics(name=name, partitions=[
+                        OffsetFetchResponse.OffsetFetchResponsePartitions(
+                            partition_index=p, committed_offset=o, committed_leader_epoch=e, metadata=m,
+                            error_code=err) for p, o, e, m, err in rows])
+                    for name, rows in topics]))
+        return OffsetFetchResponse(throttle_time_ms=0, groups=groups)
+    topics_wanted = request.topics if version >= 2 else (request.topics or [])
+    error, topics = _fetch_group(broker, request.group_id, topics_wanted, require_stable)
+    if error != ErrorCode.NONE and version < 2:
+        # no top-level error field before v2: the group error goes on every partition
+        topics = [(t.name, [(p, INVALID_OFFSET, NO_LEADER_EPOCH, NO_METADATA, error)
+                            for p in t.partition_indexes]) for t in topics_wanted]
+    return OffsetFetchResponse(throttle_time_ms=0, error_code=error, topics=[
+        OffsetFetchResponse.OffsetFetchResponseTopic(name=name, partitions=[
+            OffsetFetchResponse.OffsetFetchResponsePartition(
+                partition_index=p, committed_offset=o, committed_leader_epoch=e, metadata=m, error_code=err)
+            for p, o, e, m, err in rows])
+        for name, rows in topics])
+
+
+@handles(OffsetDeleteRequest)
+async def handle_offset_delete(ctx: RequestContext, request: OffsetDeleteRequest) -> OffsetDeleteResponse:
+    broker = ctx.broker
+    errors: dict[tuple[str, int], int] = {}
+    eligible = []
+    for topic in request.topics:
+        for p in topic.partitions:
+            tp = (topic.name, p.partition_index)
+            if partition_exists(broker, *tp):
+                eligible.append(tp)
+            else:
+                errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    group_error, deleted = broker.group_coordinator.delete_offsets(request.group_id, eligible)
+    if group_error != ErrorCode.NONE:
+        return OffsetDeleteResponse(error_code=group_error, throttle_time_ms=0, topics=[])
+    errors.update(deleted)
+    return OffsetDeleteResponse(error_code=ErrorCode.NONE, throttle_time_ms=0, topics=[
+        OffsetDeleteResponse.OffsetDeleteResponseTopic(name=topic.name, partitions=[
+            OffsetDeleteResponse.OffsetDeleteResponsePartition(
+                partition_index=p.partition_index, error_code=errors[(topic.name, p.partition_index)])
+            for p in topic.partitions])
+        for topic in request.topics])
