@@ -467,8 +467,8 @@ class PartitionLog:
         for segment in list(self._segments):
             if segment.max_timestamp < timestamp or segment.next_offset <= start:
                 continue
-            _, ts_offset = segment.time_index.lookup(timestamp)
-            _, position = segment.offset_index.lookup(max(ts_offset, start))
+            _, ts_offset = segment.lookup_timestamp(timestamp)
+            _, position = segment.lookup_offset(max(ts_offset, start))
             for header in segment.iter_headers(position):
                 if header.max_timestamp >= timestamp and header.base_offset + header.last_offset_delta >= start:
                     return self._record_at_or_after(segment, header, timestamp, start)
@@ -499,7 +499,7 @@ class PartitionLog:
         if best is None or best.max_timestamp < 0:
             return -1, -1
         ts = best.max_timestamp
-        _, position = best.offset_index.lookup(best.offset_of_max_timestamp)
+        _, position = best.lookup_offset(best.offset_of_max_timestamp)
         for header in best.iter_headers(position):
             if header.max_timestamp == ts:
                 if header.attributes & TIMESTAMP_TYPE_MASK:

@@ -220,9 +220,34 @@ class LogSegment:
                     f"{self.path(LOG_SUFFIX)}: batch at byte {header.position} runs past byte {end}")
             yield header
 
+    # ---------------------------------------------------------------- index lookups
+    # A damaged index found on first use is rebuilt from the batch headers, once.
+    def lookup_offset(self, offset: int) -> tuple[int, int]:
+        """Largest offset index entry <= `offset` as (offset, position)."""
+        try:
+            return self.offset_index.lookup(offset)
+        except CorruptIndexError as exc:
+            self._index_failed(exc)
+            return self.offset_index.lookup(offset)
+
+    def lookup_position(self, position: int) -> tuple[int, int]:
+        try:
+            return self.offset_index.lookup_position(position)
+        except CorruptIndexError as exc:
+            self._index_failed(exc)
+            return self.offset_index.lookup_position(position)
+
+    def lookup_timestamp(self, timestamp: int) -> tuple[int, int]:
+        """Largest time index entry with timestamp <= `timestamp` as (timestamp, offset)."""
+        try:
+            return self.time_index.lookup(timestamp)
+        except CorruptIndexError as exc:
+            self._index_failed(exc)
+            return self.time_index.lookup(timestamp)
+
     def find_batch(self, offset: int) -> BatchHeader | None:
         """The first batch with last offset >= `offset`, or None past the segment's end."""
-        entry_offset, position = self.offset_index.lookup(offset)
+        entry_offset, position = self.lookup_offset(offset)
         check = position > 0
         try:
             for header in self.iter_headers(position):
@@ -249,7 +274,7 @@ class LogSegment:
     def boundary_at_or_before(self, limit: int, start: int) -> tuple[int, int]:
         """(end position, next offset) of the last whole batch ending at or before byte `limit`,
         scanning from batch start `start`; (start, -1) if the first batch does not fit."""
-        entry_offset, entry_pos = self.offset_index.lookup_position(limit)
+        entry_offset, entry_pos = self.lookup_position(limit)
         scan_from = entry_pos if entry_pos > start else start
         end, next_offset = scan_from, -1
         try:
@@ -396,8 +421,13 @@ class LogSegment:
         position = header.position
         removed = self.size - position
         # Entries are last offsets of batches, so this drops the entry of every removed batch.
-        self.offset_index.truncate_to(header.base_offset)
-        self.time_index.truncate_to(header.base_offset)
+        try:
+            self.offset_index.truncate_to(header.base_offset)
+            self.time_index.truncate_to(header.base_offset)
+        except CorruptIndexError as exc:
+            self._index_failed(exc)
+            self.offset_index.truncate_to(header.base_offset)
+            self.time_index.truncate_to(header.base_offset)
         os.ftruncate(self._fd, position)
         self.size = position
         self.next_offset = header.base_offset
