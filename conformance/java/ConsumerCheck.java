@@ -122,7 +122,7 @@ public final class ConsumerCheck {
         long middle = partitionPlan.size() / 2 + 1;
         consumer.assign(List.of(tp));
         consumer.seek(tp, middle);
-        long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+        long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
         while (System.nanoTime() < deadline) {
             ConsumerRecords<byte[], byte[]> batch = consumer.poll(Duration.ofMillis(500));
             if (!batch.isEmpty()) {
@@ -132,7 +132,7 @@ public final class ConsumerCheck {
                 return;
             }
         }
-        throw new Conformance.CheckFailed("no records after seek(" + tp + ", " + middle + ") within 20 s");
+        throw new Conformance.CheckFailed("no records after seek(" + tp + ", " + middle + ") within 10 s");
     }
 
     private static void compare(RecordPlan.PlannedRecord want, int offset, ConsumerRecord<byte[], byte[]> got) {
