@@ -28,6 +28,7 @@ INT_RANGES = {
 # element types whose arrays are read/written with one struct call
 PACKABLE_ELEMENTS = {t: f for t, f in FIXED_FORMATS.items() if t != "uuid"}
 
+FIXED_ARRAY_MIN = 8   # same-size struct arrays this long are read with one iter_unpack
 FN = "__FN__"   # placeholder for a function's own name while its body is deduplicated
 
 
@@ -200,6 +201,14 @@ class ModuleBuilder:
             self.formats[name] = fmt
         return name
 
+    def array_table(self, fmt: str, compact: bool) -> str:
+        """A StructTable for arrays of `fmt` elements; compact ones lead with a 1-byte count."""
+        template = (">B{n}" if compact else ">{n}") + fmt
+        name = ("_CA_" if compact else "_A_") + fmt.replace("?", "T")
+        if name not in self.formats:
+            self.formats[name] = template
+        return name
+
     def define(self, hint: str, code: Code) -> str:
         """Add a function (its def line uses FN as its name); identical bodies share one name."""
         body = "\n".join(code.lines)
@@ -232,9 +241,14 @@ class ModuleBuilder:
             for spec in msg.structs + [msg.root]:
                 out += self._schema(msg, spec)
         out.append("\n_new = object.__new__  # decoders fill slots directly, skipping __init__")
-        out.append("\n# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool).")
+        out.append("\n# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);"
+                   "\n# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).")
         for name, fmt in self.formats.items():
-            out.append(f"{name} = _Struct({'>' + fmt!r})")
+            if "{n}" in fmt:
+                out.append(f"{name} = _StructTable({fmt!r})")
+            else:
+                out.append(f"{name} = _Struct({'>' + fmt!r})")
+        out.append("_UUID_GET = _UUID_CACHE.get")
         out.append("")
         for src in self.functions:
             out.append("\n\n" + src)
@@ -262,10 +276,10 @@ import uuid as _uuid
 from dataclasses import dataclass
 from dataclasses import field as _field
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 from typing import ClassVar
 
+from ..primitives import PLAIN_BUFFERS as _PLAIN_BUFFERS
+from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
@@ -277,6 +291,7 @@ from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
+from ..primitives import StructTable as _StructTable
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
 
 __all__ = [{all_names}]'''
@@ -483,7 +498,7 @@ class DecodeGen:
         fmt = FIXED_FORMATS.get(type_)
         if fmt == "16s":
             raw = self.fresh("u")
-            run.add(fmt, raw, f"{target} = _read_uuid({raw})")
+            run.add(fmt, raw, f"{target} = _UUID_GET({raw}) or _read_uuid({raw})")
             return
         if fmt is not None:
             run.add(fmt, target)
@@ -519,33 +534,82 @@ class DecodeGen:
         with c.block_if(nullable, "else:"):
             self._array_items(c, f, target, end, nullable)
 
+    def fixed_layout(self, spec: StructSpec) -> list[FieldSpec] | None:
+        """The fields of `spec` if, in this version, every element has the same size.
+
+        That is: only fixed-width fields (no uuids, which need converting) and, when flexible,
+        no tagged fields, so the element ends with its one-byte (usually empty) tag section.
+        """
+        present = [f for f in spec.fields if f.present(self.v)]
+        if not present or any(not f.is_fixed or f.type == "uuid" for f in present):
+            return None
+        if self.flex and any(f.tagged(self.v) for f in present):
+            return None
+        return present
+
     def _array_items(self, c: Code, f: FieldSpec, target: str, end: str, nullable: bool) -> None:
         fmt = PACKABLE_ELEMENTS.get(f.type)
-        size = FIXED_SIZES[fmt] if fmt else 1
-        # every element takes at least one byte: a count beyond the bytes left is malformed
+        fixed = self.fixed_layout(f.struct) if f.is_struct else None
+        if fmt:
+            size = FIXED_SIZES[fmt]
+        elif fixed:
+            size = sum(FIXED_SIZES[FIXED_FORMATS[g.type]] for g in fixed) + self.flex
+        else:
+            size = 1
+        # every element takes at least `size` bytes: a count beyond the bytes left is malformed
         bound = f"n > {end} - pos" if size == 1 else f"n * {size} > {end} - pos"
         if not nullable:
             bound = "n < 0 or " + bound
         with c.block(f"if {bound}:"):
             c(f"raise _Malformed(f'{f.name}: array length {{n}} out of range', pos)")
         if fmt is not None:
-            c(f"{target} = list(_unpack_from(f'>{{n}}{fmt}', buf, pos))")
+            c(f"{target} = list({self.b.array_table(fmt, False)}[n].unpack_from(buf, pos))")
             c(f"pos += {size} * n" if size > 1 else "pos += n")
+            return
+        items = self.fresh("l")
+        c(f"{items} = []")
+        if fixed:
+            self._fixed_struct_items(c, f, fixed, items, size, end)
         else:
-            items = self.fresh("l")
-            c(f"{items} = []")
-            with c.block("for _ in range(n):"):
-                if f.is_struct:
-                    obj = self.struct(c, f.struct, end)
-                    c(f"{items}.append({obj})")
-                else:
-                    elem = self.fresh("x")
-                    run = Run(self.b)
-                    self.value(c, f, f.type, elem, end, run, False,
-                               f.compact(self.v, self.flex))
-                    run.flush_read(c)
-                    c(f"{items}.append({elem})")
-            c(f"{target} = {items}")
+            self._struct_items(c, f, items, end)
+        c(f"{target} = {items}")
+
+    def _fixed_struct_items(self, c: Code, f: FieldSpec, fixed: list[FieldSpec], items: str,
+                            size: int, end: str) -> None:
+        """Same-size elements: one iter_unpack over the array, no per-element reads."""
+        spec = f.struct
+        fmt = "".join(FIXED_FORMATS[g.type] for g in fixed) + ("x" if self.flex else "")
+        const = self.b.struct_const(fmt)
+        c(f"e = pos + n * {size}")
+        # Worth its setup from about 8 elements; when flexible, only if every element's tagged
+        # section is empty (one zero byte), else the general loop below reads them.
+        check = f" and (chunk := bytes(buf[pos:e]))[{size - 1}::{size}].count(0) == n" \
+            if self.flex else ""
+        with c.block(f"if n > {FIXED_ARRAY_MIN - 1}{check}:"):
+            source = "chunk" if self.flex else "buf[pos:e]"
+            with c.block(f"for t in {const}.iter_unpack({source}):"):
+                obj = self.fresh("o")
+                c(f"{obj} = _new({self.b.class_alias(self.msg, spec)})")
+                for g in spec.fields:
+                    if g not in fixed:
+                        c(f"{obj}.{g.attr} = {self.default_expr(g)}")
+                c(", ".join(f"{obj}.{g.attr}" for g in fixed) + (", = t" if len(fixed) == 1 else " = t"))
+                c(f"{items}.append({obj})")
+            c("pos = e")
+        with c.block("else:"):
+            self._struct_items(c, f, items, end)
+
+    def _struct_items(self, c: Code, f: FieldSpec, items: str, end: str) -> None:
+        with c.block("for _ in range(n):"):
+            if f.is_struct:
+                obj = self.struct(c, f.struct, end)
+                c(f"{items}.append({obj})")
+            else:
+                elem = self.fresh("x")
+                run = Run(self.b)
+                self.value(c, f, f.type, elem, end, run, False, f.compact(self.v, self.flex))
+                run.flush_read(c)
+                c(f"{items}.append({elem})")
 
     def tags_helper(self, spec: StructSpec, tagged: list[FieldSpec]) -> str:
         """The function that reads a non-empty tagged-field section of `spec`."""
@@ -615,7 +679,7 @@ class EncodeGen:
         run.flush_write(c)
         c("return parts")
         return self.b.define(_fn_name(self.msg, "encode", self.v),
-                             _with_prologue(f"def {FN}(o0):", c))
+                             _with_prologue(f"def {FN}(o0, ext):", c))
 
     def struct(self, c: Code, spec: StructSpec, obj: str, run: Run) -> None:
         present = [f for f in spec.fields if f.present(self.v)]
@@ -654,7 +718,20 @@ class EncodeGen:
         if f.is_array:
             x = self.fresh("x")
             c(f"{x} = {expr}")
-            if nullable:
+            fmt = PACKABLE_ELEMENTS.get(f.type)
+            if fmt is not None and compact:
+                run.flush_write(c)
+                if nullable:
+                    with c.block(f"if {x} is None:"):
+                        c("ap(b'\\x00')")
+                with c.block_if(nullable, "else:"):
+                    c(f"n = len({x})")
+                    with c.block("if n < 127:"):
+                        c(f"ap({self.b.array_table(fmt, True)}[n].pack(n + 1, *{x}))")
+                    with c.block("else:"):
+                        c("ap(_uvarint(n + 1))")
+                        c(f"ap({self.b.array_table(fmt, False)}[n].pack(*{x}))")
+            elif nullable:
                 self.length(c, run, compact, "i", x, nullable=True)
                 with c.block(f"if {x} is not None:"):
                     self.array_body(c, f, x)
@@ -719,18 +796,26 @@ class EncodeGen:
             with c.block_if(nullable, "else:"):
                 c(f"n = len({s}) + 1")
                 c("ap(_UV1[n] if n < 128 else _uvarint(n))")
-                c(f"ap({s})")
+                self._append_payload(c, type_, s)
             return
         fmt = "h" if type_ == "string" else "i"
         run.add(fmt, f"-1 if {s} is None else len({s})" if nullable else f"len({s})")
         run.flush_write(c)
         with c.block_if(nullable, f"if {s} is not None:"):
-            c(f"ap({s})")
+            self._append_payload(c, type_, s)
+
+    @staticmethod
+    def _append_payload(c: Code, type_: str, s: str) -> None:
+        if type_ == "records":
+            # an ExternalRecords part: note its index so encode_parts() can keep it separate
+            with c.block(f"if {s}.__class__ not in _PLAIN_BUFFERS:"):
+                c("ext.append(len(parts))")
+        c(f"ap({s})")
 
     def array_body(self, c: Code, f: FieldSpec, x: str) -> None:
         fmt = PACKABLE_ELEMENTS.get(f.type)
         if fmt is not None:
-            c(f"ap(_pack(f'>{{len({x})}}{fmt}', *{x}))")
+            c(f"ap({self.b.array_table(fmt, False)}[len({x})].pack(*{x}))")
             return
         elem = self.fresh("o" if f.is_struct else "e")
         with c.block(f"for {elem} in {x}:"):

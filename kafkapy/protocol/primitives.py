@@ -17,7 +17,8 @@ from .errors import DecodeError
 
 __all__ = [
     "ExternalRecords", "FieldSchema", "Malformed", "UVARINT_1", "ZERO_UUID",
-    "read_uvarint", "encode_uvarint", "read_uuid", "skip_tagged_fields",
+    "read_uvarint", "encode_uvarint", "read_uuid", "skip_tagged_fields", "StructTable",
+    "PLAIN_BUFFERS", "UUID_CACHE",
     "decode_message", "encode_message", "encode_message_parts",
 ]
 
@@ -115,9 +116,26 @@ def encode_uvarint(value: int) -> bytes:
     return bytes(out)
 
 
+class StructTable(dict):
+    """Precompiled Structs by element count for a format like '>B{n}i' (arrays of primitives)."""
+
+    def __init__(self, template: str):
+        super().__init__()
+        self.template = template
+
+    def __missing__(self, n: int) -> struct.Struct:
+        compiled = struct.Struct(self.template.format(n=n))
+        if n <= 4096:   # the common small counts stay cached; huge ones are compiled each time
+            self[n] = compiled
+        return compiled
+
+
+# Records values that are copied into the output; anything else is an ExternalRecords part.
+PLAIN_BUFFERS = frozenset({bytes, bytearray, memoryview})
+
 # Topic ids repeat across requests; caching their UUID objects skips UUID's slow constructor.
 # Bounded so hostile input cannot grow it without limit.
-_UUID_CACHE: dict[bytes, uuid.UUID] = {}
+UUID_CACHE: dict[bytes, uuid.UUID] = {}
 _UUID_CACHE_MAX = 65536
 _new = object.__new__
 _setattr = object.__setattr__
@@ -126,16 +144,16 @@ _SAFE_UNKNOWN = uuid.SafeUUID.unknown
 
 def read_uuid(raw: bytes) -> uuid.UUID:
     """The UUID for 16 raw bytes (cached; avoids uuid.UUID's argument checking)."""
-    u = _UUID_CACHE.get(raw)
+    u = UUID_CACHE.get(raw)
     if u is None:
         if len(raw) != 16:
             raise Malformed("uuid runs past the end of the buffer")
         u = _new(uuid.UUID)
         _setattr(u, "int", int.from_bytes(raw, "big"))
         _setattr(u, "is_safe", _SAFE_UNKNOWN)
-        if len(_UUID_CACHE) >= _UUID_CACHE_MAX:
-            _UUID_CACHE.clear()
-        _UUID_CACHE[bytes(raw)] = u
+        if len(UUID_CACHE) >= _UUID_CACHE_MAX:
+            UUID_CACHE.clear()
+        UUID_CACHE[bytes(raw)] = u
     return u
 
 
@@ -201,36 +219,41 @@ def _describe(exc: BaseException) -> str:
     return f"malformed message ({type(exc).__name__}: {exc})"
 
 
-def encode_message(encoders: dict[int, Callable[[Any], list]], message: Any, version: int) -> bytes:
+def encode_message(encoders: dict[int, Callable[[Any, list], list]], message: Any,
+                   version: int) -> bytes:
     """Encode `message` as `version` into one bytes object."""
     encoder = encoders.get(version)
     if encoder is None:
         raise ValueError(f"{type(message).__name__} has no version {version}")
-    parts = encoder(message)
-    try:
-        return b"".join(parts)
-    except TypeError:
-        # An ExternalRecords part: materialise it (encode_parts() avoids this copy).
-        return b"".join(p.tobytes() if isinstance(p, ExternalRecords) else p for p in parts)
+    external: list[int] = []
+    parts = encoder(message, external)
+    for i in external:   # materialise ExternalRecords (encode_parts() avoids this copy)
+        part = parts[i]
+        parts[i] = part.tobytes() if isinstance(part, ExternalRecords) else bytes(part)
+    return b"".join(parts)
 
 
-def encode_message_parts(encoders: dict[int, Callable[[Any], list]], message: Any,
+def encode_message_parts(encoders: dict[int, Callable[[Any, list], list]], message: Any,
                          version: int) -> list:
     """Encode `message` as a list of bytes, with ExternalRecords payloads as their own elements."""
     encoder = encoders.get(version)
     if encoder is None:
         raise ValueError(f"{type(message).__name__} has no version {version}")
-    parts = encoder(message)
+    external: list[int] = []
+    parts = encoder(message, external)
+    if not external:
+        return [b"".join(parts)]
     out: list = []
-    run: list = []
-    for part in parts:
-        if isinstance(part, ExternalRecords):
-            if run:
-                out.append(b"".join(run))
-                run = []
-            out.append(part)
-        else:
-            run.append(part)
-    if run or not out:
-        out.append(b"".join(run))
+    start = 0
+    for i in external:
+        part = parts[i]
+        if not isinstance(part, ExternalRecords):
+            parts[i] = bytes(part)   # a bytes-like subclass: copied like any other value
+            continue
+        if i > start:
+            out.append(b"".join(parts[start:i]))
+        out.append(part)
+        start = i + 1
+    if start < len(parts):
+        out.append(b"".join(parts[start:]))
     return out

@@ -247,3 +247,36 @@ def test_tagged_field_overrunning_its_size():
     # tag 1 (FinalizedFeaturesEpoch, int64) declared as 2 bytes long
     bad = encoded[:-1] + b"\x01\x01\x02" + struct.pack(">q", 1)
     _decode_error(ApiVersionsResponse, bad, 3)
+
+
+# ---- same-size struct arrays (read with one iter_unpack) ---------------------------------------
+
+def _fetch_v13(partition_tags: list[bytes]) -> bytes:
+    """A hand-built Fetch v13 request: one topic whose partitions carry the given tag sections."""
+    topic_id = uuid.UUID(int=42)
+    parts = b"".join(struct.pack(">iiqiqi", i, 5, 1000 + i, 4, -1, 1 << 20) + tags
+                     for i, tags in enumerate(partition_tags))
+    return (struct.pack(">iiiibii", -1, 500, 1, 1 << 20, 0, 0, -1) + b"\x02" + topic_id.bytes
+            + bytes([len(partition_tags) + 1]) + parts + b"\x00" + b"\x01" + b"\x01" + b"\x00")
+
+
+@pytest.mark.parametrize("count", [3, 8, 20])
+@pytest.mark.parametrize("wrap", [bytes, bytearray, memoryview])
+def test_fixed_size_struct_arrays(count, wrap):
+    plain = _fetch_v13([b"\x00"] * count)
+    tagged = _fetch_v13([b"\x00"] * (count - 1) + [b"\x01\x05\x02ab"])   # one unknown tag
+    expected = [FetchRequest.FetchPartition(partition=i, current_leader_epoch=5,
+                                            fetch_offset=1000 + i, last_fetched_epoch=4,
+                                            log_start_offset=-1, partition_max_bytes=1 << 20)
+                for i in range(count)]
+    for data in (plain, tagged):
+        decoded = FetchRequest.decode(wrap(data), 13)
+        assert decoded.topics[0].partitions == expected
+        assert decoded.topics[0].topic_id == uuid.UUID(int=42) and decoded.rack_id == ""
+    assert FetchRequest.decode(plain, 13).encode(13) == plain
+
+
+def test_fixed_size_struct_array_truncated():
+    data = _fetch_v13([b"\x00"] * 10)
+    with pytest.raises(DecodeError):
+        FetchRequest.decode(data[:200], 13)

@@ -8,10 +8,10 @@ import uuid as _uuid
 from dataclasses import dataclass
 from dataclasses import field as _field
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 from typing import ClassVar
 
+from ..primitives import PLAIN_BUFFERS as _PLAIN_BUFFERS
+from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
@@ -23,6 +23,7 @@ from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
+from ..primitives import StructTable as _StructTable
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
 
 __all__ = ["AlterPartitionReassignmentsRequest", "AlterPartitionReassignmentsResponse"]
@@ -164,9 +165,13 @@ AlterPartitionReassignmentsResponse.SCHEMA = (
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
-# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool).
+# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
+# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
 _S_i = _Struct('>i')
+_A_i = _StructTable('>{n}i')
+_CA_i = _StructTable('>B{n}i')
 _S_ih = _Struct('>ih')
+_UUID_GET = _UUID_CACHE.get
 
 
 
@@ -221,7 +226,7 @@ def _decode_alter_partition_reassignments_request_v0(buf, pos):
             else:
                 if n * 4 > end - pos:
                     raise _Malformed(f'Replicas: array length {n} out of range', pos)
-                o5.replicas = list(_unpack_from(f'>{n}i', buf, pos))
+                o5.replicas = list(_A_i[n].unpack_from(buf, pos))
                 pos += 4 * n
             if buf[pos]:
                 pos = _skip_tagged_fields(buf, pos)
@@ -242,7 +247,7 @@ def _decode_alter_partition_reassignments_request_v0(buf, pos):
     return o1
 
 
-def _encode_alter_partition_reassignments_request_v0(o0):
+def _encode_alter_partition_reassignments_request_v0(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -263,10 +268,12 @@ def _encode_alter_partition_reassignments_request_v0(o0):
             if x6 is None:
                 ap(b'\x00')
             else:
-                n = len(x6) + 1
-                ap(_UV1[n] if n < 128 else _uvarint(n))
-            if x6 is not None:
-                ap(_pack(f'>{len(x6)}i', *x6))
+                n = len(x6)
+                if n < 127:
+                    ap(_CA_i[n].pack(n + 1, *x6))
+                else:
+                    ap(_uvarint(n + 1))
+                    ap(_A_i[n].pack(*x6))
             ap(b'\x00')
         ap(b'\x00')
     ap(b'\x00')
@@ -360,7 +367,7 @@ def _decode_alter_partition_reassignments_response_v0(buf, pos):
     return o1
 
 
-def _encode_alter_partition_reassignments_response_v0(o0):
+def _encode_alter_partition_reassignments_response_v0(o0, ext):
     parts = []
     ap = parts.append
     s1 = o0.error_message

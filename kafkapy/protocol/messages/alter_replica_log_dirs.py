@@ -8,10 +8,10 @@ import uuid as _uuid
 from dataclasses import dataclass
 from dataclasses import field as _field
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 from typing import ClassVar
 
+from ..primitives import PLAIN_BUFFERS as _PLAIN_BUFFERS
+from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
@@ -23,6 +23,7 @@ from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
+from ..primitives import StructTable as _StructTable
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
 
 __all__ = ["AlterReplicaLogDirsRequest", "AlterReplicaLogDirsResponse"]
@@ -156,13 +157,17 @@ AlterReplicaLogDirsResponse.SCHEMA = (
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
-# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool).
+# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
+# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
 _S_i = _Struct('>i')
 _S_h = _Struct('>h')
+_A_i = _StructTable('>{n}i')
+_CA_i = _StructTable('>B{n}i')
 _S_ii = _Struct('>ii')
 _S_ih = _Struct('>ih')
-_S_ihB = _Struct('>ihB')
 _S_ihx = _Struct('>ihx')
+_S_ihB = _Struct('>ihB')
+_UUID_GET = _UUID_CACHE.get
 
 
 
@@ -201,7 +206,7 @@ def _decode_alter_replica_log_dirs_request_v0(buf, pos):
             pos += 4
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'Partitions: array length {n} out of range', pos)
-            o5.partitions = list(_unpack_from(f'>{n}i', buf, pos))
+            o5.partitions = list(_A_i[n].unpack_from(buf, pos))
             pos += 4 * n
             l4.append(o5)
         o3.topics = l4
@@ -265,7 +270,7 @@ def _decode_alter_replica_log_dirs_request_v2(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'Partitions: array length {n} out of range', pos)
-            o5.partitions = list(_unpack_from(f'>{n}i', buf, pos))
+            o5.partitions = list(_A_i[n].unpack_from(buf, pos))
             pos += 4 * n
             if buf[pos]:
                 pos = _skip_tagged_fields(buf, pos)
@@ -286,7 +291,7 @@ def _decode_alter_replica_log_dirs_request_v2(buf, pos):
     return o1
 
 
-def _encode_alter_replica_log_dirs_request_v0(o0):
+def _encode_alter_replica_log_dirs_request_v0(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.dirs
@@ -303,11 +308,11 @@ def _encode_alter_replica_log_dirs_request_v0(o0):
             ap(s6)
             x7 = o5.partitions
             ap(_S_i.pack(len(x7)))
-            ap(_pack(f'>{len(x7)}i', *x7))
+            ap(_A_i[len(x7)].pack(*x7))
     return parts
 
 
-def _encode_alter_replica_log_dirs_request_v2(o0):
+def _encode_alter_replica_log_dirs_request_v2(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.dirs
@@ -327,9 +332,12 @@ def _encode_alter_replica_log_dirs_request_v2(o0):
             ap(_UV1[n] if n < 128 else _uvarint(n))
             ap(s6)
             x7 = o5.partitions
-            n = len(x7) + 1
-            ap(_UV1[n] if n < 128 else _uvarint(n))
-            ap(_pack(f'>{len(x7)}i', *x7))
+            n = len(x7)
+            if n < 127:
+                ap(_CA_i[n].pack(n + 1, *x7))
+            else:
+                ap(_uvarint(n + 1))
+                ap(_A_i[n].pack(*x7))
             ap(b'\x00')
         ap(b'\x00')
     ap(b'\x00')
@@ -355,14 +363,22 @@ def _decode_alter_replica_log_dirs_response_v0(buf, pos):
         pos = e
         n = _S_i.unpack_from(buf, pos)[0]
         pos += 4
-        if n < 0 or n > end - pos:
+        if n < 0 or n * 6 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
         l4 = []
-        for _ in range(n):
-            o5 = _new(_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult)
-            o5.partition_index, o5.error_code = _S_ih.unpack_from(buf, pos)
-            pos += 6
-            l4.append(o5)
+        e = pos + n * 6
+        if n > 7:
+            for t in _S_ih.iter_unpack(buf[pos:e]):
+                o5 = _new(_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult)
+                o5.partition_index, o5.error_code = t
+                l4.append(o5)
+            pos = e
+        else:
+            for _ in range(n):
+                o6 = _new(_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult)
+                o6.partition_index, o6.error_code = _S_ih.unpack_from(buf, pos)
+                pos += 6
+                l4.append(o6)
         o3.partitions = l4
         l2.append(o3)
     o1.results = l2
@@ -402,16 +418,24 @@ def _decode_alter_replica_log_dirs_response_v2(buf, pos):
         else:
             n, pos = _read_uvarint(buf, pos)
             n -= 1
-        if n < 0 or n > end - pos:
+        if n < 0 or n * 7 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
         l4 = []
-        for _ in range(n):
-            o5 = _new(_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult)
-            o5.partition_index, o5.error_code, t6 = _S_ihB.unpack_from(buf, pos)
-            pos += 7
-            if t6:
-                pos = _skip_tagged_fields(buf, pos - 1)
-            l4.append(o5)
+        e = pos + n * 7
+        if n > 7 and (chunk := bytes(buf[pos:e]))[6::7].count(0) == n:
+            for t in _S_ihx.iter_unpack(chunk):
+                o5 = _new(_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult)
+                o5.partition_index, o5.error_code = t
+                l4.append(o5)
+            pos = e
+        else:
+            for _ in range(n):
+                o6 = _new(_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult)
+                o6.partition_index, o6.error_code, t7 = _S_ihB.unpack_from(buf, pos)
+                pos += 7
+                if t7:
+                    pos = _skip_tagged_fields(buf, pos - 1)
+                l4.append(o6)
         o3.partitions = l4
         if buf[pos]:
             pos = _skip_tagged_fields(buf, pos)
@@ -426,7 +450,7 @@ def _decode_alter_replica_log_dirs_response_v2(buf, pos):
     return o1
 
 
-def _encode_alter_replica_log_dirs_response_v0(o0):
+def _encode_alter_replica_log_dirs_response_v0(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.results
@@ -442,7 +466,7 @@ def _encode_alter_replica_log_dirs_response_v0(o0):
     return parts
 
 
-def _encode_alter_replica_log_dirs_response_v2(o0):
+def _encode_alter_replica_log_dirs_response_v2(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.results

@@ -8,10 +8,10 @@ import uuid as _uuid
 from dataclasses import dataclass
 from dataclasses import field as _field
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 from typing import ClassVar
 
+from ..primitives import PLAIN_BUFFERS as _PLAIN_BUFFERS
+from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
@@ -23,6 +23,7 @@ from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
+from ..primitives import StructTable as _StructTable
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
 
 __all__ = ["ApiVersionsRequest", "ApiVersionsResponse"]
@@ -157,18 +158,20 @@ ApiVersionsResponse.SCHEMA = (
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
-# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool).
+# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
+# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
 _S_hi = _Struct('>hi')
 _S_hhh = _Struct('>hhh')
 _S_i = _Struct('>i')
 _S_h = _Struct('>h')
+_S_hhhx = _Struct('>hhhx')
 _S_hhhB = _Struct('>hhhB')
 _S_hhB = _Struct('>hhB')
 _S_q = _Struct('>q')
 _S_T = _Struct('>?')
 _S_iB = _Struct('>iB')
-_S_hhhx = _Struct('>hhhx')
 _S_hhx = _Struct('>hhx')
+_UUID_GET = _UUID_CACHE.get
 
 
 
@@ -212,13 +215,13 @@ def _decode_api_versions_request_v3(buf, pos):
     return o1
 
 
-def _encode_api_versions_request_v0(o0):
+def _encode_api_versions_request_v0(o0, ext):
     parts = []
     ap = parts.append
     return parts
 
 
-def _encode_api_versions_request_v3(o0):
+def _encode_api_versions_request_v3(o0, ext):
     parts = []
     ap = parts.append
     s1 = o0.client_software_name.encode()
@@ -243,14 +246,22 @@ def _decode_api_versions_response_v0(buf, pos):
     o1.zk_migration_ready = False
     o1.error_code, n = _S_hi.unpack_from(buf, pos)
     pos += 6
-    if n < 0 or n > end - pos:
+    if n < 0 or n * 6 > end - pos:
         raise _Malformed(f'ApiKeys: array length {n} out of range', pos)
     l2 = []
-    for _ in range(n):
-        o3 = _new(_ApiVersionsResponse_ApiVersion)
-        o3.api_key, o3.min_version, o3.max_version = _S_hhh.unpack_from(buf, pos)
-        pos += 6
-        l2.append(o3)
+    e = pos + n * 6
+    if n > 7:
+        for t in _S_hhh.iter_unpack(buf[pos:e]):
+            o3 = _new(_ApiVersionsResponse_ApiVersion)
+            o3.api_key, o3.min_version, o3.max_version = t
+            l2.append(o3)
+        pos = e
+    else:
+        for _ in range(n):
+            o4 = _new(_ApiVersionsResponse_ApiVersion)
+            o4.api_key, o4.min_version, o4.max_version = _S_hhh.unpack_from(buf, pos)
+            pos += 6
+            l2.append(o4)
     o1.api_keys = l2
     return o1
 
@@ -264,14 +275,22 @@ def _decode_api_versions_response_v1(buf, pos):
     o1.zk_migration_ready = False
     o1.error_code, n = _S_hi.unpack_from(buf, pos)
     pos += 6
-    if n < 0 or n > end - pos:
+    if n < 0 or n * 6 > end - pos:
         raise _Malformed(f'ApiKeys: array length {n} out of range', pos)
     l2 = []
-    for _ in range(n):
-        o3 = _new(_ApiVersionsResponse_ApiVersion)
-        o3.api_key, o3.min_version, o3.max_version = _S_hhh.unpack_from(buf, pos)
-        pos += 6
-        l2.append(o3)
+    e = pos + n * 6
+    if n > 7:
+        for t in _S_hhh.iter_unpack(buf[pos:e]):
+            o3 = _new(_ApiVersionsResponse_ApiVersion)
+            o3.api_key, o3.min_version, o3.max_version = t
+            l2.append(o3)
+        pos = e
+    else:
+        for _ in range(n):
+            o4 = _new(_ApiVersionsResponse_ApiVersion)
+            o4.api_key, o4.min_version, o4.max_version = _S_hhh.unpack_from(buf, pos)
+            pos += 6
+            l2.append(o4)
     o1.api_keys = l2
     o1.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
@@ -374,25 +393,33 @@ def _decode_api_versions_response_v3(buf, pos):
     else:
         n, pos = _read_uvarint(buf, pos)
         n -= 1
-    if n < 0 or n > end - pos:
+    if n < 0 or n * 7 > end - pos:
         raise _Malformed(f'ApiKeys: array length {n} out of range', pos)
     l2 = []
-    for _ in range(n):
-        o3 = _new(_ApiVersionsResponse_ApiVersion)
-        o3.api_key, o3.min_version, o3.max_version, t4 = _S_hhhB.unpack_from(buf, pos)
-        pos += 7
-        if t4:
-            pos = _skip_tagged_fields(buf, pos - 1)
-        l2.append(o3)
+    e = pos + n * 7
+    if n > 7 and (chunk := bytes(buf[pos:e]))[6::7].count(0) == n:
+        for t in _S_hhhx.iter_unpack(chunk):
+            o3 = _new(_ApiVersionsResponse_ApiVersion)
+            o3.api_key, o3.min_version, o3.max_version = t
+            l2.append(o3)
+        pos = e
+    else:
+        for _ in range(n):
+            o4 = _new(_ApiVersionsResponse_ApiVersion)
+            o4.api_key, o4.min_version, o4.max_version, t5 = _S_hhhB.unpack_from(buf, pos)
+            pos += 7
+            if t5:
+                pos = _skip_tagged_fields(buf, pos - 1)
+            l2.append(o4)
     o1.api_keys = l2
-    o1.throttle_time_ms, t5 = _S_iB.unpack_from(buf, pos)
+    o1.throttle_time_ms, t6 = _S_iB.unpack_from(buf, pos)
     pos += 5
-    if t5:
+    if t6:
         pos = _decode_tags_api_versions_response_v3_ApiVersionsResponse(buf, pos - 1, o1)
     return o1
 
 
-def _encode_api_versions_response_v0(o0):
+def _encode_api_versions_response_v0(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.api_keys
@@ -402,7 +429,7 @@ def _encode_api_versions_response_v0(o0):
     return parts
 
 
-def _encode_api_versions_response_v1(o0):
+def _encode_api_versions_response_v1(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.api_keys
@@ -458,7 +485,7 @@ def _encode_tags_api_versions_response_v3_ApiVersionsResponse(o0):
     return _uvarint(len(fields)) + b''.join(fields)
 
 
-def _encode_api_versions_response_v3(o0):
+def _encode_api_versions_response_v3(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.api_keys

@@ -8,10 +8,10 @@ import uuid as _uuid
 from dataclasses import dataclass
 from dataclasses import field as _field
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 from typing import ClassVar
 
+from ..primitives import PLAIN_BUFFERS as _PLAIN_BUFFERS
+from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
@@ -23,6 +23,7 @@ from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
+from ..primitives import StructTable as _StructTable
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
 
 __all__ = ["ConsumerGroupHeartbeatRequest", "ConsumerGroupHeartbeatResponse"]
@@ -164,11 +165,15 @@ ConsumerGroupHeartbeatResponse.SCHEMA = (
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
-# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool).
+# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
+# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
 _S_i = _Struct('>i')
 _S_16s = _Struct('>16s')
+_A_i = _StructTable('>{n}i')
+_CA_i = _StructTable('>B{n}i')
 _S_ih = _Struct('>ih')
 _S_iib = _Struct('>iib')
+_UUID_GET = _UUID_CACHE.get
 
 
 
@@ -285,7 +290,7 @@ def _decode_consumer_group_heartbeat_request_v0(buf, pos):
             o5 = _new(_ConsumerGroupHeartbeatRequest_TopicPartitions)
             u6 = _S_16s.unpack_from(buf, pos)[0]
             pos += 16
-            o5.topic_id = _read_uuid(u6)
+            o5.topic_id = _UUID_GET(u6) or _read_uuid(u6)
             n = buf[pos] - 1
             if n < 127:
                 pos += 1
@@ -294,7 +299,7 @@ def _decode_consumer_group_heartbeat_request_v0(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'Partitions: array length {n} out of range', pos)
-            o5.partitions = list(_unpack_from(f'>{n}i', buf, pos))
+            o5.partitions = list(_A_i[n].unpack_from(buf, pos))
             pos += 4 * n
             if buf[pos]:
                 pos = _skip_tagged_fields(buf, pos)
@@ -309,7 +314,7 @@ def _decode_consumer_group_heartbeat_request_v0(buf, pos):
     return o1
 
 
-def _encode_consumer_group_heartbeat_request_v0(o0):
+def _encode_consumer_group_heartbeat_request_v0(o0, ext):
     parts = []
     ap = parts.append
     s1 = o0.group_id.encode()
@@ -371,9 +376,12 @@ def _encode_consumer_group_heartbeat_request_v0(o0):
         for o10 in x9:
             x11 = o10.partitions
             ap(_S_16s.pack(o10.topic_id.bytes))
-            n = len(x11) + 1
-            ap(_UV1[n] if n < 128 else _uvarint(n))
-            ap(_pack(f'>{len(x11)}i', *x11))
+            n = len(x11)
+            if n < 127:
+                ap(_CA_i[n].pack(n + 1, *x11))
+            else:
+                ap(_uvarint(n + 1))
+                ap(_A_i[n].pack(*x11))
             ap(b'\x00')
     ap(b'\x00')
     return parts
@@ -431,7 +439,7 @@ def _decode_consumer_group_heartbeat_response_v0(buf, pos):
             o4 = _new(_ConsumerGroupHeartbeatResponse_TopicPartitions)
             u5 = _S_16s.unpack_from(buf, pos)[0]
             pos += 16
-            o4.topic_id = _read_uuid(u5)
+            o4.topic_id = _UUID_GET(u5) or _read_uuid(u5)
             n = buf[pos] - 1
             if n < 127:
                 pos += 1
@@ -440,7 +448,7 @@ def _decode_consumer_group_heartbeat_response_v0(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'Partitions: array length {n} out of range', pos)
-            o4.partitions = list(_unpack_from(f'>{n}i', buf, pos))
+            o4.partitions = list(_A_i[n].unpack_from(buf, pos))
             pos += 4 * n
             if buf[pos]:
                 pos = _skip_tagged_fields(buf, pos)
@@ -460,7 +468,7 @@ def _decode_consumer_group_heartbeat_response_v0(buf, pos):
     return o1
 
 
-def _encode_consumer_group_heartbeat_response_v0(o0):
+def _encode_consumer_group_heartbeat_response_v0(o0, ext):
     parts = []
     ap = parts.append
     s1 = o0.error_message
@@ -491,9 +499,12 @@ def _encode_consumer_group_heartbeat_response_v0(o0):
         for o5 in x4:
             x6 = o5.partitions
             ap(_S_16s.pack(o5.topic_id.bytes))
-            n = len(x6) + 1
-            ap(_UV1[n] if n < 128 else _uvarint(n))
-            ap(_pack(f'>{len(x6)}i', *x6))
+            n = len(x6)
+            if n < 127:
+                ap(_CA_i[n].pack(n + 1, *x6))
+            else:
+                ap(_uvarint(n + 1))
+                ap(_A_i[n].pack(*x6))
             ap(b'\x00')
         ap(b'\x00')
     ap(b'\x00')

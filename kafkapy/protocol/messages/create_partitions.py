@@ -8,10 +8,10 @@ import uuid as _uuid
 from dataclasses import dataclass
 from dataclasses import field as _field
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 from typing import ClassVar
 
+from ..primitives import PLAIN_BUFFERS as _PLAIN_BUFFERS
+from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
@@ -23,6 +23,7 @@ from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
+from ..primitives import StructTable as _StructTable
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
 
 __all__ = ["CreatePartitionsRequest", "CreatePartitionsResponse"]
@@ -146,14 +147,18 @@ CreatePartitionsResponse.SCHEMA = (
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
-# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool).
+# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
+# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
 _S_i = _Struct('>i')
 _S_h = _Struct('>h')
 _S_ii = _Struct('>ii')
+_A_i = _StructTable('>{n}i')
 _S_iT = _Struct('>i?')
 _S_iTB = _Struct('>i?B')
+_CA_i = _StructTable('>B{n}i')
 _S_iTx = _Struct('>i?x')
 _S_hh = _Struct('>hh')
+_UUID_GET = _UUID_CACHE.get
 
 
 
@@ -188,7 +193,7 @@ def _decode_create_partitions_request_v0(buf, pos):
                 pos += 4
                 if n < 0 or n * 4 > end - pos:
                     raise _Malformed(f'BrokerIds: array length {n} out of range', pos)
-                o5.broker_ids = list(_unpack_from(f'>{n}i', buf, pos))
+                o5.broker_ids = list(_A_i[n].unpack_from(buf, pos))
                 pos += 4 * n
                 l4.append(o5)
             o3.assignments = l4
@@ -248,7 +253,7 @@ def _decode_create_partitions_request_v2(buf, pos):
                     n -= 1
                 if n < 0 or n * 4 > end - pos:
                     raise _Malformed(f'BrokerIds: array length {n} out of range', pos)
-                o5.broker_ids = list(_unpack_from(f'>{n}i', buf, pos))
+                o5.broker_ids = list(_A_i[n].unpack_from(buf, pos))
                 pos += 4 * n
                 if buf[pos]:
                     pos = _skip_tagged_fields(buf, pos)
@@ -269,7 +274,7 @@ def _decode_create_partitions_request_v2(buf, pos):
     return o1
 
 
-def _encode_create_partitions_request_v0(o0):
+def _encode_create_partitions_request_v0(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -284,12 +289,12 @@ def _encode_create_partitions_request_v0(o0):
             for o5 in x4:
                 x6 = o5.broker_ids
                 ap(_S_i.pack(len(x6)))
-                ap(_pack(f'>{len(x6)}i', *x6))
+                ap(_A_i[len(x6)].pack(*x6))
     ap(_S_iT.pack(o0.timeout_ms, o0.validate_only))
     return parts
 
 
-def _encode_create_partitions_request_v2(o0):
+def _encode_create_partitions_request_v2(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -310,9 +315,12 @@ def _encode_create_partitions_request_v2(o0):
         if x4 is not None:
             for o5 in x4:
                 x6 = o5.broker_ids
-                n = len(x6) + 1
-                ap(_UV1[n] if n < 128 else _uvarint(n))
-                ap(_pack(f'>{len(x6)}i', *x6))
+                n = len(x6)
+                if n < 127:
+                    ap(_CA_i[n].pack(n + 1, *x6))
+                else:
+                    ap(_uvarint(n + 1))
+                    ap(_A_i[n].pack(*x6))
                 ap(b'\x00')
         ap(b'\x00')
     ap(_S_iTx.pack(o0.timeout_ms, o0.validate_only))
@@ -407,7 +415,7 @@ def _decode_create_partitions_response_v2(buf, pos):
     return o1
 
 
-def _encode_create_partitions_response_v0(o0):
+def _encode_create_partitions_response_v0(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.results
@@ -425,7 +433,7 @@ def _encode_create_partitions_response_v0(o0):
     return parts
 
 
-def _encode_create_partitions_response_v2(o0):
+def _encode_create_partitions_response_v2(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.results

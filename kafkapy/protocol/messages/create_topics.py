@@ -8,10 +8,10 @@ import uuid as _uuid
 from dataclasses import dataclass
 from dataclasses import field as _field
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 from typing import ClassVar
 
+from ..primitives import PLAIN_BUFFERS as _PLAIN_BUFFERS
+from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
@@ -23,6 +23,7 @@ from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
+from ..primitives import StructTable as _StructTable
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
 
 __all__ = ["CreateTopicsRequest", "CreateTopicsResponse"]
@@ -200,19 +201,23 @@ CreateTopicsResponse.SCHEMA = (
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
-# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool).
+# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
+# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
 _S_i = _Struct('>i')
 _S_h = _Struct('>h')
 _S_ihi = _Struct('>ihi')
 _S_ii = _Struct('>ii')
+_A_i = _StructTable('>{n}i')
 _S_iT = _Struct('>i?')
 _S_ih = _Struct('>ih')
 _S_iTB = _Struct('>i?B')
+_CA_i = _StructTable('>B{n}i')
 _S_iTx = _Struct('>i?x')
 _S_hh = _Struct('>hh')
 _S_TbTB = _Struct('>?b?B')
 _S_16sh = _Struct('>16sh')
 _S_TbTx = _Struct('>?b?x')
+_UUID_GET = _UUID_CACHE.get
 
 
 
@@ -245,7 +250,7 @@ def _decode_create_topics_request_v0(buf, pos):
             pos += 8
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'BrokerIds: array length {n} out of range', pos)
-            o5.broker_ids = list(_unpack_from(f'>{n}i', buf, pos))
+            o5.broker_ids = list(_A_i[n].unpack_from(buf, pos))
             pos += 4 * n
             l4.append(o5)
         o3.assignments = l4
@@ -310,7 +315,7 @@ def _decode_create_topics_request_v1(buf, pos):
             pos += 8
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'BrokerIds: array length {n} out of range', pos)
-            o5.broker_ids = list(_unpack_from(f'>{n}i', buf, pos))
+            o5.broker_ids = list(_A_i[n].unpack_from(buf, pos))
             pos += 4 * n
             l4.append(o5)
         o3.assignments = l4
@@ -395,7 +400,7 @@ def _decode_create_topics_request_v5(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'BrokerIds: array length {n} out of range', pos)
-            o5.broker_ids = list(_unpack_from(f'>{n}i', buf, pos))
+            o5.broker_ids = list(_A_i[n].unpack_from(buf, pos))
             pos += 4 * n
             if buf[pos]:
                 pos = _skip_tagged_fields(buf, pos)
@@ -458,7 +463,7 @@ def _decode_create_topics_request_v5(buf, pos):
     return o1
 
 
-def _encode_create_topics_request_v0(o0):
+def _encode_create_topics_request_v0(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -472,7 +477,7 @@ def _encode_create_topics_request_v0(o0):
         for o5 in x4:
             x6 = o5.broker_ids
             ap(_S_ii.pack(o5.partition_index, len(x6)))
-            ap(_pack(f'>{len(x6)}i', *x6))
+            ap(_A_i[len(x6)].pack(*x6))
         x7 = o2.configs
         ap(_S_i.pack(len(x7)))
         for o8 in x7:
@@ -489,7 +494,7 @@ def _encode_create_topics_request_v0(o0):
     return parts
 
 
-def _encode_create_topics_request_v1(o0):
+def _encode_create_topics_request_v1(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -503,7 +508,7 @@ def _encode_create_topics_request_v1(o0):
         for o5 in x4:
             x6 = o5.broker_ids
             ap(_S_ii.pack(o5.partition_index, len(x6)))
-            ap(_pack(f'>{len(x6)}i', *x6))
+            ap(_A_i[len(x6)].pack(*x6))
         x7 = o2.configs
         ap(_S_i.pack(len(x7)))
         for o8 in x7:
@@ -520,7 +525,7 @@ def _encode_create_topics_request_v1(o0):
     return parts
 
 
-def _encode_create_topics_request_v5(o0):
+def _encode_create_topics_request_v5(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -538,9 +543,12 @@ def _encode_create_topics_request_v5(o0):
         for o5 in x4:
             x6 = o5.broker_ids
             ap(_S_i.pack(o5.partition_index))
-            n = len(x6) + 1
-            ap(_UV1[n] if n < 128 else _uvarint(n))
-            ap(_pack(f'>{len(x6)}i', *x6))
+            n = len(x6)
+            if n < 127:
+                ap(_CA_i[n].pack(n + 1, *x6))
+            else:
+                ap(_uvarint(n + 1))
+                ap(_A_i[n].pack(*x6))
             ap(b'\x00')
         x7 = o2.configs
         n = len(x7) + 1
@@ -826,7 +834,7 @@ def _decode_create_topics_response_v7(buf, pos):
         pos = e
         u4, o3.error_code = _S_16sh.unpack_from(buf, pos)
         pos += 18
-        o3.topic_id = _read_uuid(u4)
+        o3.topic_id = _UUID_GET(u4) or _read_uuid(u4)
         n = buf[pos] - 1
         if n < 127:
             pos += 1
@@ -901,7 +909,7 @@ def _decode_create_topics_response_v7(buf, pos):
     return o1
 
 
-def _encode_create_topics_response_v0(o0):
+def _encode_create_topics_response_v0(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -914,7 +922,7 @@ def _encode_create_topics_response_v0(o0):
     return parts
 
 
-def _encode_create_topics_response_v1(o0):
+def _encode_create_topics_response_v1(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -932,7 +940,7 @@ def _encode_create_topics_response_v1(o0):
     return parts
 
 
-def _encode_create_topics_response_v2(o0):
+def _encode_create_topics_response_v2(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -961,7 +969,7 @@ def _encode_tags_create_topics_response_v5_CreatableTopicResult(o0):
     return _uvarint(len(fields)) + b''.join(fields)
 
 
-def _encode_create_topics_response_v5(o0):
+def _encode_create_topics_response_v5(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -1014,7 +1022,7 @@ def _encode_create_topics_response_v5(o0):
     return parts
 
 
-def _encode_create_topics_response_v7(o0):
+def _encode_create_topics_response_v7(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics

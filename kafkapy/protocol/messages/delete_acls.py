@@ -8,10 +8,10 @@ import uuid as _uuid
 from dataclasses import dataclass
 from dataclasses import field as _field
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 from typing import ClassVar
 
+from ..primitives import PLAIN_BUFFERS as _PLAIN_BUFFERS
+from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
@@ -23,6 +23,7 @@ from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
+from ..primitives import StructTable as _StructTable
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
 
 __all__ = ["DeleteAclsRequest", "DeleteAclsResponse"]
@@ -166,7 +167,8 @@ DeleteAclsResponse.SCHEMA = (
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
-# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool).
+# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
+# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
 _S_i = _Struct('>i')
 _S_bh = _Struct('>bh')
 _S_h = _Struct('>h')
@@ -176,6 +178,7 @@ _S_bbB = _Struct('>bbB')
 _S_bbx = _Struct('>bbx')
 _S_ii = _Struct('>ii')
 _S_hh = _Struct('>hh')
+_UUID_GET = _UUID_CACHE.get
 
 
 
@@ -347,7 +350,7 @@ def _decode_delete_acls_request_v2(buf, pos):
     return o1
 
 
-def _encode_delete_acls_request_v0(o0):
+def _encode_delete_acls_request_v0(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.filters
@@ -375,7 +378,7 @@ def _encode_delete_acls_request_v0(o0):
     return parts
 
 
-def _encode_delete_acls_request_v1(o0):
+def _encode_delete_acls_request_v1(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.filters
@@ -403,7 +406,7 @@ def _encode_delete_acls_request_v1(o0):
     return parts
 
 
-def _encode_delete_acls_request_v2(o0):
+def _encode_delete_acls_request_v2(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.filters
@@ -694,7 +697,7 @@ def _decode_delete_acls_response_v2(buf, pos):
     return o1
 
 
-def _encode_delete_acls_response_v0(o0):
+def _encode_delete_acls_response_v0(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.filter_results
@@ -728,7 +731,7 @@ def _encode_delete_acls_response_v0(o0):
     return parts
 
 
-def _encode_delete_acls_response_v1(o0):
+def _encode_delete_acls_response_v1(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.filter_results
@@ -762,7 +765,7 @@ def _encode_delete_acls_response_v1(o0):
     return parts
 
 
-def _encode_delete_acls_response_v2(o0):
+def _encode_delete_acls_response_v2(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.filter_results

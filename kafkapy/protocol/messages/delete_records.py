@@ -8,10 +8,10 @@ import uuid as _uuid
 from dataclasses import dataclass
 from dataclasses import field as _field
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 from typing import ClassVar
 
+from ..primitives import PLAIN_BUFFERS as _PLAIN_BUFFERS
+from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
@@ -23,6 +23,7 @@ from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
+from ..primitives import StructTable as _StructTable
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
 
 __all__ = ["DeleteRecordsRequest", "DeleteRecordsResponse"]
@@ -160,18 +161,20 @@ DeleteRecordsResponse.SCHEMA = (
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
-# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool).
+# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
+# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
 _S_i = _Struct('>i')
 _S_h = _Struct('>h')
 _S_iq = _Struct('>iq')
+_S_iqx = _Struct('>iqx')
 _S_iqB = _Struct('>iqB')
 _S_iB = _Struct('>iB')
-_S_iqx = _Struct('>iqx')
 _S_ix = _Struct('>ix')
 _S_ii = _Struct('>ii')
 _S_iqh = _Struct('>iqh')
-_S_iqhB = _Struct('>iqhB')
 _S_iqhx = _Struct('>iqhx')
+_S_iqhB = _Struct('>iqhB')
+_UUID_GET = _UUID_CACHE.get
 
 
 
@@ -194,14 +197,22 @@ def _decode_delete_records_request_v0(buf, pos):
         pos = e
         n = _S_i.unpack_from(buf, pos)[0]
         pos += 4
-        if n < 0 or n > end - pos:
+        if n < 0 or n * 12 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
         l4 = []
-        for _ in range(n):
-            o5 = _new(_DeleteRecordsRequest_DeleteRecordsPartition)
-            o5.partition_index, o5.offset = _S_iq.unpack_from(buf, pos)
-            pos += 12
-            l4.append(o5)
+        e = pos + n * 12
+        if n > 7:
+            for t in _S_iq.iter_unpack(buf[pos:e]):
+                o5 = _new(_DeleteRecordsRequest_DeleteRecordsPartition)
+                o5.partition_index, o5.offset = t
+                l4.append(o5)
+            pos = e
+        else:
+            for _ in range(n):
+                o6 = _new(_DeleteRecordsRequest_DeleteRecordsPartition)
+                o6.partition_index, o6.offset = _S_iq.unpack_from(buf, pos)
+                pos += 12
+                l4.append(o6)
         o3.partitions = l4
         l2.append(o3)
     o1.topics = l2
@@ -241,16 +252,24 @@ def _decode_delete_records_request_v2(buf, pos):
         else:
             n, pos = _read_uvarint(buf, pos)
             n -= 1
-        if n < 0 or n > end - pos:
+        if n < 0 or n * 13 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
         l4 = []
-        for _ in range(n):
-            o5 = _new(_DeleteRecordsRequest_DeleteRecordsPartition)
-            o5.partition_index, o5.offset, t6 = _S_iqB.unpack_from(buf, pos)
-            pos += 13
-            if t6:
-                pos = _skip_tagged_fields(buf, pos - 1)
-            l4.append(o5)
+        e = pos + n * 13
+        if n > 7 and (chunk := bytes(buf[pos:e]))[12::13].count(0) == n:
+            for t in _S_iqx.iter_unpack(chunk):
+                o5 = _new(_DeleteRecordsRequest_DeleteRecordsPartition)
+                o5.partition_index, o5.offset = t
+                l4.append(o5)
+            pos = e
+        else:
+            for _ in range(n):
+                o6 = _new(_DeleteRecordsRequest_DeleteRecordsPartition)
+                o6.partition_index, o6.offset, t7 = _S_iqB.unpack_from(buf, pos)
+                pos += 13
+                if t7:
+                    pos = _skip_tagged_fields(buf, pos - 1)
+                l4.append(o6)
         o3.partitions = l4
         if buf[pos]:
             pos = _skip_tagged_fields(buf, pos)
@@ -258,14 +277,14 @@ def _decode_delete_records_request_v2(buf, pos):
             pos += 1
         l2.append(o3)
     o1.topics = l2
-    o1.timeout_ms, t7 = _S_iB.unpack_from(buf, pos)
+    o1.timeout_ms, t8 = _S_iB.unpack_from(buf, pos)
     pos += 5
-    if t7:
+    if t8:
         pos = _skip_tagged_fields(buf, pos - 1)
     return o1
 
 
-def _encode_delete_records_request_v0(o0):
+def _encode_delete_records_request_v0(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -282,7 +301,7 @@ def _encode_delete_records_request_v0(o0):
     return parts
 
 
-def _encode_delete_records_request_v2(o0):
+def _encode_delete_records_request_v2(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -322,14 +341,22 @@ def _decode_delete_records_response_v0(buf, pos):
         pos = e
         n = _S_i.unpack_from(buf, pos)[0]
         pos += 4
-        if n < 0 or n > end - pos:
+        if n < 0 or n * 14 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
         l4 = []
-        for _ in range(n):
-            o5 = _new(_DeleteRecordsResponse_DeleteRecordsPartitionResult)
-            o5.partition_index, o5.low_watermark, o5.error_code = _S_iqh.unpack_from(buf, pos)
-            pos += 14
-            l4.append(o5)
+        e = pos + n * 14
+        if n > 7:
+            for t in _S_iqh.iter_unpack(buf[pos:e]):
+                o5 = _new(_DeleteRecordsResponse_DeleteRecordsPartitionResult)
+                o5.partition_index, o5.low_watermark, o5.error_code = t
+                l4.append(o5)
+            pos = e
+        else:
+            for _ in range(n):
+                o6 = _new(_DeleteRecordsResponse_DeleteRecordsPartitionResult)
+                o6.partition_index, o6.low_watermark, o6.error_code = _S_iqh.unpack_from(buf, pos)
+                pos += 14
+                l4.append(o6)
         o3.partitions = l4
         l2.append(o3)
     o1.topics = l2
@@ -369,16 +396,24 @@ def _decode_delete_records_response_v2(buf, pos):
         else:
             n, pos = _read_uvarint(buf, pos)
             n -= 1
-        if n < 0 or n > end - pos:
+        if n < 0 or n * 15 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
         l4 = []
-        for _ in range(n):
-            o5 = _new(_DeleteRecordsResponse_DeleteRecordsPartitionResult)
-            o5.partition_index, o5.low_watermark, o5.error_code, t6 = _S_iqhB.unpack_from(buf, pos)
-            pos += 15
-            if t6:
-                pos = _skip_tagged_fields(buf, pos - 1)
-            l4.append(o5)
+        e = pos + n * 15
+        if n > 7 and (chunk := bytes(buf[pos:e]))[14::15].count(0) == n:
+            for t in _S_iqhx.iter_unpack(chunk):
+                o5 = _new(_DeleteRecordsResponse_DeleteRecordsPartitionResult)
+                o5.partition_index, o5.low_watermark, o5.error_code = t
+                l4.append(o5)
+            pos = e
+        else:
+            for _ in range(n):
+                o6 = _new(_DeleteRecordsResponse_DeleteRecordsPartitionResult)
+                o6.partition_index, o6.low_watermark, o6.error_code, t7 = _S_iqhB.unpack_from(buf, pos)
+                pos += 15
+                if t7:
+                    pos = _skip_tagged_fields(buf, pos - 1)
+                l4.append(o6)
         o3.partitions = l4
         if buf[pos]:
             pos = _skip_tagged_fields(buf, pos)
@@ -393,7 +428,7 @@ def _decode_delete_records_response_v2(buf, pos):
     return o1
 
 
-def _encode_delete_records_response_v0(o0):
+def _encode_delete_records_response_v0(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -409,7 +444,7 @@ def _encode_delete_records_response_v0(o0):
     return parts
 
 
-def _encode_delete_records_response_v2(o0):
+def _encode_delete_records_response_v2(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics

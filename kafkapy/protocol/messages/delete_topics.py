@@ -8,10 +8,10 @@ import uuid as _uuid
 from dataclasses import dataclass
 from dataclasses import field as _field
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 from typing import ClassVar
 
+from ..primitives import PLAIN_BUFFERS as _PLAIN_BUFFERS
+from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
@@ -23,6 +23,7 @@ from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
+from ..primitives import StructTable as _StructTable
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
 
 __all__ = ["DeleteTopicsRequest", "DeleteTopicsResponse"]
@@ -132,7 +133,8 @@ DeleteTopicsResponse.SCHEMA = (
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
-# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool).
+# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
+# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
 _S_i = _Struct('>i')
 _S_h = _Struct('>h')
 _S_iB = _Struct('>iB')
@@ -143,6 +145,7 @@ _S_ii = _Struct('>ii')
 _S_hB = _Struct('>hB')
 _S_16sh = _Struct('>16sh')
 _S_hx = _Struct('>hx')
+_UUID_GET = _UUID_CACHE.get
 
 
 
@@ -235,7 +238,7 @@ def _decode_delete_topics_request_v6(buf, pos):
             pos = e
         u4, t5 = _S_16sB.unpack_from(buf, pos)
         pos += 17
-        o3.topic_id = _read_uuid(u4)
+        o3.topic_id = _UUID_GET(u4) or _read_uuid(u4)
         if t5:
             pos = _skip_tagged_fields(buf, pos - 1)
         l2.append(o3)
@@ -247,7 +250,7 @@ def _decode_delete_topics_request_v6(buf, pos):
     return o1
 
 
-def _encode_delete_topics_request_v0(o0):
+def _encode_delete_topics_request_v0(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topic_names
@@ -260,7 +263,7 @@ def _encode_delete_topics_request_v0(o0):
     return parts
 
 
-def _encode_delete_topics_request_v4(o0):
+def _encode_delete_topics_request_v4(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topic_names
@@ -275,7 +278,7 @@ def _encode_delete_topics_request_v4(o0):
     return parts
 
 
-def _encode_delete_topics_request_v6(o0):
+def _encode_delete_topics_request_v6(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -480,7 +483,7 @@ def _decode_delete_topics_response_v6(buf, pos):
             pos = e
         u4, o3.error_code = _S_16sh.unpack_from(buf, pos)
         pos += 18
-        o3.topic_id = _read_uuid(u4)
+        o3.topic_id = _UUID_GET(u4) or _read_uuid(u4)
         n = buf[pos] - 1
         if n < 127:
             pos += 1
@@ -508,7 +511,7 @@ def _decode_delete_topics_response_v6(buf, pos):
     return o1
 
 
-def _encode_delete_topics_response_v0(o0):
+def _encode_delete_topics_response_v0(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.responses
@@ -521,7 +524,7 @@ def _encode_delete_topics_response_v0(o0):
     return parts
 
 
-def _encode_delete_topics_response_v1(o0):
+def _encode_delete_topics_response_v1(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.responses
@@ -534,7 +537,7 @@ def _encode_delete_topics_response_v1(o0):
     return parts
 
 
-def _encode_delete_topics_response_v4(o0):
+def _encode_delete_topics_response_v4(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.responses
@@ -551,7 +554,7 @@ def _encode_delete_topics_response_v4(o0):
     return parts
 
 
-def _encode_delete_topics_response_v5(o0):
+def _encode_delete_topics_response_v5(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.responses
@@ -578,7 +581,7 @@ def _encode_delete_topics_response_v5(o0):
     return parts
 
 
-def _encode_delete_topics_response_v6(o0):
+def _encode_delete_topics_response_v6(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.responses

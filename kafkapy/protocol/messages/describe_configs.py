@@ -8,10 +8,10 @@ import uuid as _uuid
 from dataclasses import dataclass
 from dataclasses import field as _field
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 from typing import ClassVar
 
+from ..primitives import PLAIN_BUFFERS as _PLAIN_BUFFERS
+from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
@@ -23,6 +23,7 @@ from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
+from ..primitives import StructTable as _StructTable
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
 
 __all__ = ["DescribeConfigsRequest", "DescribeConfigsResponse"]
@@ -184,7 +185,8 @@ DescribeConfigsResponse.SCHEMA = (
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
-# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool).
+# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
+# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
 _S_i = _Struct('>i')
 _S_bh = _Struct('>bh')
 _S_h = _Struct('>h')
@@ -200,6 +202,7 @@ _S_TbTi = _Struct('>?b?i')
 _S_TbT = _Struct('>?b?')
 _S_bB = _Struct('>bB')
 _S_bx = _Struct('>bx')
+_UUID_GET = _UUID_CACHE.get
 
 
 
@@ -396,7 +399,7 @@ def _decode_describe_configs_request_v4(buf, pos):
     return o1
 
 
-def _encode_describe_configs_request_v0(o0):
+def _encode_describe_configs_request_v0(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.resources
@@ -415,7 +418,7 @@ def _encode_describe_configs_request_v0(o0):
     return parts
 
 
-def _encode_describe_configs_request_v1(o0):
+def _encode_describe_configs_request_v1(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.resources
@@ -435,7 +438,7 @@ def _encode_describe_configs_request_v1(o0):
     return parts
 
 
-def _encode_describe_configs_request_v3(o0):
+def _encode_describe_configs_request_v3(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.resources
@@ -455,7 +458,7 @@ def _encode_describe_configs_request_v3(o0):
     return parts
 
 
-def _encode_describe_configs_request_v4(o0):
+def _encode_describe_configs_request_v4(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.resources
@@ -895,7 +898,7 @@ def _decode_describe_configs_response_v4(buf, pos):
     return o1
 
 
-def _encode_describe_configs_response_v0(o0):
+def _encode_describe_configs_response_v0(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.results
@@ -926,7 +929,7 @@ def _encode_describe_configs_response_v0(o0):
     return parts
 
 
-def _encode_describe_configs_response_v1(o0):
+def _encode_describe_configs_response_v1(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.results
@@ -969,7 +972,7 @@ def _encode_describe_configs_response_v1(o0):
     return parts
 
 
-def _encode_describe_configs_response_v3(o0):
+def _encode_describe_configs_response_v3(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.results
@@ -1018,7 +1021,7 @@ def _encode_describe_configs_response_v3(o0):
     return parts
 
 
-def _encode_describe_configs_response_v4(o0):
+def _encode_describe_configs_response_v4(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.results

@@ -8,10 +8,10 @@ import uuid as _uuid
 from dataclasses import dataclass
 from dataclasses import field as _field
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 from typing import ClassVar
 
+from ..primitives import PLAIN_BUFFERS as _PLAIN_BUFFERS
+from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
@@ -23,6 +23,7 @@ from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
+from ..primitives import StructTable as _StructTable
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
 
 __all__ = ["DescribeGroupsRequest", "DescribeGroupsResponse"]
@@ -143,7 +144,8 @@ DescribeGroupsResponse.SCHEMA = (
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
-# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool).
+# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
+# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
 _S_i = _Struct('>i')
 _S_h = _Struct('>h')
 _S_T = _Struct('>?')
@@ -153,6 +155,7 @@ _S_hh = _Struct('>hh')
 _S_ii = _Struct('>ii')
 _S_iB = _Struct('>iB')
 _S_ix = _Struct('>ix')
+_UUID_GET = _UUID_CACHE.get
 
 
 
@@ -234,7 +237,7 @@ def _decode_describe_groups_request_v5(buf, pos):
     return o1
 
 
-def _encode_describe_groups_request_v0(o0):
+def _encode_describe_groups_request_v0(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.groups
@@ -246,7 +249,7 @@ def _encode_describe_groups_request_v0(o0):
     return parts
 
 
-def _encode_describe_groups_request_v3(o0):
+def _encode_describe_groups_request_v3(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.groups
@@ -259,7 +262,7 @@ def _encode_describe_groups_request_v3(o0):
     return parts
 
 
-def _encode_describe_groups_request_v5(o0):
+def _encode_describe_groups_request_v5(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.groups
@@ -803,7 +806,7 @@ def _decode_describe_groups_response_v5(buf, pos):
     return o1
 
 
-def _encode_describe_groups_response_v0(o0):
+def _encode_describe_groups_response_v0(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.groups
@@ -842,7 +845,7 @@ def _encode_describe_groups_response_v0(o0):
     return parts
 
 
-def _encode_describe_groups_response_v1(o0):
+def _encode_describe_groups_response_v1(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.groups
@@ -881,7 +884,7 @@ def _encode_describe_groups_response_v1(o0):
     return parts
 
 
-def _encode_describe_groups_response_v3(o0):
+def _encode_describe_groups_response_v3(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.groups
@@ -921,7 +924,7 @@ def _encode_describe_groups_response_v3(o0):
     return parts
 
 
-def _encode_describe_groups_response_v4(o0):
+def _encode_describe_groups_response_v4(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.groups
@@ -967,7 +970,7 @@ def _encode_describe_groups_response_v4(o0):
     return parts
 
 
-def _encode_describe_groups_response_v5(o0):
+def _encode_describe_groups_response_v5(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.groups

@@ -8,10 +8,10 @@ import uuid as _uuid
 from dataclasses import dataclass
 from dataclasses import field as _field
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 from typing import ClassVar
 
+from ..primitives import PLAIN_BUFFERS as _PLAIN_BUFFERS
+from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
@@ -23,6 +23,7 @@ from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
+from ..primitives import StructTable as _StructTable
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
 
 __all__ = ["DescribeLogDirsRequest", "DescribeLogDirsResponse"]
@@ -168,17 +169,21 @@ DescribeLogDirsResponse.SCHEMA = (
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
-# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool).
+# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
+# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
 _S_i = _Struct('>i')
 _S_h = _Struct('>h')
+_A_i = _StructTable('>{n}i')
+_CA_i = _StructTable('>B{n}i')
 _S_ii = _Struct('>ii')
 _S_hh = _Struct('>hh')
 _S_iqqT = _Struct('>iqq?')
+_S_iqqTx = _Struct('>iqq?x')
 _S_iqqTB = _Struct('>iqq?B')
 _S_ih = _Struct('>ih')
 _S_qqB = _Struct('>qqB')
-_S_iqqTx = _Struct('>iqq?x')
 _S_qqx = _Struct('>qqx')
+_UUID_GET = _UUID_CACHE.get
 
 
 
@@ -206,7 +211,7 @@ def _decode_describe_log_dirs_request_v0(buf, pos):
             pos += 4
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'Partitions: array length {n} out of range', pos)
-            o3.partitions = list(_unpack_from(f'>{n}i', buf, pos))
+            o3.partitions = list(_A_i[n].unpack_from(buf, pos))
             pos += 4 * n
             l2.append(o3)
         o1.topics = l2
@@ -249,7 +254,7 @@ def _decode_describe_log_dirs_request_v2(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'Partitions: array length {n} out of range', pos)
-            o3.partitions = list(_unpack_from(f'>{n}i', buf, pos))
+            o3.partitions = list(_A_i[n].unpack_from(buf, pos))
             pos += 4 * n
             if buf[pos]:
                 pos = _skip_tagged_fields(buf, pos)
@@ -264,7 +269,7 @@ def _decode_describe_log_dirs_request_v2(buf, pos):
     return o1
 
 
-def _encode_describe_log_dirs_request_v0(o0):
+def _encode_describe_log_dirs_request_v0(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -276,11 +281,11 @@ def _encode_describe_log_dirs_request_v0(o0):
             ap(s3)
             x4 = o2.partitions
             ap(_S_i.pack(len(x4)))
-            ap(_pack(f'>{len(x4)}i', *x4))
+            ap(_A_i[len(x4)].pack(*x4))
     return parts
 
 
-def _encode_describe_log_dirs_request_v2(o0):
+def _encode_describe_log_dirs_request_v2(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -296,9 +301,12 @@ def _encode_describe_log_dirs_request_v2(o0):
             ap(_UV1[n] if n < 128 else _uvarint(n))
             ap(s3)
             x4 = o2.partitions
-            n = len(x4) + 1
-            ap(_UV1[n] if n < 128 else _uvarint(n))
-            ap(_pack(f'>{len(x4)}i', *x4))
+            n = len(x4)
+            if n < 127:
+                ap(_CA_i[n].pack(n + 1, *x4))
+            else:
+                ap(_uvarint(n + 1))
+                ap(_A_i[n].pack(*x4))
             ap(b'\x00')
     ap(b'\x00')
     return parts
@@ -340,14 +348,22 @@ def _decode_describe_log_dirs_response_v0(buf, pos):
             pos = e
             n = _S_i.unpack_from(buf, pos)[0]
             pos += 4
-            if n < 0 or n > end - pos:
+            if n < 0 or n * 21 > end - pos:
                 raise _Malformed(f'Partitions: array length {n} out of range', pos)
             l6 = []
-            for _ in range(n):
-                o7 = _new(_DescribeLogDirsResponse_DescribeLogDirsPartition)
-                o7.partition_index, o7.partition_size, o7.offset_lag, o7.is_future_key = _S_iqqT.unpack_from(buf, pos)
-                pos += 21
-                l6.append(o7)
+            e = pos + n * 21
+            if n > 7:
+                for t in _S_iqqT.iter_unpack(buf[pos:e]):
+                    o7 = _new(_DescribeLogDirsResponse_DescribeLogDirsPartition)
+                    o7.partition_index, o7.partition_size, o7.offset_lag, o7.is_future_key = t
+                    l6.append(o7)
+                pos = e
+            else:
+                for _ in range(n):
+                    o8 = _new(_DescribeLogDirsResponse_DescribeLogDirsPartition)
+                    o8.partition_index, o8.partition_size, o8.offset_lag, o8.is_future_key = _S_iqqT.unpack_from(buf, pos)
+                    pos += 21
+                    l6.append(o8)
             o5.partitions = l6
             l4.append(o5)
         o3.topics = l4
@@ -416,16 +432,24 @@ def _decode_describe_log_dirs_response_v2(buf, pos):
             else:
                 n, pos = _read_uvarint(buf, pos)
                 n -= 1
-            if n < 0 or n > end - pos:
+            if n < 0 or n * 22 > end - pos:
                 raise _Malformed(f'Partitions: array length {n} out of range', pos)
             l6 = []
-            for _ in range(n):
-                o7 = _new(_DescribeLogDirsResponse_DescribeLogDirsPartition)
-                o7.partition_index, o7.partition_size, o7.offset_lag, o7.is_future_key, t8 = _S_iqqTB.unpack_from(buf, pos)
-                pos += 22
-                if t8:
-                    pos = _skip_tagged_fields(buf, pos - 1)
-                l6.append(o7)
+            e = pos + n * 22
+            if n > 7 and (chunk := bytes(buf[pos:e]))[21::22].count(0) == n:
+                for t in _S_iqqTx.iter_unpack(chunk):
+                    o7 = _new(_DescribeLogDirsResponse_DescribeLogDirsPartition)
+                    o7.partition_index, o7.partition_size, o7.offset_lag, o7.is_future_key = t
+                    l6.append(o7)
+                pos = e
+            else:
+                for _ in range(n):
+                    o8 = _new(_DescribeLogDirsResponse_DescribeLogDirsPartition)
+                    o8.partition_index, o8.partition_size, o8.offset_lag, o8.is_future_key, t9 = _S_iqqTB.unpack_from(buf, pos)
+                    pos += 22
+                    if t9:
+                        pos = _skip_tagged_fields(buf, pos - 1)
+                    l6.append(o8)
             o5.partitions = l6
             if buf[pos]:
                 pos = _skip_tagged_fields(buf, pos)
@@ -505,16 +529,24 @@ def _decode_describe_log_dirs_response_v3(buf, pos):
             else:
                 n, pos = _read_uvarint(buf, pos)
                 n -= 1
-            if n < 0 or n > end - pos:
+            if n < 0 or n * 22 > end - pos:
                 raise _Malformed(f'Partitions: array length {n} out of range', pos)
             l6 = []
-            for _ in range(n):
-                o7 = _new(_DescribeLogDirsResponse_DescribeLogDirsPartition)
-                o7.partition_index, o7.partition_size, o7.offset_lag, o7.is_future_key, t8 = _S_iqqTB.unpack_from(buf, pos)
-                pos += 22
-                if t8:
-                    pos = _skip_tagged_fields(buf, pos - 1)
-                l6.append(o7)
+            e = pos + n * 22
+            if n > 7 and (chunk := bytes(buf[pos:e]))[21::22].count(0) == n:
+                for t in _S_iqqTx.iter_unpack(chunk):
+                    o7 = _new(_DescribeLogDirsResponse_DescribeLogDirsPartition)
+                    o7.partition_index, o7.partition_size, o7.offset_lag, o7.is_future_key = t
+                    l6.append(o7)
+                pos = e
+            else:
+                for _ in range(n):
+                    o8 = _new(_DescribeLogDirsResponse_DescribeLogDirsPartition)
+                    o8.partition_index, o8.partition_size, o8.offset_lag, o8.is_future_key, t9 = _S_iqqTB.unpack_from(buf, pos)
+                    pos += 22
+                    if t9:
+                        pos = _skip_tagged_fields(buf, pos - 1)
+                    l6.append(o8)
             o5.partitions = l6
             if buf[pos]:
                 pos = _skip_tagged_fields(buf, pos)
@@ -592,16 +624,24 @@ def _decode_describe_log_dirs_response_v4(buf, pos):
             else:
                 n, pos = _read_uvarint(buf, pos)
                 n -= 1
-            if n < 0 or n > end - pos:
+            if n < 0 or n * 22 > end - pos:
                 raise _Malformed(f'Partitions: array length {n} out of range', pos)
             l6 = []
-            for _ in range(n):
-                o7 = _new(_DescribeLogDirsResponse_DescribeLogDirsPartition)
-                o7.partition_index, o7.partition_size, o7.offset_lag, o7.is_future_key, t8 = _S_iqqTB.unpack_from(buf, pos)
-                pos += 22
-                if t8:
-                    pos = _skip_tagged_fields(buf, pos - 1)
-                l6.append(o7)
+            e = pos + n * 22
+            if n > 7 and (chunk := bytes(buf[pos:e]))[21::22].count(0) == n:
+                for t in _S_iqqTx.iter_unpack(chunk):
+                    o7 = _new(_DescribeLogDirsResponse_DescribeLogDirsPartition)
+                    o7.partition_index, o7.partition_size, o7.offset_lag, o7.is_future_key = t
+                    l6.append(o7)
+                pos = e
+            else:
+                for _ in range(n):
+                    o8 = _new(_DescribeLogDirsResponse_DescribeLogDirsPartition)
+                    o8.partition_index, o8.partition_size, o8.offset_lag, o8.is_future_key, t9 = _S_iqqTB.unpack_from(buf, pos)
+                    pos += 22
+                    if t9:
+                        pos = _skip_tagged_fields(buf, pos - 1)
+                    l6.append(o8)
             o5.partitions = l6
             if buf[pos]:
                 pos = _skip_tagged_fields(buf, pos)
@@ -609,9 +649,9 @@ def _decode_describe_log_dirs_response_v4(buf, pos):
                 pos += 1
             l4.append(o5)
         o3.topics = l4
-        o3.total_bytes, o3.usable_bytes, t9 = _S_qqB.unpack_from(buf, pos)
+        o3.total_bytes, o3.usable_bytes, t10 = _S_qqB.unpack_from(buf, pos)
         pos += 17
-        if t9:
+        if t10:
             pos = _skip_tagged_fields(buf, pos - 1)
         l2.append(o3)
     o1.results = l2
@@ -622,7 +662,7 @@ def _decode_describe_log_dirs_response_v4(buf, pos):
     return o1
 
 
-def _encode_describe_log_dirs_response_v0(o0):
+def _encode_describe_log_dirs_response_v0(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.results
@@ -644,7 +684,7 @@ def _encode_describe_log_dirs_response_v0(o0):
     return parts
 
 
-def _encode_describe_log_dirs_response_v2(o0):
+def _encode_describe_log_dirs_response_v2(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.results
@@ -676,7 +716,7 @@ def _encode_describe_log_dirs_response_v2(o0):
     return parts
 
 
-def _encode_describe_log_dirs_response_v3(o0):
+def _encode_describe_log_dirs_response_v3(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.results
@@ -708,7 +748,7 @@ def _encode_describe_log_dirs_response_v3(o0):
     return parts
 
 
-def _encode_describe_log_dirs_response_v4(o0):
+def _encode_describe_log_dirs_response_v4(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.results

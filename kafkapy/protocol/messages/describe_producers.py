@@ -8,10 +8,10 @@ import uuid as _uuid
 from dataclasses import dataclass
 from dataclasses import field as _field
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 from typing import ClassVar
 
+from ..primitives import PLAIN_BUFFERS as _PLAIN_BUFFERS
+from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
@@ -23,6 +23,7 @@ from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
+from ..primitives import StructTable as _StructTable
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
 
 __all__ = ["DescribeProducersRequest", "DescribeProducersResponse"]
@@ -168,11 +169,15 @@ DescribeProducersResponse.SCHEMA = (
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
-# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool).
+# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
+# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+_A_i = _StructTable('>{n}i')
+_CA_i = _StructTable('>B{n}i')
 _S_i = _Struct('>i')
 _S_ih = _Struct('>ih')
-_S_qiiqiqB = _Struct('>qiiqiqB')
 _S_qiiqiqx = _Struct('>qiiqiqx')
+_S_qiiqiqB = _Struct('>qiiqiqB')
+_UUID_GET = _UUID_CACHE.get
 
 
 
@@ -209,7 +214,7 @@ def _decode_describe_producers_request_v0(buf, pos):
             n -= 1
         if n < 0 or n * 4 > end - pos:
             raise _Malformed(f'PartitionIndexes: array length {n} out of range', pos)
-        o3.partition_indexes = list(_unpack_from(f'>{n}i', buf, pos))
+        o3.partition_indexes = list(_A_i[n].unpack_from(buf, pos))
         pos += 4 * n
         if buf[pos]:
             pos = _skip_tagged_fields(buf, pos)
@@ -224,7 +229,7 @@ def _decode_describe_producers_request_v0(buf, pos):
     return o1
 
 
-def _encode_describe_producers_request_v0(o0):
+def _encode_describe_producers_request_v0(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -236,9 +241,12 @@ def _encode_describe_producers_request_v0(o0):
         ap(_UV1[n] if n < 128 else _uvarint(n))
         ap(s3)
         x4 = o2.partition_indexes
-        n = len(x4) + 1
-        ap(_UV1[n] if n < 128 else _uvarint(n))
-        ap(_pack(f'>{len(x4)}i', *x4))
+        n = len(x4)
+        if n < 127:
+            ap(_CA_i[n].pack(n + 1, *x4))
+        else:
+            ap(_uvarint(n + 1))
+            ap(_A_i[n].pack(*x4))
         ap(b'\x00')
     ap(b'\x00')
     return parts
@@ -304,16 +312,24 @@ def _decode_describe_producers_response_v0(buf, pos):
             else:
                 n, pos = _read_uvarint(buf, pos)
                 n -= 1
-            if n < 0 or n > end - pos:
+            if n < 0 or n * 37 > end - pos:
                 raise _Malformed(f'ActiveProducers: array length {n} out of range', pos)
             l6 = []
-            for _ in range(n):
-                o7 = _new(_DescribeProducersResponse_ProducerState)
-                o7.producer_id, o7.producer_epoch, o7.last_sequence, o7.last_timestamp, o7.coordinator_epoch, o7.current_txn_start_offset, t8 = _S_qiiqiqB.unpack_from(buf, pos)
-                pos += 37
-                if t8:
-                    pos = _skip_tagged_fields(buf, pos - 1)
-                l6.append(o7)
+            e = pos + n * 37
+            if n > 7 and (chunk := bytes(buf[pos:e]))[36::37].count(0) == n:
+                for t in _S_qiiqiqx.iter_unpack(chunk):
+                    o7 = _new(_DescribeProducersResponse_ProducerState)
+                    o7.producer_id, o7.producer_epoch, o7.last_sequence, o7.last_timestamp, o7.coordinator_epoch, o7.current_txn_start_offset = t
+                    l6.append(o7)
+                pos = e
+            else:
+                for _ in range(n):
+                    o8 = _new(_DescribeProducersResponse_ProducerState)
+                    o8.producer_id, o8.producer_epoch, o8.last_sequence, o8.last_timestamp, o8.coordinator_epoch, o8.current_txn_start_offset, t9 = _S_qiiqiqB.unpack_from(buf, pos)
+                    pos += 37
+                    if t9:
+                        pos = _skip_tagged_fields(buf, pos - 1)
+                    l6.append(o8)
             o5.active_producers = l6
             if buf[pos]:
                 pos = _skip_tagged_fields(buf, pos)
@@ -334,7 +350,7 @@ def _decode_describe_producers_response_v0(buf, pos):
     return o1
 
 
-def _encode_describe_producers_response_v0(o0):
+def _encode_describe_producers_response_v0(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics

@@ -8,10 +8,10 @@ import uuid as _uuid
 from dataclasses import dataclass
 from dataclasses import field as _field
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 from typing import ClassVar
 
+from ..primitives import PLAIN_BUFFERS as _PLAIN_BUFFERS
+from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
@@ -23,6 +23,7 @@ from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
+from ..primitives import StructTable as _StructTable
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
 
 __all__ = ["DescribeQuorumRequest", "DescribeQuorumResponse"]
@@ -226,22 +227,24 @@ DescribeQuorumResponse.SCHEMA = (
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
-# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool).
-_S_iB = _Struct('>iB')
+# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
+# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
 _S_ix = _Struct('>ix')
+_S_iB = _Struct('>iB')
 _S_h = _Struct('>h')
 _S_ihiiq = _Struct('>ihiiq')
+_S_iqx = _Struct('>iqx')
 _S_iqB = _Struct('>iqB')
+_S_iqqqx = _Struct('>iqqqx')
 _S_iqqqB = _Struct('>iqqqB')
 _S_ih = _Struct('>ih')
 _S_iiq = _Struct('>iiq')
 _S_i16sqqqB = _Struct('>i16sqqqB')
 _S_i = _Struct('>i')
 _S_HB = _Struct('>HB')
-_S_iqx = _Struct('>iqx')
-_S_iqqqx = _Struct('>iqqqx')
 _S_i16sqqqx = _Struct('>i16sqqqx')
 _S_Hx = _Struct('>Hx')
+_UUID_GET = _UUID_CACHE.get
 
 
 
@@ -276,16 +279,24 @@ def _decode_describe_quorum_request_v0(buf, pos):
         else:
             n, pos = _read_uvarint(buf, pos)
             n -= 1
-        if n < 0 or n > end - pos:
+        if n < 0 or n * 5 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
         l4 = []
-        for _ in range(n):
-            o5 = _new(_DescribeQuorumRequest_PartitionData)
-            o5.partition_index, t6 = _S_iB.unpack_from(buf, pos)
-            pos += 5
-            if t6:
-                pos = _skip_tagged_fields(buf, pos - 1)
-            l4.append(o5)
+        e = pos + n * 5
+        if n > 7 and (chunk := bytes(buf[pos:e]))[4::5].count(0) == n:
+            for t in _S_ix.iter_unpack(chunk):
+                o5 = _new(_DescribeQuorumRequest_PartitionData)
+                o5.partition_index, = t
+                l4.append(o5)
+            pos = e
+        else:
+            for _ in range(n):
+                o6 = _new(_DescribeQuorumRequest_PartitionData)
+                o6.partition_index, t7 = _S_iB.unpack_from(buf, pos)
+                pos += 5
+                if t7:
+                    pos = _skip_tagged_fields(buf, pos - 1)
+                l4.append(o6)
         o3.partitions = l4
         if buf[pos]:
             pos = _skip_tagged_fields(buf, pos)
@@ -300,7 +311,7 @@ def _decode_describe_quorum_request_v0(buf, pos):
     return o1
 
 
-def _encode_describe_quorum_request_v0(o0):
+def _encode_describe_quorum_request_v0(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -370,19 +381,30 @@ def _decode_describe_quorum_response_v0(buf, pos):
             else:
                 n, pos = _read_uvarint(buf, pos)
                 n -= 1
-            if n < 0 or n > end - pos:
+            if n < 0 or n * 13 > end - pos:
                 raise _Malformed(f'CurrentVoters: array length {n} out of range', pos)
             l6 = []
-            for _ in range(n):
-                o7 = _new(_DescribeQuorumResponse_ReplicaState)
-                o7.replica_directory_id = _ZERO_UUID
-                o7.last_fetch_timestamp = -1
-                o7.last_caught_up_timestamp = -1
-                o7.replica_id, o7.log_end_offset, t8 = _S_iqB.unpack_from(buf, pos)
-                pos += 13
-                if t8:
-                    pos = _skip_tagged_fields(buf, pos - 1)
-                l6.append(o7)
+            e = pos + n * 13
+            if n > 7 and (chunk := bytes(buf[pos:e]))[12::13].count(0) == n:
+                for t in _S_iqx.iter_unpack(chunk):
+                    o7 = _new(_DescribeQuorumResponse_ReplicaState)
+                    o7.replica_directory_id = _ZERO_UUID
+                    o7.last_fetch_timestamp = -1
+                    o7.last_caught_up_timestamp = -1
+                    o7.replica_id, o7.log_end_offset = t
+                    l6.append(o7)
+                pos = e
+            else:
+                for _ in range(n):
+                    o8 = _new(_DescribeQuorumResponse_ReplicaState)
+                    o8.replica_directory_id = _ZERO_UUID
+                    o8.last_fetch_timestamp = -1
+                    o8.last_caught_up_timestamp = -1
+                    o8.replica_id, o8.log_end_offset, t9 = _S_iqB.unpack_from(buf, pos)
+                    pos += 13
+                    if t9:
+                        pos = _skip_tagged_fields(buf, pos - 1)
+                    l6.append(o8)
             o5.current_voters = l6
             n = buf[pos] - 1
             if n < 127:
@@ -390,20 +412,31 @@ def _decode_describe_quorum_response_v0(buf, pos):
             else:
                 n, pos = _read_uvarint(buf, pos)
                 n -= 1
-            if n < 0 or n > end - pos:
+            if n < 0 or n * 13 > end - pos:
                 raise _Malformed(f'Observers: array length {n} out of range', pos)
-            l9 = []
-            for _ in range(n):
-                o10 = _new(_DescribeQuorumResponse_ReplicaState)
-                o10.replica_directory_id = _ZERO_UUID
-                o10.last_fetch_timestamp = -1
-                o10.last_caught_up_timestamp = -1
-                o10.replica_id, o10.log_end_offset, t11 = _S_iqB.unpack_from(buf, pos)
-                pos += 13
-                if t11:
-                    pos = _skip_tagged_fields(buf, pos - 1)
-                l9.append(o10)
-            o5.observers = l9
+            l10 = []
+            e = pos + n * 13
+            if n > 7 and (chunk := bytes(buf[pos:e]))[12::13].count(0) == n:
+                for t in _S_iqx.iter_unpack(chunk):
+                    o11 = _new(_DescribeQuorumResponse_ReplicaState)
+                    o11.replica_directory_id = _ZERO_UUID
+                    o11.last_fetch_timestamp = -1
+                    o11.last_caught_up_timestamp = -1
+                    o11.replica_id, o11.log_end_offset = t
+                    l10.append(o11)
+                pos = e
+            else:
+                for _ in range(n):
+                    o12 = _new(_DescribeQuorumResponse_ReplicaState)
+                    o12.replica_directory_id = _ZERO_UUID
+                    o12.last_fetch_timestamp = -1
+                    o12.last_caught_up_timestamp = -1
+                    o12.replica_id, o12.log_end_offset, t13 = _S_iqB.unpack_from(buf, pos)
+                    pos += 13
+                    if t13:
+                        pos = _skip_tagged_fields(buf, pos - 1)
+                    l10.append(o12)
+            o5.observers = l10
             if buf[pos]:
                 pos = _skip_tagged_fields(buf, pos)
             else:
@@ -472,17 +505,26 @@ def _decode_describe_quorum_response_v1(buf, pos):
             else:
                 n, pos = _read_uvarint(buf, pos)
                 n -= 1
-            if n < 0 or n > end - pos:
+            if n < 0 or n * 29 > end - pos:
                 raise _Malformed(f'CurrentVoters: array length {n} out of range', pos)
             l6 = []
-            for _ in range(n):
-                o7 = _new(_DescribeQuorumResponse_ReplicaState)
-                o7.replica_directory_id = _ZERO_UUID
-                o7.replica_id, o7.log_end_offset, o7.last_fetch_timestamp, o7.last_caught_up_timestamp, t8 = _S_iqqqB.unpack_from(buf, pos)
-                pos += 29
-                if t8:
-                    pos = _skip_tagged_fields(buf, pos - 1)
-                l6.append(o7)
+            e = pos + n * 29
+            if n > 7 and (chunk := bytes(buf[pos:e]))[28::29].count(0) == n:
+                for t in _S_iqqqx.iter_unpack(chunk):
+                    o7 = _new(_DescribeQuorumResponse_ReplicaState)
+                    o7.replica_directory_id = _ZERO_UUID
+                    o7.replica_id, o7.log_end_offset, o7.last_fetch_timestamp, o7.last_caught_up_timestamp = t
+                    l6.append(o7)
+                pos = e
+            else:
+                for _ in range(n):
+                    o8 = _new(_DescribeQuorumResponse_ReplicaState)
+                    o8.replica_directory_id = _ZERO_UUID
+                    o8.replica_id, o8.log_end_offset, o8.last_fetch_timestamp, o8.last_caught_up_timestamp, t9 = _S_iqqqB.unpack_from(buf, pos)
+                    pos += 29
+                    if t9:
+                        pos = _skip_tagged_fields(buf, pos - 1)
+                    l6.append(o8)
             o5.current_voters = l6
             n = buf[pos] - 1
             if n < 127:
@@ -490,18 +532,27 @@ def _decode_describe_quorum_response_v1(buf, pos):
             else:
                 n, pos = _read_uvarint(buf, pos)
                 n -= 1
-            if n < 0 or n > end - pos:
+            if n < 0 or n * 29 > end - pos:
                 raise _Malformed(f'Observers: array length {n} out of range', pos)
-            l9 = []
-            for _ in range(n):
-                o10 = _new(_DescribeQuorumResponse_ReplicaState)
-                o10.replica_directory_id = _ZERO_UUID
-                o10.replica_id, o10.log_end_offset, o10.last_fetch_timestamp, o10.last_caught_up_timestamp, t11 = _S_iqqqB.unpack_from(buf, pos)
-                pos += 29
-                if t11:
-                    pos = _skip_tagged_fields(buf, pos - 1)
-                l9.append(o10)
-            o5.observers = l9
+            l10 = []
+            e = pos + n * 29
+            if n > 7 and (chunk := bytes(buf[pos:e]))[28::29].count(0) == n:
+                for t in _S_iqqqx.iter_unpack(chunk):
+                    o11 = _new(_DescribeQuorumResponse_ReplicaState)
+                    o11.replica_directory_id = _ZERO_UUID
+                    o11.replica_id, o11.log_end_offset, o11.last_fetch_timestamp, o11.last_caught_up_timestamp = t
+                    l10.append(o11)
+                pos = e
+            else:
+                for _ in range(n):
+                    o12 = _new(_DescribeQuorumResponse_ReplicaState)
+                    o12.replica_directory_id = _ZERO_UUID
+                    o12.replica_id, o12.log_end_offset, o12.last_fetch_timestamp, o12.last_caught_up_timestamp, t13 = _S_iqqqB.unpack_from(buf, pos)
+                    pos += 29
+                    if t13:
+                        pos = _skip_tagged_fields(buf, pos - 1)
+                    l10.append(o12)
+            o5.observers = l10
             if buf[pos]:
                 pos = _skip_tagged_fields(buf, pos)
             else:
@@ -604,7 +655,7 @@ def _decode_describe_quorum_response_v2(buf, pos):
                 o7 = _new(_DescribeQuorumResponse_ReplicaState)
                 o7.replica_id, u8, o7.log_end_offset, o7.last_fetch_timestamp, o7.last_caught_up_timestamp, t9 = _S_i16sqqqB.unpack_from(buf, pos)
                 pos += 45
-                o7.replica_directory_id = _read_uuid(u8)
+                o7.replica_directory_id = _UUID_GET(u8) or _read_uuid(u8)
                 if t9:
                     pos = _skip_tagged_fields(buf, pos - 1)
                 l6.append(o7)
@@ -622,7 +673,7 @@ def _decode_describe_quorum_response_v2(buf, pos):
                 o11 = _new(_DescribeQuorumResponse_ReplicaState)
                 o11.replica_id, u12, o11.log_end_offset, o11.last_fetch_timestamp, o11.last_caught_up_timestamp, t13 = _S_i16sqqqB.unpack_from(buf, pos)
                 pos += 45
-                o11.replica_directory_id = _read_uuid(u12)
+                o11.replica_directory_id = _UUID_GET(u12) or _read_uuid(u12)
                 if t13:
                     pos = _skip_tagged_fields(buf, pos - 1)
                 l10.append(o11)
@@ -704,7 +755,7 @@ def _decode_describe_quorum_response_v2(buf, pos):
     return o1
 
 
-def _encode_describe_quorum_response_v0(o0):
+def _encode_describe_quorum_response_v0(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -737,7 +788,7 @@ def _encode_describe_quorum_response_v0(o0):
     return parts
 
 
-def _encode_describe_quorum_response_v1(o0):
+def _encode_describe_quorum_response_v1(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -770,7 +821,7 @@ def _encode_describe_quorum_response_v1(o0):
     return parts
 
 
-def _encode_describe_quorum_response_v2(o0):
+def _encode_describe_quorum_response_v2(o0, ext):
     parts = []
     ap = parts.append
     s1 = o0.error_message

@@ -8,10 +8,10 @@ import uuid as _uuid
 from dataclasses import dataclass
 from dataclasses import field as _field
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 from typing import ClassVar
 
+from ..primitives import PLAIN_BUFFERS as _PLAIN_BUFFERS
+from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
@@ -23,6 +23,7 @@ from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
+from ..primitives import StructTable as _StructTable
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
 
 __all__ = ["DescribeTopicPartitionsRequest", "DescribeTopicPartitionsResponse"]
@@ -198,7 +199,8 @@ DescribeTopicPartitionsResponse.SCHEMA = (
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
-# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool).
+# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
+# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
 _S_ib = _Struct('>ib')
 _S_iB = _Struct('>iB')
 _S_ix = _Struct('>ix')
@@ -206,7 +208,10 @@ _S_i = _Struct('>i')
 _S_h = _Struct('>h')
 _S_16sT = _Struct('>16s?')
 _S_hiii = _Struct('>hiii')
+_A_i = _StructTable('>{n}i')
 _S_b = _Struct('>b')
+_CA_i = _StructTable('>B{n}i')
+_UUID_GET = _UUID_CACHE.get
 
 
 
@@ -270,7 +275,7 @@ def _decode_describe_topic_partitions_request_v0(buf, pos):
     return o1
 
 
-def _encode_describe_topic_partitions_request_v0(o0):
+def _encode_describe_topic_partitions_request_v0(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -328,7 +333,7 @@ def _decode_describe_topic_partitions_response_v0(buf, pos):
             pos = e
         u4, o3.is_internal = _S_16sT.unpack_from(buf, pos)
         pos += 17
-        o3.topic_id = _read_uuid(u4)
+        o3.topic_id = _UUID_GET(u4) or _read_uuid(u4)
         n = buf[pos] - 1
         if n < 127:
             pos += 1
@@ -350,7 +355,7 @@ def _decode_describe_topic_partitions_response_v0(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'ReplicaNodes: array length {n} out of range', pos)
-            o6.replica_nodes = list(_unpack_from(f'>{n}i', buf, pos))
+            o6.replica_nodes = list(_A_i[n].unpack_from(buf, pos))
             pos += 4 * n
             n = buf[pos] - 1
             if n < 127:
@@ -360,7 +365,7 @@ def _decode_describe_topic_partitions_response_v0(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'IsrNodes: array length {n} out of range', pos)
-            o6.isr_nodes = list(_unpack_from(f'>{n}i', buf, pos))
+            o6.isr_nodes = list(_A_i[n].unpack_from(buf, pos))
             pos += 4 * n
             n = buf[pos] - 1
             if n < 127:
@@ -373,7 +378,7 @@ def _decode_describe_topic_partitions_response_v0(buf, pos):
             else:
                 if n * 4 > end - pos:
                     raise _Malformed(f'EligibleLeaderReplicas: array length {n} out of range', pos)
-                o6.eligible_leader_replicas = list(_unpack_from(f'>{n}i', buf, pos))
+                o6.eligible_leader_replicas = list(_A_i[n].unpack_from(buf, pos))
                 pos += 4 * n
             n = buf[pos] - 1
             if n < 127:
@@ -386,7 +391,7 @@ def _decode_describe_topic_partitions_response_v0(buf, pos):
             else:
                 if n * 4 > end - pos:
                     raise _Malformed(f'LastKnownElr: array length {n} out of range', pos)
-                o6.last_known_elr = list(_unpack_from(f'>{n}i', buf, pos))
+                o6.last_known_elr = list(_A_i[n].unpack_from(buf, pos))
                 pos += 4 * n
             n = buf[pos] - 1
             if n < 127:
@@ -396,7 +401,7 @@ def _decode_describe_topic_partitions_response_v0(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'OfflineReplicas: array length {n} out of range', pos)
-            o6.offline_replicas = list(_unpack_from(f'>{n}i', buf, pos))
+            o6.offline_replicas = list(_A_i[n].unpack_from(buf, pos))
             pos += 4 * n
             if buf[pos]:
                 pos = _skip_tagged_fields(buf, pos)
@@ -439,7 +444,7 @@ def _decode_describe_topic_partitions_response_v0(buf, pos):
     return o1
 
 
-def _encode_describe_topic_partitions_response_v0(o0):
+def _encode_describe_topic_partitions_response_v0(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -464,33 +469,46 @@ def _encode_describe_topic_partitions_response_v0(o0):
         for o5 in x4:
             x6 = o5.replica_nodes
             ap(_S_hiii.pack(o5.error_code, o5.partition_index, o5.leader_id, o5.leader_epoch))
-            n = len(x6) + 1
-            ap(_UV1[n] if n < 128 else _uvarint(n))
-            ap(_pack(f'>{len(x6)}i', *x6))
+            n = len(x6)
+            if n < 127:
+                ap(_CA_i[n].pack(n + 1, *x6))
+            else:
+                ap(_uvarint(n + 1))
+                ap(_A_i[n].pack(*x6))
             x7 = o5.isr_nodes
-            n = len(x7) + 1
-            ap(_UV1[n] if n < 128 else _uvarint(n))
-            ap(_pack(f'>{len(x7)}i', *x7))
+            n = len(x7)
+            if n < 127:
+                ap(_CA_i[n].pack(n + 1, *x7))
+            else:
+                ap(_uvarint(n + 1))
+                ap(_A_i[n].pack(*x7))
             x8 = o5.eligible_leader_replicas
             if x8 is None:
                 ap(b'\x00')
             else:
-                n = len(x8) + 1
-                ap(_UV1[n] if n < 128 else _uvarint(n))
-            if x8 is not None:
-                ap(_pack(f'>{len(x8)}i', *x8))
+                n = len(x8)
+                if n < 127:
+                    ap(_CA_i[n].pack(n + 1, *x8))
+                else:
+                    ap(_uvarint(n + 1))
+                    ap(_A_i[n].pack(*x8))
             x9 = o5.last_known_elr
             if x9 is None:
                 ap(b'\x00')
             else:
-                n = len(x9) + 1
-                ap(_UV1[n] if n < 128 else _uvarint(n))
-            if x9 is not None:
-                ap(_pack(f'>{len(x9)}i', *x9))
+                n = len(x9)
+                if n < 127:
+                    ap(_CA_i[n].pack(n + 1, *x9))
+                else:
+                    ap(_uvarint(n + 1))
+                    ap(_A_i[n].pack(*x9))
             x10 = o5.offline_replicas
-            n = len(x10) + 1
-            ap(_UV1[n] if n < 128 else _uvarint(n))
-            ap(_pack(f'>{len(x10)}i', *x10))
+            n = len(x10)
+            if n < 127:
+                ap(_CA_i[n].pack(n + 1, *x10))
+            else:
+                ap(_uvarint(n + 1))
+                ap(_A_i[n].pack(*x10))
             ap(b'\x00')
         ap(_S_ix.pack(o2.topic_authorized_operations))
     o11 = o0.next_cursor

@@ -8,10 +8,10 @@ import uuid as _uuid
 from dataclasses import dataclass
 from dataclasses import field as _field
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 from typing import ClassVar
 
+from ..primitives import PLAIN_BUFFERS as _PLAIN_BUFFERS
+from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
@@ -23,6 +23,7 @@ from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
+from ..primitives import StructTable as _StructTable
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
 
 __all__ = ["DescribeTransactionsRequest", "DescribeTransactionsResponse"]
@@ -135,10 +136,14 @@ DescribeTransactionsResponse.SCHEMA = (
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
-# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool).
+# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
+# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
 _S_i = _Struct('>i')
 _S_h = _Struct('>h')
 _S_iqqh = _Struct('>iqqh')
+_A_i = _StructTable('>{n}i')
+_CA_i = _StructTable('>B{n}i')
+_UUID_GET = _UUID_CACHE.get
 
 
 
@@ -175,7 +180,7 @@ def _decode_describe_transactions_request_v0(buf, pos):
     return o1
 
 
-def _encode_describe_transactions_request_v0(o0):
+def _encode_describe_transactions_request_v0(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.transactional_ids
@@ -262,7 +267,7 @@ def _decode_describe_transactions_response_v0(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'Partitions: array length {n} out of range', pos)
-            o5.partitions = list(_unpack_from(f'>{n}i', buf, pos))
+            o5.partitions = list(_A_i[n].unpack_from(buf, pos))
             pos += 4 * n
             if buf[pos]:
                 pos = _skip_tagged_fields(buf, pos)
@@ -283,7 +288,7 @@ def _decode_describe_transactions_response_v0(buf, pos):
     return o1
 
 
-def _encode_describe_transactions_response_v0(o0):
+def _encode_describe_transactions_response_v0(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.transaction_states
@@ -310,9 +315,12 @@ def _encode_describe_transactions_response_v0(o0):
             ap(_UV1[n] if n < 128 else _uvarint(n))
             ap(s7)
             x8 = o6.partitions
-            n = len(x8) + 1
-            ap(_UV1[n] if n < 128 else _uvarint(n))
-            ap(_pack(f'>{len(x8)}i', *x8))
+            n = len(x8)
+            if n < 127:
+                ap(_CA_i[n].pack(n + 1, *x8))
+            else:
+                ap(_uvarint(n + 1))
+                ap(_A_i[n].pack(*x8))
             ap(b'\x00')
         ap(b'\x00')
     ap(b'\x00')

@@ -8,10 +8,10 @@ import uuid as _uuid
 from dataclasses import dataclass
 from dataclasses import field as _field
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 from typing import ClassVar
 
+from ..primitives import PLAIN_BUFFERS as _PLAIN_BUFFERS
+from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
@@ -23,6 +23,7 @@ from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
+from ..primitives import StructTable as _StructTable
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
 
 __all__ = ["DescribeUserScramCredentialsRequest", "DescribeUserScramCredentialsResponse"]
@@ -146,11 +147,13 @@ DescribeUserScramCredentialsResponse.SCHEMA = (
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
-# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool).
+# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
+# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
 _S_ih = _Struct('>ih')
 _S_h = _Struct('>h')
-_S_biB = _Struct('>biB')
 _S_bix = _Struct('>bix')
+_S_biB = _Struct('>biB')
+_UUID_GET = _UUID_CACHE.get
 
 
 
@@ -195,7 +198,7 @@ def _decode_describe_user_scram_credentials_request_v0(buf, pos):
     return o1
 
 
-def _encode_describe_user_scram_credentials_request_v0(o0):
+def _encode_describe_user_scram_credentials_request_v0(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.users
@@ -278,16 +281,24 @@ def _decode_describe_user_scram_credentials_response_v0(buf, pos):
         else:
             n, pos = _read_uvarint(buf, pos)
             n -= 1
-        if n < 0 or n > end - pos:
+        if n < 0 or n * 6 > end - pos:
             raise _Malformed(f'CredentialInfos: array length {n} out of range', pos)
         l4 = []
-        for _ in range(n):
-            o5 = _new(_DescribeUserScramCredentialsResponse_CredentialInfo)
-            o5.mechanism, o5.iterations, t6 = _S_biB.unpack_from(buf, pos)
-            pos += 6
-            if t6:
-                pos = _skip_tagged_fields(buf, pos - 1)
-            l4.append(o5)
+        e = pos + n * 6
+        if n > 7 and (chunk := bytes(buf[pos:e]))[5::6].count(0) == n:
+            for t in _S_bix.iter_unpack(chunk):
+                o5 = _new(_DescribeUserScramCredentialsResponse_CredentialInfo)
+                o5.mechanism, o5.iterations = t
+                l4.append(o5)
+            pos = e
+        else:
+            for _ in range(n):
+                o6 = _new(_DescribeUserScramCredentialsResponse_CredentialInfo)
+                o6.mechanism, o6.iterations, t7 = _S_biB.unpack_from(buf, pos)
+                pos += 6
+                if t7:
+                    pos = _skip_tagged_fields(buf, pos - 1)
+                l4.append(o6)
         o3.credential_infos = l4
         if buf[pos]:
             pos = _skip_tagged_fields(buf, pos)
@@ -302,7 +313,7 @@ def _decode_describe_user_scram_credentials_response_v0(buf, pos):
     return o1
 
 
-def _encode_describe_user_scram_credentials_response_v0(o0):
+def _encode_describe_user_scram_credentials_response_v0(o0, ext):
     parts = []
     ap = parts.append
     s1 = o0.error_message

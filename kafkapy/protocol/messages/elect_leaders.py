@@ -8,10 +8,10 @@ import uuid as _uuid
 from dataclasses import dataclass
 from dataclasses import field as _field
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 from typing import ClassVar
 
+from ..primitives import PLAIN_BUFFERS as _PLAIN_BUFFERS
+from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
@@ -23,6 +23,7 @@ from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
+from ..primitives import StructTable as _StructTable
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
 
 __all__ = ["ElectLeadersRequest", "ElectLeadersResponse"]
@@ -148,17 +149,21 @@ ElectLeadersResponse.SCHEMA = (
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
-# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool).
+# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
+# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
 _S_i = _Struct('>i')
 _S_h = _Struct('>h')
+_A_i = _StructTable('>{n}i')
 _S_bi = _Struct('>bi')
 _S_b = _Struct('>b')
 _S_iB = _Struct('>iB')
+_CA_i = _StructTable('>B{n}i')
 _S_ix = _Struct('>ix')
 _S_ii = _Struct('>ii')
 _S_ihh = _Struct('>ihh')
 _S_ihi = _Struct('>ihi')
 _S_ih = _Struct('>ih')
+_UUID_GET = _UUID_CACHE.get
 
 
 
@@ -187,7 +192,7 @@ def _decode_elect_leaders_request_v0(buf, pos):
             pos += 4
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'Partitions: array length {n} out of range', pos)
-            o3.partitions = list(_unpack_from(f'>{n}i', buf, pos))
+            o3.partitions = list(_A_i[n].unpack_from(buf, pos))
             pos += 4 * n
             l2.append(o3)
         o1.topic_partitions = l2
@@ -220,7 +225,7 @@ def _decode_elect_leaders_request_v1(buf, pos):
             pos += 4
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'Partitions: array length {n} out of range', pos)
-            o3.partitions = list(_unpack_from(f'>{n}i', buf, pos))
+            o3.partitions = list(_A_i[n].unpack_from(buf, pos))
             pos += 4 * n
             l2.append(o3)
         o1.topic_partitions = l2
@@ -267,7 +272,7 @@ def _decode_elect_leaders_request_v2(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'Partitions: array length {n} out of range', pos)
-            o3.partitions = list(_unpack_from(f'>{n}i', buf, pos))
+            o3.partitions = list(_A_i[n].unpack_from(buf, pos))
             pos += 4 * n
             if buf[pos]:
                 pos = _skip_tagged_fields(buf, pos)
@@ -282,7 +287,7 @@ def _decode_elect_leaders_request_v2(buf, pos):
     return o1
 
 
-def _encode_elect_leaders_request_v0(o0):
+def _encode_elect_leaders_request_v0(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topic_partitions
@@ -294,12 +299,12 @@ def _encode_elect_leaders_request_v0(o0):
             ap(s3)
             x4 = o2.partitions
             ap(_S_i.pack(len(x4)))
-            ap(_pack(f'>{len(x4)}i', *x4))
+            ap(_A_i[len(x4)].pack(*x4))
     ap(_S_i.pack(o0.timeout_ms))
     return parts
 
 
-def _encode_elect_leaders_request_v1(o0):
+def _encode_elect_leaders_request_v1(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topic_partitions
@@ -311,12 +316,12 @@ def _encode_elect_leaders_request_v1(o0):
             ap(s3)
             x4 = o2.partitions
             ap(_S_i.pack(len(x4)))
-            ap(_pack(f'>{len(x4)}i', *x4))
+            ap(_A_i[len(x4)].pack(*x4))
     ap(_S_i.pack(o0.timeout_ms))
     return parts
 
 
-def _encode_elect_leaders_request_v2(o0):
+def _encode_elect_leaders_request_v2(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topic_partitions
@@ -333,9 +338,12 @@ def _encode_elect_leaders_request_v2(o0):
             ap(_UV1[n] if n < 128 else _uvarint(n))
             ap(s3)
             x4 = o2.partitions
-            n = len(x4) + 1
-            ap(_UV1[n] if n < 128 else _uvarint(n))
-            ap(_pack(f'>{len(x4)}i', *x4))
+            n = len(x4)
+            if n < 127:
+                ap(_CA_i[n].pack(n + 1, *x4))
+            else:
+                ap(_uvarint(n + 1))
+                ap(_A_i[n].pack(*x4))
             ap(b'\x00')
     ap(_S_ix.pack(o0.timeout_ms))
     return parts
@@ -497,7 +505,7 @@ def _decode_elect_leaders_response_v2(buf, pos):
     return o1
 
 
-def _encode_elect_leaders_response_v0(o0):
+def _encode_elect_leaders_response_v0(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.replica_election_results
@@ -518,7 +526,7 @@ def _encode_elect_leaders_response_v0(o0):
     return parts
 
 
-def _encode_elect_leaders_response_v1(o0):
+def _encode_elect_leaders_response_v1(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.replica_election_results
@@ -539,7 +547,7 @@ def _encode_elect_leaders_response_v1(o0):
     return parts
 
 
-def _encode_elect_leaders_response_v2(o0):
+def _encode_elect_leaders_response_v2(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.replica_election_results

@@ -8,10 +8,10 @@ import uuid as _uuid
 from dataclasses import dataclass
 from dataclasses import field as _field
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 from typing import ClassVar
 
+from ..primitives import PLAIN_BUFFERS as _PLAIN_BUFFERS
+from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
@@ -23,6 +23,7 @@ from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
+from ..primitives import StructTable as _StructTable
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
 
 __all__ = ["ExpireDelegationTokenRequest", "ExpireDelegationTokenResponse"]
@@ -94,7 +95,8 @@ ExpireDelegationTokenResponse.SCHEMA = (
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
-# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool).
+# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
+# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
 _S_i = _Struct('>i')
 _S_q = _Struct('>q')
 _S_qB = _Struct('>qB')
@@ -102,6 +104,7 @@ _S_qx = _Struct('>qx')
 _S_hqi = _Struct('>hqi')
 _S_hqiB = _Struct('>hqiB')
 _S_hqix = _Struct('>hqix')
+_UUID_GET = _UUID_CACHE.get
 
 
 
@@ -141,7 +144,7 @@ def _decode_expire_delegation_token_request_v2(buf, pos):
     return o1
 
 
-def _encode_expire_delegation_token_request_v0(o0):
+def _encode_expire_delegation_token_request_v0(o0, ext):
     parts = []
     ap = parts.append
     s1 = o0.hmac
@@ -151,7 +154,7 @@ def _encode_expire_delegation_token_request_v0(o0):
     return parts
 
 
-def _encode_expire_delegation_token_request_v2(o0):
+def _encode_expire_delegation_token_request_v2(o0, ext):
     parts = []
     ap = parts.append
     s1 = o0.hmac
@@ -180,14 +183,14 @@ def _decode_expire_delegation_token_response_v2(buf, pos):
     return o1
 
 
-def _encode_expire_delegation_token_response_v0(o0):
+def _encode_expire_delegation_token_response_v0(o0, ext):
     parts = []
     ap = parts.append
     ap(_S_hqi.pack(o0.error_code, o0.expiry_timestamp_ms, o0.throttle_time_ms))
     return parts
 
 
-def _encode_expire_delegation_token_response_v2(o0):
+def _encode_expire_delegation_token_response_v2(o0, ext):
     parts = []
     ap = parts.append
     ap(_S_hqix.pack(o0.error_code, o0.expiry_timestamp_ms, o0.throttle_time_ms))

@@ -8,10 +8,10 @@ import uuid as _uuid
 from dataclasses import dataclass
 from dataclasses import field as _field
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 from typing import ClassVar
 
+from ..primitives import PLAIN_BUFFERS as _PLAIN_BUFFERS
+from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
@@ -23,6 +23,7 @@ from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
+from ..primitives import StructTable as _StructTable
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
 
 __all__ = ["FetchRequest", "FetchResponse"]
@@ -334,7 +335,8 @@ FetchResponse.SCHEMA = (
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
-# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool).
+# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
+# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
 _S_iiii = _Struct('>iiii')
 _S_h = _Struct('>h')
 _S_i = _Struct('>i')
@@ -343,13 +345,15 @@ _S_iiiii = _Struct('>iiiii')
 _S_iiiibi = _Struct('>iiiibi')
 _S_iqqi = _Struct('>iqqi')
 _S_iiiibiii = _Struct('>iiiibiii')
+_A_i = _StructTable('>{n}i')
 _S_iiqqi = _Struct('>iiqqi')
 _S_iiiibii = _Struct('>iiiibii')
+_S_iiqiqix = _Struct('>iiqiqix')
 _S_iiqiqiB = _Struct('>iiqiqiB')
 _S_16s = _Struct('>16s')
 _S_iiibii = _Struct('>iiibii')
 _S_iqB = _Struct('>iqB')
-_S_iiqiqix = _Struct('>iiqiqix')
+_CA_i = _StructTable('>B{n}i')
 _S_iqx = _Struct('>iqx')
 _S_iiqiqi = _Struct('>iiqiqi')
 _S_ihqi = _Struct('>ihqi')
@@ -360,12 +364,13 @@ _S_ihqqqi = _Struct('>ihqqqi')
 _S_ihii = _Struct('>ihii')
 _S_ihi = _Struct('>ihi')
 _S_ihqqq = _Struct('>ihqqq')
+_S_qqx = _Struct('>qqx')
 _S_qqB = _Struct('>qqB')
 _S_iiB = _Struct('>iiB')
 _S_qiB = _Struct('>qiB')
-_S_qqx = _Struct('>qqx')
 _S_iix = _Struct('>iix')
 _S_qix = _Struct('>qix')
+_UUID_GET = _UUID_CACHE.get
 
 
 
@@ -397,18 +402,30 @@ def _decode_fetch_request_v0(buf, pos):
         pos = e
         n = _S_i.unpack_from(buf, pos)[0]
         pos += 4
-        if n < 0 or n > end - pos:
+        if n < 0 or n * 16 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
         l4 = []
-        for _ in range(n):
-            o5 = _new(_FetchRequest_FetchPartition)
-            o5.current_leader_epoch = -1
-            o5.last_fetched_epoch = -1
-            o5.log_start_offset = -1
-            o5.replica_directory_id = _ZERO_UUID
-            o5.partition, o5.fetch_offset, o5.partition_max_bytes = _S_iqi.unpack_from(buf, pos)
-            pos += 16
-            l4.append(o5)
+        e = pos + n * 16
+        if n > 7:
+            for t in _S_iqi.iter_unpack(buf[pos:e]):
+                o5 = _new(_FetchRequest_FetchPartition)
+                o5.current_leader_epoch = -1
+                o5.last_fetched_epoch = -1
+                o5.log_start_offset = -1
+                o5.replica_directory_id = _ZERO_UUID
+                o5.partition, o5.fetch_offset, o5.partition_max_bytes = t
+                l4.append(o5)
+            pos = e
+        else:
+            for _ in range(n):
+                o6 = _new(_FetchRequest_FetchPartition)
+                o6.current_leader_epoch = -1
+                o6.last_fetched_epoch = -1
+                o6.log_start_offset = -1
+                o6.replica_directory_id = _ZERO_UUID
+                o6.partition, o6.fetch_offset, o6.partition_max_bytes = _S_iqi.unpack_from(buf, pos)
+                pos += 16
+                l4.append(o6)
         o3.partitions = l4
         l2.append(o3)
     o1.topics = l2
@@ -442,18 +459,30 @@ def _decode_fetch_request_v3(buf, pos):
         pos = e
         n = _S_i.unpack_from(buf, pos)[0]
         pos += 4
-        if n < 0 or n > end - pos:
+        if n < 0 or n * 16 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
         l4 = []
-        for _ in range(n):
-            o5 = _new(_FetchRequest_FetchPartition)
-            o5.current_leader_epoch = -1
-            o5.last_fetched_epoch = -1
-            o5.log_start_offset = -1
-            o5.replica_directory_id = _ZERO_UUID
-            o5.partition, o5.fetch_offset, o5.partition_max_bytes = _S_iqi.unpack_from(buf, pos)
-            pos += 16
-            l4.append(o5)
+        e = pos + n * 16
+        if n > 7:
+            for t in _S_iqi.iter_unpack(buf[pos:e]):
+                o5 = _new(_FetchRequest_FetchPartition)
+                o5.current_leader_epoch = -1
+                o5.last_fetched_epoch = -1
+                o5.log_start_offset = -1
+                o5.replica_directory_id = _ZERO_UUID
+                o5.partition, o5.fetch_offset, o5.partition_max_bytes = t
+                l4.append(o5)
+            pos = e
+        else:
+            for _ in range(n):
+                o6 = _new(_FetchRequest_FetchPartition)
+                o6.current_leader_epoch = -1
+                o6.last_fetched_epoch = -1
+                o6.log_start_offset = -1
+                o6.replica_directory_id = _ZERO_UUID
+                o6.partition, o6.fetch_offset, o6.partition_max_bytes = _S_iqi.unpack_from(buf, pos)
+                pos += 16
+                l4.append(o6)
         o3.partitions = l4
         l2.append(o3)
     o1.topics = l2
@@ -486,18 +515,30 @@ def _decode_fetch_request_v4(buf, pos):
         pos = e
         n = _S_i.unpack_from(buf, pos)[0]
         pos += 4
-        if n < 0 or n > end - pos:
+        if n < 0 or n * 16 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
         l4 = []
-        for _ in range(n):
-            o5 = _new(_FetchRequest_FetchPartition)
-            o5.current_leader_epoch = -1
-            o5.last_fetched_epoch = -1
-            o5.log_start_offset = -1
-            o5.replica_directory_id = _ZERO_UUID
-            o5.partition, o5.fetch_offset, o5.partition_max_bytes = _S_iqi.unpack_from(buf, pos)
-            pos += 16
-            l4.append(o5)
+        e = pos + n * 16
+        if n > 7:
+            for t in _S_iqi.iter_unpack(buf[pos:e]):
+                o5 = _new(_FetchRequest_FetchPartition)
+                o5.current_leader_epoch = -1
+                o5.last_fetched_epoch = -1
+                o5.log_start_offset = -1
+                o5.replica_directory_id = _ZERO_UUID
+                o5.partition, o5.fetch_offset, o5.partition_max_bytes = t
+                l4.append(o5)
+            pos = e
+        else:
+            for _ in range(n):
+                o6 = _new(_FetchRequest_FetchPartition)
+                o6.current_leader_epoch = -1
+                o6.last_fetched_epoch = -1
+                o6.log_start_offset = -1
+                o6.replica_directory_id = _ZERO_UUID
+                o6.partition, o6.fetch_offset, o6.partition_max_bytes = _S_iqi.unpack_from(buf, pos)
+                pos += 16
+                l4.append(o6)
         o3.partitions = l4
         l2.append(o3)
     o1.topics = l2
@@ -530,17 +571,28 @@ def _decode_fetch_request_v5(buf, pos):
         pos = e
         n = _S_i.unpack_from(buf, pos)[0]
         pos += 4
-        if n < 0 or n > end - pos:
+        if n < 0 or n * 24 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
         l4 = []
-        for _ in range(n):
-            o5 = _new(_FetchRequest_FetchPartition)
-            o5.current_leader_epoch = -1
-            o5.last_fetched_epoch = -1
-            o5.replica_directory_id = _ZERO_UUID
-            o5.partition, o5.fetch_offset, o5.log_start_offset, o5.partition_max_bytes = _S_iqqi.unpack_from(buf, pos)
-            pos += 24
-            l4.append(o5)
+        e = pos + n * 24
+        if n > 7:
+            for t in _S_iqqi.iter_unpack(buf[pos:e]):
+                o5 = _new(_FetchRequest_FetchPartition)
+                o5.current_leader_epoch = -1
+                o5.last_fetched_epoch = -1
+                o5.replica_directory_id = _ZERO_UUID
+                o5.partition, o5.fetch_offset, o5.log_start_offset, o5.partition_max_bytes = t
+                l4.append(o5)
+            pos = e
+        else:
+            for _ in range(n):
+                o6 = _new(_FetchRequest_FetchPartition)
+                o6.current_leader_epoch = -1
+                o6.last_fetched_epoch = -1
+                o6.replica_directory_id = _ZERO_UUID
+                o6.partition, o6.fetch_offset, o6.log_start_offset, o6.partition_max_bytes = _S_iqqi.unpack_from(buf, pos)
+                pos += 24
+                l4.append(o6)
         o3.partitions = l4
         l2.append(o3)
     o1.topics = l2
@@ -570,17 +622,28 @@ def _decode_fetch_request_v7(buf, pos):
         pos = e
         n = _S_i.unpack_from(buf, pos)[0]
         pos += 4
-        if n < 0 or n > end - pos:
+        if n < 0 or n * 24 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
         l4 = []
-        for _ in range(n):
-            o5 = _new(_FetchRequest_FetchPartition)
-            o5.current_leader_epoch = -1
-            o5.last_fetched_epoch = -1
-            o5.replica_directory_id = _ZERO_UUID
-            o5.partition, o5.fetch_offset, o5.log_start_offset, o5.partition_max_bytes = _S_iqqi.unpack_from(buf, pos)
-            pos += 24
-            l4.append(o5)
+        e = pos + n * 24
+        if n > 7:
+            for t in _S_iqqi.iter_unpack(buf[pos:e]):
+                o5 = _new(_FetchRequest_FetchPartition)
+                o5.current_leader_epoch = -1
+                o5.last_fetched_epoch = -1
+                o5.replica_directory_id = _ZERO_UUID
+                o5.partition, o5.fetch_offset, o5.log_start_offset, o5.partition_max_bytes = t
+                l4.append(o5)
+            pos = e
+        else:
+            for _ in range(n):
+                o6 = _new(_FetchRequest_FetchPartition)
+                o6.current_leader_epoch = -1
+                o6.last_fetched_epoch = -1
+                o6.replica_directory_id = _ZERO_UUID
+                o6.partition, o6.fetch_offset, o6.log_start_offset, o6.partition_max_bytes = _S_iqqi.unpack_from(buf, pos)
+                pos += 24
+                l4.append(o6)
         o3.partitions = l4
         l2.append(o3)
     o1.topics = l2
@@ -588,25 +651,25 @@ def _decode_fetch_request_v7(buf, pos):
     pos += 4
     if n < 0 or n > end - pos:
         raise _Malformed(f'ForgottenTopicsData: array length {n} out of range', pos)
-    l6 = []
+    l7 = []
     for _ in range(n):
-        o7 = _new(_FetchRequest_ForgottenTopic)
-        o7.topic_id = _ZERO_UUID
+        o8 = _new(_FetchRequest_ForgottenTopic)
+        o8.topic_id = _ZERO_UUID
         n = _S_h.unpack_from(buf, pos)[0]
         pos += 2
         if n < 0 or n > end - pos:
             raise _Malformed(f'Topic: length {n} out of range', pos)
         e = pos + n
-        o7.topic = str(buf[pos:e], 'utf-8')
+        o8.topic = str(buf[pos:e], 'utf-8')
         pos = e
         n = _S_i.unpack_from(buf, pos)[0]
         pos += 4
         if n < 0 or n * 4 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
-        o7.partitions = list(_unpack_from(f'>{n}i', buf, pos))
+        o8.partitions = list(_A_i[n].unpack_from(buf, pos))
         pos += 4 * n
-        l6.append(o7)
-    o1.forgotten_topics_data = l6
+        l7.append(o8)
+    o1.forgotten_topics_data = l7
     return o1
 
 
@@ -633,16 +696,26 @@ def _decode_fetch_request_v9(buf, pos):
         pos = e
         n = _S_i.unpack_from(buf, pos)[0]
         pos += 4
-        if n < 0 or n > end - pos:
+        if n < 0 or n * 28 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
         l4 = []
-        for _ in range(n):
-            o5 = _new(_FetchRequest_FetchPartition)
-            o5.last_fetched_epoch = -1
-            o5.replica_directory_id = _ZERO_UUID
-            o5.partition, o5.current_leader_epoch, o5.fetch_offset, o5.log_start_offset, o5.partition_max_bytes = _S_iiqqi.unpack_from(buf, pos)
-            pos += 28
-            l4.append(o5)
+        e = pos + n * 28
+        if n > 7:
+            for t in _S_iiqqi.iter_unpack(buf[pos:e]):
+                o5 = _new(_FetchRequest_FetchPartition)
+                o5.last_fetched_epoch = -1
+                o5.replica_directory_id = _ZERO_UUID
+                o5.partition, o5.current_leader_epoch, o5.fetch_offset, o5.log_start_offset, o5.partition_max_bytes = t
+                l4.append(o5)
+            pos = e
+        else:
+            for _ in range(n):
+                o6 = _new(_FetchRequest_FetchPartition)
+                o6.last_fetched_epoch = -1
+                o6.replica_directory_id = _ZERO_UUID
+                o6.partition, o6.current_leader_epoch, o6.fetch_offset, o6.log_start_offset, o6.partition_max_bytes = _S_iiqqi.unpack_from(buf, pos)
+                pos += 28
+                l4.append(o6)
         o3.partitions = l4
         l2.append(o3)
     o1.topics = l2
@@ -650,25 +723,25 @@ def _decode_fetch_request_v9(buf, pos):
     pos += 4
     if n < 0 or n > end - pos:
         raise _Malformed(f'ForgottenTopicsData: array length {n} out of range', pos)
-    l6 = []
+    l7 = []
     for _ in range(n):
-        o7 = _new(_FetchRequest_ForgottenTopic)
-        o7.topic_id = _ZERO_UUID
+        o8 = _new(_FetchRequest_ForgottenTopic)
+        o8.topic_id = _ZERO_UUID
         n = _S_h.unpack_from(buf, pos)[0]
         pos += 2
         if n < 0 or n > end - pos:
             raise _Malformed(f'Topic: length {n} out of range', pos)
         e = pos + n
-        o7.topic = str(buf[pos:e], 'utf-8')
+        o8.topic = str(buf[pos:e], 'utf-8')
         pos = e
         n = _S_i.unpack_from(buf, pos)[0]
         pos += 4
         if n < 0 or n * 4 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
-        o7.partitions = list(_unpack_from(f'>{n}i', buf, pos))
+        o8.partitions = list(_A_i[n].unpack_from(buf, pos))
         pos += 4 * n
-        l6.append(o7)
-    o1.forgotten_topics_data = l6
+        l7.append(o8)
+    o1.forgotten_topics_data = l7
     return o1
 
 
@@ -694,16 +767,26 @@ def _decode_fetch_request_v11(buf, pos):
         pos = e
         n = _S_i.unpack_from(buf, pos)[0]
         pos += 4
-        if n < 0 or n > end - pos:
+        if n < 0 or n * 28 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
         l4 = []
-        for _ in range(n):
-            o5 = _new(_FetchRequest_FetchPartition)
-            o5.last_fetched_epoch = -1
-            o5.replica_directory_id = _ZERO_UUID
-            o5.partition, o5.current_leader_epoch, o5.fetch_offset, o5.log_start_offset, o5.partition_max_bytes = _S_iiqqi.unpack_from(buf, pos)
-            pos += 28
-            l4.append(o5)
+        e = pos + n * 28
+        if n > 7:
+            for t in _S_iiqqi.iter_unpack(buf[pos:e]):
+                o5 = _new(_FetchRequest_FetchPartition)
+                o5.last_fetched_epoch = -1
+                o5.replica_directory_id = _ZERO_UUID
+                o5.partition, o5.current_leader_epoch, o5.fetch_offset, o5.log_start_offset, o5.partition_max_bytes = t
+                l4.append(o5)
+            pos = e
+        else:
+            for _ in range(n):
+                o6 = _new(_FetchRequest_FetchPartition)
+                o6.last_fetched_epoch = -1
+                o6.replica_directory_id = _ZERO_UUID
+                o6.partition, o6.current_leader_epoch, o6.fetch_offset, o6.log_start_offset, o6.partition_max_bytes = _S_iiqqi.unpack_from(buf, pos)
+                pos += 28
+                l4.append(o6)
         o3.partitions = l4
         l2.append(o3)
     o1.topics = l2
@@ -711,25 +794,25 @@ def _decode_fetch_request_v11(buf, pos):
     pos += 4
     if n < 0 or n > end - pos:
         raise _Malformed(f'ForgottenTopicsData: array length {n} out of range', pos)
-    l6 = []
+    l7 = []
     for _ in range(n):
-        o7 = _new(_FetchRequest_ForgottenTopic)
-        o7.topic_id = _ZERO_UUID
+        o8 = _new(_FetchRequest_ForgottenTopic)
+        o8.topic_id = _ZERO_UUID
         n = _S_h.unpack_from(buf, pos)[0]
         pos += 2
         if n < 0 or n > end - pos:
             raise _Malformed(f'Topic: length {n} out of range', pos)
         e = pos + n
-        o7.topic = str(buf[pos:e], 'utf-8')
+        o8.topic = str(buf[pos:e], 'utf-8')
         pos = e
         n = _S_i.unpack_from(buf, pos)[0]
         pos += 4
         if n < 0 or n * 4 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
-        o7.partitions = list(_unpack_from(f'>{n}i', buf, pos))
+        o8.partitions = list(_A_i[n].unpack_from(buf, pos))
         pos += 4 * n
-        l6.append(o7)
-    o1.forgotten_topics_data = l6
+        l7.append(o8)
+    o1.forgotten_topics_data = l7
     n = _S_h.unpack_from(buf, pos)[0]
     pos += 2
     if n < 0 or n > end - pos:
@@ -808,17 +891,26 @@ def _decode_fetch_request_v12(buf, pos):
         else:
             n, pos = _read_uvarint(buf, pos)
             n -= 1
-        if n < 0 or n > end - pos:
+        if n < 0 or n * 33 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
         l4 = []
-        for _ in range(n):
-            o5 = _new(_FetchRequest_FetchPartition)
-            o5.replica_directory_id = _ZERO_UUID
-            o5.partition, o5.current_leader_epoch, o5.fetch_offset, o5.last_fetched_epoch, o5.log_start_offset, o5.partition_max_bytes, t6 = _S_iiqiqiB.unpack_from(buf, pos)
-            pos += 33
-            if t6:
-                pos = _skip_tagged_fields(buf, pos - 1)
-            l4.append(o5)
+        e = pos + n * 33
+        if n > 7 and (chunk := bytes(buf[pos:e]))[32::33].count(0) == n:
+            for t in _S_iiqiqix.iter_unpack(chunk):
+                o5 = _new(_FetchRequest_FetchPartition)
+                o5.replica_directory_id = _ZERO_UUID
+                o5.partition, o5.current_leader_epoch, o5.fetch_offset, o5.last_fetched_epoch, o5.log_start_offset, o5.partition_max_bytes = t
+                l4.append(o5)
+            pos = e
+        else:
+            for _ in range(n):
+                o6 = _new(_FetchRequest_FetchPartition)
+                o6.replica_directory_id = _ZERO_UUID
+                o6.partition, o6.current_leader_epoch, o6.fetch_offset, o6.last_fetched_epoch, o6.log_start_offset, o6.partition_max_bytes, t7 = _S_iiqiqiB.unpack_from(buf, pos)
+                pos += 33
+                if t7:
+                    pos = _skip_tagged_fields(buf, pos - 1)
+                l4.append(o6)
         o3.partitions = l4
         if buf[pos]:
             pos = _skip_tagged_fields(buf, pos)
@@ -834,10 +926,10 @@ def _decode_fetch_request_v12(buf, pos):
         n -= 1
     if n < 0 or n > end - pos:
         raise _Malformed(f'ForgottenTopicsData: array length {n} out of range', pos)
-    l7 = []
+    l8 = []
     for _ in range(n):
-        o8 = _new(_FetchRequest_ForgottenTopic)
-        o8.topic_id = _ZERO_UUID
+        o9 = _new(_FetchRequest_ForgottenTopic)
+        o9.topic_id = _ZERO_UUID
         n = buf[pos] - 1
         if n < 127:
             pos += 1
@@ -847,7 +939,7 @@ def _decode_fetch_request_v12(buf, pos):
         if n < 0 or n > end - pos:
             raise _Malformed(f'Topic: length {n} out of range', pos)
         e = pos + n
-        o8.topic = str(buf[pos:e], 'utf-8')
+        o9.topic = str(buf[pos:e], 'utf-8')
         pos = e
         n = buf[pos] - 1
         if n < 127:
@@ -857,14 +949,14 @@ def _decode_fetch_request_v12(buf, pos):
             n -= 1
         if n < 0 or n * 4 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
-        o8.partitions = list(_unpack_from(f'>{n}i', buf, pos))
+        o9.partitions = list(_A_i[n].unpack_from(buf, pos))
         pos += 4 * n
         if buf[pos]:
             pos = _skip_tagged_fields(buf, pos)
         else:
             pos += 1
-        l7.append(o8)
-    o1.forgotten_topics_data = l7
+        l8.append(o9)
+    o1.forgotten_topics_data = l8
     n = buf[pos] - 1
     if n < 127:
         pos += 1
@@ -904,24 +996,33 @@ def _decode_fetch_request_v13(buf, pos):
         o3.topic = ''
         u4 = _S_16s.unpack_from(buf, pos)[0]
         pos += 16
-        o3.topic_id = _read_uuid(u4)
+        o3.topic_id = _UUID_GET(u4) or _read_uuid(u4)
         n = buf[pos] - 1
         if n < 127:
             pos += 1
         else:
             n, pos = _read_uvarint(buf, pos)
             n -= 1
-        if n < 0 or n > end - pos:
+        if n < 0 or n * 33 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
         l5 = []
-        for _ in range(n):
-            o6 = _new(_FetchRequest_FetchPartition)
-            o6.replica_directory_id = _ZERO_UUID
-            o6.partition, o6.current_leader_epoch, o6.fetch_offset, o6.last_fetched_epoch, o6.log_start_offset, o6.partition_max_bytes, t7 = _S_iiqiqiB.unpack_from(buf, pos)
-            pos += 33
-            if t7:
-                pos = _skip_tagged_fields(buf, pos - 1)
-            l5.append(o6)
+        e = pos + n * 33
+        if n > 7 and (chunk := bytes(buf[pos:e]))[32::33].count(0) == n:
+            for t in _S_iiqiqix.iter_unpack(chunk):
+                o6 = _new(_FetchRequest_FetchPartition)
+                o6.replica_directory_id = _ZERO_UUID
+                o6.partition, o6.current_leader_epoch, o6.fetch_offset, o6.last_fetched_epoch, o6.log_start_offset, o6.partition_max_bytes = t
+                l5.append(o6)
+            pos = e
+        else:
+            for _ in range(n):
+                o7 = _new(_FetchRequest_FetchPartition)
+                o7.replica_directory_id = _ZERO_UUID
+                o7.partition, o7.current_leader_epoch, o7.fetch_offset, o7.last_fetched_epoch, o7.log_start_offset, o7.partition_max_bytes, t8 = _S_iiqiqiB.unpack_from(buf, pos)
+                pos += 33
+                if t8:
+                    pos = _skip_tagged_fields(buf, pos - 1)
+                l5.append(o7)
         o3.partitions = l5
         if buf[pos]:
             pos = _skip_tagged_fields(buf, pos)
@@ -937,13 +1038,13 @@ def _decode_fetch_request_v13(buf, pos):
         n -= 1
     if n < 0 or n > end - pos:
         raise _Malformed(f'ForgottenTopicsData: array length {n} out of range', pos)
-    l8 = []
+    l9 = []
     for _ in range(n):
-        o9 = _new(_FetchRequest_ForgottenTopic)
-        o9.topic = ''
-        u10 = _S_16s.unpack_from(buf, pos)[0]
+        o10 = _new(_FetchRequest_ForgottenTopic)
+        o10.topic = ''
+        u11 = _S_16s.unpack_from(buf, pos)[0]
         pos += 16
-        o9.topic_id = _read_uuid(u10)
+        o10.topic_id = _UUID_GET(u11) or _read_uuid(u11)
         n = buf[pos] - 1
         if n < 127:
             pos += 1
@@ -952,14 +1053,14 @@ def _decode_fetch_request_v13(buf, pos):
             n -= 1
         if n < 0 or n * 4 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
-        o9.partitions = list(_unpack_from(f'>{n}i', buf, pos))
+        o10.partitions = list(_A_i[n].unpack_from(buf, pos))
         pos += 4 * n
         if buf[pos]:
             pos = _skip_tagged_fields(buf, pos)
         else:
             pos += 1
-        l8.append(o9)
-    o1.forgotten_topics_data = l8
+        l9.append(o10)
+    o1.forgotten_topics_data = l9
     n = buf[pos] - 1
     if n < 127:
         pos += 1
@@ -1039,24 +1140,33 @@ def _decode_fetch_request_v15(buf, pos):
         o3.topic = ''
         u4 = _S_16s.unpack_from(buf, pos)[0]
         pos += 16
-        o3.topic_id = _read_uuid(u4)
+        o3.topic_id = _UUID_GET(u4) or _read_uuid(u4)
         n = buf[pos] - 1
         if n < 127:
             pos += 1
         else:
             n, pos = _read_uvarint(buf, pos)
             n -= 1
-        if n < 0 or n > end - pos:
+        if n < 0 or n * 33 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
         l5 = []
-        for _ in range(n):
-            o6 = _new(_FetchRequest_FetchPartition)
-            o6.replica_directory_id = _ZERO_UUID
-            o6.partition, o6.current_leader_epoch, o6.fetch_offset, o6.last_fetched_epoch, o6.log_start_offset, o6.partition_max_bytes, t7 = _S_iiqiqiB.unpack_from(buf, pos)
-            pos += 33
-            if t7:
-                pos = _skip_tagged_fields(buf, pos - 1)
-            l5.append(o6)
+        e = pos + n * 33
+        if n > 7 and (chunk := bytes(buf[pos:e]))[32::33].count(0) == n:
+            for t in _S_iiqiqix.iter_unpack(chunk):
+                o6 = _new(_FetchRequest_FetchPartition)
+                o6.replica_directory_id = _ZERO_UUID
+                o6.partition, o6.current_leader_epoch, o6.fetch_offset, o6.last_fetched_epoch, o6.log_start_offset, o6.partition_max_bytes = t
+                l5.append(o6)
+            pos = e
+        else:
+            for _ in range(n):
+                o7 = _new(_FetchRequest_FetchPartition)
+                o7.replica_directory_id = _ZERO_UUID
+                o7.partition, o7.current_leader_epoch, o7.fetch_offset, o7.last_fetched_epoch, o7.log_start_offset, o7.partition_max_bytes, t8 = _S_iiqiqiB.unpack_from(buf, pos)
+                pos += 33
+                if t8:
+                    pos = _skip_tagged_fields(buf, pos - 1)
+                l5.append(o7)
         o3.partitions = l5
         if buf[pos]:
             pos = _skip_tagged_fields(buf, pos)
@@ -1072,13 +1182,13 @@ def _decode_fetch_request_v15(buf, pos):
         n -= 1
     if n < 0 or n > end - pos:
         raise _Malformed(f'ForgottenTopicsData: array length {n} out of range', pos)
-    l8 = []
+    l9 = []
     for _ in range(n):
-        o9 = _new(_FetchRequest_ForgottenTopic)
-        o9.topic = ''
-        u10 = _S_16s.unpack_from(buf, pos)[0]
+        o10 = _new(_FetchRequest_ForgottenTopic)
+        o10.topic = ''
+        u11 = _S_16s.unpack_from(buf, pos)[0]
         pos += 16
-        o9.topic_id = _read_uuid(u10)
+        o10.topic_id = _UUID_GET(u11) or _read_uuid(u11)
         n = buf[pos] - 1
         if n < 127:
             pos += 1
@@ -1087,14 +1197,14 @@ def _decode_fetch_request_v15(buf, pos):
             n -= 1
         if n < 0 or n * 4 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
-        o9.partitions = list(_unpack_from(f'>{n}i', buf, pos))
+        o10.partitions = list(_A_i[n].unpack_from(buf, pos))
         pos += 4 * n
         if buf[pos]:
             pos = _skip_tagged_fields(buf, pos)
         else:
             pos += 1
-        l8.append(o9)
-    o1.forgotten_topics_data = l8
+        l9.append(o10)
+    o1.forgotten_topics_data = l9
     n = buf[pos] - 1
     if n < 127:
         pos += 1
@@ -1127,7 +1237,7 @@ def _decode_tags_fetch_request_v17_FetchPartition(buf, pos, o0):
         if tag == 0:
             u1 = _S_16s.unpack_from(buf, pos)[0]
             pos += 16
-            o0.replica_directory_id = _read_uuid(u1)
+            o0.replica_directory_id = _UUID_GET(u1) or _read_uuid(u1)
         if pos > te:
             raise _Malformed(f'tagged field {tag} overruns its size', pos)
         pos = te
@@ -1156,7 +1266,7 @@ def _decode_fetch_request_v17(buf, pos):
         o3.topic = ''
         u4 = _S_16s.unpack_from(buf, pos)[0]
         pos += 16
-        o3.topic_id = _read_uuid(u4)
+        o3.topic_id = _UUID_GET(u4) or _read_uuid(u4)
         n = buf[pos] - 1
         if n < 127:
             pos += 1
@@ -1195,7 +1305,7 @@ def _decode_fetch_request_v17(buf, pos):
         o9.topic = ''
         u10 = _S_16s.unpack_from(buf, pos)[0]
         pos += 16
-        o9.topic_id = _read_uuid(u10)
+        o9.topic_id = _UUID_GET(u10) or _read_uuid(u10)
         n = buf[pos] - 1
         if n < 127:
             pos += 1
@@ -1204,7 +1314,7 @@ def _decode_fetch_request_v17(buf, pos):
             n -= 1
         if n < 0 or n * 4 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
-        o9.partitions = list(_unpack_from(f'>{n}i', buf, pos))
+        o9.partitions = list(_A_i[n].unpack_from(buf, pos))
         pos += 4 * n
         if buf[pos]:
             pos = _skip_tagged_fields(buf, pos)
@@ -1230,7 +1340,7 @@ def _decode_fetch_request_v17(buf, pos):
     return o1
 
 
-def _encode_fetch_request_v0(o0):
+def _encode_fetch_request_v0(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -1246,7 +1356,7 @@ def _encode_fetch_request_v0(o0):
     return parts
 
 
-def _encode_fetch_request_v3(o0):
+def _encode_fetch_request_v3(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -1262,7 +1372,7 @@ def _encode_fetch_request_v3(o0):
     return parts
 
 
-def _encode_fetch_request_v4(o0):
+def _encode_fetch_request_v4(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -1278,7 +1388,7 @@ def _encode_fetch_request_v4(o0):
     return parts
 
 
-def _encode_fetch_request_v5(o0):
+def _encode_fetch_request_v5(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -1294,7 +1404,7 @@ def _encode_fetch_request_v5(o0):
     return parts
 
 
-def _encode_fetch_request_v7(o0):
+def _encode_fetch_request_v7(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -1315,11 +1425,11 @@ def _encode_fetch_request_v7(o0):
         ap(s8)
         x9 = o7.partitions
         ap(_S_i.pack(len(x9)))
-        ap(_pack(f'>{len(x9)}i', *x9))
+        ap(_A_i[len(x9)].pack(*x9))
     return parts
 
 
-def _encode_fetch_request_v9(o0):
+def _encode_fetch_request_v9(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -1340,11 +1450,11 @@ def _encode_fetch_request_v9(o0):
         ap(s8)
         x9 = o7.partitions
         ap(_S_i.pack(len(x9)))
-        ap(_pack(f'>{len(x9)}i', *x9))
+        ap(_A_i[len(x9)].pack(*x9))
     return parts
 
 
-def _encode_fetch_request_v11(o0):
+def _encode_fetch_request_v11(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -1365,7 +1475,7 @@ def _encode_fetch_request_v11(o0):
         ap(s8)
         x9 = o7.partitions
         ap(_S_i.pack(len(x9)))
-        ap(_pack(f'>{len(x9)}i', *x9))
+        ap(_A_i[len(x9)].pack(*x9))
     s10 = o0.rack_id.encode()
     ap(_S_h.pack(len(s10)))
     ap(s10)
@@ -1391,7 +1501,7 @@ def _encode_tags_fetch_request_v12_FetchRequest(o0):
     return _uvarint(len(fields)) + b''.join(fields)
 
 
-def _encode_fetch_request_v12(o0):
+def _encode_fetch_request_v12(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -1418,9 +1528,12 @@ def _encode_fetch_request_v12(o0):
         ap(_UV1[n] if n < 128 else _uvarint(n))
         ap(s8)
         x9 = o7.partitions
-        n = len(x9) + 1
-        ap(_UV1[n] if n < 128 else _uvarint(n))
-        ap(_pack(f'>{len(x9)}i', *x9))
+        n = len(x9)
+        if n < 127:
+            ap(_CA_i[n].pack(n + 1, *x9))
+        else:
+            ap(_uvarint(n + 1))
+            ap(_A_i[n].pack(*x9))
         ap(b'\x00')
     s10 = o0.rack_id.encode()
     n = len(s10) + 1
@@ -1433,7 +1546,7 @@ def _encode_fetch_request_v12(o0):
     return parts
 
 
-def _encode_fetch_request_v13(o0):
+def _encode_fetch_request_v13(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -1454,9 +1567,12 @@ def _encode_fetch_request_v13(o0):
     for o6 in x5:
         x7 = o6.partitions
         ap(_S_16s.pack(o6.topic_id.bytes))
-        n = len(x7) + 1
-        ap(_UV1[n] if n < 128 else _uvarint(n))
-        ap(_pack(f'>{len(x7)}i', *x7))
+        n = len(x7)
+        if n < 127:
+            ap(_CA_i[n].pack(n + 1, *x7))
+        else:
+            ap(_uvarint(n + 1))
+            ap(_A_i[n].pack(*x7))
         ap(b'\x00')
     s8 = o0.rack_id.encode()
     n = len(s8) + 1
@@ -1495,7 +1611,7 @@ def _encode_tags_fetch_request_v15_FetchRequest(o0):
     return _uvarint(len(fields)) + b''.join(fields)
 
 
-def _encode_fetch_request_v15(o0):
+def _encode_fetch_request_v15(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -1516,9 +1632,12 @@ def _encode_fetch_request_v15(o0):
     for o6 in x5:
         x7 = o6.partitions
         ap(_S_16s.pack(o6.topic_id.bytes))
-        n = len(x7) + 1
-        ap(_UV1[n] if n < 128 else _uvarint(n))
-        ap(_pack(f'>{len(x7)}i', *x7))
+        n = len(x7)
+        if n < 127:
+            ap(_CA_i[n].pack(n + 1, *x7))
+        else:
+            ap(_uvarint(n + 1))
+            ap(_A_i[n].pack(*x7))
         ap(b'\x00')
     s8 = o0.rack_id.encode()
     n = len(s8) + 1
@@ -1543,7 +1662,7 @@ def _encode_tags_fetch_request_v17_FetchPartition(o0):
     return _uvarint(len(fields)) + b''.join(fields)
 
 
-def _encode_fetch_request_v17(o0):
+def _encode_fetch_request_v17(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -1568,9 +1687,12 @@ def _encode_fetch_request_v17(o0):
     for o6 in x5:
         x7 = o6.partitions
         ap(_S_16s.pack(o6.topic_id.bytes))
-        n = len(x7) + 1
-        ap(_UV1[n] if n < 128 else _uvarint(n))
-        ap(_pack(f'>{len(x7)}i', *x7))
+        n = len(x7)
+        if n < 127:
+            ap(_CA_i[n].pack(n + 1, *x7))
+        else:
+            ap(_uvarint(n + 1))
+            ap(_A_i[n].pack(*x7))
         ap(b'\x00')
     s8 = o0.rack_id.encode()
     n = len(s8) + 1
@@ -1730,14 +1852,22 @@ def _decode_fetch_response_v4(buf, pos):
             if n < 0:
                 o5.aborted_transactions = None
             else:
-                if n > end - pos:
+                if n * 16 > end - pos:
                     raise _Malformed(f'AbortedTransactions: array length {n} out of range', pos)
                 l6 = []
-                for _ in range(n):
-                    o7 = _new(_FetchResponse_AbortedTransaction)
-                    o7.producer_id, o7.first_offset = _S_qq.unpack_from(buf, pos)
-                    pos += 16
-                    l6.append(o7)
+                e = pos + n * 16
+                if n > 7:
+                    for t in _S_qq.iter_unpack(buf[pos:e]):
+                        o7 = _new(_FetchResponse_AbortedTransaction)
+                        o7.producer_id, o7.first_offset = t
+                        l6.append(o7)
+                    pos = e
+                else:
+                    for _ in range(n):
+                        o8 = _new(_FetchResponse_AbortedTransaction)
+                        o8.producer_id, o8.first_offset = _S_qq.unpack_from(buf, pos)
+                        pos += 16
+                        l6.append(o8)
                 o5.aborted_transactions = l6
             n = _S_i.unpack_from(buf, pos)[0]
             pos += 4
@@ -1794,14 +1924,22 @@ def _decode_fetch_response_v5(buf, pos):
             if n < 0:
                 o5.aborted_transactions = None
             else:
-                if n > end - pos:
+                if n * 16 > end - pos:
                     raise _Malformed(f'AbortedTransactions: array length {n} out of range', pos)
                 l6 = []
-                for _ in range(n):
-                    o7 = _new(_FetchResponse_AbortedTransaction)
-                    o7.producer_id, o7.first_offset = _S_qq.unpack_from(buf, pos)
-                    pos += 16
-                    l6.append(o7)
+                e = pos + n * 16
+                if n > 7:
+                    for t in _S_qq.iter_unpack(buf[pos:e]):
+                        o7 = _new(_FetchResponse_AbortedTransaction)
+                        o7.producer_id, o7.first_offset = t
+                        l6.append(o7)
+                    pos = e
+                else:
+                    for _ in range(n):
+                        o8 = _new(_FetchResponse_AbortedTransaction)
+                        o8.producer_id, o8.first_offset = _S_qq.unpack_from(buf, pos)
+                        pos += 16
+                        l6.append(o8)
                 o5.aborted_transactions = l6
             n = _S_i.unpack_from(buf, pos)[0]
             pos += 4
@@ -1856,14 +1994,22 @@ def _decode_fetch_response_v7(buf, pos):
             if n < 0:
                 o5.aborted_transactions = None
             else:
-                if n > end - pos:
+                if n * 16 > end - pos:
                     raise _Malformed(f'AbortedTransactions: array length {n} out of range', pos)
                 l6 = []
-                for _ in range(n):
-                    o7 = _new(_FetchResponse_AbortedTransaction)
-                    o7.producer_id, o7.first_offset = _S_qq.unpack_from(buf, pos)
-                    pos += 16
-                    l6.append(o7)
+                e = pos + n * 16
+                if n > 7:
+                    for t in _S_qq.iter_unpack(buf[pos:e]):
+                        o7 = _new(_FetchResponse_AbortedTransaction)
+                        o7.producer_id, o7.first_offset = t
+                        l6.append(o7)
+                    pos = e
+                else:
+                    for _ in range(n):
+                        o8 = _new(_FetchResponse_AbortedTransaction)
+                        o8.producer_id, o8.first_offset = _S_qq.unpack_from(buf, pos)
+                        pos += 16
+                        l6.append(o8)
                 o5.aborted_transactions = l6
             n = _S_i.unpack_from(buf, pos)[0]
             pos += 4
@@ -1917,14 +2063,22 @@ def _decode_fetch_response_v11(buf, pos):
             if n < 0:
                 o5.aborted_transactions = None
             else:
-                if n > end - pos:
+                if n * 16 > end - pos:
                     raise _Malformed(f'AbortedTransactions: array length {n} out of range', pos)
                 l6 = []
-                for _ in range(n):
-                    o7 = _new(_FetchResponse_AbortedTransaction)
-                    o7.producer_id, o7.first_offset = _S_qq.unpack_from(buf, pos)
-                    pos += 16
-                    l6.append(o7)
+                e = pos + n * 16
+                if n > 7:
+                    for t in _S_qq.iter_unpack(buf[pos:e]):
+                        o7 = _new(_FetchResponse_AbortedTransaction)
+                        o7.producer_id, o7.first_offset = t
+                        l6.append(o7)
+                    pos = e
+                else:
+                    for _ in range(n):
+                        o8 = _new(_FetchResponse_AbortedTransaction)
+                        o8.producer_id, o8.first_offset = _S_qq.unpack_from(buf, pos)
+                        pos += 16
+                        l6.append(o8)
                 o5.aborted_transactions = l6
             o5.preferred_read_replica, n = _S_ii.unpack_from(buf, pos)
             pos += 8
@@ -2036,16 +2190,24 @@ def _decode_fetch_response_v12(buf, pos):
             if n < 0:
                 o5.aborted_transactions = None
             else:
-                if n > end - pos:
+                if n * 17 > end - pos:
                     raise _Malformed(f'AbortedTransactions: array length {n} out of range', pos)
                 l6 = []
-                for _ in range(n):
-                    o7 = _new(_FetchResponse_AbortedTransaction)
-                    o7.producer_id, o7.first_offset, t8 = _S_qqB.unpack_from(buf, pos)
-                    pos += 17
-                    if t8:
-                        pos = _skip_tagged_fields(buf, pos - 1)
-                    l6.append(o7)
+                e = pos + n * 17
+                if n > 7 and (chunk := bytes(buf[pos:e]))[16::17].count(0) == n:
+                    for t in _S_qqx.iter_unpack(chunk):
+                        o7 = _new(_FetchResponse_AbortedTransaction)
+                        o7.producer_id, o7.first_offset = t
+                        l6.append(o7)
+                    pos = e
+                else:
+                    for _ in range(n):
+                        o8 = _new(_FetchResponse_AbortedTransaction)
+                        o8.producer_id, o8.first_offset, t9 = _S_qqB.unpack_from(buf, pos)
+                        pos += 17
+                        if t9:
+                            pos = _skip_tagged_fields(buf, pos - 1)
+                        l6.append(o8)
                 o5.aborted_transactions = l6
             o5.preferred_read_replica = _S_i.unpack_from(buf, pos)[0]
             pos += 4
@@ -2103,7 +2265,7 @@ def _decode_fetch_response_v13(buf, pos):
         o3.topic = ''
         u4 = _S_16s.unpack_from(buf, pos)[0]
         pos += 16
-        o3.topic_id = _read_uuid(u4)
+        o3.topic_id = _UUID_GET(u4) or _read_uuid(u4)
         n = buf[pos] - 1
         if n < 127:
             pos += 1
@@ -2129,16 +2291,24 @@ def _decode_fetch_response_v13(buf, pos):
             if n < 0:
                 o6.aborted_transactions = None
             else:
-                if n > end - pos:
+                if n * 17 > end - pos:
                     raise _Malformed(f'AbortedTransactions: array length {n} out of range', pos)
                 l7 = []
-                for _ in range(n):
-                    o8 = _new(_FetchResponse_AbortedTransaction)
-                    o8.producer_id, o8.first_offset, t9 = _S_qqB.unpack_from(buf, pos)
-                    pos += 17
-                    if t9:
-                        pos = _skip_tagged_fields(buf, pos - 1)
-                    l7.append(o8)
+                e = pos + n * 17
+                if n > 7 and (chunk := bytes(buf[pos:e]))[16::17].count(0) == n:
+                    for t in _S_qqx.iter_unpack(chunk):
+                        o8 = _new(_FetchResponse_AbortedTransaction)
+                        o8.producer_id, o8.first_offset = t
+                        l7.append(o8)
+                    pos = e
+                else:
+                    for _ in range(n):
+                        o9 = _new(_FetchResponse_AbortedTransaction)
+                        o9.producer_id, o9.first_offset, t10 = _S_qqB.unpack_from(buf, pos)
+                        pos += 17
+                        if t10:
+                            pos = _skip_tagged_fields(buf, pos - 1)
+                        l7.append(o9)
                 o6.aborted_transactions = l7
             o6.preferred_read_replica = _S_i.unpack_from(buf, pos)[0]
             pos += 4
@@ -2260,7 +2430,7 @@ def _decode_fetch_response_v16(buf, pos):
         o3.topic = ''
         u4 = _S_16s.unpack_from(buf, pos)[0]
         pos += 16
-        o3.topic_id = _read_uuid(u4)
+        o3.topic_id = _UUID_GET(u4) or _read_uuid(u4)
         n = buf[pos] - 1
         if n < 127:
             pos += 1
@@ -2286,16 +2456,24 @@ def _decode_fetch_response_v16(buf, pos):
             if n < 0:
                 o6.aborted_transactions = None
             else:
-                if n > end - pos:
+                if n * 17 > end - pos:
                     raise _Malformed(f'AbortedTransactions: array length {n} out of range', pos)
                 l7 = []
-                for _ in range(n):
-                    o8 = _new(_FetchResponse_AbortedTransaction)
-                    o8.producer_id, o8.first_offset, t9 = _S_qqB.unpack_from(buf, pos)
-                    pos += 17
-                    if t9:
-                        pos = _skip_tagged_fields(buf, pos - 1)
-                    l7.append(o8)
+                e = pos + n * 17
+                if n > 7 and (chunk := bytes(buf[pos:e]))[16::17].count(0) == n:
+                    for t in _S_qqx.iter_unpack(chunk):
+                        o8 = _new(_FetchResponse_AbortedTransaction)
+                        o8.producer_id, o8.first_offset = t
+                        l7.append(o8)
+                    pos = e
+                else:
+                    for _ in range(n):
+                        o9 = _new(_FetchResponse_AbortedTransaction)
+                        o9.producer_id, o9.first_offset, t10 = _S_qqB.unpack_from(buf, pos)
+                        pos += 17
+                        if t10:
+                            pos = _skip_tagged_fields(buf, pos - 1)
+                        l7.append(o9)
                 o6.aborted_transactions = l7
             o6.preferred_read_replica = _S_i.unpack_from(buf, pos)[0]
             pos += 4
@@ -2332,7 +2510,7 @@ def _decode_fetch_response_v16(buf, pos):
     return o1
 
 
-def _encode_fetch_response_v0(o0):
+def _encode_fetch_response_v0(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.responses
@@ -2347,11 +2525,13 @@ def _encode_fetch_response_v0(o0):
             s6 = o5.records
             ap(_S_ihqi.pack(o5.partition_index, o5.error_code, o5.high_watermark, -1 if s6 is None else len(s6)))
             if s6 is not None:
+                if s6.__class__ not in _PLAIN_BUFFERS:
+                    ext.append(len(parts))
                 ap(s6)
     return parts
 
 
-def _encode_fetch_response_v1(o0):
+def _encode_fetch_response_v1(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.responses
@@ -2366,11 +2546,13 @@ def _encode_fetch_response_v1(o0):
             s6 = o5.records
             ap(_S_ihqi.pack(o5.partition_index, o5.error_code, o5.high_watermark, -1 if s6 is None else len(s6)))
             if s6 is not None:
+                if s6.__class__ not in _PLAIN_BUFFERS:
+                    ext.append(len(parts))
                 ap(s6)
     return parts
 
 
-def _encode_fetch_response_v4(o0):
+def _encode_fetch_response_v4(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.responses
@@ -2390,11 +2572,13 @@ def _encode_fetch_response_v4(o0):
             s8 = o5.records
             ap(_S_i.pack(-1 if s8 is None else len(s8)))
             if s8 is not None:
+                if s8.__class__ not in _PLAIN_BUFFERS:
+                    ext.append(len(parts))
                 ap(s8)
     return parts
 
 
-def _encode_fetch_response_v5(o0):
+def _encode_fetch_response_v5(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.responses
@@ -2414,11 +2598,13 @@ def _encode_fetch_response_v5(o0):
             s8 = o5.records
             ap(_S_i.pack(-1 if s8 is None else len(s8)))
             if s8 is not None:
+                if s8.__class__ not in _PLAIN_BUFFERS:
+                    ext.append(len(parts))
                 ap(s8)
     return parts
 
 
-def _encode_fetch_response_v7(o0):
+def _encode_fetch_response_v7(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.responses
@@ -2438,11 +2624,13 @@ def _encode_fetch_response_v7(o0):
             s8 = o5.records
             ap(_S_i.pack(-1 if s8 is None else len(s8)))
             if s8 is not None:
+                if s8.__class__ not in _PLAIN_BUFFERS:
+                    ext.append(len(parts))
                 ap(s8)
     return parts
 
 
-def _encode_fetch_response_v11(o0):
+def _encode_fetch_response_v11(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.responses
@@ -2462,6 +2650,8 @@ def _encode_fetch_response_v11(o0):
             s8 = o5.records
             ap(_S_ii.pack(o5.preferred_read_replica, -1 if s8 is None else len(s8)))
             if s8 is not None:
+                if s8.__class__ not in _PLAIN_BUFFERS:
+                    ext.append(len(parts))
                 ap(s8)
     return parts
 
@@ -2492,7 +2682,7 @@ def _encode_tags_fetch_response_v12_PartitionData(o0):
     return _uvarint(len(fields)) + b''.join(fields)
 
 
-def _encode_fetch_response_v12(o0):
+def _encode_fetch_response_v12(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.responses
@@ -2525,6 +2715,8 @@ def _encode_fetch_response_v12(o0):
             else:
                 n = len(s8) + 1
                 ap(_UV1[n] if n < 128 else _uvarint(n))
+                if s8.__class__ not in _PLAIN_BUFFERS:
+                    ext.append(len(parts))
                 ap(s8)
             if (o5.diverging_epoch.epoch == -1 and o5.diverging_epoch.end_offset == -1
                     and o5.current_leader.leader_id == -1 and o5.current_leader.leader_epoch == -1
@@ -2537,7 +2729,7 @@ def _encode_fetch_response_v12(o0):
     return parts
 
 
-def _encode_fetch_response_v13(o0):
+def _encode_fetch_response_v13(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.responses
@@ -2567,6 +2759,8 @@ def _encode_fetch_response_v13(o0):
             else:
                 n = len(s7) + 1
                 ap(_UV1[n] if n < 128 else _uvarint(n))
+                if s7.__class__ not in _PLAIN_BUFFERS:
+                    ext.append(len(parts))
                 ap(s7)
             if (o4.diverging_epoch.epoch == -1 and o4.diverging_epoch.end_offset == -1
                     and o4.current_leader.leader_id == -1 and o4.current_leader.leader_epoch == -1
@@ -2609,7 +2803,7 @@ def _encode_tags_fetch_response_v16_FetchResponse(o0):
     return _uvarint(len(fields)) + b''.join(fields)
 
 
-def _encode_fetch_response_v16(o0):
+def _encode_fetch_response_v16(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.responses
@@ -2639,6 +2833,8 @@ def _encode_fetch_response_v16(o0):
             else:
                 n = len(s7) + 1
                 ap(_UV1[n] if n < 128 else _uvarint(n))
+                if s7.__class__ not in _PLAIN_BUFFERS:
+                    ext.append(len(parts))
                 ap(s7)
             if (o4.diverging_epoch.epoch == -1 and o4.diverging_epoch.end_offset == -1
                     and o4.current_leader.leader_id == -1 and o4.current_leader.leader_epoch == -1

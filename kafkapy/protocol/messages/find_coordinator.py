@@ -8,10 +8,10 @@ import uuid as _uuid
 from dataclasses import dataclass
 from dataclasses import field as _field
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 from typing import ClassVar
 
+from ..primitives import PLAIN_BUFFERS as _PLAIN_BUFFERS
+from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
@@ -23,6 +23,7 @@ from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
+from ..primitives import StructTable as _StructTable
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
 
 __all__ = ["FindCoordinatorRequest", "FindCoordinatorResponse"]
@@ -129,7 +130,8 @@ FindCoordinatorResponse.SCHEMA = (
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
-# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool).
+# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
+# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
 _S_h = _Struct('>h')
 _S_b = _Struct('>b')
 _S_bB = _Struct('>bB')
@@ -140,6 +142,7 @@ _S_ihh = _Struct('>ihh')
 _S_ih = _Struct('>ih')
 _S_iB = _Struct('>iB')
 _S_ix = _Struct('>ix')
+_UUID_GET = _UUID_CACHE.get
 
 
 
@@ -232,7 +235,7 @@ def _decode_find_coordinator_request_v4(buf, pos):
     return o1
 
 
-def _encode_find_coordinator_request_v0(o0):
+def _encode_find_coordinator_request_v0(o0, ext):
     parts = []
     ap = parts.append
     s1 = o0.key.encode()
@@ -241,7 +244,7 @@ def _encode_find_coordinator_request_v0(o0):
     return parts
 
 
-def _encode_find_coordinator_request_v1(o0):
+def _encode_find_coordinator_request_v1(o0, ext):
     parts = []
     ap = parts.append
     s1 = o0.key.encode()
@@ -251,7 +254,7 @@ def _encode_find_coordinator_request_v1(o0):
     return parts
 
 
-def _encode_find_coordinator_request_v3(o0):
+def _encode_find_coordinator_request_v3(o0, ext):
     parts = []
     ap = parts.append
     s1 = o0.key.encode()
@@ -262,7 +265,7 @@ def _encode_find_coordinator_request_v3(o0):
     return parts
 
 
-def _encode_find_coordinator_request_v4(o0):
+def _encode_find_coordinator_request_v4(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.coordinator_keys
@@ -436,7 +439,7 @@ def _decode_find_coordinator_response_v4(buf, pos):
     return o1
 
 
-def _encode_find_coordinator_response_v0(o0):
+def _encode_find_coordinator_response_v0(o0, ext):
     parts = []
     ap = parts.append
     s1 = o0.host.encode()
@@ -446,7 +449,7 @@ def _encode_find_coordinator_response_v0(o0):
     return parts
 
 
-def _encode_find_coordinator_response_v1(o0):
+def _encode_find_coordinator_response_v1(o0, ext):
     parts = []
     ap = parts.append
     s1 = o0.error_message
@@ -462,7 +465,7 @@ def _encode_find_coordinator_response_v1(o0):
     return parts
 
 
-def _encode_find_coordinator_response_v3(o0):
+def _encode_find_coordinator_response_v3(o0, ext):
     parts = []
     ap = parts.append
     s1 = o0.error_message
@@ -484,7 +487,7 @@ def _encode_find_coordinator_response_v3(o0):
     return parts
 
 
-def _encode_find_coordinator_response_v4(o0):
+def _encode_find_coordinator_response_v4(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.coordinators

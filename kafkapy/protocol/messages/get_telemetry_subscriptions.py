@@ -8,10 +8,10 @@ import uuid as _uuid
 from dataclasses import dataclass
 from dataclasses import field as _field
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 from typing import ClassVar
 
+from ..primitives import PLAIN_BUFFERS as _PLAIN_BUFFERS
+from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
@@ -23,6 +23,7 @@ from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
+from ..primitives import StructTable as _StructTable
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
 
 __all__ = ["GetTelemetrySubscriptionsRequest", "GetTelemetrySubscriptionsResponse"]
@@ -104,11 +105,15 @@ GetTelemetrySubscriptionsResponse.SCHEMA = (
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
-# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool).
+# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
+# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
 _S_16sB = _Struct('>16sB')
 _S_16sx = _Struct('>16sx')
 _S_ih16si = _Struct('>ih16si')
+_A_b = _StructTable('>{n}b')
 _S_iiT = _Struct('>ii?')
+_CA_b = _StructTable('>B{n}b')
+_UUID_GET = _UUID_CACHE.get
 
 
 
@@ -117,13 +122,13 @@ def _decode_get_telemetry_subscriptions_request_v0(buf, pos):
     o1 = _new(GetTelemetrySubscriptionsRequest)
     u2, t3 = _S_16sB.unpack_from(buf, pos)
     pos += 17
-    o1.client_instance_id = _read_uuid(u2)
+    o1.client_instance_id = _UUID_GET(u2) or _read_uuid(u2)
     if t3:
         pos = _skip_tagged_fields(buf, pos - 1)
     return o1
 
 
-def _encode_get_telemetry_subscriptions_request_v0(o0):
+def _encode_get_telemetry_subscriptions_request_v0(o0, ext):
     parts = []
     ap = parts.append
     ap(_S_16sx.pack(o0.client_instance_id.bytes))
@@ -135,7 +140,7 @@ def _decode_get_telemetry_subscriptions_response_v0(buf, pos):
     o1 = _new(GetTelemetrySubscriptionsResponse)
     o1.throttle_time_ms, o1.error_code, u2, o1.subscription_id = _S_ih16si.unpack_from(buf, pos)
     pos += 26
-    o1.client_instance_id = _read_uuid(u2)
+    o1.client_instance_id = _UUID_GET(u2) or _read_uuid(u2)
     n = buf[pos] - 1
     if n < 127:
         pos += 1
@@ -144,7 +149,7 @@ def _decode_get_telemetry_subscriptions_response_v0(buf, pos):
         n -= 1
     if n < 0 or n > end - pos:
         raise _Malformed(f'AcceptedCompressionTypes: array length {n} out of range', pos)
-    o1.accepted_compression_types = list(_unpack_from(f'>{n}b', buf, pos))
+    o1.accepted_compression_types = list(_A_b[n].unpack_from(buf, pos))
     pos += n
     o1.push_interval_ms, o1.telemetry_max_bytes, o1.delta_temporality = _S_iiT.unpack_from(buf, pos)
     pos += 9
@@ -178,14 +183,17 @@ def _decode_get_telemetry_subscriptions_response_v0(buf, pos):
     return o1
 
 
-def _encode_get_telemetry_subscriptions_response_v0(o0):
+def _encode_get_telemetry_subscriptions_response_v0(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.accepted_compression_types
     ap(_S_ih16si.pack(o0.throttle_time_ms, o0.error_code, o0.client_instance_id.bytes, o0.subscription_id))
-    n = len(x1) + 1
-    ap(_UV1[n] if n < 128 else _uvarint(n))
-    ap(_pack(f'>{len(x1)}b', *x1))
+    n = len(x1)
+    if n < 127:
+        ap(_CA_b[n].pack(n + 1, *x1))
+    else:
+        ap(_uvarint(n + 1))
+        ap(_A_b[n].pack(*x1))
     x2 = o0.requested_metrics
     ap(_S_iiT.pack(o0.push_interval_ms, o0.telemetry_max_bytes, o0.delta_temporality))
     n = len(x2) + 1

@@ -8,10 +8,10 @@ import uuid as _uuid
 from dataclasses import dataclass
 from dataclasses import field as _field
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 from typing import ClassVar
 
+from ..primitives import PLAIN_BUFFERS as _PLAIN_BUFFERS
+from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
@@ -23,6 +23,7 @@ from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
+from ..primitives import StructTable as _StructTable
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
 
 __all__ = ["InitProducerIdRequest", "InitProducerIdResponse"]
@@ -100,7 +101,8 @@ InitProducerIdResponse.SCHEMA = (
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
-# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool).
+# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
+# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
 _S_h = _Struct('>h')
 _S_i = _Struct('>i')
 _S_iB = _Struct('>iB')
@@ -110,6 +112,7 @@ _S_iqhx = _Struct('>iqhx')
 _S_ihqh = _Struct('>ihqh')
 _S_ihqhB = _Struct('>ihqhB')
 _S_ihqhx = _Struct('>ihqhx')
+_UUID_GET = _UUID_CACHE.get
 
 
 
@@ -183,7 +186,7 @@ def _decode_init_producer_id_request_v3(buf, pos):
     return o1
 
 
-def _encode_init_producer_id_request_v0(o0):
+def _encode_init_producer_id_request_v0(o0, ext):
     parts = []
     ap = parts.append
     s1 = o0.transactional_id
@@ -196,7 +199,7 @@ def _encode_init_producer_id_request_v0(o0):
     return parts
 
 
-def _encode_init_producer_id_request_v2(o0):
+def _encode_init_producer_id_request_v2(o0, ext):
     parts = []
     ap = parts.append
     s1 = o0.transactional_id
@@ -212,7 +215,7 @@ def _encode_init_producer_id_request_v2(o0):
     return parts
 
 
-def _encode_init_producer_id_request_v3(o0):
+def _encode_init_producer_id_request_v3(o0, ext):
     parts = []
     ap = parts.append
     s1 = o0.transactional_id
@@ -246,14 +249,14 @@ def _decode_init_producer_id_response_v2(buf, pos):
     return o1
 
 
-def _encode_init_producer_id_response_v0(o0):
+def _encode_init_producer_id_response_v0(o0, ext):
     parts = []
     ap = parts.append
     ap(_S_ihqh.pack(o0.throttle_time_ms, o0.error_code, o0.producer_id, o0.producer_epoch))
     return parts
 
 
-def _encode_init_producer_id_response_v2(o0):
+def _encode_init_producer_id_response_v2(o0, ext):
     parts = []
     ap = parts.append
     ap(_S_ihqhx.pack(o0.throttle_time_ms, o0.error_code, o0.producer_id, o0.producer_epoch))

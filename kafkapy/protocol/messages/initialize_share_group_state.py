@@ -8,10 +8,10 @@ import uuid as _uuid
 from dataclasses import dataclass
 from dataclasses import field as _field
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 from typing import ClassVar
 
+from ..primitives import PLAIN_BUFFERS as _PLAIN_BUFFERS
+from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
@@ -23,6 +23,7 @@ from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
+from ..primitives import StructTable as _StructTable
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
 
 __all__ = ["InitializeShareGroupStateRequest", "InitializeShareGroupStateResponse"]
@@ -160,11 +161,13 @@ InitializeShareGroupStateResponse.SCHEMA = (
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
-# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool).
+# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
+# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
 _S_16s = _Struct('>16s')
-_S_iiqB = _Struct('>iiqB')
 _S_iiqx = _Struct('>iiqx')
+_S_iiqB = _Struct('>iiqB')
 _S_ih = _Struct('>ih')
+_UUID_GET = _UUID_CACHE.get
 
 
 
@@ -195,23 +198,31 @@ def _decode_initialize_share_group_state_request_v0(buf, pos):
         o3 = _new(_InitializeShareGroupStateRequest_InitializeStateData)
         u4 = _S_16s.unpack_from(buf, pos)[0]
         pos += 16
-        o3.topic_id = _read_uuid(u4)
+        o3.topic_id = _UUID_GET(u4) or _read_uuid(u4)
         n = buf[pos] - 1
         if n < 127:
             pos += 1
         else:
             n, pos = _read_uvarint(buf, pos)
             n -= 1
-        if n < 0 or n > end - pos:
+        if n < 0 or n * 17 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
         l5 = []
-        for _ in range(n):
-            o6 = _new(_InitializeShareGroupStateRequest_PartitionData)
-            o6.partition, o6.state_epoch, o6.start_offset, t7 = _S_iiqB.unpack_from(buf, pos)
-            pos += 17
-            if t7:
-                pos = _skip_tagged_fields(buf, pos - 1)
-            l5.append(o6)
+        e = pos + n * 17
+        if n > 7 and (chunk := bytes(buf[pos:e]))[16::17].count(0) == n:
+            for t in _S_iiqx.iter_unpack(chunk):
+                o6 = _new(_InitializeShareGroupStateRequest_PartitionData)
+                o6.partition, o6.state_epoch, o6.start_offset = t
+                l5.append(o6)
+            pos = e
+        else:
+            for _ in range(n):
+                o7 = _new(_InitializeShareGroupStateRequest_PartitionData)
+                o7.partition, o7.state_epoch, o7.start_offset, t8 = _S_iiqB.unpack_from(buf, pos)
+                pos += 17
+                if t8:
+                    pos = _skip_tagged_fields(buf, pos - 1)
+                l5.append(o7)
         o3.partitions = l5
         if buf[pos]:
             pos = _skip_tagged_fields(buf, pos)
@@ -226,7 +237,7 @@ def _decode_initialize_share_group_state_request_v0(buf, pos):
     return o1
 
 
-def _encode_initialize_share_group_state_request_v0(o0):
+def _encode_initialize_share_group_state_request_v0(o0, ext):
     parts = []
     ap = parts.append
     s1 = o0.group_id.encode()
@@ -264,7 +275,7 @@ def _decode_initialize_share_group_state_response_v0(buf, pos):
         o3 = _new(_InitializeShareGroupStateResponse_InitializeStateResult)
         u4 = _S_16s.unpack_from(buf, pos)[0]
         pos += 16
-        o3.topic_id = _read_uuid(u4)
+        o3.topic_id = _UUID_GET(u4) or _read_uuid(u4)
         n = buf[pos] - 1
         if n < 127:
             pos += 1
@@ -311,7 +322,7 @@ def _decode_initialize_share_group_state_response_v0(buf, pos):
     return o1
 
 
-def _encode_initialize_share_group_state_response_v0(o0):
+def _encode_initialize_share_group_state_response_v0(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.results

@@ -8,10 +8,10 @@ import uuid as _uuid
 from dataclasses import dataclass
 from dataclasses import field as _field
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 from typing import ClassVar
 
+from ..primitives import PLAIN_BUFFERS as _PLAIN_BUFFERS
+from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
@@ -23,6 +23,7 @@ from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
+from ..primitives import StructTable as _StructTable
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
 
 __all__ = ["JoinGroupRequest", "JoinGroupResponse"]
@@ -154,7 +155,8 @@ JoinGroupResponse.SCHEMA = (
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
-# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool).
+# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
+# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
 _S_h = _Struct('>h')
 _S_ih = _Struct('>ih')
 _S_i = _Struct('>i')
@@ -164,6 +166,7 @@ _S_hih = _Struct('>hih')
 _S_ihih = _Struct('>ihih')
 _S_ihi = _Struct('>ihi')
 _S_T = _Struct('>?')
+_UUID_GET = _UUID_CACHE.get
 
 
 
@@ -544,7 +547,7 @@ def _decode_join_group_request_v8(buf, pos):
     return o1
 
 
-def _encode_join_group_request_v0(o0):
+def _encode_join_group_request_v0(o0, ext):
     parts = []
     ap = parts.append
     s1 = o0.group_id.encode()
@@ -568,7 +571,7 @@ def _encode_join_group_request_v0(o0):
     return parts
 
 
-def _encode_join_group_request_v1(o0):
+def _encode_join_group_request_v1(o0, ext):
     parts = []
     ap = parts.append
     s1 = o0.group_id.encode()
@@ -592,7 +595,7 @@ def _encode_join_group_request_v1(o0):
     return parts
 
 
-def _encode_join_group_request_v5(o0):
+def _encode_join_group_request_v5(o0, ext):
     parts = []
     ap = parts.append
     s1 = o0.group_id.encode()
@@ -622,7 +625,7 @@ def _encode_join_group_request_v5(o0):
     return parts
 
 
-def _encode_join_group_request_v6(o0):
+def _encode_join_group_request_v6(o0, ext):
     parts = []
     ap = parts.append
     s1 = o0.group_id.encode()
@@ -664,7 +667,7 @@ def _encode_join_group_request_v6(o0):
     return parts
 
 
-def _encode_join_group_request_v8(o0):
+def _encode_join_group_request_v8(o0, ext):
     parts = []
     ap = parts.append
     s1 = o0.group_id.encode()
@@ -1217,7 +1220,7 @@ def _decode_join_group_response_v9(buf, pos):
     return o1
 
 
-def _encode_join_group_response_v0(o0):
+def _encode_join_group_response_v0(o0, ext):
     parts = []
     ap = parts.append
     s1 = o0.protocol_name.encode()
@@ -1241,7 +1244,7 @@ def _encode_join_group_response_v0(o0):
     return parts
 
 
-def _encode_join_group_response_v2(o0):
+def _encode_join_group_response_v2(o0, ext):
     parts = []
     ap = parts.append
     s1 = o0.protocol_name.encode()
@@ -1265,7 +1268,7 @@ def _encode_join_group_response_v2(o0):
     return parts
 
 
-def _encode_join_group_response_v5(o0):
+def _encode_join_group_response_v5(o0, ext):
     parts = []
     ap = parts.append
     s1 = o0.protocol_name.encode()
@@ -1295,7 +1298,7 @@ def _encode_join_group_response_v5(o0):
     return parts
 
 
-def _encode_join_group_response_v6(o0):
+def _encode_join_group_response_v6(o0, ext):
     parts = []
     ap = parts.append
     s1 = o0.protocol_name.encode()
@@ -1337,7 +1340,7 @@ def _encode_join_group_response_v6(o0):
     return parts
 
 
-def _encode_join_group_response_v7(o0):
+def _encode_join_group_response_v7(o0, ext):
     parts = []
     ap = parts.append
     s1 = o0.protocol_type
@@ -1393,7 +1396,7 @@ def _encode_join_group_response_v7(o0):
     return parts
 
 
-def _encode_join_group_response_v9(o0):
+def _encode_join_group_response_v9(o0, ext):
     parts = []
     ap = parts.append
     s1 = o0.protocol_type

@@ -8,10 +8,10 @@ import uuid as _uuid
 from dataclasses import dataclass
 from dataclasses import field as _field
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 from typing import ClassVar
 
+from ..primitives import PLAIN_BUFFERS as _PLAIN_BUFFERS
+from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
@@ -23,6 +23,7 @@ from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
+from ..primitives import StructTable as _StructTable
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
 
 __all__ = ["ListOffsetsRequest", "ListOffsetsResponse"]
@@ -172,7 +173,8 @@ ListOffsetsResponse.SCHEMA = (
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
-# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool).
+# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
+# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
 _S_ii = _Struct('>ii')
 _S_h = _Struct('>h')
 _S_i = _Struct('>i')
@@ -181,13 +183,15 @@ _S_iq = _Struct('>iq')
 _S_ibi = _Struct('>ibi')
 _S_iiq = _Struct('>iiq')
 _S_ib = _Struct('>ib')
-_S_iiqB = _Struct('>iiqB')
 _S_iiqx = _Struct('>iiqx')
+_S_iiqB = _Struct('>iiqB')
 _S_ihi = _Struct('>ihi')
+_A_q = _StructTable('>{n}q')
 _S_ihqq = _Struct('>ihqq')
 _S_ihqqi = _Struct('>ihqqi')
-_S_ihqqiB = _Struct('>ihqqiB')
 _S_ihqqix = _Struct('>ihqqix')
+_S_ihqqiB = _Struct('>ihqqiB')
+_UUID_GET = _UUID_CACHE.get
 
 
 
@@ -211,15 +215,24 @@ def _decode_list_offsets_request_v0(buf, pos):
         pos = e
         n = _S_i.unpack_from(buf, pos)[0]
         pos += 4
-        if n < 0 or n > end - pos:
+        if n < 0 or n * 16 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
         l4 = []
-        for _ in range(n):
-            o5 = _new(_ListOffsetsRequest_ListOffsetsPartition)
-            o5.current_leader_epoch = -1
-            o5.partition_index, o5.timestamp, o5.max_num_offsets = _S_iqi.unpack_from(buf, pos)
-            pos += 16
-            l4.append(o5)
+        e = pos + n * 16
+        if n > 7:
+            for t in _S_iqi.iter_unpack(buf[pos:e]):
+                o5 = _new(_ListOffsetsRequest_ListOffsetsPartition)
+                o5.current_leader_epoch = -1
+                o5.partition_index, o5.timestamp, o5.max_num_offsets = t
+                l4.append(o5)
+            pos = e
+        else:
+            for _ in range(n):
+                o6 = _new(_ListOffsetsRequest_ListOffsetsPartition)
+                o6.current_leader_epoch = -1
+                o6.partition_index, o6.timestamp, o6.max_num_offsets = _S_iqi.unpack_from(buf, pos)
+                pos += 16
+                l4.append(o6)
         o3.partitions = l4
         l2.append(o3)
     o1.topics = l2
@@ -246,16 +259,26 @@ def _decode_list_offsets_request_v1(buf, pos):
         pos = e
         n = _S_i.unpack_from(buf, pos)[0]
         pos += 4
-        if n < 0 or n > end - pos:
+        if n < 0 or n * 12 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
         l4 = []
-        for _ in range(n):
-            o5 = _new(_ListOffsetsRequest_ListOffsetsPartition)
-            o5.current_leader_epoch = -1
-            o5.max_num_offsets = 1
-            o5.partition_index, o5.timestamp = _S_iq.unpack_from(buf, pos)
-            pos += 12
-            l4.append(o5)
+        e = pos + n * 12
+        if n > 7:
+            for t in _S_iq.iter_unpack(buf[pos:e]):
+                o5 = _new(_ListOffsetsRequest_ListOffsetsPartition)
+                o5.current_leader_epoch = -1
+                o5.max_num_offsets = 1
+                o5.partition_index, o5.timestamp = t
+                l4.append(o5)
+            pos = e
+        else:
+            for _ in range(n):
+                o6 = _new(_ListOffsetsRequest_ListOffsetsPartition)
+                o6.current_leader_epoch = -1
+                o6.max_num_offsets = 1
+                o6.partition_index, o6.timestamp = _S_iq.unpack_from(buf, pos)
+                pos += 12
+                l4.append(o6)
         o3.partitions = l4
         l2.append(o3)
     o1.topics = l2
@@ -281,16 +304,26 @@ def _decode_list_offsets_request_v2(buf, pos):
         pos = e
         n = _S_i.unpack_from(buf, pos)[0]
         pos += 4
-        if n < 0 or n > end - pos:
+        if n < 0 or n * 12 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
         l4 = []
-        for _ in range(n):
-            o5 = _new(_ListOffsetsRequest_ListOffsetsPartition)
-            o5.current_leader_epoch = -1
-            o5.max_num_offsets = 1
-            o5.partition_index, o5.timestamp = _S_iq.unpack_from(buf, pos)
-            pos += 12
-            l4.append(o5)
+        e = pos + n * 12
+        if n > 7:
+            for t in _S_iq.iter_unpack(buf[pos:e]):
+                o5 = _new(_ListOffsetsRequest_ListOffsetsPartition)
+                o5.current_leader_epoch = -1
+                o5.max_num_offsets = 1
+                o5.partition_index, o5.timestamp = t
+                l4.append(o5)
+            pos = e
+        else:
+            for _ in range(n):
+                o6 = _new(_ListOffsetsRequest_ListOffsetsPartition)
+                o6.current_leader_epoch = -1
+                o6.max_num_offsets = 1
+                o6.partition_index, o6.timestamp = _S_iq.unpack_from(buf, pos)
+                pos += 12
+                l4.append(o6)
         o3.partitions = l4
         l2.append(o3)
     o1.topics = l2
@@ -316,15 +349,24 @@ def _decode_list_offsets_request_v4(buf, pos):
         pos = e
         n = _S_i.unpack_from(buf, pos)[0]
         pos += 4
-        if n < 0 or n > end - pos:
+        if n < 0 or n * 16 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
         l4 = []
-        for _ in range(n):
-            o5 = _new(_ListOffsetsRequest_ListOffsetsPartition)
-            o5.max_num_offsets = 1
-            o5.partition_index, o5.current_leader_epoch, o5.timestamp = _S_iiq.unpack_from(buf, pos)
-            pos += 16
-            l4.append(o5)
+        e = pos + n * 16
+        if n > 7:
+            for t in _S_iiq.iter_unpack(buf[pos:e]):
+                o5 = _new(_ListOffsetsRequest_ListOffsetsPartition)
+                o5.max_num_offsets = 1
+                o5.partition_index, o5.current_leader_epoch, o5.timestamp = t
+                l4.append(o5)
+            pos = e
+        else:
+            for _ in range(n):
+                o6 = _new(_ListOffsetsRequest_ListOffsetsPartition)
+                o6.max_num_offsets = 1
+                o6.partition_index, o6.current_leader_epoch, o6.timestamp = _S_iiq.unpack_from(buf, pos)
+                pos += 16
+                l4.append(o6)
         o3.partitions = l4
         l2.append(o3)
     o1.topics = l2
@@ -364,17 +406,26 @@ def _decode_list_offsets_request_v6(buf, pos):
         else:
             n, pos = _read_uvarint(buf, pos)
             n -= 1
-        if n < 0 or n > end - pos:
+        if n < 0 or n * 17 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
         l4 = []
-        for _ in range(n):
-            o5 = _new(_ListOffsetsRequest_ListOffsetsPartition)
-            o5.max_num_offsets = 1
-            o5.partition_index, o5.current_leader_epoch, o5.timestamp, t6 = _S_iiqB.unpack_from(buf, pos)
-            pos += 17
-            if t6:
-                pos = _skip_tagged_fields(buf, pos - 1)
-            l4.append(o5)
+        e = pos + n * 17
+        if n > 7 and (chunk := bytes(buf[pos:e]))[16::17].count(0) == n:
+            for t in _S_iiqx.iter_unpack(chunk):
+                o5 = _new(_ListOffsetsRequest_ListOffsetsPartition)
+                o5.max_num_offsets = 1
+                o5.partition_index, o5.current_leader_epoch, o5.timestamp = t
+                l4.append(o5)
+            pos = e
+        else:
+            for _ in range(n):
+                o6 = _new(_ListOffsetsRequest_ListOffsetsPartition)
+                o6.max_num_offsets = 1
+                o6.partition_index, o6.current_leader_epoch, o6.timestamp, t7 = _S_iiqB.unpack_from(buf, pos)
+                pos += 17
+                if t7:
+                    pos = _skip_tagged_fields(buf, pos - 1)
+                l4.append(o6)
         o3.partitions = l4
         if buf[pos]:
             pos = _skip_tagged_fields(buf, pos)
@@ -389,7 +440,7 @@ def _decode_list_offsets_request_v6(buf, pos):
     return o1
 
 
-def _encode_list_offsets_request_v0(o0):
+def _encode_list_offsets_request_v0(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -405,7 +456,7 @@ def _encode_list_offsets_request_v0(o0):
     return parts
 
 
-def _encode_list_offsets_request_v1(o0):
+def _encode_list_offsets_request_v1(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -421,7 +472,7 @@ def _encode_list_offsets_request_v1(o0):
     return parts
 
 
-def _encode_list_offsets_request_v2(o0):
+def _encode_list_offsets_request_v2(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -437,7 +488,7 @@ def _encode_list_offsets_request_v2(o0):
     return parts
 
 
-def _encode_list_offsets_request_v4(o0):
+def _encode_list_offsets_request_v4(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -453,7 +504,7 @@ def _encode_list_offsets_request_v4(o0):
     return parts
 
 
-def _encode_list_offsets_request_v6(o0):
+def _encode_list_offsets_request_v6(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -507,7 +558,7 @@ def _decode_list_offsets_response_v0(buf, pos):
             pos += 10
             if n < 0 or n * 8 > end - pos:
                 raise _Malformed(f'OldStyleOffsets: array length {n} out of range', pos)
-            o5.old_style_offsets = list(_unpack_from(f'>{n}q', buf, pos))
+            o5.old_style_offsets = list(_A_q[n].unpack_from(buf, pos))
             pos += 8 * n
             l4.append(o5)
         o3.partitions = l4
@@ -536,16 +587,26 @@ def _decode_list_offsets_response_v1(buf, pos):
         pos = e
         n = _S_i.unpack_from(buf, pos)[0]
         pos += 4
-        if n < 0 or n > end - pos:
+        if n < 0 or n * 22 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
         l4 = []
-        for _ in range(n):
-            o5 = _new(_ListOffsetsResponse_ListOffsetsPartitionResponse)
-            o5.old_style_offsets = []
-            o5.leader_epoch = -1
-            o5.partition_index, o5.error_code, o5.timestamp, o5.offset = _S_ihqq.unpack_from(buf, pos)
-            pos += 22
-            l4.append(o5)
+        e = pos + n * 22
+        if n > 7:
+            for t in _S_ihqq.iter_unpack(buf[pos:e]):
+                o5 = _new(_ListOffsetsResponse_ListOffsetsPartitionResponse)
+                o5.old_style_offsets = []
+                o5.leader_epoch = -1
+                o5.partition_index, o5.error_code, o5.timestamp, o5.offset = t
+                l4.append(o5)
+            pos = e
+        else:
+            for _ in range(n):
+                o6 = _new(_ListOffsetsResponse_ListOffsetsPartitionResponse)
+                o6.old_style_offsets = []
+                o6.leader_epoch = -1
+                o6.partition_index, o6.error_code, o6.timestamp, o6.offset = _S_ihqq.unpack_from(buf, pos)
+                pos += 22
+                l4.append(o6)
         o3.partitions = l4
         l2.append(o3)
     o1.topics = l2
@@ -571,16 +632,26 @@ def _decode_list_offsets_response_v2(buf, pos):
         pos = e
         n = _S_i.unpack_from(buf, pos)[0]
         pos += 4
-        if n < 0 or n > end - pos:
+        if n < 0 or n * 22 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
         l4 = []
-        for _ in range(n):
-            o5 = _new(_ListOffsetsResponse_ListOffsetsPartitionResponse)
-            o5.old_style_offsets = []
-            o5.leader_epoch = -1
-            o5.partition_index, o5.error_code, o5.timestamp, o5.offset = _S_ihqq.unpack_from(buf, pos)
-            pos += 22
-            l4.append(o5)
+        e = pos + n * 22
+        if n > 7:
+            for t in _S_ihqq.iter_unpack(buf[pos:e]):
+                o5 = _new(_ListOffsetsResponse_ListOffsetsPartitionResponse)
+                o5.old_style_offsets = []
+                o5.leader_epoch = -1
+                o5.partition_index, o5.error_code, o5.timestamp, o5.offset = t
+                l4.append(o5)
+            pos = e
+        else:
+            for _ in range(n):
+                o6 = _new(_ListOffsetsResponse_ListOffsetsPartitionResponse)
+                o6.old_style_offsets = []
+                o6.leader_epoch = -1
+                o6.partition_index, o6.error_code, o6.timestamp, o6.offset = _S_ihqq.unpack_from(buf, pos)
+                pos += 22
+                l4.append(o6)
         o3.partitions = l4
         l2.append(o3)
     o1.topics = l2
@@ -606,15 +677,24 @@ def _decode_list_offsets_response_v4(buf, pos):
         pos = e
         n = _S_i.unpack_from(buf, pos)[0]
         pos += 4
-        if n < 0 or n > end - pos:
+        if n < 0 or n * 26 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
         l4 = []
-        for _ in range(n):
-            o5 = _new(_ListOffsetsResponse_ListOffsetsPartitionResponse)
-            o5.old_style_offsets = []
-            o5.partition_index, o5.error_code, o5.timestamp, o5.offset, o5.leader_epoch = _S_ihqqi.unpack_from(buf, pos)
-            pos += 26
-            l4.append(o5)
+        e = pos + n * 26
+        if n > 7:
+            for t in _S_ihqqi.iter_unpack(buf[pos:e]):
+                o5 = _new(_ListOffsetsResponse_ListOffsetsPartitionResponse)
+                o5.old_style_offsets = []
+                o5.partition_index, o5.error_code, o5.timestamp, o5.offset, o5.leader_epoch = t
+                l4.append(o5)
+            pos = e
+        else:
+            for _ in range(n):
+                o6 = _new(_ListOffsetsResponse_ListOffsetsPartitionResponse)
+                o6.old_style_offsets = []
+                o6.partition_index, o6.error_code, o6.timestamp, o6.offset, o6.leader_epoch = _S_ihqqi.unpack_from(buf, pos)
+                pos += 26
+                l4.append(o6)
         o3.partitions = l4
         l2.append(o3)
     o1.topics = l2
@@ -654,17 +734,26 @@ def _decode_list_offsets_response_v6(buf, pos):
         else:
             n, pos = _read_uvarint(buf, pos)
             n -= 1
-        if n < 0 or n > end - pos:
+        if n < 0 or n * 27 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
         l4 = []
-        for _ in range(n):
-            o5 = _new(_ListOffsetsResponse_ListOffsetsPartitionResponse)
-            o5.old_style_offsets = []
-            o5.partition_index, o5.error_code, o5.timestamp, o5.offset, o5.leader_epoch, t6 = _S_ihqqiB.unpack_from(buf, pos)
-            pos += 27
-            if t6:
-                pos = _skip_tagged_fields(buf, pos - 1)
-            l4.append(o5)
+        e = pos + n * 27
+        if n > 7 and (chunk := bytes(buf[pos:e]))[26::27].count(0) == n:
+            for t in _S_ihqqix.iter_unpack(chunk):
+                o5 = _new(_ListOffsetsResponse_ListOffsetsPartitionResponse)
+                o5.old_style_offsets = []
+                o5.partition_index, o5.error_code, o5.timestamp, o5.offset, o5.leader_epoch = t
+                l4.append(o5)
+            pos = e
+        else:
+            for _ in range(n):
+                o6 = _new(_ListOffsetsResponse_ListOffsetsPartitionResponse)
+                o6.old_style_offsets = []
+                o6.partition_index, o6.error_code, o6.timestamp, o6.offset, o6.leader_epoch, t7 = _S_ihqqiB.unpack_from(buf, pos)
+                pos += 27
+                if t7:
+                    pos = _skip_tagged_fields(buf, pos - 1)
+                l4.append(o6)
         o3.partitions = l4
         if buf[pos]:
             pos = _skip_tagged_fields(buf, pos)
@@ -679,7 +768,7 @@ def _decode_list_offsets_response_v6(buf, pos):
     return o1
 
 
-def _encode_list_offsets_response_v0(o0):
+def _encode_list_offsets_response_v0(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -693,11 +782,11 @@ def _encode_list_offsets_response_v0(o0):
         for o5 in x4:
             x6 = o5.old_style_offsets
             ap(_S_ihi.pack(o5.partition_index, o5.error_code, len(x6)))
-            ap(_pack(f'>{len(x6)}q', *x6))
+            ap(_A_q[len(x6)].pack(*x6))
     return parts
 
 
-def _encode_list_offsets_response_v1(o0):
+def _encode_list_offsets_response_v1(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -713,7 +802,7 @@ def _encode_list_offsets_response_v1(o0):
     return parts
 
 
-def _encode_list_offsets_response_v2(o0):
+def _encode_list_offsets_response_v2(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -729,7 +818,7 @@ def _encode_list_offsets_response_v2(o0):
     return parts
 
 
-def _encode_list_offsets_response_v4(o0):
+def _encode_list_offsets_response_v4(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -745,7 +834,7 @@ def _encode_list_offsets_response_v4(o0):
     return parts
 
 
-def _encode_list_offsets_response_v6(o0):
+def _encode_list_offsets_response_v6(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics

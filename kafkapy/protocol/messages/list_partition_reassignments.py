@@ -8,10 +8,10 @@ import uuid as _uuid
 from dataclasses import dataclass
 from dataclasses import field as _field
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 from typing import ClassVar
 
+from ..primitives import PLAIN_BUFFERS as _PLAIN_BUFFERS
+from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
@@ -23,6 +23,7 @@ from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
+from ..primitives import StructTable as _StructTable
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
 
 __all__ = ["ListPartitionReassignmentsRequest", "ListPartitionReassignmentsResponse"]
@@ -150,9 +151,13 @@ ListPartitionReassignmentsResponse.SCHEMA = (
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
-# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool).
+# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
+# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
 _S_i = _Struct('>i')
+_A_i = _StructTable('>{n}i')
+_CA_i = _StructTable('>B{n}i')
 _S_ih = _Struct('>ih')
+_UUID_GET = _UUID_CACHE.get
 
 
 
@@ -194,7 +199,7 @@ def _decode_list_partition_reassignments_request_v0(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'PartitionIndexes: array length {n} out of range', pos)
-            o3.partition_indexes = list(_unpack_from(f'>{n}i', buf, pos))
+            o3.partition_indexes = list(_A_i[n].unpack_from(buf, pos))
             pos += 4 * n
             if buf[pos]:
                 pos = _skip_tagged_fields(buf, pos)
@@ -209,7 +214,7 @@ def _decode_list_partition_reassignments_request_v0(buf, pos):
     return o1
 
 
-def _encode_list_partition_reassignments_request_v0(o0):
+def _encode_list_partition_reassignments_request_v0(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -226,9 +231,12 @@ def _encode_list_partition_reassignments_request_v0(o0):
             ap(_UV1[n] if n < 128 else _uvarint(n))
             ap(s3)
             x4 = o2.partition_indexes
-            n = len(x4) + 1
-            ap(_UV1[n] if n < 128 else _uvarint(n))
-            ap(_pack(f'>{len(x4)}i', *x4))
+            n = len(x4)
+            if n < 127:
+                ap(_CA_i[n].pack(n + 1, *x4))
+            else:
+                ap(_uvarint(n + 1))
+                ap(_A_i[n].pack(*x4))
             ap(b'\x00')
     ap(b'\x00')
     return parts
@@ -296,7 +304,7 @@ def _decode_list_partition_reassignments_response_v0(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'Replicas: array length {n} out of range', pos)
-            o5.replicas = list(_unpack_from(f'>{n}i', buf, pos))
+            o5.replicas = list(_A_i[n].unpack_from(buf, pos))
             pos += 4 * n
             n = buf[pos] - 1
             if n < 127:
@@ -306,7 +314,7 @@ def _decode_list_partition_reassignments_response_v0(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'AddingReplicas: array length {n} out of range', pos)
-            o5.adding_replicas = list(_unpack_from(f'>{n}i', buf, pos))
+            o5.adding_replicas = list(_A_i[n].unpack_from(buf, pos))
             pos += 4 * n
             n = buf[pos] - 1
             if n < 127:
@@ -316,7 +324,7 @@ def _decode_list_partition_reassignments_response_v0(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'RemovingReplicas: array length {n} out of range', pos)
-            o5.removing_replicas = list(_unpack_from(f'>{n}i', buf, pos))
+            o5.removing_replicas = list(_A_i[n].unpack_from(buf, pos))
             pos += 4 * n
             if buf[pos]:
                 pos = _skip_tagged_fields(buf, pos)
@@ -337,7 +345,7 @@ def _decode_list_partition_reassignments_response_v0(buf, pos):
     return o1
 
 
-def _encode_list_partition_reassignments_response_v0(o0):
+def _encode_list_partition_reassignments_response_v0(o0, ext):
     parts = []
     ap = parts.append
     s1 = o0.error_message
@@ -364,17 +372,26 @@ def _encode_list_partition_reassignments_response_v0(o0):
         for o6 in x5:
             x7 = o6.replicas
             ap(_S_i.pack(o6.partition_index))
-            n = len(x7) + 1
-            ap(_UV1[n] if n < 128 else _uvarint(n))
-            ap(_pack(f'>{len(x7)}i', *x7))
+            n = len(x7)
+            if n < 127:
+                ap(_CA_i[n].pack(n + 1, *x7))
+            else:
+                ap(_uvarint(n + 1))
+                ap(_A_i[n].pack(*x7))
             x8 = o6.adding_replicas
-            n = len(x8) + 1
-            ap(_UV1[n] if n < 128 else _uvarint(n))
-            ap(_pack(f'>{len(x8)}i', *x8))
+            n = len(x8)
+            if n < 127:
+                ap(_CA_i[n].pack(n + 1, *x8))
+            else:
+                ap(_uvarint(n + 1))
+                ap(_A_i[n].pack(*x8))
             x9 = o6.removing_replicas
-            n = len(x9) + 1
-            ap(_UV1[n] if n < 128 else _uvarint(n))
-            ap(_pack(f'>{len(x9)}i', *x9))
+            n = len(x9)
+            if n < 127:
+                ap(_CA_i[n].pack(n + 1, *x9))
+            else:
+                ap(_uvarint(n + 1))
+                ap(_A_i[n].pack(*x9))
             ap(b'\x00')
         ap(b'\x00')
     ap(b'\x00')

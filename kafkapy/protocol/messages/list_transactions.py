@@ -8,10 +8,10 @@ import uuid as _uuid
 from dataclasses import dataclass
 from dataclasses import field as _field
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 from typing import ClassVar
 
+from ..primitives import PLAIN_BUFFERS as _PLAIN_BUFFERS
+from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
@@ -23,6 +23,7 @@ from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
+from ..primitives import StructTable as _StructTable
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
 
 __all__ = ["ListTransactionsRequest", "ListTransactionsResponse"]
@@ -117,11 +118,15 @@ ListTransactionsResponse.SCHEMA = (
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
-# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool).
+# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
+# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+_A_q = _StructTable('>{n}q')
 _S_qB = _Struct('>qB')
+_CA_q = _StructTable('>B{n}q')
 _S_qx = _Struct('>qx')
 _S_ih = _Struct('>ih')
 _S_q = _Struct('>q')
+_UUID_GET = _UUID_CACHE.get
 
 
 
@@ -160,7 +165,7 @@ def _decode_list_transactions_request_v0(buf, pos):
         n -= 1
     if n < 0 or n * 8 > end - pos:
         raise _Malformed(f'ProducerIdFilters: array length {n} out of range', pos)
-    o1.producer_id_filters = list(_unpack_from(f'>{n}q', buf, pos))
+    o1.producer_id_filters = list(_A_q[n].unpack_from(buf, pos))
     pos += 8 * n
     if buf[pos]:
         pos = _skip_tagged_fields(buf, pos)
@@ -203,7 +208,7 @@ def _decode_list_transactions_request_v1(buf, pos):
         n -= 1
     if n < 0 or n * 8 > end - pos:
         raise _Malformed(f'ProducerIdFilters: array length {n} out of range', pos)
-    o1.producer_id_filters = list(_unpack_from(f'>{n}q', buf, pos))
+    o1.producer_id_filters = list(_A_q[n].unpack_from(buf, pos))
     pos += 8 * n
     o1.duration_filter, t4 = _S_qB.unpack_from(buf, pos)
     pos += 9
@@ -212,7 +217,7 @@ def _decode_list_transactions_request_v1(buf, pos):
     return o1
 
 
-def _encode_list_transactions_request_v0(o0):
+def _encode_list_transactions_request_v0(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.state_filters
@@ -224,14 +229,17 @@ def _encode_list_transactions_request_v0(o0):
         ap(_UV1[n] if n < 128 else _uvarint(n))
         ap(s3)
     x4 = o0.producer_id_filters
-    n = len(x4) + 1
-    ap(_UV1[n] if n < 128 else _uvarint(n))
-    ap(_pack(f'>{len(x4)}q', *x4))
+    n = len(x4)
+    if n < 127:
+        ap(_CA_q[n].pack(n + 1, *x4))
+    else:
+        ap(_uvarint(n + 1))
+        ap(_A_q[n].pack(*x4))
     ap(b'\x00')
     return parts
 
 
-def _encode_list_transactions_request_v1(o0):
+def _encode_list_transactions_request_v1(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.state_filters
@@ -243,9 +251,12 @@ def _encode_list_transactions_request_v1(o0):
         ap(_UV1[n] if n < 128 else _uvarint(n))
         ap(s3)
     x4 = o0.producer_id_filters
-    n = len(x4) + 1
-    ap(_UV1[n] if n < 128 else _uvarint(n))
-    ap(_pack(f'>{len(x4)}q', *x4))
+    n = len(x4)
+    if n < 127:
+        ap(_CA_q[n].pack(n + 1, *x4))
+    else:
+        ap(_uvarint(n + 1))
+        ap(_A_q[n].pack(*x4))
     ap(_S_qx.pack(o0.duration_filter))
     return parts
 
@@ -326,7 +337,7 @@ def _decode_list_transactions_response_v0(buf, pos):
     return o1
 
 
-def _encode_list_transactions_response_v0(o0):
+def _encode_list_transactions_response_v0(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.unknown_state_filters

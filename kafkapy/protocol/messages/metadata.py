@@ -8,10 +8,10 @@ import uuid as _uuid
 from dataclasses import dataclass
 from dataclasses import field as _field
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 from typing import ClassVar
 
+from ..primitives import PLAIN_BUFFERS as _PLAIN_BUFFERS
+from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
@@ -23,6 +23,7 @@ from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
+from ..primitives import StructTable as _StructTable
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
 
 __all__ = ["MetadataRequest", "MetadataResponse"]
@@ -192,7 +193,8 @@ MetadataResponse.SCHEMA = (
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
-# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool).
+# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
+# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
 _S_i = _Struct('>i')
 _S_h = _Struct('>h')
 _S_T = _Struct('>?')
@@ -205,12 +207,15 @@ _S_TTx = _Struct('>??x')
 _S_ih = _Struct('>ih')
 _S_hh = _Struct('>hh')
 _S_hiii = _Struct('>hiii')
+_A_i = _StructTable('>{n}i')
 _S_ii = _Struct('>ii')
 _S_Ti = _Struct('>?i')
 _S_hiiii = _Struct('>hiiii')
 _S_iB = _Struct('>iB')
 _S_16sT = _Struct('>16s?')
+_CA_i = _StructTable('>B{n}i')
 _S_ix = _Struct('>ix')
+_UUID_GET = _UUID_CACHE.get
 
 
 
@@ -388,7 +393,7 @@ def _decode_metadata_request_v10(buf, pos):
             o3 = _new(_MetadataRequest_MetadataRequestTopic)
             u4 = _S_16s.unpack_from(buf, pos)[0]
             pos += 16
-            o3.topic_id = _read_uuid(u4)
+            o3.topic_id = _UUID_GET(u4) or _read_uuid(u4)
             n = buf[pos] - 1
             if n < 127:
                 pos += 1
@@ -436,7 +441,7 @@ def _decode_metadata_request_v11(buf, pos):
             o3 = _new(_MetadataRequest_MetadataRequestTopic)
             u4 = _S_16s.unpack_from(buf, pos)[0]
             pos += 16
-            o3.topic_id = _read_uuid(u4)
+            o3.topic_id = _UUID_GET(u4) or _read_uuid(u4)
             n = buf[pos] - 1
             if n < 127:
                 pos += 1
@@ -464,7 +469,7 @@ def _decode_metadata_request_v11(buf, pos):
     return o1
 
 
-def _encode_metadata_request_v0(o0):
+def _encode_metadata_request_v0(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -476,7 +481,7 @@ def _encode_metadata_request_v0(o0):
     return parts
 
 
-def _encode_metadata_request_v1(o0):
+def _encode_metadata_request_v1(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -489,7 +494,7 @@ def _encode_metadata_request_v1(o0):
     return parts
 
 
-def _encode_metadata_request_v4(o0):
+def _encode_metadata_request_v4(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -503,7 +508,7 @@ def _encode_metadata_request_v4(o0):
     return parts
 
 
-def _encode_metadata_request_v8(o0):
+def _encode_metadata_request_v8(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -517,7 +522,7 @@ def _encode_metadata_request_v8(o0):
     return parts
 
 
-def _encode_metadata_request_v9(o0):
+def _encode_metadata_request_v9(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -537,7 +542,7 @@ def _encode_metadata_request_v9(o0):
     return parts
 
 
-def _encode_metadata_request_v10(o0):
+def _encode_metadata_request_v10(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -563,7 +568,7 @@ def _encode_metadata_request_v10(o0):
     return parts
 
 
-def _encode_metadata_request_v11(o0):
+def _encode_metadata_request_v11(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -645,13 +650,13 @@ def _decode_metadata_response_v0(buf, pos):
             pos += 14
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'ReplicaNodes: array length {n} out of range', pos)
-            o7.replica_nodes = list(_unpack_from(f'>{n}i', buf, pos))
+            o7.replica_nodes = list(_A_i[n].unpack_from(buf, pos))
             pos += 4 * n
             n = _S_i.unpack_from(buf, pos)[0]
             pos += 4
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'IsrNodes: array length {n} out of range', pos)
-            o7.isr_nodes = list(_unpack_from(f'>{n}i', buf, pos))
+            o7.isr_nodes = list(_A_i[n].unpack_from(buf, pos))
             pos += 4 * n
             l6.append(o7)
         o5.partitions = l6
@@ -721,13 +726,13 @@ def _decode_metadata_response_v1(buf, pos):
             pos += 14
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'ReplicaNodes: array length {n} out of range', pos)
-            o7.replica_nodes = list(_unpack_from(f'>{n}i', buf, pos))
+            o7.replica_nodes = list(_A_i[n].unpack_from(buf, pos))
             pos += 4 * n
             n = _S_i.unpack_from(buf, pos)[0]
             pos += 4
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'IsrNodes: array length {n} out of range', pos)
-            o7.isr_nodes = list(_unpack_from(f'>{n}i', buf, pos))
+            o7.isr_nodes = list(_A_i[n].unpack_from(buf, pos))
             pos += 4 * n
             l6.append(o7)
         o5.partitions = l6
@@ -806,13 +811,13 @@ def _decode_metadata_response_v2(buf, pos):
             pos += 14
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'ReplicaNodes: array length {n} out of range', pos)
-            o7.replica_nodes = list(_unpack_from(f'>{n}i', buf, pos))
+            o7.replica_nodes = list(_A_i[n].unpack_from(buf, pos))
             pos += 4 * n
             n = _S_i.unpack_from(buf, pos)[0]
             pos += 4
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'IsrNodes: array length {n} out of range', pos)
-            o7.isr_nodes = list(_unpack_from(f'>{n}i', buf, pos))
+            o7.isr_nodes = list(_A_i[n].unpack_from(buf, pos))
             pos += 4 * n
             l6.append(o7)
         o5.partitions = l6
@@ -890,13 +895,13 @@ def _decode_metadata_response_v3(buf, pos):
             pos += 14
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'ReplicaNodes: array length {n} out of range', pos)
-            o7.replica_nodes = list(_unpack_from(f'>{n}i', buf, pos))
+            o7.replica_nodes = list(_A_i[n].unpack_from(buf, pos))
             pos += 4 * n
             n = _S_i.unpack_from(buf, pos)[0]
             pos += 4
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'IsrNodes: array length {n} out of range', pos)
-            o7.isr_nodes = list(_unpack_from(f'>{n}i', buf, pos))
+            o7.isr_nodes = list(_A_i[n].unpack_from(buf, pos))
             pos += 4 * n
             l6.append(o7)
         o5.partitions = l6
@@ -973,19 +978,19 @@ def _decode_metadata_response_v5(buf, pos):
             pos += 14
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'ReplicaNodes: array length {n} out of range', pos)
-            o7.replica_nodes = list(_unpack_from(f'>{n}i', buf, pos))
+            o7.replica_nodes = list(_A_i[n].unpack_from(buf, pos))
             pos += 4 * n
             n = _S_i.unpack_from(buf, pos)[0]
             pos += 4
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'IsrNodes: array length {n} out of range', pos)
-            o7.isr_nodes = list(_unpack_from(f'>{n}i', buf, pos))
+            o7.isr_nodes = list(_A_i[n].unpack_from(buf, pos))
             pos += 4 * n
             n = _S_i.unpack_from(buf, pos)[0]
             pos += 4
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'OfflineReplicas: array length {n} out of range', pos)
-            o7.offline_replicas = list(_unpack_from(f'>{n}i', buf, pos))
+            o7.offline_replicas = list(_A_i[n].unpack_from(buf, pos))
             pos += 4 * n
             l6.append(o7)
         o5.partitions = l6
@@ -1061,19 +1066,19 @@ def _decode_metadata_response_v7(buf, pos):
             pos += 18
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'ReplicaNodes: array length {n} out of range', pos)
-            o7.replica_nodes = list(_unpack_from(f'>{n}i', buf, pos))
+            o7.replica_nodes = list(_A_i[n].unpack_from(buf, pos))
             pos += 4 * n
             n = _S_i.unpack_from(buf, pos)[0]
             pos += 4
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'IsrNodes: array length {n} out of range', pos)
-            o7.isr_nodes = list(_unpack_from(f'>{n}i', buf, pos))
+            o7.isr_nodes = list(_A_i[n].unpack_from(buf, pos))
             pos += 4 * n
             n = _S_i.unpack_from(buf, pos)[0]
             pos += 4
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'OfflineReplicas: array length {n} out of range', pos)
-            o7.offline_replicas = list(_unpack_from(f'>{n}i', buf, pos))
+            o7.offline_replicas = list(_A_i[n].unpack_from(buf, pos))
             pos += 4 * n
             l6.append(o7)
         o5.partitions = l6
@@ -1147,19 +1152,19 @@ def _decode_metadata_response_v8(buf, pos):
             pos += 18
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'ReplicaNodes: array length {n} out of range', pos)
-            o7.replica_nodes = list(_unpack_from(f'>{n}i', buf, pos))
+            o7.replica_nodes = list(_A_i[n].unpack_from(buf, pos))
             pos += 4 * n
             n = _S_i.unpack_from(buf, pos)[0]
             pos += 4
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'IsrNodes: array length {n} out of range', pos)
-            o7.isr_nodes = list(_unpack_from(f'>{n}i', buf, pos))
+            o7.isr_nodes = list(_A_i[n].unpack_from(buf, pos))
             pos += 4 * n
             n = _S_i.unpack_from(buf, pos)[0]
             pos += 4
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'OfflineReplicas: array length {n} out of range', pos)
-            o7.offline_replicas = list(_unpack_from(f'>{n}i', buf, pos))
+            o7.offline_replicas = list(_A_i[n].unpack_from(buf, pos))
             pos += 4 * n
             l6.append(o7)
         o5.partitions = l6
@@ -1287,7 +1292,7 @@ def _decode_metadata_response_v9(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'ReplicaNodes: array length {n} out of range', pos)
-            o7.replica_nodes = list(_unpack_from(f'>{n}i', buf, pos))
+            o7.replica_nodes = list(_A_i[n].unpack_from(buf, pos))
             pos += 4 * n
             n = buf[pos] - 1
             if n < 127:
@@ -1297,7 +1302,7 @@ def _decode_metadata_response_v9(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'IsrNodes: array length {n} out of range', pos)
-            o7.isr_nodes = list(_unpack_from(f'>{n}i', buf, pos))
+            o7.isr_nodes = list(_A_i[n].unpack_from(buf, pos))
             pos += 4 * n
             n = buf[pos] - 1
             if n < 127:
@@ -1307,7 +1312,7 @@ def _decode_metadata_response_v9(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'OfflineReplicas: array length {n} out of range', pos)
-            o7.offline_replicas = list(_unpack_from(f'>{n}i', buf, pos))
+            o7.offline_replicas = list(_A_i[n].unpack_from(buf, pos))
             pos += 4 * n
             if buf[pos]:
                 pos = _skip_tagged_fields(buf, pos)
@@ -1421,7 +1426,7 @@ def _decode_metadata_response_v10(buf, pos):
         pos = e
         u6, o5.is_internal = _S_16sT.unpack_from(buf, pos)
         pos += 17
-        o5.topic_id = _read_uuid(u6)
+        o5.topic_id = _UUID_GET(u6) or _read_uuid(u6)
         n = buf[pos] - 1
         if n < 127:
             pos += 1
@@ -1443,7 +1448,7 @@ def _decode_metadata_response_v10(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'ReplicaNodes: array length {n} out of range', pos)
-            o8.replica_nodes = list(_unpack_from(f'>{n}i', buf, pos))
+            o8.replica_nodes = list(_A_i[n].unpack_from(buf, pos))
             pos += 4 * n
             n = buf[pos] - 1
             if n < 127:
@@ -1453,7 +1458,7 @@ def _decode_metadata_response_v10(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'IsrNodes: array length {n} out of range', pos)
-            o8.isr_nodes = list(_unpack_from(f'>{n}i', buf, pos))
+            o8.isr_nodes = list(_A_i[n].unpack_from(buf, pos))
             pos += 4 * n
             n = buf[pos] - 1
             if n < 127:
@@ -1463,7 +1468,7 @@ def _decode_metadata_response_v10(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'OfflineReplicas: array length {n} out of range', pos)
-            o8.offline_replicas = list(_unpack_from(f'>{n}i', buf, pos))
+            o8.offline_replicas = list(_A_i[n].unpack_from(buf, pos))
             pos += 4 * n
             if buf[pos]:
                 pos = _skip_tagged_fields(buf, pos)
@@ -1578,7 +1583,7 @@ def _decode_metadata_response_v11(buf, pos):
         pos = e
         u6, o5.is_internal = _S_16sT.unpack_from(buf, pos)
         pos += 17
-        o5.topic_id = _read_uuid(u6)
+        o5.topic_id = _UUID_GET(u6) or _read_uuid(u6)
         n = buf[pos] - 1
         if n < 127:
             pos += 1
@@ -1600,7 +1605,7 @@ def _decode_metadata_response_v11(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'ReplicaNodes: array length {n} out of range', pos)
-            o8.replica_nodes = list(_unpack_from(f'>{n}i', buf, pos))
+            o8.replica_nodes = list(_A_i[n].unpack_from(buf, pos))
             pos += 4 * n
             n = buf[pos] - 1
             if n < 127:
@@ -1610,7 +1615,7 @@ def _decode_metadata_response_v11(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'IsrNodes: array length {n} out of range', pos)
-            o8.isr_nodes = list(_unpack_from(f'>{n}i', buf, pos))
+            o8.isr_nodes = list(_A_i[n].unpack_from(buf, pos))
             pos += 4 * n
             n = buf[pos] - 1
             if n < 127:
@@ -1620,7 +1625,7 @@ def _decode_metadata_response_v11(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'OfflineReplicas: array length {n} out of range', pos)
-            o8.offline_replicas = list(_unpack_from(f'>{n}i', buf, pos))
+            o8.offline_replicas = list(_A_i[n].unpack_from(buf, pos))
             pos += 4 * n
             if buf[pos]:
                 pos = _skip_tagged_fields(buf, pos)
@@ -1738,7 +1743,7 @@ def _decode_metadata_response_v12(buf, pos):
             pos = e
         u6, o5.is_internal = _S_16sT.unpack_from(buf, pos)
         pos += 17
-        o5.topic_id = _read_uuid(u6)
+        o5.topic_id = _UUID_GET(u6) or _read_uuid(u6)
         n = buf[pos] - 1
         if n < 127:
             pos += 1
@@ -1760,7 +1765,7 @@ def _decode_metadata_response_v12(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'ReplicaNodes: array length {n} out of range', pos)
-            o8.replica_nodes = list(_unpack_from(f'>{n}i', buf, pos))
+            o8.replica_nodes = list(_A_i[n].unpack_from(buf, pos))
             pos += 4 * n
             n = buf[pos] - 1
             if n < 127:
@@ -1770,7 +1775,7 @@ def _decode_metadata_response_v12(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'IsrNodes: array length {n} out of range', pos)
-            o8.isr_nodes = list(_unpack_from(f'>{n}i', buf, pos))
+            o8.isr_nodes = list(_A_i[n].unpack_from(buf, pos))
             pos += 4 * n
             n = buf[pos] - 1
             if n < 127:
@@ -1780,7 +1785,7 @@ def _decode_metadata_response_v12(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'OfflineReplicas: array length {n} out of range', pos)
-            o8.offline_replicas = list(_unpack_from(f'>{n}i', buf, pos))
+            o8.offline_replicas = list(_A_i[n].unpack_from(buf, pos))
             pos += 4 * n
             if buf[pos]:
                 pos = _skip_tagged_fields(buf, pos)
@@ -1801,7 +1806,7 @@ def _decode_metadata_response_v12(buf, pos):
     return o1
 
 
-def _encode_metadata_response_v0(o0):
+def _encode_metadata_response_v0(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.brokers
@@ -1822,14 +1827,14 @@ def _encode_metadata_response_v0(o0):
         for o8 in x7:
             x9 = o8.replica_nodes
             ap(_S_hiii.pack(o8.error_code, o8.partition_index, o8.leader_id, len(x9)))
-            ap(_pack(f'>{len(x9)}i', *x9))
+            ap(_A_i[len(x9)].pack(*x9))
             x10 = o8.isr_nodes
             ap(_S_i.pack(len(x10)))
-            ap(_pack(f'>{len(x10)}i', *x10))
+            ap(_A_i[len(x10)].pack(*x10))
     return parts
 
 
-def _encode_metadata_response_v1(o0):
+def _encode_metadata_response_v1(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.brokers
@@ -1855,14 +1860,14 @@ def _encode_metadata_response_v1(o0):
         for o9 in x8:
             x10 = o9.replica_nodes
             ap(_S_hiii.pack(o9.error_code, o9.partition_index, o9.leader_id, len(x10)))
-            ap(_pack(f'>{len(x10)}i', *x10))
+            ap(_A_i[len(x10)].pack(*x10))
             x11 = o9.isr_nodes
             ap(_S_i.pack(len(x11)))
-            ap(_pack(f'>{len(x11)}i', *x11))
+            ap(_A_i[len(x11)].pack(*x11))
     return parts
 
 
-def _encode_metadata_response_v2(o0):
+def _encode_metadata_response_v2(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.brokers
@@ -1894,14 +1899,14 @@ def _encode_metadata_response_v2(o0):
         for o10 in x9:
             x11 = o10.replica_nodes
             ap(_S_hiii.pack(o10.error_code, o10.partition_index, o10.leader_id, len(x11)))
-            ap(_pack(f'>{len(x11)}i', *x11))
+            ap(_A_i[len(x11)].pack(*x11))
             x12 = o10.isr_nodes
             ap(_S_i.pack(len(x12)))
-            ap(_pack(f'>{len(x12)}i', *x12))
+            ap(_A_i[len(x12)].pack(*x12))
     return parts
 
 
-def _encode_metadata_response_v3(o0):
+def _encode_metadata_response_v3(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.brokers
@@ -1933,14 +1938,14 @@ def _encode_metadata_response_v3(o0):
         for o10 in x9:
             x11 = o10.replica_nodes
             ap(_S_hiii.pack(o10.error_code, o10.partition_index, o10.leader_id, len(x11)))
-            ap(_pack(f'>{len(x11)}i', *x11))
+            ap(_A_i[len(x11)].pack(*x11))
             x12 = o10.isr_nodes
             ap(_S_i.pack(len(x12)))
-            ap(_pack(f'>{len(x12)}i', *x12))
+            ap(_A_i[len(x12)].pack(*x12))
     return parts
 
 
-def _encode_metadata_response_v5(o0):
+def _encode_metadata_response_v5(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.brokers
@@ -1972,17 +1977,17 @@ def _encode_metadata_response_v5(o0):
         for o10 in x9:
             x11 = o10.replica_nodes
             ap(_S_hiii.pack(o10.error_code, o10.partition_index, o10.leader_id, len(x11)))
-            ap(_pack(f'>{len(x11)}i', *x11))
+            ap(_A_i[len(x11)].pack(*x11))
             x12 = o10.isr_nodes
             ap(_S_i.pack(len(x12)))
-            ap(_pack(f'>{len(x12)}i', *x12))
+            ap(_A_i[len(x12)].pack(*x12))
             x13 = o10.offline_replicas
             ap(_S_i.pack(len(x13)))
-            ap(_pack(f'>{len(x13)}i', *x13))
+            ap(_A_i[len(x13)].pack(*x13))
     return parts
 
 
-def _encode_metadata_response_v7(o0):
+def _encode_metadata_response_v7(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.brokers
@@ -2014,17 +2019,17 @@ def _encode_metadata_response_v7(o0):
         for o10 in x9:
             x11 = o10.replica_nodes
             ap(_S_hiiii.pack(o10.error_code, o10.partition_index, o10.leader_id, o10.leader_epoch, len(x11)))
-            ap(_pack(f'>{len(x11)}i', *x11))
+            ap(_A_i[len(x11)].pack(*x11))
             x12 = o10.isr_nodes
             ap(_S_i.pack(len(x12)))
-            ap(_pack(f'>{len(x12)}i', *x12))
+            ap(_A_i[len(x12)].pack(*x12))
             x13 = o10.offline_replicas
             ap(_S_i.pack(len(x13)))
-            ap(_pack(f'>{len(x13)}i', *x13))
+            ap(_A_i[len(x13)].pack(*x13))
     return parts
 
 
-def _encode_metadata_response_v8(o0):
+def _encode_metadata_response_v8(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.brokers
@@ -2056,19 +2061,19 @@ def _encode_metadata_response_v8(o0):
         for o10 in x9:
             x11 = o10.replica_nodes
             ap(_S_hiiii.pack(o10.error_code, o10.partition_index, o10.leader_id, o10.leader_epoch, len(x11)))
-            ap(_pack(f'>{len(x11)}i', *x11))
+            ap(_A_i[len(x11)].pack(*x11))
             x12 = o10.isr_nodes
             ap(_S_i.pack(len(x12)))
-            ap(_pack(f'>{len(x12)}i', *x12))
+            ap(_A_i[len(x12)].pack(*x12))
             x13 = o10.offline_replicas
             ap(_S_i.pack(len(x13)))
-            ap(_pack(f'>{len(x13)}i', *x13))
+            ap(_A_i[len(x13)].pack(*x13))
         ap(_S_i.pack(o7.topic_authorized_operations))
     ap(_S_i.pack(o0.cluster_authorized_operations))
     return parts
 
 
-def _encode_metadata_response_v9(o0):
+def _encode_metadata_response_v9(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.brokers
@@ -2118,24 +2123,33 @@ def _encode_metadata_response_v9(o0):
         for o10 in x9:
             x11 = o10.replica_nodes
             ap(_S_hiii.pack(o10.error_code, o10.partition_index, o10.leader_id, o10.leader_epoch))
-            n = len(x11) + 1
-            ap(_UV1[n] if n < 128 else _uvarint(n))
-            ap(_pack(f'>{len(x11)}i', *x11))
+            n = len(x11)
+            if n < 127:
+                ap(_CA_i[n].pack(n + 1, *x11))
+            else:
+                ap(_uvarint(n + 1))
+                ap(_A_i[n].pack(*x11))
             x12 = o10.isr_nodes
-            n = len(x12) + 1
-            ap(_UV1[n] if n < 128 else _uvarint(n))
-            ap(_pack(f'>{len(x12)}i', *x12))
+            n = len(x12)
+            if n < 127:
+                ap(_CA_i[n].pack(n + 1, *x12))
+            else:
+                ap(_uvarint(n + 1))
+                ap(_A_i[n].pack(*x12))
             x13 = o10.offline_replicas
-            n = len(x13) + 1
-            ap(_UV1[n] if n < 128 else _uvarint(n))
-            ap(_pack(f'>{len(x13)}i', *x13))
+            n = len(x13)
+            if n < 127:
+                ap(_CA_i[n].pack(n + 1, *x13))
+            else:
+                ap(_uvarint(n + 1))
+                ap(_A_i[n].pack(*x13))
             ap(b'\x00')
         ap(_S_ix.pack(o7.topic_authorized_operations))
     ap(_S_ix.pack(o0.cluster_authorized_operations))
     return parts
 
 
-def _encode_metadata_response_v10(o0):
+def _encode_metadata_response_v10(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.brokers
@@ -2185,24 +2199,33 @@ def _encode_metadata_response_v10(o0):
         for o10 in x9:
             x11 = o10.replica_nodes
             ap(_S_hiii.pack(o10.error_code, o10.partition_index, o10.leader_id, o10.leader_epoch))
-            n = len(x11) + 1
-            ap(_UV1[n] if n < 128 else _uvarint(n))
-            ap(_pack(f'>{len(x11)}i', *x11))
+            n = len(x11)
+            if n < 127:
+                ap(_CA_i[n].pack(n + 1, *x11))
+            else:
+                ap(_uvarint(n + 1))
+                ap(_A_i[n].pack(*x11))
             x12 = o10.isr_nodes
-            n = len(x12) + 1
-            ap(_UV1[n] if n < 128 else _uvarint(n))
-            ap(_pack(f'>{len(x12)}i', *x12))
+            n = len(x12)
+            if n < 127:
+                ap(_CA_i[n].pack(n + 1, *x12))
+            else:
+                ap(_uvarint(n + 1))
+                ap(_A_i[n].pack(*x12))
             x13 = o10.offline_replicas
-            n = len(x13) + 1
-            ap(_UV1[n] if n < 128 else _uvarint(n))
-            ap(_pack(f'>{len(x13)}i', *x13))
+            n = len(x13)
+            if n < 127:
+                ap(_CA_i[n].pack(n + 1, *x13))
+            else:
+                ap(_uvarint(n + 1))
+                ap(_A_i[n].pack(*x13))
             ap(b'\x00')
         ap(_S_ix.pack(o7.topic_authorized_operations))
     ap(_S_ix.pack(o0.cluster_authorized_operations))
     return parts
 
 
-def _encode_metadata_response_v11(o0):
+def _encode_metadata_response_v11(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.brokers
@@ -2252,24 +2275,33 @@ def _encode_metadata_response_v11(o0):
         for o10 in x9:
             x11 = o10.replica_nodes
             ap(_S_hiii.pack(o10.error_code, o10.partition_index, o10.leader_id, o10.leader_epoch))
-            n = len(x11) + 1
-            ap(_UV1[n] if n < 128 else _uvarint(n))
-            ap(_pack(f'>{len(x11)}i', *x11))
+            n = len(x11)
+            if n < 127:
+                ap(_CA_i[n].pack(n + 1, *x11))
+            else:
+                ap(_uvarint(n + 1))
+                ap(_A_i[n].pack(*x11))
             x12 = o10.isr_nodes
-            n = len(x12) + 1
-            ap(_UV1[n] if n < 128 else _uvarint(n))
-            ap(_pack(f'>{len(x12)}i', *x12))
+            n = len(x12)
+            if n < 127:
+                ap(_CA_i[n].pack(n + 1, *x12))
+            else:
+                ap(_uvarint(n + 1))
+                ap(_A_i[n].pack(*x12))
             x13 = o10.offline_replicas
-            n = len(x13) + 1
-            ap(_UV1[n] if n < 128 else _uvarint(n))
-            ap(_pack(f'>{len(x13)}i', *x13))
+            n = len(x13)
+            if n < 127:
+                ap(_CA_i[n].pack(n + 1, *x13))
+            else:
+                ap(_uvarint(n + 1))
+                ap(_A_i[n].pack(*x13))
             ap(b'\x00')
         ap(_S_ix.pack(o7.topic_authorized_operations))
     ap(b'\x00')
     return parts
 
 
-def _encode_metadata_response_v12(o0):
+def _encode_metadata_response_v12(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.brokers
@@ -2324,17 +2356,26 @@ def _encode_metadata_response_v12(o0):
         for o10 in x9:
             x11 = o10.replica_nodes
             ap(_S_hiii.pack(o10.error_code, o10.partition_index, o10.leader_id, o10.leader_epoch))
-            n = len(x11) + 1
-            ap(_UV1[n] if n < 128 else _uvarint(n))
-            ap(_pack(f'>{len(x11)}i', *x11))
+            n = len(x11)
+            if n < 127:
+                ap(_CA_i[n].pack(n + 1, *x11))
+            else:
+                ap(_uvarint(n + 1))
+                ap(_A_i[n].pack(*x11))
             x12 = o10.isr_nodes
-            n = len(x12) + 1
-            ap(_UV1[n] if n < 128 else _uvarint(n))
-            ap(_pack(f'>{len(x12)}i', *x12))
+            n = len(x12)
+            if n < 127:
+                ap(_CA_i[n].pack(n + 1, *x12))
+            else:
+                ap(_uvarint(n + 1))
+                ap(_A_i[n].pack(*x12))
             x13 = o10.offline_replicas
-            n = len(x13) + 1
-            ap(_UV1[n] if n < 128 else _uvarint(n))
-            ap(_pack(f'>{len(x13)}i', *x13))
+            n = len(x13)
+            if n < 127:
+                ap(_CA_i[n].pack(n + 1, *x13))
+            else:
+                ap(_uvarint(n + 1))
+                ap(_A_i[n].pack(*x13))
             ap(b'\x00')
         ap(_S_ix.pack(o7.topic_authorized_operations))
     ap(b'\x00')

@@ -8,10 +8,10 @@ import uuid as _uuid
 from dataclasses import dataclass
 from dataclasses import field as _field
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 from typing import ClassVar
 
+from ..primitives import PLAIN_BUFFERS as _PLAIN_BUFFERS
+from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
@@ -23,6 +23,7 @@ from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
+from ..primitives import StructTable as _StructTable
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
 
 __all__ = ["OffsetCommitRequest", "OffsetCommitResponse"]
@@ -172,7 +173,8 @@ OffsetCommitResponse.SCHEMA = (
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
-# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool).
+# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
+# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
 _S_h = _Struct('>h')
 _S_i = _Struct('>i')
 _S_iqh = _Struct('>iqh')
@@ -182,8 +184,9 @@ _S_qi = _Struct('>qi')
 _S_iqih = _Struct('>iqih')
 _S_iqi = _Struct('>iqi')
 _S_ii = _Struct('>ii')
-_S_ihB = _Struct('>ihB')
 _S_ihx = _Struct('>ihx')
+_S_ihB = _Struct('>ihB')
+_UUID_GET = _UUID_CACHE.get
 
 
 
@@ -652,7 +655,7 @@ def _decode_offset_commit_request_v8(buf, pos):
     return o1
 
 
-def _encode_offset_commit_request_v0(o0):
+def _encode_offset_commit_request_v0(o0, ext):
     parts = []
     ap = parts.append
     s1 = o0.group_id.encode()
@@ -676,7 +679,7 @@ def _encode_offset_commit_request_v0(o0):
     return parts
 
 
-def _encode_offset_commit_request_v1(o0):
+def _encode_offset_commit_request_v1(o0, ext):
     parts = []
     ap = parts.append
     s1 = o0.group_id.encode()
@@ -703,7 +706,7 @@ def _encode_offset_commit_request_v1(o0):
     return parts
 
 
-def _encode_offset_commit_request_v2(o0):
+def _encode_offset_commit_request_v2(o0, ext):
     parts = []
     ap = parts.append
     s1 = o0.group_id.encode()
@@ -730,7 +733,7 @@ def _encode_offset_commit_request_v2(o0):
     return parts
 
 
-def _encode_offset_commit_request_v5(o0):
+def _encode_offset_commit_request_v5(o0, ext):
     parts = []
     ap = parts.append
     s1 = o0.group_id.encode()
@@ -757,7 +760,7 @@ def _encode_offset_commit_request_v5(o0):
     return parts
 
 
-def _encode_offset_commit_request_v6(o0):
+def _encode_offset_commit_request_v6(o0, ext):
     parts = []
     ap = parts.append
     s1 = o0.group_id.encode()
@@ -784,7 +787,7 @@ def _encode_offset_commit_request_v6(o0):
     return parts
 
 
-def _encode_offset_commit_request_v7(o0):
+def _encode_offset_commit_request_v7(o0, ext):
     parts = []
     ap = parts.append
     s1 = o0.group_id.encode()
@@ -817,7 +820,7 @@ def _encode_offset_commit_request_v7(o0):
     return parts
 
 
-def _encode_offset_commit_request_v8(o0):
+def _encode_offset_commit_request_v8(o0, ext):
     parts = []
     ap = parts.append
     s1 = o0.group_id.encode()
@@ -886,14 +889,22 @@ def _decode_offset_commit_response_v0(buf, pos):
         pos = e
         n = _S_i.unpack_from(buf, pos)[0]
         pos += 4
-        if n < 0 or n > end - pos:
+        if n < 0 or n * 6 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
         l4 = []
-        for _ in range(n):
-            o5 = _new(_OffsetCommitResponse_OffsetCommitResponsePartition)
-            o5.partition_index, o5.error_code = _S_ih.unpack_from(buf, pos)
-            pos += 6
-            l4.append(o5)
+        e = pos + n * 6
+        if n > 7:
+            for t in _S_ih.iter_unpack(buf[pos:e]):
+                o5 = _new(_OffsetCommitResponse_OffsetCommitResponsePartition)
+                o5.partition_index, o5.error_code = t
+                l4.append(o5)
+            pos = e
+        else:
+            for _ in range(n):
+                o6 = _new(_OffsetCommitResponse_OffsetCommitResponsePartition)
+                o6.partition_index, o6.error_code = _S_ih.unpack_from(buf, pos)
+                pos += 6
+                l4.append(o6)
         o3.partitions = l4
         l2.append(o3)
     o1.topics = l2
@@ -919,14 +930,22 @@ def _decode_offset_commit_response_v3(buf, pos):
         pos = e
         n = _S_i.unpack_from(buf, pos)[0]
         pos += 4
-        if n < 0 or n > end - pos:
+        if n < 0 or n * 6 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
         l4 = []
-        for _ in range(n):
-            o5 = _new(_OffsetCommitResponse_OffsetCommitResponsePartition)
-            o5.partition_index, o5.error_code = _S_ih.unpack_from(buf, pos)
-            pos += 6
-            l4.append(o5)
+        e = pos + n * 6
+        if n > 7:
+            for t in _S_ih.iter_unpack(buf[pos:e]):
+                o5 = _new(_OffsetCommitResponse_OffsetCommitResponsePartition)
+                o5.partition_index, o5.error_code = t
+                l4.append(o5)
+            pos = e
+        else:
+            for _ in range(n):
+                o6 = _new(_OffsetCommitResponse_OffsetCommitResponsePartition)
+                o6.partition_index, o6.error_code = _S_ih.unpack_from(buf, pos)
+                pos += 6
+                l4.append(o6)
         o3.partitions = l4
         l2.append(o3)
     o1.topics = l2
@@ -966,16 +985,24 @@ def _decode_offset_commit_response_v8(buf, pos):
         else:
             n, pos = _read_uvarint(buf, pos)
             n -= 1
-        if n < 0 or n > end - pos:
+        if n < 0 or n * 7 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
         l4 = []
-        for _ in range(n):
-            o5 = _new(_OffsetCommitResponse_OffsetCommitResponsePartition)
-            o5.partition_index, o5.error_code, t6 = _S_ihB.unpack_from(buf, pos)
-            pos += 7
-            if t6:
-                pos = _skip_tagged_fields(buf, pos - 1)
-            l4.append(o5)
+        e = pos + n * 7
+        if n > 7 and (chunk := bytes(buf[pos:e]))[6::7].count(0) == n:
+            for t in _S_ihx.iter_unpack(chunk):
+                o5 = _new(_OffsetCommitResponse_OffsetCommitResponsePartition)
+                o5.partition_index, o5.error_code = t
+                l4.append(o5)
+            pos = e
+        else:
+            for _ in range(n):
+                o6 = _new(_OffsetCommitResponse_OffsetCommitResponsePartition)
+                o6.partition_index, o6.error_code, t7 = _S_ihB.unpack_from(buf, pos)
+                pos += 7
+                if t7:
+                    pos = _skip_tagged_fields(buf, pos - 1)
+                l4.append(o6)
         o3.partitions = l4
         if buf[pos]:
             pos = _skip_tagged_fields(buf, pos)
@@ -990,7 +1017,7 @@ def _decode_offset_commit_response_v8(buf, pos):
     return o1
 
 
-def _encode_offset_commit_response_v0(o0):
+def _encode_offset_commit_response_v0(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -1006,7 +1033,7 @@ def _encode_offset_commit_response_v0(o0):
     return parts
 
 
-def _encode_offset_commit_response_v3(o0):
+def _encode_offset_commit_response_v3(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -1022,7 +1049,7 @@ def _encode_offset_commit_response_v3(o0):
     return parts
 
 
-def _encode_offset_commit_response_v8(o0):
+def _encode_offset_commit_response_v8(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics

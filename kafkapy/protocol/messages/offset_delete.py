@@ -8,10 +8,10 @@ import uuid as _uuid
 from dataclasses import dataclass
 from dataclasses import field as _field
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 from typing import ClassVar
 
+from ..primitives import PLAIN_BUFFERS as _PLAIN_BUFFERS
+from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
@@ -23,6 +23,7 @@ from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
+from ..primitives import StructTable as _StructTable
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
 
 __all__ = ["OffsetDeleteRequest", "OffsetDeleteResponse"]
@@ -158,11 +159,13 @@ OffsetDeleteResponse.SCHEMA = (
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
-# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool).
+# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
+# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
 _S_h = _Struct('>h')
 _S_i = _Struct('>i')
 _S_hii = _Struct('>hii')
 _S_ih = _Struct('>ih')
+_UUID_GET = _UUID_CACHE.get
 
 
 
@@ -192,21 +195,29 @@ def _decode_offset_delete_request_v0(buf, pos):
         pos = e
         n = _S_i.unpack_from(buf, pos)[0]
         pos += 4
-        if n < 0 or n > end - pos:
+        if n < 0 or n * 4 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
         l4 = []
-        for _ in range(n):
-            o5 = _new(_OffsetDeleteRequest_OffsetDeleteRequestPartition)
-            o5.partition_index = _S_i.unpack_from(buf, pos)[0]
-            pos += 4
-            l4.append(o5)
+        e = pos + n * 4
+        if n > 7:
+            for t in _S_i.iter_unpack(buf[pos:e]):
+                o5 = _new(_OffsetDeleteRequest_OffsetDeleteRequestPartition)
+                o5.partition_index, = t
+                l4.append(o5)
+            pos = e
+        else:
+            for _ in range(n):
+                o6 = _new(_OffsetDeleteRequest_OffsetDeleteRequestPartition)
+                o6.partition_index = _S_i.unpack_from(buf, pos)[0]
+                pos += 4
+                l4.append(o6)
         o3.partitions = l4
         l2.append(o3)
     o1.topics = l2
     return o1
 
 
-def _encode_offset_delete_request_v0(o0):
+def _encode_offset_delete_request_v0(o0, ext):
     parts = []
     ap = parts.append
     s1 = o0.group_id.encode()
@@ -244,21 +255,29 @@ def _decode_offset_delete_response_v0(buf, pos):
         pos = e
         n = _S_i.unpack_from(buf, pos)[0]
         pos += 4
-        if n < 0 or n > end - pos:
+        if n < 0 or n * 6 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
         l4 = []
-        for _ in range(n):
-            o5 = _new(_OffsetDeleteResponse_OffsetDeleteResponsePartition)
-            o5.partition_index, o5.error_code = _S_ih.unpack_from(buf, pos)
-            pos += 6
-            l4.append(o5)
+        e = pos + n * 6
+        if n > 7:
+            for t in _S_ih.iter_unpack(buf[pos:e]):
+                o5 = _new(_OffsetDeleteResponse_OffsetDeleteResponsePartition)
+                o5.partition_index, o5.error_code = t
+                l4.append(o5)
+            pos = e
+        else:
+            for _ in range(n):
+                o6 = _new(_OffsetDeleteResponse_OffsetDeleteResponsePartition)
+                o6.partition_index, o6.error_code = _S_ih.unpack_from(buf, pos)
+                pos += 6
+                l4.append(o6)
         o3.partitions = l4
         l2.append(o3)
     o1.topics = l2
     return o1
 
 
-def _encode_offset_delete_response_v0(o0):
+def _encode_offset_delete_response_v0(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics

@@ -8,10 +8,10 @@ import uuid as _uuid
 from dataclasses import dataclass
 from dataclasses import field as _field
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 from typing import ClassVar
 
+from ..primitives import PLAIN_BUFFERS as _PLAIN_BUFFERS
+from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
@@ -23,6 +23,7 @@ from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
+from ..primitives import StructTable as _StructTable
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
 
 __all__ = ["OffsetFetchRequest", "OffsetFetchResponse"]
@@ -248,10 +249,13 @@ OffsetFetchResponse.SCHEMA = (
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
-# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool).
+# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
+# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
 _S_h = _Struct('>h')
 _S_i = _Struct('>i')
+_A_i = _StructTable('>{n}i')
 _S_TB = _Struct('>?B')
+_CA_i = _StructTable('>B{n}i')
 _S_Tx = _Struct('>?x')
 _S_iqh = _Struct('>iqh')
 _S_ii = _Struct('>ii')
@@ -259,6 +263,7 @@ _S_iqih = _Struct('>iqih')
 _S_iqi = _Struct('>iqi')
 _S_hB = _Struct('>hB')
 _S_hx = _Struct('>hx')
+_UUID_GET = _UUID_CACHE.get
 
 
 
@@ -292,7 +297,7 @@ def _decode_offset_fetch_request_v0(buf, pos):
         pos += 4
         if n < 0 or n * 4 > end - pos:
             raise _Malformed(f'PartitionIndexes: array length {n} out of range', pos)
-        o3.partition_indexes = list(_unpack_from(f'>{n}i', buf, pos))
+        o3.partition_indexes = list(_A_i[n].unpack_from(buf, pos))
         pos += 4 * n
         l2.append(o3)
     o1.topics = l2
@@ -332,7 +337,7 @@ def _decode_offset_fetch_request_v2(buf, pos):
             pos += 4
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'PartitionIndexes: array length {n} out of range', pos)
-            o3.partition_indexes = list(_unpack_from(f'>{n}i', buf, pos))
+            o3.partition_indexes = list(_A_i[n].unpack_from(buf, pos))
             pos += 4 * n
             l2.append(o3)
         o1.topics = l2
@@ -388,7 +393,7 @@ def _decode_offset_fetch_request_v6(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'PartitionIndexes: array length {n} out of range', pos)
-            o3.partition_indexes = list(_unpack_from(f'>{n}i', buf, pos))
+            o3.partition_indexes = list(_A_i[n].unpack_from(buf, pos))
             pos += 4 * n
             if buf[pos]:
                 pos = _skip_tagged_fields(buf, pos)
@@ -451,7 +456,7 @@ def _decode_offset_fetch_request_v7(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'PartitionIndexes: array length {n} out of range', pos)
-            o3.partition_indexes = list(_unpack_from(f'>{n}i', buf, pos))
+            o3.partition_indexes = list(_A_i[n].unpack_from(buf, pos))
             pos += 4 * n
             if buf[pos]:
                 pos = _skip_tagged_fields(buf, pos)
@@ -528,7 +533,7 @@ def _decode_offset_fetch_request_v8(buf, pos):
                     n -= 1
                 if n < 0 or n * 4 > end - pos:
                     raise _Malformed(f'PartitionIndexes: array length {n} out of range', pos)
-                o5.partition_indexes = list(_unpack_from(f'>{n}i', buf, pos))
+                o5.partition_indexes = list(_A_i[n].unpack_from(buf, pos))
                 pos += 4 * n
                 if buf[pos]:
                     pos = _skip_tagged_fields(buf, pos)
@@ -625,7 +630,7 @@ def _decode_offset_fetch_request_v9(buf, pos):
                     n -= 1
                 if n < 0 or n * 4 > end - pos:
                     raise _Malformed(f'PartitionIndexes: array length {n} out of range', pos)
-                o5.partition_indexes = list(_unpack_from(f'>{n}i', buf, pos))
+                o5.partition_indexes = list(_A_i[n].unpack_from(buf, pos))
                 pos += 4 * n
                 if buf[pos]:
                     pos = _skip_tagged_fields(buf, pos)
@@ -646,7 +651,7 @@ def _decode_offset_fetch_request_v9(buf, pos):
     return o1
 
 
-def _encode_offset_fetch_request_v0(o0):
+def _encode_offset_fetch_request_v0(o0, ext):
     parts = []
     ap = parts.append
     s1 = o0.group_id.encode()
@@ -660,11 +665,11 @@ def _encode_offset_fetch_request_v0(o0):
         ap(s4)
         x5 = o3.partition_indexes
         ap(_S_i.pack(len(x5)))
-        ap(_pack(f'>{len(x5)}i', *x5))
+        ap(_A_i[len(x5)].pack(*x5))
     return parts
 
 
-def _encode_offset_fetch_request_v2(o0):
+def _encode_offset_fetch_request_v2(o0, ext):
     parts = []
     ap = parts.append
     s1 = o0.group_id.encode()
@@ -679,11 +684,11 @@ def _encode_offset_fetch_request_v2(o0):
             ap(s4)
             x5 = o3.partition_indexes
             ap(_S_i.pack(len(x5)))
-            ap(_pack(f'>{len(x5)}i', *x5))
+            ap(_A_i[len(x5)].pack(*x5))
     return parts
 
 
-def _encode_offset_fetch_request_v6(o0):
+def _encode_offset_fetch_request_v6(o0, ext):
     parts = []
     ap = parts.append
     s1 = o0.group_id.encode()
@@ -703,15 +708,18 @@ def _encode_offset_fetch_request_v6(o0):
             ap(_UV1[n] if n < 128 else _uvarint(n))
             ap(s4)
             x5 = o3.partition_indexes
-            n = len(x5) + 1
-            ap(_UV1[n] if n < 128 else _uvarint(n))
-            ap(_pack(f'>{len(x5)}i', *x5))
+            n = len(x5)
+            if n < 127:
+                ap(_CA_i[n].pack(n + 1, *x5))
+            else:
+                ap(_uvarint(n + 1))
+                ap(_A_i[n].pack(*x5))
             ap(b'\x00')
     ap(b'\x00')
     return parts
 
 
-def _encode_offset_fetch_request_v7(o0):
+def _encode_offset_fetch_request_v7(o0, ext):
     parts = []
     ap = parts.append
     s1 = o0.group_id.encode()
@@ -731,15 +739,18 @@ def _encode_offset_fetch_request_v7(o0):
             ap(_UV1[n] if n < 128 else _uvarint(n))
             ap(s4)
             x5 = o3.partition_indexes
-            n = len(x5) + 1
-            ap(_UV1[n] if n < 128 else _uvarint(n))
-            ap(_pack(f'>{len(x5)}i', *x5))
+            n = len(x5)
+            if n < 127:
+                ap(_CA_i[n].pack(n + 1, *x5))
+            else:
+                ap(_uvarint(n + 1))
+                ap(_A_i[n].pack(*x5))
             ap(b'\x00')
     ap(_S_Tx.pack(o0.require_stable))
     return parts
 
 
-def _encode_offset_fetch_request_v8(o0):
+def _encode_offset_fetch_request_v8(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.groups
@@ -763,16 +774,19 @@ def _encode_offset_fetch_request_v8(o0):
                 ap(_UV1[n] if n < 128 else _uvarint(n))
                 ap(s6)
                 x7 = o5.partition_indexes
-                n = len(x7) + 1
-                ap(_UV1[n] if n < 128 else _uvarint(n))
-                ap(_pack(f'>{len(x7)}i', *x7))
+                n = len(x7)
+                if n < 127:
+                    ap(_CA_i[n].pack(n + 1, *x7))
+                else:
+                    ap(_uvarint(n + 1))
+                    ap(_A_i[n].pack(*x7))
                 ap(b'\x00')
         ap(b'\x00')
     ap(_S_Tx.pack(o0.require_stable))
     return parts
 
 
-def _encode_offset_fetch_request_v9(o0):
+def _encode_offset_fetch_request_v9(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.groups
@@ -806,9 +820,12 @@ def _encode_offset_fetch_request_v9(o0):
                 ap(_UV1[n] if n < 128 else _uvarint(n))
                 ap(s7)
                 x8 = o6.partition_indexes
-                n = len(x8) + 1
-                ap(_UV1[n] if n < 128 else _uvarint(n))
-                ap(_pack(f'>{len(x8)}i', *x8))
+                n = len(x8)
+                if n < 127:
+                    ap(_CA_i[n].pack(n + 1, *x8))
+                else:
+                    ap(_uvarint(n + 1))
+                    ap(_A_i[n].pack(*x8))
                 ap(b'\x00')
         ap(b'\x00')
     ap(_S_Tx.pack(o0.require_stable))
@@ -1180,7 +1197,7 @@ def _decode_offset_fetch_response_v8(buf, pos):
     return o1
 
 
-def _encode_offset_fetch_response_v0(o0):
+def _encode_offset_fetch_response_v0(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -1202,7 +1219,7 @@ def _encode_offset_fetch_response_v0(o0):
     return parts
 
 
-def _encode_offset_fetch_response_v2(o0):
+def _encode_offset_fetch_response_v2(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -1225,7 +1242,7 @@ def _encode_offset_fetch_response_v2(o0):
     return parts
 
 
-def _encode_offset_fetch_response_v3(o0):
+def _encode_offset_fetch_response_v3(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -1248,7 +1265,7 @@ def _encode_offset_fetch_response_v3(o0):
     return parts
 
 
-def _encode_offset_fetch_response_v5(o0):
+def _encode_offset_fetch_response_v5(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -1271,7 +1288,7 @@ def _encode_offset_fetch_response_v5(o0):
     return parts
 
 
-def _encode_offset_fetch_response_v6(o0):
+def _encode_offset_fetch_response_v6(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -1303,7 +1320,7 @@ def _encode_offset_fetch_response_v6(o0):
     return parts
 
 
-def _encode_offset_fetch_response_v8(o0):
+def _encode_offset_fetch_response_v8(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.groups

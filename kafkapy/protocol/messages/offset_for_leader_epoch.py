@@ -8,10 +8,10 @@ import uuid as _uuid
 from dataclasses import dataclass
 from dataclasses import field as _field
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 from typing import ClassVar
 
+from ..primitives import PLAIN_BUFFERS as _PLAIN_BUFFERS
+from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
@@ -23,6 +23,7 @@ from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
+from ..primitives import StructTable as _StructTable
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
 
 __all__ = ["OffsetForLeaderEpochRequest", "OffsetForLeaderEpochResponse"]
@@ -164,17 +165,19 @@ OffsetForLeaderEpochResponse.SCHEMA = (
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
-# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool).
+# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
+# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
 _S_i = _Struct('>i')
 _S_h = _Struct('>h')
 _S_ii = _Struct('>ii')
 _S_iii = _Struct('>iii')
-_S_iiiB = _Struct('>iiiB')
 _S_iiix = _Struct('>iiix')
+_S_iiiB = _Struct('>iiiB')
 _S_hiq = _Struct('>hiq')
 _S_hiiq = _Struct('>hiiq')
-_S_hiiqB = _Struct('>hiiqB')
 _S_hiiqx = _Struct('>hiiqx')
+_S_hiiqB = _Struct('>hiiqB')
+_UUID_GET = _UUID_CACHE.get
 
 
 
@@ -198,15 +201,24 @@ def _decode_offset_for_leader_epoch_request_v0(buf, pos):
         pos = e
         n = _S_i.unpack_from(buf, pos)[0]
         pos += 4
-        if n < 0 or n > end - pos:
+        if n < 0 or n * 8 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
         l4 = []
-        for _ in range(n):
-            o5 = _new(_OffsetForLeaderEpochRequest_OffsetForLeaderPartition)
-            o5.current_leader_epoch = -1
-            o5.partition, o5.leader_epoch = _S_ii.unpack_from(buf, pos)
-            pos += 8
-            l4.append(o5)
+        e = pos + n * 8
+        if n > 7:
+            for t in _S_ii.iter_unpack(buf[pos:e]):
+                o5 = _new(_OffsetForLeaderEpochRequest_OffsetForLeaderPartition)
+                o5.current_leader_epoch = -1
+                o5.partition, o5.leader_epoch = t
+                l4.append(o5)
+            pos = e
+        else:
+            for _ in range(n):
+                o6 = _new(_OffsetForLeaderEpochRequest_OffsetForLeaderPartition)
+                o6.current_leader_epoch = -1
+                o6.partition, o6.leader_epoch = _S_ii.unpack_from(buf, pos)
+                pos += 8
+                l4.append(o6)
         o3.partitions = l4
         l2.append(o3)
     o1.topics = l2
@@ -233,14 +245,22 @@ def _decode_offset_for_leader_epoch_request_v2(buf, pos):
         pos = e
         n = _S_i.unpack_from(buf, pos)[0]
         pos += 4
-        if n < 0 or n > end - pos:
+        if n < 0 or n * 12 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
         l4 = []
-        for _ in range(n):
-            o5 = _new(_OffsetForLeaderEpochRequest_OffsetForLeaderPartition)
-            o5.partition, o5.current_leader_epoch, o5.leader_epoch = _S_iii.unpack_from(buf, pos)
-            pos += 12
-            l4.append(o5)
+        e = pos + n * 12
+        if n > 7:
+            for t in _S_iii.iter_unpack(buf[pos:e]):
+                o5 = _new(_OffsetForLeaderEpochRequest_OffsetForLeaderPartition)
+                o5.partition, o5.current_leader_epoch, o5.leader_epoch = t
+                l4.append(o5)
+            pos = e
+        else:
+            for _ in range(n):
+                o6 = _new(_OffsetForLeaderEpochRequest_OffsetForLeaderPartition)
+                o6.partition, o6.current_leader_epoch, o6.leader_epoch = _S_iii.unpack_from(buf, pos)
+                pos += 12
+                l4.append(o6)
         o3.partitions = l4
         l2.append(o3)
     o1.topics = l2
@@ -266,14 +286,22 @@ def _decode_offset_for_leader_epoch_request_v3(buf, pos):
         pos = e
         n = _S_i.unpack_from(buf, pos)[0]
         pos += 4
-        if n < 0 or n > end - pos:
+        if n < 0 or n * 12 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
         l4 = []
-        for _ in range(n):
-            o5 = _new(_OffsetForLeaderEpochRequest_OffsetForLeaderPartition)
-            o5.partition, o5.current_leader_epoch, o5.leader_epoch = _S_iii.unpack_from(buf, pos)
-            pos += 12
-            l4.append(o5)
+        e = pos + n * 12
+        if n > 7:
+            for t in _S_iii.iter_unpack(buf[pos:e]):
+                o5 = _new(_OffsetForLeaderEpochRequest_OffsetForLeaderPartition)
+                o5.partition, o5.current_leader_epoch, o5.leader_epoch = t
+                l4.append(o5)
+            pos = e
+        else:
+            for _ in range(n):
+                o6 = _new(_OffsetForLeaderEpochRequest_OffsetForLeaderPartition)
+                o6.partition, o6.current_leader_epoch, o6.leader_epoch = _S_iii.unpack_from(buf, pos)
+                pos += 12
+                l4.append(o6)
         o3.partitions = l4
         l2.append(o3)
     o1.topics = l2
@@ -313,16 +341,24 @@ def _decode_offset_for_leader_epoch_request_v4(buf, pos):
         else:
             n, pos = _read_uvarint(buf, pos)
             n -= 1
-        if n < 0 or n > end - pos:
+        if n < 0 or n * 13 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
         l4 = []
-        for _ in range(n):
-            o5 = _new(_OffsetForLeaderEpochRequest_OffsetForLeaderPartition)
-            o5.partition, o5.current_leader_epoch, o5.leader_epoch, t6 = _S_iiiB.unpack_from(buf, pos)
-            pos += 13
-            if t6:
-                pos = _skip_tagged_fields(buf, pos - 1)
-            l4.append(o5)
+        e = pos + n * 13
+        if n > 7 and (chunk := bytes(buf[pos:e]))[12::13].count(0) == n:
+            for t in _S_iiix.iter_unpack(chunk):
+                o5 = _new(_OffsetForLeaderEpochRequest_OffsetForLeaderPartition)
+                o5.partition, o5.current_leader_epoch, o5.leader_epoch = t
+                l4.append(o5)
+            pos = e
+        else:
+            for _ in range(n):
+                o6 = _new(_OffsetForLeaderEpochRequest_OffsetForLeaderPartition)
+                o6.partition, o6.current_leader_epoch, o6.leader_epoch, t7 = _S_iiiB.unpack_from(buf, pos)
+                pos += 13
+                if t7:
+                    pos = _skip_tagged_fields(buf, pos - 1)
+                l4.append(o6)
         o3.partitions = l4
         if buf[pos]:
             pos = _skip_tagged_fields(buf, pos)
@@ -337,7 +373,7 @@ def _decode_offset_for_leader_epoch_request_v4(buf, pos):
     return o1
 
 
-def _encode_offset_for_leader_epoch_request_v0(o0):
+def _encode_offset_for_leader_epoch_request_v0(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -353,7 +389,7 @@ def _encode_offset_for_leader_epoch_request_v0(o0):
     return parts
 
 
-def _encode_offset_for_leader_epoch_request_v2(o0):
+def _encode_offset_for_leader_epoch_request_v2(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -369,7 +405,7 @@ def _encode_offset_for_leader_epoch_request_v2(o0):
     return parts
 
 
-def _encode_offset_for_leader_epoch_request_v3(o0):
+def _encode_offset_for_leader_epoch_request_v3(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -385,7 +421,7 @@ def _encode_offset_for_leader_epoch_request_v3(o0):
     return parts
 
 
-def _encode_offset_for_leader_epoch_request_v4(o0):
+def _encode_offset_for_leader_epoch_request_v4(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -427,15 +463,24 @@ def _decode_offset_for_leader_epoch_response_v0(buf, pos):
         pos = e
         n = _S_i.unpack_from(buf, pos)[0]
         pos += 4
-        if n < 0 or n > end - pos:
+        if n < 0 or n * 14 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
         l4 = []
-        for _ in range(n):
-            o5 = _new(_OffsetForLeaderEpochResponse_EpochEndOffset)
-            o5.leader_epoch = -1
-            o5.error_code, o5.partition, o5.end_offset = _S_hiq.unpack_from(buf, pos)
-            pos += 14
-            l4.append(o5)
+        e = pos + n * 14
+        if n > 7:
+            for t in _S_hiq.iter_unpack(buf[pos:e]):
+                o5 = _new(_OffsetForLeaderEpochResponse_EpochEndOffset)
+                o5.leader_epoch = -1
+                o5.error_code, o5.partition, o5.end_offset = t
+                l4.append(o5)
+            pos = e
+        else:
+            for _ in range(n):
+                o6 = _new(_OffsetForLeaderEpochResponse_EpochEndOffset)
+                o6.leader_epoch = -1
+                o6.error_code, o6.partition, o6.end_offset = _S_hiq.unpack_from(buf, pos)
+                pos += 14
+                l4.append(o6)
         o3.partitions = l4
         l2.append(o3)
     o1.topics = l2
@@ -462,14 +507,22 @@ def _decode_offset_for_leader_epoch_response_v1(buf, pos):
         pos = e
         n = _S_i.unpack_from(buf, pos)[0]
         pos += 4
-        if n < 0 or n > end - pos:
+        if n < 0 or n * 18 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
         l4 = []
-        for _ in range(n):
-            o5 = _new(_OffsetForLeaderEpochResponse_EpochEndOffset)
-            o5.error_code, o5.partition, o5.leader_epoch, o5.end_offset = _S_hiiq.unpack_from(buf, pos)
-            pos += 18
-            l4.append(o5)
+        e = pos + n * 18
+        if n > 7:
+            for t in _S_hiiq.iter_unpack(buf[pos:e]):
+                o5 = _new(_OffsetForLeaderEpochResponse_EpochEndOffset)
+                o5.error_code, o5.partition, o5.leader_epoch, o5.end_offset = t
+                l4.append(o5)
+            pos = e
+        else:
+            for _ in range(n):
+                o6 = _new(_OffsetForLeaderEpochResponse_EpochEndOffset)
+                o6.error_code, o6.partition, o6.leader_epoch, o6.end_offset = _S_hiiq.unpack_from(buf, pos)
+                pos += 18
+                l4.append(o6)
         o3.partitions = l4
         l2.append(o3)
     o1.topics = l2
@@ -495,14 +548,22 @@ def _decode_offset_for_leader_epoch_response_v2(buf, pos):
         pos = e
         n = _S_i.unpack_from(buf, pos)[0]
         pos += 4
-        if n < 0 or n > end - pos:
+        if n < 0 or n * 18 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
         l4 = []
-        for _ in range(n):
-            o5 = _new(_OffsetForLeaderEpochResponse_EpochEndOffset)
-            o5.error_code, o5.partition, o5.leader_epoch, o5.end_offset = _S_hiiq.unpack_from(buf, pos)
-            pos += 18
-            l4.append(o5)
+        e = pos + n * 18
+        if n > 7:
+            for t in _S_hiiq.iter_unpack(buf[pos:e]):
+                o5 = _new(_OffsetForLeaderEpochResponse_EpochEndOffset)
+                o5.error_code, o5.partition, o5.leader_epoch, o5.end_offset = t
+                l4.append(o5)
+            pos = e
+        else:
+            for _ in range(n):
+                o6 = _new(_OffsetForLeaderEpochResponse_EpochEndOffset)
+                o6.error_code, o6.partition, o6.leader_epoch, o6.end_offset = _S_hiiq.unpack_from(buf, pos)
+                pos += 18
+                l4.append(o6)
         o3.partitions = l4
         l2.append(o3)
     o1.topics = l2
@@ -542,16 +603,24 @@ def _decode_offset_for_leader_epoch_response_v4(buf, pos):
         else:
             n, pos = _read_uvarint(buf, pos)
             n -= 1
-        if n < 0 or n > end - pos:
+        if n < 0 or n * 19 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
         l4 = []
-        for _ in range(n):
-            o5 = _new(_OffsetForLeaderEpochResponse_EpochEndOffset)
-            o5.error_code, o5.partition, o5.leader_epoch, o5.end_offset, t6 = _S_hiiqB.unpack_from(buf, pos)
-            pos += 19
-            if t6:
-                pos = _skip_tagged_fields(buf, pos - 1)
-            l4.append(o5)
+        e = pos + n * 19
+        if n > 7 and (chunk := bytes(buf[pos:e]))[18::19].count(0) == n:
+            for t in _S_hiiqx.iter_unpack(chunk):
+                o5 = _new(_OffsetForLeaderEpochResponse_EpochEndOffset)
+                o5.error_code, o5.partition, o5.leader_epoch, o5.end_offset = t
+                l4.append(o5)
+            pos = e
+        else:
+            for _ in range(n):
+                o6 = _new(_OffsetForLeaderEpochResponse_EpochEndOffset)
+                o6.error_code, o6.partition, o6.leader_epoch, o6.end_offset, t7 = _S_hiiqB.unpack_from(buf, pos)
+                pos += 19
+                if t7:
+                    pos = _skip_tagged_fields(buf, pos - 1)
+                l4.append(o6)
         o3.partitions = l4
         if buf[pos]:
             pos = _skip_tagged_fields(buf, pos)
@@ -566,7 +635,7 @@ def _decode_offset_for_leader_epoch_response_v4(buf, pos):
     return o1
 
 
-def _encode_offset_for_leader_epoch_response_v0(o0):
+def _encode_offset_for_leader_epoch_response_v0(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -582,7 +651,7 @@ def _encode_offset_for_leader_epoch_response_v0(o0):
     return parts
 
 
-def _encode_offset_for_leader_epoch_response_v1(o0):
+def _encode_offset_for_leader_epoch_response_v1(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -598,7 +667,7 @@ def _encode_offset_for_leader_epoch_response_v1(o0):
     return parts
 
 
-def _encode_offset_for_leader_epoch_response_v2(o0):
+def _encode_offset_for_leader_epoch_response_v2(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics
@@ -614,7 +683,7 @@ def _encode_offset_for_leader_epoch_response_v2(o0):
     return parts
 
 
-def _encode_offset_for_leader_epoch_response_v4(o0):
+def _encode_offset_for_leader_epoch_response_v4(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topics

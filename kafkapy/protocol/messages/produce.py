@@ -8,10 +8,10 @@ import uuid as _uuid
 from dataclasses import dataclass
 from dataclasses import field as _field
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 from typing import ClassVar
 
+from ..primitives import PLAIN_BUFFERS as _PLAIN_BUFFERS
+from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
@@ -23,6 +23,7 @@ from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
+from ..primitives import StructTable as _StructTable
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
 
 __all__ = ["ProduceRequest", "ProduceResponse"]
@@ -228,7 +229,8 @@ ProduceResponse.SCHEMA = (
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
-# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool).
+# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
+# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
 _S_hii = _Struct('>hii')
 _S_h = _Struct('>h')
 _S_i = _Struct('>i')
@@ -243,6 +245,7 @@ _S_iB = _Struct('>iB')
 _S_iiB = _Struct('>iiB')
 _S_ix = _Struct('>ix')
 _S_iix = _Struct('>iix')
+_UUID_GET = _UUID_CACHE.get
 
 
 
@@ -429,7 +432,7 @@ def _decode_produce_request_v9(buf, pos):
     return o1
 
 
-def _encode_produce_request_v0(o0):
+def _encode_produce_request_v0(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.topic_data
@@ -444,11 +447,13 @@ def _encode_produce_request_v0(o0):
             s6 = o5.records
             ap(_S_ii.pack(o5.index, -1 if s6 is None else len(s6)))
             if s6 is not None:
+                if s6.__class__ not in _PLAIN_BUFFERS:
+                    ext.append(len(parts))
                 ap(s6)
     return parts
 
 
-def _encode_produce_request_v3(o0):
+def _encode_produce_request_v3(o0, ext):
     parts = []
     ap = parts.append
     s1 = o0.transactional_id
@@ -469,11 +474,13 @@ def _encode_produce_request_v3(o0):
             s7 = o6.records
             ap(_S_ii.pack(o6.index, -1 if s7 is None else len(s7)))
             if s7 is not None:
+                if s7.__class__ not in _PLAIN_BUFFERS:
+                    ext.append(len(parts))
                 ap(s7)
     return parts
 
 
-def _encode_produce_request_v9(o0):
+def _encode_produce_request_v9(o0, ext):
     parts = []
     ap = parts.append
     s1 = o0.transactional_id
@@ -505,6 +512,8 @@ def _encode_produce_request_v9(o0):
             else:
                 n = len(s7) + 1
                 ap(_UV1[n] if n < 128 else _uvarint(n))
+                if s7.__class__ not in _PLAIN_BUFFERS:
+                    ext.append(len(parts))
                 ap(s7)
             ap(b'\x00')
         ap(b'\x00')
@@ -533,19 +542,32 @@ def _decode_produce_response_v0(buf, pos):
         pos = e
         n = _S_i.unpack_from(buf, pos)[0]
         pos += 4
-        if n < 0 or n > end - pos:
+        if n < 0 or n * 14 > end - pos:
             raise _Malformed(f'PartitionResponses: array length {n} out of range', pos)
         l4 = []
-        for _ in range(n):
-            o5 = _new(_ProduceResponse_PartitionProduceResponse)
-            o5.log_append_time_ms = -1
-            o5.log_start_offset = -1
-            o5.record_errors = []
-            o5.error_message = None
-            o5.current_leader = _ProduceResponse_LeaderIdAndEpoch()
-            o5.index, o5.error_code, o5.base_offset = _S_ihq.unpack_from(buf, pos)
-            pos += 14
-            l4.append(o5)
+        e = pos + n * 14
+        if n > 7:
+            for t in _S_ihq.iter_unpack(buf[pos:e]):
+                o5 = _new(_ProduceResponse_PartitionProduceResponse)
+                o5.log_append_time_ms = -1
+                o5.log_start_offset = -1
+                o5.record_errors = []
+                o5.error_message = None
+                o5.current_leader = _ProduceResponse_LeaderIdAndEpoch()
+                o5.index, o5.error_code, o5.base_offset = t
+                l4.append(o5)
+            pos = e
+        else:
+            for _ in range(n):
+                o6 = _new(_ProduceResponse_PartitionProduceResponse)
+                o6.log_append_time_ms = -1
+                o6.log_start_offset = -1
+                o6.record_errors = []
+                o6.error_message = None
+                o6.current_leader = _ProduceResponse_LeaderIdAndEpoch()
+                o6.index, o6.error_code, o6.base_offset = _S_ihq.unpack_from(buf, pos)
+                pos += 14
+                l4.append(o6)
         o3.partition_responses = l4
         l2.append(o3)
     o1.responses = l2
@@ -572,19 +594,32 @@ def _decode_produce_response_v1(buf, pos):
         pos = e
         n = _S_i.unpack_from(buf, pos)[0]
         pos += 4
-        if n < 0 or n > end - pos:
+        if n < 0 or n * 14 > end - pos:
             raise _Malformed(f'PartitionResponses: array length {n} out of range', pos)
         l4 = []
-        for _ in range(n):
-            o5 = _new(_ProduceResponse_PartitionProduceResponse)
-            o5.log_append_time_ms = -1
-            o5.log_start_offset = -1
-            o5.record_errors = []
-            o5.error_message = None
-            o5.current_leader = _ProduceResponse_LeaderIdAndEpoch()
-            o5.index, o5.error_code, o5.base_offset = _S_ihq.unpack_from(buf, pos)
-            pos += 14
-            l4.append(o5)
+        e = pos + n * 14
+        if n > 7:
+            for t in _S_ihq.iter_unpack(buf[pos:e]):
+                o5 = _new(_ProduceResponse_PartitionProduceResponse)
+                o5.log_append_time_ms = -1
+                o5.log_start_offset = -1
+                o5.record_errors = []
+                o5.error_message = None
+                o5.current_leader = _ProduceResponse_LeaderIdAndEpoch()
+                o5.index, o5.error_code, o5.base_offset = t
+                l4.append(o5)
+            pos = e
+        else:
+            for _ in range(n):
+                o6 = _new(_ProduceResponse_PartitionProduceResponse)
+                o6.log_append_time_ms = -1
+                o6.log_start_offset = -1
+                o6.record_errors = []
+                o6.error_message = None
+                o6.current_leader = _ProduceResponse_LeaderIdAndEpoch()
+                o6.index, o6.error_code, o6.base_offset = _S_ihq.unpack_from(buf, pos)
+                pos += 14
+                l4.append(o6)
         o3.partition_responses = l4
         l2.append(o3)
     o1.responses = l2
@@ -613,18 +648,30 @@ def _decode_produce_response_v2(buf, pos):
         pos = e
         n = _S_i.unpack_from(buf, pos)[0]
         pos += 4
-        if n < 0 or n > end - pos:
+        if n < 0 or n * 22 > end - pos:
             raise _Malformed(f'PartitionResponses: array length {n} out of range', pos)
         l4 = []
-        for _ in range(n):
-            o5 = _new(_ProduceResponse_PartitionProduceResponse)
-            o5.log_start_offset = -1
-            o5.record_errors = []
-            o5.error_message = None
-            o5.current_leader = _ProduceResponse_LeaderIdAndEpoch()
-            o5.index, o5.error_code, o5.base_offset, o5.log_append_time_ms = _S_ihqq.unpack_from(buf, pos)
-            pos += 22
-            l4.append(o5)
+        e = pos + n * 22
+        if n > 7:
+            for t in _S_ihqq.iter_unpack(buf[pos:e]):
+                o5 = _new(_ProduceResponse_PartitionProduceResponse)
+                o5.log_start_offset = -1
+                o5.record_errors = []
+                o5.error_message = None
+                o5.current_leader = _ProduceResponse_LeaderIdAndEpoch()
+                o5.index, o5.error_code, o5.base_offset, o5.log_append_time_ms = t
+                l4.append(o5)
+            pos = e
+        else:
+            for _ in range(n):
+                o6 = _new(_ProduceResponse_PartitionProduceResponse)
+                o6.log_start_offset = -1
+                o6.record_errors = []
+                o6.error_message = None
+                o6.current_leader = _ProduceResponse_LeaderIdAndEpoch()
+                o6.index, o6.error_code, o6.base_offset, o6.log_append_time_ms = _S_ihqq.unpack_from(buf, pos)
+                pos += 22
+                l4.append(o6)
         o3.partition_responses = l4
         l2.append(o3)
     o1.responses = l2
@@ -653,17 +700,28 @@ def _decode_produce_response_v5(buf, pos):
         pos = e
         n = _S_i.unpack_from(buf, pos)[0]
         pos += 4
-        if n < 0 or n > end - pos:
+        if n < 0 or n * 30 > end - pos:
             raise _Malformed(f'PartitionResponses: array length {n} out of range', pos)
         l4 = []
-        for _ in range(n):
-            o5 = _new(_ProduceResponse_PartitionProduceResponse)
-            o5.record_errors = []
-            o5.error_message = None
-            o5.current_leader = _ProduceResponse_LeaderIdAndEpoch()
-            o5.index, o5.error_code, o5.base_offset, o5.log_append_time_ms, o5.log_start_offset = _S_ihqqq.unpack_from(buf, pos)
-            pos += 30
-            l4.append(o5)
+        e = pos + n * 30
+        if n > 7:
+            for t in _S_ihqqq.iter_unpack(buf[pos:e]):
+                o5 = _new(_ProduceResponse_PartitionProduceResponse)
+                o5.record_errors = []
+                o5.error_message = None
+                o5.current_leader = _ProduceResponse_LeaderIdAndEpoch()
+                o5.index, o5.error_code, o5.base_offset, o5.log_append_time_ms, o5.log_start_offset = t
+                l4.append(o5)
+            pos = e
+        else:
+            for _ in range(n):
+                o6 = _new(_ProduceResponse_PartitionProduceResponse)
+                o6.record_errors = []
+                o6.error_message = None
+                o6.current_leader = _ProduceResponse_LeaderIdAndEpoch()
+                o6.index, o6.error_code, o6.base_offset, o6.log_append_time_ms, o6.log_start_offset = _S_ihqqq.unpack_from(buf, pos)
+                pos += 30
+                l4.append(o6)
         o3.partition_responses = l4
         l2.append(o3)
     o1.responses = l2
@@ -1036,7 +1094,7 @@ def _decode_produce_response_v10(buf, pos):
     return o1
 
 
-def _encode_produce_response_v0(o0):
+def _encode_produce_response_v0(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.responses
@@ -1052,7 +1110,7 @@ def _encode_produce_response_v0(o0):
     return parts
 
 
-def _encode_produce_response_v1(o0):
+def _encode_produce_response_v1(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.responses
@@ -1069,7 +1127,7 @@ def _encode_produce_response_v1(o0):
     return parts
 
 
-def _encode_produce_response_v2(o0):
+def _encode_produce_response_v2(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.responses
@@ -1086,7 +1144,7 @@ def _encode_produce_response_v2(o0):
     return parts
 
 
-def _encode_produce_response_v5(o0):
+def _encode_produce_response_v5(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.responses
@@ -1103,7 +1161,7 @@ def _encode_produce_response_v5(o0):
     return parts
 
 
-def _encode_produce_response_v8(o0):
+def _encode_produce_response_v8(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.responses
@@ -1134,7 +1192,7 @@ def _encode_produce_response_v8(o0):
     return parts
 
 
-def _encode_produce_response_v9(o0):
+def _encode_produce_response_v9(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.responses
@@ -1222,7 +1280,7 @@ def _encode_tags_produce_response_v10_ProduceResponse(o0):
     return _uvarint(len(fields)) + b''.join(fields)
 
 
-def _encode_produce_response_v10(o0):
+def _encode_produce_response_v10(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.responses

@@ -8,10 +8,10 @@ import uuid as _uuid
 from dataclasses import dataclass
 from dataclasses import field as _field
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 from typing import ClassVar
 
+from ..primitives import PLAIN_BUFFERS as _PLAIN_BUFFERS
+from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
@@ -23,6 +23,7 @@ from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
+from ..primitives import StructTable as _StructTable
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
 
 __all__ = ["RemoveRaftVoterRequest", "RemoveRaftVoterResponse"]
@@ -96,10 +97,12 @@ RemoveRaftVoterResponse.SCHEMA = (
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
-# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool).
+# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
+# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
 _S_i16sB = _Struct('>i16sB')
 _S_i16sx = _Struct('>i16sx')
 _S_ih = _Struct('>ih')
+_UUID_GET = _UUID_CACHE.get
 
 
 
@@ -122,13 +125,13 @@ def _decode_remove_raft_voter_request_v0(buf, pos):
         pos = e
     o1.voter_id, u2, t3 = _S_i16sB.unpack_from(buf, pos)
     pos += 21
-    o1.voter_directory_id = _read_uuid(u2)
+    o1.voter_directory_id = _UUID_GET(u2) or _read_uuid(u2)
     if t3:
         pos = _skip_tagged_fields(buf, pos - 1)
     return o1
 
 
-def _encode_remove_raft_voter_request_v0(o0):
+def _encode_remove_raft_voter_request_v0(o0, ext):
     parts = []
     ap = parts.append
     s1 = o0.cluster_id
@@ -170,7 +173,7 @@ def _decode_remove_raft_voter_response_v0(buf, pos):
     return o1
 
 
-def _encode_remove_raft_voter_response_v0(o0):
+def _encode_remove_raft_voter_response_v0(o0, ext):
     parts = []
     ap = parts.append
     s1 = o0.error_message

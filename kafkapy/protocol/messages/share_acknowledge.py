@@ -8,10 +8,10 @@ import uuid as _uuid
 from dataclasses import dataclass
 from dataclasses import field as _field
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 from typing import ClassVar
 
+from ..primitives import PLAIN_BUFFERS as _PLAIN_BUFFERS
+from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
@@ -23,6 +23,7 @@ from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
+from ..primitives import StructTable as _StructTable
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
 
 __all__ = ["ShareAcknowledgeRequest", "ShareAcknowledgeResponse"]
@@ -226,13 +227,17 @@ ShareAcknowledgeResponse.SCHEMA = (
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
-# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool).
+# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
+# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
 _S_i = _Struct('>i')
 _S_16s = _Struct('>16s')
 _S_qq = _Struct('>qq')
+_A_b = _StructTable('>{n}b')
+_CA_b = _StructTable('>B{n}b')
 _S_ih = _Struct('>ih')
 _S_iiB = _Struct('>iiB')
 _S_iixx = _Struct('>iixx')
+_UUID_GET = _UUID_CACHE.get
 
 
 
@@ -282,7 +287,7 @@ def _decode_share_acknowledge_request_v0(buf, pos):
         o3 = _new(_ShareAcknowledgeRequest_AcknowledgeTopic)
         u4 = _S_16s.unpack_from(buf, pos)[0]
         pos += 16
-        o3.topic_id = _read_uuid(u4)
+        o3.topic_id = _UUID_GET(u4) or _read_uuid(u4)
         n = buf[pos] - 1
         if n < 127:
             pos += 1
@@ -317,7 +322,7 @@ def _decode_share_acknowledge_request_v0(buf, pos):
                     n -= 1
                 if n < 0 or n > end - pos:
                     raise _Malformed(f'AcknowledgeTypes: array length {n} out of range', pos)
-                o8.acknowledge_types = list(_unpack_from(f'>{n}b', buf, pos))
+                o8.acknowledge_types = list(_A_b[n].unpack_from(buf, pos))
                 pos += n
                 if buf[pos]:
                     pos = _skip_tagged_fields(buf, pos)
@@ -344,7 +349,7 @@ def _decode_share_acknowledge_request_v0(buf, pos):
     return o1
 
 
-def _encode_share_acknowledge_request_v0(o0):
+def _encode_share_acknowledge_request_v0(o0, ext):
     parts = []
     ap = parts.append
     s1 = o0.group_id
@@ -382,9 +387,12 @@ def _encode_share_acknowledge_request_v0(o0):
             for o8 in x7:
                 x9 = o8.acknowledge_types
                 ap(_S_qq.pack(o8.first_offset, o8.last_offset))
-                n = len(x9) + 1
-                ap(_UV1[n] if n < 128 else _uvarint(n))
-                ap(_pack(f'>{len(x9)}b', *x9))
+                n = len(x9)
+                if n < 127:
+                    ap(_CA_b[n].pack(n + 1, *x9))
+                else:
+                    ap(_uvarint(n + 1))
+                    ap(_A_b[n].pack(*x9))
                 ap(b'\x00')
             ap(b'\x00')
         ap(b'\x00')
@@ -424,7 +432,7 @@ def _decode_share_acknowledge_response_v0(buf, pos):
         o3 = _new(_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse)
         u4 = _S_16s.unpack_from(buf, pos)[0]
         pos += 16
-        o3.topic_id = _read_uuid(u4)
+        o3.topic_id = _UUID_GET(u4) or _read_uuid(u4)
         n = buf[pos] - 1
         if n < 127:
             pos += 1
@@ -523,7 +531,7 @@ def _decode_share_acknowledge_response_v0(buf, pos):
     return o1
 
 
-def _encode_share_acknowledge_response_v0(o0):
+def _encode_share_acknowledge_response_v0(o0, ext):
     parts = []
     ap = parts.append
     s1 = o0.error_message

@@ -8,10 +8,10 @@ import uuid as _uuid
 from dataclasses import dataclass
 from dataclasses import field as _field
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 from typing import ClassVar
 
+from ..primitives import PLAIN_BUFFERS as _PLAIN_BUFFERS
+from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
@@ -23,6 +23,7 @@ from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
+from ..primitives import StructTable as _StructTable
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
 
 __all__ = ["ShareFetchRequest", "ShareFetchResponse"]
@@ -278,18 +279,24 @@ ShareFetchResponse.SCHEMA = (
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
-# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool).
+# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
+# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
 _S_iiii = _Struct('>iiii')
 _S_16s = _Struct('>16s')
 _S_ii = _Struct('>ii')
 _S_qq = _Struct('>qq')
+_A_b = _StructTable('>{n}b')
+_A_i = _StructTable('>{n}i')
+_CA_b = _StructTable('>B{n}b')
+_CA_i = _StructTable('>B{n}i')
 _S_ih = _Struct('>ih')
 _S_h = _Struct('>h')
 _S_iiB = _Struct('>iiB')
+_S_qqhx = _Struct('>qqhx')
 _S_qqhB = _Struct('>qqhB')
 _S_i = _Struct('>i')
 _S_iix = _Struct('>iix')
-_S_qqhx = _Struct('>qqhx')
+_UUID_GET = _UUID_CACHE.get
 
 
 
@@ -339,7 +346,7 @@ def _decode_share_fetch_request_v0(buf, pos):
         o3 = _new(_ShareFetchRequest_FetchTopic)
         u4 = _S_16s.unpack_from(buf, pos)[0]
         pos += 16
-        o3.topic_id = _read_uuid(u4)
+        o3.topic_id = _UUID_GET(u4) or _read_uuid(u4)
         n = buf[pos] - 1
         if n < 127:
             pos += 1
@@ -374,7 +381,7 @@ def _decode_share_fetch_request_v0(buf, pos):
                     n -= 1
                 if n < 0 or n > end - pos:
                     raise _Malformed(f'AcknowledgeTypes: array length {n} out of range', pos)
-                o8.acknowledge_types = list(_unpack_from(f'>{n}b', buf, pos))
+                o8.acknowledge_types = list(_A_b[n].unpack_from(buf, pos))
                 pos += n
                 if buf[pos]:
                     pos = _skip_tagged_fields(buf, pos)
@@ -407,7 +414,7 @@ def _decode_share_fetch_request_v0(buf, pos):
         o10 = _new(_ShareFetchRequest_ForgottenTopic)
         u11 = _S_16s.unpack_from(buf, pos)[0]
         pos += 16
-        o10.topic_id = _read_uuid(u11)
+        o10.topic_id = _UUID_GET(u11) or _read_uuid(u11)
         n = buf[pos] - 1
         if n < 127:
             pos += 1
@@ -416,7 +423,7 @@ def _decode_share_fetch_request_v0(buf, pos):
             n -= 1
         if n < 0 or n * 4 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
-        o10.partitions = list(_unpack_from(f'>{n}i', buf, pos))
+        o10.partitions = list(_A_i[n].unpack_from(buf, pos))
         pos += 4 * n
         if buf[pos]:
             pos = _skip_tagged_fields(buf, pos)
@@ -431,7 +438,7 @@ def _decode_share_fetch_request_v0(buf, pos):
     return o1
 
 
-def _encode_share_fetch_request_v0(o0):
+def _encode_share_fetch_request_v0(o0, ext):
     parts = []
     ap = parts.append
     s1 = o0.group_id
@@ -469,9 +476,12 @@ def _encode_share_fetch_request_v0(o0):
             for o8 in x7:
                 x9 = o8.acknowledge_types
                 ap(_S_qq.pack(o8.first_offset, o8.last_offset))
-                n = len(x9) + 1
-                ap(_UV1[n] if n < 128 else _uvarint(n))
-                ap(_pack(f'>{len(x9)}b', *x9))
+                n = len(x9)
+                if n < 127:
+                    ap(_CA_b[n].pack(n + 1, *x9))
+                else:
+                    ap(_uvarint(n + 1))
+                    ap(_A_b[n].pack(*x9))
                 ap(b'\x00')
             ap(b'\x00')
         ap(b'\x00')
@@ -481,9 +491,12 @@ def _encode_share_fetch_request_v0(o0):
     for o11 in x10:
         x12 = o11.partitions
         ap(_S_16s.pack(o11.topic_id.bytes))
-        n = len(x12) + 1
-        ap(_UV1[n] if n < 128 else _uvarint(n))
-        ap(_pack(f'>{len(x12)}i', *x12))
+        n = len(x12)
+        if n < 127:
+            ap(_CA_i[n].pack(n + 1, *x12))
+        else:
+            ap(_uvarint(n + 1))
+            ap(_A_i[n].pack(*x12))
         ap(b'\x00')
     ap(b'\x00')
     return parts
@@ -522,7 +535,7 @@ def _decode_share_fetch_response_v0(buf, pos):
         o3 = _new(_ShareFetchResponse_ShareFetchableTopicResponse)
         u4 = _S_16s.unpack_from(buf, pos)[0]
         pos += 16
-        o3.topic_id = _read_uuid(u4)
+        o3.topic_id = _UUID_GET(u4) or _read_uuid(u4)
         n = buf[pos] - 1
         if n < 127:
             pos += 1
@@ -592,16 +605,24 @@ def _decode_share_fetch_response_v0(buf, pos):
             else:
                 n, pos = _read_uvarint(buf, pos)
                 n -= 1
-            if n < 0 or n > end - pos:
+            if n < 0 or n * 19 > end - pos:
                 raise _Malformed(f'AcquiredRecords: array length {n} out of range', pos)
             l9 = []
-            for _ in range(n):
-                o10 = _new(_ShareFetchResponse_AcquiredRecords)
-                o10.first_offset, o10.last_offset, o10.delivery_count, t11 = _S_qqhB.unpack_from(buf, pos)
-                pos += 19
-                if t11:
-                    pos = _skip_tagged_fields(buf, pos - 1)
-                l9.append(o10)
+            e = pos + n * 19
+            if n > 7 and (chunk := bytes(buf[pos:e]))[18::19].count(0) == n:
+                for t in _S_qqhx.iter_unpack(chunk):
+                    o10 = _new(_ShareFetchResponse_AcquiredRecords)
+                    o10.first_offset, o10.last_offset, o10.delivery_count = t
+                    l9.append(o10)
+                pos = e
+            else:
+                for _ in range(n):
+                    o11 = _new(_ShareFetchResponse_AcquiredRecords)
+                    o11.first_offset, o11.last_offset, o11.delivery_count, t12 = _S_qqhB.unpack_from(buf, pos)
+                    pos += 19
+                    if t12:
+                        pos = _skip_tagged_fields(buf, pos - 1)
+                    l9.append(o11)
             o6.acquired_records = l9
             if buf[pos]:
                 pos = _skip_tagged_fields(buf, pos)
@@ -623,10 +644,10 @@ def _decode_share_fetch_response_v0(buf, pos):
         n -= 1
     if n < 0 or n > end - pos:
         raise _Malformed(f'NodeEndpoints: array length {n} out of range', pos)
-    l12 = []
+    l13 = []
     for _ in range(n):
-        o13 = _new(_ShareFetchResponse_NodeEndpoint)
-        o13.node_id = _S_i.unpack_from(buf, pos)[0]
+        o14 = _new(_ShareFetchResponse_NodeEndpoint)
+        o14.node_id = _S_i.unpack_from(buf, pos)[0]
         pos += 4
         n = buf[pos] - 1
         if n < 127:
@@ -637,9 +658,9 @@ def _decode_share_fetch_response_v0(buf, pos):
         if n < 0 or n > end - pos:
             raise _Malformed(f'Host: length {n} out of range', pos)
         e = pos + n
-        o13.host = str(buf[pos:e], 'utf-8')
+        o14.host = str(buf[pos:e], 'utf-8')
         pos = e
-        o13.port = _S_i.unpack_from(buf, pos)[0]
+        o14.port = _S_i.unpack_from(buf, pos)[0]
         pos += 4
         n = buf[pos] - 1
         if n < 127:
@@ -648,19 +669,19 @@ def _decode_share_fetch_response_v0(buf, pos):
             n, pos = _read_uvarint(buf, pos)
             n -= 1
         if n < 0:
-            o13.rack = None
+            o14.rack = None
         else:
             if n > end - pos:
                 raise _Malformed(f'Rack: length {n} out of range', pos)
             e = pos + n
-            o13.rack = str(buf[pos:e], 'utf-8')
+            o14.rack = str(buf[pos:e], 'utf-8')
             pos = e
         if buf[pos]:
             pos = _skip_tagged_fields(buf, pos)
         else:
             pos += 1
-        l12.append(o13)
-    o1.node_endpoints = l12
+        l13.append(o14)
+    o1.node_endpoints = l13
     if buf[pos]:
         pos = _skip_tagged_fields(buf, pos)
     else:
@@ -668,7 +689,7 @@ def _decode_share_fetch_response_v0(buf, pos):
     return o1
 
 
-def _encode_share_fetch_response_v0(o0):
+def _encode_share_fetch_response_v0(o0, ext):
     parts = []
     ap = parts.append
     s1 = o0.error_message
@@ -718,6 +739,8 @@ def _encode_share_fetch_response_v0(o0):
             else:
                 n = len(s9) + 1
                 ap(_UV1[n] if n < 128 else _uvarint(n))
+                if s9.__class__ not in _PLAIN_BUFFERS:
+                    ext.append(len(parts))
                 ap(s9)
             x10 = o5.acquired_records
             n = len(x10) + 1

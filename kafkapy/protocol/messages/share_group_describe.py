@@ -8,10 +8,10 @@ import uuid as _uuid
 from dataclasses import dataclass
 from dataclasses import field as _field
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 from typing import ClassVar
 
+from ..primitives import PLAIN_BUFFERS as _PLAIN_BUFFERS
+from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
@@ -23,6 +23,7 @@ from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
+from ..primitives import StructTable as _StructTable
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
 
 __all__ = ["ShareGroupDescribeRequest", "ShareGroupDescribeResponse"]
@@ -181,15 +182,19 @@ ShareGroupDescribeResponse.SCHEMA = (
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
-# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool).
+# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
+# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
 _S_TB = _Struct('>?B')
 _S_Tx = _Struct('>?x')
 _S_i = _Struct('>i')
 _S_h = _Struct('>h')
 _S_ii = _Struct('>ii')
 _S_16s = _Struct('>16s')
+_A_i = _StructTable('>{n}i')
 _S_iB = _Struct('>iB')
+_CA_i = _StructTable('>B{n}i')
 _S_ix = _Struct('>ix')
+_UUID_GET = _UUID_CACHE.get
 
 
 
@@ -226,7 +231,7 @@ def _decode_share_group_describe_request_v0(buf, pos):
     return o1
 
 
-def _encode_share_group_describe_request_v0(o0):
+def _encode_share_group_describe_request_v0(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.group_ids
@@ -405,7 +410,7 @@ def _decode_share_group_describe_response_v0(buf, pos):
                 o10 = _new(_ShareGroupDescribeResponse_TopicPartitions)
                 u11 = _S_16s.unpack_from(buf, pos)[0]
                 pos += 16
-                o10.topic_id = _read_uuid(u11)
+                o10.topic_id = _UUID_GET(u11) or _read_uuid(u11)
                 n = buf[pos] - 1
                 if n < 127:
                     pos += 1
@@ -425,7 +430,7 @@ def _decode_share_group_describe_response_v0(buf, pos):
                     n -= 1
                 if n < 0 or n * 4 > end - pos:
                     raise _Malformed(f'Partitions: array length {n} out of range', pos)
-                o10.partitions = list(_unpack_from(f'>{n}i', buf, pos))
+                o10.partitions = list(_A_i[n].unpack_from(buf, pos))
                 pos += 4 * n
                 if buf[pos]:
                     pos = _skip_tagged_fields(buf, pos)
@@ -457,7 +462,7 @@ def _decode_share_group_describe_response_v0(buf, pos):
     return o1
 
 
-def _encode_share_group_describe_response_v0(o0):
+def _encode_share_group_describe_response_v0(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.groups
@@ -533,9 +538,12 @@ def _encode_share_group_describe_response_v0(o0):
                 ap(_UV1[n] if n < 128 else _uvarint(n))
                 ap(s19)
                 x20 = o18.partitions
-                n = len(x20) + 1
-                ap(_UV1[n] if n < 128 else _uvarint(n))
-                ap(_pack(f'>{len(x20)}i', *x20))
+                n = len(x20)
+                if n < 127:
+                    ap(_CA_i[n].pack(n + 1, *x20))
+                else:
+                    ap(_uvarint(n + 1))
+                    ap(_A_i[n].pack(*x20))
                 ap(b'\x00')
             ap(b'\x00\x00')
         ap(_S_ix.pack(o2.authorized_operations))

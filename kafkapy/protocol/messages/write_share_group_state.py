@@ -8,10 +8,10 @@ import uuid as _uuid
 from dataclasses import dataclass
 from dataclasses import field as _field
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 from typing import ClassVar
 
+from ..primitives import PLAIN_BUFFERS as _PLAIN_BUFFERS
+from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
@@ -23,6 +23,7 @@ from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
+from ..primitives import StructTable as _StructTable
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
 
 __all__ = ["WriteShareGroupStateRequest", "WriteShareGroupStateResponse"]
@@ -184,12 +185,14 @@ WriteShareGroupStateResponse.SCHEMA = (
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
-# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool).
+# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
+# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
 _S_16s = _Struct('>16s')
 _S_iiiq = _Struct('>iiiq')
-_S_qqbhB = _Struct('>qqbhB')
 _S_qqbhx = _Struct('>qqbhx')
+_S_qqbhB = _Struct('>qqbhB')
 _S_ih = _Struct('>ih')
+_UUID_GET = _UUID_CACHE.get
 
 
 
@@ -220,7 +223,7 @@ def _decode_write_share_group_state_request_v0(buf, pos):
         o3 = _new(_WriteShareGroupStateRequest_WriteStateData)
         u4 = _S_16s.unpack_from(buf, pos)[0]
         pos += 16
-        o3.topic_id = _read_uuid(u4)
+        o3.topic_id = _UUID_GET(u4) or _read_uuid(u4)
         n = buf[pos] - 1
         if n < 127:
             pos += 1
@@ -240,16 +243,24 @@ def _decode_write_share_group_state_request_v0(buf, pos):
             else:
                 n, pos = _read_uvarint(buf, pos)
                 n -= 1
-            if n < 0 or n > end - pos:
+            if n < 0 or n * 20 > end - pos:
                 raise _Malformed(f'StateBatches: array length {n} out of range', pos)
             l7 = []
-            for _ in range(n):
-                o8 = _new(_WriteShareGroupStateRequest_StateBatch)
-                o8.first_offset, o8.last_offset, o8.delivery_state, o8.delivery_count, t9 = _S_qqbhB.unpack_from(buf, pos)
-                pos += 20
-                if t9:
-                    pos = _skip_tagged_fields(buf, pos - 1)
-                l7.append(o8)
+            e = pos + n * 20
+            if n > 7 and (chunk := bytes(buf[pos:e]))[19::20].count(0) == n:
+                for t in _S_qqbhx.iter_unpack(chunk):
+                    o8 = _new(_WriteShareGroupStateRequest_StateBatch)
+                    o8.first_offset, o8.last_offset, o8.delivery_state, o8.delivery_count = t
+                    l7.append(o8)
+                pos = e
+            else:
+                for _ in range(n):
+                    o9 = _new(_WriteShareGroupStateRequest_StateBatch)
+                    o9.first_offset, o9.last_offset, o9.delivery_state, o9.delivery_count, t10 = _S_qqbhB.unpack_from(buf, pos)
+                    pos += 20
+                    if t10:
+                        pos = _skip_tagged_fields(buf, pos - 1)
+                    l7.append(o9)
             o6.state_batches = l7
             if buf[pos]:
                 pos = _skip_tagged_fields(buf, pos)
@@ -270,7 +281,7 @@ def _decode_write_share_group_state_request_v0(buf, pos):
     return o1
 
 
-def _encode_write_share_group_state_request_v0(o0):
+def _encode_write_share_group_state_request_v0(o0, ext):
     parts = []
     ap = parts.append
     s1 = o0.group_id.encode()
@@ -314,7 +325,7 @@ def _decode_write_share_group_state_response_v0(buf, pos):
         o3 = _new(_WriteShareGroupStateResponse_WriteStateResult)
         u4 = _S_16s.unpack_from(buf, pos)[0]
         pos += 16
-        o3.topic_id = _read_uuid(u4)
+        o3.topic_id = _UUID_GET(u4) or _read_uuid(u4)
         n = buf[pos] - 1
         if n < 127:
             pos += 1
@@ -361,7 +372,7 @@ def _decode_write_share_group_state_response_v0(buf, pos):
     return o1
 
 
-def _encode_write_share_group_state_response_v0(o0):
+def _encode_write_share_group_state_response_v0(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.results

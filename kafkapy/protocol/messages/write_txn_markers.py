@@ -8,10 +8,10 @@ import uuid as _uuid
 from dataclasses import dataclass
 from dataclasses import field as _field
 from struct import Struct as _Struct
-from struct import pack as _pack
-from struct import unpack_from as _unpack_from
 from typing import ClassVar
 
+from ..primitives import PLAIN_BUFFERS as _PLAIN_BUFFERS
+from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
@@ -23,6 +23,7 @@ from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
+from ..primitives import StructTable as _StructTable
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
 
 __all__ = ["WriteTxnMarkersRequest", "WriteTxnMarkersResponse"]
@@ -176,18 +177,22 @@ WriteTxnMarkersResponse.SCHEMA = (
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
-# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool).
+# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
+# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
 _S_i = _Struct('>i')
 _S_qhTi = _Struct('>qh?i')
 _S_h = _Struct('>h')
+_A_i = _StructTable('>{n}i')
 _S_qhT = _Struct('>qh?')
 _S_iB = _Struct('>iB')
+_CA_i = _StructTable('>B{n}i')
 _S_ix = _Struct('>ix')
 _S_qi = _Struct('>qi')
 _S_ih = _Struct('>ih')
 _S_q = _Struct('>q')
-_S_ihB = _Struct('>ihB')
 _S_ihx = _Struct('>ihx')
+_S_ihB = _Struct('>ihB')
+_UUID_GET = _UUID_CACHE.get
 
 
 
@@ -219,7 +224,7 @@ def _decode_write_txn_markers_request_v0(buf, pos):
             pos += 4
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'PartitionIndexes: array length {n} out of range', pos)
-            o5.partition_indexes = list(_unpack_from(f'>{n}i', buf, pos))
+            o5.partition_indexes = list(_A_i[n].unpack_from(buf, pos))
             pos += 4 * n
             l4.append(o5)
         o3.topics = l4
@@ -276,7 +281,7 @@ def _decode_write_txn_markers_request_v1(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'PartitionIndexes: array length {n} out of range', pos)
-            o5.partition_indexes = list(_unpack_from(f'>{n}i', buf, pos))
+            o5.partition_indexes = list(_A_i[n].unpack_from(buf, pos))
             pos += 4 * n
             if buf[pos]:
                 pos = _skip_tagged_fields(buf, pos)
@@ -297,7 +302,7 @@ def _decode_write_txn_markers_request_v1(buf, pos):
     return o1
 
 
-def _encode_write_txn_markers_request_v0(o0):
+def _encode_write_txn_markers_request_v0(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.markers
@@ -311,12 +316,12 @@ def _encode_write_txn_markers_request_v0(o0):
             ap(s5)
             x6 = o4.partition_indexes
             ap(_S_i.pack(len(x6)))
-            ap(_pack(f'>{len(x6)}i', *x6))
+            ap(_A_i[len(x6)].pack(*x6))
         ap(_S_i.pack(o2.coordinator_epoch))
     return parts
 
 
-def _encode_write_txn_markers_request_v1(o0):
+def _encode_write_txn_markers_request_v1(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.markers
@@ -333,9 +338,12 @@ def _encode_write_txn_markers_request_v1(o0):
             ap(_UV1[n] if n < 128 else _uvarint(n))
             ap(s5)
             x6 = o4.partition_indexes
-            n = len(x6) + 1
-            ap(_UV1[n] if n < 128 else _uvarint(n))
-            ap(_pack(f'>{len(x6)}i', *x6))
+            n = len(x6)
+            if n < 127:
+                ap(_CA_i[n].pack(n + 1, *x6))
+            else:
+                ap(_uvarint(n + 1))
+                ap(_A_i[n].pack(*x6))
             ap(b'\x00')
         ap(_S_ix.pack(o2.coordinator_epoch))
     ap(b'\x00')
@@ -368,14 +376,22 @@ def _decode_write_txn_markers_response_v0(buf, pos):
             pos = e
             n = _S_i.unpack_from(buf, pos)[0]
             pos += 4
-            if n < 0 or n > end - pos:
+            if n < 0 or n * 6 > end - pos:
                 raise _Malformed(f'Partitions: array length {n} out of range', pos)
             l6 = []
-            for _ in range(n):
-                o7 = _new(_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult)
-                o7.partition_index, o7.error_code = _S_ih.unpack_from(buf, pos)
-                pos += 6
-                l6.append(o7)
+            e = pos + n * 6
+            if n > 7:
+                for t in _S_ih.iter_unpack(buf[pos:e]):
+                    o7 = _new(_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult)
+                    o7.partition_index, o7.error_code = t
+                    l6.append(o7)
+                pos = e
+            else:
+                for _ in range(n):
+                    o8 = _new(_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult)
+                    o8.partition_index, o8.error_code = _S_ih.unpack_from(buf, pos)
+                    pos += 6
+                    l6.append(o8)
             o5.partitions = l6
             l4.append(o5)
         o3.topics = l4
@@ -428,16 +444,24 @@ def _decode_write_txn_markers_response_v1(buf, pos):
             else:
                 n, pos = _read_uvarint(buf, pos)
                 n -= 1
-            if n < 0 or n > end - pos:
+            if n < 0 or n * 7 > end - pos:
                 raise _Malformed(f'Partitions: array length {n} out of range', pos)
             l6 = []
-            for _ in range(n):
-                o7 = _new(_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult)
-                o7.partition_index, o7.error_code, t8 = _S_ihB.unpack_from(buf, pos)
-                pos += 7
-                if t8:
-                    pos = _skip_tagged_fields(buf, pos - 1)
-                l6.append(o7)
+            e = pos + n * 7
+            if n > 7 and (chunk := bytes(buf[pos:e]))[6::7].count(0) == n:
+                for t in _S_ihx.iter_unpack(chunk):
+                    o7 = _new(_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult)
+                    o7.partition_index, o7.error_code = t
+                    l6.append(o7)
+                pos = e
+            else:
+                for _ in range(n):
+                    o8 = _new(_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult)
+                    o8.partition_index, o8.error_code, t9 = _S_ihB.unpack_from(buf, pos)
+                    pos += 7
+                    if t9:
+                        pos = _skip_tagged_fields(buf, pos - 1)
+                    l6.append(o8)
             o5.partitions = l6
             if buf[pos]:
                 pos = _skip_tagged_fields(buf, pos)
@@ -458,7 +482,7 @@ def _decode_write_txn_markers_response_v1(buf, pos):
     return o1
 
 
-def _encode_write_txn_markers_response_v0(o0):
+def _encode_write_txn_markers_response_v0(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.markers
@@ -477,7 +501,7 @@ def _encode_write_txn_markers_response_v0(o0):
     return parts
 
 
-def _encode_write_txn_markers_response_v1(o0):
+def _encode_write_txn_markers_response_v1(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.markers
