@@ -8,6 +8,7 @@ when they are non-empty. Versions whose code comes out identical share one funct
 """
 from __future__ import annotations
 
+import re
 import uuid
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Iterator
@@ -74,16 +75,31 @@ class Code:
         self.level -= 1
 
 
+class ArrayPart:
+    """A non-null array of fixed-width primitives inside an encode run: its count and elements."""
+
+    def __init__(self, elem: str, var: str, count: str, compact: bool):
+        self.elem = elem          # struct format of one element
+        self.var = var            # local holding the list
+        self.count = count        # local holding its length
+        self.compact = compact    # count as a varint (one byte below 127) instead of an int32
+
+
 class Run:
-    """Consecutive fixed-width values, read or written by one struct call when flushed."""
+    """Consecutive fixed-width values, read or written by one struct call when flushed.
+
+    When encoding, a run may also hold arrays of fixed-width primitives; it is then written with
+    a Struct chosen by the arrays' lengths (e.g. a Metadata partition: four fields and three
+    compact int32 arrays in one pack).
+    """
 
     def __init__(self, builder: ModuleBuilder):
         self.builder = builder
-        self.formats: list[str] = []
+        self.formats: list = []              # format strings, or ArrayParts (encode only)
         self.items: list[str | None] = []   # decode: assignment targets; encode: value expressions
         self.after: list[str] = []           # decode: statements to run after the read
 
-    def add(self, fmt: str, item: str | None, after: str | None = None) -> None:
+    def add(self, fmt, item: str | None, after: str | None = None) -> None:
         self.formats.append(fmt)
         self.items.append(item)
         if after:
@@ -115,12 +131,54 @@ class Run:
     def flush_write(self, c: Code) -> None:
         if not self.formats:
             return
+        if any(isinstance(f, ArrayPart) for f in self.formats):
+            self._write_with_arrays(c)
+            return
         if all(f == "x" for f in self.formats):   # only empty tagged sections: zero bytes
             c(f"ap({bytes(len(self.formats))!r})")
             self.formats, self.items, self.after = [], [], []
             return
         const, values, _, _ = self._take()
         c(f"ap({const}.pack({', '.join(v for v in values if v is not None)}))")
+
+    def _write_with_arrays(self, c: Code) -> None:
+        parts = list(zip(self.formats, self.items))
+        self.formats, self.items, self.after = [], [], []
+        template, args, arrays = ">", [], []
+        for fmt, value in parts:
+            if isinstance(fmt, ArrayPart):
+                template += ("B" if fmt.compact else "i") + "{%d}" % len(arrays) + fmt.elem
+                args += [f"{fmt.count} + 1" if fmt.compact else fmt.count, f"*{fmt.var}"]
+                arrays.append(fmt)
+            else:
+                template += fmt
+                if value is not None:
+                    args.append(value)
+        table = self.builder.struct_table(template)
+        key = ", ".join(a.count for a in arrays)
+        line = f"ap({table}[{key}].pack({', '.join(args)}))"
+        compact = [a.count for a in arrays if a.compact]
+        if not compact:
+            c(line)
+            return
+        # a compact count fits the one-byte slot below 127; longer arrays are written piecewise
+        with c.block("if " + " and ".join(f"{n} < 127" for n in compact) + ":"):
+            c(line)
+        with c.block("else:"):
+            piece = Run(self.builder)
+            for fmt, value in parts:
+                if not isinstance(fmt, ArrayPart):
+                    piece.add(fmt, value)
+                    continue
+                if fmt.compact:
+                    piece.flush_write(c)
+                    c(f"ap(_uvarint({fmt.count} + 1))")
+                else:
+                    piece.add("i", fmt.count)
+                    piece.flush_write(c)
+                elements = self.builder.struct_table(">{0}" + fmt.elem)
+                c(f"ap({elements}[{fmt.count}].pack(*{fmt.var}))")
+            piece.flush_write(c)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -201,10 +259,9 @@ class ModuleBuilder:
             self.formats[name] = fmt
         return name
 
-    def array_table(self, fmt: str, compact: bool) -> str:
-        """A StructTable for arrays of `fmt` elements; compact ones lead with a 1-byte count."""
-        template = (">B{n}" if compact else ">{n}") + fmt
-        name = ("_CA_" if compact else "_A_") + fmt.replace("?", "T")
+    def struct_table(self, template: str) -> str:
+        """A StructTable: Structs by array length(s) for a template like '>hiB{0}i'."""
+        name = "_T_" + re.sub(r"\{\d+\}", "N", template[1:]).replace("?", "T")
         if name not in self.formats:
             self.formats[name] = template
         return name
@@ -242,9 +299,9 @@ class ModuleBuilder:
                 out += self._schema(msg, spec)
         out.append("\n_new = object.__new__  # decoders fill slots directly, skipping __init__")
         out.append("\n# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);"
-                   "\n# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).")
+                   "\n# _T_<format>: Structs by array length, N marking where each array's elements go.")
         for name, fmt in self.formats.items():
-            if "{n}" in fmt:
+            if "{0}" in fmt:
                 out.append(f"{name} = _StructTable({fmt!r})")
             else:
                 out.append(f"{name} = _Struct({'>' + fmt!r})")
@@ -254,7 +311,7 @@ class ModuleBuilder:
             out.append("\n\n" + src)
         for msg, decoders, encoders in tables:
             base = _upper_snake(msg.name)
-            out.append("")
+            out.append("\n")
             out.append(f"_{base}_DECODERS = {{")
             out += [f"    {v}: {fn}," for v, fn in decoders.items()]
             out.append("}")
@@ -563,7 +620,7 @@ class DecodeGen:
         with c.block(f"if {bound}:"):
             c(f"raise _Malformed(f'{f.name}: array length {{n}} out of range', pos)")
         if fmt is not None:
-            c(f"{target} = list({self.b.array_table(fmt, False)}[n].unpack_from(buf, pos))")
+            c(f"{target} = list({self.b.struct_table('>{0}' + fmt)}[n].unpack_from(buf, pos))")
             c(f"pos += {size} * n" if size > 1 else "pos += n")
             return
         items = self.fresh("l")
@@ -719,18 +776,20 @@ class EncodeGen:
             x = self.fresh("x")
             c(f"{x} = {expr}")
             fmt = PACKABLE_ELEMENTS.get(f.type)
-            if fmt is not None and compact:
+            if fmt is not None and not nullable:
+                count = self.fresh("c")
+                c(f"{count} = len({x})")
+                run.add(ArrayPart(fmt, x, count, compact), None)
+            elif fmt is not None and compact:
                 run.flush_write(c)
-                if nullable:
-                    with c.block(f"if {x} is None:"):
-                        c("ap(b'\\x00')")
-                with c.block_if(nullable, "else:"):
-                    c(f"n = len({x})")
-                    with c.block("if n < 127:"):
-                        c(f"ap({self.b.array_table(fmt, True)}[n].pack(n + 1, *{x}))")
-                    with c.block("else:"):
-                        c("ap(_uvarint(n + 1))")
-                        c(f"ap({self.b.array_table(fmt, False)}[n].pack(*{x}))")
+                with c.block(f"if {x} is None:"):
+                    c("ap(b'\\x00')")
+                with c.block("else:"):
+                    count = self.fresh("c")
+                    c(f"{count} = len({x})")
+                    inner = Run(self.b)
+                    inner.add(ArrayPart(fmt, x, count, True), None)
+                    inner.flush_write(c)
             elif nullable:
                 self.length(c, run, compact, "i", x, nullable=True)
                 with c.block(f"if {x} is not None:"):
@@ -815,7 +874,7 @@ class EncodeGen:
     def array_body(self, c: Code, f: FieldSpec, x: str) -> None:
         fmt = PACKABLE_ELEMENTS.get(f.type)
         if fmt is not None:
-            c(f"ap({self.b.array_table(fmt, False)}[len({x})].pack(*{x}))")
+            c(f"ap({self.b.struct_table('>{0}' + fmt)}[len({x})].pack(*{x}))")
             return
         elem = self.fresh("o" if f.is_struct else "e")
         with c.block(f"for {elem} in {x}:"):

@@ -117,16 +117,22 @@ def encode_uvarint(value: int) -> bytes:
 
 
 class StructTable(dict):
-    """Precompiled Structs by element count for a format like '>B{n}i' (arrays of primitives)."""
+    """Precompiled Structs keyed by array length(s), for a template like '>hB{0}iB{1}i'.
+
+    Generated encoders write a struct's fixed fields and its arrays of primitives with one pack;
+    the Struct depends on the arrays' lengths, so it is looked up here (an int key for one
+    array, a tuple for several).
+    """
 
     def __init__(self, template: str):
         super().__init__()
         self.template = template
 
-    def __missing__(self, n: int) -> struct.Struct:
-        compiled = struct.Struct(self.template.format(n=n))
-        if n <= 4096:   # the common small counts stay cached; huge ones are compiled each time
-            self[n] = compiled
+    def __missing__(self, key: int | tuple[int, ...]) -> struct.Struct:
+        counts = key if isinstance(key, tuple) else (key,)
+        compiled = struct.Struct(self.template.format(*counts))
+        if len(self) < 4096:   # bounded: hostile or unusual lengths are compiled each time
+            self[key] = compiled
         return compiled
 
 

@@ -280,3 +280,26 @@ def test_fixed_size_struct_array_truncated():
     data = _fetch_v13([b"\x00"] * 10)
     with pytest.raises(DecodeError):
         FetchRequest.decode(data[:200], 13)
+
+
+# ---- arrays of primitives (one pack per struct; long arrays written piecewise) -------------------
+
+@pytest.mark.parametrize("version", [1, 8, 9, 12])
+@pytest.mark.parametrize("lengths", [(0, 0, 0), (3, 2, 1), (126, 1, 0), (127, 0, 3), (300, 200, 130)])
+def test_int_arrays_of_every_length(version, lengths):
+    r, i, o = (list(range(n)) for n in lengths)
+    resp = MetadataResponse(topics=[MetadataResponse.MetadataResponseTopic(
+        name="t", partitions=[MetadataResponse.MetadataResponsePartition(
+            partition_index=7, leader_id=1, replica_nodes=r, isr_nodes=i,
+            offline_replicas=o if version >= 5 else [])])])
+    decoded = MetadataResponse.decode(resp.encode(version), version)
+    assert decoded == resp
+
+
+@pytest.mark.parametrize("elr", [None, [], [1, 2], list(range(200))])
+def test_nullable_int_arrays(elr):
+    from kafkapy.protocol.messages import DescribeTopicPartitionsResponse as DTP
+    resp = DTP(topics=[DTP.DescribeTopicPartitionsResponseTopic(name="t", partitions=[
+        DTP.DescribeTopicPartitionsResponsePartition(eligible_leader_replicas=elr,
+                                                     last_known_elr=elr)])])
+    assert DTP.decode(resp.encode(0), 0) == resp

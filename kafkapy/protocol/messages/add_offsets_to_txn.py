@@ -98,7 +98,7 @@ AddOffsetsToTxnResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_h = _Struct('>h')
 _S_qhh = _Struct('>qhh')
 _S_qh = _Struct('>qh')
@@ -222,6 +222,7 @@ def _encode_add_offsets_to_txn_response_v3(o0, ext):
     ap(_S_ihx.pack(o0.throttle_time_ms, o0.error_code))
     return parts
 
+
 _ADD_OFFSETS_TO_TXN_REQUEST_DECODERS = {
     0: _decode_add_offsets_to_txn_request_v0,
     1: _decode_add_offsets_to_txn_request_v0,
@@ -236,6 +237,7 @@ _ADD_OFFSETS_TO_TXN_REQUEST_ENCODERS = {
     3: _encode_add_offsets_to_txn_request_v3,
     4: _encode_add_offsets_to_txn_request_v3,
 }
+
 
 _ADD_OFFSETS_TO_TXN_RESPONSE_DECODERS = {
     0: _decode_add_offsets_to_txn_response_v0,

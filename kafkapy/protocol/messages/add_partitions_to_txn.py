@@ -192,14 +192,15 @@ AddPartitionsToTxnResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_h = _Struct('>h')
 _S_qhi = _Struct('>qhi')
 _S_i = _Struct('>i')
-_A_i = _StructTable('>{n}i')
+_T_Ni = _StructTable('>{0}i')
 _S_qh = _Struct('>qh')
 _S_qhT = _Struct('>qh?')
-_CA_i = _StructTable('>B{n}i')
+_T_iNi = _StructTable('>i{0}i')
+_T_BNix = _StructTable('>B{0}ix')
 _S_ii = _Struct('>ii')
 _S_ih = _Struct('>ih')
 _S_ihx = _Struct('>ihx')
@@ -237,7 +238,7 @@ def _decode_add_partitions_to_txn_request_v0(buf, pos):
         pos += 4
         if n < 0 or n * 4 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
-        o3.partitions = list(_A_i[n].unpack_from(buf, pos))
+        o3.partitions = list(_T_Ni[n].unpack_from(buf, pos))
         pos += 4 * n
         l2.append(o3)
     o1.v3_and_below_topics = l2
@@ -291,7 +292,7 @@ def _decode_add_partitions_to_txn_request_v3(buf, pos):
             n -= 1
         if n < 0 or n * 4 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
-        o3.partitions = list(_A_i[n].unpack_from(buf, pos))
+        o3.partitions = list(_T_Ni[n].unpack_from(buf, pos))
         pos += 4 * n
         if buf[pos]:
             pos = _skip_tagged_fields(buf, pos)
@@ -367,7 +368,7 @@ def _decode_add_partitions_to_txn_request_v4(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'Partitions: array length {n} out of range', pos)
-            o5.partitions = list(_A_i[n].unpack_from(buf, pos))
+            o5.partitions = list(_T_Ni[n].unpack_from(buf, pos))
             pos += 4 * n
             if buf[pos]:
                 pos = _skip_tagged_fields(buf, pos)
@@ -401,8 +402,8 @@ def _encode_add_partitions_to_txn_request_v0(o0, ext):
         ap(_S_h.pack(len(s4)))
         ap(s4)
         x5 = o3.partitions
-        ap(_S_i.pack(len(x5)))
-        ap(_A_i[len(x5)].pack(*x5))
+        c6 = len(x5)
+        ap(_T_iNi[c6].pack(c6, *x5))
     return parts
 
 
@@ -423,13 +424,13 @@ def _encode_add_partitions_to_txn_request_v3(o0, ext):
         ap(_UV1[n] if n < 128 else _uvarint(n))
         ap(s4)
         x5 = o3.partitions
-        n = len(x5)
-        if n < 127:
-            ap(_CA_i[n].pack(n + 1, *x5))
+        c6 = len(x5)
+        if c6 < 127:
+            ap(_T_BNix[c6].pack(c6 + 1, *x5))
         else:
-            ap(_uvarint(n + 1))
-            ap(_A_i[n].pack(*x5))
-        ap(b'\x00')
+            ap(_uvarint(c6 + 1))
+            ap(_T_Ni[c6].pack(*x5))
+            ap(b'\x00')
     ap(b'\x00')
     return parts
 
@@ -455,13 +456,13 @@ def _encode_add_partitions_to_txn_request_v4(o0, ext):
             ap(_UV1[n] if n < 128 else _uvarint(n))
             ap(s6)
             x7 = o5.partitions
-            n = len(x7)
-            if n < 127:
-                ap(_CA_i[n].pack(n + 1, *x7))
+            c8 = len(x7)
+            if c8 < 127:
+                ap(_T_BNix[c8].pack(c8 + 1, *x7))
             else:
-                ap(_uvarint(n + 1))
-                ap(_A_i[n].pack(*x7))
-            ap(b'\x00')
+                ap(_uvarint(c8 + 1))
+                ap(_T_Ni[c8].pack(*x7))
+                ap(b'\x00')
         ap(b'\x00')
     ap(b'\x00')
     return parts
@@ -739,6 +740,7 @@ def _encode_add_partitions_to_txn_response_v4(o0, ext):
     ap(b'\x00')
     return parts
 
+
 _ADD_PARTITIONS_TO_TXN_REQUEST_DECODERS = {
     0: _decode_add_partitions_to_txn_request_v0,
     1: _decode_add_partitions_to_txn_request_v0,
@@ -755,6 +757,7 @@ _ADD_PARTITIONS_TO_TXN_REQUEST_ENCODERS = {
     4: _encode_add_partitions_to_txn_request_v4,
     5: _encode_add_partitions_to_txn_request_v4,
 }
+
 
 _ADD_PARTITIONS_TO_TXN_RESPONSE_DECODERS = {
     0: _decode_add_partitions_to_txn_response_v0,

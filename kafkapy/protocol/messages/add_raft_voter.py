@@ -121,7 +121,7 @@ AddRaftVoterResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_ii16s = _Struct('>ii16s')
 _S_HB = _Struct('>HB')
 _S_Hx = _Struct('>Hx')
@@ -268,12 +268,14 @@ def _encode_add_raft_voter_response_v0(o0, ext):
     ap(b'\x00')
     return parts
 
+
 _ADD_RAFT_VOTER_REQUEST_DECODERS = {
     0: _decode_add_raft_voter_request_v0,
 }
 _ADD_RAFT_VOTER_REQUEST_ENCODERS = {
     0: _encode_add_raft_voter_request_v0,
 }
+
 
 _ADD_RAFT_VOTER_RESPONSE_DECODERS = {
     0: _decode_add_raft_voter_response_v0,

@@ -150,7 +150,7 @@ AlterConfigsResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_i = _Struct('>i')
 _S_bh = _Struct('>bh')
 _S_h = _Struct('>h')
@@ -491,6 +491,7 @@ def _encode_alter_configs_response_v2(o0, ext):
     ap(b'\x00')
     return parts
 
+
 _ALTER_CONFIGS_REQUEST_DECODERS = {
     0: _decode_alter_configs_request_v0,
     1: _decode_alter_configs_request_v0,
@@ -501,6 +502,7 @@ _ALTER_CONFIGS_REQUEST_ENCODERS = {
     1: _encode_alter_configs_request_v0,
     2: _encode_alter_configs_request_v2,
 }
+
 
 _ALTER_CONFIGS_RESPONSE_DECODERS = {
     0: _decode_alter_configs_response_v0,

@@ -166,10 +166,10 @@ AlterPartitionReassignmentsResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_i = _Struct('>i')
-_A_i = _StructTable('>{n}i')
-_CA_i = _StructTable('>B{n}i')
+_T_Ni = _StructTable('>{0}i')
+_T_BNi = _StructTable('>B{0}i')
 _S_ih = _Struct('>ih')
 _UUID_GET = _UUID_CACHE.get
 
@@ -226,7 +226,7 @@ def _decode_alter_partition_reassignments_request_v0(buf, pos):
             else:
                 if n * 4 > end - pos:
                     raise _Malformed(f'Replicas: array length {n} out of range', pos)
-                o5.replicas = list(_A_i[n].unpack_from(buf, pos))
+                o5.replicas = list(_T_Ni[n].unpack_from(buf, pos))
                 pos += 4 * n
             if buf[pos]:
                 pos = _skip_tagged_fields(buf, pos)
@@ -268,12 +268,12 @@ def _encode_alter_partition_reassignments_request_v0(o0, ext):
             if x6 is None:
                 ap(b'\x00')
             else:
-                n = len(x6)
-                if n < 127:
-                    ap(_CA_i[n].pack(n + 1, *x6))
+                c7 = len(x6)
+                if c7 < 127:
+                    ap(_T_BNi[c7].pack(c7 + 1, *x6))
                 else:
-                    ap(_uvarint(n + 1))
-                    ap(_A_i[n].pack(*x6))
+                    ap(_uvarint(c7 + 1))
+                    ap(_T_Ni[c7].pack(*x6))
             ap(b'\x00')
         ap(b'\x00')
     ap(b'\x00')
@@ -407,12 +407,14 @@ def _encode_alter_partition_reassignments_response_v0(o0, ext):
     ap(b'\x00')
     return parts
 
+
 _ALTER_PARTITION_REASSIGNMENTS_REQUEST_DECODERS = {
     0: _decode_alter_partition_reassignments_request_v0,
 }
 _ALTER_PARTITION_REASSIGNMENTS_REQUEST_ENCODERS = {
     0: _encode_alter_partition_reassignments_request_v0,
 }
+
 
 _ALTER_PARTITION_REASSIGNMENTS_RESPONSE_DECODERS = {
     0: _decode_alter_partition_reassignments_response_v0,

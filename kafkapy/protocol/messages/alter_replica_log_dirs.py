@@ -158,11 +158,12 @@ AlterReplicaLogDirsResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_i = _Struct('>i')
 _S_h = _Struct('>h')
-_A_i = _StructTable('>{n}i')
-_CA_i = _StructTable('>B{n}i')
+_T_Ni = _StructTable('>{0}i')
+_T_iNi = _StructTable('>i{0}i')
+_T_BNix = _StructTable('>B{0}ix')
 _S_ii = _Struct('>ii')
 _S_ih = _Struct('>ih')
 _S_ihx = _Struct('>ihx')
@@ -206,7 +207,7 @@ def _decode_alter_replica_log_dirs_request_v0(buf, pos):
             pos += 4
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'Partitions: array length {n} out of range', pos)
-            o5.partitions = list(_A_i[n].unpack_from(buf, pos))
+            o5.partitions = list(_T_Ni[n].unpack_from(buf, pos))
             pos += 4 * n
             l4.append(o5)
         o3.topics = l4
@@ -270,7 +271,7 @@ def _decode_alter_replica_log_dirs_request_v2(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'Partitions: array length {n} out of range', pos)
-            o5.partitions = list(_A_i[n].unpack_from(buf, pos))
+            o5.partitions = list(_T_Ni[n].unpack_from(buf, pos))
             pos += 4 * n
             if buf[pos]:
                 pos = _skip_tagged_fields(buf, pos)
@@ -307,8 +308,8 @@ def _encode_alter_replica_log_dirs_request_v0(o0, ext):
             ap(_S_h.pack(len(s6)))
             ap(s6)
             x7 = o5.partitions
-            ap(_S_i.pack(len(x7)))
-            ap(_A_i[len(x7)].pack(*x7))
+            c8 = len(x7)
+            ap(_T_iNi[c8].pack(c8, *x7))
     return parts
 
 
@@ -332,13 +333,13 @@ def _encode_alter_replica_log_dirs_request_v2(o0, ext):
             ap(_UV1[n] if n < 128 else _uvarint(n))
             ap(s6)
             x7 = o5.partitions
-            n = len(x7)
-            if n < 127:
-                ap(_CA_i[n].pack(n + 1, *x7))
+            c8 = len(x7)
+            if c8 < 127:
+                ap(_T_BNix[c8].pack(c8 + 1, *x7))
             else:
-                ap(_uvarint(n + 1))
-                ap(_A_i[n].pack(*x7))
-            ap(b'\x00')
+                ap(_uvarint(c8 + 1))
+                ap(_T_Ni[c8].pack(*x7))
+                ap(b'\x00')
         ap(b'\x00')
     ap(b'\x00')
     return parts
@@ -487,6 +488,7 @@ def _encode_alter_replica_log_dirs_response_v2(o0, ext):
     ap(b'\x00')
     return parts
 
+
 _ALTER_REPLICA_LOG_DIRS_REQUEST_DECODERS = {
     0: _decode_alter_replica_log_dirs_request_v0,
     1: _decode_alter_replica_log_dirs_request_v0,
@@ -497,6 +499,7 @@ _ALTER_REPLICA_LOG_DIRS_REQUEST_ENCODERS = {
     1: _encode_alter_replica_log_dirs_request_v0,
     2: _encode_alter_replica_log_dirs_request_v2,
 }
+
 
 _ALTER_REPLICA_LOG_DIRS_RESPONSE_DECODERS = {
     0: _decode_alter_replica_log_dirs_response_v0,

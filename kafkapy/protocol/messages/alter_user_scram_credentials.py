@@ -152,7 +152,7 @@ AlterUserScramCredentialsResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_bB = _Struct('>bB')
 _S_bi = _Struct('>bi')
 _S_bx = _Struct('>bx')
@@ -368,12 +368,14 @@ def _encode_alter_user_scram_credentials_response_v0(o0, ext):
     ap(b'\x00')
     return parts
 
+
 _ALTER_USER_SCRAM_CREDENTIALS_REQUEST_DECODERS = {
     0: _decode_alter_user_scram_credentials_request_v0,
 }
 _ALTER_USER_SCRAM_CREDENTIALS_REQUEST_ENCODERS = {
     0: _encode_alter_user_scram_credentials_request_v0,
 }
+
 
 _ALTER_USER_SCRAM_CREDENTIALS_RESPONSE_DECODERS = {
     0: _decode_alter_user_scram_credentials_response_v0,

@@ -159,7 +159,7 @@ ApiVersionsResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_hi = _Struct('>hi')
 _S_hhh = _Struct('>hhh')
 _S_i = _Struct('>i')
@@ -504,6 +504,7 @@ def _encode_api_versions_response_v3(o0, ext):
         ap(_encode_tags_api_versions_response_v3_ApiVersionsResponse(o0))
     return parts
 
+
 _API_VERSIONS_REQUEST_DECODERS = {
     0: _decode_api_versions_request_v0,
     1: _decode_api_versions_request_v0,
@@ -518,6 +519,7 @@ _API_VERSIONS_REQUEST_ENCODERS = {
     3: _encode_api_versions_request_v3,
     4: _encode_api_versions_request_v3,
 }
+
 
 _API_VERSIONS_RESPONSE_DECODERS = {
     0: _decode_api_versions_response_v0,

@@ -189,16 +189,16 @@ ConsumerGroupDescribeResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_TB = _Struct('>?B')
 _S_Tx = _Struct('>?x')
 _S_i = _Struct('>i')
 _S_h = _Struct('>h')
 _S_ii = _Struct('>ii')
 _S_16s = _Struct('>16s')
-_A_i = _StructTable('>{n}i')
+_T_Ni = _StructTable('>{0}i')
 _S_iB = _Struct('>iB')
-_CA_i = _StructTable('>B{n}i')
+_T_BNix = _StructTable('>B{0}ix')
 _S_ix = _Struct('>ix')
 _UUID_GET = _UUID_CACHE.get
 
@@ -464,7 +464,7 @@ def _decode_consumer_group_describe_response_v0(buf, pos):
                     n -= 1
                 if n < 0 or n * 4 > end - pos:
                     raise _Malformed(f'Partitions: array length {n} out of range', pos)
-                o10.partitions = list(_A_i[n].unpack_from(buf, pos))
+                o10.partitions = list(_T_Ni[n].unpack_from(buf, pos))
                 pos += 4 * n
                 if buf[pos]:
                     pos = _skip_tagged_fields(buf, pos)
@@ -511,7 +511,7 @@ def _decode_consumer_group_describe_response_v0(buf, pos):
                     n -= 1
                 if n < 0 or n * 4 > end - pos:
                     raise _Malformed(f'Partitions: array length {n} out of range', pos)
-                o14.partitions = list(_A_i[n].unpack_from(buf, pos))
+                o14.partitions = list(_T_Ni[n].unpack_from(buf, pos))
                 pos += 4 * n
                 if buf[pos]:
                     pos = _skip_tagged_fields(buf, pos)
@@ -637,36 +637,37 @@ def _encode_consumer_group_describe_response_v0(o0, ext):
                 ap(_UV1[n] if n < 128 else _uvarint(n))
                 ap(s21)
                 x22 = o20.partitions
-                n = len(x22)
-                if n < 127:
-                    ap(_CA_i[n].pack(n + 1, *x22))
+                c23 = len(x22)
+                if c23 < 127:
+                    ap(_T_BNix[c23].pack(c23 + 1, *x22))
                 else:
-                    ap(_uvarint(n + 1))
-                    ap(_A_i[n].pack(*x22))
-                ap(b'\x00')
-            o23 = o8.target_assignment
-            x24 = o23.topic_partitions
+                    ap(_uvarint(c23 + 1))
+                    ap(_T_Ni[c23].pack(*x22))
+                    ap(b'\x00')
+            o24 = o8.target_assignment
+            x25 = o24.topic_partitions
             ap(b'\x00')
-            n = len(x24) + 1
+            n = len(x25) + 1
             ap(_UV1[n] if n < 128 else _uvarint(n))
-            for o25 in x24:
-                s26 = o25.topic_name.encode()
-                ap(_S_16s.pack(o25.topic_id.bytes))
-                n = len(s26) + 1
+            for o26 in x25:
+                s27 = o26.topic_name.encode()
+                ap(_S_16s.pack(o26.topic_id.bytes))
+                n = len(s27) + 1
                 ap(_UV1[n] if n < 128 else _uvarint(n))
-                ap(s26)
-                x27 = o25.partitions
-                n = len(x27)
-                if n < 127:
-                    ap(_CA_i[n].pack(n + 1, *x27))
+                ap(s27)
+                x28 = o26.partitions
+                c29 = len(x28)
+                if c29 < 127:
+                    ap(_T_BNix[c29].pack(c29 + 1, *x28))
                 else:
-                    ap(_uvarint(n + 1))
-                    ap(_A_i[n].pack(*x27))
-                ap(b'\x00')
+                    ap(_uvarint(c29 + 1))
+                    ap(_T_Ni[c29].pack(*x28))
+                    ap(b'\x00')
             ap(b'\x00\x00')
         ap(_S_ix.pack(o2.authorized_operations))
     ap(b'\x00')
     return parts
+
 
 _CONSUMER_GROUP_DESCRIBE_REQUEST_DECODERS = {
     0: _decode_consumer_group_describe_request_v0,
@@ -674,6 +675,7 @@ _CONSUMER_GROUP_DESCRIBE_REQUEST_DECODERS = {
 _CONSUMER_GROUP_DESCRIBE_REQUEST_ENCODERS = {
     0: _encode_consumer_group_describe_request_v0,
 }
+
 
 _CONSUMER_GROUP_DESCRIBE_RESPONSE_DECODERS = {
     0: _decode_consumer_group_describe_response_v0,

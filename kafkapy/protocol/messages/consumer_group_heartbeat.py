@@ -166,11 +166,11 @@ ConsumerGroupHeartbeatResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_i = _Struct('>i')
 _S_16s = _Struct('>16s')
-_A_i = _StructTable('>{n}i')
-_CA_i = _StructTable('>B{n}i')
+_T_Ni = _StructTable('>{0}i')
+_T_16sBNix = _StructTable('>16sB{0}ix')
 _S_ih = _Struct('>ih')
 _S_iib = _Struct('>iib')
 _UUID_GET = _UUID_CACHE.get
@@ -299,7 +299,7 @@ def _decode_consumer_group_heartbeat_request_v0(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'Partitions: array length {n} out of range', pos)
-            o5.partitions = list(_A_i[n].unpack_from(buf, pos))
+            o5.partitions = list(_T_Ni[n].unpack_from(buf, pos))
             pos += 4 * n
             if buf[pos]:
                 pos = _skip_tagged_fields(buf, pos)
@@ -375,14 +375,14 @@ def _encode_consumer_group_heartbeat_request_v0(o0, ext):
     if x9 is not None:
         for o10 in x9:
             x11 = o10.partitions
-            ap(_S_16s.pack(o10.topic_id.bytes))
-            n = len(x11)
-            if n < 127:
-                ap(_CA_i[n].pack(n + 1, *x11))
+            c12 = len(x11)
+            if c12 < 127:
+                ap(_T_16sBNix[c12].pack(o10.topic_id.bytes, c12 + 1, *x11))
             else:
-                ap(_uvarint(n + 1))
-                ap(_A_i[n].pack(*x11))
-            ap(b'\x00')
+                ap(_S_16s.pack(o10.topic_id.bytes))
+                ap(_uvarint(c12 + 1))
+                ap(_T_Ni[c12].pack(*x11))
+                ap(b'\x00')
     ap(b'\x00')
     return parts
 
@@ -448,7 +448,7 @@ def _decode_consumer_group_heartbeat_response_v0(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'Partitions: array length {n} out of range', pos)
-            o4.partitions = list(_A_i[n].unpack_from(buf, pos))
+            o4.partitions = list(_T_Ni[n].unpack_from(buf, pos))
             pos += 4 * n
             if buf[pos]:
                 pos = _skip_tagged_fields(buf, pos)
@@ -498,17 +498,18 @@ def _encode_consumer_group_heartbeat_response_v0(o0, ext):
         ap(_UV1[n] if n < 128 else _uvarint(n))
         for o5 in x4:
             x6 = o5.partitions
-            ap(_S_16s.pack(o5.topic_id.bytes))
-            n = len(x6)
-            if n < 127:
-                ap(_CA_i[n].pack(n + 1, *x6))
+            c7 = len(x6)
+            if c7 < 127:
+                ap(_T_16sBNix[c7].pack(o5.topic_id.bytes, c7 + 1, *x6))
             else:
-                ap(_uvarint(n + 1))
-                ap(_A_i[n].pack(*x6))
-            ap(b'\x00')
+                ap(_S_16s.pack(o5.topic_id.bytes))
+                ap(_uvarint(c7 + 1))
+                ap(_T_Ni[c7].pack(*x6))
+                ap(b'\x00')
         ap(b'\x00')
     ap(b'\x00')
     return parts
+
 
 _CONSUMER_GROUP_HEARTBEAT_REQUEST_DECODERS = {
     0: _decode_consumer_group_heartbeat_request_v0,
@@ -516,6 +517,7 @@ _CONSUMER_GROUP_HEARTBEAT_REQUEST_DECODERS = {
 _CONSUMER_GROUP_HEARTBEAT_REQUEST_ENCODERS = {
     0: _encode_consumer_group_heartbeat_request_v0,
 }
+
 
 _CONSUMER_GROUP_HEARTBEAT_RESPONSE_DECODERS = {
     0: _decode_consumer_group_heartbeat_response_v0,

@@ -136,7 +136,7 @@ CreateAclsResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_i = _Struct('>i')
 _S_bh = _Struct('>bh')
 _S_h = _Struct('>h')
@@ -462,6 +462,7 @@ def _encode_create_acls_response_v2(o0, ext):
     ap(b'\x00')
     return parts
 
+
 _CREATE_ACLS_REQUEST_DECODERS = {
     0: _decode_create_acls_request_v0,
     1: _decode_create_acls_request_v1,
@@ -474,6 +475,7 @@ _CREATE_ACLS_REQUEST_ENCODERS = {
     2: _encode_create_acls_request_v2,
     3: _encode_create_acls_request_v2,
 }
+
 
 _CREATE_ACLS_RESPONSE_DECODERS = {
     0: _decode_create_acls_response_v0,

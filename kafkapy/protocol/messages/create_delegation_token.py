@@ -133,7 +133,7 @@ CreateDelegationTokenResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_i = _Struct('>i')
 _S_h = _Struct('>h')
 _S_q = _Struct('>q')
@@ -637,6 +637,7 @@ def _encode_create_delegation_token_response_v3(o0, ext):
     ap(_S_ix.pack(o0.throttle_time_ms))
     return parts
 
+
 _CREATE_DELEGATION_TOKEN_REQUEST_DECODERS = {
     0: _decode_create_delegation_token_request_v0,
     1: _decode_create_delegation_token_request_v0,
@@ -649,6 +650,7 @@ _CREATE_DELEGATION_TOKEN_REQUEST_ENCODERS = {
     2: _encode_create_delegation_token_request_v2,
     3: _encode_create_delegation_token_request_v3,
 }
+
 
 _CREATE_DELEGATION_TOKEN_RESPONSE_DECODERS = {
     0: _decode_create_delegation_token_response_v0,

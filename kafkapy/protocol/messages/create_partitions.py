@@ -148,14 +148,15 @@ CreatePartitionsResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_i = _Struct('>i')
 _S_h = _Struct('>h')
 _S_ii = _Struct('>ii')
-_A_i = _StructTable('>{n}i')
+_T_Ni = _StructTable('>{0}i')
 _S_iT = _Struct('>i?')
 _S_iTB = _Struct('>i?B')
-_CA_i = _StructTable('>B{n}i')
+_T_iNi = _StructTable('>i{0}i')
+_T_BNix = _StructTable('>B{0}ix')
 _S_iTx = _Struct('>i?x')
 _S_hh = _Struct('>hh')
 _UUID_GET = _UUID_CACHE.get
@@ -193,7 +194,7 @@ def _decode_create_partitions_request_v0(buf, pos):
                 pos += 4
                 if n < 0 or n * 4 > end - pos:
                     raise _Malformed(f'BrokerIds: array length {n} out of range', pos)
-                o5.broker_ids = list(_A_i[n].unpack_from(buf, pos))
+                o5.broker_ids = list(_T_Ni[n].unpack_from(buf, pos))
                 pos += 4 * n
                 l4.append(o5)
             o3.assignments = l4
@@ -253,7 +254,7 @@ def _decode_create_partitions_request_v2(buf, pos):
                     n -= 1
                 if n < 0 or n * 4 > end - pos:
                     raise _Malformed(f'BrokerIds: array length {n} out of range', pos)
-                o5.broker_ids = list(_A_i[n].unpack_from(buf, pos))
+                o5.broker_ids = list(_T_Ni[n].unpack_from(buf, pos))
                 pos += 4 * n
                 if buf[pos]:
                     pos = _skip_tagged_fields(buf, pos)
@@ -288,8 +289,8 @@ def _encode_create_partitions_request_v0(o0, ext):
         if x4 is not None:
             for o5 in x4:
                 x6 = o5.broker_ids
-                ap(_S_i.pack(len(x6)))
-                ap(_A_i[len(x6)].pack(*x6))
+                c7 = len(x6)
+                ap(_T_iNi[c7].pack(c7, *x6))
     ap(_S_iT.pack(o0.timeout_ms, o0.validate_only))
     return parts
 
@@ -315,13 +316,13 @@ def _encode_create_partitions_request_v2(o0, ext):
         if x4 is not None:
             for o5 in x4:
                 x6 = o5.broker_ids
-                n = len(x6)
-                if n < 127:
-                    ap(_CA_i[n].pack(n + 1, *x6))
+                c7 = len(x6)
+                if c7 < 127:
+                    ap(_T_BNix[c7].pack(c7 + 1, *x6))
                 else:
-                    ap(_uvarint(n + 1))
-                    ap(_A_i[n].pack(*x6))
-                ap(b'\x00')
+                    ap(_uvarint(c7 + 1))
+                    ap(_T_Ni[c7].pack(*x6))
+                    ap(b'\x00')
         ap(b'\x00')
     ap(_S_iTx.pack(o0.timeout_ms, o0.validate_only))
     return parts
@@ -459,6 +460,7 @@ def _encode_create_partitions_response_v2(o0, ext):
     ap(b'\x00')
     return parts
 
+
 _CREATE_PARTITIONS_REQUEST_DECODERS = {
     0: _decode_create_partitions_request_v0,
     1: _decode_create_partitions_request_v0,
@@ -471,6 +473,7 @@ _CREATE_PARTITIONS_REQUEST_ENCODERS = {
     2: _encode_create_partitions_request_v2,
     3: _encode_create_partitions_request_v2,
 }
+
 
 _CREATE_PARTITIONS_RESPONSE_DECODERS = {
     0: _decode_create_partitions_response_v0,

@@ -202,16 +202,17 @@ CreateTopicsResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_i = _Struct('>i')
 _S_h = _Struct('>h')
 _S_ihi = _Struct('>ihi')
 _S_ii = _Struct('>ii')
-_A_i = _StructTable('>{n}i')
+_T_Ni = _StructTable('>{0}i')
 _S_iT = _Struct('>i?')
 _S_ih = _Struct('>ih')
 _S_iTB = _Struct('>i?B')
-_CA_i = _StructTable('>B{n}i')
+_T_iiNi = _StructTable('>ii{0}i')
+_T_iBNix = _StructTable('>iB{0}ix')
 _S_iTx = _Struct('>i?x')
 _S_hh = _Struct('>hh')
 _S_TbTB = _Struct('>?b?B')
@@ -250,7 +251,7 @@ def _decode_create_topics_request_v0(buf, pos):
             pos += 8
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'BrokerIds: array length {n} out of range', pos)
-            o5.broker_ids = list(_A_i[n].unpack_from(buf, pos))
+            o5.broker_ids = list(_T_Ni[n].unpack_from(buf, pos))
             pos += 4 * n
             l4.append(o5)
         o3.assignments = l4
@@ -315,7 +316,7 @@ def _decode_create_topics_request_v1(buf, pos):
             pos += 8
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'BrokerIds: array length {n} out of range', pos)
-            o5.broker_ids = list(_A_i[n].unpack_from(buf, pos))
+            o5.broker_ids = list(_T_Ni[n].unpack_from(buf, pos))
             pos += 4 * n
             l4.append(o5)
         o3.assignments = l4
@@ -400,7 +401,7 @@ def _decode_create_topics_request_v5(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'BrokerIds: array length {n} out of range', pos)
-            o5.broker_ids = list(_A_i[n].unpack_from(buf, pos))
+            o5.broker_ids = list(_T_Ni[n].unpack_from(buf, pos))
             pos += 4 * n
             if buf[pos]:
                 pos = _skip_tagged_fields(buf, pos)
@@ -476,20 +477,20 @@ def _encode_create_topics_request_v0(o0, ext):
         ap(_S_ihi.pack(o2.num_partitions, o2.replication_factor, len(x4)))
         for o5 in x4:
             x6 = o5.broker_ids
-            ap(_S_ii.pack(o5.partition_index, len(x6)))
-            ap(_A_i[len(x6)].pack(*x6))
-        x7 = o2.configs
-        ap(_S_i.pack(len(x7)))
-        for o8 in x7:
-            s9 = o8.name.encode()
-            ap(_S_h.pack(len(s9)))
-            ap(s9)
-            s10 = o8.value
-            if s10 is not None:
-                s10 = s10.encode()
-            ap(_S_h.pack(-1 if s10 is None else len(s10)))
-            if s10 is not None:
-                ap(s10)
+            c7 = len(x6)
+            ap(_T_iiNi[c7].pack(o5.partition_index, c7, *x6))
+        x8 = o2.configs
+        ap(_S_i.pack(len(x8)))
+        for o9 in x8:
+            s10 = o9.name.encode()
+            ap(_S_h.pack(len(s10)))
+            ap(s10)
+            s11 = o9.value
+            if s11 is not None:
+                s11 = s11.encode()
+            ap(_S_h.pack(-1 if s11 is None else len(s11)))
+            if s11 is not None:
+                ap(s11)
     ap(_S_i.pack(o0.timeout_ms))
     return parts
 
@@ -507,20 +508,20 @@ def _encode_create_topics_request_v1(o0, ext):
         ap(_S_ihi.pack(o2.num_partitions, o2.replication_factor, len(x4)))
         for o5 in x4:
             x6 = o5.broker_ids
-            ap(_S_ii.pack(o5.partition_index, len(x6)))
-            ap(_A_i[len(x6)].pack(*x6))
-        x7 = o2.configs
-        ap(_S_i.pack(len(x7)))
-        for o8 in x7:
-            s9 = o8.name.encode()
-            ap(_S_h.pack(len(s9)))
-            ap(s9)
-            s10 = o8.value
-            if s10 is not None:
-                s10 = s10.encode()
-            ap(_S_h.pack(-1 if s10 is None else len(s10)))
-            if s10 is not None:
-                ap(s10)
+            c7 = len(x6)
+            ap(_T_iiNi[c7].pack(o5.partition_index, c7, *x6))
+        x8 = o2.configs
+        ap(_S_i.pack(len(x8)))
+        for o9 in x8:
+            s10 = o9.name.encode()
+            ap(_S_h.pack(len(s10)))
+            ap(s10)
+            s11 = o9.value
+            if s11 is not None:
+                s11 = s11.encode()
+            ap(_S_h.pack(-1 if s11 is None else len(s11)))
+            if s11 is not None:
+                ap(s11)
     ap(_S_iT.pack(o0.timeout_ms, o0.validate_only))
     return parts
 
@@ -542,31 +543,31 @@ def _encode_create_topics_request_v5(o0, ext):
         ap(_UV1[n] if n < 128 else _uvarint(n))
         for o5 in x4:
             x6 = o5.broker_ids
-            ap(_S_i.pack(o5.partition_index))
-            n = len(x6)
-            if n < 127:
-                ap(_CA_i[n].pack(n + 1, *x6))
+            c7 = len(x6)
+            if c7 < 127:
+                ap(_T_iBNix[c7].pack(o5.partition_index, c7 + 1, *x6))
             else:
-                ap(_uvarint(n + 1))
-                ap(_A_i[n].pack(*x6))
-            ap(b'\x00')
-        x7 = o2.configs
-        n = len(x7) + 1
+                ap(_S_i.pack(o5.partition_index))
+                ap(_uvarint(c7 + 1))
+                ap(_T_Ni[c7].pack(*x6))
+                ap(b'\x00')
+        x8 = o2.configs
+        n = len(x8) + 1
         ap(_UV1[n] if n < 128 else _uvarint(n))
-        for o8 in x7:
-            s9 = o8.name.encode()
-            n = len(s9) + 1
+        for o9 in x8:
+            s10 = o9.name.encode()
+            n = len(s10) + 1
             ap(_UV1[n] if n < 128 else _uvarint(n))
-            ap(s9)
-            s10 = o8.value
-            if s10 is not None:
-                s10 = s10.encode()
-            if s10 is None:
+            ap(s10)
+            s11 = o9.value
+            if s11 is not None:
+                s11 = s11.encode()
+            if s11 is None:
                 ap(b'\x00')
             else:
-                n = len(s10) + 1
+                n = len(s11) + 1
                 ap(_UV1[n] if n < 128 else _uvarint(n))
-                ap(s10)
+                ap(s11)
             ap(b'\x00')
         ap(b'\x00')
     ap(_S_iTx.pack(o0.timeout_ms, o0.validate_only))
@@ -1074,6 +1075,7 @@ def _encode_create_topics_response_v7(o0, ext):
     ap(b'\x00')
     return parts
 
+
 _CREATE_TOPICS_REQUEST_DECODERS = {
     0: _decode_create_topics_request_v0,
     1: _decode_create_topics_request_v1,
@@ -1094,6 +1096,7 @@ _CREATE_TOPICS_REQUEST_ENCODERS = {
     6: _encode_create_topics_request_v5,
     7: _encode_create_topics_request_v5,
 }
+
 
 _CREATE_TOPICS_RESPONSE_DECODERS = {
     0: _decode_create_topics_response_v0,

@@ -168,7 +168,7 @@ DeleteAclsResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_i = _Struct('>i')
 _S_bh = _Struct('>bh')
 _S_h = _Struct('>h')
@@ -816,6 +816,7 @@ def _encode_delete_acls_response_v2(o0, ext):
     ap(b'\x00')
     return parts
 
+
 _DELETE_ACLS_REQUEST_DECODERS = {
     0: _decode_delete_acls_request_v0,
     1: _decode_delete_acls_request_v1,
@@ -828,6 +829,7 @@ _DELETE_ACLS_REQUEST_ENCODERS = {
     2: _encode_delete_acls_request_v2,
     3: _encode_delete_acls_request_v2,
 }
+
 
 _DELETE_ACLS_RESPONSE_DECODERS = {
     0: _decode_delete_acls_response_v0,

@@ -109,7 +109,7 @@ DeleteGroupsResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_i = _Struct('>i')
 _S_h = _Struct('>h')
 _S_ii = _Struct('>ii')
@@ -293,6 +293,7 @@ def _encode_delete_groups_response_v2(o0, ext):
     ap(b'\x00')
     return parts
 
+
 _DELETE_GROUPS_REQUEST_DECODERS = {
     0: _decode_delete_groups_request_v0,
     1: _decode_delete_groups_request_v0,
@@ -303,6 +304,7 @@ _DELETE_GROUPS_REQUEST_ENCODERS = {
     1: _encode_delete_groups_request_v0,
     2: _encode_delete_groups_request_v2,
 }
+
 
 _DELETE_GROUPS_RESPONSE_DECODERS = {
     0: _decode_delete_groups_response_v0,

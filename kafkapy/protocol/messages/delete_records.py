@@ -162,7 +162,7 @@ DeleteRecordsResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_i = _Struct('>i')
 _S_h = _Struct('>h')
 _S_iq = _Struct('>iq')
@@ -465,6 +465,7 @@ def _encode_delete_records_response_v2(o0, ext):
     ap(b'\x00')
     return parts
 
+
 _DELETE_RECORDS_REQUEST_DECODERS = {
     0: _decode_delete_records_request_v0,
     1: _decode_delete_records_request_v0,
@@ -475,6 +476,7 @@ _DELETE_RECORDS_REQUEST_ENCODERS = {
     1: _encode_delete_records_request_v0,
     2: _encode_delete_records_request_v2,
 }
+
 
 _DELETE_RECORDS_RESPONSE_DECODERS = {
     0: _decode_delete_records_response_v0,

@@ -158,7 +158,7 @@ DeleteShareGroupStateResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_16s = _Struct('>16s')
 _S_ix = _Struct('>ix')
 _S_iB = _Struct('>iB')
@@ -345,12 +345,14 @@ def _encode_delete_share_group_state_response_v0(o0, ext):
     ap(b'\x00')
     return parts
 
+
 _DELETE_SHARE_GROUP_STATE_REQUEST_DECODERS = {
     0: _decode_delete_share_group_state_request_v0,
 }
 _DELETE_SHARE_GROUP_STATE_REQUEST_ENCODERS = {
     0: _encode_delete_share_group_state_request_v0,
 }
+
 
 _DELETE_SHARE_GROUP_STATE_RESPONSE_DECODERS = {
     0: _decode_delete_share_group_state_response_v0,

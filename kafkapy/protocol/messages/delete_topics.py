@@ -134,7 +134,7 @@ DeleteTopicsResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_i = _Struct('>i')
 _S_h = _Struct('>h')
 _S_iB = _Struct('>iB')
@@ -612,6 +612,7 @@ def _encode_delete_topics_response_v6(o0, ext):
     ap(b'\x00')
     return parts
 
+
 _DELETE_TOPICS_REQUEST_DECODERS = {
     0: _decode_delete_topics_request_v0,
     1: _decode_delete_topics_request_v0,
@@ -630,6 +631,7 @@ _DELETE_TOPICS_REQUEST_ENCODERS = {
     5: _encode_delete_topics_request_v4,
     6: _encode_delete_topics_request_v6,
 }
+
 
 _DELETE_TOPICS_RESPONSE_DECODERS = {
     0: _decode_delete_topics_response_v0,

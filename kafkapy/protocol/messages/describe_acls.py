@@ -149,7 +149,7 @@ DescribeAclsResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_bh = _Struct('>bh')
 _S_h = _Struct('>h')
 _S_bb = _Struct('>bb')
@@ -691,6 +691,7 @@ def _encode_describe_acls_response_v2(o0, ext):
     ap(b'\x00')
     return parts
 
+
 _DESCRIBE_ACLS_REQUEST_DECODERS = {
     0: _decode_describe_acls_request_v0,
     1: _decode_describe_acls_request_v1,
@@ -703,6 +704,7 @@ _DESCRIBE_ACLS_REQUEST_ENCODERS = {
     2: _encode_describe_acls_request_v2,
     3: _encode_describe_acls_request_v2,
 }
+
 
 _DESCRIBE_ACLS_RESPONSE_DECODERS = {
     0: _decode_describe_acls_response_v0,

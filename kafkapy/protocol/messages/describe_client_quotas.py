@@ -166,7 +166,7 @@ DescribeClientQuotasResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_i = _Struct('>i')
 _S_h = _Struct('>h')
 _S_bh = _Struct('>bh')
@@ -591,6 +591,7 @@ def _encode_describe_client_quotas_response_v1(o0, ext):
     ap(b'\x00')
     return parts
 
+
 _DESCRIBE_CLIENT_QUOTAS_REQUEST_DECODERS = {
     0: _decode_describe_client_quotas_request_v0,
     1: _decode_describe_client_quotas_request_v1,
@@ -599,6 +600,7 @@ _DESCRIBE_CLIENT_QUOTAS_REQUEST_ENCODERS = {
     0: _encode_describe_client_quotas_request_v0,
     1: _encode_describe_client_quotas_request_v1,
 }
+
 
 _DESCRIBE_CLIENT_QUOTAS_RESPONSE_DECODERS = {
     0: _decode_describe_client_quotas_response_v0,

@@ -127,7 +127,7 @@ DescribeClusterResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_TB = _Struct('>?B')
 _S_TbB = _Struct('>?bB')
 _S_Tx = _Struct('>?x')
@@ -433,6 +433,7 @@ def _encode_describe_cluster_response_v1(o0, ext):
     ap(_S_ix.pack(o0.cluster_authorized_operations))
     return parts
 
+
 _DESCRIBE_CLUSTER_REQUEST_DECODERS = {
     0: _decode_describe_cluster_request_v0,
     1: _decode_describe_cluster_request_v1,
@@ -441,6 +442,7 @@ _DESCRIBE_CLUSTER_REQUEST_ENCODERS = {
     0: _encode_describe_cluster_request_v0,
     1: _encode_describe_cluster_request_v1,
 }
+
 
 _DESCRIBE_CLUSTER_RESPONSE_DECODERS = {
     0: _decode_describe_cluster_response_v0,

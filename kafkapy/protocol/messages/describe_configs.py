@@ -186,7 +186,7 @@ DescribeConfigsResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_i = _Struct('>i')
 _S_bh = _Struct('>bh')
 _S_h = _Struct('>h')
@@ -1095,6 +1095,7 @@ def _encode_describe_configs_response_v4(o0, ext):
     ap(b'\x00')
     return parts
 
+
 _DESCRIBE_CONFIGS_REQUEST_DECODERS = {
     0: _decode_describe_configs_request_v0,
     1: _decode_describe_configs_request_v1,
@@ -1109,6 +1110,7 @@ _DESCRIBE_CONFIGS_REQUEST_ENCODERS = {
     3: _encode_describe_configs_request_v3,
     4: _encode_describe_configs_request_v4,
 }
+
 
 _DESCRIBE_CONFIGS_RESPONSE_DECODERS = {
     0: _decode_describe_configs_response_v0,

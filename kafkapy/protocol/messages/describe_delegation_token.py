@@ -160,7 +160,7 @@ DescribeDelegationTokenResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_i = _Struct('>i')
 _S_h = _Struct('>h')
 _S_hi = _Struct('>hi')
@@ -742,6 +742,7 @@ def _encode_describe_delegation_token_response_v3(o0, ext):
     ap(_S_ix.pack(o0.throttle_time_ms))
     return parts
 
+
 _DESCRIBE_DELEGATION_TOKEN_REQUEST_DECODERS = {
     0: _decode_describe_delegation_token_request_v0,
     1: _decode_describe_delegation_token_request_v0,
@@ -754,6 +755,7 @@ _DESCRIBE_DELEGATION_TOKEN_REQUEST_ENCODERS = {
     2: _encode_describe_delegation_token_request_v2,
     3: _encode_describe_delegation_token_request_v2,
 }
+
 
 _DESCRIBE_DELEGATION_TOKEN_RESPONSE_DECODERS = {
     0: _decode_describe_delegation_token_response_v0,

@@ -145,7 +145,7 @@ DescribeGroupsResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_i = _Struct('>i')
 _S_h = _Struct('>h')
 _S_T = _Struct('>?')
@@ -1033,6 +1033,7 @@ def _encode_describe_groups_response_v5(o0, ext):
     ap(b'\x00')
     return parts
 
+
 _DESCRIBE_GROUPS_REQUEST_DECODERS = {
     0: _decode_describe_groups_request_v0,
     1: _decode_describe_groups_request_v0,
@@ -1049,6 +1050,7 @@ _DESCRIBE_GROUPS_REQUEST_ENCODERS = {
     4: _encode_describe_groups_request_v3,
     5: _encode_describe_groups_request_v5,
 }
+
 
 _DESCRIBE_GROUPS_RESPONSE_DECODERS = {
     0: _decode_describe_groups_response_v0,

@@ -170,11 +170,12 @@ DescribeLogDirsResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_i = _Struct('>i')
 _S_h = _Struct('>h')
-_A_i = _StructTable('>{n}i')
-_CA_i = _StructTable('>B{n}i')
+_T_Ni = _StructTable('>{0}i')
+_T_iNi = _StructTable('>i{0}i')
+_T_BNix = _StructTable('>B{0}ix')
 _S_ii = _Struct('>ii')
 _S_hh = _Struct('>hh')
 _S_iqqT = _Struct('>iqq?')
@@ -211,7 +212,7 @@ def _decode_describe_log_dirs_request_v0(buf, pos):
             pos += 4
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'Partitions: array length {n} out of range', pos)
-            o3.partitions = list(_A_i[n].unpack_from(buf, pos))
+            o3.partitions = list(_T_Ni[n].unpack_from(buf, pos))
             pos += 4 * n
             l2.append(o3)
         o1.topics = l2
@@ -254,7 +255,7 @@ def _decode_describe_log_dirs_request_v2(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'Partitions: array length {n} out of range', pos)
-            o3.partitions = list(_A_i[n].unpack_from(buf, pos))
+            o3.partitions = list(_T_Ni[n].unpack_from(buf, pos))
             pos += 4 * n
             if buf[pos]:
                 pos = _skip_tagged_fields(buf, pos)
@@ -280,8 +281,8 @@ def _encode_describe_log_dirs_request_v0(o0, ext):
             ap(_S_h.pack(len(s3)))
             ap(s3)
             x4 = o2.partitions
-            ap(_S_i.pack(len(x4)))
-            ap(_A_i[len(x4)].pack(*x4))
+            c5 = len(x4)
+            ap(_T_iNi[c5].pack(c5, *x4))
     return parts
 
 
@@ -301,13 +302,13 @@ def _encode_describe_log_dirs_request_v2(o0, ext):
             ap(_UV1[n] if n < 128 else _uvarint(n))
             ap(s3)
             x4 = o2.partitions
-            n = len(x4)
-            if n < 127:
-                ap(_CA_i[n].pack(n + 1, *x4))
+            c5 = len(x4)
+            if c5 < 127:
+                ap(_T_BNix[c5].pack(c5 + 1, *x4))
             else:
-                ap(_uvarint(n + 1))
-                ap(_A_i[n].pack(*x4))
-            ap(b'\x00')
+                ap(_uvarint(c5 + 1))
+                ap(_T_Ni[c5].pack(*x4))
+                ap(b'\x00')
     ap(b'\x00')
     return parts
 
@@ -779,6 +780,7 @@ def _encode_describe_log_dirs_response_v4(o0, ext):
     ap(b'\x00')
     return parts
 
+
 _DESCRIBE_LOG_DIRS_REQUEST_DECODERS = {
     0: _decode_describe_log_dirs_request_v0,
     1: _decode_describe_log_dirs_request_v0,
@@ -793,6 +795,7 @@ _DESCRIBE_LOG_DIRS_REQUEST_ENCODERS = {
     3: _encode_describe_log_dirs_request_v2,
     4: _encode_describe_log_dirs_request_v2,
 }
+
 
 _DESCRIBE_LOG_DIRS_RESPONSE_DECODERS = {
     0: _decode_describe_log_dirs_response_v0,

@@ -170,9 +170,9 @@ DescribeProducersResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
-_A_i = _StructTable('>{n}i')
-_CA_i = _StructTable('>B{n}i')
+# _T_<format>: Structs by array length, N marking where each array's elements go.
+_T_Ni = _StructTable('>{0}i')
+_T_BNix = _StructTable('>B{0}ix')
 _S_i = _Struct('>i')
 _S_ih = _Struct('>ih')
 _S_qiiqiqx = _Struct('>qiiqiqx')
@@ -214,7 +214,7 @@ def _decode_describe_producers_request_v0(buf, pos):
             n -= 1
         if n < 0 or n * 4 > end - pos:
             raise _Malformed(f'PartitionIndexes: array length {n} out of range', pos)
-        o3.partition_indexes = list(_A_i[n].unpack_from(buf, pos))
+        o3.partition_indexes = list(_T_Ni[n].unpack_from(buf, pos))
         pos += 4 * n
         if buf[pos]:
             pos = _skip_tagged_fields(buf, pos)
@@ -241,13 +241,13 @@ def _encode_describe_producers_request_v0(o0, ext):
         ap(_UV1[n] if n < 128 else _uvarint(n))
         ap(s3)
         x4 = o2.partition_indexes
-        n = len(x4)
-        if n < 127:
-            ap(_CA_i[n].pack(n + 1, *x4))
+        c5 = len(x4)
+        if c5 < 127:
+            ap(_T_BNix[c5].pack(c5 + 1, *x4))
         else:
-            ap(_uvarint(n + 1))
-            ap(_A_i[n].pack(*x4))
-        ap(b'\x00')
+            ap(_uvarint(c5 + 1))
+            ap(_T_Ni[c5].pack(*x4))
+            ap(b'\x00')
     ap(b'\x00')
     return parts
 
@@ -386,12 +386,14 @@ def _encode_describe_producers_response_v0(o0, ext):
     ap(b'\x00')
     return parts
 
+
 _DESCRIBE_PRODUCERS_REQUEST_DECODERS = {
     0: _decode_describe_producers_request_v0,
 }
 _DESCRIBE_PRODUCERS_REQUEST_ENCODERS = {
     0: _encode_describe_producers_request_v0,
 }
+
 
 _DESCRIBE_PRODUCERS_RESPONSE_DECODERS = {
     0: _decode_describe_producers_response_v0,

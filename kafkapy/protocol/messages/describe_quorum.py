@@ -228,7 +228,7 @@ DescribeQuorumResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_ix = _Struct('>ix')
 _S_iB = _Struct('>iB')
 _S_h = _Struct('>h')
@@ -891,6 +891,7 @@ def _encode_describe_quorum_response_v2(o0, ext):
     ap(b'\x00')
     return parts
 
+
 _DESCRIBE_QUORUM_REQUEST_DECODERS = {
     0: _decode_describe_quorum_request_v0,
     1: _decode_describe_quorum_request_v0,
@@ -901,6 +902,7 @@ _DESCRIBE_QUORUM_REQUEST_ENCODERS = {
     1: _encode_describe_quorum_request_v0,
     2: _encode_describe_quorum_request_v0,
 }
+
 
 _DESCRIBE_QUORUM_RESPONSE_DECODERS = {
     0: _decode_describe_quorum_response_v0,

@@ -200,7 +200,7 @@ DescribeTopicPartitionsResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_ib = _Struct('>ib')
 _S_iB = _Struct('>iB')
 _S_ix = _Struct('>ix')
@@ -208,9 +208,11 @@ _S_i = _Struct('>i')
 _S_h = _Struct('>h')
 _S_16sT = _Struct('>16s?')
 _S_hiii = _Struct('>hiii')
-_A_i = _StructTable('>{n}i')
+_T_Ni = _StructTable('>{0}i')
 _S_b = _Struct('>b')
-_CA_i = _StructTable('>B{n}i')
+_T_hiiiBNiBNi = _StructTable('>hiiiB{0}iB{1}i')
+_T_BNi = _StructTable('>B{0}i')
+_T_BNix = _StructTable('>B{0}ix')
 _UUID_GET = _UUID_CACHE.get
 
 
@@ -355,7 +357,7 @@ def _decode_describe_topic_partitions_response_v0(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'ReplicaNodes: array length {n} out of range', pos)
-            o6.replica_nodes = list(_A_i[n].unpack_from(buf, pos))
+            o6.replica_nodes = list(_T_Ni[n].unpack_from(buf, pos))
             pos += 4 * n
             n = buf[pos] - 1
             if n < 127:
@@ -365,7 +367,7 @@ def _decode_describe_topic_partitions_response_v0(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'IsrNodes: array length {n} out of range', pos)
-            o6.isr_nodes = list(_A_i[n].unpack_from(buf, pos))
+            o6.isr_nodes = list(_T_Ni[n].unpack_from(buf, pos))
             pos += 4 * n
             n = buf[pos] - 1
             if n < 127:
@@ -378,7 +380,7 @@ def _decode_describe_topic_partitions_response_v0(buf, pos):
             else:
                 if n * 4 > end - pos:
                     raise _Malformed(f'EligibleLeaderReplicas: array length {n} out of range', pos)
-                o6.eligible_leader_replicas = list(_A_i[n].unpack_from(buf, pos))
+                o6.eligible_leader_replicas = list(_T_Ni[n].unpack_from(buf, pos))
                 pos += 4 * n
             n = buf[pos] - 1
             if n < 127:
@@ -391,7 +393,7 @@ def _decode_describe_topic_partitions_response_v0(buf, pos):
             else:
                 if n * 4 > end - pos:
                     raise _Malformed(f'LastKnownElr: array length {n} out of range', pos)
-                o6.last_known_elr = list(_A_i[n].unpack_from(buf, pos))
+                o6.last_known_elr = list(_T_Ni[n].unpack_from(buf, pos))
                 pos += 4 * n
             n = buf[pos] - 1
             if n < 127:
@@ -401,7 +403,7 @@ def _decode_describe_topic_partitions_response_v0(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'OfflineReplicas: array length {n} out of range', pos)
-            o6.offline_replicas = list(_A_i[n].unpack_from(buf, pos))
+            o6.offline_replicas = list(_T_Ni[n].unpack_from(buf, pos))
             pos += 4 * n
             if buf[pos]:
                 pos = _skip_tagged_fields(buf, pos)
@@ -468,59 +470,57 @@ def _encode_describe_topic_partitions_response_v0(o0, ext):
         ap(_UV1[n] if n < 128 else _uvarint(n))
         for o5 in x4:
             x6 = o5.replica_nodes
-            ap(_S_hiii.pack(o5.error_code, o5.partition_index, o5.leader_id, o5.leader_epoch))
-            n = len(x6)
-            if n < 127:
-                ap(_CA_i[n].pack(n + 1, *x6))
+            c7 = len(x6)
+            x8 = o5.isr_nodes
+            c9 = len(x8)
+            x10 = o5.eligible_leader_replicas
+            if c7 < 127 and c9 < 127:
+                ap(_T_hiiiBNiBNi[c7, c9].pack(o5.error_code, o5.partition_index, o5.leader_id, o5.leader_epoch, c7 + 1, *x6, c9 + 1, *x8))
             else:
-                ap(_uvarint(n + 1))
-                ap(_A_i[n].pack(*x6))
-            x7 = o5.isr_nodes
-            n = len(x7)
-            if n < 127:
-                ap(_CA_i[n].pack(n + 1, *x7))
-            else:
-                ap(_uvarint(n + 1))
-                ap(_A_i[n].pack(*x7))
-            x8 = o5.eligible_leader_replicas
-            if x8 is None:
+                ap(_S_hiii.pack(o5.error_code, o5.partition_index, o5.leader_id, o5.leader_epoch))
+                ap(_uvarint(c7 + 1))
+                ap(_T_Ni[c7].pack(*x6))
+                ap(_uvarint(c9 + 1))
+                ap(_T_Ni[c9].pack(*x8))
+            if x10 is None:
                 ap(b'\x00')
             else:
-                n = len(x8)
-                if n < 127:
-                    ap(_CA_i[n].pack(n + 1, *x8))
+                c11 = len(x10)
+                if c11 < 127:
+                    ap(_T_BNi[c11].pack(c11 + 1, *x10))
                 else:
-                    ap(_uvarint(n + 1))
-                    ap(_A_i[n].pack(*x8))
-            x9 = o5.last_known_elr
-            if x9 is None:
+                    ap(_uvarint(c11 + 1))
+                    ap(_T_Ni[c11].pack(*x10))
+            x12 = o5.last_known_elr
+            if x12 is None:
                 ap(b'\x00')
             else:
-                n = len(x9)
-                if n < 127:
-                    ap(_CA_i[n].pack(n + 1, *x9))
+                c13 = len(x12)
+                if c13 < 127:
+                    ap(_T_BNi[c13].pack(c13 + 1, *x12))
                 else:
-                    ap(_uvarint(n + 1))
-                    ap(_A_i[n].pack(*x9))
-            x10 = o5.offline_replicas
-            n = len(x10)
-            if n < 127:
-                ap(_CA_i[n].pack(n + 1, *x10))
+                    ap(_uvarint(c13 + 1))
+                    ap(_T_Ni[c13].pack(*x12))
+            x14 = o5.offline_replicas
+            c15 = len(x14)
+            if c15 < 127:
+                ap(_T_BNix[c15].pack(c15 + 1, *x14))
             else:
-                ap(_uvarint(n + 1))
-                ap(_A_i[n].pack(*x10))
-            ap(b'\x00')
+                ap(_uvarint(c15 + 1))
+                ap(_T_Ni[c15].pack(*x14))
+                ap(b'\x00')
         ap(_S_ix.pack(o2.topic_authorized_operations))
-    o11 = o0.next_cursor
-    ap(_S_b.pack(-1 if o11 is None else 1))
-    if o11 is not None:
-        s12 = o11.topic_name.encode()
-        n = len(s12) + 1
+    o16 = o0.next_cursor
+    ap(_S_b.pack(-1 if o16 is None else 1))
+    if o16 is not None:
+        s17 = o16.topic_name.encode()
+        n = len(s17) + 1
         ap(_UV1[n] if n < 128 else _uvarint(n))
-        ap(s12)
-        ap(_S_ix.pack(o11.partition_index))
+        ap(s17)
+        ap(_S_ix.pack(o16.partition_index))
     ap(b'\x00')
     return parts
+
 
 _DESCRIBE_TOPIC_PARTITIONS_REQUEST_DECODERS = {
     0: _decode_describe_topic_partitions_request_v0,
@@ -528,6 +528,7 @@ _DESCRIBE_TOPIC_PARTITIONS_REQUEST_DECODERS = {
 _DESCRIBE_TOPIC_PARTITIONS_REQUEST_ENCODERS = {
     0: _encode_describe_topic_partitions_request_v0,
 }
+
 
 _DESCRIBE_TOPIC_PARTITIONS_RESPONSE_DECODERS = {
     0: _decode_describe_topic_partitions_response_v0,

@@ -137,12 +137,12 @@ DescribeTransactionsResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_i = _Struct('>i')
 _S_h = _Struct('>h')
 _S_iqqh = _Struct('>iqqh')
-_A_i = _StructTable('>{n}i')
-_CA_i = _StructTable('>B{n}i')
+_T_Ni = _StructTable('>{0}i')
+_T_BNix = _StructTable('>B{0}ix')
 _UUID_GET = _UUID_CACHE.get
 
 
@@ -267,7 +267,7 @@ def _decode_describe_transactions_response_v0(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'Partitions: array length {n} out of range', pos)
-            o5.partitions = list(_A_i[n].unpack_from(buf, pos))
+            o5.partitions = list(_T_Ni[n].unpack_from(buf, pos))
             pos += 4 * n
             if buf[pos]:
                 pos = _skip_tagged_fields(buf, pos)
@@ -315,16 +315,17 @@ def _encode_describe_transactions_response_v0(o0, ext):
             ap(_UV1[n] if n < 128 else _uvarint(n))
             ap(s7)
             x8 = o6.partitions
-            n = len(x8)
-            if n < 127:
-                ap(_CA_i[n].pack(n + 1, *x8))
+            c9 = len(x8)
+            if c9 < 127:
+                ap(_T_BNix[c9].pack(c9 + 1, *x8))
             else:
-                ap(_uvarint(n + 1))
-                ap(_A_i[n].pack(*x8))
-            ap(b'\x00')
+                ap(_uvarint(c9 + 1))
+                ap(_T_Ni[c9].pack(*x8))
+                ap(b'\x00')
         ap(b'\x00')
     ap(b'\x00')
     return parts
+
 
 _DESCRIBE_TRANSACTIONS_REQUEST_DECODERS = {
     0: _decode_describe_transactions_request_v0,
@@ -332,6 +333,7 @@ _DESCRIBE_TRANSACTIONS_REQUEST_DECODERS = {
 _DESCRIBE_TRANSACTIONS_REQUEST_ENCODERS = {
     0: _encode_describe_transactions_request_v0,
 }
+
 
 _DESCRIBE_TRANSACTIONS_RESPONSE_DECODERS = {
     0: _decode_describe_transactions_response_v0,

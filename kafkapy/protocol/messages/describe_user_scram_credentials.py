@@ -148,7 +148,7 @@ DescribeUserScramCredentialsResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_ih = _Struct('>ih')
 _S_h = _Struct('>h')
 _S_bix = _Struct('>bix')
@@ -353,12 +353,14 @@ def _encode_describe_user_scram_credentials_response_v0(o0, ext):
     ap(b'\x00')
     return parts
 
+
 _DESCRIBE_USER_SCRAM_CREDENTIALS_REQUEST_DECODERS = {
     0: _decode_describe_user_scram_credentials_request_v0,
 }
 _DESCRIBE_USER_SCRAM_CREDENTIALS_REQUEST_ENCODERS = {
     0: _encode_describe_user_scram_credentials_request_v0,
 }
+
 
 _DESCRIBE_USER_SCRAM_CREDENTIALS_RESPONSE_DECODERS = {
     0: _decode_describe_user_scram_credentials_response_v0,

@@ -98,7 +98,7 @@ EndTxnResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_h = _Struct('>h')
 _S_qhT = _Struct('>qh?')
 _S_qhTB = _Struct('>qh?B')
@@ -198,6 +198,7 @@ def _encode_end_txn_response_v3(o0, ext):
     ap(_S_ihx.pack(o0.throttle_time_ms, o0.error_code))
     return parts
 
+
 _END_TXN_REQUEST_DECODERS = {
     0: _decode_end_txn_request_v0,
     1: _decode_end_txn_request_v0,
@@ -212,6 +213,7 @@ _END_TXN_REQUEST_ENCODERS = {
     3: _encode_end_txn_request_v3,
     4: _encode_end_txn_request_v3,
 }
+
 
 _END_TXN_RESPONSE_DECODERS = {
     0: _decode_end_txn_response_v0,

@@ -96,7 +96,7 @@ ExpireDelegationTokenResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_i = _Struct('>i')
 _S_q = _Struct('>q')
 _S_qB = _Struct('>qB')
@@ -196,6 +196,7 @@ def _encode_expire_delegation_token_response_v2(o0, ext):
     ap(_S_hqix.pack(o0.error_code, o0.expiry_timestamp_ms, o0.throttle_time_ms))
     return parts
 
+
 _EXPIRE_DELEGATION_TOKEN_REQUEST_DECODERS = {
     0: _decode_expire_delegation_token_request_v0,
     1: _decode_expire_delegation_token_request_v0,
@@ -206,6 +207,7 @@ _EXPIRE_DELEGATION_TOKEN_REQUEST_ENCODERS = {
     1: _encode_expire_delegation_token_request_v0,
     2: _encode_expire_delegation_token_request_v2,
 }
+
 
 _EXPIRE_DELEGATION_TOKEN_RESPONSE_DECODERS = {
     0: _decode_expire_delegation_token_response_v0,

@@ -336,7 +336,7 @@ FetchResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_iiii = _Struct('>iiii')
 _S_h = _Struct('>h')
 _S_i = _Struct('>i')
@@ -345,7 +345,7 @@ _S_iiiii = _Struct('>iiiii')
 _S_iiiibi = _Struct('>iiiibi')
 _S_iqqi = _Struct('>iqqi')
 _S_iiiibiii = _Struct('>iiiibiii')
-_A_i = _StructTable('>{n}i')
+_T_Ni = _StructTable('>{0}i')
 _S_iiqqi = _Struct('>iiqqi')
 _S_iiiibii = _Struct('>iiiibii')
 _S_iiqiqix = _Struct('>iiqiqix')
@@ -353,7 +353,9 @@ _S_iiqiqiB = _Struct('>iiqiqiB')
 _S_16s = _Struct('>16s')
 _S_iiibii = _Struct('>iiibii')
 _S_iqB = _Struct('>iqB')
-_CA_i = _StructTable('>B{n}i')
+_T_iNi = _StructTable('>i{0}i')
+_T_BNix = _StructTable('>B{0}ix')
+_T_16sBNix = _StructTable('>16sB{0}ix')
 _S_iqx = _Struct('>iqx')
 _S_iiqiqi = _Struct('>iiqiqi')
 _S_ihqi = _Struct('>ihqi')
@@ -666,7 +668,7 @@ def _decode_fetch_request_v7(buf, pos):
         pos += 4
         if n < 0 or n * 4 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
-        o8.partitions = list(_A_i[n].unpack_from(buf, pos))
+        o8.partitions = list(_T_Ni[n].unpack_from(buf, pos))
         pos += 4 * n
         l7.append(o8)
     o1.forgotten_topics_data = l7
@@ -738,7 +740,7 @@ def _decode_fetch_request_v9(buf, pos):
         pos += 4
         if n < 0 or n * 4 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
-        o8.partitions = list(_A_i[n].unpack_from(buf, pos))
+        o8.partitions = list(_T_Ni[n].unpack_from(buf, pos))
         pos += 4 * n
         l7.append(o8)
     o1.forgotten_topics_data = l7
@@ -809,7 +811,7 @@ def _decode_fetch_request_v11(buf, pos):
         pos += 4
         if n < 0 or n * 4 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
-        o8.partitions = list(_A_i[n].unpack_from(buf, pos))
+        o8.partitions = list(_T_Ni[n].unpack_from(buf, pos))
         pos += 4 * n
         l7.append(o8)
     o1.forgotten_topics_data = l7
@@ -949,7 +951,7 @@ def _decode_fetch_request_v12(buf, pos):
             n -= 1
         if n < 0 or n * 4 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
-        o9.partitions = list(_A_i[n].unpack_from(buf, pos))
+        o9.partitions = list(_T_Ni[n].unpack_from(buf, pos))
         pos += 4 * n
         if buf[pos]:
             pos = _skip_tagged_fields(buf, pos)
@@ -1053,7 +1055,7 @@ def _decode_fetch_request_v13(buf, pos):
             n -= 1
         if n < 0 or n * 4 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
-        o10.partitions = list(_A_i[n].unpack_from(buf, pos))
+        o10.partitions = list(_T_Ni[n].unpack_from(buf, pos))
         pos += 4 * n
         if buf[pos]:
             pos = _skip_tagged_fields(buf, pos)
@@ -1197,7 +1199,7 @@ def _decode_fetch_request_v15(buf, pos):
             n -= 1
         if n < 0 or n * 4 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
-        o10.partitions = list(_A_i[n].unpack_from(buf, pos))
+        o10.partitions = list(_T_Ni[n].unpack_from(buf, pos))
         pos += 4 * n
         if buf[pos]:
             pos = _skip_tagged_fields(buf, pos)
@@ -1314,7 +1316,7 @@ def _decode_fetch_request_v17(buf, pos):
             n -= 1
         if n < 0 or n * 4 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
-        o9.partitions = list(_A_i[n].unpack_from(buf, pos))
+        o9.partitions = list(_T_Ni[n].unpack_from(buf, pos))
         pos += 4 * n
         if buf[pos]:
             pos = _skip_tagged_fields(buf, pos)
@@ -1424,8 +1426,8 @@ def _encode_fetch_request_v7(o0, ext):
         ap(_S_h.pack(len(s8)))
         ap(s8)
         x9 = o7.partitions
-        ap(_S_i.pack(len(x9)))
-        ap(_A_i[len(x9)].pack(*x9))
+        c10 = len(x9)
+        ap(_T_iNi[c10].pack(c10, *x9))
     return parts
 
 
@@ -1449,8 +1451,8 @@ def _encode_fetch_request_v9(o0, ext):
         ap(_S_h.pack(len(s8)))
         ap(s8)
         x9 = o7.partitions
-        ap(_S_i.pack(len(x9)))
-        ap(_A_i[len(x9)].pack(*x9))
+        c10 = len(x9)
+        ap(_T_iNi[c10].pack(c10, *x9))
     return parts
 
 
@@ -1474,11 +1476,11 @@ def _encode_fetch_request_v11(o0, ext):
         ap(_S_h.pack(len(s8)))
         ap(s8)
         x9 = o7.partitions
-        ap(_S_i.pack(len(x9)))
-        ap(_A_i[len(x9)].pack(*x9))
-    s10 = o0.rack_id.encode()
-    ap(_S_h.pack(len(s10)))
-    ap(s10)
+        c10 = len(x9)
+        ap(_T_iNi[c10].pack(c10, *x9))
+    s11 = o0.rack_id.encode()
+    ap(_S_h.pack(len(s11)))
+    ap(s11)
     return parts
 
 
@@ -1528,17 +1530,17 @@ def _encode_fetch_request_v12(o0, ext):
         ap(_UV1[n] if n < 128 else _uvarint(n))
         ap(s8)
         x9 = o7.partitions
-        n = len(x9)
-        if n < 127:
-            ap(_CA_i[n].pack(n + 1, *x9))
+        c10 = len(x9)
+        if c10 < 127:
+            ap(_T_BNix[c10].pack(c10 + 1, *x9))
         else:
-            ap(_uvarint(n + 1))
-            ap(_A_i[n].pack(*x9))
-        ap(b'\x00')
-    s10 = o0.rack_id.encode()
-    n = len(s10) + 1
+            ap(_uvarint(c10 + 1))
+            ap(_T_Ni[c10].pack(*x9))
+            ap(b'\x00')
+    s11 = o0.rack_id.encode()
+    n = len(s11) + 1
     ap(_UV1[n] if n < 128 else _uvarint(n))
-    ap(s10)
+    ap(s11)
     if o0.cluster_id is None:
         ap(b'\x00')
     else:
@@ -1566,18 +1568,18 @@ def _encode_fetch_request_v13(o0, ext):
     ap(_UV1[n] if n < 128 else _uvarint(n))
     for o6 in x5:
         x7 = o6.partitions
-        ap(_S_16s.pack(o6.topic_id.bytes))
-        n = len(x7)
-        if n < 127:
-            ap(_CA_i[n].pack(n + 1, *x7))
+        c8 = len(x7)
+        if c8 < 127:
+            ap(_T_16sBNix[c8].pack(o6.topic_id.bytes, c8 + 1, *x7))
         else:
-            ap(_uvarint(n + 1))
-            ap(_A_i[n].pack(*x7))
-        ap(b'\x00')
-    s8 = o0.rack_id.encode()
-    n = len(s8) + 1
+            ap(_S_16s.pack(o6.topic_id.bytes))
+            ap(_uvarint(c8 + 1))
+            ap(_T_Ni[c8].pack(*x7))
+            ap(b'\x00')
+    s9 = o0.rack_id.encode()
+    n = len(s9) + 1
     ap(_UV1[n] if n < 128 else _uvarint(n))
-    ap(s8)
+    ap(s9)
     if o0.cluster_id is None:
         ap(b'\x00')
     else:
@@ -1631,18 +1633,18 @@ def _encode_fetch_request_v15(o0, ext):
     ap(_UV1[n] if n < 128 else _uvarint(n))
     for o6 in x5:
         x7 = o6.partitions
-        ap(_S_16s.pack(o6.topic_id.bytes))
-        n = len(x7)
-        if n < 127:
-            ap(_CA_i[n].pack(n + 1, *x7))
+        c8 = len(x7)
+        if c8 < 127:
+            ap(_T_16sBNix[c8].pack(o6.topic_id.bytes, c8 + 1, *x7))
         else:
-            ap(_uvarint(n + 1))
-            ap(_A_i[n].pack(*x7))
-        ap(b'\x00')
-    s8 = o0.rack_id.encode()
-    n = len(s8) + 1
+            ap(_S_16s.pack(o6.topic_id.bytes))
+            ap(_uvarint(c8 + 1))
+            ap(_T_Ni[c8].pack(*x7))
+            ap(b'\x00')
+    s9 = o0.rack_id.encode()
+    n = len(s9) + 1
     ap(_UV1[n] if n < 128 else _uvarint(n))
-    ap(s8)
+    ap(s9)
     if (o0.cluster_id is None
             and o0.replica_state.replica_id == -1 and o0.replica_state.replica_epoch == -1):
         ap(b'\x00')
@@ -1686,18 +1688,18 @@ def _encode_fetch_request_v17(o0, ext):
     ap(_UV1[n] if n < 128 else _uvarint(n))
     for o6 in x5:
         x7 = o6.partitions
-        ap(_S_16s.pack(o6.topic_id.bytes))
-        n = len(x7)
-        if n < 127:
-            ap(_CA_i[n].pack(n + 1, *x7))
+        c8 = len(x7)
+        if c8 < 127:
+            ap(_T_16sBNix[c8].pack(o6.topic_id.bytes, c8 + 1, *x7))
         else:
-            ap(_uvarint(n + 1))
-            ap(_A_i[n].pack(*x7))
-        ap(b'\x00')
-    s8 = o0.rack_id.encode()
-    n = len(s8) + 1
+            ap(_S_16s.pack(o6.topic_id.bytes))
+            ap(_uvarint(c8 + 1))
+            ap(_T_Ni[c8].pack(*x7))
+            ap(b'\x00')
+    s9 = o0.rack_id.encode()
+    n = len(s9) + 1
     ap(_UV1[n] if n < 128 else _uvarint(n))
-    ap(s8)
+    ap(s9)
     if (o0.cluster_id is None
             and o0.replica_state.replica_id == -1 and o0.replica_state.replica_epoch == -1):
         ap(b'\x00')
@@ -2849,6 +2851,7 @@ def _encode_fetch_response_v16(o0, ext):
         ap(_encode_tags_fetch_response_v16_FetchResponse(o0))
     return parts
 
+
 _FETCH_REQUEST_DECODERS = {
     0: _decode_fetch_request_v0,
     1: _decode_fetch_request_v0,
@@ -2889,6 +2892,7 @@ _FETCH_REQUEST_ENCODERS = {
     16: _encode_fetch_request_v15,
     17: _encode_fetch_request_v17,
 }
+
 
 _FETCH_RESPONSE_DECODERS = {
     0: _decode_fetch_response_v0,

@@ -131,7 +131,7 @@ FindCoordinatorResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_h = _Struct('>h')
 _S_b = _Struct('>b')
 _S_bB = _Struct('>bB')
@@ -518,6 +518,7 @@ def _encode_find_coordinator_response_v4(o0, ext):
     ap(b'\x00')
     return parts
 
+
 _FIND_COORDINATOR_REQUEST_DECODERS = {
     0: _decode_find_coordinator_request_v0,
     1: _decode_find_coordinator_request_v1,
@@ -536,6 +537,7 @@ _FIND_COORDINATOR_REQUEST_ENCODERS = {
     5: _encode_find_coordinator_request_v4,
     6: _encode_find_coordinator_request_v4,
 }
+
 
 _FIND_COORDINATOR_RESPONSE_DECODERS = {
     0: _decode_find_coordinator_response_v0,

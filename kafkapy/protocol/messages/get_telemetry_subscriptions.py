@@ -106,13 +106,13 @@ GetTelemetrySubscriptionsResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_16sB = _Struct('>16sB')
 _S_16sx = _Struct('>16sx')
 _S_ih16si = _Struct('>ih16si')
-_A_b = _StructTable('>{n}b')
+_T_Nb = _StructTable('>{0}b')
 _S_iiT = _Struct('>ii?')
-_CA_b = _StructTable('>B{n}b')
+_T_ih16siBNbiiT = _StructTable('>ih16siB{0}bii?')
 _UUID_GET = _UUID_CACHE.get
 
 
@@ -149,7 +149,7 @@ def _decode_get_telemetry_subscriptions_response_v0(buf, pos):
         n -= 1
     if n < 0 or n > end - pos:
         raise _Malformed(f'AcceptedCompressionTypes: array length {n} out of range', pos)
-    o1.accepted_compression_types = list(_A_b[n].unpack_from(buf, pos))
+    o1.accepted_compression_types = list(_T_Nb[n].unpack_from(buf, pos))
     pos += n
     o1.push_interval_ms, o1.telemetry_max_bytes, o1.delta_temporality = _S_iiT.unpack_from(buf, pos)
     pos += 9
@@ -187,24 +187,25 @@ def _encode_get_telemetry_subscriptions_response_v0(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.accepted_compression_types
-    ap(_S_ih16si.pack(o0.throttle_time_ms, o0.error_code, o0.client_instance_id.bytes, o0.subscription_id))
-    n = len(x1)
-    if n < 127:
-        ap(_CA_b[n].pack(n + 1, *x1))
+    c2 = len(x1)
+    x3 = o0.requested_metrics
+    if c2 < 127:
+        ap(_T_ih16siBNbiiT[c2].pack(o0.throttle_time_ms, o0.error_code, o0.client_instance_id.bytes, o0.subscription_id, c2 + 1, *x1, o0.push_interval_ms, o0.telemetry_max_bytes, o0.delta_temporality))
     else:
-        ap(_uvarint(n + 1))
-        ap(_A_b[n].pack(*x1))
-    x2 = o0.requested_metrics
-    ap(_S_iiT.pack(o0.push_interval_ms, o0.telemetry_max_bytes, o0.delta_temporality))
-    n = len(x2) + 1
+        ap(_S_ih16si.pack(o0.throttle_time_ms, o0.error_code, o0.client_instance_id.bytes, o0.subscription_id))
+        ap(_uvarint(c2 + 1))
+        ap(_T_Nb[c2].pack(*x1))
+        ap(_S_iiT.pack(o0.push_interval_ms, o0.telemetry_max_bytes, o0.delta_temporality))
+    n = len(x3) + 1
     ap(_UV1[n] if n < 128 else _uvarint(n))
-    for e3 in x2:
-        s4 = e3.encode()
-        n = len(s4) + 1
+    for e4 in x3:
+        s5 = e4.encode()
+        n = len(s5) + 1
         ap(_UV1[n] if n < 128 else _uvarint(n))
-        ap(s4)
+        ap(s5)
     ap(b'\x00')
     return parts
+
 
 _GET_TELEMETRY_SUBSCRIPTIONS_REQUEST_DECODERS = {
     0: _decode_get_telemetry_subscriptions_request_v0,
@@ -212,6 +213,7 @@ _GET_TELEMETRY_SUBSCRIPTIONS_REQUEST_DECODERS = {
 _GET_TELEMETRY_SUBSCRIPTIONS_REQUEST_ENCODERS = {
     0: _encode_get_telemetry_subscriptions_request_v0,
 }
+
 
 _GET_TELEMETRY_SUBSCRIPTIONS_RESPONSE_DECODERS = {
     0: _decode_get_telemetry_subscriptions_response_v0,

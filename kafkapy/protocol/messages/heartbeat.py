@@ -98,7 +98,7 @@ HeartbeatResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_h = _Struct('>h')
 _S_ih = _Struct('>ih')
 _S_i = _Struct('>i')
@@ -309,6 +309,7 @@ def _encode_heartbeat_response_v4(o0, ext):
     ap(_S_ihx.pack(o0.throttle_time_ms, o0.error_code))
     return parts
 
+
 _HEARTBEAT_REQUEST_DECODERS = {
     0: _decode_heartbeat_request_v0,
     1: _decode_heartbeat_request_v0,
@@ -323,6 +324,7 @@ _HEARTBEAT_REQUEST_ENCODERS = {
     3: _encode_heartbeat_request_v3,
     4: _encode_heartbeat_request_v4,
 }
+
 
 _HEARTBEAT_RESPONSE_DECODERS = {
     0: _decode_heartbeat_response_v0,

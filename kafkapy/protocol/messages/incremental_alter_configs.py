@@ -152,7 +152,7 @@ IncrementalAlterConfigsResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_i = _Struct('>i')
 _S_bh = _Struct('>bh')
 _S_h = _Struct('>h')
@@ -496,6 +496,7 @@ def _encode_incremental_alter_configs_response_v1(o0, ext):
     ap(b'\x00')
     return parts
 
+
 _INCREMENTAL_ALTER_CONFIGS_REQUEST_DECODERS = {
     0: _decode_incremental_alter_configs_request_v0,
     1: _decode_incremental_alter_configs_request_v1,
@@ -504,6 +505,7 @@ _INCREMENTAL_ALTER_CONFIGS_REQUEST_ENCODERS = {
     0: _encode_incremental_alter_configs_request_v0,
     1: _encode_incremental_alter_configs_request_v1,
 }
+
 
 _INCREMENTAL_ALTER_CONFIGS_RESPONSE_DECODERS = {
     0: _decode_incremental_alter_configs_response_v0,

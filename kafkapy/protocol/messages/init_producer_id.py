@@ -102,7 +102,7 @@ InitProducerIdResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_h = _Struct('>h')
 _S_i = _Struct('>i')
 _S_iB = _Struct('>iB')
@@ -262,6 +262,7 @@ def _encode_init_producer_id_response_v2(o0, ext):
     ap(_S_ihqhx.pack(o0.throttle_time_ms, o0.error_code, o0.producer_id, o0.producer_epoch))
     return parts
 
+
 _INIT_PRODUCER_ID_REQUEST_DECODERS = {
     0: _decode_init_producer_id_request_v0,
     1: _decode_init_producer_id_request_v0,
@@ -278,6 +279,7 @@ _INIT_PRODUCER_ID_REQUEST_ENCODERS = {
     4: _encode_init_producer_id_request_v3,
     5: _encode_init_producer_id_request_v3,
 }
+
 
 _INIT_PRODUCER_ID_RESPONSE_DECODERS = {
     0: _decode_init_producer_id_response_v0,

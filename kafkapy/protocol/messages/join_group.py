@@ -156,7 +156,7 @@ JoinGroupResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_h = _Struct('>h')
 _S_ih = _Struct('>ih')
 _S_i = _Struct('>i')
@@ -1452,6 +1452,7 @@ def _encode_join_group_response_v9(o0, ext):
     ap(b'\x00')
     return parts
 
+
 _JOIN_GROUP_REQUEST_DECODERS = {
     0: _decode_join_group_request_v0,
     1: _decode_join_group_request_v1,
@@ -1476,6 +1477,7 @@ _JOIN_GROUP_REQUEST_ENCODERS = {
     8: _encode_join_group_request_v8,
     9: _encode_join_group_request_v8,
 }
+
 
 _JOIN_GROUP_RESPONSE_DECODERS = {
     0: _decode_join_group_response_v0,

@@ -136,7 +136,7 @@ LeaveGroupResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_h = _Struct('>h')
 _S_i = _Struct('>i')
 _S_ih = _Struct('>ih')
@@ -617,6 +617,7 @@ def _encode_leave_group_response_v4(o0, ext):
     ap(b'\x00')
     return parts
 
+
 _LEAVE_GROUP_REQUEST_DECODERS = {
     0: _decode_leave_group_request_v0,
     1: _decode_leave_group_request_v0,
@@ -633,6 +634,7 @@ _LEAVE_GROUP_REQUEST_ENCODERS = {
     4: _encode_leave_group_request_v4,
     5: _encode_leave_group_request_v5,
 }
+
 
 _LEAVE_GROUP_RESPONSE_DECODERS = {
     0: _decode_leave_group_response_v0,

@@ -107,7 +107,7 @@ ListClientMetricsResourcesResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_ih = _Struct('>ih')
 _UUID_GET = _UUID_CACHE.get
 
@@ -186,12 +186,14 @@ def _encode_list_client_metrics_resources_response_v0(o0, ext):
     ap(b'\x00')
     return parts
 
+
 _LIST_CLIENT_METRICS_RESOURCES_REQUEST_DECODERS = {
     0: _decode_list_client_metrics_resources_request_v0,
 }
 _LIST_CLIENT_METRICS_RESOURCES_REQUEST_ENCODERS = {
     0: _encode_list_client_metrics_resources_request_v0,
 }
+
 
 _LIST_CLIENT_METRICS_RESOURCES_RESPONSE_DECODERS = {
     0: _decode_list_client_metrics_resources_response_v0,

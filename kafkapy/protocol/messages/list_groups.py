@@ -117,7 +117,7 @@ ListGroupsResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_hi = _Struct('>hi')
 _S_h = _Struct('>h')
 _S_ihi = _Struct('>ihi')
@@ -643,6 +643,7 @@ def _encode_list_groups_response_v5(o0, ext):
     ap(b'\x00')
     return parts
 
+
 _LIST_GROUPS_REQUEST_DECODERS = {
     0: _decode_list_groups_request_v0,
     1: _decode_list_groups_request_v0,
@@ -659,6 +660,7 @@ _LIST_GROUPS_REQUEST_ENCODERS = {
     4: _encode_list_groups_request_v4,
     5: _encode_list_groups_request_v5,
 }
+
 
 _LIST_GROUPS_RESPONSE_DECODERS = {
     0: _decode_list_groups_response_v0,

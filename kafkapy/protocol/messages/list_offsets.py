@@ -174,7 +174,7 @@ ListOffsetsResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_ii = _Struct('>ii')
 _S_h = _Struct('>h')
 _S_i = _Struct('>i')
@@ -186,11 +186,12 @@ _S_ib = _Struct('>ib')
 _S_iiqx = _Struct('>iiqx')
 _S_iiqB = _Struct('>iiqB')
 _S_ihi = _Struct('>ihi')
-_A_q = _StructTable('>{n}q')
+_T_Nq = _StructTable('>{0}q')
 _S_ihqq = _Struct('>ihqq')
 _S_ihqqi = _Struct('>ihqqi')
 _S_ihqqix = _Struct('>ihqqix')
 _S_ihqqiB = _Struct('>ihqqiB')
+_T_ihiNq = _StructTable('>ihi{0}q')
 _UUID_GET = _UUID_CACHE.get
 
 
@@ -558,7 +559,7 @@ def _decode_list_offsets_response_v0(buf, pos):
             pos += 10
             if n < 0 or n * 8 > end - pos:
                 raise _Malformed(f'OldStyleOffsets: array length {n} out of range', pos)
-            o5.old_style_offsets = list(_A_q[n].unpack_from(buf, pos))
+            o5.old_style_offsets = list(_T_Nq[n].unpack_from(buf, pos))
             pos += 8 * n
             l4.append(o5)
         o3.partitions = l4
@@ -781,8 +782,8 @@ def _encode_list_offsets_response_v0(o0, ext):
         ap(_S_i.pack(len(x4)))
         for o5 in x4:
             x6 = o5.old_style_offsets
-            ap(_S_ihi.pack(o5.partition_index, o5.error_code, len(x6)))
-            ap(_A_q[len(x6)].pack(*x6))
+            c7 = len(x6)
+            ap(_T_ihiNq[c7].pack(o5.partition_index, o5.error_code, c7, *x6))
     return parts
 
 
@@ -855,6 +856,7 @@ def _encode_list_offsets_response_v6(o0, ext):
     ap(b'\x00')
     return parts
 
+
 _LIST_OFFSETS_REQUEST_DECODERS = {
     0: _decode_list_offsets_request_v0,
     1: _decode_list_offsets_request_v1,
@@ -879,6 +881,7 @@ _LIST_OFFSETS_REQUEST_ENCODERS = {
     8: _encode_list_offsets_request_v6,
     9: _encode_list_offsets_request_v6,
 }
+
 
 _LIST_OFFSETS_RESPONSE_DECODERS = {
     0: _decode_list_offsets_response_v0,

@@ -152,11 +152,12 @@ ListPartitionReassignmentsResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_i = _Struct('>i')
-_A_i = _StructTable('>{n}i')
-_CA_i = _StructTable('>B{n}i')
+_T_Ni = _StructTable('>{0}i')
+_T_BNix = _StructTable('>B{0}ix')
 _S_ih = _Struct('>ih')
+_T_iBNiBNiBNix = _StructTable('>iB{0}iB{1}iB{2}ix')
 _UUID_GET = _UUID_CACHE.get
 
 
@@ -199,7 +200,7 @@ def _decode_list_partition_reassignments_request_v0(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'PartitionIndexes: array length {n} out of range', pos)
-            o3.partition_indexes = list(_A_i[n].unpack_from(buf, pos))
+            o3.partition_indexes = list(_T_Ni[n].unpack_from(buf, pos))
             pos += 4 * n
             if buf[pos]:
                 pos = _skip_tagged_fields(buf, pos)
@@ -231,13 +232,13 @@ def _encode_list_partition_reassignments_request_v0(o0, ext):
             ap(_UV1[n] if n < 128 else _uvarint(n))
             ap(s3)
             x4 = o2.partition_indexes
-            n = len(x4)
-            if n < 127:
-                ap(_CA_i[n].pack(n + 1, *x4))
+            c5 = len(x4)
+            if c5 < 127:
+                ap(_T_BNix[c5].pack(c5 + 1, *x4))
             else:
-                ap(_uvarint(n + 1))
-                ap(_A_i[n].pack(*x4))
-            ap(b'\x00')
+                ap(_uvarint(c5 + 1))
+                ap(_T_Ni[c5].pack(*x4))
+                ap(b'\x00')
     ap(b'\x00')
     return parts
 
@@ -304,7 +305,7 @@ def _decode_list_partition_reassignments_response_v0(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'Replicas: array length {n} out of range', pos)
-            o5.replicas = list(_A_i[n].unpack_from(buf, pos))
+            o5.replicas = list(_T_Ni[n].unpack_from(buf, pos))
             pos += 4 * n
             n = buf[pos] - 1
             if n < 127:
@@ -314,7 +315,7 @@ def _decode_list_partition_reassignments_response_v0(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'AddingReplicas: array length {n} out of range', pos)
-            o5.adding_replicas = list(_A_i[n].unpack_from(buf, pos))
+            o5.adding_replicas = list(_T_Ni[n].unpack_from(buf, pos))
             pos += 4 * n
             n = buf[pos] - 1
             if n < 127:
@@ -324,7 +325,7 @@ def _decode_list_partition_reassignments_response_v0(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'RemovingReplicas: array length {n} out of range', pos)
-            o5.removing_replicas = list(_A_i[n].unpack_from(buf, pos))
+            o5.removing_replicas = list(_T_Ni[n].unpack_from(buf, pos))
             pos += 4 * n
             if buf[pos]:
                 pos = _skip_tagged_fields(buf, pos)
@@ -371,31 +372,26 @@ def _encode_list_partition_reassignments_response_v0(o0, ext):
         ap(_UV1[n] if n < 128 else _uvarint(n))
         for o6 in x5:
             x7 = o6.replicas
-            ap(_S_i.pack(o6.partition_index))
-            n = len(x7)
-            if n < 127:
-                ap(_CA_i[n].pack(n + 1, *x7))
+            c8 = len(x7)
+            x9 = o6.adding_replicas
+            c10 = len(x9)
+            x11 = o6.removing_replicas
+            c12 = len(x11)
+            if c8 < 127 and c10 < 127 and c12 < 127:
+                ap(_T_iBNiBNiBNix[c8, c10, c12].pack(o6.partition_index, c8 + 1, *x7, c10 + 1, *x9, c12 + 1, *x11))
             else:
-                ap(_uvarint(n + 1))
-                ap(_A_i[n].pack(*x7))
-            x8 = o6.adding_replicas
-            n = len(x8)
-            if n < 127:
-                ap(_CA_i[n].pack(n + 1, *x8))
-            else:
-                ap(_uvarint(n + 1))
-                ap(_A_i[n].pack(*x8))
-            x9 = o6.removing_replicas
-            n = len(x9)
-            if n < 127:
-                ap(_CA_i[n].pack(n + 1, *x9))
-            else:
-                ap(_uvarint(n + 1))
-                ap(_A_i[n].pack(*x9))
-            ap(b'\x00')
+                ap(_S_i.pack(o6.partition_index))
+                ap(_uvarint(c8 + 1))
+                ap(_T_Ni[c8].pack(*x7))
+                ap(_uvarint(c10 + 1))
+                ap(_T_Ni[c10].pack(*x9))
+                ap(_uvarint(c12 + 1))
+                ap(_T_Ni[c12].pack(*x11))
+                ap(b'\x00')
         ap(b'\x00')
     ap(b'\x00')
     return parts
+
 
 _LIST_PARTITION_REASSIGNMENTS_REQUEST_DECODERS = {
     0: _decode_list_partition_reassignments_request_v0,
@@ -403,6 +399,7 @@ _LIST_PARTITION_REASSIGNMENTS_REQUEST_DECODERS = {
 _LIST_PARTITION_REASSIGNMENTS_REQUEST_ENCODERS = {
     0: _encode_list_partition_reassignments_request_v0,
 }
+
 
 _LIST_PARTITION_REASSIGNMENTS_RESPONSE_DECODERS = {
     0: _decode_list_partition_reassignments_response_v0,

@@ -119,10 +119,11 @@ ListTransactionsResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
-_A_q = _StructTable('>{n}q')
+# _T_<format>: Structs by array length, N marking where each array's elements go.
+_T_Nq = _StructTable('>{0}q')
 _S_qB = _Struct('>qB')
-_CA_q = _StructTable('>B{n}q')
+_T_BNqx = _StructTable('>B{0}qx')
+_T_BNqqx = _StructTable('>B{0}qqx')
 _S_qx = _Struct('>qx')
 _S_ih = _Struct('>ih')
 _S_q = _Struct('>q')
@@ -165,7 +166,7 @@ def _decode_list_transactions_request_v0(buf, pos):
         n -= 1
     if n < 0 or n * 8 > end - pos:
         raise _Malformed(f'ProducerIdFilters: array length {n} out of range', pos)
-    o1.producer_id_filters = list(_A_q[n].unpack_from(buf, pos))
+    o1.producer_id_filters = list(_T_Nq[n].unpack_from(buf, pos))
     pos += 8 * n
     if buf[pos]:
         pos = _skip_tagged_fields(buf, pos)
@@ -208,7 +209,7 @@ def _decode_list_transactions_request_v1(buf, pos):
         n -= 1
     if n < 0 or n * 8 > end - pos:
         raise _Malformed(f'ProducerIdFilters: array length {n} out of range', pos)
-    o1.producer_id_filters = list(_A_q[n].unpack_from(buf, pos))
+    o1.producer_id_filters = list(_T_Nq[n].unpack_from(buf, pos))
     pos += 8 * n
     o1.duration_filter, t4 = _S_qB.unpack_from(buf, pos)
     pos += 9
@@ -229,13 +230,13 @@ def _encode_list_transactions_request_v0(o0, ext):
         ap(_UV1[n] if n < 128 else _uvarint(n))
         ap(s3)
     x4 = o0.producer_id_filters
-    n = len(x4)
-    if n < 127:
-        ap(_CA_q[n].pack(n + 1, *x4))
+    c5 = len(x4)
+    if c5 < 127:
+        ap(_T_BNqx[c5].pack(c5 + 1, *x4))
     else:
-        ap(_uvarint(n + 1))
-        ap(_A_q[n].pack(*x4))
-    ap(b'\x00')
+        ap(_uvarint(c5 + 1))
+        ap(_T_Nq[c5].pack(*x4))
+        ap(b'\x00')
     return parts
 
 
@@ -251,13 +252,13 @@ def _encode_list_transactions_request_v1(o0, ext):
         ap(_UV1[n] if n < 128 else _uvarint(n))
         ap(s3)
     x4 = o0.producer_id_filters
-    n = len(x4)
-    if n < 127:
-        ap(_CA_q[n].pack(n + 1, *x4))
+    c5 = len(x4)
+    if c5 < 127:
+        ap(_T_BNqqx[c5].pack(c5 + 1, *x4, o0.duration_filter))
     else:
-        ap(_uvarint(n + 1))
-        ap(_A_q[n].pack(*x4))
-    ap(_S_qx.pack(o0.duration_filter))
+        ap(_uvarint(c5 + 1))
+        ap(_T_Nq[c5].pack(*x4))
+        ap(_S_qx.pack(o0.duration_filter))
     return parts
 
 
@@ -366,6 +367,7 @@ def _encode_list_transactions_response_v0(o0, ext):
     ap(b'\x00')
     return parts
 
+
 _LIST_TRANSACTIONS_REQUEST_DECODERS = {
     0: _decode_list_transactions_request_v0,
     1: _decode_list_transactions_request_v1,
@@ -374,6 +376,7 @@ _LIST_TRANSACTIONS_REQUEST_ENCODERS = {
     0: _encode_list_transactions_request_v0,
     1: _encode_list_transactions_request_v1,
 }
+
 
 _LIST_TRANSACTIONS_RESPONSE_DECODERS = {
     0: _decode_list_transactions_response_v0,

@@ -194,7 +194,7 @@ MetadataResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_i = _Struct('>i')
 _S_h = _Struct('>h')
 _S_T = _Struct('>?')
@@ -207,13 +207,16 @@ _S_TTx = _Struct('>??x')
 _S_ih = _Struct('>ih')
 _S_hh = _Struct('>hh')
 _S_hiii = _Struct('>hiii')
-_A_i = _StructTable('>{n}i')
+_T_Ni = _StructTable('>{0}i')
 _S_ii = _Struct('>ii')
 _S_Ti = _Struct('>?i')
 _S_hiiii = _Struct('>hiiii')
 _S_iB = _Struct('>iB')
 _S_16sT = _Struct('>16s?')
-_CA_i = _StructTable('>B{n}i')
+_T_hiiiNiiNi = _StructTable('>hiii{0}ii{1}i')
+_T_hiiiNiiNiiNi = _StructTable('>hiii{0}ii{1}ii{2}i')
+_T_hiiiiNiiNiiNi = _StructTable('>hiiii{0}ii{1}ii{2}i')
+_T_hiiiBNiBNiBNix = _StructTable('>hiiiB{0}iB{1}iB{2}ix')
 _S_ix = _Struct('>ix')
 _UUID_GET = _UUID_CACHE.get
 
@@ -650,13 +653,13 @@ def _decode_metadata_response_v0(buf, pos):
             pos += 14
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'ReplicaNodes: array length {n} out of range', pos)
-            o7.replica_nodes = list(_A_i[n].unpack_from(buf, pos))
+            o7.replica_nodes = list(_T_Ni[n].unpack_from(buf, pos))
             pos += 4 * n
             n = _S_i.unpack_from(buf, pos)[0]
             pos += 4
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'IsrNodes: array length {n} out of range', pos)
-            o7.isr_nodes = list(_A_i[n].unpack_from(buf, pos))
+            o7.isr_nodes = list(_T_Ni[n].unpack_from(buf, pos))
             pos += 4 * n
             l6.append(o7)
         o5.partitions = l6
@@ -726,13 +729,13 @@ def _decode_metadata_response_v1(buf, pos):
             pos += 14
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'ReplicaNodes: array length {n} out of range', pos)
-            o7.replica_nodes = list(_A_i[n].unpack_from(buf, pos))
+            o7.replica_nodes = list(_T_Ni[n].unpack_from(buf, pos))
             pos += 4 * n
             n = _S_i.unpack_from(buf, pos)[0]
             pos += 4
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'IsrNodes: array length {n} out of range', pos)
-            o7.isr_nodes = list(_A_i[n].unpack_from(buf, pos))
+            o7.isr_nodes = list(_T_Ni[n].unpack_from(buf, pos))
             pos += 4 * n
             l6.append(o7)
         o5.partitions = l6
@@ -811,13 +814,13 @@ def _decode_metadata_response_v2(buf, pos):
             pos += 14
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'ReplicaNodes: array length {n} out of range', pos)
-            o7.replica_nodes = list(_A_i[n].unpack_from(buf, pos))
+            o7.replica_nodes = list(_T_Ni[n].unpack_from(buf, pos))
             pos += 4 * n
             n = _S_i.unpack_from(buf, pos)[0]
             pos += 4
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'IsrNodes: array length {n} out of range', pos)
-            o7.isr_nodes = list(_A_i[n].unpack_from(buf, pos))
+            o7.isr_nodes = list(_T_Ni[n].unpack_from(buf, pos))
             pos += 4 * n
             l6.append(o7)
         o5.partitions = l6
@@ -895,13 +898,13 @@ def _decode_metadata_response_v3(buf, pos):
             pos += 14
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'ReplicaNodes: array length {n} out of range', pos)
-            o7.replica_nodes = list(_A_i[n].unpack_from(buf, pos))
+            o7.replica_nodes = list(_T_Ni[n].unpack_from(buf, pos))
             pos += 4 * n
             n = _S_i.unpack_from(buf, pos)[0]
             pos += 4
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'IsrNodes: array length {n} out of range', pos)
-            o7.isr_nodes = list(_A_i[n].unpack_from(buf, pos))
+            o7.isr_nodes = list(_T_Ni[n].unpack_from(buf, pos))
             pos += 4 * n
             l6.append(o7)
         o5.partitions = l6
@@ -978,19 +981,19 @@ def _decode_metadata_response_v5(buf, pos):
             pos += 14
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'ReplicaNodes: array length {n} out of range', pos)
-            o7.replica_nodes = list(_A_i[n].unpack_from(buf, pos))
+            o7.replica_nodes = list(_T_Ni[n].unpack_from(buf, pos))
             pos += 4 * n
             n = _S_i.unpack_from(buf, pos)[0]
             pos += 4
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'IsrNodes: array length {n} out of range', pos)
-            o7.isr_nodes = list(_A_i[n].unpack_from(buf, pos))
+            o7.isr_nodes = list(_T_Ni[n].unpack_from(buf, pos))
             pos += 4 * n
             n = _S_i.unpack_from(buf, pos)[0]
             pos += 4
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'OfflineReplicas: array length {n} out of range', pos)
-            o7.offline_replicas = list(_A_i[n].unpack_from(buf, pos))
+            o7.offline_replicas = list(_T_Ni[n].unpack_from(buf, pos))
             pos += 4 * n
             l6.append(o7)
         o5.partitions = l6
@@ -1066,19 +1069,19 @@ def _decode_metadata_response_v7(buf, pos):
             pos += 18
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'ReplicaNodes: array length {n} out of range', pos)
-            o7.replica_nodes = list(_A_i[n].unpack_from(buf, pos))
+            o7.replica_nodes = list(_T_Ni[n].unpack_from(buf, pos))
             pos += 4 * n
             n = _S_i.unpack_from(buf, pos)[0]
             pos += 4
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'IsrNodes: array length {n} out of range', pos)
-            o7.isr_nodes = list(_A_i[n].unpack_from(buf, pos))
+            o7.isr_nodes = list(_T_Ni[n].unpack_from(buf, pos))
             pos += 4 * n
             n = _S_i.unpack_from(buf, pos)[0]
             pos += 4
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'OfflineReplicas: array length {n} out of range', pos)
-            o7.offline_replicas = list(_A_i[n].unpack_from(buf, pos))
+            o7.offline_replicas = list(_T_Ni[n].unpack_from(buf, pos))
             pos += 4 * n
             l6.append(o7)
         o5.partitions = l6
@@ -1152,19 +1155,19 @@ def _decode_metadata_response_v8(buf, pos):
             pos += 18
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'ReplicaNodes: array length {n} out of range', pos)
-            o7.replica_nodes = list(_A_i[n].unpack_from(buf, pos))
+            o7.replica_nodes = list(_T_Ni[n].unpack_from(buf, pos))
             pos += 4 * n
             n = _S_i.unpack_from(buf, pos)[0]
             pos += 4
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'IsrNodes: array length {n} out of range', pos)
-            o7.isr_nodes = list(_A_i[n].unpack_from(buf, pos))
+            o7.isr_nodes = list(_T_Ni[n].unpack_from(buf, pos))
             pos += 4 * n
             n = _S_i.unpack_from(buf, pos)[0]
             pos += 4
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'OfflineReplicas: array length {n} out of range', pos)
-            o7.offline_replicas = list(_A_i[n].unpack_from(buf, pos))
+            o7.offline_replicas = list(_T_Ni[n].unpack_from(buf, pos))
             pos += 4 * n
             l6.append(o7)
         o5.partitions = l6
@@ -1292,7 +1295,7 @@ def _decode_metadata_response_v9(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'ReplicaNodes: array length {n} out of range', pos)
-            o7.replica_nodes = list(_A_i[n].unpack_from(buf, pos))
+            o7.replica_nodes = list(_T_Ni[n].unpack_from(buf, pos))
             pos += 4 * n
             n = buf[pos] - 1
             if n < 127:
@@ -1302,7 +1305,7 @@ def _decode_metadata_response_v9(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'IsrNodes: array length {n} out of range', pos)
-            o7.isr_nodes = list(_A_i[n].unpack_from(buf, pos))
+            o7.isr_nodes = list(_T_Ni[n].unpack_from(buf, pos))
             pos += 4 * n
             n = buf[pos] - 1
             if n < 127:
@@ -1312,7 +1315,7 @@ def _decode_metadata_response_v9(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'OfflineReplicas: array length {n} out of range', pos)
-            o7.offline_replicas = list(_A_i[n].unpack_from(buf, pos))
+            o7.offline_replicas = list(_T_Ni[n].unpack_from(buf, pos))
             pos += 4 * n
             if buf[pos]:
                 pos = _skip_tagged_fields(buf, pos)
@@ -1448,7 +1451,7 @@ def _decode_metadata_response_v10(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'ReplicaNodes: array length {n} out of range', pos)
-            o8.replica_nodes = list(_A_i[n].unpack_from(buf, pos))
+            o8.replica_nodes = list(_T_Ni[n].unpack_from(buf, pos))
             pos += 4 * n
             n = buf[pos] - 1
             if n < 127:
@@ -1458,7 +1461,7 @@ def _decode_metadata_response_v10(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'IsrNodes: array length {n} out of range', pos)
-            o8.isr_nodes = list(_A_i[n].unpack_from(buf, pos))
+            o8.isr_nodes = list(_T_Ni[n].unpack_from(buf, pos))
             pos += 4 * n
             n = buf[pos] - 1
             if n < 127:
@@ -1468,7 +1471,7 @@ def _decode_metadata_response_v10(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'OfflineReplicas: array length {n} out of range', pos)
-            o8.offline_replicas = list(_A_i[n].unpack_from(buf, pos))
+            o8.offline_replicas = list(_T_Ni[n].unpack_from(buf, pos))
             pos += 4 * n
             if buf[pos]:
                 pos = _skip_tagged_fields(buf, pos)
@@ -1605,7 +1608,7 @@ def _decode_metadata_response_v11(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'ReplicaNodes: array length {n} out of range', pos)
-            o8.replica_nodes = list(_A_i[n].unpack_from(buf, pos))
+            o8.replica_nodes = list(_T_Ni[n].unpack_from(buf, pos))
             pos += 4 * n
             n = buf[pos] - 1
             if n < 127:
@@ -1615,7 +1618,7 @@ def _decode_metadata_response_v11(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'IsrNodes: array length {n} out of range', pos)
-            o8.isr_nodes = list(_A_i[n].unpack_from(buf, pos))
+            o8.isr_nodes = list(_T_Ni[n].unpack_from(buf, pos))
             pos += 4 * n
             n = buf[pos] - 1
             if n < 127:
@@ -1625,7 +1628,7 @@ def _decode_metadata_response_v11(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'OfflineReplicas: array length {n} out of range', pos)
-            o8.offline_replicas = list(_A_i[n].unpack_from(buf, pos))
+            o8.offline_replicas = list(_T_Ni[n].unpack_from(buf, pos))
             pos += 4 * n
             if buf[pos]:
                 pos = _skip_tagged_fields(buf, pos)
@@ -1765,7 +1768,7 @@ def _decode_metadata_response_v12(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'ReplicaNodes: array length {n} out of range', pos)
-            o8.replica_nodes = list(_A_i[n].unpack_from(buf, pos))
+            o8.replica_nodes = list(_T_Ni[n].unpack_from(buf, pos))
             pos += 4 * n
             n = buf[pos] - 1
             if n < 127:
@@ -1775,7 +1778,7 @@ def _decode_metadata_response_v12(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'IsrNodes: array length {n} out of range', pos)
-            o8.isr_nodes = list(_A_i[n].unpack_from(buf, pos))
+            o8.isr_nodes = list(_T_Ni[n].unpack_from(buf, pos))
             pos += 4 * n
             n = buf[pos] - 1
             if n < 127:
@@ -1785,7 +1788,7 @@ def _decode_metadata_response_v12(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'OfflineReplicas: array length {n} out of range', pos)
-            o8.offline_replicas = list(_A_i[n].unpack_from(buf, pos))
+            o8.offline_replicas = list(_T_Ni[n].unpack_from(buf, pos))
             pos += 4 * n
             if buf[pos]:
                 pos = _skip_tagged_fields(buf, pos)
@@ -1826,11 +1829,10 @@ def _encode_metadata_response_v0(o0, ext):
         ap(_S_i.pack(len(x7)))
         for o8 in x7:
             x9 = o8.replica_nodes
-            ap(_S_hiii.pack(o8.error_code, o8.partition_index, o8.leader_id, len(x9)))
-            ap(_A_i[len(x9)].pack(*x9))
-            x10 = o8.isr_nodes
-            ap(_S_i.pack(len(x10)))
-            ap(_A_i[len(x10)].pack(*x10))
+            c10 = len(x9)
+            x11 = o8.isr_nodes
+            c12 = len(x11)
+            ap(_T_hiiiNiiNi[c10, c12].pack(o8.error_code, o8.partition_index, o8.leader_id, c10, *x9, c12, *x11))
     return parts
 
 
@@ -1859,11 +1861,10 @@ def _encode_metadata_response_v1(o0, ext):
         ap(_S_Ti.pack(o6.is_internal, len(x8)))
         for o9 in x8:
             x10 = o9.replica_nodes
-            ap(_S_hiii.pack(o9.error_code, o9.partition_index, o9.leader_id, len(x10)))
-            ap(_A_i[len(x10)].pack(*x10))
-            x11 = o9.isr_nodes
-            ap(_S_i.pack(len(x11)))
-            ap(_A_i[len(x11)].pack(*x11))
+            c11 = len(x10)
+            x12 = o9.isr_nodes
+            c13 = len(x12)
+            ap(_T_hiiiNiiNi[c11, c13].pack(o9.error_code, o9.partition_index, o9.leader_id, c11, *x10, c13, *x12))
     return parts
 
 
@@ -1898,11 +1899,10 @@ def _encode_metadata_response_v2(o0, ext):
         ap(_S_Ti.pack(o7.is_internal, len(x9)))
         for o10 in x9:
             x11 = o10.replica_nodes
-            ap(_S_hiii.pack(o10.error_code, o10.partition_index, o10.leader_id, len(x11)))
-            ap(_A_i[len(x11)].pack(*x11))
-            x12 = o10.isr_nodes
-            ap(_S_i.pack(len(x12)))
-            ap(_A_i[len(x12)].pack(*x12))
+            c12 = len(x11)
+            x13 = o10.isr_nodes
+            c14 = len(x13)
+            ap(_T_hiiiNiiNi[c12, c14].pack(o10.error_code, o10.partition_index, o10.leader_id, c12, *x11, c14, *x13))
     return parts
 
 
@@ -1937,11 +1937,10 @@ def _encode_metadata_response_v3(o0, ext):
         ap(_S_Ti.pack(o7.is_internal, len(x9)))
         for o10 in x9:
             x11 = o10.replica_nodes
-            ap(_S_hiii.pack(o10.error_code, o10.partition_index, o10.leader_id, len(x11)))
-            ap(_A_i[len(x11)].pack(*x11))
-            x12 = o10.isr_nodes
-            ap(_S_i.pack(len(x12)))
-            ap(_A_i[len(x12)].pack(*x12))
+            c12 = len(x11)
+            x13 = o10.isr_nodes
+            c14 = len(x13)
+            ap(_T_hiiiNiiNi[c12, c14].pack(o10.error_code, o10.partition_index, o10.leader_id, c12, *x11, c14, *x13))
     return parts
 
 
@@ -1976,14 +1975,12 @@ def _encode_metadata_response_v5(o0, ext):
         ap(_S_Ti.pack(o7.is_internal, len(x9)))
         for o10 in x9:
             x11 = o10.replica_nodes
-            ap(_S_hiii.pack(o10.error_code, o10.partition_index, o10.leader_id, len(x11)))
-            ap(_A_i[len(x11)].pack(*x11))
-            x12 = o10.isr_nodes
-            ap(_S_i.pack(len(x12)))
-            ap(_A_i[len(x12)].pack(*x12))
-            x13 = o10.offline_replicas
-            ap(_S_i.pack(len(x13)))
-            ap(_A_i[len(x13)].pack(*x13))
+            c12 = len(x11)
+            x13 = o10.isr_nodes
+            c14 = len(x13)
+            x15 = o10.offline_replicas
+            c16 = len(x15)
+            ap(_T_hiiiNiiNiiNi[c12, c14, c16].pack(o10.error_code, o10.partition_index, o10.leader_id, c12, *x11, c14, *x13, c16, *x15))
     return parts
 
 
@@ -2018,14 +2015,12 @@ def _encode_metadata_response_v7(o0, ext):
         ap(_S_Ti.pack(o7.is_internal, len(x9)))
         for o10 in x9:
             x11 = o10.replica_nodes
-            ap(_S_hiiii.pack(o10.error_code, o10.partition_index, o10.leader_id, o10.leader_epoch, len(x11)))
-            ap(_A_i[len(x11)].pack(*x11))
-            x12 = o10.isr_nodes
-            ap(_S_i.pack(len(x12)))
-            ap(_A_i[len(x12)].pack(*x12))
-            x13 = o10.offline_replicas
-            ap(_S_i.pack(len(x13)))
-            ap(_A_i[len(x13)].pack(*x13))
+            c12 = len(x11)
+            x13 = o10.isr_nodes
+            c14 = len(x13)
+            x15 = o10.offline_replicas
+            c16 = len(x15)
+            ap(_T_hiiiiNiiNiiNi[c12, c14, c16].pack(o10.error_code, o10.partition_index, o10.leader_id, o10.leader_epoch, c12, *x11, c14, *x13, c16, *x15))
     return parts
 
 
@@ -2060,14 +2055,12 @@ def _encode_metadata_response_v8(o0, ext):
         ap(_S_Ti.pack(o7.is_internal, len(x9)))
         for o10 in x9:
             x11 = o10.replica_nodes
-            ap(_S_hiiii.pack(o10.error_code, o10.partition_index, o10.leader_id, o10.leader_epoch, len(x11)))
-            ap(_A_i[len(x11)].pack(*x11))
-            x12 = o10.isr_nodes
-            ap(_S_i.pack(len(x12)))
-            ap(_A_i[len(x12)].pack(*x12))
-            x13 = o10.offline_replicas
-            ap(_S_i.pack(len(x13)))
-            ap(_A_i[len(x13)].pack(*x13))
+            c12 = len(x11)
+            x13 = o10.isr_nodes
+            c14 = len(x13)
+            x15 = o10.offline_replicas
+            c16 = len(x15)
+            ap(_T_hiiiiNiiNiiNi[c12, c14, c16].pack(o10.error_code, o10.partition_index, o10.leader_id, o10.leader_epoch, c12, *x11, c14, *x13, c16, *x15))
         ap(_S_i.pack(o7.topic_authorized_operations))
     ap(_S_i.pack(o0.cluster_authorized_operations))
     return parts
@@ -2122,28 +2115,22 @@ def _encode_metadata_response_v9(o0, ext):
         ap(_UV1[n] if n < 128 else _uvarint(n))
         for o10 in x9:
             x11 = o10.replica_nodes
-            ap(_S_hiii.pack(o10.error_code, o10.partition_index, o10.leader_id, o10.leader_epoch))
-            n = len(x11)
-            if n < 127:
-                ap(_CA_i[n].pack(n + 1, *x11))
+            c12 = len(x11)
+            x13 = o10.isr_nodes
+            c14 = len(x13)
+            x15 = o10.offline_replicas
+            c16 = len(x15)
+            if c12 < 127 and c14 < 127 and c16 < 127:
+                ap(_T_hiiiBNiBNiBNix[c12, c14, c16].pack(o10.error_code, o10.partition_index, o10.leader_id, o10.leader_epoch, c12 + 1, *x11, c14 + 1, *x13, c16 + 1, *x15))
             else:
-                ap(_uvarint(n + 1))
-                ap(_A_i[n].pack(*x11))
-            x12 = o10.isr_nodes
-            n = len(x12)
-            if n < 127:
-                ap(_CA_i[n].pack(n + 1, *x12))
-            else:
-                ap(_uvarint(n + 1))
-                ap(_A_i[n].pack(*x12))
-            x13 = o10.offline_replicas
-            n = len(x13)
-            if n < 127:
-                ap(_CA_i[n].pack(n + 1, *x13))
-            else:
-                ap(_uvarint(n + 1))
-                ap(_A_i[n].pack(*x13))
-            ap(b'\x00')
+                ap(_S_hiii.pack(o10.error_code, o10.partition_index, o10.leader_id, o10.leader_epoch))
+                ap(_uvarint(c12 + 1))
+                ap(_T_Ni[c12].pack(*x11))
+                ap(_uvarint(c14 + 1))
+                ap(_T_Ni[c14].pack(*x13))
+                ap(_uvarint(c16 + 1))
+                ap(_T_Ni[c16].pack(*x15))
+                ap(b'\x00')
         ap(_S_ix.pack(o7.topic_authorized_operations))
     ap(_S_ix.pack(o0.cluster_authorized_operations))
     return parts
@@ -2198,28 +2185,22 @@ def _encode_metadata_response_v10(o0, ext):
         ap(_UV1[n] if n < 128 else _uvarint(n))
         for o10 in x9:
             x11 = o10.replica_nodes
-            ap(_S_hiii.pack(o10.error_code, o10.partition_index, o10.leader_id, o10.leader_epoch))
-            n = len(x11)
-            if n < 127:
-                ap(_CA_i[n].pack(n + 1, *x11))
+            c12 = len(x11)
+            x13 = o10.isr_nodes
+            c14 = len(x13)
+            x15 = o10.offline_replicas
+            c16 = len(x15)
+            if c12 < 127 and c14 < 127 and c16 < 127:
+                ap(_T_hiiiBNiBNiBNix[c12, c14, c16].pack(o10.error_code, o10.partition_index, o10.leader_id, o10.leader_epoch, c12 + 1, *x11, c14 + 1, *x13, c16 + 1, *x15))
             else:
-                ap(_uvarint(n + 1))
-                ap(_A_i[n].pack(*x11))
-            x12 = o10.isr_nodes
-            n = len(x12)
-            if n < 127:
-                ap(_CA_i[n].pack(n + 1, *x12))
-            else:
-                ap(_uvarint(n + 1))
-                ap(_A_i[n].pack(*x12))
-            x13 = o10.offline_replicas
-            n = len(x13)
-            if n < 127:
-                ap(_CA_i[n].pack(n + 1, *x13))
-            else:
-                ap(_uvarint(n + 1))
-                ap(_A_i[n].pack(*x13))
-            ap(b'\x00')
+                ap(_S_hiii.pack(o10.error_code, o10.partition_index, o10.leader_id, o10.leader_epoch))
+                ap(_uvarint(c12 + 1))
+                ap(_T_Ni[c12].pack(*x11))
+                ap(_uvarint(c14 + 1))
+                ap(_T_Ni[c14].pack(*x13))
+                ap(_uvarint(c16 + 1))
+                ap(_T_Ni[c16].pack(*x15))
+                ap(b'\x00')
         ap(_S_ix.pack(o7.topic_authorized_operations))
     ap(_S_ix.pack(o0.cluster_authorized_operations))
     return parts
@@ -2274,28 +2255,22 @@ def _encode_metadata_response_v11(o0, ext):
         ap(_UV1[n] if n < 128 else _uvarint(n))
         for o10 in x9:
             x11 = o10.replica_nodes
-            ap(_S_hiii.pack(o10.error_code, o10.partition_index, o10.leader_id, o10.leader_epoch))
-            n = len(x11)
-            if n < 127:
-                ap(_CA_i[n].pack(n + 1, *x11))
+            c12 = len(x11)
+            x13 = o10.isr_nodes
+            c14 = len(x13)
+            x15 = o10.offline_replicas
+            c16 = len(x15)
+            if c12 < 127 and c14 < 127 and c16 < 127:
+                ap(_T_hiiiBNiBNiBNix[c12, c14, c16].pack(o10.error_code, o10.partition_index, o10.leader_id, o10.leader_epoch, c12 + 1, *x11, c14 + 1, *x13, c16 + 1, *x15))
             else:
-                ap(_uvarint(n + 1))
-                ap(_A_i[n].pack(*x11))
-            x12 = o10.isr_nodes
-            n = len(x12)
-            if n < 127:
-                ap(_CA_i[n].pack(n + 1, *x12))
-            else:
-                ap(_uvarint(n + 1))
-                ap(_A_i[n].pack(*x12))
-            x13 = o10.offline_replicas
-            n = len(x13)
-            if n < 127:
-                ap(_CA_i[n].pack(n + 1, *x13))
-            else:
-                ap(_uvarint(n + 1))
-                ap(_A_i[n].pack(*x13))
-            ap(b'\x00')
+                ap(_S_hiii.pack(o10.error_code, o10.partition_index, o10.leader_id, o10.leader_epoch))
+                ap(_uvarint(c12 + 1))
+                ap(_T_Ni[c12].pack(*x11))
+                ap(_uvarint(c14 + 1))
+                ap(_T_Ni[c14].pack(*x13))
+                ap(_uvarint(c16 + 1))
+                ap(_T_Ni[c16].pack(*x15))
+                ap(b'\x00')
         ap(_S_ix.pack(o7.topic_authorized_operations))
     ap(b'\x00')
     return parts
@@ -2355,31 +2330,26 @@ def _encode_metadata_response_v12(o0, ext):
         ap(_UV1[n] if n < 128 else _uvarint(n))
         for o10 in x9:
             x11 = o10.replica_nodes
-            ap(_S_hiii.pack(o10.error_code, o10.partition_index, o10.leader_id, o10.leader_epoch))
-            n = len(x11)
-            if n < 127:
-                ap(_CA_i[n].pack(n + 1, *x11))
+            c12 = len(x11)
+            x13 = o10.isr_nodes
+            c14 = len(x13)
+            x15 = o10.offline_replicas
+            c16 = len(x15)
+            if c12 < 127 and c14 < 127 and c16 < 127:
+                ap(_T_hiiiBNiBNiBNix[c12, c14, c16].pack(o10.error_code, o10.partition_index, o10.leader_id, o10.leader_epoch, c12 + 1, *x11, c14 + 1, *x13, c16 + 1, *x15))
             else:
-                ap(_uvarint(n + 1))
-                ap(_A_i[n].pack(*x11))
-            x12 = o10.isr_nodes
-            n = len(x12)
-            if n < 127:
-                ap(_CA_i[n].pack(n + 1, *x12))
-            else:
-                ap(_uvarint(n + 1))
-                ap(_A_i[n].pack(*x12))
-            x13 = o10.offline_replicas
-            n = len(x13)
-            if n < 127:
-                ap(_CA_i[n].pack(n + 1, *x13))
-            else:
-                ap(_uvarint(n + 1))
-                ap(_A_i[n].pack(*x13))
-            ap(b'\x00')
+                ap(_S_hiii.pack(o10.error_code, o10.partition_index, o10.leader_id, o10.leader_epoch))
+                ap(_uvarint(c12 + 1))
+                ap(_T_Ni[c12].pack(*x11))
+                ap(_uvarint(c14 + 1))
+                ap(_T_Ni[c14].pack(*x13))
+                ap(_uvarint(c16 + 1))
+                ap(_T_Ni[c16].pack(*x15))
+                ap(b'\x00')
         ap(_S_ix.pack(o7.topic_authorized_operations))
     ap(b'\x00')
     return parts
+
 
 _METADATA_REQUEST_DECODERS = {
     0: _decode_metadata_request_v0,
@@ -2411,6 +2381,7 @@ _METADATA_REQUEST_ENCODERS = {
     11: _encode_metadata_request_v11,
     12: _encode_metadata_request_v11,
 }
+
 
 _METADATA_RESPONSE_DECODERS = {
     0: _decode_metadata_response_v0,

@@ -174,7 +174,7 @@ OffsetCommitResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_h = _Struct('>h')
 _S_i = _Struct('>i')
 _S_iqh = _Struct('>iqh')
@@ -1070,6 +1070,7 @@ def _encode_offset_commit_response_v8(o0, ext):
     ap(b'\x00')
     return parts
 
+
 _OFFSET_COMMIT_REQUEST_DECODERS = {
     0: _decode_offset_commit_request_v0,
     1: _decode_offset_commit_request_v1,
@@ -1094,6 +1095,7 @@ _OFFSET_COMMIT_REQUEST_ENCODERS = {
     8: _encode_offset_commit_request_v8,
     9: _encode_offset_commit_request_v8,
 }
+
 
 _OFFSET_COMMIT_RESPONSE_DECODERS = {
     0: _decode_offset_commit_response_v0,

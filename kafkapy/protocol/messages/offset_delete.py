@@ -160,7 +160,7 @@ OffsetDeleteResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_h = _Struct('>h')
 _S_i = _Struct('>i')
 _S_hii = _Struct('>hii')
@@ -292,12 +292,14 @@ def _encode_offset_delete_response_v0(o0, ext):
             ap(_S_ih.pack(o5.partition_index, o5.error_code))
     return parts
 
+
 _OFFSET_DELETE_REQUEST_DECODERS = {
     0: _decode_offset_delete_request_v0,
 }
 _OFFSET_DELETE_REQUEST_ENCODERS = {
     0: _encode_offset_delete_request_v0,
 }
+
 
 _OFFSET_DELETE_RESPONSE_DECODERS = {
     0: _decode_offset_delete_response_v0,

@@ -250,12 +250,13 @@ OffsetFetchResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_h = _Struct('>h')
 _S_i = _Struct('>i')
-_A_i = _StructTable('>{n}i')
+_T_Ni = _StructTable('>{0}i')
 _S_TB = _Struct('>?B')
-_CA_i = _StructTable('>B{n}i')
+_T_iNi = _StructTable('>i{0}i')
+_T_BNix = _StructTable('>B{0}ix')
 _S_Tx = _Struct('>?x')
 _S_iqh = _Struct('>iqh')
 _S_ii = _Struct('>ii')
@@ -297,7 +298,7 @@ def _decode_offset_fetch_request_v0(buf, pos):
         pos += 4
         if n < 0 or n * 4 > end - pos:
             raise _Malformed(f'PartitionIndexes: array length {n} out of range', pos)
-        o3.partition_indexes = list(_A_i[n].unpack_from(buf, pos))
+        o3.partition_indexes = list(_T_Ni[n].unpack_from(buf, pos))
         pos += 4 * n
         l2.append(o3)
     o1.topics = l2
@@ -337,7 +338,7 @@ def _decode_offset_fetch_request_v2(buf, pos):
             pos += 4
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'PartitionIndexes: array length {n} out of range', pos)
-            o3.partition_indexes = list(_A_i[n].unpack_from(buf, pos))
+            o3.partition_indexes = list(_T_Ni[n].unpack_from(buf, pos))
             pos += 4 * n
             l2.append(o3)
         o1.topics = l2
@@ -393,7 +394,7 @@ def _decode_offset_fetch_request_v6(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'PartitionIndexes: array length {n} out of range', pos)
-            o3.partition_indexes = list(_A_i[n].unpack_from(buf, pos))
+            o3.partition_indexes = list(_T_Ni[n].unpack_from(buf, pos))
             pos += 4 * n
             if buf[pos]:
                 pos = _skip_tagged_fields(buf, pos)
@@ -456,7 +457,7 @@ def _decode_offset_fetch_request_v7(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'PartitionIndexes: array length {n} out of range', pos)
-            o3.partition_indexes = list(_A_i[n].unpack_from(buf, pos))
+            o3.partition_indexes = list(_T_Ni[n].unpack_from(buf, pos))
             pos += 4 * n
             if buf[pos]:
                 pos = _skip_tagged_fields(buf, pos)
@@ -533,7 +534,7 @@ def _decode_offset_fetch_request_v8(buf, pos):
                     n -= 1
                 if n < 0 or n * 4 > end - pos:
                     raise _Malformed(f'PartitionIndexes: array length {n} out of range', pos)
-                o5.partition_indexes = list(_A_i[n].unpack_from(buf, pos))
+                o5.partition_indexes = list(_T_Ni[n].unpack_from(buf, pos))
                 pos += 4 * n
                 if buf[pos]:
                     pos = _skip_tagged_fields(buf, pos)
@@ -630,7 +631,7 @@ def _decode_offset_fetch_request_v9(buf, pos):
                     n -= 1
                 if n < 0 or n * 4 > end - pos:
                     raise _Malformed(f'PartitionIndexes: array length {n} out of range', pos)
-                o5.partition_indexes = list(_A_i[n].unpack_from(buf, pos))
+                o5.partition_indexes = list(_T_Ni[n].unpack_from(buf, pos))
                 pos += 4 * n
                 if buf[pos]:
                     pos = _skip_tagged_fields(buf, pos)
@@ -664,8 +665,8 @@ def _encode_offset_fetch_request_v0(o0, ext):
         ap(_S_h.pack(len(s4)))
         ap(s4)
         x5 = o3.partition_indexes
-        ap(_S_i.pack(len(x5)))
-        ap(_A_i[len(x5)].pack(*x5))
+        c6 = len(x5)
+        ap(_T_iNi[c6].pack(c6, *x5))
     return parts
 
 
@@ -683,8 +684,8 @@ def _encode_offset_fetch_request_v2(o0, ext):
             ap(_S_h.pack(len(s4)))
             ap(s4)
             x5 = o3.partition_indexes
-            ap(_S_i.pack(len(x5)))
-            ap(_A_i[len(x5)].pack(*x5))
+            c6 = len(x5)
+            ap(_T_iNi[c6].pack(c6, *x5))
     return parts
 
 
@@ -708,13 +709,13 @@ def _encode_offset_fetch_request_v6(o0, ext):
             ap(_UV1[n] if n < 128 else _uvarint(n))
             ap(s4)
             x5 = o3.partition_indexes
-            n = len(x5)
-            if n < 127:
-                ap(_CA_i[n].pack(n + 1, *x5))
+            c6 = len(x5)
+            if c6 < 127:
+                ap(_T_BNix[c6].pack(c6 + 1, *x5))
             else:
-                ap(_uvarint(n + 1))
-                ap(_A_i[n].pack(*x5))
-            ap(b'\x00')
+                ap(_uvarint(c6 + 1))
+                ap(_T_Ni[c6].pack(*x5))
+                ap(b'\x00')
     ap(b'\x00')
     return parts
 
@@ -739,13 +740,13 @@ def _encode_offset_fetch_request_v7(o0, ext):
             ap(_UV1[n] if n < 128 else _uvarint(n))
             ap(s4)
             x5 = o3.partition_indexes
-            n = len(x5)
-            if n < 127:
-                ap(_CA_i[n].pack(n + 1, *x5))
+            c6 = len(x5)
+            if c6 < 127:
+                ap(_T_BNix[c6].pack(c6 + 1, *x5))
             else:
-                ap(_uvarint(n + 1))
-                ap(_A_i[n].pack(*x5))
-            ap(b'\x00')
+                ap(_uvarint(c6 + 1))
+                ap(_T_Ni[c6].pack(*x5))
+                ap(b'\x00')
     ap(_S_Tx.pack(o0.require_stable))
     return parts
 
@@ -774,13 +775,13 @@ def _encode_offset_fetch_request_v8(o0, ext):
                 ap(_UV1[n] if n < 128 else _uvarint(n))
                 ap(s6)
                 x7 = o5.partition_indexes
-                n = len(x7)
-                if n < 127:
-                    ap(_CA_i[n].pack(n + 1, *x7))
+                c8 = len(x7)
+                if c8 < 127:
+                    ap(_T_BNix[c8].pack(c8 + 1, *x7))
                 else:
-                    ap(_uvarint(n + 1))
-                    ap(_A_i[n].pack(*x7))
-                ap(b'\x00')
+                    ap(_uvarint(c8 + 1))
+                    ap(_T_Ni[c8].pack(*x7))
+                    ap(b'\x00')
         ap(b'\x00')
     ap(_S_Tx.pack(o0.require_stable))
     return parts
@@ -820,13 +821,13 @@ def _encode_offset_fetch_request_v9(o0, ext):
                 ap(_UV1[n] if n < 128 else _uvarint(n))
                 ap(s7)
                 x8 = o6.partition_indexes
-                n = len(x8)
-                if n < 127:
-                    ap(_CA_i[n].pack(n + 1, *x8))
+                c9 = len(x8)
+                if c9 < 127:
+                    ap(_T_BNix[c9].pack(c9 + 1, *x8))
                 else:
-                    ap(_uvarint(n + 1))
-                    ap(_A_i[n].pack(*x8))
-                ap(b'\x00')
+                    ap(_uvarint(c9 + 1))
+                    ap(_T_Ni[c9].pack(*x8))
+                    ap(b'\x00')
         ap(b'\x00')
     ap(_S_Tx.pack(o0.require_stable))
     return parts
@@ -1360,6 +1361,7 @@ def _encode_offset_fetch_response_v8(o0, ext):
     ap(b'\x00')
     return parts
 
+
 _OFFSET_FETCH_REQUEST_DECODERS = {
     0: _decode_offset_fetch_request_v0,
     1: _decode_offset_fetch_request_v0,
@@ -1384,6 +1386,7 @@ _OFFSET_FETCH_REQUEST_ENCODERS = {
     8: _encode_offset_fetch_request_v8,
     9: _encode_offset_fetch_request_v9,
 }
+
 
 _OFFSET_FETCH_RESPONSE_DECODERS = {
     0: _decode_offset_fetch_response_v0,

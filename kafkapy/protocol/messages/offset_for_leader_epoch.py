@@ -166,7 +166,7 @@ OffsetForLeaderEpochResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_i = _Struct('>i')
 _S_h = _Struct('>h')
 _S_ii = _Struct('>ii')
@@ -704,6 +704,7 @@ def _encode_offset_for_leader_epoch_response_v4(o0, ext):
     ap(b'\x00')
     return parts
 
+
 _OFFSET_FOR_LEADER_EPOCH_REQUEST_DECODERS = {
     0: _decode_offset_for_leader_epoch_request_v0,
     1: _decode_offset_for_leader_epoch_request_v0,
@@ -718,6 +719,7 @@ _OFFSET_FOR_LEADER_EPOCH_REQUEST_ENCODERS = {
     3: _encode_offset_for_leader_epoch_request_v3,
     4: _encode_offset_for_leader_epoch_request_v4,
 }
+
 
 _OFFSET_FOR_LEADER_EPOCH_RESPONSE_DECODERS = {
     0: _decode_offset_for_leader_epoch_response_v0,

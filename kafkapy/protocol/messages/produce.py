@@ -230,7 +230,7 @@ ProduceResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_hii = _Struct('>hii')
 _S_h = _Struct('>h')
 _S_i = _Struct('>i')
@@ -1332,6 +1332,7 @@ def _encode_produce_response_v10(o0, ext):
         ap(_encode_tags_produce_response_v10_ProduceResponse(o0))
     return parts
 
+
 _PRODUCE_REQUEST_DECODERS = {
     0: _decode_produce_request_v0,
     1: _decode_produce_request_v0,
@@ -1360,6 +1361,7 @@ _PRODUCE_REQUEST_ENCODERS = {
     10: _encode_produce_request_v9,
     11: _encode_produce_request_v9,
 }
+
 
 _PRODUCE_RESPONSE_DECODERS = {
     0: _decode_produce_response_v0,

@@ -100,7 +100,7 @@ PushTelemetryResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_16siTb = _Struct('>16si?b')
 _S_ihB = _Struct('>ihB')
 _S_ihx = _Struct('>ihx')
@@ -160,12 +160,14 @@ def _encode_push_telemetry_response_v0(o0, ext):
     ap(_S_ihx.pack(o0.throttle_time_ms, o0.error_code))
     return parts
 
+
 _PUSH_TELEMETRY_REQUEST_DECODERS = {
     0: _decode_push_telemetry_request_v0,
 }
 _PUSH_TELEMETRY_REQUEST_ENCODERS = {
     0: _encode_push_telemetry_request_v0,
 }
+
 
 _PUSH_TELEMETRY_RESPONSE_DECODERS = {
     0: _decode_push_telemetry_response_v0,

@@ -98,7 +98,7 @@ RemoveRaftVoterResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_i16sB = _Struct('>i16sB')
 _S_i16sx = _Struct('>i16sx')
 _S_ih = _Struct('>ih')
@@ -189,12 +189,14 @@ def _encode_remove_raft_voter_response_v0(o0, ext):
     ap(b'\x00')
     return parts
 
+
 _REMOVE_RAFT_VOTER_REQUEST_DECODERS = {
     0: _decode_remove_raft_voter_request_v0,
 }
 _REMOVE_RAFT_VOTER_REQUEST_ENCODERS = {
     0: _encode_remove_raft_voter_request_v0,
 }
+
 
 _REMOVE_RAFT_VOTER_RESPONSE_DECODERS = {
     0: _decode_remove_raft_voter_response_v0,

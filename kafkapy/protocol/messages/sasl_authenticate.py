@@ -96,7 +96,7 @@ SaslAuthenticateResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_i = _Struct('>i')
 _S_hh = _Struct('>hh')
 _S_q = _Struct('>q')
@@ -298,6 +298,7 @@ def _encode_sasl_authenticate_response_v2(o0, ext):
     ap(_S_qx.pack(o0.session_lifetime_ms))
     return parts
 
+
 _SASL_AUTHENTICATE_REQUEST_DECODERS = {
     0: _decode_sasl_authenticate_request_v0,
     1: _decode_sasl_authenticate_request_v0,
@@ -308,6 +309,7 @@ _SASL_AUTHENTICATE_REQUEST_ENCODERS = {
     1: _encode_sasl_authenticate_request_v0,
     2: _encode_sasl_authenticate_request_v2,
 }
+
 
 _SASL_AUTHENTICATE_RESPONSE_DECODERS = {
     0: _decode_sasl_authenticate_response_v0,

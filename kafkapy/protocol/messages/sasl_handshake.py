@@ -92,7 +92,7 @@ SaslHandshakeResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_h = _Struct('>h')
 _S_hi = _Struct('>hi')
 _UUID_GET = _UUID_CACHE.get
@@ -153,6 +153,7 @@ def _encode_sasl_handshake_response_v0(o0, ext):
         ap(s3)
     return parts
 
+
 _SASL_HANDSHAKE_REQUEST_DECODERS = {
     0: _decode_sasl_handshake_request_v0,
     1: _decode_sasl_handshake_request_v0,
@@ -161,6 +162,7 @@ _SASL_HANDSHAKE_REQUEST_ENCODERS = {
     0: _encode_sasl_handshake_request_v0,
     1: _encode_sasl_handshake_request_v0,
 }
+
 
 _SASL_HANDSHAKE_RESPONSE_DECODERS = {
     0: _decode_sasl_handshake_response_v0,

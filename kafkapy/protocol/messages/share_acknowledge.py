@@ -228,12 +228,12 @@ ShareAcknowledgeResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_i = _Struct('>i')
 _S_16s = _Struct('>16s')
 _S_qq = _Struct('>qq')
-_A_b = _StructTable('>{n}b')
-_CA_b = _StructTable('>B{n}b')
+_T_Nb = _StructTable('>{0}b')
+_T_qqBNbx = _StructTable('>qqB{0}bx')
 _S_ih = _Struct('>ih')
 _S_iiB = _Struct('>iiB')
 _S_iixx = _Struct('>iixx')
@@ -322,7 +322,7 @@ def _decode_share_acknowledge_request_v0(buf, pos):
                     n -= 1
                 if n < 0 or n > end - pos:
                     raise _Malformed(f'AcknowledgeTypes: array length {n} out of range', pos)
-                o8.acknowledge_types = list(_A_b[n].unpack_from(buf, pos))
+                o8.acknowledge_types = list(_T_Nb[n].unpack_from(buf, pos))
                 pos += n
                 if buf[pos]:
                     pos = _skip_tagged_fields(buf, pos)
@@ -386,14 +386,14 @@ def _encode_share_acknowledge_request_v0(o0, ext):
             ap(_UV1[n] if n < 128 else _uvarint(n))
             for o8 in x7:
                 x9 = o8.acknowledge_types
-                ap(_S_qq.pack(o8.first_offset, o8.last_offset))
-                n = len(x9)
-                if n < 127:
-                    ap(_CA_b[n].pack(n + 1, *x9))
+                c10 = len(x9)
+                if c10 < 127:
+                    ap(_T_qqBNbx[c10].pack(o8.first_offset, o8.last_offset, c10 + 1, *x9))
                 else:
-                    ap(_uvarint(n + 1))
-                    ap(_A_b[n].pack(*x9))
-                ap(b'\x00')
+                    ap(_S_qq.pack(o8.first_offset, o8.last_offset))
+                    ap(_uvarint(c10 + 1))
+                    ap(_T_Nb[c10].pack(*x9))
+                    ap(b'\x00')
             ap(b'\x00')
         ap(b'\x00')
     ap(b'\x00')
@@ -589,12 +589,14 @@ def _encode_share_acknowledge_response_v0(o0, ext):
     ap(b'\x00')
     return parts
 
+
 _SHARE_ACKNOWLEDGE_REQUEST_DECODERS = {
     0: _decode_share_acknowledge_request_v0,
 }
 _SHARE_ACKNOWLEDGE_REQUEST_ENCODERS = {
     0: _encode_share_acknowledge_request_v0,
 }
+
 
 _SHARE_ACKNOWLEDGE_RESPONSE_DECODERS = {
     0: _decode_share_acknowledge_response_v0,

@@ -280,15 +280,15 @@ ShareFetchResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_iiii = _Struct('>iiii')
 _S_16s = _Struct('>16s')
 _S_ii = _Struct('>ii')
 _S_qq = _Struct('>qq')
-_A_b = _StructTable('>{n}b')
-_A_i = _StructTable('>{n}i')
-_CA_b = _StructTable('>B{n}b')
-_CA_i = _StructTable('>B{n}i')
+_T_Nb = _StructTable('>{0}b')
+_T_Ni = _StructTable('>{0}i')
+_T_qqBNbx = _StructTable('>qqB{0}bx')
+_T_16sBNix = _StructTable('>16sB{0}ix')
 _S_ih = _Struct('>ih')
 _S_h = _Struct('>h')
 _S_iiB = _Struct('>iiB')
@@ -381,7 +381,7 @@ def _decode_share_fetch_request_v0(buf, pos):
                     n -= 1
                 if n < 0 or n > end - pos:
                     raise _Malformed(f'AcknowledgeTypes: array length {n} out of range', pos)
-                o8.acknowledge_types = list(_A_b[n].unpack_from(buf, pos))
+                o8.acknowledge_types = list(_T_Nb[n].unpack_from(buf, pos))
                 pos += n
                 if buf[pos]:
                     pos = _skip_tagged_fields(buf, pos)
@@ -423,7 +423,7 @@ def _decode_share_fetch_request_v0(buf, pos):
             n -= 1
         if n < 0 or n * 4 > end - pos:
             raise _Malformed(f'Partitions: array length {n} out of range', pos)
-        o10.partitions = list(_A_i[n].unpack_from(buf, pos))
+        o10.partitions = list(_T_Ni[n].unpack_from(buf, pos))
         pos += 4 * n
         if buf[pos]:
             pos = _skip_tagged_fields(buf, pos)
@@ -475,29 +475,29 @@ def _encode_share_fetch_request_v0(o0, ext):
             ap(_UV1[n] if n < 128 else _uvarint(n))
             for o8 in x7:
                 x9 = o8.acknowledge_types
-                ap(_S_qq.pack(o8.first_offset, o8.last_offset))
-                n = len(x9)
-                if n < 127:
-                    ap(_CA_b[n].pack(n + 1, *x9))
+                c10 = len(x9)
+                if c10 < 127:
+                    ap(_T_qqBNbx[c10].pack(o8.first_offset, o8.last_offset, c10 + 1, *x9))
                 else:
-                    ap(_uvarint(n + 1))
-                    ap(_A_b[n].pack(*x9))
-                ap(b'\x00')
+                    ap(_S_qq.pack(o8.first_offset, o8.last_offset))
+                    ap(_uvarint(c10 + 1))
+                    ap(_T_Nb[c10].pack(*x9))
+                    ap(b'\x00')
             ap(b'\x00')
         ap(b'\x00')
-    x10 = o0.forgotten_topics_data
-    n = len(x10) + 1
+    x11 = o0.forgotten_topics_data
+    n = len(x11) + 1
     ap(_UV1[n] if n < 128 else _uvarint(n))
-    for o11 in x10:
-        x12 = o11.partitions
-        ap(_S_16s.pack(o11.topic_id.bytes))
-        n = len(x12)
-        if n < 127:
-            ap(_CA_i[n].pack(n + 1, *x12))
+    for o12 in x11:
+        x13 = o12.partitions
+        c14 = len(x13)
+        if c14 < 127:
+            ap(_T_16sBNix[c14].pack(o12.topic_id.bytes, c14 + 1, *x13))
         else:
-            ap(_uvarint(n + 1))
-            ap(_A_i[n].pack(*x12))
-        ap(b'\x00')
+            ap(_S_16s.pack(o12.topic_id.bytes))
+            ap(_uvarint(c14 + 1))
+            ap(_T_Ni[c14].pack(*x13))
+            ap(b'\x00')
     ap(b'\x00')
     return parts
 
@@ -772,12 +772,14 @@ def _encode_share_fetch_response_v0(o0, ext):
     ap(b'\x00')
     return parts
 
+
 _SHARE_FETCH_REQUEST_DECODERS = {
     0: _decode_share_fetch_request_v0,
 }
 _SHARE_FETCH_REQUEST_ENCODERS = {
     0: _encode_share_fetch_request_v0,
 }
+
 
 _SHARE_FETCH_RESPONSE_DECODERS = {
     0: _decode_share_fetch_response_v0,

@@ -183,16 +183,16 @@ ShareGroupDescribeResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_TB = _Struct('>?B')
 _S_Tx = _Struct('>?x')
 _S_i = _Struct('>i')
 _S_h = _Struct('>h')
 _S_ii = _Struct('>ii')
 _S_16s = _Struct('>16s')
-_A_i = _StructTable('>{n}i')
+_T_Ni = _StructTable('>{0}i')
 _S_iB = _Struct('>iB')
-_CA_i = _StructTable('>B{n}i')
+_T_BNix = _StructTable('>B{0}ix')
 _S_ix = _Struct('>ix')
 _UUID_GET = _UUID_CACHE.get
 
@@ -430,7 +430,7 @@ def _decode_share_group_describe_response_v0(buf, pos):
                     n -= 1
                 if n < 0 or n * 4 > end - pos:
                     raise _Malformed(f'Partitions: array length {n} out of range', pos)
-                o10.partitions = list(_A_i[n].unpack_from(buf, pos))
+                o10.partitions = list(_T_Ni[n].unpack_from(buf, pos))
                 pos += 4 * n
                 if buf[pos]:
                     pos = _skip_tagged_fields(buf, pos)
@@ -538,17 +538,18 @@ def _encode_share_group_describe_response_v0(o0, ext):
                 ap(_UV1[n] if n < 128 else _uvarint(n))
                 ap(s19)
                 x20 = o18.partitions
-                n = len(x20)
-                if n < 127:
-                    ap(_CA_i[n].pack(n + 1, *x20))
+                c21 = len(x20)
+                if c21 < 127:
+                    ap(_T_BNix[c21].pack(c21 + 1, *x20))
                 else:
-                    ap(_uvarint(n + 1))
-                    ap(_A_i[n].pack(*x20))
-                ap(b'\x00')
+                    ap(_uvarint(c21 + 1))
+                    ap(_T_Ni[c21].pack(*x20))
+                    ap(b'\x00')
             ap(b'\x00\x00')
         ap(_S_ix.pack(o2.authorized_operations))
     ap(b'\x00')
     return parts
+
 
 _SHARE_GROUP_DESCRIBE_REQUEST_DECODERS = {
     0: _decode_share_group_describe_request_v0,
@@ -556,6 +557,7 @@ _SHARE_GROUP_DESCRIBE_REQUEST_DECODERS = {
 _SHARE_GROUP_DESCRIBE_REQUEST_ENCODERS = {
     0: _encode_share_group_describe_request_v0,
 }
+
 
 _SHARE_GROUP_DESCRIBE_RESPONSE_DECODERS = {
     0: _decode_share_group_describe_response_v0,

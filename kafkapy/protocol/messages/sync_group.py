@@ -127,7 +127,7 @@ SyncGroupResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_h = _Struct('>h')
 _S_ih = _Struct('>ih')
 _S_i = _Struct('>i')
@@ -750,6 +750,7 @@ def _encode_sync_group_response_v5(o0, ext):
     ap(b'\x00')
     return parts
 
+
 _SYNC_GROUP_REQUEST_DECODERS = {
     0: _decode_sync_group_request_v0,
     1: _decode_sync_group_request_v0,
@@ -766,6 +767,7 @@ _SYNC_GROUP_REQUEST_ENCODERS = {
     4: _encode_sync_group_request_v4,
     5: _encode_sync_group_request_v5,
 }
+
 
 _SYNC_GROUP_RESPONSE_DECODERS = {
     0: _decode_sync_group_response_v0,

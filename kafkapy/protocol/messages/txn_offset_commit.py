@@ -176,7 +176,7 @@ TxnOffsetCommitResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_h = _Struct('>h')
 _S_qhi = _Struct('>qhi')
 _S_i = _Struct('>i')
@@ -678,6 +678,7 @@ def _encode_txn_offset_commit_response_v3(o0, ext):
     ap(b'\x00')
     return parts
 
+
 _TXN_OFFSET_COMMIT_REQUEST_DECODERS = {
     0: _decode_txn_offset_commit_request_v0,
     1: _decode_txn_offset_commit_request_v0,
@@ -692,6 +693,7 @@ _TXN_OFFSET_COMMIT_REQUEST_ENCODERS = {
     3: _encode_txn_offset_commit_request_v3,
     4: _encode_txn_offset_commit_request_v3,
 }
+
 
 _TXN_OFFSET_COMMIT_RESPONSE_DECODERS = {
     0: _decode_txn_offset_commit_response_v0,

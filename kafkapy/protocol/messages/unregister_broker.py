@@ -94,7 +94,7 @@ UnregisterBrokerResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_iB = _Struct('>iB')
 _S_ix = _Struct('>ix')
 _S_ih = _Struct('>ih')
@@ -161,12 +161,14 @@ def _encode_unregister_broker_response_v0(o0, ext):
     ap(b'\x00')
     return parts
 
+
 _UNREGISTER_BROKER_REQUEST_DECODERS = {
     0: _decode_unregister_broker_request_v0,
 }
 _UNREGISTER_BROKER_REQUEST_ENCODERS = {
     0: _encode_unregister_broker_request_v0,
 }
+
 
 _UNREGISTER_BROKER_RESPONSE_DECODERS = {
     0: _decode_unregister_broker_response_v0,

@@ -140,7 +140,7 @@ UpdateFeaturesResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_i = _Struct('>i')
 _S_hTB = _Struct('>h?B')
 _S_hbB = _Struct('>hbB')
@@ -376,6 +376,7 @@ def _encode_update_features_response_v0(o0, ext):
     ap(b'\x00')
     return parts
 
+
 _UPDATE_FEATURES_REQUEST_DECODERS = {
     0: _decode_update_features_request_v0,
     1: _decode_update_features_request_v1,
@@ -384,6 +385,7 @@ _UPDATE_FEATURES_REQUEST_ENCODERS = {
     0: _encode_update_features_request_v0,
     1: _encode_update_features_request_v1,
 }
+
 
 _UPDATE_FEATURES_RESPONSE_DECODERS = {
     0: _decode_update_features_response_v0,

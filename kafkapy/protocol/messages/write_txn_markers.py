@@ -178,14 +178,15 @@ WriteTxnMarkersResponse.SCHEMA = (
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
-# _A_<type>/_CA_<type>: Structs by count for arrays (CA: with a 1-byte count).
+# _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_i = _Struct('>i')
 _S_qhTi = _Struct('>qh?i')
 _S_h = _Struct('>h')
-_A_i = _StructTable('>{n}i')
+_T_Ni = _StructTable('>{0}i')
 _S_qhT = _Struct('>qh?')
 _S_iB = _Struct('>iB')
-_CA_i = _StructTable('>B{n}i')
+_T_iNi = _StructTable('>i{0}i')
+_T_BNix = _StructTable('>B{0}ix')
 _S_ix = _Struct('>ix')
 _S_qi = _Struct('>qi')
 _S_ih = _Struct('>ih')
@@ -224,7 +225,7 @@ def _decode_write_txn_markers_request_v0(buf, pos):
             pos += 4
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'PartitionIndexes: array length {n} out of range', pos)
-            o5.partition_indexes = list(_A_i[n].unpack_from(buf, pos))
+            o5.partition_indexes = list(_T_Ni[n].unpack_from(buf, pos))
             pos += 4 * n
             l4.append(o5)
         o3.topics = l4
@@ -281,7 +282,7 @@ def _decode_write_txn_markers_request_v1(buf, pos):
                 n -= 1
             if n < 0 or n * 4 > end - pos:
                 raise _Malformed(f'PartitionIndexes: array length {n} out of range', pos)
-            o5.partition_indexes = list(_A_i[n].unpack_from(buf, pos))
+            o5.partition_indexes = list(_T_Ni[n].unpack_from(buf, pos))
             pos += 4 * n
             if buf[pos]:
                 pos = _skip_tagged_fields(buf, pos)
@@ -315,8 +316,8 @@ def _encode_write_txn_markers_request_v0(o0, ext):
             ap(_S_h.pack(len(s5)))
             ap(s5)
             x6 = o4.partition_indexes
-            ap(_S_i.pack(len(x6)))
-            ap(_A_i[len(x6)].pack(*x6))
+            c7 = len(x6)
+            ap(_T_iNi[c7].pack(c7, *x6))
         ap(_S_i.pack(o2.coordinator_epoch))
     return parts
 
@@ -338,13 +339,13 @@ def _encode_write_txn_markers_request_v1(o0, ext):
             ap(_UV1[n] if n < 128 else _uvarint(n))
             ap(s5)
             x6 = o4.partition_indexes
-            n = len(x6)
-            if n < 127:
-                ap(_CA_i[n].pack(n + 1, *x6))
+            c7 = len(x6)
+            if c7 < 127:
+                ap(_T_BNix[c7].pack(c7 + 1, *x6))
             else:
-                ap(_uvarint(n + 1))
-                ap(_A_i[n].pack(*x6))
-            ap(b'\x00')
+                ap(_uvarint(c7 + 1))
+                ap(_T_Ni[c7].pack(*x6))
+                ap(b'\x00')
         ap(_S_ix.pack(o2.coordinator_epoch))
     ap(b'\x00')
     return parts
@@ -527,6 +528,7 @@ def _encode_write_txn_markers_response_v1(o0, ext):
     ap(b'\x00')
     return parts
 
+
 _WRITE_TXN_MARKERS_REQUEST_DECODERS = {
     0: _decode_write_txn_markers_request_v0,
     1: _decode_write_txn_markers_request_v1,
@@ -535,6 +537,7 @@ _WRITE_TXN_MARKERS_REQUEST_ENCODERS = {
     0: _encode_write_txn_markers_request_v0,
     1: _encode_write_txn_markers_request_v1,
 }
+
 
 _WRITE_TXN_MARKERS_RESPONSE_DECODERS = {
     0: _decode_write_txn_markers_response_v0,
