@@ -1,0 +1,1 @@
+"""kafkapy's Spark integration: page-view pipeline on Spark's built-in Kafka source and sink."""
