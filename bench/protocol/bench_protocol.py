@@ -1,9 +1,11 @@
 """Message codec vs kafka-python's protocol classes, measured side by side in one process.
 
 Run: python bench/protocol/bench_protocol.py [--quick] [--markdown]
-Prints, per operation, calls per second for kafkapy and kafka-python and the ratio
+Prints, per operation, calls per CPU-second for kafkapy and kafka-python and the ratio
 (kafkapy ops/s / kafka-python ops/s; > 1 means kafkapy is faster). Each side is timed in
 alternating rounds and the best round counts, which damps noise from other processes.
+Two peers: kafka-python's current `kafka.protocol` classes at the same versions, and its older
+`kafka.protocol.old` Struct classes at the newest versions they have.
 """
 from __future__ import annotations
 
@@ -20,6 +22,10 @@ from kafka.protocol.consumer.fetch import FetchRequest as KpFetchRequest  # noqa
 from kafka.protocol.consumer.fetch import FetchResponse as KpFetchResponse  # noqa: E402
 from kafka.protocol.metadata.metadata import MetadataResponse as KpMetadataResponse  # noqa: E402
 from kafka.protocol.producer.produce import ProduceRequest as KpProduceRequest  # noqa: E402
+
+from kafka.protocol.old.fetch import FetchRequest_v11, FetchResponse_v11  # noqa: E402
+from kafka.protocol.old.metadata import MetadataResponse_v8  # noqa: E402
+from kafka.protocol.old.produce import ProduceRequest_v8  # noqa: E402
 
 from kafkapy.protocol.messages import (  # noqa: E402
     FetchRequest, FetchResponse, MetadataResponse, ProduceRequest,
@@ -52,8 +58,8 @@ class Structs:
         return self.cls(*args, **kwargs)
 
 
-def produce_request_bytes() -> bytes:
-    """A Produce v9 request: one topic, one partition, one 1 MiB record batch."""
+def produce_request(version: int = 9) -> bytes:
+    """A Produce request: one topic, one partition, one 1 MiB record batch."""
     value = bytes(range(256)) * 4
     batch = build_batch([(b"k%d" % i, value) for i in range(1000)], base_timestamp=1_700_000_000_000)
     padding = (1 << 20) - len(batch)
@@ -64,7 +70,7 @@ def produce_request_bytes() -> bytes:
     req = ProduceRequest(transactional_id=None, acks=-1, timeout_ms=30000, topic_data=[
         ProduceRequest.TopicProduceData(name="bench-topic", partition_data=[
             ProduceRequest.PartitionProduceData(index=0, records=batch)])])
-    return req.encode(9)
+    return req.encode(version)
 
 
 def metadata_response(cls, v: int, kp: bool, topics: int = 100, partitions: int = 10):
@@ -95,7 +101,7 @@ def fetch_request(cls, v: int, kp: bool):
     """A Fetch v13 request for 10 topics x 10 partitions."""
     extra = {"version": v} if kp else {}
     cls = Structs(cls)
-    topics = [cls.FetchTopic(topic_id=TOPIC_IDS[t], partitions=[
+    topics = [cls.FetchTopic(topic=f"topic-{t:03d}", topic_id=TOPIC_IDS[t], partitions=[
         cls.FetchPartition(partition=p, current_leader_epoch=5, fetch_offset=1000 + p,
                            last_fetched_epoch=4, log_start_offset=-1,
                            partition_max_bytes=1 << 20, **extra)
@@ -109,7 +115,7 @@ def fetch_response(cls, v: int, kp: bool, batch: bytes):
     """A Fetch v13 response for 10 topics x 10 partitions, each with a small record batch."""
     extra = {"version": v} if kp else {}
     cls = Structs(cls)
-    topics = [cls.FetchableTopicResponse(topic_id=TOPIC_IDS[t], partitions=[
+    topics = [cls.FetchableTopicResponse(topic=f"topic-{t:03d}", topic_id=TOPIC_IDS[t], partitions=[
         cls.PartitionData(partition_index=p, error_code=0, high_watermark=5000 + p,
                           last_stable_offset=5000 + p, log_start_offset=0,
                           aborted_transactions=None, preferred_read_replica=-1,
@@ -121,24 +127,29 @@ def fetch_response(cls, v: int, kp: bool, batch: bytes):
 # ---- timing ------------------------------------------------------------------------------
 
 def best_rate(fn, budget: float, rounds: int) -> float:
-    """Best calls/second over `rounds` rounds of about `budget` seconds each."""
+    """Best calls per CPU-second over `rounds` rounds of about `budget` seconds each.
+
+    CPU time of this process rather than wall time: the machine's cores are shared with other
+    work, and CPU time is what the codec costs.
+    """
+    clock = time.process_time
     fn()
     calls = 1
     while True:   # calibrate: calls per ~budget/10
-        start = time.perf_counter()
+        start = clock()
         for _ in range(calls):
             fn()
-        elapsed = time.perf_counter() - start
+        elapsed = clock() - start
         if elapsed > budget / 10:
             break
         calls *= 2
     per_round = max(1, int(calls / elapsed * budget))
     best = 0.0
     for _ in range(rounds):
-        start = time.perf_counter()
+        start = clock()
         for _ in range(per_round):
             fn()
-        best = max(best, per_round / (time.perf_counter() - start))
+        best = max(best, per_round / (clock() - start))
     return best
 
 
@@ -159,8 +170,9 @@ def main() -> None:
     budget, rounds = (0.6, 3) if args.quick else (3.0, 6)
 
     cases = []
+    legacy = []   # kafka-python's older Struct classes (kafka.protocol.old), at their newest versions
 
-    produce = produce_request_bytes()
+    produce = produce_request(9)
     mine = ProduceRequest.decode(produce, 9)
     theirs = KpProduceRequest.decode(produce, version=9)
     assert bytes(mine.topic_data[0].partition_data[0].records) == \
@@ -168,18 +180,31 @@ def main() -> None:
     cases.append(("decode Produce v9 request, one 1 MiB batch", "v9",
                   lambda: ProduceRequest.decode(produce, 9),
                   lambda: KpProduceRequest.decode(produce, version=9)))
+    produce8 = produce_request(8)
+    legacy.append(("decode Produce request, one 1 MiB batch", "v8",
+                   lambda: ProduceRequest.decode(produce8, 8),
+                   lambda: ProduceRequest_v8.decode(produce8)))
 
     meta_ours = metadata_response(MetadataResponse, 12, kp=False)
     meta_theirs = metadata_response(KpMetadataResponse, 12, kp=True)
     assert meta_ours.encode(12) == meta_theirs.encode(version=12)
     cases.append(("encode Metadata v12 response, 100 topics x 10 partitions", "v12",
                   lambda: meta_ours.encode(12), lambda: meta_theirs.encode(version=12)))
+    meta_legacy = MetadataResponse_v8.decode(meta_ours.encode(8))
+    assert meta_legacy.encode() == meta_ours.encode(8)
+    legacy.append(("encode Metadata response, 100 topics x 10 partitions", "v8",
+                   lambda: meta_ours.encode(8), meta_legacy.encode))
 
     fetch_req = fetch_request(FetchRequest, 13, kp=False).encode(13)
     assert fetch_request(KpFetchRequest, 13, kp=True).encode(version=13) == fetch_req
-    cases.append(("decode Fetch v13 request, 100 partitions", "v13",
+    cases.append(("decode Fetch v13 request, 10 topics x 10 partitions", "v13",
                   lambda: FetchRequest.decode(fetch_req, 13),
                   lambda: KpFetchRequest.decode(fetch_req, version=13)))
+    fetch_req11 = fetch_request(FetchRequest, 11, kp=False).encode(11)
+    assert FetchRequest_v11.decode(fetch_req11).encode() == fetch_req11
+    legacy.append(("decode Fetch request, 10 topics x 10 partitions", "v11",
+                   lambda: FetchRequest.decode(fetch_req11, 11),
+                   lambda: FetchRequest_v11.decode(fetch_req11)))
 
     small_batch = build_batch([(b"key", b"v" * 100)] * 3, base_timestamp=1_700_000_000_000)
     resp_ours = fetch_response(FetchResponse, 13, False, small_batch)
@@ -187,25 +212,43 @@ def main() -> None:
     assert resp_ours.encode(13) == resp_theirs.encode(version=13)
     cases.append(("encode Fetch v13 response, 100 partitions x 3-record batch", "v13",
                   lambda: resp_ours.encode_parts(13), lambda: resp_theirs.encode(version=13)))
+    resp_legacy = FetchResponse_v11.decode(resp_ours.encode(11))
+    assert resp_legacy.encode() == resp_ours.encode(11)
+    legacy.append(("encode Fetch response, 100 partitions x 3-record batch", "v11",
+                   lambda: resp_ours.encode_parts(11), resp_legacy.encode))
 
+    main_rows = measure(cases, budget, rounds, args.markdown)
+    legacy_rows = measure(legacy, budget, rounds, args.markdown)
+    if args.markdown:
+        import kafka
+        print(f"Run {time.strftime('%Y-%m-%d')} on {platform.machine()} (2 cores shared with other "
+              f"work), Python {platform.python_version()}, kafka-python {kafka.__version__}; "
+              f"best of {rounds} alternating rounds of CPU time per side.\n")
+        print("Against kafka-python's `kafka.protocol` classes (JSON-driven, with per-version "
+              "compiled codecs of their own):\n")
+        print_table(main_rows)
+        print("\nAgainst kafka-python's older hand-written Struct classes (`kafka.protocol.old`, "
+              "the kafka-python 2.x design), which stop at these versions, so both sides run the "
+              "version shown:\n")
+        print_table(legacy_rows)
+
+
+def measure(cases, budget: float, rounds: int, quiet: bool) -> list:
     rows = []
     for name, version, ours, kp in cases:
         a, b = compare(ours, kp, budget, rounds)
         rows.append((name, version, a, b, a / b))
-        if not args.markdown:
-            print(f"{name:62s} kafkapy {a:10,.0f}/s  kafka-python {b:10,.0f}/s  ratio {a / b:5.2f}x",
-                  flush=True)
+        if not quiet:
+            print(f"{name:58s} {version:>4s}  kafkapy {a:10,.0f}/s  kafka-python {b:10,.0f}/s"
+                  f"  ratio {a / b:5.2f}x", flush=True)
+    return rows
 
-    if args.markdown:
-        import kafka
-        print(f"Run {time.strftime('%Y-%m-%d')} on {platform.machine()}, Python "
-              f"{platform.python_version()}, kafka-python {kafka.__version__} (its JSON-driven "
-              f"`kafka.protocol` classes, which compile per-version codecs too); best of "
-              f"{rounds} alternating rounds.\n")
-        print("| operation | kafka-python version used | kafkapy ops/s | kafka-python ops/s | ratio |")
-        print("|---|---|---|---|---|")
-        for name, version, a, b, ratio in rows:
-            print(f"| {name} | {version} | {a:,.0f} | {b:,.0f} | **{ratio:.2f}x** |")
+
+def print_table(rows) -> None:
+    print("| operation | version | kafkapy ops/s | kafka-python ops/s | ratio |")
+    print("|---|---|---|---|---|")
+    for name, version, a, b, ratio in rows:
+        print(f"| {name} | {version} | {a:,.0f} | {b:,.0f} | **{ratio:.2f}x** |")
 
 
 if __name__ == "__main__":

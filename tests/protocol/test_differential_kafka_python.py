@@ -13,6 +13,7 @@ import pkgutil
 import random
 import re
 import uuid
+import warnings
 
 import pytest
 
@@ -21,8 +22,11 @@ from kafkapy.protocol.primitives import FieldSchema
 
 from test_codec_values import random_message
 
-kafka_protocol = pytest.importorskip("kafka.protocol")
-from kafka.protocol.api_message import ApiMessage  # noqa: E402
+with warnings.catch_warnings():
+    # kafka-python loads its JSON schemas with a deprecated importlib.resources call
+    warnings.simplefilter("ignore", DeprecationWarning)
+    kafka_protocol = pytest.importorskip("kafka.protocol")
+    from kafka.protocol.api_message import ApiMessage  # noqa: E402
 
 ZERO_UUID = uuid.UUID(int=0)
 
@@ -31,7 +35,9 @@ def _their_classes() -> dict[tuple[int, str], type]:
     for info in pkgutil.walk_packages(kafka_protocol.__path__, "kafka.protocol."):
         if ".old" in info.name or "generate_stubs" in info.name:
             continue
-        importlib.import_module(info.name)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            importlib.import_module(info.name)
     found = {}
     stack = list(ApiMessage.__subclasses__())
     while stack:
