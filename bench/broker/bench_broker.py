@@ -5,13 +5,15 @@ Measured per broker (each listens on 127.0.0.1 only; everything is bounded in ti
   * startup: wall time from spawning the process to (a) a TCP connect succeeding and (b) the
     first ApiVersions answer; median of --startup-runs fresh starts.
   * idle RSS: resident memory of the broker's process tree after start plus one metadata
-    request (confluent-kafka AdminClient.list_topics), before any data is written.
+    request (confluent-kafka AdminClient.list_topics) and 1 s idle, before any data is written;
+    median over the same fresh starts.
   * produce / consume throughput with confluent-kafka (librdkafka) for each case of
     {1, 8 partitions} x {100 B, 1 KiB records} x {acks=1, acks=all}; each phase stops at
     --records records or --seconds seconds, whichever comes first, and reports the rate
     actually achieved.
 
-Goals for kafkapy: accept connections within 0.3 s, idle RSS < 80 MB, throughput >= peer.
+Goals for kafkapy: answer ApiVersions within 0.3 s of process start (a bound listener that
+cannot answer yet does not count), idle RSS < 80 MB, throughput >= peer.
 kafkapy runs as `python -m kafkapy serve` on a fresh temporary log dir (disk); tansu runs with
 memory storage (see bench/peers.py). A broker that fails to start, or a case that fails, is
 reported as such and the run continues.
@@ -376,6 +378,12 @@ def run_consume(bootstrap: str, topic: str, case: Case, expected: int, max_secon
         "group.id": f"bench-{uuid.uuid4().hex[:8]}",  # required by the Python client; assign() only
         "enable.auto.commit": False,
         "auto.offset.reset": "earliest",
+        # librdkafka pauses fetching for fetch.queue.backoff.ms (1 s) whenever its local queue
+        # passes queued.min.messages (100k): a client artefact that made runs bimodal. Keep the
+        # whole run below the thresholds so only the broker limits the rate.
+        "queued.min.messages": 2_000_000,
+        "queued.max.messages.kbytes": 1_048_576,
+        "fetch.queue.backoff.ms": 10,
     })
     first_error = None
     received = 0
@@ -508,9 +516,9 @@ def render_markdown(results: list[BrokerResult], cases: list[Case], settings: di
 
     accept = {r.name: _median(r.accept_s) for r in results}
     api = {r.name: _median(r.api_ready_s) for r in results}
-    row("start → accepting TCP (median)", f"≤ {GOAL_ACCEPT_S:.1f} s", [_fmt_seconds(accept[n]) for n in names],
+    row("start → accepting TCP (median)", "", [_fmt_seconds(accept[n]) for n in names],
         _ratio(accept.get("tansu"), accept.get("kafkapy")))
-    row("start → first ApiVersions answer (median)", "", [_fmt_seconds(api[n]) for n in names],
+    row("start → first ApiVersions answer (median)", f"≤ {GOAL_ACCEPT_S:.1f} s", [_fmt_seconds(api[n]) for n in names],
         _ratio(api.get("tansu"), api.get("kafkapy")))
     rss = {r.name: r.idle_rss_mb for r in results}
     row("idle RSS after 1 metadata request (median)", f"< {GOAL_IDLE_RSS_MB:.0f} MB",
@@ -550,8 +558,10 @@ def render_markdown(results: list[BrokerResult], cases: list[Case], settings: di
 
     if ours is not None and not ours.start_error:
         verdicts = []
-        a = accept.get("kafkapy")
-        verdicts.append(f"accept ≤ {GOAL_ACCEPT_S} s: {'met' if a is not None and a <= GOAL_ACCEPT_S else 'NOT met'}")
+        # A listener that cannot answer yet is not "accepting connections" for a client.
+        a = api.get("kafkapy")
+        verdicts.append(f"serving (ApiVersions answered) ≤ {GOAL_ACCEPT_S} s: "
+                        f"{'met' if a is not None and a <= GOAL_ACCEPT_S else 'NOT met'}")
         m = rss.get("kafkapy")
         verdicts.append(f"idle RSS < {GOAL_IDLE_RSS_MB:.0f} MB: {'met' if m is not None and m < GOAL_IDLE_RSS_MB else 'NOT met'}")
         if peer is not None and not peer.start_error:
