@@ -29,8 +29,10 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SPEC_DIR = REPO_ROOT / ".." / "shared" / "kafka-protocol-3.9"
 DEFAULT_OUT_DIR = REPO_ROOT / "kafkapy" / "protocol"
 
+# the code generation helpers live next to this script
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from genprotocol_emit import FIXED_FORMATS, ModuleBuilder  # noqa: E402  (the emitter, next door)
+from genprotocol_codecs import DecodeGen, EncodeGen  # noqa: E402
+from genprotocol_codegen import FIXED_FORMATS, FN, Code, default_literal  # noqa: E402
 
 # ---------------------------------------------------------------------------------------------
 # Schema model
@@ -266,6 +268,213 @@ def render_error_codes(spec_dir: Path) -> str:
     lines += [f"    ErrorCode.{name}," for name in RETRIABLE_ERRORS]
     lines += ["})", ""]
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# Module builder
+# ---------------------------------------------------------------------------------------------
+
+class ModuleBuilder:
+    """Collects the classes, struct constants and codec functions of one API's module."""
+
+    def __init__(self, api_name: str, api_key: int, messages: list[MessageSpec]):
+        self.api_name = api_name
+        self.api_key = api_key
+        self.messages = messages
+        self.formats: dict[str, str] = {}        # constant name -> struct format
+        self._consts: dict[str, str] = {}        # struct format -> constant name
+        self.functions: list[str] = []           # function sources, in definition order
+        self._bodies: dict[str, str] = {}        # body with FN placeholder -> function name
+
+    # -- shared pieces -------------------------------------------------------------------------
+    def struct_const(self, fmt: str) -> str:
+        name = self._consts.get(fmt)
+        if name is None:
+            name = "_S_" + fmt.replace("?", "T")
+            self._consts[fmt] = name
+            self.formats[name] = fmt
+        return name
+
+    def struct_table(self, template: str) -> str:
+        """A StructTable: Structs by array length(s) for a template like '>hiB{0}i'."""
+        name = "_T_" + re.sub(r"\{\d+\}", "N", template[1:]).replace("?", "T")
+        if name not in self.formats:
+            self.formats[name] = template
+        return name
+
+    def define(self, hint: str, code: Code) -> str:
+        """Add a function (its def line uses FN as its name); identical bodies share one name."""
+        body = "\n".join(code.lines)
+        name = self._bodies.get(body)
+        if name is None:
+            name = hint
+            self._bodies[body] = name
+            self.functions.append(body.replace(FN, name))
+        return name
+
+    @staticmethod
+    def class_alias(msg: MessageSpec, spec: StructSpec) -> str:
+        return msg.name if spec is msg.root else f"_{msg.name}_{spec.name}"
+
+    # -- rendering -----------------------------------------------------------------------------
+    def render(self) -> str:
+        tables = []
+        for msg in self.messages:
+            lo, hi = msg.valid_versions
+            decoders = {v: DecodeGen(self, msg, v).function() for v in range(lo, hi + 1)}
+            encoders = {v: EncodeGen(self, msg, v).function() for v in range(lo, hi + 1)}
+            tables.append((msg, decoders, encoders))
+        out = [self._header()]
+        for msg in self.messages:
+            out.append(self._message_class(msg))
+        out.append("\n# Each class's fields as the spec declares them (for tests and tools): Kafka name,"
+                   " attribute,\n# type, array?, struct class, versions, nullable versions,"
+                   " tagged versions, tag.")
+        for msg in self.messages:
+            for spec in msg.structs + [msg.root]:
+                out += self._schema(msg, spec)
+        out.append("\n_new = object.__new__  # decoders fill slots directly, skipping __init__")
+        out.append("\n# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);"
+                   "\n# _T_<format>: Structs by array length, N marking where each array's elements go.")
+        for name, fmt in self.formats.items():
+            if "{0}" in fmt:
+                out.append(f"{name} = _StructTable({fmt!r})")
+            else:
+                out.append(f"{name} = _Struct({'>' + fmt!r})")
+        out.append("_UUID_GET = _UUID_CACHE.get")
+        out.append("")
+        for src in self.functions:
+            out.append("\n\n" + src)
+        for msg, decoders, encoders in tables:
+            base = _upper_snake(msg.name)
+            out.append("\n")
+            out.append(f"_{base}_DECODERS = {{")
+            out += [f"    {v}: {fn}," for v, fn in decoders.items()]
+            out.append("}")
+            out.append(f"_{base}_ENCODERS = {{")
+            out += [f"    {v}: {fn}," for v, fn in encoders.items()]
+            out.append("}")
+        return "\n".join(out) + "\n"
+
+    def _header(self) -> str:
+        names = " / ".join(m.name for m in self.messages)
+        all_names = ", ".join(f'"{m.name}"' for m in self.messages)
+        return f'''"""{names} (api key {self.api_key}).
+
+Generated by tools/genprotocol.py from ../shared/kafka-protocol-3.9; do not edit by hand.
+"""
+from __future__ import annotations
+
+import uuid as _uuid
+from dataclasses import dataclass
+from dataclasses import field as _field
+from struct import Struct as _Struct
+from typing import ClassVar
+
+from ..primitives import PLAIN_BUFFERS as _PLAIN_BUFFERS
+from ..primitives import UUID_CACHE as _UUID_CACHE
+from ..primitives import UVARINT_1 as _UV1
+from ..primitives import ZERO_UUID as _ZERO_UUID
+from ..primitives import ExternalRecords
+from ..primitives import FieldSchema as _FieldSchema
+from ..primitives import Malformed as _Malformed
+from ..primitives import decode_message as _decode_message
+from ..primitives import encode_message as _encode_message
+from ..primitives import encode_message_parts as _encode_message_parts
+from ..primitives import encode_uvarint as _uvarint
+from ..primitives import read_uuid as _read_uuid
+from ..primitives import read_uvarint as _read_uvarint
+from ..primitives import StructTable as _StructTable
+from ..primitives import skip_tagged_fields as _skip_tagged_fields
+
+__all__ = [{all_names}]'''
+
+    def _message_class(self, msg: MessageSpec) -> str:
+        lines = []
+        # Structs are defined at module level under private names (a class body cannot see its
+        # enclosing class's namespace, which default_factory needs) and attached to the message
+        # class by their Kafka names; __qualname__ makes them print as Message.Struct.
+        for spec in msg.structs:
+            lines += ["", "", "@dataclass(slots=True)", f"class {self.class_alias(msg, spec)}:",
+                      f'    """{msg.name} struct {spec.kafka_name}."""', "",
+                      f'    __qualname__ = "{msg.name}.{spec.name}"',
+                      "    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()"]
+            if spec.fields:
+                lines.append("")
+            lines += ["    " + d for d in self._field_decls(msg, spec)]
+        lo, hi = msg.valid_versions
+        flex = msg.first_flexible
+        flex_text = f"flexible from v{flex}" if flex is not None else "never flexible"
+        lines += ["", "", "@dataclass(slots=True)", f"class {msg.name}:",
+                  f'    """Kafka {msg.name} (api key {msg.api_key}), versions {lo}-{hi}, '
+                  f'{flex_text}."""', "",
+                  f"    API_KEY: ClassVar[int] = {msg.api_key}",
+                  f"    VALID_VERSIONS: ClassVar[tuple[int, int]] = ({lo}, {hi})",
+                  f"    FLEXIBLE_VERSION: ClassVar[int | None] = {flex}",
+                  "    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()"]
+        if msg.structs:
+            lines.append("")
+        for old, new in msg.renamed.items():
+            lines.append(f"    # struct {old} is named {new}: another struct has its name")
+        for spec in msg.structs:
+            lines.append(f"    {spec.name} = {self.class_alias(msg, spec)}")
+        lines.append("")
+        lines += ["    " + d for d in self._field_decls(msg, msg.root)]
+        base = _upper_snake(msg.name)
+        lines += [
+            "",
+            "    @classmethod",
+            f"    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0)"
+            f" -> {msg.name}:",
+            f'        """Decode a {msg.name} body of `version` starting at `pos`."""',
+            f"        return _decode_message(_{base}_DECODERS, buf, version, pos, {msg.api_key})",
+            "",
+            "    def encode(self, version: int) -> bytes:",
+            f'        """Encode this {msg.name} as `version`."""',
+            f"        return _encode_message(_{base}_ENCODERS, self, version)",
+            "",
+            "    def encode_parts(self, version: int) -> list:",
+            '        """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""',
+            f"        return _encode_message_parts(_{base}_ENCODERS, self, version)",
+        ]
+        return "\n".join(lines)
+
+    def _schema(self, msg: MessageSpec, spec: StructSpec) -> list[str]:
+        lines = [f"{self.class_alias(msg, spec)}.SCHEMA = ("]
+        for f in spec.fields:
+            type_ = "struct" if f.is_struct else f.type
+            struct = self.class_alias(msg, f.struct) if f.is_struct else None
+            lines.append(f"    _FieldSchema({f.name!r}, {f.attr!r}, {type_!r}, {f.is_array}, {struct}, "
+                         f"{f.versions}, {f.nullable_versions}, {f.tagged_versions}, {f.tag}),")
+        lines.append(")")
+        return lines
+
+    def _field_decls(self, msg: MessageSpec, spec: StructSpec) -> list[str]:
+        decls = []
+        for f in spec.fields:
+            nullable = f.nullable_versions[0] <= f.nullable_versions[1]
+            if f.is_struct:
+                elem = f"{msg.name}.{f.struct.name}"
+            else:
+                elem = {"string": "str", "bytes": "bytes", "bool": "bool", "float64": "float",
+                        "uuid": "_uuid.UUID",
+                        "records": "memoryview | bytes | ExternalRecords"}.get(f.type, "int")
+            hint = f"list[{elem}]" if f.is_array else elem
+            lit = default_literal(f)
+            if lit == "None" or (f.type == "records" and not f.is_array):
+                hint += " | None"
+            if lit == "[]":
+                value = "_field(default_factory=list)"
+            elif lit == "STRUCT":
+                value = f"_field(default_factory={self.class_alias(msg, f.struct)})"
+            else:
+                value = lit
+            decls.append(f"{f.attr}: {hint} = {value}")
+        return decls
+
+
+def _upper_snake(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).upper()
 
 
 # ---------------------------------------------------------------------------------------------
