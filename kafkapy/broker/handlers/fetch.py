@@ -94,21 +94,29 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
     wanted, forgotten = _requested(broker, request, version)
     cache = broker.fetch_sessions
     session = None
+    created = False
     session_id = request.session_id if version >= 7 else 0
     epoch = request.session_epoch if version >= 7 else FINAL_EPOCH
     if session_id == 0:
         if epoch == INITIAL_EPOCH:
             session = cache.new_session()
+            created = True
         elif epoch != FINAL_EPOCH:
             return FetchResponse(error_code=ErrorCode.INVALID_FETCH_SESSION_EPOCH, session_id=0, responses=[])
     elif epoch == FINAL_EPOCH:
         cache.remove(session_id)
+    elif epoch == INITIAL_EPOCH:
+        # a full fetch naming an existing session closes it and opens a new one (Kafka's
+        # FetchSession: clients do this to reset a session after an error)
+        cache.remove(session_id)
+        session = cache.new_session()
+        created = True
     else:
         try:
             session = cache.get(session_id, epoch)
         except KafkaError as exc:
             return FetchResponse(error_code=exc.code, session_id=0, responses=[])
-    full = session is None or session_id == 0
+    full = session is None or created
     if session is not None:
         if full:
             session.partitions.clear()
@@ -132,7 +140,8 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
                     want = _Wanted(key[0], meta.topic_id if meta is not None else _NULL_UUID, key[1],
                                    state.fetch_offset, state.max_bytes)
                 wanted.append(want)
-        session.epoch += 1
+        if not created:  # a new session already expects epoch 1 next
+            session.epoch += 1
 
     deadline = time.monotonic() + max(request.max_wait_ms, 0) / 1000
     min_bytes = request.min_bytes
