@@ -42,6 +42,7 @@ GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
 # READ | DELETE | DESCRIBE: what a group allows when there is no authorizer
 ALL_GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
+_offsets_topic_warned = False
 
 
 async def wait_for(register: Callable[[Callable[[Any], None]], None]) -> Any:
@@ -74,7 +75,11 @@ def offsets_topic(broker):
             configs=offsets_topic_configs(config.offsets_topic_segment_bytes), internal=True)
     except KafkaError as exc:
         if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS:
-            log.warning("cannot create %s (offsets.topic.num.partitions=%d, offsets.topic.replication.factor"
+            # Clients retry FindCoordinator every few hundred ms: warn once, then quietly.
+            global _offsets_topic_warned
+            level = logging.DEBUG if _offsets_topic_warned else logging.WARNING
+            _offsets_topic_warned = True
+            log.log(level, "cannot create %s (offsets.topic.num.partitions=%d, offsets.topic.replication.factor"
                         "=%d): %s", OFFSETS_TOPIC, config.offsets_topic_num_partitions,
                         config.offsets_topic_replication_factor, exc)
             return None
