@@ -647,6 +647,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import confluent_kafka
 
+    load_before = os.getloadavg()[0]
     results: list[BrokerResult] = []
     running: dict[str, RunningBroker] = {}
     try:
@@ -688,7 +689,8 @@ def main(argv: list[str] | None = None) -> int:
     passed = _reproducible_args(argv if argv is not None else sys.argv[1:])
     settings = {
         "date": time.strftime("%Y-%m-%d"),
-        "machine": f"{os.cpu_count()} cores, Python {platform.python_version()}",
+        "machine": f"{os.cpu_count()} cores (1-min load average {load_before:.1f} before, "
+                   f"{os.getloadavg()[0]:.1f} after the run), Python {platform.python_version()}",
         "client": f"{getattr(confluent_kafka, '__version__', '?')} / librdkafka {confluent_kafka.libversion()[0]}",
         "records": args.records,
         "seconds": args.seconds,
