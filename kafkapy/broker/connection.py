@@ -43,6 +43,7 @@ class KafkaConnection(asyncio.Protocol):
         self._worker: asyncio.Task | None = None
         self._reading_paused = False
         self._closed = False
+        self._eof = False
         self._drain_waiter: asyncio.Future | None = None
         self._write_paused = False
         self._max_request = broker.config.get("socket.request.max.bytes")
@@ -98,7 +99,8 @@ class KafkaConnection(asyncio.Protocol):
             self.transport.pause_reading()
 
     def eof_received(self) -> bool:
-        # Finish queued requests, then close; the worker closes when done.
+        # The client finished sending: answer what it queued, then close (the worker does).
+        self._eof = True
         if self._worker is None:
             self.close()
         return True
@@ -131,8 +133,7 @@ class KafkaConnection(asyncio.Protocol):
                     return
                 if parts is not None and not self._closed:
                     await self._write(parts)
-            if self.transport is not None and self.transport.is_closing() is False \
-                    and getattr(self.transport, "_eof", False):
+            if self._eof and not self._frames:
                 self.close()
         finally:
             self._worker = None
