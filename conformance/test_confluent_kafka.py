@@ -300,23 +300,24 @@ def test_idempotent_produce_consume_by_timestamp(broker, topic_name, codec):
         per_partition = [len(range(p, MESSAGES_PER_CODEC, PARTITIONS)) for p in range(PARTITIONS)]
         assert high_watermarks(consumer, topic_name, PARTITIONS) == per_partition
 
-        # offsets_for_times: the earliest offset whose timestamp >= the target.
+        # offsets_for_times: the earliest offset whose timestamp >= the target. One call per
+        # target: a partition may appear only once in a ListOffsets request.
+        def lookup(timestamps: list[int]) -> list[int]:
+            found = consumer.offsets_for_times(
+                [TopicPartition(topic_name, p, ts) for p, ts in enumerate(timestamps)], timeout=15)
+            for tp in found:
+                assert tp.error is None, f"offsets_for_times error {tp.error} for {tp}"
+            return [tp.offset for tp in sorted(found, key=lambda tp: tp.partition)]
+
         mid_index = MESSAGES_PER_CODEC // 2 + 1
-        lookups = consumer.offsets_for_times(
-            [TopicPartition(topic_name, p, base_ts) for p in range(PARTITIONS)]
-            + [TopicPartition(topic_name, p, base_ts + mid_index) for p in range(PARTITIONS)]
-            + [TopicPartition(topic_name, 0, base_ts + MESSAGES_PER_CODEC + 1000)],
-            timeout=15,
-        )
-        for tp in lookups:
-            assert tp.error is None, f"offsets_for_times error {tp.error} for {tp}"
-        start_offsets = [tp.offset for tp in lookups[:PARTITIONS]]
-        mid_offsets = [tp.offset for tp in lookups[PARTITIONS:2 * PARTITIONS]]
+        start_offsets = lookup([base_ts] * PARTITIONS)
+        mid_offsets = lookup([base_ts + mid_index] * PARTITIONS)
+        past_end = lookup([base_ts + MESSAGES_PER_CODEC + 1000])
         assert start_offsets == [0] * PARTITIONS
         # First index i >= mid_index with i % 3 == p lives at offset i // 3.
         expected_mid = [(mid_index + ((p - mid_index) % PARTITIONS)) // PARTITIONS for p in range(PARTITIONS)]
         assert mid_offsets == expected_mid
-        assert lookups[-1].offset == -1, "timestamp past the last message must give offset -1"
+        assert past_end == [-1], "a timestamp past the last message must give offset -1"
 
         # Everything, from the offsets found for the first timestamp.
         consumer.assign([TopicPartition(topic_name, p, o) for p, o in enumerate(start_offsets)])
