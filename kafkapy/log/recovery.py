@@ -81,14 +81,13 @@ def _remove_leftovers(directory: Path) -> list[int]:
 
 
 class _BatchContinuity:
-    """Recovery's acceptance rule: offsets follow each other, leader epochs never go back
-    and agree with the leader epoch checkpoint when it is trustworthy."""
+    """Recovery's acceptance rule: offsets follow each other (the base offset is not covered
+    by the CRC) and leader epochs agree with the leader epoch checkpoint when it is readable."""
 
     def __init__(self, epochs: LeaderEpochCache | None, compacted: bool):
         self.epochs = epochs if epochs is not None and len(epochs) else None
         self.compacted = compacted
         self.expected = -1
-        self.last_epoch = -1
 
     def start_segment(self, base_offset: int) -> None:
         self.expected = base_offset
@@ -97,17 +96,13 @@ class _BatchContinuity:
         base = header.base_offset
         if base != self.expected and not (self.compacted and base > self.expected):
             return False
-        epoch = header.partition_leader_epoch
-        if epoch < self.last_epoch:
-            return False
         epochs = self.epochs
         if epochs is not None:
+            # Every append records a new epoch in the checkpoint before writing its batch,
+            # so a batch whose epoch disagrees with it has a damaged (uncovered) epoch field.
             known = epochs.epoch_for_offset(base)
-            if known >= 0 and known != epoch:
+            if known >= 0 and known != header.partition_leader_epoch:
                 return False
-            if known < 0 and epoch > epochs.earliest_epoch:
-                return False
-        self.last_epoch = epoch
         self.expected = base + header.last_offset_delta + 1
         return True
 

@@ -391,7 +391,7 @@ class LogSegment:
         """Find the segment's end by scanning headers from the last index entry (clean start)."""
         last_offset, position = self.offset_index.last_entry()
         self.next_offset = self.base_offset
-        if position > self.size:
+        if position < 0 or position > self.size:
             raise CorruptIndexError(f"{self.offset_index.path}: entry past the end of the log")
         for header in self.iter_headers(position):
             self.next_offset = header.base_offset + header.last_offset_delta + 1
@@ -403,7 +403,7 @@ class LogSegment:
         last_offset, position = self.offset_index.last_entry()
         if position == 0 and last_offset == self.base_offset:
             return
-        if position >= self.size:
+        if position < 0 or last_offset < self.base_offset or position >= self.size:
             raise CorruptIndexError(f"{self.offset_index.path}: entry {position} past log end {self.size}")
         header = read_batch_header(os.pread(self._fd, HEADER_SIZE, position))
         if header.base_offset + header.last_offset_delta != last_offset:
