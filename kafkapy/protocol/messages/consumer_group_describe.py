@@ -10,20 +10,18 @@ from dataclasses import field as _field
 from struct import Struct as _Struct
 from typing import ClassVar
 
-from ..primitives import PLAIN_BUFFERS as _PLAIN_BUFFERS
 from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
-from ..primitives import ExternalRecords
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
+from ..primitives import StructTable as _StructTable
 from ..primitives import decode_message as _decode_message
 from ..primitives import encode_message as _encode_message
 from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
-from ..primitives import StructTable as _StructTable
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
 
 __all__ = ["ConsumerGroupDescribeRequest", "ConsumerGroupDescribeResponse"]
@@ -51,7 +49,7 @@ class ConsumerGroupDescribeRequest:
         return _encode_message(_CONSUMER_GROUP_DESCRIBE_REQUEST_ENCODERS, self, version)
 
     def encode_parts(self, version: int) -> list:
-        """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
+        """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_CONSUMER_GROUP_DESCRIBE_REQUEST_ENCODERS, self, version)
 
 
@@ -141,7 +139,7 @@ class ConsumerGroupDescribeResponse:
         return _encode_message(_CONSUMER_GROUP_DESCRIBE_RESPONSE_ENCODERS, self, version)
 
     def encode_parts(self, version: int) -> list:
-        """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
+        """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_CONSUMER_GROUP_DESCRIBE_RESPONSE_ENCODERS, self, version)
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,

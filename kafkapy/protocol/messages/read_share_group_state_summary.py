@@ -10,11 +10,9 @@ from dataclasses import field as _field
 from struct import Struct as _Struct
 from typing import ClassVar
 
-from ..primitives import PLAIN_BUFFERS as _PLAIN_BUFFERS
 from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
-from ..primitives import ExternalRecords
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import decode_message as _decode_message
@@ -23,7 +21,6 @@ from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
-from ..primitives import StructTable as _StructTable
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
 
 __all__ = ["ReadShareGroupStateSummaryRequest", "ReadShareGroupStateSummaryResponse"]
@@ -76,7 +73,7 @@ class ReadShareGroupStateSummaryRequest:
         return _encode_message(_READ_SHARE_GROUP_STATE_SUMMARY_REQUEST_ENCODERS, self, version)
 
     def encode_parts(self, version: int) -> list:
-        """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
+        """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_READ_SHARE_GROUP_STATE_SUMMARY_REQUEST_ENCODERS, self, version)
 
 
@@ -129,7 +126,7 @@ class ReadShareGroupStateSummaryResponse:
         return _encode_message(_READ_SHARE_GROUP_STATE_SUMMARY_RESPONSE_ENCODERS, self, version)
 
     def encode_parts(self, version: int) -> list:
-        """Encode as buffers; ExternalRecords payloads stay separate and uncopied."""
+        """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_READ_SHARE_GROUP_STATE_SUMMARY_RESPONSE_ENCODERS, self, version)
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
