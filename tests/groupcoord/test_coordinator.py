@@ -104,6 +104,7 @@ def test_leave_group_batch_and_unknown_members():
     top, errors = h.coord.leave_group("g", [(a, None), ("nobody", None), (b, None)])
     assert top == 0 and errors == [0, E.UNKNOWN_MEMBER_ID, 0]
     assert h.coord.leave_group("missing", [("x", None)]) == (0, [E.UNKNOWN_MEMBER_ID])
+    assert h.coord.leave_group("", [("x", None)]) == (E.INVALID_GROUP_ID, [])
 
 
 def test_inconsistent_protocol_type_leaves_group_intact():
@@ -319,3 +320,36 @@ def test_pending_sync_expiry_removes_silent_members():
     group = h.coord.manager.get_group("g")
     assert b not in group.members
     assert state(h) is GroupState.PREPARING_REBALANCE
+
+
+def test_coordination_follows_partition_leadership():
+    h = Harness()
+    [a] = h.stable_group()
+    from kafkapy.groupcoord import OffsetAndMetadata
+    h.coord.commit_offsets("g", a, None, 1, {("t", 0): OffsetAndMetadata(42)})
+    p = h.coord.partition_for("g")
+    others = [1 if i == p else 2 for i in range(3)]
+    h.coord.sync_leadership(others, node_id=2)  # another broker leads g's partition now
+    assert h.coord.manager.get_group("g") is None
+    assert h.coord.heartbeat("g", a, None, 1) == E.NOT_COORDINATOR
+    assert h.coord.fetch_offsets("g", [("t", 0)])[0] == E.NOT_COORDINATOR
+    h.coord.sync_leadership([2, 2, 2], node_id=2)  # leadership comes back: state reloads from the log
+    assert h.coord.fetch_offsets("g", [("t", 0)])[1][("t", 0)][0].offset == 42
+    assert h.coord.heartbeat("g", a, None, 1) == 0
+
+
+def test_topic_partition_count_decides_placement():
+    h = Harness()
+    h.coord.sync_leadership([1] * 7, node_id=1)
+    from kafkapy.groupcoord import partition_for
+    assert h.coord.partition_for("some-group") == partition_for("some-group", 7)
+    assert h.coord.manager.owned_partitions == set(range(7))
+
+
+def test_resigning_answers_parked_joins():
+    h = Harness()
+    a, b = h.stable_group(n=2)
+    box = h.join(member_id=a)
+    h.coord.sync_leadership(None, node_id=1)  # topic gone / nothing led here
+    assert box[0].error == E.NOT_COORDINATOR
+    assert h.sched.pending() == 1  # only the periodic offset-expiry timer remains
