@@ -327,7 +327,7 @@ class ModuleBuilder:
         out = []
         for msg in self.messages:
             out.append(self._message_class(msg))
-        out.append("\n# Each class's fields as the spec declares them (for tests and tools): Kafka name,"
+        out.append("\n\n# Each class's fields as the spec declares them (for tests and tools): Kafka name,"
                    " attribute,\n# type, array?, struct class, versions, nullable versions,"
                    " tagged versions, tag.")
         for msg in self.messages:
@@ -436,7 +436,7 @@ class ModuleBuilder:
             "    @classmethod",
             f"    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0)"
             f" -> {msg.name}:",
-            f'        """Decode a {msg.name} body of `version` starting at `pos`."""',
+            f'        """Decode the body of a version-`version` {msg.name} starting at `pos`."""',
             f"        return _decode_message(_{base}_DECODERS, buf, version, pos, {msg.api_key})",
             "",
             "    def encode(self, version: int) -> bytes:",

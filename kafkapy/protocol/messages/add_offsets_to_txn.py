@@ -37,7 +37,7 @@ class AddOffsetsToTxnRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> AddOffsetsToTxnRequest:
-        """Decode a AddOffsetsToTxnRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` AddOffsetsToTxnRequest starting at `pos`."""
         return _decode_message(_ADD_OFFSETS_TO_TXN_REQUEST_DECODERS, buf, version, pos, 25)
 
     def encode(self, version: int) -> bytes:
@@ -63,7 +63,7 @@ class AddOffsetsToTxnResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> AddOffsetsToTxnResponse:
-        """Decode a AddOffsetsToTxnResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` AddOffsetsToTxnResponse starting at `pos`."""
         return _decode_message(_ADD_OFFSETS_TO_TXN_RESPONSE_DECODERS, buf, version, pos, 25)
 
     def encode(self, version: int) -> bytes:
@@ -73,6 +73,7 @@ class AddOffsetsToTxnResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_ADD_OFFSETS_TO_TXN_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

@@ -68,7 +68,7 @@ class AddPartitionsToTxnRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> AddPartitionsToTxnRequest:
-        """Decode a AddPartitionsToTxnRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` AddPartitionsToTxnRequest starting at `pos`."""
         return _decode_message(_ADD_PARTITIONS_TO_TXN_REQUEST_DECODERS, buf, version, pos, 24)
 
     def encode(self, version: int) -> bytes:
@@ -133,7 +133,7 @@ class AddPartitionsToTxnResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> AddPartitionsToTxnResponse:
-        """Decode a AddPartitionsToTxnResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` AddPartitionsToTxnResponse starting at `pos`."""
         return _decode_message(_ADD_PARTITIONS_TO_TXN_RESPONSE_DECODERS, buf, version, pos, 24)
 
     def encode(self, version: int) -> bytes:
@@ -143,6 +143,7 @@ class AddPartitionsToTxnResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_ADD_PARTITIONS_TO_TXN_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

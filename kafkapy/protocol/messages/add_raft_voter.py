@@ -57,7 +57,7 @@ class AddRaftVoterRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> AddRaftVoterRequest:
-        """Decode a AddRaftVoterRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` AddRaftVoterRequest starting at `pos`."""
         return _decode_message(_ADD_RAFT_VOTER_REQUEST_DECODERS, buf, version, pos, 80)
 
     def encode(self, version: int) -> bytes:
@@ -84,7 +84,7 @@ class AddRaftVoterResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> AddRaftVoterResponse:
-        """Decode a AddRaftVoterResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` AddRaftVoterResponse starting at `pos`."""
         return _decode_message(_ADD_RAFT_VOTER_RESPONSE_DECODERS, buf, version, pos, 80)
 
     def encode(self, version: int) -> bytes:
@@ -94,6 +94,7 @@ class AddRaftVoterResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_ADD_RAFT_VOTER_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

@@ -74,7 +74,7 @@ class AlterClientQuotasRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> AlterClientQuotasRequest:
-        """Decode a AlterClientQuotasRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` AlterClientQuotasRequest starting at `pos`."""
         return _decode_message(_ALTER_CLIENT_QUOTAS_REQUEST_DECODERS, buf, version, pos, 49)
 
     def encode(self, version: int) -> bytes:
@@ -126,7 +126,7 @@ class AlterClientQuotasResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> AlterClientQuotasResponse:
-        """Decode a AlterClientQuotasResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` AlterClientQuotasResponse starting at `pos`."""
         return _decode_message(_ALTER_CLIENT_QUOTAS_RESPONSE_DECODERS, buf, version, pos, 49)
 
     def encode(self, version: int) -> bytes:
@@ -136,6 +136,7 @@ class AlterClientQuotasResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_ALTER_CLIENT_QUOTAS_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

@@ -62,7 +62,7 @@ class AlterConfigsRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> AlterConfigsRequest:
-        """Decode a AlterConfigsRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` AlterConfigsRequest starting at `pos`."""
         return _decode_message(_ALTER_CONFIGS_REQUEST_DECODERS, buf, version, pos, 33)
 
     def encode(self, version: int) -> bytes:
@@ -103,7 +103,7 @@ class AlterConfigsResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> AlterConfigsResponse:
-        """Decode a AlterConfigsResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` AlterConfigsResponse starting at `pos`."""
         return _decode_message(_ALTER_CONFIGS_RESPONSE_DECODERS, buf, version, pos, 33)
 
     def encode(self, version: int) -> bytes:
@@ -113,6 +113,7 @@ class AlterConfigsResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_ALTER_CONFIGS_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

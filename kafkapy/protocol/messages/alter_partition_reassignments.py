@@ -62,7 +62,7 @@ class AlterPartitionReassignmentsRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> AlterPartitionReassignmentsRequest:
-        """Decode a AlterPartitionReassignmentsRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` AlterPartitionReassignmentsRequest starting at `pos`."""
         return _decode_message(_ALTER_PARTITION_REASSIGNMENTS_REQUEST_DECODERS, buf, version, pos, 45)
 
     def encode(self, version: int) -> bytes:
@@ -116,7 +116,7 @@ class AlterPartitionReassignmentsResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> AlterPartitionReassignmentsResponse:
-        """Decode a AlterPartitionReassignmentsResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` AlterPartitionReassignmentsResponse starting at `pos`."""
         return _decode_message(_ALTER_PARTITION_REASSIGNMENTS_RESPONSE_DECODERS, buf, version, pos, 45)
 
     def encode(self, version: int) -> bytes:
@@ -126,6 +126,7 @@ class AlterPartitionReassignmentsResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_ALTER_PARTITION_REASSIGNMENTS_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

@@ -61,7 +61,7 @@ class AlterReplicaLogDirsRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> AlterReplicaLogDirsRequest:
-        """Decode a AlterReplicaLogDirsRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` AlterReplicaLogDirsRequest starting at `pos`."""
         return _decode_message(_ALTER_REPLICA_LOG_DIRS_REQUEST_DECODERS, buf, version, pos, 34)
 
     def encode(self, version: int) -> bytes:
@@ -112,7 +112,7 @@ class AlterReplicaLogDirsResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> AlterReplicaLogDirsResponse:
-        """Decode a AlterReplicaLogDirsResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` AlterReplicaLogDirsResponse starting at `pos`."""
         return _decode_message(_ALTER_REPLICA_LOG_DIRS_RESPONSE_DECODERS, buf, version, pos, 34)
 
     def encode(self, version: int) -> bytes:
@@ -122,6 +122,7 @@ class AlterReplicaLogDirsResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_ALTER_REPLICA_LOG_DIRS_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

@@ -64,7 +64,7 @@ class AlterUserScramCredentialsRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> AlterUserScramCredentialsRequest:
-        """Decode a AlterUserScramCredentialsRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` AlterUserScramCredentialsRequest starting at `pos`."""
         return _decode_message(_ALTER_USER_SCRAM_CREDENTIALS_REQUEST_DECODERS, buf, version, pos, 51)
 
     def encode(self, version: int) -> bytes:
@@ -104,7 +104,7 @@ class AlterUserScramCredentialsResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> AlterUserScramCredentialsResponse:
-        """Decode a AlterUserScramCredentialsResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` AlterUserScramCredentialsResponse starting at `pos`."""
         return _decode_message(_ALTER_USER_SCRAM_CREDENTIALS_RESPONSE_DECODERS, buf, version, pos, 51)
 
     def encode(self, version: int) -> bytes:
@@ -114,6 +114,7 @@ class AlterUserScramCredentialsResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_ALTER_USER_SCRAM_CREDENTIALS_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

@@ -36,7 +36,7 @@ class ApiVersionsRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ApiVersionsRequest:
-        """Decode a ApiVersionsRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` ApiVersionsRequest starting at `pos`."""
         return _decode_message(_API_VERSIONS_REQUEST_DECODERS, buf, version, pos, 18)
 
     def encode(self, version: int) -> bytes:
@@ -107,7 +107,7 @@ class ApiVersionsResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ApiVersionsResponse:
-        """Decode a ApiVersionsResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` ApiVersionsResponse starting at `pos`."""
         return _decode_message(_API_VERSIONS_RESPONSE_DECODERS, buf, version, pos, 18)
 
     def encode(self, version: int) -> bytes:
@@ -117,6 +117,7 @@ class ApiVersionsResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_API_VERSIONS_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

@@ -41,7 +41,7 @@ class ConsumerGroupDescribeRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ConsumerGroupDescribeRequest:
-        """Decode a ConsumerGroupDescribeRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` ConsumerGroupDescribeRequest starting at `pos`."""
         return _decode_message(_CONSUMER_GROUP_DESCRIBE_REQUEST_DECODERS, buf, version, pos, 69)
 
     def encode(self, version: int) -> bytes:
@@ -131,7 +131,7 @@ class ConsumerGroupDescribeResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ConsumerGroupDescribeResponse:
-        """Decode a ConsumerGroupDescribeResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` ConsumerGroupDescribeResponse starting at `pos`."""
         return _decode_message(_CONSUMER_GROUP_DESCRIBE_RESPONSE_DECODERS, buf, version, pos, 69)
 
     def encode(self, version: int) -> bytes:
@@ -141,6 +141,7 @@ class ConsumerGroupDescribeResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_CONSUMER_GROUP_DESCRIBE_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

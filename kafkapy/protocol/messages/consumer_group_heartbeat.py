@@ -61,7 +61,7 @@ class ConsumerGroupHeartbeatRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ConsumerGroupHeartbeatRequest:
-        """Decode a ConsumerGroupHeartbeatRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` ConsumerGroupHeartbeatRequest starting at `pos`."""
         return _decode_message(_CONSUMER_GROUP_HEARTBEAT_REQUEST_DECODERS, buf, version, pos, 68)
 
     def encode(self, version: int) -> bytes:
@@ -116,7 +116,7 @@ class ConsumerGroupHeartbeatResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ConsumerGroupHeartbeatResponse:
-        """Decode a ConsumerGroupHeartbeatResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` ConsumerGroupHeartbeatResponse starting at `pos`."""
         return _decode_message(_CONSUMER_GROUP_HEARTBEAT_RESPONSE_DECODERS, buf, version, pos, 68)
 
     def encode(self, version: int) -> bytes:
@@ -126,6 +126,7 @@ class ConsumerGroupHeartbeatResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_CONSUMER_GROUP_HEARTBEAT_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

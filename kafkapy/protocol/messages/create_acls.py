@@ -53,7 +53,7 @@ class CreateAclsRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> CreateAclsRequest:
-        """Decode a CreateAclsRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` CreateAclsRequest starting at `pos`."""
         return _decode_message(_CREATE_ACLS_REQUEST_DECODERS, buf, version, pos, 30)
 
     def encode(self, version: int) -> bytes:
@@ -92,7 +92,7 @@ class CreateAclsResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> CreateAclsResponse:
-        """Decode a CreateAclsResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` CreateAclsResponse starting at `pos`."""
         return _decode_message(_CREATE_ACLS_RESPONSE_DECODERS, buf, version, pos, 30)
 
     def encode(self, version: int) -> bytes:
@@ -102,6 +102,7 @@ class CreateAclsResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_CREATE_ACLS_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

@@ -51,7 +51,7 @@ class CreateDelegationTokenRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> CreateDelegationTokenRequest:
-        """Decode a CreateDelegationTokenRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` CreateDelegationTokenRequest starting at `pos`."""
         return _decode_message(_CREATE_DELEGATION_TOKEN_REQUEST_DECODERS, buf, version, pos, 38)
 
     def encode(self, version: int) -> bytes:
@@ -86,7 +86,7 @@ class CreateDelegationTokenResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> CreateDelegationTokenResponse:
-        """Decode a CreateDelegationTokenResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` CreateDelegationTokenResponse starting at `pos`."""
         return _decode_message(_CREATE_DELEGATION_TOKEN_RESPONSE_DECODERS, buf, version, pos, 38)
 
     def encode(self, version: int) -> bytes:
@@ -96,6 +96,7 @@ class CreateDelegationTokenResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_CREATE_DELEGATION_TOKEN_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

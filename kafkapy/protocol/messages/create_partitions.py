@@ -63,7 +63,7 @@ class CreatePartitionsRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> CreatePartitionsRequest:
-        """Decode a CreatePartitionsRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` CreatePartitionsRequest starting at `pos`."""
         return _decode_message(_CREATE_PARTITIONS_REQUEST_DECODERS, buf, version, pos, 37)
 
     def encode(self, version: int) -> bytes:
@@ -103,7 +103,7 @@ class CreatePartitionsResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> CreatePartitionsResponse:
-        """Decode a CreatePartitionsResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` CreatePartitionsResponse starting at `pos`."""
         return _decode_message(_CREATE_PARTITIONS_RESPONSE_DECODERS, buf, version, pos, 37)
 
     def encode(self, version: int) -> bytes:
@@ -113,6 +113,7 @@ class CreatePartitionsResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_CREATE_PARTITIONS_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

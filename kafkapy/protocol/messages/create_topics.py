@@ -82,7 +82,7 @@ class CreateTopicsRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> CreateTopicsRequest:
-        """Decode a CreateTopicsRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` CreateTopicsRequest starting at `pos`."""
         return _decode_message(_CREATE_TOPICS_REQUEST_DECODERS, buf, version, pos, 19)
 
     def encode(self, version: int) -> bytes:
@@ -142,7 +142,7 @@ class CreateTopicsResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> CreateTopicsResponse:
-        """Decode a CreateTopicsResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` CreateTopicsResponse starting at `pos`."""
         return _decode_message(_CREATE_TOPICS_RESPONSE_DECODERS, buf, version, pos, 19)
 
     def encode(self, version: int) -> bytes:
@@ -152,6 +152,7 @@ class CreateTopicsResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_CREATE_TOPICS_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

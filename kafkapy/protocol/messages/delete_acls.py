@@ -53,7 +53,7 @@ class DeleteAclsRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DeleteAclsRequest:
-        """Decode a DeleteAclsRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` DeleteAclsRequest starting at `pos`."""
         return _decode_message(_DELETE_ACLS_REQUEST_DECODERS, buf, version, pos, 31)
 
     def encode(self, version: int) -> bytes:
@@ -112,7 +112,7 @@ class DeleteAclsResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DeleteAclsResponse:
-        """Decode a DeleteAclsResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` DeleteAclsResponse starting at `pos`."""
         return _decode_message(_DELETE_ACLS_RESPONSE_DECODERS, buf, version, pos, 31)
 
     def encode(self, version: int) -> bytes:
@@ -122,6 +122,7 @@ class DeleteAclsResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_DELETE_ACLS_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

@@ -35,7 +35,7 @@ class DeleteGroupsRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DeleteGroupsRequest:
-        """Decode a DeleteGroupsRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` DeleteGroupsRequest starting at `pos`."""
         return _decode_message(_DELETE_GROUPS_REQUEST_DECODERS, buf, version, pos, 42)
 
     def encode(self, version: int) -> bytes:
@@ -74,7 +74,7 @@ class DeleteGroupsResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DeleteGroupsResponse:
-        """Decode a DeleteGroupsResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` DeleteGroupsResponse starting at `pos`."""
         return _decode_message(_DELETE_GROUPS_RESPONSE_DECODERS, buf, version, pos, 42)
 
     def encode(self, version: int) -> bytes:
@@ -84,6 +84,7 @@ class DeleteGroupsResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_DELETE_GROUPS_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

@@ -61,7 +61,7 @@ class DeleteRecordsRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DeleteRecordsRequest:
-        """Decode a DeleteRecordsRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` DeleteRecordsRequest starting at `pos`."""
         return _decode_message(_DELETE_RECORDS_REQUEST_DECODERS, buf, version, pos, 21)
 
     def encode(self, version: int) -> bytes:
@@ -113,7 +113,7 @@ class DeleteRecordsResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DeleteRecordsResponse:
-        """Decode a DeleteRecordsResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` DeleteRecordsResponse starting at `pos`."""
         return _decode_message(_DELETE_RECORDS_RESPONSE_DECODERS, buf, version, pos, 21)
 
     def encode(self, version: int) -> bytes:
@@ -123,6 +123,7 @@ class DeleteRecordsResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_DELETE_RECORDS_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

@@ -64,7 +64,7 @@ class DeleteShareGroupStateRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DeleteShareGroupStateRequest:
-        """Decode a DeleteShareGroupStateRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` DeleteShareGroupStateRequest starting at `pos`."""
         return _decode_message(_DELETE_SHARE_GROUP_STATE_REQUEST_DECODERS, buf, version, pos, 86)
 
     def encode(self, version: int) -> bytes:
@@ -115,7 +115,7 @@ class DeleteShareGroupStateResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DeleteShareGroupStateResponse:
-        """Decode a DeleteShareGroupStateResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` DeleteShareGroupStateResponse starting at `pos`."""
         return _decode_message(_DELETE_SHARE_GROUP_STATE_RESPONSE_DECODERS, buf, version, pos, 86)
 
     def encode(self, version: int) -> bytes:
@@ -125,6 +125,7 @@ class DeleteShareGroupStateResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_DELETE_SHARE_GROUP_STATE_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

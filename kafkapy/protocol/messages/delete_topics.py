@@ -54,7 +54,7 @@ class DeleteTopicsRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DeleteTopicsRequest:
-        """Decode a DeleteTopicsRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` DeleteTopicsRequest starting at `pos`."""
         return _decode_message(_DELETE_TOPICS_REQUEST_DECODERS, buf, version, pos, 20)
 
     def encode(self, version: int) -> bytes:
@@ -95,7 +95,7 @@ class DeleteTopicsResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DeleteTopicsResponse:
-        """Decode a DeleteTopicsResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` DeleteTopicsResponse starting at `pos`."""
         return _decode_message(_DELETE_TOPICS_RESPONSE_DECODERS, buf, version, pos, 20)
 
     def encode(self, version: int) -> bytes:
@@ -105,6 +105,7 @@ class DeleteTopicsResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_DELETE_TOPICS_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

@@ -41,7 +41,7 @@ class DescribeAclsRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DescribeAclsRequest:
-        """Decode a DescribeAclsRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` DescribeAclsRequest starting at `pos`."""
         return _decode_message(_DESCRIBE_ACLS_REQUEST_DECODERS, buf, version, pos, 29)
 
     def encode(self, version: int) -> bytes:
@@ -98,7 +98,7 @@ class DescribeAclsResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DescribeAclsResponse:
-        """Decode a DescribeAclsResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` DescribeAclsResponse starting at `pos`."""
         return _decode_message(_DESCRIBE_ACLS_RESPONSE_DECODERS, buf, version, pos, 29)
 
     def encode(self, version: int) -> bytes:
@@ -108,6 +108,7 @@ class DescribeAclsResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_DESCRIBE_ACLS_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

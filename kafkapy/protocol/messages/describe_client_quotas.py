@@ -50,7 +50,7 @@ class DescribeClientQuotasRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DescribeClientQuotasRequest:
-        """Decode a DescribeClientQuotasRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` DescribeClientQuotasRequest starting at `pos`."""
         return _decode_message(_DESCRIBE_CLIENT_QUOTAS_REQUEST_DECODERS, buf, version, pos, 48)
 
     def encode(self, version: int) -> bytes:
@@ -115,7 +115,7 @@ class DescribeClientQuotasResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DescribeClientQuotasResponse:
-        """Decode a DescribeClientQuotasResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` DescribeClientQuotasResponse starting at `pos`."""
         return _decode_message(_DESCRIBE_CLIENT_QUOTAS_RESPONSE_DECODERS, buf, version, pos, 48)
 
     def encode(self, version: int) -> bytes:
@@ -125,6 +125,7 @@ class DescribeClientQuotasResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_DESCRIBE_CLIENT_QUOTAS_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

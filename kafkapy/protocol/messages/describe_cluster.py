@@ -36,7 +36,7 @@ class DescribeClusterRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DescribeClusterRequest:
-        """Decode a DescribeClusterRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` DescribeClusterRequest starting at `pos`."""
         return _decode_message(_DESCRIBE_CLUSTER_REQUEST_DECODERS, buf, version, pos, 60)
 
     def encode(self, version: int) -> bytes:
@@ -83,7 +83,7 @@ class DescribeClusterResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DescribeClusterResponse:
-        """Decode a DescribeClusterResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` DescribeClusterResponse starting at `pos`."""
         return _decode_message(_DESCRIBE_CLUSTER_RESPONSE_DECODERS, buf, version, pos, 60)
 
     def encode(self, version: int) -> bytes:
@@ -93,6 +93,7 @@ class DescribeClusterResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_DESCRIBE_CLUSTER_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

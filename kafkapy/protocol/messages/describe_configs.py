@@ -51,7 +51,7 @@ class DescribeConfigsRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DescribeConfigsRequest:
-        """Decode a DescribeConfigsRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` DescribeConfigsRequest starting at `pos`."""
         return _decode_message(_DESCRIBE_CONFIGS_REQUEST_DECODERS, buf, version, pos, 32)
 
     def encode(self, version: int) -> bytes:
@@ -125,7 +125,7 @@ class DescribeConfigsResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DescribeConfigsResponse:
-        """Decode a DescribeConfigsResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` DescribeConfigsResponse starting at `pos`."""
         return _decode_message(_DESCRIBE_CONFIGS_RESPONSE_DECODERS, buf, version, pos, 32)
 
     def encode(self, version: int) -> bytes:
@@ -135,6 +135,7 @@ class DescribeConfigsResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_DESCRIBE_CONFIGS_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

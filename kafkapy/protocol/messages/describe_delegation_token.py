@@ -48,7 +48,7 @@ class DescribeDelegationTokenRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DescribeDelegationTokenRequest:
-        """Decode a DescribeDelegationTokenRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` DescribeDelegationTokenRequest starting at `pos`."""
         return _decode_message(_DESCRIBE_DELEGATION_TOKEN_REQUEST_DECODERS, buf, version, pos, 41)
 
     def encode(self, version: int) -> bytes:
@@ -108,7 +108,7 @@ class DescribeDelegationTokenResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DescribeDelegationTokenResponse:
-        """Decode a DescribeDelegationTokenResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` DescribeDelegationTokenResponse starting at `pos`."""
         return _decode_message(_DESCRIBE_DELEGATION_TOKEN_RESPONSE_DECODERS, buf, version, pos, 41)
 
     def encode(self, version: int) -> bytes:
@@ -118,6 +118,7 @@ class DescribeDelegationTokenResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_DESCRIBE_DELEGATION_TOKEN_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

@@ -36,7 +36,7 @@ class DescribeGroupsRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DescribeGroupsRequest:
-        """Decode a DescribeGroupsRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` DescribeGroupsRequest starting at `pos`."""
         return _decode_message(_DESCRIBE_GROUPS_REQUEST_DECODERS, buf, version, pos, 15)
 
     def encode(self, version: int) -> bytes:
@@ -96,7 +96,7 @@ class DescribeGroupsResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DescribeGroupsResponse:
-        """Decode a DescribeGroupsResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` DescribeGroupsResponse starting at `pos`."""
         return _decode_message(_DESCRIBE_GROUPS_RESPONSE_DECODERS, buf, version, pos, 15)
 
     def encode(self, version: int) -> bytes:
@@ -106,6 +106,7 @@ class DescribeGroupsResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_DESCRIBE_GROUPS_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

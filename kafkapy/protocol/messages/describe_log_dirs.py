@@ -49,7 +49,7 @@ class DescribeLogDirsRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DescribeLogDirsRequest:
-        """Decode a DescribeLogDirsRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` DescribeLogDirsRequest starting at `pos`."""
         return _decode_message(_DESCRIBE_LOG_DIRS_REQUEST_DECODERS, buf, version, pos, 35)
 
     def encode(self, version: int) -> bytes:
@@ -118,7 +118,7 @@ class DescribeLogDirsResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DescribeLogDirsResponse:
-        """Decode a DescribeLogDirsResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` DescribeLogDirsResponse starting at `pos`."""
         return _decode_message(_DESCRIBE_LOG_DIRS_RESPONSE_DECODERS, buf, version, pos, 35)
 
     def encode(self, version: int) -> bytes:
@@ -128,6 +128,7 @@ class DescribeLogDirsResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_DESCRIBE_LOG_DIRS_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

@@ -49,7 +49,7 @@ class DescribeProducersRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DescribeProducersRequest:
-        """Decode a DescribeProducersRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` DescribeProducersRequest starting at `pos`."""
         return _decode_message(_DESCRIBE_PRODUCERS_REQUEST_DECODERS, buf, version, pos, 61)
 
     def encode(self, version: int) -> bytes:
@@ -118,7 +118,7 @@ class DescribeProducersResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DescribeProducersResponse:
-        """Decode a DescribeProducersResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` DescribeProducersResponse starting at `pos`."""
         return _decode_message(_DESCRIBE_PRODUCERS_RESPONSE_DECODERS, buf, version, pos, 61)
 
     def encode(self, version: int) -> bytes:
@@ -128,6 +128,7 @@ class DescribeProducersResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_DESCRIBE_PRODUCERS_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

@@ -63,7 +63,7 @@ class DescribeQuorumRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DescribeQuorumRequest:
-        """Decode a DescribeQuorumRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` DescribeQuorumRequest starting at `pos`."""
         return _decode_message(_DESCRIBE_QUORUM_REQUEST_DECODERS, buf, version, pos, 55)
 
     def encode(self, version: int) -> bytes:
@@ -162,7 +162,7 @@ class DescribeQuorumResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DescribeQuorumResponse:
-        """Decode a DescribeQuorumResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` DescribeQuorumResponse starting at `pos`."""
         return _decode_message(_DESCRIBE_QUORUM_RESPONSE_DECODERS, buf, version, pos, 55)
 
     def encode(self, version: int) -> bytes:
@@ -172,6 +172,7 @@ class DescribeQuorumResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_DESCRIBE_QUORUM_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

@@ -66,7 +66,7 @@ class DescribeTopicPartitionsRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DescribeTopicPartitionsRequest:
-        """Decode a DescribeTopicPartitionsRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` DescribeTopicPartitionsRequest starting at `pos`."""
         return _decode_message(_DESCRIBE_TOPIC_PARTITIONS_REQUEST_DECODERS, buf, version, pos, 75)
 
     def encode(self, version: int) -> bytes:
@@ -141,7 +141,7 @@ class DescribeTopicPartitionsResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DescribeTopicPartitionsResponse:
-        """Decode a DescribeTopicPartitionsResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` DescribeTopicPartitionsResponse starting at `pos`."""
         return _decode_message(_DESCRIBE_TOPIC_PARTITIONS_RESPONSE_DECODERS, buf, version, pos, 75)
 
     def encode(self, version: int) -> bytes:
@@ -151,6 +151,7 @@ class DescribeTopicPartitionsResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_DESCRIBE_TOPIC_PARTITIONS_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

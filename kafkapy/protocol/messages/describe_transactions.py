@@ -36,7 +36,7 @@ class DescribeTransactionsRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DescribeTransactionsRequest:
-        """Decode a DescribeTransactionsRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` DescribeTransactionsRequest starting at `pos`."""
         return _decode_message(_DESCRIBE_TRANSACTIONS_REQUEST_DECODERS, buf, version, pos, 65)
 
     def encode(self, version: int) -> bytes:
@@ -93,7 +93,7 @@ class DescribeTransactionsResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DescribeTransactionsResponse:
-        """Decode a DescribeTransactionsResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` DescribeTransactionsResponse starting at `pos`."""
         return _decode_message(_DESCRIBE_TRANSACTIONS_RESPONSE_DECODERS, buf, version, pos, 65)
 
     def encode(self, version: int) -> bytes:
@@ -103,6 +103,7 @@ class DescribeTransactionsResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_DESCRIBE_TRANSACTIONS_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

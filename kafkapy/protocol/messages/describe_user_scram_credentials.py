@@ -47,7 +47,7 @@ class DescribeUserScramCredentialsRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DescribeUserScramCredentialsRequest:
-        """Decode a DescribeUserScramCredentialsRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` DescribeUserScramCredentialsRequest starting at `pos`."""
         return _decode_message(_DESCRIBE_USER_SCRAM_CREDENTIALS_REQUEST_DECODERS, buf, version, pos, 50)
 
     def encode(self, version: int) -> bytes:
@@ -102,7 +102,7 @@ class DescribeUserScramCredentialsResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DescribeUserScramCredentialsResponse:
-        """Decode a DescribeUserScramCredentialsResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` DescribeUserScramCredentialsResponse starting at `pos`."""
         return _decode_message(_DESCRIBE_USER_SCRAM_CREDENTIALS_RESPONSE_DECODERS, buf, version, pos, 50)
 
     def encode(self, version: int) -> bytes:
@@ -112,6 +112,7 @@ class DescribeUserScramCredentialsResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_DESCRIBE_USER_SCRAM_CREDENTIALS_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

@@ -51,7 +51,7 @@ class ElectLeadersRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ElectLeadersRequest:
-        """Decode a ElectLeadersRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` ElectLeadersRequest starting at `pos`."""
         return _decode_message(_ELECT_LEADERS_REQUEST_DECODERS, buf, version, pos, 43)
 
     def encode(self, version: int) -> bytes:
@@ -104,7 +104,7 @@ class ElectLeadersResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ElectLeadersResponse:
-        """Decode a ElectLeadersResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` ElectLeadersResponse starting at `pos`."""
         return _decode_message(_ELECT_LEADERS_RESPONSE_DECODERS, buf, version, pos, 43)
 
     def encode(self, version: int) -> bytes:
@@ -114,6 +114,7 @@ class ElectLeadersResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_ELECT_LEADERS_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

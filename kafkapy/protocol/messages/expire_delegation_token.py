@@ -35,7 +35,7 @@ class ExpireDelegationTokenRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ExpireDelegationTokenRequest:
-        """Decode a ExpireDelegationTokenRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` ExpireDelegationTokenRequest starting at `pos`."""
         return _decode_message(_EXPIRE_DELEGATION_TOKEN_REQUEST_DECODERS, buf, version, pos, 40)
 
     def encode(self, version: int) -> bytes:
@@ -62,7 +62,7 @@ class ExpireDelegationTokenResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ExpireDelegationTokenResponse:
-        """Decode a ExpireDelegationTokenResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` ExpireDelegationTokenResponse starting at `pos`."""
         return _decode_message(_EXPIRE_DELEGATION_TOKEN_RESPONSE_DECODERS, buf, version, pos, 40)
 
     def encode(self, version: int) -> bytes:
@@ -72,6 +72,7 @@ class ExpireDelegationTokenResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_EXPIRE_DELEGATION_TOKEN_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

@@ -109,7 +109,7 @@ class FetchRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> FetchRequest:
-        """Decode a FetchRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` FetchRequest starting at `pos`."""
         return _decode_message(_FETCH_REQUEST_DECODERS, buf, version, pos, 1)
 
     def encode(self, version: int) -> bytes:
@@ -235,7 +235,7 @@ class FetchResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> FetchResponse:
-        """Decode a FetchResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` FetchResponse starting at `pos`."""
         return _decode_message(_FETCH_RESPONSE_DECODERS, buf, version, pos, 1)
 
     def encode(self, version: int) -> bytes:
@@ -245,6 +245,7 @@ class FetchResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_FETCH_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

@@ -37,7 +37,7 @@ class FindCoordinatorRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> FindCoordinatorRequest:
-        """Decode a FindCoordinatorRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` FindCoordinatorRequest starting at `pos`."""
         return _decode_message(_FIND_COORDINATOR_REQUEST_DECODERS, buf, version, pos, 10)
 
     def encode(self, version: int) -> bytes:
@@ -85,7 +85,7 @@ class FindCoordinatorResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> FindCoordinatorResponse:
-        """Decode a FindCoordinatorResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` FindCoordinatorResponse starting at `pos`."""
         return _decode_message(_FIND_COORDINATOR_RESPONSE_DECODERS, buf, version, pos, 10)
 
     def encode(self, version: int) -> bytes:
@@ -95,6 +95,7 @@ class FindCoordinatorResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_FIND_COORDINATOR_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

@@ -40,7 +40,7 @@ class GetTelemetrySubscriptionsRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> GetTelemetrySubscriptionsRequest:
-        """Decode a GetTelemetrySubscriptionsRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` GetTelemetrySubscriptionsRequest starting at `pos`."""
         return _decode_message(_GET_TELEMETRY_SUBSCRIPTIONS_REQUEST_DECODERS, buf, version, pos, 71)
 
     def encode(self, version: int) -> bytes:
@@ -73,7 +73,7 @@ class GetTelemetrySubscriptionsResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> GetTelemetrySubscriptionsResponse:
-        """Decode a GetTelemetrySubscriptionsResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` GetTelemetrySubscriptionsResponse starting at `pos`."""
         return _decode_message(_GET_TELEMETRY_SUBSCRIPTIONS_RESPONSE_DECODERS, buf, version, pos, 71)
 
     def encode(self, version: int) -> bytes:
@@ -83,6 +83,7 @@ class GetTelemetrySubscriptionsResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_GET_TELEMETRY_SUBSCRIPTIONS_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

@@ -37,7 +37,7 @@ class HeartbeatRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> HeartbeatRequest:
-        """Decode a HeartbeatRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` HeartbeatRequest starting at `pos`."""
         return _decode_message(_HEARTBEAT_REQUEST_DECODERS, buf, version, pos, 12)
 
     def encode(self, version: int) -> bytes:
@@ -63,7 +63,7 @@ class HeartbeatResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> HeartbeatResponse:
-        """Decode a HeartbeatResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` HeartbeatResponse starting at `pos`."""
         return _decode_message(_HEARTBEAT_RESPONSE_DECODERS, buf, version, pos, 12)
 
     def encode(self, version: int) -> bytes:
@@ -73,6 +73,7 @@ class HeartbeatResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_HEARTBEAT_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

@@ -63,7 +63,7 @@ class IncrementalAlterConfigsRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> IncrementalAlterConfigsRequest:
-        """Decode a IncrementalAlterConfigsRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` IncrementalAlterConfigsRequest starting at `pos`."""
         return _decode_message(_INCREMENTAL_ALTER_CONFIGS_REQUEST_DECODERS, buf, version, pos, 44)
 
     def encode(self, version: int) -> bytes:
@@ -104,7 +104,7 @@ class IncrementalAlterConfigsResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> IncrementalAlterConfigsResponse:
-        """Decode a IncrementalAlterConfigsResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` IncrementalAlterConfigsResponse starting at `pos`."""
         return _decode_message(_INCREMENTAL_ALTER_CONFIGS_RESPONSE_DECODERS, buf, version, pos, 44)
 
     def encode(self, version: int) -> bytes:
@@ -114,6 +114,7 @@ class IncrementalAlterConfigsResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_INCREMENTAL_ALTER_CONFIGS_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

@@ -37,7 +37,7 @@ class InitProducerIdRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> InitProducerIdRequest:
-        """Decode a InitProducerIdRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` InitProducerIdRequest starting at `pos`."""
         return _decode_message(_INIT_PRODUCER_ID_REQUEST_DECODERS, buf, version, pos, 22)
 
     def encode(self, version: int) -> bytes:
@@ -65,7 +65,7 @@ class InitProducerIdResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> InitProducerIdResponse:
-        """Decode a InitProducerIdResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` InitProducerIdResponse starting at `pos`."""
         return _decode_message(_INIT_PRODUCER_ID_RESPONSE_DECODERS, buf, version, pos, 22)
 
     def encode(self, version: int) -> bytes:
@@ -75,6 +75,7 @@ class InitProducerIdResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_INIT_PRODUCER_ID_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

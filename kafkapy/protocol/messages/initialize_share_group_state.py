@@ -66,7 +66,7 @@ class InitializeShareGroupStateRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> InitializeShareGroupStateRequest:
-        """Decode a InitializeShareGroupStateRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` InitializeShareGroupStateRequest starting at `pos`."""
         return _decode_message(_INITIALIZE_SHARE_GROUP_STATE_REQUEST_DECODERS, buf, version, pos, 83)
 
     def encode(self, version: int) -> bytes:
@@ -117,7 +117,7 @@ class InitializeShareGroupStateResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> InitializeShareGroupStateResponse:
-        """Decode a InitializeShareGroupStateResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` InitializeShareGroupStateResponse starting at `pos`."""
         return _decode_message(_INITIALIZE_SHARE_GROUP_STATE_RESPONSE_DECODERS, buf, version, pos, 83)
 
     def encode(self, version: int) -> bytes:
@@ -127,6 +127,7 @@ class InitializeShareGroupStateResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_INITIALIZE_SHARE_GROUP_STATE_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

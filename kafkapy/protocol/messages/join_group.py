@@ -55,7 +55,7 @@ class JoinGroupRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> JoinGroupRequest:
-        """Decode a JoinGroupRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` JoinGroupRequest starting at `pos`."""
         return _decode_message(_JOIN_GROUP_REQUEST_DECODERS, buf, version, pos, 11)
 
     def encode(self, version: int) -> bytes:
@@ -102,7 +102,7 @@ class JoinGroupResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> JoinGroupResponse:
-        """Decode a JoinGroupResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` JoinGroupResponse starting at `pos`."""
         return _decode_message(_JOIN_GROUP_RESPONSE_DECODERS, buf, version, pos, 11)
 
     def encode(self, version: int) -> bytes:
@@ -112,6 +112,7 @@ class JoinGroupResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_JOIN_GROUP_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

@@ -51,7 +51,7 @@ class LeaveGroupRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> LeaveGroupRequest:
-        """Decode a LeaveGroupRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` LeaveGroupRequest starting at `pos`."""
         return _decode_message(_LEAVE_GROUP_REQUEST_DECODERS, buf, version, pos, 13)
 
     def encode(self, version: int) -> bytes:
@@ -92,7 +92,7 @@ class LeaveGroupResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> LeaveGroupResponse:
-        """Decode a LeaveGroupResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` LeaveGroupResponse starting at `pos`."""
         return _decode_message(_LEAVE_GROUP_RESPONSE_DECODERS, buf, version, pos, 13)
 
     def encode(self, version: int) -> bytes:
@@ -102,6 +102,7 @@ class LeaveGroupResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_LEAVE_GROUP_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

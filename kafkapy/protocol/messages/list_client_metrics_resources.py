@@ -34,7 +34,7 @@ class ListClientMetricsResourcesRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ListClientMetricsResourcesRequest:
-        """Decode a ListClientMetricsResourcesRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` ListClientMetricsResourcesRequest starting at `pos`."""
         return _decode_message(_LIST_CLIENT_METRICS_RESOURCES_REQUEST_DECODERS, buf, version, pos, 74)
 
     def encode(self, version: int) -> bytes:
@@ -73,7 +73,7 @@ class ListClientMetricsResourcesResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ListClientMetricsResourcesResponse:
-        """Decode a ListClientMetricsResourcesResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` ListClientMetricsResourcesResponse starting at `pos`."""
         return _decode_message(_LIST_CLIENT_METRICS_RESOURCES_RESPONSE_DECODERS, buf, version, pos, 74)
 
     def encode(self, version: int) -> bytes:
@@ -83,6 +83,7 @@ class ListClientMetricsResourcesResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_LIST_CLIENT_METRICS_RESOURCES_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

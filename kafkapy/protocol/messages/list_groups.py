@@ -36,7 +36,7 @@ class ListGroupsRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ListGroupsRequest:
-        """Decode a ListGroupsRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` ListGroupsRequest starting at `pos`."""
         return _decode_message(_LIST_GROUPS_REQUEST_DECODERS, buf, version, pos, 16)
 
     def encode(self, version: int) -> bytes:
@@ -78,7 +78,7 @@ class ListGroupsResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ListGroupsResponse:
-        """Decode a ListGroupsResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` ListGroupsResponse starting at `pos`."""
         return _decode_message(_LIST_GROUPS_RESPONSE_DECODERS, buf, version, pos, 16)
 
     def encode(self, version: int) -> bytes:
@@ -88,6 +88,7 @@ class ListGroupsResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_LIST_GROUPS_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

@@ -65,7 +65,7 @@ class ListOffsetsRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ListOffsetsRequest:
-        """Decode a ListOffsetsRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` ListOffsetsRequest starting at `pos`."""
         return _decode_message(_LIST_OFFSETS_REQUEST_DECODERS, buf, version, pos, 2)
 
     def encode(self, version: int) -> bytes:
@@ -120,7 +120,7 @@ class ListOffsetsResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ListOffsetsResponse:
-        """Decode a ListOffsetsResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` ListOffsetsResponse starting at `pos`."""
         return _decode_message(_LIST_OFFSETS_RESPONSE_DECODERS, buf, version, pos, 2)
 
     def encode(self, version: int) -> bytes:
@@ -130,6 +130,7 @@ class ListOffsetsResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_LIST_OFFSETS_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

@@ -50,7 +50,7 @@ class ListPartitionReassignmentsRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ListPartitionReassignmentsRequest:
-        """Decode a ListPartitionReassignmentsRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` ListPartitionReassignmentsRequest starting at `pos`."""
         return _decode_message(_LIST_PARTITION_REASSIGNMENTS_REQUEST_DECODERS, buf, version, pos, 46)
 
     def encode(self, version: int) -> bytes:
@@ -105,7 +105,7 @@ class ListPartitionReassignmentsResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ListPartitionReassignmentsResponse:
-        """Decode a ListPartitionReassignmentsResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` ListPartitionReassignmentsResponse starting at `pos`."""
         return _decode_message(_LIST_PARTITION_REASSIGNMENTS_RESPONSE_DECODERS, buf, version, pos, 46)
 
     def encode(self, version: int) -> bytes:
@@ -115,6 +115,7 @@ class ListPartitionReassignmentsResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_LIST_PARTITION_REASSIGNMENTS_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

@@ -38,7 +38,7 @@ class ListTransactionsRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ListTransactionsRequest:
-        """Decode a ListTransactionsRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` ListTransactionsRequest starting at `pos`."""
         return _decode_message(_LIST_TRANSACTIONS_REQUEST_DECODERS, buf, version, pos, 66)
 
     def encode(self, version: int) -> bytes:
@@ -80,7 +80,7 @@ class ListTransactionsResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ListTransactionsResponse:
-        """Decode a ListTransactionsResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` ListTransactionsResponse starting at `pos`."""
         return _decode_message(_LIST_TRANSACTIONS_RESPONSE_DECODERS, buf, version, pos, 66)
 
     def encode(self, version: int) -> bytes:
@@ -90,6 +90,7 @@ class ListTransactionsResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_LIST_TRANSACTIONS_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

@@ -56,7 +56,7 @@ class MetadataRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> MetadataRequest:
-        """Decode a MetadataRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` MetadataRequest starting at `pos`."""
         return _decode_message(_METADATA_REQUEST_DECODERS, buf, version, pos, 3)
 
     def encode(self, version: int) -> bytes:
@@ -134,7 +134,7 @@ class MetadataResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> MetadataResponse:
-        """Decode a MetadataResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` MetadataResponse starting at `pos`."""
         return _decode_message(_METADATA_RESPONSE_DECODERS, buf, version, pos, 3)
 
     def encode(self, version: int) -> bytes:
@@ -144,6 +144,7 @@ class MetadataResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_METADATA_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

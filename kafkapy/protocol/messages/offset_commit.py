@@ -68,7 +68,7 @@ class OffsetCommitRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> OffsetCommitRequest:
-        """Decode a OffsetCommitRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` OffsetCommitRequest starting at `pos`."""
         return _decode_message(_OFFSET_COMMIT_REQUEST_DECODERS, buf, version, pos, 8)
 
     def encode(self, version: int) -> bytes:
@@ -119,7 +119,7 @@ class OffsetCommitResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> OffsetCommitResponse:
-        """Decode a OffsetCommitResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` OffsetCommitResponse starting at `pos`."""
         return _decode_message(_OFFSET_COMMIT_RESPONSE_DECODERS, buf, version, pos, 8)
 
     def encode(self, version: int) -> bytes:
@@ -129,6 +129,7 @@ class OffsetCommitResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_OFFSET_COMMIT_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

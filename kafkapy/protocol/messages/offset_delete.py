@@ -56,7 +56,7 @@ class OffsetDeleteRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> OffsetDeleteRequest:
-        """Decode a OffsetDeleteRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` OffsetDeleteRequest starting at `pos`."""
         return _decode_message(_OFFSET_DELETE_REQUEST_DECODERS, buf, version, pos, 47)
 
     def encode(self, version: int) -> bytes:
@@ -108,7 +108,7 @@ class OffsetDeleteResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> OffsetDeleteResponse:
-        """Decode a OffsetDeleteResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` OffsetDeleteResponse starting at `pos`."""
         return _decode_message(_OFFSET_DELETE_RESPONSE_DECODERS, buf, version, pos, 47)
 
     def encode(self, version: int) -> bytes:
@@ -118,6 +118,7 @@ class OffsetDeleteResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_OFFSET_DELETE_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

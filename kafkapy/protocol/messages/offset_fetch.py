@@ -78,7 +78,7 @@ class OffsetFetchRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> OffsetFetchRequest:
-        """Decode a OffsetFetchRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` OffsetFetchRequest starting at `pos`."""
         return _decode_message(_OFFSET_FETCH_REQUEST_DECODERS, buf, version, pos, 9)
 
     def encode(self, version: int) -> bytes:
@@ -174,7 +174,7 @@ class OffsetFetchResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> OffsetFetchResponse:
-        """Decode a OffsetFetchResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` OffsetFetchResponse starting at `pos`."""
         return _decode_message(_OFFSET_FETCH_RESPONSE_DECODERS, buf, version, pos, 9)
 
     def encode(self, version: int) -> bytes:
@@ -184,6 +184,7 @@ class OffsetFetchResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_OFFSET_FETCH_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

@@ -62,7 +62,7 @@ class OffsetForLeaderEpochRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> OffsetForLeaderEpochRequest:
-        """Decode a OffsetForLeaderEpochRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` OffsetForLeaderEpochRequest starting at `pos`."""
         return _decode_message(_OFFSET_FOR_LEADER_EPOCH_REQUEST_DECODERS, buf, version, pos, 23)
 
     def encode(self, version: int) -> bytes:
@@ -115,7 +115,7 @@ class OffsetForLeaderEpochResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> OffsetForLeaderEpochResponse:
-        """Decode a OffsetForLeaderEpochResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` OffsetForLeaderEpochResponse starting at `pos`."""
         return _decode_message(_OFFSET_FOR_LEADER_EPOCH_RESPONSE_DECODERS, buf, version, pos, 23)
 
     def encode(self, version: int) -> bytes:
@@ -125,6 +125,7 @@ class OffsetForLeaderEpochResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_OFFSET_FOR_LEADER_EPOCH_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

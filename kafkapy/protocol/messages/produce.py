@@ -65,7 +65,7 @@ class ProduceRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ProduceRequest:
-        """Decode a ProduceRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` ProduceRequest starting at `pos`."""
         return _decode_message(_PRODUCE_REQUEST_DECODERS, buf, version, pos, 0)
 
     def encode(self, version: int) -> bytes:
@@ -161,7 +161,7 @@ class ProduceResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ProduceResponse:
-        """Decode a ProduceResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` ProduceResponse starting at `pos`."""
         return _decode_message(_PRODUCE_RESPONSE_DECODERS, buf, version, pos, 0)
 
     def encode(self, version: int) -> bytes:
@@ -171,6 +171,7 @@ class ProduceResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_PRODUCE_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

@@ -42,7 +42,7 @@ class PushTelemetryRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> PushTelemetryRequest:
-        """Decode a PushTelemetryRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` PushTelemetryRequest starting at `pos`."""
         return _decode_message(_PUSH_TELEMETRY_REQUEST_DECODERS, buf, version, pos, 72)
 
     def encode(self, version: int) -> bytes:
@@ -68,7 +68,7 @@ class PushTelemetryResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> PushTelemetryResponse:
-        """Decode a PushTelemetryResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` PushTelemetryResponse starting at `pos`."""
         return _decode_message(_PUSH_TELEMETRY_RESPONSE_DECODERS, buf, version, pos, 72)
 
     def encode(self, version: int) -> bytes:
@@ -78,6 +78,7 @@ class PushTelemetryResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_PUSH_TELEMETRY_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

@@ -65,7 +65,7 @@ class ReadShareGroupStateRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ReadShareGroupStateRequest:
-        """Decode a ReadShareGroupStateRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` ReadShareGroupStateRequest starting at `pos`."""
         return _decode_message(_READ_SHARE_GROUP_STATE_REQUEST_DECODERS, buf, version, pos, 84)
 
     def encode(self, version: int) -> bytes:
@@ -133,7 +133,7 @@ class ReadShareGroupStateResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ReadShareGroupStateResponse:
-        """Decode a ReadShareGroupStateResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` ReadShareGroupStateResponse starting at `pos`."""
         return _decode_message(_READ_SHARE_GROUP_STATE_RESPONSE_DECODERS, buf, version, pos, 84)
 
     def encode(self, version: int) -> bytes:
@@ -143,6 +143,7 @@ class ReadShareGroupStateResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_READ_SHARE_GROUP_STATE_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

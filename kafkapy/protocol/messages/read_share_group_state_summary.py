@@ -65,7 +65,7 @@ class ReadShareGroupStateSummaryRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ReadShareGroupStateSummaryRequest:
-        """Decode a ReadShareGroupStateSummaryRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` ReadShareGroupStateSummaryRequest starting at `pos`."""
         return _decode_message(_READ_SHARE_GROUP_STATE_SUMMARY_REQUEST_DECODERS, buf, version, pos, 87)
 
     def encode(self, version: int) -> bytes:
@@ -118,7 +118,7 @@ class ReadShareGroupStateSummaryResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ReadShareGroupStateSummaryResponse:
-        """Decode a ReadShareGroupStateSummaryResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` ReadShareGroupStateSummaryResponse starting at `pos`."""
         return _decode_message(_READ_SHARE_GROUP_STATE_SUMMARY_RESPONSE_DECODERS, buf, version, pos, 87)
 
     def encode(self, version: int) -> bytes:
@@ -128,6 +128,7 @@ class ReadShareGroupStateSummaryResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_READ_SHARE_GROUP_STATE_SUMMARY_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

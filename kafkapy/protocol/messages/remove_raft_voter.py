@@ -40,7 +40,7 @@ class RemoveRaftVoterRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> RemoveRaftVoterRequest:
-        """Decode a RemoveRaftVoterRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` RemoveRaftVoterRequest starting at `pos`."""
         return _decode_message(_REMOVE_RAFT_VOTER_REQUEST_DECODERS, buf, version, pos, 81)
 
     def encode(self, version: int) -> bytes:
@@ -67,7 +67,7 @@ class RemoveRaftVoterResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> RemoveRaftVoterResponse:
-        """Decode a RemoveRaftVoterResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` RemoveRaftVoterResponse starting at `pos`."""
         return _decode_message(_REMOVE_RAFT_VOTER_RESPONSE_DECODERS, buf, version, pos, 81)
 
     def encode(self, version: int) -> bytes:
@@ -77,6 +77,7 @@ class RemoveRaftVoterResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_REMOVE_RAFT_VOTER_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

@@ -35,7 +35,7 @@ class RenewDelegationTokenRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> RenewDelegationTokenRequest:
-        """Decode a RenewDelegationTokenRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` RenewDelegationTokenRequest starting at `pos`."""
         return _decode_message(_RENEW_DELEGATION_TOKEN_REQUEST_DECODERS, buf, version, pos, 39)
 
     def encode(self, version: int) -> bytes:
@@ -62,7 +62,7 @@ class RenewDelegationTokenResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> RenewDelegationTokenResponse:
-        """Decode a RenewDelegationTokenResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` RenewDelegationTokenResponse starting at `pos`."""
         return _decode_message(_RENEW_DELEGATION_TOKEN_RESPONSE_DECODERS, buf, version, pos, 39)
 
     def encode(self, version: int) -> bytes:
@@ -72,6 +72,7 @@ class RenewDelegationTokenResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_RENEW_DELEGATION_TOKEN_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

@@ -34,7 +34,7 @@ class SaslAuthenticateRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> SaslAuthenticateRequest:
-        """Decode a SaslAuthenticateRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` SaslAuthenticateRequest starting at `pos`."""
         return _decode_message(_SASL_AUTHENTICATE_REQUEST_DECODERS, buf, version, pos, 36)
 
     def encode(self, version: int) -> bytes:
@@ -62,7 +62,7 @@ class SaslAuthenticateResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> SaslAuthenticateResponse:
-        """Decode a SaslAuthenticateResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` SaslAuthenticateResponse starting at `pos`."""
         return _decode_message(_SASL_AUTHENTICATE_RESPONSE_DECODERS, buf, version, pos, 36)
 
     def encode(self, version: int) -> bytes:
@@ -72,6 +72,7 @@ class SaslAuthenticateResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_SASL_AUTHENTICATE_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

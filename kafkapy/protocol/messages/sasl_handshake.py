@@ -31,7 +31,7 @@ class SaslHandshakeRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> SaslHandshakeRequest:
-        """Decode a SaslHandshakeRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` SaslHandshakeRequest starting at `pos`."""
         return _decode_message(_SASL_HANDSHAKE_REQUEST_DECODERS, buf, version, pos, 17)
 
     def encode(self, version: int) -> bytes:
@@ -57,7 +57,7 @@ class SaslHandshakeResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> SaslHandshakeResponse:
-        """Decode a SaslHandshakeResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` SaslHandshakeResponse starting at `pos`."""
         return _decode_message(_SASL_HANDSHAKE_RESPONSE_DECODERS, buf, version, pos, 17)
 
     def encode(self, version: int) -> bytes:
@@ -67,6 +67,7 @@ class SaslHandshakeResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_SASL_HANDSHAKE_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

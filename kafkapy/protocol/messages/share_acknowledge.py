@@ -81,7 +81,7 @@ class ShareAcknowledgeRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ShareAcknowledgeRequest:
-        """Decode a ShareAcknowledgeRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` ShareAcknowledgeRequest starting at `pos`."""
         return _decode_message(_SHARE_ACKNOWLEDGE_REQUEST_DECODERS, buf, version, pos, 79)
 
     def encode(self, version: int) -> bytes:
@@ -163,7 +163,7 @@ class ShareAcknowledgeResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ShareAcknowledgeResponse:
-        """Decode a ShareAcknowledgeResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` ShareAcknowledgeResponse starting at `pos`."""
         return _decode_message(_SHARE_ACKNOWLEDGE_RESPONSE_DECODERS, buf, version, pos, 79)
 
     def encode(self, version: int) -> bytes:
@@ -173,6 +173,7 @@ class ShareAcknowledgeResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_SHARE_ACKNOWLEDGE_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

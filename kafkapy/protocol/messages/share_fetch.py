@@ -100,7 +100,7 @@ class ShareFetchRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ShareFetchRequest:
-        """Decode a ShareFetchRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` ShareFetchRequest starting at `pos`."""
         return _decode_message(_SHARE_FETCH_REQUEST_DECODERS, buf, version, pos, 78)
 
     def encode(self, version: int) -> bytes:
@@ -199,7 +199,7 @@ class ShareFetchResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ShareFetchResponse:
-        """Decode a ShareFetchResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` ShareFetchResponse starting at `pos`."""
         return _decode_message(_SHARE_FETCH_RESPONSE_DECODERS, buf, version, pos, 78)
 
     def encode(self, version: int) -> bytes:
@@ -209,6 +209,7 @@ class ShareFetchResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_SHARE_FETCH_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

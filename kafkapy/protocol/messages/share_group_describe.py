@@ -41,7 +41,7 @@ class ShareGroupDescribeRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ShareGroupDescribeRequest:
-        """Decode a ShareGroupDescribeRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` ShareGroupDescribeRequest starting at `pos`."""
         return _decode_message(_SHARE_GROUP_DESCRIBE_REQUEST_DECODERS, buf, version, pos, 77)
 
     def encode(self, version: int) -> bytes:
@@ -128,7 +128,7 @@ class ShareGroupDescribeResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ShareGroupDescribeResponse:
-        """Decode a ShareGroupDescribeResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` ShareGroupDescribeResponse starting at `pos`."""
         return _decode_message(_SHARE_GROUP_DESCRIBE_RESPONSE_DECODERS, buf, version, pos, 77)
 
     def encode(self, version: int) -> bytes:
@@ -138,6 +138,7 @@ class ShareGroupDescribeResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_SHARE_GROUP_DESCRIBE_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

@@ -44,7 +44,7 @@ class ShareGroupHeartbeatRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ShareGroupHeartbeatRequest:
-        """Decode a ShareGroupHeartbeatRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` ShareGroupHeartbeatRequest starting at `pos`."""
         return _decode_message(_SHARE_GROUP_HEARTBEAT_REQUEST_DECODERS, buf, version, pos, 76)
 
     def encode(self, version: int) -> bytes:
@@ -99,7 +99,7 @@ class ShareGroupHeartbeatResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ShareGroupHeartbeatResponse:
-        """Decode a ShareGroupHeartbeatResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` ShareGroupHeartbeatResponse starting at `pos`."""
         return _decode_message(_SHARE_GROUP_HEARTBEAT_RESPONSE_DECODERS, buf, version, pos, 76)
 
     def encode(self, version: int) -> bytes:
@@ -109,6 +109,7 @@ class ShareGroupHeartbeatResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_SHARE_GROUP_HEARTBEAT_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

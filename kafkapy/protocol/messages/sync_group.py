@@ -54,7 +54,7 @@ class SyncGroupRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> SyncGroupRequest:
-        """Decode a SyncGroupRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` SyncGroupRequest starting at `pos`."""
         return _decode_message(_SYNC_GROUP_REQUEST_DECODERS, buf, version, pos, 14)
 
     def encode(self, version: int) -> bytes:
@@ -83,7 +83,7 @@ class SyncGroupResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> SyncGroupResponse:
-        """Decode a SyncGroupResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` SyncGroupResponse starting at `pos`."""
         return _decode_message(_SYNC_GROUP_RESPONSE_DECODERS, buf, version, pos, 14)
 
     def encode(self, version: int) -> bytes:
@@ -93,6 +93,7 @@ class SyncGroupResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_SYNC_GROUP_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

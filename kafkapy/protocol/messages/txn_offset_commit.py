@@ -69,7 +69,7 @@ class TxnOffsetCommitRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> TxnOffsetCommitRequest:
-        """Decode a TxnOffsetCommitRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` TxnOffsetCommitRequest starting at `pos`."""
         return _decode_message(_TXN_OFFSET_COMMIT_REQUEST_DECODERS, buf, version, pos, 28)
 
     def encode(self, version: int) -> bytes:
@@ -120,7 +120,7 @@ class TxnOffsetCommitResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> TxnOffsetCommitResponse:
-        """Decode a TxnOffsetCommitResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` TxnOffsetCommitResponse starting at `pos`."""
         return _decode_message(_TXN_OFFSET_COMMIT_RESPONSE_DECODERS, buf, version, pos, 28)
 
     def encode(self, version: int) -> bytes:
@@ -130,6 +130,7 @@ class TxnOffsetCommitResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_TXN_OFFSET_COMMIT_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

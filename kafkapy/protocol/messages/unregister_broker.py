@@ -34,7 +34,7 @@ class UnregisterBrokerRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> UnregisterBrokerRequest:
-        """Decode a UnregisterBrokerRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` UnregisterBrokerRequest starting at `pos`."""
         return _decode_message(_UNREGISTER_BROKER_REQUEST_DECODERS, buf, version, pos, 64)
 
     def encode(self, version: int) -> bytes:
@@ -61,7 +61,7 @@ class UnregisterBrokerResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> UnregisterBrokerResponse:
-        """Decode a UnregisterBrokerResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` UnregisterBrokerResponse starting at `pos`."""
         return _decode_message(_UNREGISTER_BROKER_RESPONSE_DECODERS, buf, version, pos, 64)
 
     def encode(self, version: int) -> bytes:
@@ -71,6 +71,7 @@ class UnregisterBrokerResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_UNREGISTER_BROKER_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

@@ -52,7 +52,7 @@ class UpdateFeaturesRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> UpdateFeaturesRequest:
-        """Decode a UpdateFeaturesRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` UpdateFeaturesRequest starting at `pos`."""
         return _decode_message(_UPDATE_FEATURES_REQUEST_DECODERS, buf, version, pos, 57)
 
     def encode(self, version: int) -> bytes:
@@ -94,7 +94,7 @@ class UpdateFeaturesResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> UpdateFeaturesResponse:
-        """Decode a UpdateFeaturesResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` UpdateFeaturesResponse starting at `pos`."""
         return _decode_message(_UPDATE_FEATURES_RESPONSE_DECODERS, buf, version, pos, 57)
 
     def encode(self, version: int) -> bytes:
@@ -104,6 +104,7 @@ class UpdateFeaturesResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_UPDATE_FEATURES_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

@@ -82,7 +82,7 @@ class WriteShareGroupStateRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> WriteShareGroupStateRequest:
-        """Decode a WriteShareGroupStateRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` WriteShareGroupStateRequest starting at `pos`."""
         return _decode_message(_WRITE_SHARE_GROUP_STATE_REQUEST_DECODERS, buf, version, pos, 85)
 
     def encode(self, version: int) -> bytes:
@@ -133,7 +133,7 @@ class WriteShareGroupStateResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> WriteShareGroupStateResponse:
-        """Decode a WriteShareGroupStateResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` WriteShareGroupStateResponse starting at `pos`."""
         return _decode_message(_WRITE_SHARE_GROUP_STATE_RESPONSE_DECODERS, buf, version, pos, 85)
 
     def encode(self, version: int) -> bytes:
@@ -143,6 +143,7 @@ class WriteShareGroupStateResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_WRITE_SHARE_GROUP_STATE_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.

@@ -64,7 +64,7 @@ class WriteTxnMarkersRequest:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> WriteTxnMarkersRequest:
-        """Decode a WriteTxnMarkersRequest body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` WriteTxnMarkersRequest starting at `pos`."""
         return _decode_message(_WRITE_TXN_MARKERS_REQUEST_DECODERS, buf, version, pos, 27)
 
     def encode(self, version: int) -> bytes:
@@ -126,7 +126,7 @@ class WriteTxnMarkersResponse:
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> WriteTxnMarkersResponse:
-        """Decode a WriteTxnMarkersResponse body of `version` starting at `pos`."""
+        """Decode the body of a version-`version` WriteTxnMarkersResponse starting at `pos`."""
         return _decode_message(_WRITE_TXN_MARKERS_RESPONSE_DECODERS, buf, version, pos, 27)
 
     def encode(self, version: int) -> bytes:
@@ -136,6 +136,7 @@ class WriteTxnMarkersResponse:
     def encode_parts(self, version: int) -> list:
         """Encode as a list of buffers, leaving external records payloads uncopied."""
         return _encode_message_parts(_WRITE_TXN_MARKERS_RESPONSE_ENCODERS, self, version)
+
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
 # type, array?, struct class, versions, nullable versions, tagged versions, tag.
