@@ -50,10 +50,12 @@ class DecodeGen:
             return f"{self.b.class_alias(self.msg, f.struct)}()"
         return lit
 
-    def struct(self, c: Code, spec: StructSpec, end: str, run: Run | None = None,
-               obj: str | None = None) -> str:
-        """Emit the decoding of one struct; returns the variable holding the object."""
-        obj = obj or self.fresh("o")
+    def struct(self, c: Code, spec: StructSpec, end: str, run: Run | None = None) -> str:
+        """Emit the decoding of one struct; returns the variable holding the object.
+
+        Given the parent's `run`, the struct's leading fixed-width fields join it.
+        """
+        obj = self.fresh("o")
         own_run = run is None
         run = run or Run(self.b)
         c(f"{obj} = _new({self.b.class_alias(self.msg, spec)})")
@@ -103,7 +105,7 @@ class DecodeGen:
         nullable = f.nullable(self.v)
         if f.is_array:
             self.length(c, run, compact, "i")
-            self.array_body(c, f, target, end, nullable, compact)
+            self.array_body(c, f, target, end, nullable)
         elif f.is_struct:
             if nullable:
                 run.add("b", "n")
@@ -154,8 +156,7 @@ class DecodeGen:
         c(f"{target} = {read}")
         c("pos = e")
 
-    def array_body(self, c: Code, f: FieldSpec, target: str, end: str, nullable: bool,
-                   compact: bool) -> None:
+    def array_body(self, c: Code, f: FieldSpec, target: str, end: str, nullable: bool) -> None:
         if nullable:
             with c.block("if n < 0:"):
                 c(f"{target} = None")
