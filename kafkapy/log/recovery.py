@@ -150,6 +150,13 @@ def load_partition_log(directory: Path, config: LogConfig, *, recovery_point: in
                                  if i == len(bases) - 1 or bases[i + 1] > recovery_point), 0)
     truncated_at = None
     for i, base in enumerate(bases):
+        if segments and segments[-1].next_offset != base:
+            # A recovered segment ends short of the next one's base (its tail never reached
+            # the disk): what follows would leave a hole in the offsets, so it goes too.
+            log.warning("%s: segment %d ends at offset %d, before the next segment %d",
+                        directory.name, segments[-1].base_offset, segments[-1].next_offset, base)
+            truncated_at = i - 1
+            break
         is_last = i == len(bases) - 1
         segment = None
         if i < first_to_recover:

@@ -129,7 +129,7 @@ def test_bit_flip_cuts_from_that_batch_and_drops_later_segments(tmp_path, where)
     crash_copy(plog)
     victim = 2  # the third batch of the second segment
     start = sum(len(b) for b in batches_in(path.read_bytes())[:victim])
-    offset = {"payload": 80, "crc": 18, "length": 10, "magic": 16, "base_offset": 3, "epoch": 14}[where]
+    offset = {"payload": 80, "crc": 18, "length": 10, "magic": 16, "base_offset": 7, "epoch": 14}[where]
     data = bytearray(path.read_bytes())
     data[start + offset] ^= 0x10
     path.write_bytes(data)
