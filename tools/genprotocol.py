@@ -347,12 +347,11 @@ class ModuleBuilder:
         for src in self.functions:
             out.append("\n\n" + src)
         for msg, decoders, encoders in tables:
-            base = _upper_snake(msg.name)
             out.append("\n")
-            out.append(f"_{base}_DECODERS = {{")
+            out.append(f"{msg.name}._DECODERS = {{")
             out += [f"    {v}: {fn}," for v, fn in decoders.items()]
             out.append("}")
-            out.append(f"_{base}_ENCODERS = {{")
+            out.append(f"{msg.name}._ENCODERS = {{")
             out += [f"    {v}: {fn}," for v, fn in encoders.items()]
             out.append("}")
         body = "\n".join(out) + "\n"
@@ -368,10 +367,8 @@ class ModuleBuilder:
         ("..primitives", "ZERO_UUID", "_ZERO_UUID"),
         ("..primitives", "ExternalRecords", "ExternalRecords"),
         ("..primitives", "FieldSchema", "_FieldSchema"), ("..primitives", "Malformed", "_Malformed"),
+        ("..primitives", "Message", "_Message"),
         ("..primitives", "StructTable", "_StructTable"),
-        ("..primitives", "decode_message", "_decode_message"),
-        ("..primitives", "encode_message", "_encode_message"),
-        ("..primitives", "encode_message_parts", "_encode_message_parts"),
         ("..primitives", "encode_uvarint", "_uvarint"), ("..primitives", "read_uuid", "_read_uuid"),
         ("..primitives", "read_uvarint", "_read_uvarint"),
         ("..primitives", "skip_tagged_fields", "_skip_tagged_fields"),
@@ -415,13 +412,12 @@ class ModuleBuilder:
         lo, hi = msg.valid_versions
         flex = msg.first_flexible
         flex_text = f"flexible from v{flex}" if flex is not None else "never flexible"
-        lines += ["", "", "@dataclass(slots=True)", f"class {msg.name}:",
+        lines += ["", "", "@dataclass(slots=True)", f"class {msg.name}(_Message):",
                   f'    """Kafka {msg.name} (api key {msg.api_key}), versions {lo}-{hi}, '
                   f'{flex_text}."""', "",
                   f"    API_KEY: ClassVar[int] = {msg.api_key}",
                   f"    VALID_VERSIONS: ClassVar[tuple[int, int]] = ({lo}, {hi})",
-                  f"    FLEXIBLE_VERSION: ClassVar[int | None] = {flex}",
-                  "    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()"]
+                  f"    FLEXIBLE_VERSION: ClassVar[int | None] = {flex}"]
         if msg.structs:
             lines.append("")
         for old, new in msg.renamed.items():
@@ -430,23 +426,6 @@ class ModuleBuilder:
             lines.append(f"    {spec.name} = {self.class_alias(msg, spec)}")
         lines.append("")
         lines += ["    " + d for d in self._field_decls(msg, msg.root)]
-        base = _upper_snake(msg.name)
-        lines += [
-            "",
-            "    @classmethod",
-            f"    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0)"
-            f" -> {msg.name}:",
-            f'        """Decode the body of a version-`version` {msg.name} starting at `pos`."""',
-            f"        return _decode_message(_{base}_DECODERS, buf, version, pos, {msg.api_key})",
-            "",
-            "    def encode(self, version: int) -> bytes:",
-            f'        """Encode this {msg.name} as `version`."""',
-            f"        return _encode_message(_{base}_ENCODERS, self, version)",
-            "",
-            "    def encode_parts(self, version: int) -> list:",
-            '        """Encode as a list of buffers, leaving external records payloads uncopied."""',
-            f"        return _encode_message_parts(_{base}_ENCODERS, self, version)",
-        ]
         return "\n".join(lines)
 
     def _schema(self, msg: MessageSpec, spec: StructSpec) -> list[str]:
@@ -481,10 +460,6 @@ class ModuleBuilder:
                 value = lit
             decls.append(f"{f.attr}: {hint} = {value}")
         return decls
-
-
-def _upper_snake(name: str) -> str:
-    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).upper()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -11,12 +11,12 @@ import abc
 import struct
 import uuid
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, ClassVar, Self
 
 from .errors import DecodeError
 
 __all__ = [
-    "ExternalRecords", "FieldSchema", "Malformed", "UVARINT_1", "ZERO_UUID",
+    "ExternalRecords", "FieldSchema", "Malformed", "Message", "UVARINT_1", "ZERO_UUID",
     "read_uvarint", "encode_uvarint", "read_uuid", "skip_tagged_fields", "StructTable",
     "PLAIN_BUFFERS", "UUID_CACHE",
     "decode_message", "encode_message", "encode_message_parts",
@@ -263,3 +263,36 @@ def encode_message_parts(encoders: dict[int, Callable[[Any, list], list]], messa
     if start < len(parts):
         out.append(b"".join(parts[start:]))
     return out
+
+
+class Message:
+    """Base of the generated request and response classes: decode and encode any version.
+
+    Each generated subclass is a `dataclass(slots=True)` and fills in the class attributes; the
+    codecs themselves are generated functions, one per version, in `_DECODERS`/`_ENCODERS`.
+    """
+
+    __slots__ = ()
+
+    API_KEY: ClassVar[int]
+    VALID_VERSIONS: ClassVar[tuple[int, int]]     # (min, max)
+    FLEXIBLE_VERSION: ClassVar[int | None]         # first flexible version, None if never
+    SCHEMA: ClassVar[tuple[FieldSchema, ...]] = ()
+    _DECODERS: ClassVar[dict[int, Callable[[Any, int], Any]]] = {}
+    _ENCODERS: ClassVar[dict[int, Callable[[Any, list], list]]] = {}
+
+    @classmethod
+    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> Self:
+        """Decode a body of `version` starting at `pos`; trailing bytes are ignored.
+
+        Raises DecodeError (api key, version, byte offset) for any malformed input.
+        """
+        return decode_message(cls._DECODERS, buf, version, pos, cls.API_KEY)
+
+    def encode(self, version: int) -> bytes:
+        """Encode as `version`; tagged fields are written only when they differ from defaults."""
+        return encode_message(self._ENCODERS, self, version)
+
+    def encode_parts(self, version: int) -> list:
+        """Encode as a list of buffers: bytes, and ExternalRecords payloads left uncopied."""
+        return encode_message_parts(self._ENCODERS, self, version)

@@ -12,10 +12,8 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
+from ..primitives import Message as _Message
 from ..primitives import StructTable as _StructTable
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uvarint as _read_uvarint
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
@@ -49,13 +47,12 @@ class _AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction:
 
 
 @dataclass(slots=True)
-class AddPartitionsToTxnRequest:
+class AddPartitionsToTxnRequest(_Message):
     """Kafka AddPartitionsToTxnRequest (api key 24), versions 0-5, flexible from v3."""
 
     API_KEY: ClassVar[int] = 24
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 5)
     FLEXIBLE_VERSION: ClassVar[int | None] = 3
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     AddPartitionsToTxnTopic = _AddPartitionsToTxnRequest_AddPartitionsToTxnTopic
     AddPartitionsToTxnTransaction = _AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction
@@ -65,19 +62,6 @@ class AddPartitionsToTxnRequest:
     v3_and_below_producer_id: int = 0
     v3_and_below_producer_epoch: int = 0
     v3_and_below_topics: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> AddPartitionsToTxnRequest:
-        """Decode the body of a version-`version` AddPartitionsToTxnRequest starting at `pos`."""
-        return _decode_message(_ADD_PARTITIONS_TO_TXN_REQUEST_DECODERS, buf, version, pos, 24)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this AddPartitionsToTxnRequest as `version`."""
-        return _encode_message(_ADD_PARTITIONS_TO_TXN_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_ADD_PARTITIONS_TO_TXN_REQUEST_ENCODERS, self, version)
 
 
 @dataclass(slots=True)
@@ -114,13 +98,12 @@ class _AddPartitionsToTxnResponse_AddPartitionsToTxnResult:
 
 
 @dataclass(slots=True)
-class AddPartitionsToTxnResponse:
+class AddPartitionsToTxnResponse(_Message):
     """Kafka AddPartitionsToTxnResponse (api key 24), versions 0-5, flexible from v3."""
 
     API_KEY: ClassVar[int] = 24
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 5)
     FLEXIBLE_VERSION: ClassVar[int | None] = 3
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     AddPartitionsToTxnPartitionResult = _AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult
     AddPartitionsToTxnTopicResult = _AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult
@@ -130,19 +113,6 @@ class AddPartitionsToTxnResponse:
     error_code: int = 0
     results_by_transaction: list[AddPartitionsToTxnResponse.AddPartitionsToTxnResult] = _field(default_factory=list)
     results_by_topic_v3_and_below: list[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> AddPartitionsToTxnResponse:
-        """Decode the body of a version-`version` AddPartitionsToTxnResponse starting at `pos`."""
-        return _decode_message(_ADD_PARTITIONS_TO_TXN_RESPONSE_DECODERS, buf, version, pos, 24)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this AddPartitionsToTxnResponse as `version`."""
-        return _encode_message(_ADD_PARTITIONS_TO_TXN_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_ADD_PARTITIONS_TO_TXN_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -735,7 +705,7 @@ def _encode_add_partitions_to_txn_response_v4(o0, ext):
     return parts
 
 
-_ADD_PARTITIONS_TO_TXN_REQUEST_DECODERS = {
+AddPartitionsToTxnRequest._DECODERS = {
     0: _decode_add_partitions_to_txn_request_v0,
     1: _decode_add_partitions_to_txn_request_v0,
     2: _decode_add_partitions_to_txn_request_v0,
@@ -743,7 +713,7 @@ _ADD_PARTITIONS_TO_TXN_REQUEST_DECODERS = {
     4: _decode_add_partitions_to_txn_request_v4,
     5: _decode_add_partitions_to_txn_request_v4,
 }
-_ADD_PARTITIONS_TO_TXN_REQUEST_ENCODERS = {
+AddPartitionsToTxnRequest._ENCODERS = {
     0: _encode_add_partitions_to_txn_request_v0,
     1: _encode_add_partitions_to_txn_request_v0,
     2: _encode_add_partitions_to_txn_request_v0,
@@ -753,7 +723,7 @@ _ADD_PARTITIONS_TO_TXN_REQUEST_ENCODERS = {
 }
 
 
-_ADD_PARTITIONS_TO_TXN_RESPONSE_DECODERS = {
+AddPartitionsToTxnResponse._DECODERS = {
     0: _decode_add_partitions_to_txn_response_v0,
     1: _decode_add_partitions_to_txn_response_v0,
     2: _decode_add_partitions_to_txn_response_v0,
@@ -761,7 +731,7 @@ _ADD_PARTITIONS_TO_TXN_RESPONSE_DECODERS = {
     4: _decode_add_partitions_to_txn_response_v4,
     5: _decode_add_partitions_to_txn_response_v4,
 }
-_ADD_PARTITIONS_TO_TXN_RESPONSE_ENCODERS = {
+AddPartitionsToTxnResponse._ENCODERS = {
     0: _encode_add_partitions_to_txn_response_v0,
     1: _encode_add_partitions_to_txn_response_v0,
     2: _encode_add_partitions_to_txn_response_v0,

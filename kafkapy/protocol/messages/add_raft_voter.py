@@ -15,9 +15,7 @@ from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
+from ..primitives import Message as _Message
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
@@ -39,13 +37,12 @@ class _AddRaftVoterRequest_Listener:
 
 
 @dataclass(slots=True)
-class AddRaftVoterRequest:
+class AddRaftVoterRequest(_Message):
     """Kafka AddRaftVoterRequest (api key 80), versions 0-0, flexible from v0."""
 
     API_KEY: ClassVar[int] = 80
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     Listener = _AddRaftVoterRequest_Listener
 
@@ -55,45 +52,18 @@ class AddRaftVoterRequest:
     voter_directory_id: _uuid.UUID = _ZERO_UUID
     listeners: list[AddRaftVoterRequest.Listener] = _field(default_factory=list)
 
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> AddRaftVoterRequest:
-        """Decode the body of a version-`version` AddRaftVoterRequest starting at `pos`."""
-        return _decode_message(_ADD_RAFT_VOTER_REQUEST_DECODERS, buf, version, pos, 80)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this AddRaftVoterRequest as `version`."""
-        return _encode_message(_ADD_RAFT_VOTER_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_ADD_RAFT_VOTER_REQUEST_ENCODERS, self, version)
-
 
 @dataclass(slots=True)
-class AddRaftVoterResponse:
+class AddRaftVoterResponse(_Message):
     """Kafka AddRaftVoterResponse (api key 80), versions 0-0, flexible from v0."""
 
     API_KEY: ClassVar[int] = 80
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     throttle_time_ms: int = 0
     error_code: int = 0
     error_message: str = ''
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> AddRaftVoterResponse:
-        """Decode the body of a version-`version` AddRaftVoterResponse starting at `pos`."""
-        return _decode_message(_ADD_RAFT_VOTER_RESPONSE_DECODERS, buf, version, pos, 80)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this AddRaftVoterResponse as `version`."""
-        return _encode_message(_ADD_RAFT_VOTER_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_ADD_RAFT_VOTER_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -267,17 +237,17 @@ def _encode_add_raft_voter_response_v0(o0, ext):
     return parts
 
 
-_ADD_RAFT_VOTER_REQUEST_DECODERS = {
+AddRaftVoterRequest._DECODERS = {
     0: _decode_add_raft_voter_request_v0,
 }
-_ADD_RAFT_VOTER_REQUEST_ENCODERS = {
+AddRaftVoterRequest._ENCODERS = {
     0: _encode_add_raft_voter_request_v0,
 }
 
 
-_ADD_RAFT_VOTER_RESPONSE_DECODERS = {
+AddRaftVoterResponse._DECODERS = {
     0: _decode_add_raft_voter_response_v0,
 }
-_ADD_RAFT_VOTER_RESPONSE_ENCODERS = {
+AddRaftVoterResponse._ENCODERS = {
     0: _encode_add_raft_voter_response_v0,
 }

@@ -12,9 +12,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
+from ..primitives import Message as _Message
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uvarint as _read_uvarint
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
@@ -57,13 +55,12 @@ class _AlterClientQuotasRequest_EntryData:
 
 
 @dataclass(slots=True)
-class AlterClientQuotasRequest:
+class AlterClientQuotasRequest(_Message):
     """Kafka AlterClientQuotasRequest (api key 49), versions 0-1, flexible from v1."""
 
     API_KEY: ClassVar[int] = 49
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 1)
     FLEXIBLE_VERSION: ClassVar[int | None] = 1
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     EntityData = _AlterClientQuotasRequest_EntityData
     OpData = _AlterClientQuotasRequest_OpData
@@ -71,19 +68,6 @@ class AlterClientQuotasRequest:
 
     entries: list[AlterClientQuotasRequest.EntryData] = _field(default_factory=list)
     validate_only: bool = False
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> AlterClientQuotasRequest:
-        """Decode the body of a version-`version` AlterClientQuotasRequest starting at `pos`."""
-        return _decode_message(_ALTER_CLIENT_QUOTAS_REQUEST_DECODERS, buf, version, pos, 49)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this AlterClientQuotasRequest as `version`."""
-        return _encode_message(_ALTER_CLIENT_QUOTAS_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_ALTER_CLIENT_QUOTAS_REQUEST_ENCODERS, self, version)
 
 
 @dataclass(slots=True)
@@ -110,32 +94,18 @@ class _AlterClientQuotasResponse_EntryData:
 
 
 @dataclass(slots=True)
-class AlterClientQuotasResponse:
+class AlterClientQuotasResponse(_Message):
     """Kafka AlterClientQuotasResponse (api key 49), versions 0-1, flexible from v1."""
 
     API_KEY: ClassVar[int] = 49
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 1)
     FLEXIBLE_VERSION: ClassVar[int | None] = 1
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     EntityData = _AlterClientQuotasResponse_EntityData
     EntryData = _AlterClientQuotasResponse_EntryData
 
     throttle_time_ms: int = 0
     entries: list[AlterClientQuotasResponse.EntryData] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> AlterClientQuotasResponse:
-        """Decode the body of a version-`version` AlterClientQuotasResponse starting at `pos`."""
-        return _decode_message(_ALTER_CLIENT_QUOTAS_RESPONSE_DECODERS, buf, version, pos, 49)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this AlterClientQuotasResponse as `version`."""
-        return _encode_message(_ALTER_CLIENT_QUOTAS_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_ALTER_CLIENT_QUOTAS_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -620,21 +590,21 @@ def _encode_alter_client_quotas_response_v1(o0, ext):
     return parts
 
 
-_ALTER_CLIENT_QUOTAS_REQUEST_DECODERS = {
+AlterClientQuotasRequest._DECODERS = {
     0: _decode_alter_client_quotas_request_v0,
     1: _decode_alter_client_quotas_request_v1,
 }
-_ALTER_CLIENT_QUOTAS_REQUEST_ENCODERS = {
+AlterClientQuotasRequest._ENCODERS = {
     0: _encode_alter_client_quotas_request_v0,
     1: _encode_alter_client_quotas_request_v1,
 }
 
 
-_ALTER_CLIENT_QUOTAS_RESPONSE_DECODERS = {
+AlterClientQuotasResponse._DECODERS = {
     0: _decode_alter_client_quotas_response_v0,
     1: _decode_alter_client_quotas_response_v1,
 }
-_ALTER_CLIENT_QUOTAS_RESPONSE_ENCODERS = {
+AlterClientQuotasResponse._ENCODERS = {
     0: _encode_alter_client_quotas_response_v0,
     1: _encode_alter_client_quotas_response_v1,
 }

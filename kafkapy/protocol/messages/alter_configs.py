@@ -12,9 +12,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
+from ..primitives import Message as _Message
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uvarint as _read_uvarint
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
@@ -46,32 +44,18 @@ class _AlterConfigsRequest_AlterConfigsResource:
 
 
 @dataclass(slots=True)
-class AlterConfigsRequest:
+class AlterConfigsRequest(_Message):
     """Kafka AlterConfigsRequest (api key 33), versions 0-2, flexible from v2."""
 
     API_KEY: ClassVar[int] = 33
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 2)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     AlterableConfig = _AlterConfigsRequest_AlterableConfig
     AlterConfigsResource = _AlterConfigsRequest_AlterConfigsResource
 
     resources: list[AlterConfigsRequest.AlterConfigsResource] = _field(default_factory=list)
     validate_only: bool = False
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> AlterConfigsRequest:
-        """Decode the body of a version-`version` AlterConfigsRequest starting at `pos`."""
-        return _decode_message(_ALTER_CONFIGS_REQUEST_DECODERS, buf, version, pos, 33)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this AlterConfigsRequest as `version`."""
-        return _encode_message(_ALTER_CONFIGS_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_ALTER_CONFIGS_REQUEST_ENCODERS, self, version)
 
 
 @dataclass(slots=True)
@@ -88,31 +72,17 @@ class _AlterConfigsResponse_AlterConfigsResourceResponse:
 
 
 @dataclass(slots=True)
-class AlterConfigsResponse:
+class AlterConfigsResponse(_Message):
     """Kafka AlterConfigsResponse (api key 33), versions 0-2, flexible from v2."""
 
     API_KEY: ClassVar[int] = 33
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 2)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     AlterConfigsResourceResponse = _AlterConfigsResponse_AlterConfigsResourceResponse
 
     throttle_time_ms: int = 0
     responses: list[AlterConfigsResponse.AlterConfigsResourceResponse] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> AlterConfigsResponse:
-        """Decode the body of a version-`version` AlterConfigsResponse starting at `pos`."""
-        return _decode_message(_ALTER_CONFIGS_RESPONSE_DECODERS, buf, version, pos, 33)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this AlterConfigsResponse as `version`."""
-        return _encode_message(_ALTER_CONFIGS_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_ALTER_CONFIGS_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -485,24 +455,24 @@ def _encode_alter_configs_response_v2(o0, ext):
     return parts
 
 
-_ALTER_CONFIGS_REQUEST_DECODERS = {
+AlterConfigsRequest._DECODERS = {
     0: _decode_alter_configs_request_v0,
     1: _decode_alter_configs_request_v0,
     2: _decode_alter_configs_request_v2,
 }
-_ALTER_CONFIGS_REQUEST_ENCODERS = {
+AlterConfigsRequest._ENCODERS = {
     0: _encode_alter_configs_request_v0,
     1: _encode_alter_configs_request_v0,
     2: _encode_alter_configs_request_v2,
 }
 
 
-_ALTER_CONFIGS_RESPONSE_DECODERS = {
+AlterConfigsResponse._DECODERS = {
     0: _decode_alter_configs_response_v0,
     1: _decode_alter_configs_response_v0,
     2: _decode_alter_configs_response_v2,
 }
-_ALTER_CONFIGS_RESPONSE_ENCODERS = {
+AlterConfigsResponse._ENCODERS = {
     0: _encode_alter_configs_response_v0,
     1: _encode_alter_configs_response_v0,
     2: _encode_alter_configs_response_v2,

@@ -12,10 +12,8 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
+from ..primitives import Message as _Message
 from ..primitives import StructTable as _StructTable
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uvarint as _read_uvarint
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
@@ -46,32 +44,18 @@ class _AlterPartitionReassignmentsRequest_ReassignableTopic:
 
 
 @dataclass(slots=True)
-class AlterPartitionReassignmentsRequest:
+class AlterPartitionReassignmentsRequest(_Message):
     """Kafka AlterPartitionReassignmentsRequest (api key 45), versions 0-0, flexible from v0."""
 
     API_KEY: ClassVar[int] = 45
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     ReassignablePartition = _AlterPartitionReassignmentsRequest_ReassignablePartition
     ReassignableTopic = _AlterPartitionReassignmentsRequest_ReassignableTopic
 
     timeout_ms: int = 60000
     topics: list[AlterPartitionReassignmentsRequest.ReassignableTopic] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> AlterPartitionReassignmentsRequest:
-        """Decode the body of a version-`version` AlterPartitionReassignmentsRequest starting at `pos`."""
-        return _decode_message(_ALTER_PARTITION_REASSIGNMENTS_REQUEST_DECODERS, buf, version, pos, 45)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this AlterPartitionReassignmentsRequest as `version`."""
-        return _encode_message(_ALTER_PARTITION_REASSIGNMENTS_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_ALTER_PARTITION_REASSIGNMENTS_REQUEST_ENCODERS, self, version)
 
 
 @dataclass(slots=True)
@@ -98,13 +82,12 @@ class _AlterPartitionReassignmentsResponse_ReassignableTopicResponse:
 
 
 @dataclass(slots=True)
-class AlterPartitionReassignmentsResponse:
+class AlterPartitionReassignmentsResponse(_Message):
     """Kafka AlterPartitionReassignmentsResponse (api key 45), versions 0-0, flexible from v0."""
 
     API_KEY: ClassVar[int] = 45
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     ReassignablePartitionResponse = _AlterPartitionReassignmentsResponse_ReassignablePartitionResponse
     ReassignableTopicResponse = _AlterPartitionReassignmentsResponse_ReassignableTopicResponse
@@ -113,19 +96,6 @@ class AlterPartitionReassignmentsResponse:
     error_code: int = 0
     error_message: str = ''
     responses: list[AlterPartitionReassignmentsResponse.ReassignableTopicResponse] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> AlterPartitionReassignmentsResponse:
-        """Decode the body of a version-`version` AlterPartitionReassignmentsResponse starting at `pos`."""
-        return _decode_message(_ALTER_PARTITION_REASSIGNMENTS_RESPONSE_DECODERS, buf, version, pos, 45)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this AlterPartitionReassignmentsResponse as `version`."""
-        return _encode_message(_ALTER_PARTITION_REASSIGNMENTS_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_ALTER_PARTITION_REASSIGNMENTS_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -402,17 +372,17 @@ def _encode_alter_partition_reassignments_response_v0(o0, ext):
     return parts
 
 
-_ALTER_PARTITION_REASSIGNMENTS_REQUEST_DECODERS = {
+AlterPartitionReassignmentsRequest._DECODERS = {
     0: _decode_alter_partition_reassignments_request_v0,
 }
-_ALTER_PARTITION_REASSIGNMENTS_REQUEST_ENCODERS = {
+AlterPartitionReassignmentsRequest._ENCODERS = {
     0: _encode_alter_partition_reassignments_request_v0,
 }
 
 
-_ALTER_PARTITION_REASSIGNMENTS_RESPONSE_DECODERS = {
+AlterPartitionReassignmentsResponse._DECODERS = {
     0: _decode_alter_partition_reassignments_response_v0,
 }
-_ALTER_PARTITION_REASSIGNMENTS_RESPONSE_ENCODERS = {
+AlterPartitionReassignmentsResponse._ENCODERS = {
     0: _encode_alter_partition_reassignments_response_v0,
 }

@@ -12,10 +12,8 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
+from ..primitives import Message as _Message
 from ..primitives import StructTable as _StructTable
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uvarint as _read_uvarint
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
@@ -46,31 +44,17 @@ class _AlterReplicaLogDirsRequest_AlterReplicaLogDir:
 
 
 @dataclass(slots=True)
-class AlterReplicaLogDirsRequest:
+class AlterReplicaLogDirsRequest(_Message):
     """Kafka AlterReplicaLogDirsRequest (api key 34), versions 0-2, flexible from v2."""
 
     API_KEY: ClassVar[int] = 34
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 2)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     AlterReplicaLogDirTopic = _AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic
     AlterReplicaLogDir = _AlterReplicaLogDirsRequest_AlterReplicaLogDir
 
     dirs: list[AlterReplicaLogDirsRequest.AlterReplicaLogDir] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> AlterReplicaLogDirsRequest:
-        """Decode the body of a version-`version` AlterReplicaLogDirsRequest starting at `pos`."""
-        return _decode_message(_ALTER_REPLICA_LOG_DIRS_REQUEST_DECODERS, buf, version, pos, 34)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this AlterReplicaLogDirsRequest as `version`."""
-        return _encode_message(_ALTER_REPLICA_LOG_DIRS_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_ALTER_REPLICA_LOG_DIRS_REQUEST_ENCODERS, self, version)
 
 
 @dataclass(slots=True)
@@ -96,32 +80,18 @@ class _AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult:
 
 
 @dataclass(slots=True)
-class AlterReplicaLogDirsResponse:
+class AlterReplicaLogDirsResponse(_Message):
     """Kafka AlterReplicaLogDirsResponse (api key 34), versions 0-2, flexible from v2."""
 
     API_KEY: ClassVar[int] = 34
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 2)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     AlterReplicaLogDirPartitionResult = _AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult
     AlterReplicaLogDirTopicResult = _AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult
 
     throttle_time_ms: int = 0
     results: list[AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> AlterReplicaLogDirsResponse:
-        """Decode the body of a version-`version` AlterReplicaLogDirsResponse starting at `pos`."""
-        return _decode_message(_ALTER_REPLICA_LOG_DIRS_RESPONSE_DECODERS, buf, version, pos, 34)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this AlterReplicaLogDirsResponse as `version`."""
-        return _encode_message(_ALTER_REPLICA_LOG_DIRS_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_ALTER_REPLICA_LOG_DIRS_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -483,24 +453,24 @@ def _encode_alter_replica_log_dirs_response_v2(o0, ext):
     return parts
 
 
-_ALTER_REPLICA_LOG_DIRS_REQUEST_DECODERS = {
+AlterReplicaLogDirsRequest._DECODERS = {
     0: _decode_alter_replica_log_dirs_request_v0,
     1: _decode_alter_replica_log_dirs_request_v0,
     2: _decode_alter_replica_log_dirs_request_v2,
 }
-_ALTER_REPLICA_LOG_DIRS_REQUEST_ENCODERS = {
+AlterReplicaLogDirsRequest._ENCODERS = {
     0: _encode_alter_replica_log_dirs_request_v0,
     1: _encode_alter_replica_log_dirs_request_v0,
     2: _encode_alter_replica_log_dirs_request_v2,
 }
 
 
-_ALTER_REPLICA_LOG_DIRS_RESPONSE_DECODERS = {
+AlterReplicaLogDirsResponse._DECODERS = {
     0: _decode_alter_replica_log_dirs_response_v0,
     1: _decode_alter_replica_log_dirs_response_v0,
     2: _decode_alter_replica_log_dirs_response_v2,
 }
-_ALTER_REPLICA_LOG_DIRS_RESPONSE_ENCODERS = {
+AlterReplicaLogDirsResponse._ENCODERS = {
     0: _encode_alter_replica_log_dirs_response_v0,
     1: _encode_alter_replica_log_dirs_response_v0,
     2: _encode_alter_replica_log_dirs_response_v2,

@@ -12,9 +12,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
+from ..primitives import Message as _Message
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uvarint as _read_uvarint
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
@@ -48,32 +46,18 @@ class _AlterUserScramCredentialsRequest_ScramCredentialUpsertion:
 
 
 @dataclass(slots=True)
-class AlterUserScramCredentialsRequest:
+class AlterUserScramCredentialsRequest(_Message):
     """Kafka AlterUserScramCredentialsRequest (api key 51), versions 0-0, flexible from v0."""
 
     API_KEY: ClassVar[int] = 51
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     ScramCredentialDeletion = _AlterUserScramCredentialsRequest_ScramCredentialDeletion
     ScramCredentialUpsertion = _AlterUserScramCredentialsRequest_ScramCredentialUpsertion
 
     deletions: list[AlterUserScramCredentialsRequest.ScramCredentialDeletion] = _field(default_factory=list)
     upsertions: list[AlterUserScramCredentialsRequest.ScramCredentialUpsertion] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> AlterUserScramCredentialsRequest:
-        """Decode the body of a version-`version` AlterUserScramCredentialsRequest starting at `pos`."""
-        return _decode_message(_ALTER_USER_SCRAM_CREDENTIALS_REQUEST_DECODERS, buf, version, pos, 51)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this AlterUserScramCredentialsRequest as `version`."""
-        return _encode_message(_ALTER_USER_SCRAM_CREDENTIALS_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_ALTER_USER_SCRAM_CREDENTIALS_REQUEST_ENCODERS, self, version)
 
 
 @dataclass(slots=True)
@@ -89,31 +73,17 @@ class _AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult:
 
 
 @dataclass(slots=True)
-class AlterUserScramCredentialsResponse:
+class AlterUserScramCredentialsResponse(_Message):
     """Kafka AlterUserScramCredentialsResponse (api key 51), versions 0-0, flexible from v0."""
 
     API_KEY: ClassVar[int] = 51
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     AlterUserScramCredentialsResult = _AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult
 
     throttle_time_ms: int = 0
     results: list[AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> AlterUserScramCredentialsResponse:
-        """Decode the body of a version-`version` AlterUserScramCredentialsResponse starting at `pos`."""
-        return _decode_message(_ALTER_USER_SCRAM_CREDENTIALS_RESPONSE_DECODERS, buf, version, pos, 51)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this AlterUserScramCredentialsResponse as `version`."""
-        return _encode_message(_ALTER_USER_SCRAM_CREDENTIALS_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_ALTER_USER_SCRAM_CREDENTIALS_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -362,17 +332,17 @@ def _encode_alter_user_scram_credentials_response_v0(o0, ext):
     return parts
 
 
-_ALTER_USER_SCRAM_CREDENTIALS_REQUEST_DECODERS = {
+AlterUserScramCredentialsRequest._DECODERS = {
     0: _decode_alter_user_scram_credentials_request_v0,
 }
-_ALTER_USER_SCRAM_CREDENTIALS_REQUEST_ENCODERS = {
+AlterUserScramCredentialsRequest._ENCODERS = {
     0: _encode_alter_user_scram_credentials_request_v0,
 }
 
 
-_ALTER_USER_SCRAM_CREDENTIALS_RESPONSE_DECODERS = {
+AlterUserScramCredentialsResponse._DECODERS = {
     0: _decode_alter_user_scram_credentials_response_v0,
 }
-_ALTER_USER_SCRAM_CREDENTIALS_RESPONSE_ENCODERS = {
+AlterUserScramCredentialsResponse._ENCODERS = {
     0: _encode_alter_user_scram_credentials_response_v0,
 }

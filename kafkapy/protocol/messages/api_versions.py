@@ -12,9 +12,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
+from ..primitives import Message as _Message
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uvarint as _read_uvarint
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
@@ -23,29 +21,15 @@ __all__ = ["ApiVersionsRequest", "ApiVersionsResponse"]
 
 
 @dataclass(slots=True)
-class ApiVersionsRequest:
+class ApiVersionsRequest(_Message):
     """Kafka ApiVersionsRequest (api key 18), versions 0-4, flexible from v3."""
 
     API_KEY: ClassVar[int] = 18
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 4)
     FLEXIBLE_VERSION: ClassVar[int | None] = 3
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     client_software_name: str = ''
     client_software_version: str = ''
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ApiVersionsRequest:
-        """Decode the body of a version-`version` ApiVersionsRequest starting at `pos`."""
-        return _decode_message(_API_VERSIONS_REQUEST_DECODERS, buf, version, pos, 18)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this ApiVersionsRequest as `version`."""
-        return _encode_message(_API_VERSIONS_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_API_VERSIONS_REQUEST_ENCODERS, self, version)
 
 
 @dataclass(slots=True)
@@ -85,13 +69,12 @@ class _ApiVersionsResponse_FinalizedFeatureKey:
 
 
 @dataclass(slots=True)
-class ApiVersionsResponse:
+class ApiVersionsResponse(_Message):
     """Kafka ApiVersionsResponse (api key 18), versions 0-4, flexible from v3."""
 
     API_KEY: ClassVar[int] = 18
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 4)
     FLEXIBLE_VERSION: ClassVar[int | None] = 3
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     ApiVersion = _ApiVersionsResponse_ApiVersion
     SupportedFeatureKey = _ApiVersionsResponse_SupportedFeatureKey
@@ -104,19 +87,6 @@ class ApiVersionsResponse:
     finalized_features_epoch: int = -1
     finalized_features: list[ApiVersionsResponse.FinalizedFeatureKey] = _field(default_factory=list)
     zk_migration_ready: bool = False
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ApiVersionsResponse:
-        """Decode the body of a version-`version` ApiVersionsResponse starting at `pos`."""
-        return _decode_message(_API_VERSIONS_RESPONSE_DECODERS, buf, version, pos, 18)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this ApiVersionsResponse as `version`."""
-        return _encode_message(_API_VERSIONS_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_API_VERSIONS_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -498,14 +468,14 @@ def _encode_api_versions_response_v3(o0, ext):
     return parts
 
 
-_API_VERSIONS_REQUEST_DECODERS = {
+ApiVersionsRequest._DECODERS = {
     0: _decode_api_versions_request_v0,
     1: _decode_api_versions_request_v0,
     2: _decode_api_versions_request_v0,
     3: _decode_api_versions_request_v3,
     4: _decode_api_versions_request_v3,
 }
-_API_VERSIONS_REQUEST_ENCODERS = {
+ApiVersionsRequest._ENCODERS = {
     0: _encode_api_versions_request_v0,
     1: _encode_api_versions_request_v0,
     2: _encode_api_versions_request_v0,
@@ -514,14 +484,14 @@ _API_VERSIONS_REQUEST_ENCODERS = {
 }
 
 
-_API_VERSIONS_RESPONSE_DECODERS = {
+ApiVersionsResponse._DECODERS = {
     0: _decode_api_versions_response_v0,
     1: _decode_api_versions_response_v1,
     2: _decode_api_versions_response_v1,
     3: _decode_api_versions_response_v3,
     4: _decode_api_versions_response_v3,
 }
-_API_VERSIONS_RESPONSE_ENCODERS = {
+ApiVersionsResponse._ENCODERS = {
     0: _encode_api_versions_response_v0,
     1: _encode_api_versions_response_v1,
     2: _encode_api_versions_response_v1,

@@ -15,10 +15,8 @@ from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
+from ..primitives import Message as _Message
 from ..primitives import StructTable as _StructTable
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
@@ -28,29 +26,15 @@ __all__ = ["ConsumerGroupDescribeRequest", "ConsumerGroupDescribeResponse"]
 
 
 @dataclass(slots=True)
-class ConsumerGroupDescribeRequest:
+class ConsumerGroupDescribeRequest(_Message):
     """Kafka ConsumerGroupDescribeRequest (api key 69), versions 0-0, flexible from v0."""
 
     API_KEY: ClassVar[int] = 69
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     group_ids: list[str] = _field(default_factory=list)
     include_authorized_operations: bool = False
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ConsumerGroupDescribeRequest:
-        """Decode the body of a version-`version` ConsumerGroupDescribeRequest starting at `pos`."""
-        return _decode_message(_CONSUMER_GROUP_DESCRIBE_REQUEST_DECODERS, buf, version, pos, 69)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this ConsumerGroupDescribeRequest as `version`."""
-        return _encode_message(_CONSUMER_GROUP_DESCRIBE_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_CONSUMER_GROUP_DESCRIBE_REQUEST_ENCODERS, self, version)
 
 
 @dataclass(slots=True)
@@ -113,13 +97,12 @@ class _ConsumerGroupDescribeResponse_DescribedGroup:
 
 
 @dataclass(slots=True)
-class ConsumerGroupDescribeResponse:
+class ConsumerGroupDescribeResponse(_Message):
     """Kafka ConsumerGroupDescribeResponse (api key 69), versions 0-0, flexible from v0."""
 
     API_KEY: ClassVar[int] = 69
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     TopicPartitions = _ConsumerGroupDescribeResponse_TopicPartitions
     Assignment = _ConsumerGroupDescribeResponse_Assignment
@@ -128,19 +111,6 @@ class ConsumerGroupDescribeResponse:
 
     throttle_time_ms: int = 0
     groups: list[ConsumerGroupDescribeResponse.DescribedGroup] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ConsumerGroupDescribeResponse:
-        """Decode the body of a version-`version` ConsumerGroupDescribeResponse starting at `pos`."""
-        return _decode_message(_CONSUMER_GROUP_DESCRIBE_RESPONSE_DECODERS, buf, version, pos, 69)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this ConsumerGroupDescribeResponse as `version`."""
-        return _encode_message(_CONSUMER_GROUP_DESCRIBE_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_CONSUMER_GROUP_DESCRIBE_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -668,17 +638,17 @@ def _encode_consumer_group_describe_response_v0(o0, ext):
     return parts
 
 
-_CONSUMER_GROUP_DESCRIBE_REQUEST_DECODERS = {
+ConsumerGroupDescribeRequest._DECODERS = {
     0: _decode_consumer_group_describe_request_v0,
 }
-_CONSUMER_GROUP_DESCRIBE_REQUEST_ENCODERS = {
+ConsumerGroupDescribeRequest._ENCODERS = {
     0: _encode_consumer_group_describe_request_v0,
 }
 
 
-_CONSUMER_GROUP_DESCRIBE_RESPONSE_DECODERS = {
+ConsumerGroupDescribeResponse._DECODERS = {
     0: _decode_consumer_group_describe_response_v0,
 }
-_CONSUMER_GROUP_DESCRIBE_RESPONSE_ENCODERS = {
+ConsumerGroupDescribeResponse._ENCODERS = {
     0: _encode_consumer_group_describe_response_v0,
 }

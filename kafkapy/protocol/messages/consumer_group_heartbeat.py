@@ -15,10 +15,8 @@ from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
+from ..primitives import Message as _Message
 from ..primitives import StructTable as _StructTable
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
@@ -39,13 +37,12 @@ class _ConsumerGroupHeartbeatRequest_TopicPartitions:
 
 
 @dataclass(slots=True)
-class ConsumerGroupHeartbeatRequest:
+class ConsumerGroupHeartbeatRequest(_Message):
     """Kafka ConsumerGroupHeartbeatRequest (api key 68), versions 0-0, flexible from v0."""
 
     API_KEY: ClassVar[int] = 68
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     TopicPartitions = _ConsumerGroupHeartbeatRequest_TopicPartitions
 
@@ -58,19 +55,6 @@ class ConsumerGroupHeartbeatRequest:
     subscribed_topic_names: list[str] | None = None
     server_assignor: str | None = None
     topic_partitions: list[ConsumerGroupHeartbeatRequest.TopicPartitions] | None = None
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ConsumerGroupHeartbeatRequest:
-        """Decode the body of a version-`version` ConsumerGroupHeartbeatRequest starting at `pos`."""
-        return _decode_message(_CONSUMER_GROUP_HEARTBEAT_REQUEST_DECODERS, buf, version, pos, 68)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this ConsumerGroupHeartbeatRequest as `version`."""
-        return _encode_message(_CONSUMER_GROUP_HEARTBEAT_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_CONSUMER_GROUP_HEARTBEAT_REQUEST_ENCODERS, self, version)
 
 
 @dataclass(slots=True)
@@ -95,13 +79,12 @@ class _ConsumerGroupHeartbeatResponse_Assignment:
 
 
 @dataclass(slots=True)
-class ConsumerGroupHeartbeatResponse:
+class ConsumerGroupHeartbeatResponse(_Message):
     """Kafka ConsumerGroupHeartbeatResponse (api key 68), versions 0-0, flexible from v0."""
 
     API_KEY: ClassVar[int] = 68
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     TopicPartitions = _ConsumerGroupHeartbeatResponse_TopicPartitions
     Assignment = _ConsumerGroupHeartbeatResponse_Assignment
@@ -113,19 +96,6 @@ class ConsumerGroupHeartbeatResponse:
     member_epoch: int = 0
     heartbeat_interval_ms: int = 0
     assignment: ConsumerGroupHeartbeatResponse.Assignment | None = None
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ConsumerGroupHeartbeatResponse:
-        """Decode the body of a version-`version` ConsumerGroupHeartbeatResponse starting at `pos`."""
-        return _decode_message(_CONSUMER_GROUP_HEARTBEAT_RESPONSE_DECODERS, buf, version, pos, 68)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this ConsumerGroupHeartbeatResponse as `version`."""
-        return _encode_message(_CONSUMER_GROUP_HEARTBEAT_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_CONSUMER_GROUP_HEARTBEAT_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -510,17 +480,17 @@ def _encode_consumer_group_heartbeat_response_v0(o0, ext):
     return parts
 
 
-_CONSUMER_GROUP_HEARTBEAT_REQUEST_DECODERS = {
+ConsumerGroupHeartbeatRequest._DECODERS = {
     0: _decode_consumer_group_heartbeat_request_v0,
 }
-_CONSUMER_GROUP_HEARTBEAT_REQUEST_ENCODERS = {
+ConsumerGroupHeartbeatRequest._ENCODERS = {
     0: _encode_consumer_group_heartbeat_request_v0,
 }
 
 
-_CONSUMER_GROUP_HEARTBEAT_RESPONSE_DECODERS = {
+ConsumerGroupHeartbeatResponse._DECODERS = {
     0: _decode_consumer_group_heartbeat_response_v0,
 }
-_CONSUMER_GROUP_HEARTBEAT_RESPONSE_ENCODERS = {
+ConsumerGroupHeartbeatResponse._ENCODERS = {
     0: _encode_consumer_group_heartbeat_response_v0,
 }

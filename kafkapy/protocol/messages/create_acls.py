@@ -12,9 +12,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
+from ..primitives import Message as _Message
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uvarint as _read_uvarint
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
@@ -39,30 +37,16 @@ class _CreateAclsRequest_AclCreation:
 
 
 @dataclass(slots=True)
-class CreateAclsRequest:
+class CreateAclsRequest(_Message):
     """Kafka CreateAclsRequest (api key 30), versions 0-3, flexible from v2."""
 
     API_KEY: ClassVar[int] = 30
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 3)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     AclCreation = _CreateAclsRequest_AclCreation
 
     creations: list[CreateAclsRequest.AclCreation] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> CreateAclsRequest:
-        """Decode the body of a version-`version` CreateAclsRequest starting at `pos`."""
-        return _decode_message(_CREATE_ACLS_REQUEST_DECODERS, buf, version, pos, 30)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this CreateAclsRequest as `version`."""
-        return _encode_message(_CREATE_ACLS_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_CREATE_ACLS_REQUEST_ENCODERS, self, version)
 
 
 @dataclass(slots=True)
@@ -77,31 +61,17 @@ class _CreateAclsResponse_AclCreationResult:
 
 
 @dataclass(slots=True)
-class CreateAclsResponse:
+class CreateAclsResponse(_Message):
     """Kafka CreateAclsResponse (api key 30), versions 0-3, flexible from v2."""
 
     API_KEY: ClassVar[int] = 30
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 3)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     AclCreationResult = _CreateAclsResponse_AclCreationResult
 
     throttle_time_ms: int = 0
     results: list[CreateAclsResponse.AclCreationResult] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> CreateAclsResponse:
-        """Decode the body of a version-`version` CreateAclsResponse starting at `pos`."""
-        return _decode_message(_CREATE_ACLS_RESPONSE_DECODERS, buf, version, pos, 30)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this CreateAclsResponse as `version`."""
-        return _encode_message(_CREATE_ACLS_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_CREATE_ACLS_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -456,13 +426,13 @@ def _encode_create_acls_response_v2(o0, ext):
     return parts
 
 
-_CREATE_ACLS_REQUEST_DECODERS = {
+CreateAclsRequest._DECODERS = {
     0: _decode_create_acls_request_v0,
     1: _decode_create_acls_request_v1,
     2: _decode_create_acls_request_v2,
     3: _decode_create_acls_request_v2,
 }
-_CREATE_ACLS_REQUEST_ENCODERS = {
+CreateAclsRequest._ENCODERS = {
     0: _encode_create_acls_request_v0,
     1: _encode_create_acls_request_v1,
     2: _encode_create_acls_request_v2,
@@ -470,13 +440,13 @@ _CREATE_ACLS_REQUEST_ENCODERS = {
 }
 
 
-_CREATE_ACLS_RESPONSE_DECODERS = {
+CreateAclsResponse._DECODERS = {
     0: _decode_create_acls_response_v0,
     1: _decode_create_acls_response_v0,
     2: _decode_create_acls_response_v2,
     3: _decode_create_acls_response_v2,
 }
-_CREATE_ACLS_RESPONSE_ENCODERS = {
+CreateAclsResponse._ENCODERS = {
     0: _encode_create_acls_response_v0,
     1: _encode_create_acls_response_v0,
     2: _encode_create_acls_response_v2,

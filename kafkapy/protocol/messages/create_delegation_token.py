@@ -12,9 +12,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
+from ..primitives import Message as _Message
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uvarint as _read_uvarint
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
@@ -34,13 +32,12 @@ class _CreateDelegationTokenRequest_CreatableRenewers:
 
 
 @dataclass(slots=True)
-class CreateDelegationTokenRequest:
+class CreateDelegationTokenRequest(_Message):
     """Kafka CreateDelegationTokenRequest (api key 38), versions 0-3, flexible from v2."""
 
     API_KEY: ClassVar[int] = 38
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 3)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     CreatableRenewers = _CreateDelegationTokenRequest_CreatableRenewers
 
@@ -49,28 +46,14 @@ class CreateDelegationTokenRequest:
     renewers: list[CreateDelegationTokenRequest.CreatableRenewers] = _field(default_factory=list)
     max_lifetime_ms: int = 0
 
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> CreateDelegationTokenRequest:
-        """Decode the body of a version-`version` CreateDelegationTokenRequest starting at `pos`."""
-        return _decode_message(_CREATE_DELEGATION_TOKEN_REQUEST_DECODERS, buf, version, pos, 38)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this CreateDelegationTokenRequest as `version`."""
-        return _encode_message(_CREATE_DELEGATION_TOKEN_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_CREATE_DELEGATION_TOKEN_REQUEST_ENCODERS, self, version)
-
 
 @dataclass(slots=True)
-class CreateDelegationTokenResponse:
+class CreateDelegationTokenResponse(_Message):
     """Kafka CreateDelegationTokenResponse (api key 38), versions 0-3, flexible from v2."""
 
     API_KEY: ClassVar[int] = 38
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 3)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     error_code: int = 0
     principal_type: str = ''
@@ -83,19 +66,6 @@ class CreateDelegationTokenResponse:
     token_id: str = ''
     hmac: bytes = b''
     throttle_time_ms: int = 0
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> CreateDelegationTokenResponse:
-        """Decode the body of a version-`version` CreateDelegationTokenResponse starting at `pos`."""
-        return _decode_message(_CREATE_DELEGATION_TOKEN_RESPONSE_DECODERS, buf, version, pos, 38)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this CreateDelegationTokenResponse as `version`."""
-        return _encode_message(_CREATE_DELEGATION_TOKEN_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_CREATE_DELEGATION_TOKEN_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -631,13 +601,13 @@ def _encode_create_delegation_token_response_v3(o0, ext):
     return parts
 
 
-_CREATE_DELEGATION_TOKEN_REQUEST_DECODERS = {
+CreateDelegationTokenRequest._DECODERS = {
     0: _decode_create_delegation_token_request_v0,
     1: _decode_create_delegation_token_request_v0,
     2: _decode_create_delegation_token_request_v2,
     3: _decode_create_delegation_token_request_v3,
 }
-_CREATE_DELEGATION_TOKEN_REQUEST_ENCODERS = {
+CreateDelegationTokenRequest._ENCODERS = {
     0: _encode_create_delegation_token_request_v0,
     1: _encode_create_delegation_token_request_v0,
     2: _encode_create_delegation_token_request_v2,
@@ -645,13 +615,13 @@ _CREATE_DELEGATION_TOKEN_REQUEST_ENCODERS = {
 }
 
 
-_CREATE_DELEGATION_TOKEN_RESPONSE_DECODERS = {
+CreateDelegationTokenResponse._DECODERS = {
     0: _decode_create_delegation_token_response_v0,
     1: _decode_create_delegation_token_response_v0,
     2: _decode_create_delegation_token_response_v2,
     3: _decode_create_delegation_token_response_v3,
 }
-_CREATE_DELEGATION_TOKEN_RESPONSE_ENCODERS = {
+CreateDelegationTokenResponse._ENCODERS = {
     0: _encode_create_delegation_token_response_v0,
     1: _encode_create_delegation_token_response_v0,
     2: _encode_create_delegation_token_response_v2,

@@ -12,10 +12,8 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
+from ..primitives import Message as _Message
 from ..primitives import StructTable as _StructTable
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uvarint as _read_uvarint
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
@@ -46,13 +44,12 @@ class _CreatePartitionsRequest_CreatePartitionsTopic:
 
 
 @dataclass(slots=True)
-class CreatePartitionsRequest:
+class CreatePartitionsRequest(_Message):
     """Kafka CreatePartitionsRequest (api key 37), versions 0-3, flexible from v2."""
 
     API_KEY: ClassVar[int] = 37
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 3)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     CreatePartitionsAssignment = _CreatePartitionsRequest_CreatePartitionsAssignment
     CreatePartitionsTopic = _CreatePartitionsRequest_CreatePartitionsTopic
@@ -60,19 +57,6 @@ class CreatePartitionsRequest:
     topics: list[CreatePartitionsRequest.CreatePartitionsTopic] = _field(default_factory=list)
     timeout_ms: int = 0
     validate_only: bool = False
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> CreatePartitionsRequest:
-        """Decode the body of a version-`version` CreatePartitionsRequest starting at `pos`."""
-        return _decode_message(_CREATE_PARTITIONS_REQUEST_DECODERS, buf, version, pos, 37)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this CreatePartitionsRequest as `version`."""
-        return _encode_message(_CREATE_PARTITIONS_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_CREATE_PARTITIONS_REQUEST_ENCODERS, self, version)
 
 
 @dataclass(slots=True)
@@ -88,31 +72,17 @@ class _CreatePartitionsResponse_CreatePartitionsTopicResult:
 
 
 @dataclass(slots=True)
-class CreatePartitionsResponse:
+class CreatePartitionsResponse(_Message):
     """Kafka CreatePartitionsResponse (api key 37), versions 0-3, flexible from v2."""
 
     API_KEY: ClassVar[int] = 37
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 3)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     CreatePartitionsTopicResult = _CreatePartitionsResponse_CreatePartitionsTopicResult
 
     throttle_time_ms: int = 0
     results: list[CreatePartitionsResponse.CreatePartitionsTopicResult] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> CreatePartitionsResponse:
-        """Decode the body of a version-`version` CreatePartitionsResponse starting at `pos`."""
-        return _decode_message(_CREATE_PARTITIONS_RESPONSE_DECODERS, buf, version, pos, 37)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this CreatePartitionsResponse as `version`."""
-        return _encode_message(_CREATE_PARTITIONS_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_CREATE_PARTITIONS_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -455,13 +425,13 @@ def _encode_create_partitions_response_v2(o0, ext):
     return parts
 
 
-_CREATE_PARTITIONS_REQUEST_DECODERS = {
+CreatePartitionsRequest._DECODERS = {
     0: _decode_create_partitions_request_v0,
     1: _decode_create_partitions_request_v0,
     2: _decode_create_partitions_request_v2,
     3: _decode_create_partitions_request_v2,
 }
-_CREATE_PARTITIONS_REQUEST_ENCODERS = {
+CreatePartitionsRequest._ENCODERS = {
     0: _encode_create_partitions_request_v0,
     1: _encode_create_partitions_request_v0,
     2: _encode_create_partitions_request_v2,
@@ -469,13 +439,13 @@ _CREATE_PARTITIONS_REQUEST_ENCODERS = {
 }
 
 
-_CREATE_PARTITIONS_RESPONSE_DECODERS = {
+CreatePartitionsResponse._DECODERS = {
     0: _decode_create_partitions_response_v0,
     1: _decode_create_partitions_response_v0,
     2: _decode_create_partitions_response_v2,
     3: _decode_create_partitions_response_v2,
 }
-_CREATE_PARTITIONS_RESPONSE_ENCODERS = {
+CreatePartitionsResponse._ENCODERS = {
     0: _encode_create_partitions_response_v0,
     1: _encode_create_partitions_response_v0,
     2: _encode_create_partitions_response_v2,

@@ -15,10 +15,8 @@ from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
+from ..primitives import Message as _Message
 from ..primitives import StructTable as _StructTable
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
@@ -64,13 +62,12 @@ class _CreateTopicsRequest_CreatableTopic:
 
 
 @dataclass(slots=True)
-class CreateTopicsRequest:
+class CreateTopicsRequest(_Message):
     """Kafka CreateTopicsRequest (api key 19), versions 0-7, flexible from v5."""
 
     API_KEY: ClassVar[int] = 19
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 7)
     FLEXIBLE_VERSION: ClassVar[int | None] = 5
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     CreatableReplicaAssignment = _CreateTopicsRequest_CreatableReplicaAssignment
     CreatableTopicConfig = _CreateTopicsRequest_CreatableTopicConfig
@@ -79,19 +76,6 @@ class CreateTopicsRequest:
     topics: list[CreateTopicsRequest.CreatableTopic] = _field(default_factory=list)
     timeout_ms: int = 60000
     validate_only: bool = False
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> CreateTopicsRequest:
-        """Decode the body of a version-`version` CreateTopicsRequest starting at `pos`."""
-        return _decode_message(_CREATE_TOPICS_REQUEST_DECODERS, buf, version, pos, 19)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this CreateTopicsRequest as `version`."""
-        return _encode_message(_CREATE_TOPICS_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_CREATE_TOPICS_REQUEST_ENCODERS, self, version)
 
 
 @dataclass(slots=True)
@@ -126,32 +110,18 @@ class _CreateTopicsResponse_CreatableTopicResult:
 
 
 @dataclass(slots=True)
-class CreateTopicsResponse:
+class CreateTopicsResponse(_Message):
     """Kafka CreateTopicsResponse (api key 19), versions 0-7, flexible from v5."""
 
     API_KEY: ClassVar[int] = 19
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 7)
     FLEXIBLE_VERSION: ClassVar[int | None] = 5
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     CreatableTopicConfigs = _CreateTopicsResponse_CreatableTopicConfigs
     CreatableTopicResult = _CreateTopicsResponse_CreatableTopicResult
 
     throttle_time_ms: int = 0
     topics: list[CreateTopicsResponse.CreatableTopicResult] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> CreateTopicsResponse:
-        """Decode the body of a version-`version` CreateTopicsResponse starting at `pos`."""
-        return _decode_message(_CREATE_TOPICS_RESPONSE_DECODERS, buf, version, pos, 19)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this CreateTopicsResponse as `version`."""
-        return _encode_message(_CREATE_TOPICS_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_CREATE_TOPICS_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -1075,7 +1045,7 @@ def _encode_create_topics_response_v7(o0, ext):
     return parts
 
 
-_CREATE_TOPICS_REQUEST_DECODERS = {
+CreateTopicsRequest._DECODERS = {
     0: _decode_create_topics_request_v0,
     1: _decode_create_topics_request_v1,
     2: _decode_create_topics_request_v1,
@@ -1085,7 +1055,7 @@ _CREATE_TOPICS_REQUEST_DECODERS = {
     6: _decode_create_topics_request_v5,
     7: _decode_create_topics_request_v5,
 }
-_CREATE_TOPICS_REQUEST_ENCODERS = {
+CreateTopicsRequest._ENCODERS = {
     0: _encode_create_topics_request_v0,
     1: _encode_create_topics_request_v1,
     2: _encode_create_topics_request_v1,
@@ -1097,7 +1067,7 @@ _CREATE_TOPICS_REQUEST_ENCODERS = {
 }
 
 
-_CREATE_TOPICS_RESPONSE_DECODERS = {
+CreateTopicsResponse._DECODERS = {
     0: _decode_create_topics_response_v0,
     1: _decode_create_topics_response_v1,
     2: _decode_create_topics_response_v2,
@@ -1107,7 +1077,7 @@ _CREATE_TOPICS_RESPONSE_DECODERS = {
     6: _decode_create_topics_response_v5,
     7: _decode_create_topics_response_v7,
 }
-_CREATE_TOPICS_RESPONSE_ENCODERS = {
+CreateTopicsResponse._ENCODERS = {
     0: _encode_create_topics_response_v0,
     1: _encode_create_topics_response_v1,
     2: _encode_create_topics_response_v2,

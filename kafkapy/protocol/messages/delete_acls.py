@@ -12,9 +12,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
+from ..primitives import Message as _Message
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uvarint as _read_uvarint
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
@@ -39,30 +37,16 @@ class _DeleteAclsRequest_DeleteAclsFilter:
 
 
 @dataclass(slots=True)
-class DeleteAclsRequest:
+class DeleteAclsRequest(_Message):
     """Kafka DeleteAclsRequest (api key 31), versions 0-3, flexible from v2."""
 
     API_KEY: ClassVar[int] = 31
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 3)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     DeleteAclsFilter = _DeleteAclsRequest_DeleteAclsFilter
 
     filters: list[DeleteAclsRequest.DeleteAclsFilter] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DeleteAclsRequest:
-        """Decode the body of a version-`version` DeleteAclsRequest starting at `pos`."""
-        return _decode_message(_DELETE_ACLS_REQUEST_DECODERS, buf, version, pos, 31)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this DeleteAclsRequest as `version`."""
-        return _encode_message(_DELETE_ACLS_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_DELETE_ACLS_REQUEST_ENCODERS, self, version)
 
 
 @dataclass(slots=True)
@@ -96,32 +80,18 @@ class _DeleteAclsResponse_DeleteAclsFilterResult:
 
 
 @dataclass(slots=True)
-class DeleteAclsResponse:
+class DeleteAclsResponse(_Message):
     """Kafka DeleteAclsResponse (api key 31), versions 0-3, flexible from v2."""
 
     API_KEY: ClassVar[int] = 31
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 3)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     DeleteAclsMatchingAcl = _DeleteAclsResponse_DeleteAclsMatchingAcl
     DeleteAclsFilterResult = _DeleteAclsResponse_DeleteAclsFilterResult
 
     throttle_time_ms: int = 0
     filter_results: list[DeleteAclsResponse.DeleteAclsFilterResult] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DeleteAclsResponse:
-        """Decode the body of a version-`version` DeleteAclsResponse starting at `pos`."""
-        return _decode_message(_DELETE_ACLS_RESPONSE_DECODERS, buf, version, pos, 31)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this DeleteAclsResponse as `version`."""
-        return _encode_message(_DELETE_ACLS_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_DELETE_ACLS_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -810,13 +780,13 @@ def _encode_delete_acls_response_v2(o0, ext):
     return parts
 
 
-_DELETE_ACLS_REQUEST_DECODERS = {
+DeleteAclsRequest._DECODERS = {
     0: _decode_delete_acls_request_v0,
     1: _decode_delete_acls_request_v1,
     2: _decode_delete_acls_request_v2,
     3: _decode_delete_acls_request_v2,
 }
-_DELETE_ACLS_REQUEST_ENCODERS = {
+DeleteAclsRequest._ENCODERS = {
     0: _encode_delete_acls_request_v0,
     1: _encode_delete_acls_request_v1,
     2: _encode_delete_acls_request_v2,
@@ -824,13 +794,13 @@ _DELETE_ACLS_REQUEST_ENCODERS = {
 }
 
 
-_DELETE_ACLS_RESPONSE_DECODERS = {
+DeleteAclsResponse._DECODERS = {
     0: _decode_delete_acls_response_v0,
     1: _decode_delete_acls_response_v1,
     2: _decode_delete_acls_response_v2,
     3: _decode_delete_acls_response_v2,
 }
-_DELETE_ACLS_RESPONSE_ENCODERS = {
+DeleteAclsResponse._ENCODERS = {
     0: _encode_delete_acls_response_v0,
     1: _encode_delete_acls_response_v1,
     2: _encode_delete_acls_response_v2,

@@ -12,9 +12,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
+from ..primitives import Message as _Message
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uvarint as _read_uvarint
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
@@ -23,28 +21,14 @@ __all__ = ["DeleteGroupsRequest", "DeleteGroupsResponse"]
 
 
 @dataclass(slots=True)
-class DeleteGroupsRequest:
+class DeleteGroupsRequest(_Message):
     """Kafka DeleteGroupsRequest (api key 42), versions 0-2, flexible from v2."""
 
     API_KEY: ClassVar[int] = 42
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 2)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     groups_names: list[str] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DeleteGroupsRequest:
-        """Decode the body of a version-`version` DeleteGroupsRequest starting at `pos`."""
-        return _decode_message(_DELETE_GROUPS_REQUEST_DECODERS, buf, version, pos, 42)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this DeleteGroupsRequest as `version`."""
-        return _encode_message(_DELETE_GROUPS_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_DELETE_GROUPS_REQUEST_ENCODERS, self, version)
 
 
 @dataclass(slots=True)
@@ -59,31 +43,17 @@ class _DeleteGroupsResponse_DeletableGroupResult:
 
 
 @dataclass(slots=True)
-class DeleteGroupsResponse:
+class DeleteGroupsResponse(_Message):
     """Kafka DeleteGroupsResponse (api key 42), versions 0-2, flexible from v2."""
 
     API_KEY: ClassVar[int] = 42
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 2)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     DeletableGroupResult = _DeleteGroupsResponse_DeletableGroupResult
 
     throttle_time_ms: int = 0
     results: list[DeleteGroupsResponse.DeletableGroupResult] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DeleteGroupsResponse:
-        """Decode the body of a version-`version` DeleteGroupsResponse starting at `pos`."""
-        return _decode_message(_DELETE_GROUPS_RESPONSE_DECODERS, buf, version, pos, 42)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this DeleteGroupsResponse as `version`."""
-        return _encode_message(_DELETE_GROUPS_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_DELETE_GROUPS_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -287,24 +257,24 @@ def _encode_delete_groups_response_v2(o0, ext):
     return parts
 
 
-_DELETE_GROUPS_REQUEST_DECODERS = {
+DeleteGroupsRequest._DECODERS = {
     0: _decode_delete_groups_request_v0,
     1: _decode_delete_groups_request_v0,
     2: _decode_delete_groups_request_v2,
 }
-_DELETE_GROUPS_REQUEST_ENCODERS = {
+DeleteGroupsRequest._ENCODERS = {
     0: _encode_delete_groups_request_v0,
     1: _encode_delete_groups_request_v0,
     2: _encode_delete_groups_request_v2,
 }
 
 
-_DELETE_GROUPS_RESPONSE_DECODERS = {
+DeleteGroupsResponse._DECODERS = {
     0: _decode_delete_groups_response_v0,
     1: _decode_delete_groups_response_v0,
     2: _decode_delete_groups_response_v2,
 }
-_DELETE_GROUPS_RESPONSE_ENCODERS = {
+DeleteGroupsResponse._ENCODERS = {
     0: _encode_delete_groups_response_v0,
     1: _encode_delete_groups_response_v0,
     2: _encode_delete_groups_response_v2,

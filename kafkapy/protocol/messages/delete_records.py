@@ -12,9 +12,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
+from ..primitives import Message as _Message
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uvarint as _read_uvarint
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
@@ -45,32 +43,18 @@ class _DeleteRecordsRequest_DeleteRecordsTopic:
 
 
 @dataclass(slots=True)
-class DeleteRecordsRequest:
+class DeleteRecordsRequest(_Message):
     """Kafka DeleteRecordsRequest (api key 21), versions 0-2, flexible from v2."""
 
     API_KEY: ClassVar[int] = 21
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 2)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     DeleteRecordsPartition = _DeleteRecordsRequest_DeleteRecordsPartition
     DeleteRecordsTopic = _DeleteRecordsRequest_DeleteRecordsTopic
 
     topics: list[DeleteRecordsRequest.DeleteRecordsTopic] = _field(default_factory=list)
     timeout_ms: int = 0
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DeleteRecordsRequest:
-        """Decode the body of a version-`version` DeleteRecordsRequest starting at `pos`."""
-        return _decode_message(_DELETE_RECORDS_REQUEST_DECODERS, buf, version, pos, 21)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this DeleteRecordsRequest as `version`."""
-        return _encode_message(_DELETE_RECORDS_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_DELETE_RECORDS_REQUEST_ENCODERS, self, version)
 
 
 @dataclass(slots=True)
@@ -97,32 +81,18 @@ class _DeleteRecordsResponse_DeleteRecordsTopicResult:
 
 
 @dataclass(slots=True)
-class DeleteRecordsResponse:
+class DeleteRecordsResponse(_Message):
     """Kafka DeleteRecordsResponse (api key 21), versions 0-2, flexible from v2."""
 
     API_KEY: ClassVar[int] = 21
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 2)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     DeleteRecordsPartitionResult = _DeleteRecordsResponse_DeleteRecordsPartitionResult
     DeleteRecordsTopicResult = _DeleteRecordsResponse_DeleteRecordsTopicResult
 
     throttle_time_ms: int = 0
     topics: list[DeleteRecordsResponse.DeleteRecordsTopicResult] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DeleteRecordsResponse:
-        """Decode the body of a version-`version` DeleteRecordsResponse starting at `pos`."""
-        return _decode_message(_DELETE_RECORDS_RESPONSE_DECODERS, buf, version, pos, 21)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this DeleteRecordsResponse as `version`."""
-        return _encode_message(_DELETE_RECORDS_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_DELETE_RECORDS_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -459,24 +429,24 @@ def _encode_delete_records_response_v2(o0, ext):
     return parts
 
 
-_DELETE_RECORDS_REQUEST_DECODERS = {
+DeleteRecordsRequest._DECODERS = {
     0: _decode_delete_records_request_v0,
     1: _decode_delete_records_request_v0,
     2: _decode_delete_records_request_v2,
 }
-_DELETE_RECORDS_REQUEST_ENCODERS = {
+DeleteRecordsRequest._ENCODERS = {
     0: _encode_delete_records_request_v0,
     1: _encode_delete_records_request_v0,
     2: _encode_delete_records_request_v2,
 }
 
 
-_DELETE_RECORDS_RESPONSE_DECODERS = {
+DeleteRecordsResponse._DECODERS = {
     0: _decode_delete_records_response_v0,
     1: _decode_delete_records_response_v0,
     2: _decode_delete_records_response_v2,
 }
-_DELETE_RECORDS_RESPONSE_ENCODERS = {
+DeleteRecordsResponse._ENCODERS = {
     0: _encode_delete_records_response_v0,
     1: _encode_delete_records_response_v0,
     2: _encode_delete_records_response_v2,

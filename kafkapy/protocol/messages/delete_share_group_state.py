@@ -15,9 +15,7 @@ from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
+from ..primitives import Message as _Message
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
@@ -48,32 +46,18 @@ class _DeleteShareGroupStateRequest_DeleteStateData:
 
 
 @dataclass(slots=True)
-class DeleteShareGroupStateRequest:
+class DeleteShareGroupStateRequest(_Message):
     """Kafka DeleteShareGroupStateRequest (api key 86), versions 0-0, flexible from v0."""
 
     API_KEY: ClassVar[int] = 86
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     PartitionData = _DeleteShareGroupStateRequest_PartitionData
     DeleteStateData = _DeleteShareGroupStateRequest_DeleteStateData
 
     group_id: str = ''
     topics: list[DeleteShareGroupStateRequest.DeleteStateData] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DeleteShareGroupStateRequest:
-        """Decode the body of a version-`version` DeleteShareGroupStateRequest starting at `pos`."""
-        return _decode_message(_DELETE_SHARE_GROUP_STATE_REQUEST_DECODERS, buf, version, pos, 86)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this DeleteShareGroupStateRequest as `version`."""
-        return _encode_message(_DELETE_SHARE_GROUP_STATE_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_DELETE_SHARE_GROUP_STATE_REQUEST_ENCODERS, self, version)
 
 
 @dataclass(slots=True)
@@ -100,31 +84,17 @@ class _DeleteShareGroupStateResponse_DeleteStateResult:
 
 
 @dataclass(slots=True)
-class DeleteShareGroupStateResponse:
+class DeleteShareGroupStateResponse(_Message):
     """Kafka DeleteShareGroupStateResponse (api key 86), versions 0-0, flexible from v0."""
 
     API_KEY: ClassVar[int] = 86
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     PartitionResult = _DeleteShareGroupStateResponse_PartitionResult
     DeleteStateResult = _DeleteShareGroupStateResponse_DeleteStateResult
 
     results: list[DeleteShareGroupStateResponse.DeleteStateResult] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DeleteShareGroupStateResponse:
-        """Decode the body of a version-`version` DeleteShareGroupStateResponse starting at `pos`."""
-        return _decode_message(_DELETE_SHARE_GROUP_STATE_RESPONSE_DECODERS, buf, version, pos, 86)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this DeleteShareGroupStateResponse as `version`."""
-        return _encode_message(_DELETE_SHARE_GROUP_STATE_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_DELETE_SHARE_GROUP_STATE_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -344,17 +314,17 @@ def _encode_delete_share_group_state_response_v0(o0, ext):
     return parts
 
 
-_DELETE_SHARE_GROUP_STATE_REQUEST_DECODERS = {
+DeleteShareGroupStateRequest._DECODERS = {
     0: _decode_delete_share_group_state_request_v0,
 }
-_DELETE_SHARE_GROUP_STATE_REQUEST_ENCODERS = {
+DeleteShareGroupStateRequest._ENCODERS = {
     0: _encode_delete_share_group_state_request_v0,
 }
 
 
-_DELETE_SHARE_GROUP_STATE_RESPONSE_DECODERS = {
+DeleteShareGroupStateResponse._DECODERS = {
     0: _decode_delete_share_group_state_response_v0,
 }
-_DELETE_SHARE_GROUP_STATE_RESPONSE_ENCODERS = {
+DeleteShareGroupStateResponse._ENCODERS = {
     0: _encode_delete_share_group_state_response_v0,
 }

@@ -15,9 +15,7 @@ from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
+from ..primitives import Message as _Message
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
@@ -38,32 +36,18 @@ class _DeleteTopicsRequest_DeleteTopicState:
 
 
 @dataclass(slots=True)
-class DeleteTopicsRequest:
+class DeleteTopicsRequest(_Message):
     """Kafka DeleteTopicsRequest (api key 20), versions 0-6, flexible from v4."""
 
     API_KEY: ClassVar[int] = 20
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 6)
     FLEXIBLE_VERSION: ClassVar[int | None] = 4
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     DeleteTopicState = _DeleteTopicsRequest_DeleteTopicState
 
     topics: list[DeleteTopicsRequest.DeleteTopicState] = _field(default_factory=list)
     topic_names: list[str] = _field(default_factory=list)
     timeout_ms: int = 0
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DeleteTopicsRequest:
-        """Decode the body of a version-`version` DeleteTopicsRequest starting at `pos`."""
-        return _decode_message(_DELETE_TOPICS_REQUEST_DECODERS, buf, version, pos, 20)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this DeleteTopicsRequest as `version`."""
-        return _encode_message(_DELETE_TOPICS_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_DELETE_TOPICS_REQUEST_ENCODERS, self, version)
 
 
 @dataclass(slots=True)
@@ -80,31 +64,17 @@ class _DeleteTopicsResponse_DeletableTopicResult:
 
 
 @dataclass(slots=True)
-class DeleteTopicsResponse:
+class DeleteTopicsResponse(_Message):
     """Kafka DeleteTopicsResponse (api key 20), versions 0-6, flexible from v4."""
 
     API_KEY: ClassVar[int] = 20
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 6)
     FLEXIBLE_VERSION: ClassVar[int | None] = 4
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     DeletableTopicResult = _DeleteTopicsResponse_DeletableTopicResult
 
     throttle_time_ms: int = 0
     responses: list[DeleteTopicsResponse.DeletableTopicResult] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DeleteTopicsResponse:
-        """Decode the body of a version-`version` DeleteTopicsResponse starting at `pos`."""
-        return _decode_message(_DELETE_TOPICS_RESPONSE_DECODERS, buf, version, pos, 20)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this DeleteTopicsResponse as `version`."""
-        return _encode_message(_DELETE_TOPICS_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_DELETE_TOPICS_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -611,7 +581,7 @@ def _encode_delete_topics_response_v6(o0, ext):
     return parts
 
 
-_DELETE_TOPICS_REQUEST_DECODERS = {
+DeleteTopicsRequest._DECODERS = {
     0: _decode_delete_topics_request_v0,
     1: _decode_delete_topics_request_v0,
     2: _decode_delete_topics_request_v0,
@@ -620,7 +590,7 @@ _DELETE_TOPICS_REQUEST_DECODERS = {
     5: _decode_delete_topics_request_v4,
     6: _decode_delete_topics_request_v6,
 }
-_DELETE_TOPICS_REQUEST_ENCODERS = {
+DeleteTopicsRequest._ENCODERS = {
     0: _encode_delete_topics_request_v0,
     1: _encode_delete_topics_request_v0,
     2: _encode_delete_topics_request_v0,
@@ -631,7 +601,7 @@ _DELETE_TOPICS_REQUEST_ENCODERS = {
 }
 
 
-_DELETE_TOPICS_RESPONSE_DECODERS = {
+DeleteTopicsResponse._DECODERS = {
     0: _decode_delete_topics_response_v0,
     1: _decode_delete_topics_response_v1,
     2: _decode_delete_topics_response_v1,
@@ -640,7 +610,7 @@ _DELETE_TOPICS_RESPONSE_DECODERS = {
     5: _decode_delete_topics_response_v5,
     6: _decode_delete_topics_response_v6,
 }
-_DELETE_TOPICS_RESPONSE_ENCODERS = {
+DeleteTopicsResponse._ENCODERS = {
     0: _encode_delete_topics_response_v0,
     1: _encode_delete_topics_response_v1,
     2: _encode_delete_topics_response_v1,

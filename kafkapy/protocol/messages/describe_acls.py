@@ -12,9 +12,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
+from ..primitives import Message as _Message
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uvarint as _read_uvarint
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
@@ -23,13 +21,12 @@ __all__ = ["DescribeAclsRequest", "DescribeAclsResponse"]
 
 
 @dataclass(slots=True)
-class DescribeAclsRequest:
+class DescribeAclsRequest(_Message):
     """Kafka DescribeAclsRequest (api key 29), versions 0-3, flexible from v2."""
 
     API_KEY: ClassVar[int] = 29
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 3)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     resource_type_filter: int = 0
     resource_name_filter: str = ''
@@ -38,19 +35,6 @@ class DescribeAclsRequest:
     host_filter: str = ''
     operation: int = 0
     permission_type: int = 0
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DescribeAclsRequest:
-        """Decode the body of a version-`version` DescribeAclsRequest starting at `pos`."""
-        return _decode_message(_DESCRIBE_ACLS_REQUEST_DECODERS, buf, version, pos, 29)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this DescribeAclsRequest as `version`."""
-        return _encode_message(_DESCRIBE_ACLS_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_DESCRIBE_ACLS_REQUEST_ENCODERS, self, version)
 
 
 @dataclass(slots=True)
@@ -80,13 +64,12 @@ class _DescribeAclsResponse_DescribeAclsResource:
 
 
 @dataclass(slots=True)
-class DescribeAclsResponse:
+class DescribeAclsResponse(_Message):
     """Kafka DescribeAclsResponse (api key 29), versions 0-3, flexible from v2."""
 
     API_KEY: ClassVar[int] = 29
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 3)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     AclDescription = _DescribeAclsResponse_AclDescription
     DescribeAclsResource = _DescribeAclsResponse_DescribeAclsResource
@@ -95,19 +78,6 @@ class DescribeAclsResponse:
     error_code: int = 0
     error_message: str = ''
     resources: list[DescribeAclsResponse.DescribeAclsResource] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DescribeAclsResponse:
-        """Decode the body of a version-`version` DescribeAclsResponse starting at `pos`."""
-        return _decode_message(_DESCRIBE_ACLS_RESPONSE_DECODERS, buf, version, pos, 29)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this DescribeAclsResponse as `version`."""
-        return _encode_message(_DESCRIBE_ACLS_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_DESCRIBE_ACLS_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -685,13 +655,13 @@ def _encode_describe_acls_response_v2(o0, ext):
     return parts
 
 
-_DESCRIBE_ACLS_REQUEST_DECODERS = {
+DescribeAclsRequest._DECODERS = {
     0: _decode_describe_acls_request_v0,
     1: _decode_describe_acls_request_v1,
     2: _decode_describe_acls_request_v2,
     3: _decode_describe_acls_request_v2,
 }
-_DESCRIBE_ACLS_REQUEST_ENCODERS = {
+DescribeAclsRequest._ENCODERS = {
     0: _encode_describe_acls_request_v0,
     1: _encode_describe_acls_request_v1,
     2: _encode_describe_acls_request_v2,
@@ -699,13 +669,13 @@ _DESCRIBE_ACLS_REQUEST_ENCODERS = {
 }
 
 
-_DESCRIBE_ACLS_RESPONSE_DECODERS = {
+DescribeAclsResponse._DECODERS = {
     0: _decode_describe_acls_response_v0,
     1: _decode_describe_acls_response_v1,
     2: _decode_describe_acls_response_v2,
     3: _decode_describe_acls_response_v2,
 }
-_DESCRIBE_ACLS_RESPONSE_ENCODERS = {
+DescribeAclsResponse._ENCODERS = {
     0: _encode_describe_acls_response_v0,
     1: _encode_describe_acls_response_v1,
     2: _encode_describe_acls_response_v2,

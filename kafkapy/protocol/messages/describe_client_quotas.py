@@ -12,9 +12,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
+from ..primitives import Message as _Message
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uvarint as _read_uvarint
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
@@ -35,31 +33,17 @@ class _DescribeClientQuotasRequest_ComponentData:
 
 
 @dataclass(slots=True)
-class DescribeClientQuotasRequest:
+class DescribeClientQuotasRequest(_Message):
     """Kafka DescribeClientQuotasRequest (api key 48), versions 0-1, flexible from v1."""
 
     API_KEY: ClassVar[int] = 48
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 1)
     FLEXIBLE_VERSION: ClassVar[int | None] = 1
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     ComponentData = _DescribeClientQuotasRequest_ComponentData
 
     components: list[DescribeClientQuotasRequest.ComponentData] = _field(default_factory=list)
     strict: bool = False
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DescribeClientQuotasRequest:
-        """Decode the body of a version-`version` DescribeClientQuotasRequest starting at `pos`."""
-        return _decode_message(_DESCRIBE_CLIENT_QUOTAS_REQUEST_DECODERS, buf, version, pos, 48)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this DescribeClientQuotasRequest as `version`."""
-        return _encode_message(_DESCRIBE_CLIENT_QUOTAS_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_DESCRIBE_CLIENT_QUOTAS_REQUEST_ENCODERS, self, version)
 
 
 @dataclass(slots=True)
@@ -96,13 +80,12 @@ class _DescribeClientQuotasResponse_EntryData:
 
 
 @dataclass(slots=True)
-class DescribeClientQuotasResponse:
+class DescribeClientQuotasResponse(_Message):
     """Kafka DescribeClientQuotasResponse (api key 48), versions 0-1, flexible from v1."""
 
     API_KEY: ClassVar[int] = 48
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 1)
     FLEXIBLE_VERSION: ClassVar[int | None] = 1
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     EntityData = _DescribeClientQuotasResponse_EntityData
     ValueData = _DescribeClientQuotasResponse_ValueData
@@ -112,19 +95,6 @@ class DescribeClientQuotasResponse:
     error_code: int = 0
     error_message: str = ''
     entries: list[DescribeClientQuotasResponse.EntryData] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DescribeClientQuotasResponse:
-        """Decode the body of a version-`version` DescribeClientQuotasResponse starting at `pos`."""
-        return _decode_message(_DESCRIBE_CLIENT_QUOTAS_RESPONSE_DECODERS, buf, version, pos, 48)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this DescribeClientQuotasResponse as `version`."""
-        return _encode_message(_DESCRIBE_CLIENT_QUOTAS_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_DESCRIBE_CLIENT_QUOTAS_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -585,21 +555,21 @@ def _encode_describe_client_quotas_response_v1(o0, ext):
     return parts
 
 
-_DESCRIBE_CLIENT_QUOTAS_REQUEST_DECODERS = {
+DescribeClientQuotasRequest._DECODERS = {
     0: _decode_describe_client_quotas_request_v0,
     1: _decode_describe_client_quotas_request_v1,
 }
-_DESCRIBE_CLIENT_QUOTAS_REQUEST_ENCODERS = {
+DescribeClientQuotasRequest._ENCODERS = {
     0: _encode_describe_client_quotas_request_v0,
     1: _encode_describe_client_quotas_request_v1,
 }
 
 
-_DESCRIBE_CLIENT_QUOTAS_RESPONSE_DECODERS = {
+DescribeClientQuotasResponse._DECODERS = {
     0: _decode_describe_client_quotas_response_v0,
     1: _decode_describe_client_quotas_response_v1,
 }
-_DESCRIBE_CLIENT_QUOTAS_RESPONSE_ENCODERS = {
+DescribeClientQuotasResponse._ENCODERS = {
     0: _encode_describe_client_quotas_response_v0,
     1: _encode_describe_client_quotas_response_v1,
 }

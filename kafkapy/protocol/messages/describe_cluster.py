@@ -12,9 +12,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
+from ..primitives import Message as _Message
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uvarint as _read_uvarint
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
@@ -23,29 +21,15 @@ __all__ = ["DescribeClusterRequest", "DescribeClusterResponse"]
 
 
 @dataclass(slots=True)
-class DescribeClusterRequest:
+class DescribeClusterRequest(_Message):
     """Kafka DescribeClusterRequest (api key 60), versions 0-1, flexible from v0."""
 
     API_KEY: ClassVar[int] = 60
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 1)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     include_cluster_authorized_operations: bool = False
     endpoint_type: int = 1
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DescribeClusterRequest:
-        """Decode the body of a version-`version` DescribeClusterRequest starting at `pos`."""
-        return _decode_message(_DESCRIBE_CLUSTER_REQUEST_DECODERS, buf, version, pos, 60)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this DescribeClusterRequest as `version`."""
-        return _encode_message(_DESCRIBE_CLUSTER_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_DESCRIBE_CLUSTER_REQUEST_ENCODERS, self, version)
 
 
 @dataclass(slots=True)
@@ -62,13 +46,12 @@ class _DescribeClusterResponse_DescribeClusterBroker:
 
 
 @dataclass(slots=True)
-class DescribeClusterResponse:
+class DescribeClusterResponse(_Message):
     """Kafka DescribeClusterResponse (api key 60), versions 0-1, flexible from v0."""
 
     API_KEY: ClassVar[int] = 60
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 1)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     DescribeClusterBroker = _DescribeClusterResponse_DescribeClusterBroker
 
@@ -80,19 +63,6 @@ class DescribeClusterResponse:
     controller_id: int = -1
     brokers: list[DescribeClusterResponse.DescribeClusterBroker] = _field(default_factory=list)
     cluster_authorized_operations: int = -2147483648
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DescribeClusterResponse:
-        """Decode the body of a version-`version` DescribeClusterResponse starting at `pos`."""
-        return _decode_message(_DESCRIBE_CLUSTER_RESPONSE_DECODERS, buf, version, pos, 60)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this DescribeClusterResponse as `version`."""
-        return _encode_message(_DESCRIBE_CLUSTER_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_DESCRIBE_CLUSTER_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -427,21 +397,21 @@ def _encode_describe_cluster_response_v1(o0, ext):
     return parts
 
 
-_DESCRIBE_CLUSTER_REQUEST_DECODERS = {
+DescribeClusterRequest._DECODERS = {
     0: _decode_describe_cluster_request_v0,
     1: _decode_describe_cluster_request_v1,
 }
-_DESCRIBE_CLUSTER_REQUEST_ENCODERS = {
+DescribeClusterRequest._ENCODERS = {
     0: _encode_describe_cluster_request_v0,
     1: _encode_describe_cluster_request_v1,
 }
 
 
-_DESCRIBE_CLUSTER_RESPONSE_DECODERS = {
+DescribeClusterResponse._DECODERS = {
     0: _decode_describe_cluster_response_v0,
     1: _decode_describe_cluster_response_v1,
 }
-_DESCRIBE_CLUSTER_RESPONSE_ENCODERS = {
+DescribeClusterResponse._ENCODERS = {
     0: _encode_describe_cluster_response_v0,
     1: _encode_describe_cluster_response_v1,
 }

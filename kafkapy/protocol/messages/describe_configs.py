@@ -12,9 +12,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
+from ..primitives import Message as _Message
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uvarint as _read_uvarint
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
@@ -35,32 +33,18 @@ class _DescribeConfigsRequest_DescribeConfigsResource:
 
 
 @dataclass(slots=True)
-class DescribeConfigsRequest:
+class DescribeConfigsRequest(_Message):
     """Kafka DescribeConfigsRequest (api key 32), versions 0-4, flexible from v4."""
 
     API_KEY: ClassVar[int] = 32
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 4)
     FLEXIBLE_VERSION: ClassVar[int | None] = 4
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     DescribeConfigsResource = _DescribeConfigsRequest_DescribeConfigsResource
 
     resources: list[DescribeConfigsRequest.DescribeConfigsResource] = _field(default_factory=list)
     include_synonyms: bool = False
     include_documentation: bool = False
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DescribeConfigsRequest:
-        """Decode the body of a version-`version` DescribeConfigsRequest starting at `pos`."""
-        return _decode_message(_DESCRIBE_CONFIGS_REQUEST_DECODERS, buf, version, pos, 32)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this DescribeConfigsRequest as `version`."""
-        return _encode_message(_DESCRIBE_CONFIGS_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_DESCRIBE_CONFIGS_REQUEST_ENCODERS, self, version)
 
 
 @dataclass(slots=True)
@@ -108,13 +92,12 @@ class _DescribeConfigsResponse_DescribeConfigsResult:
 
 
 @dataclass(slots=True)
-class DescribeConfigsResponse:
+class DescribeConfigsResponse(_Message):
     """Kafka DescribeConfigsResponse (api key 32), versions 0-4, flexible from v4."""
 
     API_KEY: ClassVar[int] = 32
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 4)
     FLEXIBLE_VERSION: ClassVar[int | None] = 4
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     DescribeConfigsSynonym = _DescribeConfigsResponse_DescribeConfigsSynonym
     DescribeConfigsResourceResult = _DescribeConfigsResponse_DescribeConfigsResourceResult
@@ -122,19 +105,6 @@ class DescribeConfigsResponse:
 
     throttle_time_ms: int = 0
     results: list[DescribeConfigsResponse.DescribeConfigsResult] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DescribeConfigsResponse:
-        """Decode the body of a version-`version` DescribeConfigsResponse starting at `pos`."""
-        return _decode_message(_DESCRIBE_CONFIGS_RESPONSE_DECODERS, buf, version, pos, 32)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this DescribeConfigsResponse as `version`."""
-        return _encode_message(_DESCRIBE_CONFIGS_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_DESCRIBE_CONFIGS_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -1089,14 +1059,14 @@ def _encode_describe_configs_response_v4(o0, ext):
     return parts
 
 
-_DESCRIBE_CONFIGS_REQUEST_DECODERS = {
+DescribeConfigsRequest._DECODERS = {
     0: _decode_describe_configs_request_v0,
     1: _decode_describe_configs_request_v1,
     2: _decode_describe_configs_request_v1,
     3: _decode_describe_configs_request_v3,
     4: _decode_describe_configs_request_v4,
 }
-_DESCRIBE_CONFIGS_REQUEST_ENCODERS = {
+DescribeConfigsRequest._ENCODERS = {
     0: _encode_describe_configs_request_v0,
     1: _encode_describe_configs_request_v1,
     2: _encode_describe_configs_request_v1,
@@ -1105,14 +1075,14 @@ _DESCRIBE_CONFIGS_REQUEST_ENCODERS = {
 }
 
 
-_DESCRIBE_CONFIGS_RESPONSE_DECODERS = {
+DescribeConfigsResponse._DECODERS = {
     0: _decode_describe_configs_response_v0,
     1: _decode_describe_configs_response_v1,
     2: _decode_describe_configs_response_v1,
     3: _decode_describe_configs_response_v3,
     4: _decode_describe_configs_response_v4,
 }
-_DESCRIBE_CONFIGS_RESPONSE_ENCODERS = {
+DescribeConfigsResponse._ENCODERS = {
     0: _encode_describe_configs_response_v0,
     1: _encode_describe_configs_response_v1,
     2: _encode_describe_configs_response_v1,

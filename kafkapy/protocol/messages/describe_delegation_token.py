@@ -12,9 +12,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
+from ..primitives import Message as _Message
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uvarint as _read_uvarint
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
@@ -34,30 +32,16 @@ class _DescribeDelegationTokenRequest_DescribeDelegationTokenOwner:
 
 
 @dataclass(slots=True)
-class DescribeDelegationTokenRequest:
+class DescribeDelegationTokenRequest(_Message):
     """Kafka DescribeDelegationTokenRequest (api key 41), versions 0-3, flexible from v2."""
 
     API_KEY: ClassVar[int] = 41
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 3)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     DescribeDelegationTokenOwner = _DescribeDelegationTokenRequest_DescribeDelegationTokenOwner
 
     owners: list[DescribeDelegationTokenRequest.DescribeDelegationTokenOwner] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DescribeDelegationTokenRequest:
-        """Decode the body of a version-`version` DescribeDelegationTokenRequest starting at `pos`."""
-        return _decode_message(_DESCRIBE_DELEGATION_TOKEN_REQUEST_DECODERS, buf, version, pos, 41)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this DescribeDelegationTokenRequest as `version`."""
-        return _encode_message(_DESCRIBE_DELEGATION_TOKEN_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_DESCRIBE_DELEGATION_TOKEN_REQUEST_ENCODERS, self, version)
 
 
 @dataclass(slots=True)
@@ -91,13 +75,12 @@ class _DescribeDelegationTokenResponse_DescribedDelegationToken:
 
 
 @dataclass(slots=True)
-class DescribeDelegationTokenResponse:
+class DescribeDelegationTokenResponse(_Message):
     """Kafka DescribeDelegationTokenResponse (api key 41), versions 0-3, flexible from v2."""
 
     API_KEY: ClassVar[int] = 41
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 3)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     DescribedDelegationTokenRenewer = _DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer
     DescribedDelegationToken = _DescribeDelegationTokenResponse_DescribedDelegationToken
@@ -105,19 +88,6 @@ class DescribeDelegationTokenResponse:
     error_code: int = 0
     tokens: list[DescribeDelegationTokenResponse.DescribedDelegationToken] = _field(default_factory=list)
     throttle_time_ms: int = 0
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DescribeDelegationTokenResponse:
-        """Decode the body of a version-`version` DescribeDelegationTokenResponse starting at `pos`."""
-        return _decode_message(_DESCRIBE_DELEGATION_TOKEN_RESPONSE_DECODERS, buf, version, pos, 41)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this DescribeDelegationTokenResponse as `version`."""
-        return _encode_message(_DESCRIBE_DELEGATION_TOKEN_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_DESCRIBE_DELEGATION_TOKEN_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -736,13 +706,13 @@ def _encode_describe_delegation_token_response_v3(o0, ext):
     return parts
 
 
-_DESCRIBE_DELEGATION_TOKEN_REQUEST_DECODERS = {
+DescribeDelegationTokenRequest._DECODERS = {
     0: _decode_describe_delegation_token_request_v0,
     1: _decode_describe_delegation_token_request_v0,
     2: _decode_describe_delegation_token_request_v2,
     3: _decode_describe_delegation_token_request_v2,
 }
-_DESCRIBE_DELEGATION_TOKEN_REQUEST_ENCODERS = {
+DescribeDelegationTokenRequest._ENCODERS = {
     0: _encode_describe_delegation_token_request_v0,
     1: _encode_describe_delegation_token_request_v0,
     2: _encode_describe_delegation_token_request_v2,
@@ -750,13 +720,13 @@ _DESCRIBE_DELEGATION_TOKEN_REQUEST_ENCODERS = {
 }
 
 
-_DESCRIBE_DELEGATION_TOKEN_RESPONSE_DECODERS = {
+DescribeDelegationTokenResponse._DECODERS = {
     0: _decode_describe_delegation_token_response_v0,
     1: _decode_describe_delegation_token_response_v0,
     2: _decode_describe_delegation_token_response_v2,
     3: _decode_describe_delegation_token_response_v3,
 }
-_DESCRIBE_DELEGATION_TOKEN_RESPONSE_ENCODERS = {
+DescribeDelegationTokenResponse._ENCODERS = {
     0: _encode_describe_delegation_token_response_v0,
     1: _encode_describe_delegation_token_response_v0,
     2: _encode_describe_delegation_token_response_v2,

@@ -12,9 +12,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
+from ..primitives import Message as _Message
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uvarint as _read_uvarint
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
@@ -23,29 +21,15 @@ __all__ = ["DescribeGroupsRequest", "DescribeGroupsResponse"]
 
 
 @dataclass(slots=True)
-class DescribeGroupsRequest:
+class DescribeGroupsRequest(_Message):
     """Kafka DescribeGroupsRequest (api key 15), versions 0-5, flexible from v5."""
 
     API_KEY: ClassVar[int] = 15
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 5)
     FLEXIBLE_VERSION: ClassVar[int | None] = 5
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     groups: list[str] = _field(default_factory=list)
     include_authorized_operations: bool = False
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DescribeGroupsRequest:
-        """Decode the body of a version-`version` DescribeGroupsRequest starting at `pos`."""
-        return _decode_message(_DESCRIBE_GROUPS_REQUEST_DECODERS, buf, version, pos, 15)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this DescribeGroupsRequest as `version`."""
-        return _encode_message(_DESCRIBE_GROUPS_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_DESCRIBE_GROUPS_REQUEST_ENCODERS, self, version)
 
 
 @dataclass(slots=True)
@@ -80,32 +64,18 @@ class _DescribeGroupsResponse_DescribedGroup:
 
 
 @dataclass(slots=True)
-class DescribeGroupsResponse:
+class DescribeGroupsResponse(_Message):
     """Kafka DescribeGroupsResponse (api key 15), versions 0-5, flexible from v5."""
 
     API_KEY: ClassVar[int] = 15
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 5)
     FLEXIBLE_VERSION: ClassVar[int | None] = 5
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     DescribedGroupMember = _DescribeGroupsResponse_DescribedGroupMember
     DescribedGroup = _DescribeGroupsResponse_DescribedGroup
 
     throttle_time_ms: int = 0
     groups: list[DescribeGroupsResponse.DescribedGroup] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DescribeGroupsResponse:
-        """Decode the body of a version-`version` DescribeGroupsResponse starting at `pos`."""
-        return _decode_message(_DESCRIBE_GROUPS_RESPONSE_DECODERS, buf, version, pos, 15)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this DescribeGroupsResponse as `version`."""
-        return _encode_message(_DESCRIBE_GROUPS_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_DESCRIBE_GROUPS_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -1027,7 +997,7 @@ def _encode_describe_groups_response_v5(o0, ext):
     return parts
 
 
-_DESCRIBE_GROUPS_REQUEST_DECODERS = {
+DescribeGroupsRequest._DECODERS = {
     0: _decode_describe_groups_request_v0,
     1: _decode_describe_groups_request_v0,
     2: _decode_describe_groups_request_v0,
@@ -1035,7 +1005,7 @@ _DESCRIBE_GROUPS_REQUEST_DECODERS = {
     4: _decode_describe_groups_request_v3,
     5: _decode_describe_groups_request_v5,
 }
-_DESCRIBE_GROUPS_REQUEST_ENCODERS = {
+DescribeGroupsRequest._ENCODERS = {
     0: _encode_describe_groups_request_v0,
     1: _encode_describe_groups_request_v0,
     2: _encode_describe_groups_request_v0,
@@ -1045,7 +1015,7 @@ _DESCRIBE_GROUPS_REQUEST_ENCODERS = {
 }
 
 
-_DESCRIBE_GROUPS_RESPONSE_DECODERS = {
+DescribeGroupsResponse._DECODERS = {
     0: _decode_describe_groups_response_v0,
     1: _decode_describe_groups_response_v1,
     2: _decode_describe_groups_response_v1,
@@ -1053,7 +1023,7 @@ _DESCRIBE_GROUPS_RESPONSE_DECODERS = {
     4: _decode_describe_groups_response_v4,
     5: _decode_describe_groups_response_v5,
 }
-_DESCRIBE_GROUPS_RESPONSE_ENCODERS = {
+DescribeGroupsResponse._ENCODERS = {
     0: _encode_describe_groups_response_v0,
     1: _encode_describe_groups_response_v1,
     2: _encode_describe_groups_response_v1,

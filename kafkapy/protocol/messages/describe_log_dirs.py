@@ -12,10 +12,8 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
+from ..primitives import Message as _Message
 from ..primitives import StructTable as _StructTable
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uvarint as _read_uvarint
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
@@ -35,30 +33,16 @@ class _DescribeLogDirsRequest_DescribableLogDirTopic:
 
 
 @dataclass(slots=True)
-class DescribeLogDirsRequest:
+class DescribeLogDirsRequest(_Message):
     """Kafka DescribeLogDirsRequest (api key 35), versions 0-4, flexible from v2."""
 
     API_KEY: ClassVar[int] = 35
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 4)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     DescribableLogDirTopic = _DescribeLogDirsRequest_DescribableLogDirTopic
 
     topics: list[DescribeLogDirsRequest.DescribableLogDirTopic] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DescribeLogDirsRequest:
-        """Decode the body of a version-`version` DescribeLogDirsRequest starting at `pos`."""
-        return _decode_message(_DESCRIBE_LOG_DIRS_REQUEST_DECODERS, buf, version, pos, 35)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this DescribeLogDirsRequest as `version`."""
-        return _encode_message(_DESCRIBE_LOG_DIRS_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_DESCRIBE_LOG_DIRS_REQUEST_ENCODERS, self, version)
 
 
 @dataclass(slots=True)
@@ -100,13 +84,12 @@ class _DescribeLogDirsResponse_DescribeLogDirsResult:
 
 
 @dataclass(slots=True)
-class DescribeLogDirsResponse:
+class DescribeLogDirsResponse(_Message):
     """Kafka DescribeLogDirsResponse (api key 35), versions 0-4, flexible from v2."""
 
     API_KEY: ClassVar[int] = 35
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 4)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     DescribeLogDirsPartition = _DescribeLogDirsResponse_DescribeLogDirsPartition
     DescribeLogDirsTopic = _DescribeLogDirsResponse_DescribeLogDirsTopic
@@ -115,19 +98,6 @@ class DescribeLogDirsResponse:
     throttle_time_ms: int = 0
     error_code: int = 0
     results: list[DescribeLogDirsResponse.DescribeLogDirsResult] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DescribeLogDirsResponse:
-        """Decode the body of a version-`version` DescribeLogDirsResponse starting at `pos`."""
-        return _decode_message(_DESCRIBE_LOG_DIRS_RESPONSE_DECODERS, buf, version, pos, 35)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this DescribeLogDirsResponse as `version`."""
-        return _encode_message(_DESCRIBE_LOG_DIRS_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_DESCRIBE_LOG_DIRS_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -775,14 +745,14 @@ def _encode_describe_log_dirs_response_v4(o0, ext):
     return parts
 
 
-_DESCRIBE_LOG_DIRS_REQUEST_DECODERS = {
+DescribeLogDirsRequest._DECODERS = {
     0: _decode_describe_log_dirs_request_v0,
     1: _decode_describe_log_dirs_request_v0,
     2: _decode_describe_log_dirs_request_v2,
     3: _decode_describe_log_dirs_request_v2,
     4: _decode_describe_log_dirs_request_v2,
 }
-_DESCRIBE_LOG_DIRS_REQUEST_ENCODERS = {
+DescribeLogDirsRequest._ENCODERS = {
     0: _encode_describe_log_dirs_request_v0,
     1: _encode_describe_log_dirs_request_v0,
     2: _encode_describe_log_dirs_request_v2,
@@ -791,14 +761,14 @@ _DESCRIBE_LOG_DIRS_REQUEST_ENCODERS = {
 }
 
 
-_DESCRIBE_LOG_DIRS_RESPONSE_DECODERS = {
+DescribeLogDirsResponse._DECODERS = {
     0: _decode_describe_log_dirs_response_v0,
     1: _decode_describe_log_dirs_response_v0,
     2: _decode_describe_log_dirs_response_v2,
     3: _decode_describe_log_dirs_response_v3,
     4: _decode_describe_log_dirs_response_v4,
 }
-_DESCRIBE_LOG_DIRS_RESPONSE_ENCODERS = {
+DescribeLogDirsResponse._ENCODERS = {
     0: _encode_describe_log_dirs_response_v0,
     1: _encode_describe_log_dirs_response_v0,
     2: _encode_describe_log_dirs_response_v2,

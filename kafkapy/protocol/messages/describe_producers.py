@@ -12,10 +12,8 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
+from ..primitives import Message as _Message
 from ..primitives import StructTable as _StructTable
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uvarint as _read_uvarint
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
@@ -35,30 +33,16 @@ class _DescribeProducersRequest_TopicRequest:
 
 
 @dataclass(slots=True)
-class DescribeProducersRequest:
+class DescribeProducersRequest(_Message):
     """Kafka DescribeProducersRequest (api key 61), versions 0-0, flexible from v0."""
 
     API_KEY: ClassVar[int] = 61
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     TopicRequest = _DescribeProducersRequest_TopicRequest
 
     topics: list[DescribeProducersRequest.TopicRequest] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DescribeProducersRequest:
-        """Decode the body of a version-`version` DescribeProducersRequest starting at `pos`."""
-        return _decode_message(_DESCRIBE_PRODUCERS_REQUEST_DECODERS, buf, version, pos, 61)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this DescribeProducersRequest as `version`."""
-        return _encode_message(_DESCRIBE_PRODUCERS_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_DESCRIBE_PRODUCERS_REQUEST_ENCODERS, self, version)
 
 
 @dataclass(slots=True)
@@ -101,13 +85,12 @@ class _DescribeProducersResponse_TopicResponse:
 
 
 @dataclass(slots=True)
-class DescribeProducersResponse:
+class DescribeProducersResponse(_Message):
     """Kafka DescribeProducersResponse (api key 61), versions 0-0, flexible from v0."""
 
     API_KEY: ClassVar[int] = 61
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     ProducerState = _DescribeProducersResponse_ProducerState
     PartitionResponse = _DescribeProducersResponse_PartitionResponse
@@ -115,19 +98,6 @@ class DescribeProducersResponse:
 
     throttle_time_ms: int = 0
     topics: list[DescribeProducersResponse.TopicResponse] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DescribeProducersResponse:
-        """Decode the body of a version-`version` DescribeProducersResponse starting at `pos`."""
-        return _decode_message(_DESCRIBE_PRODUCERS_RESPONSE_DECODERS, buf, version, pos, 61)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this DescribeProducersResponse as `version`."""
-        return _encode_message(_DESCRIBE_PRODUCERS_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_DESCRIBE_PRODUCERS_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -381,17 +351,17 @@ def _encode_describe_producers_response_v0(o0, ext):
     return parts
 
 
-_DESCRIBE_PRODUCERS_REQUEST_DECODERS = {
+DescribeProducersRequest._DECODERS = {
     0: _decode_describe_producers_request_v0,
 }
-_DESCRIBE_PRODUCERS_REQUEST_ENCODERS = {
+DescribeProducersRequest._ENCODERS = {
     0: _encode_describe_producers_request_v0,
 }
 
 
-_DESCRIBE_PRODUCERS_RESPONSE_DECODERS = {
+DescribeProducersResponse._DECODERS = {
     0: _decode_describe_producers_response_v0,
 }
-_DESCRIBE_PRODUCERS_RESPONSE_ENCODERS = {
+DescribeProducersResponse._ENCODERS = {
     0: _encode_describe_producers_response_v0,
 }

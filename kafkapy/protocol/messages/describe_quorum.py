@@ -15,9 +15,7 @@ from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
+from ..primitives import Message as _Message
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
@@ -48,31 +46,17 @@ class _DescribeQuorumRequest_TopicData:
 
 
 @dataclass(slots=True)
-class DescribeQuorumRequest:
+class DescribeQuorumRequest(_Message):
     """Kafka DescribeQuorumRequest (api key 55), versions 0-2, flexible from v0."""
 
     API_KEY: ClassVar[int] = 55
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 2)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     PartitionData = _DescribeQuorumRequest_PartitionData
     TopicData = _DescribeQuorumRequest_TopicData
 
     topics: list[DescribeQuorumRequest.TopicData] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DescribeQuorumRequest:
-        """Decode the body of a version-`version` DescribeQuorumRequest starting at `pos`."""
-        return _decode_message(_DESCRIBE_QUORUM_REQUEST_DECODERS, buf, version, pos, 55)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this DescribeQuorumRequest as `version`."""
-        return _encode_message(_DESCRIBE_QUORUM_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_DESCRIBE_QUORUM_REQUEST_ENCODERS, self, version)
 
 
 @dataclass(slots=True)
@@ -141,13 +125,12 @@ class _DescribeQuorumResponse_Node:
 
 
 @dataclass(slots=True)
-class DescribeQuorumResponse:
+class DescribeQuorumResponse(_Message):
     """Kafka DescribeQuorumResponse (api key 55), versions 0-2, flexible from v0."""
 
     API_KEY: ClassVar[int] = 55
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 2)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     ReplicaState = _DescribeQuorumResponse_ReplicaState
     PartitionData = _DescribeQuorumResponse_PartitionData
@@ -159,19 +142,6 @@ class DescribeQuorumResponse:
     error_message: str = ''
     topics: list[DescribeQuorumResponse.TopicData] = _field(default_factory=list)
     nodes: list[DescribeQuorumResponse.Node] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DescribeQuorumResponse:
-        """Decode the body of a version-`version` DescribeQuorumResponse starting at `pos`."""
-        return _decode_message(_DESCRIBE_QUORUM_RESPONSE_DECODERS, buf, version, pos, 55)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this DescribeQuorumResponse as `version`."""
-        return _encode_message(_DESCRIBE_QUORUM_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_DESCRIBE_QUORUM_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -890,24 +860,24 @@ def _encode_describe_quorum_response_v2(o0, ext):
     return parts
 
 
-_DESCRIBE_QUORUM_REQUEST_DECODERS = {
+DescribeQuorumRequest._DECODERS = {
     0: _decode_describe_quorum_request_v0,
     1: _decode_describe_quorum_request_v0,
     2: _decode_describe_quorum_request_v0,
 }
-_DESCRIBE_QUORUM_REQUEST_ENCODERS = {
+DescribeQuorumRequest._ENCODERS = {
     0: _encode_describe_quorum_request_v0,
     1: _encode_describe_quorum_request_v0,
     2: _encode_describe_quorum_request_v0,
 }
 
 
-_DESCRIBE_QUORUM_RESPONSE_DECODERS = {
+DescribeQuorumResponse._DECODERS = {
     0: _decode_describe_quorum_response_v0,
     1: _decode_describe_quorum_response_v1,
     2: _decode_describe_quorum_response_v2,
 }
-_DESCRIBE_QUORUM_RESPONSE_ENCODERS = {
+DescribeQuorumResponse._ENCODERS = {
     0: _encode_describe_quorum_response_v0,
     1: _encode_describe_quorum_response_v1,
     2: _encode_describe_quorum_response_v2,

@@ -15,10 +15,8 @@ from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
+from ..primitives import Message as _Message
 from ..primitives import StructTable as _StructTable
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
@@ -49,13 +47,12 @@ class _DescribeTopicPartitionsRequest_Cursor:
 
 
 @dataclass(slots=True)
-class DescribeTopicPartitionsRequest:
+class DescribeTopicPartitionsRequest(_Message):
     """Kafka DescribeTopicPartitionsRequest (api key 75), versions 0-0, flexible from v0."""
 
     API_KEY: ClassVar[int] = 75
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     TopicRequest = _DescribeTopicPartitionsRequest_TopicRequest
     Cursor = _DescribeTopicPartitionsRequest_Cursor
@@ -63,19 +60,6 @@ class DescribeTopicPartitionsRequest:
     topics: list[DescribeTopicPartitionsRequest.TopicRequest] = _field(default_factory=list)
     response_partition_limit: int = 2000
     cursor: DescribeTopicPartitionsRequest.Cursor | None = None
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DescribeTopicPartitionsRequest:
-        """Decode the body of a version-`version` DescribeTopicPartitionsRequest starting at `pos`."""
-        return _decode_message(_DESCRIBE_TOPIC_PARTITIONS_REQUEST_DECODERS, buf, version, pos, 75)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this DescribeTopicPartitionsRequest as `version`."""
-        return _encode_message(_DESCRIBE_TOPIC_PARTITIONS_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_DESCRIBE_TOPIC_PARTITIONS_REQUEST_ENCODERS, self, version)
 
 
 @dataclass(slots=True)
@@ -123,13 +107,12 @@ class _DescribeTopicPartitionsResponse_Cursor:
 
 
 @dataclass(slots=True)
-class DescribeTopicPartitionsResponse:
+class DescribeTopicPartitionsResponse(_Message):
     """Kafka DescribeTopicPartitionsResponse (api key 75), versions 0-0, flexible from v0."""
 
     API_KEY: ClassVar[int] = 75
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     DescribeTopicPartitionsResponsePartition = _DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition
     DescribeTopicPartitionsResponseTopic = _DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic
@@ -138,19 +121,6 @@ class DescribeTopicPartitionsResponse:
     throttle_time_ms: int = 0
     topics: list[DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic] = _field(default_factory=list)
     next_cursor: DescribeTopicPartitionsResponse.Cursor | None = None
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DescribeTopicPartitionsResponse:
-        """Decode the body of a version-`version` DescribeTopicPartitionsResponse starting at `pos`."""
-        return _decode_message(_DESCRIBE_TOPIC_PARTITIONS_RESPONSE_DECODERS, buf, version, pos, 75)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this DescribeTopicPartitionsResponse as `version`."""
-        return _encode_message(_DESCRIBE_TOPIC_PARTITIONS_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_DESCRIBE_TOPIC_PARTITIONS_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -521,17 +491,17 @@ def _encode_describe_topic_partitions_response_v0(o0, ext):
     return parts
 
 
-_DESCRIBE_TOPIC_PARTITIONS_REQUEST_DECODERS = {
+DescribeTopicPartitionsRequest._DECODERS = {
     0: _decode_describe_topic_partitions_request_v0,
 }
-_DESCRIBE_TOPIC_PARTITIONS_REQUEST_ENCODERS = {
+DescribeTopicPartitionsRequest._ENCODERS = {
     0: _encode_describe_topic_partitions_request_v0,
 }
 
 
-_DESCRIBE_TOPIC_PARTITIONS_RESPONSE_DECODERS = {
+DescribeTopicPartitionsResponse._DECODERS = {
     0: _decode_describe_topic_partitions_response_v0,
 }
-_DESCRIBE_TOPIC_PARTITIONS_RESPONSE_ENCODERS = {
+DescribeTopicPartitionsResponse._ENCODERS = {
     0: _encode_describe_topic_partitions_response_v0,
 }

@@ -12,10 +12,8 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
+from ..primitives import Message as _Message
 from ..primitives import StructTable as _StructTable
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uvarint as _read_uvarint
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
@@ -24,28 +22,14 @@ __all__ = ["DescribeTransactionsRequest", "DescribeTransactionsResponse"]
 
 
 @dataclass(slots=True)
-class DescribeTransactionsRequest:
+class DescribeTransactionsRequest(_Message):
     """Kafka DescribeTransactionsRequest (api key 65), versions 0-0, flexible from v0."""
 
     API_KEY: ClassVar[int] = 65
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     transactional_ids: list[str] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DescribeTransactionsRequest:
-        """Decode the body of a version-`version` DescribeTransactionsRequest starting at `pos`."""
-        return _decode_message(_DESCRIBE_TRANSACTIONS_REQUEST_DECODERS, buf, version, pos, 65)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this DescribeTransactionsRequest as `version`."""
-        return _encode_message(_DESCRIBE_TRANSACTIONS_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_DESCRIBE_TRANSACTIONS_REQUEST_ENCODERS, self, version)
 
 
 @dataclass(slots=True)
@@ -77,32 +61,18 @@ class _DescribeTransactionsResponse_TransactionState:
 
 
 @dataclass(slots=True)
-class DescribeTransactionsResponse:
+class DescribeTransactionsResponse(_Message):
     """Kafka DescribeTransactionsResponse (api key 65), versions 0-0, flexible from v0."""
 
     API_KEY: ClassVar[int] = 65
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     TopicData = _DescribeTransactionsResponse_TopicData
     TransactionState = _DescribeTransactionsResponse_TransactionState
 
     throttle_time_ms: int = 0
     transaction_states: list[DescribeTransactionsResponse.TransactionState] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DescribeTransactionsResponse:
-        """Decode the body of a version-`version` DescribeTransactionsResponse starting at `pos`."""
-        return _decode_message(_DESCRIBE_TRANSACTIONS_RESPONSE_DECODERS, buf, version, pos, 65)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this DescribeTransactionsResponse as `version`."""
-        return _encode_message(_DESCRIBE_TRANSACTIONS_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_DESCRIBE_TRANSACTIONS_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -321,17 +291,17 @@ def _encode_describe_transactions_response_v0(o0, ext):
     return parts
 
 
-_DESCRIBE_TRANSACTIONS_REQUEST_DECODERS = {
+DescribeTransactionsRequest._DECODERS = {
     0: _decode_describe_transactions_request_v0,
 }
-_DESCRIBE_TRANSACTIONS_REQUEST_ENCODERS = {
+DescribeTransactionsRequest._ENCODERS = {
     0: _encode_describe_transactions_request_v0,
 }
 
 
-_DESCRIBE_TRANSACTIONS_RESPONSE_DECODERS = {
+DescribeTransactionsResponse._DECODERS = {
     0: _decode_describe_transactions_response_v0,
 }
-_DESCRIBE_TRANSACTIONS_RESPONSE_ENCODERS = {
+DescribeTransactionsResponse._ENCODERS = {
     0: _encode_describe_transactions_response_v0,
 }

@@ -12,9 +12,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
+from ..primitives import Message as _Message
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uvarint as _read_uvarint
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
@@ -33,30 +31,16 @@ class _DescribeUserScramCredentialsRequest_UserName:
 
 
 @dataclass(slots=True)
-class DescribeUserScramCredentialsRequest:
+class DescribeUserScramCredentialsRequest(_Message):
     """Kafka DescribeUserScramCredentialsRequest (api key 50), versions 0-0, flexible from v0."""
 
     API_KEY: ClassVar[int] = 50
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     UserName = _DescribeUserScramCredentialsRequest_UserName
 
     users: list[DescribeUserScramCredentialsRequest.UserName] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DescribeUserScramCredentialsRequest:
-        """Decode the body of a version-`version` DescribeUserScramCredentialsRequest starting at `pos`."""
-        return _decode_message(_DESCRIBE_USER_SCRAM_CREDENTIALS_REQUEST_DECODERS, buf, version, pos, 50)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this DescribeUserScramCredentialsRequest as `version`."""
-        return _encode_message(_DESCRIBE_USER_SCRAM_CREDENTIALS_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_DESCRIBE_USER_SCRAM_CREDENTIALS_REQUEST_ENCODERS, self, version)
 
 
 @dataclass(slots=True)
@@ -84,13 +68,12 @@ class _DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult:
 
 
 @dataclass(slots=True)
-class DescribeUserScramCredentialsResponse:
+class DescribeUserScramCredentialsResponse(_Message):
     """Kafka DescribeUserScramCredentialsResponse (api key 50), versions 0-0, flexible from v0."""
 
     API_KEY: ClassVar[int] = 50
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     CredentialInfo = _DescribeUserScramCredentialsResponse_CredentialInfo
     DescribeUserScramCredentialsResult = _DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult
@@ -99,19 +82,6 @@ class DescribeUserScramCredentialsResponse:
     error_code: int = 0
     error_message: str = ''
     results: list[DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> DescribeUserScramCredentialsResponse:
-        """Decode the body of a version-`version` DescribeUserScramCredentialsResponse starting at `pos`."""
-        return _decode_message(_DESCRIBE_USER_SCRAM_CREDENTIALS_RESPONSE_DECODERS, buf, version, pos, 50)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this DescribeUserScramCredentialsResponse as `version`."""
-        return _encode_message(_DESCRIBE_USER_SCRAM_CREDENTIALS_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_DESCRIBE_USER_SCRAM_CREDENTIALS_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -347,17 +317,17 @@ def _encode_describe_user_scram_credentials_response_v0(o0, ext):
     return parts
 
 
-_DESCRIBE_USER_SCRAM_CREDENTIALS_REQUEST_DECODERS = {
+DescribeUserScramCredentialsRequest._DECODERS = {
     0: _decode_describe_user_scram_credentials_request_v0,
 }
-_DESCRIBE_USER_SCRAM_CREDENTIALS_REQUEST_ENCODERS = {
+DescribeUserScramCredentialsRequest._ENCODERS = {
     0: _encode_describe_user_scram_credentials_request_v0,
 }
 
 
-_DESCRIBE_USER_SCRAM_CREDENTIALS_RESPONSE_DECODERS = {
+DescribeUserScramCredentialsResponse._DECODERS = {
     0: _decode_describe_user_scram_credentials_response_v0,
 }
-_DESCRIBE_USER_SCRAM_CREDENTIALS_RESPONSE_ENCODERS = {
+DescribeUserScramCredentialsResponse._ENCODERS = {
     0: _encode_describe_user_scram_credentials_response_v0,
 }

@@ -12,10 +12,8 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
+from ..primitives import Message as _Message
 from ..primitives import StructTable as _StructTable
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uvarint as _read_uvarint
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
@@ -35,32 +33,18 @@ class _ElectLeadersRequest_TopicPartitions:
 
 
 @dataclass(slots=True)
-class ElectLeadersRequest:
+class ElectLeadersRequest(_Message):
     """Kafka ElectLeadersRequest (api key 43), versions 0-2, flexible from v2."""
 
     API_KEY: ClassVar[int] = 43
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 2)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     TopicPartitions = _ElectLeadersRequest_TopicPartitions
 
     election_type: int = 0
     topic_partitions: list[ElectLeadersRequest.TopicPartitions] = _field(default_factory=list)
     timeout_ms: int = 60000
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ElectLeadersRequest:
-        """Decode the body of a version-`version` ElectLeadersRequest starting at `pos`."""
-        return _decode_message(_ELECT_LEADERS_REQUEST_DECODERS, buf, version, pos, 43)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this ElectLeadersRequest as `version`."""
-        return _encode_message(_ELECT_LEADERS_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_ELECT_LEADERS_REQUEST_ENCODERS, self, version)
 
 
 @dataclass(slots=True)
@@ -87,13 +71,12 @@ class _ElectLeadersResponse_ReplicaElectionResult:
 
 
 @dataclass(slots=True)
-class ElectLeadersResponse:
+class ElectLeadersResponse(_Message):
     """Kafka ElectLeadersResponse (api key 43), versions 0-2, flexible from v2."""
 
     API_KEY: ClassVar[int] = 43
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 2)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     PartitionResult = _ElectLeadersResponse_PartitionResult
     ReplicaElectionResult = _ElectLeadersResponse_ReplicaElectionResult
@@ -101,19 +84,6 @@ class ElectLeadersResponse:
     throttle_time_ms: int = 0
     error_code: int = 0
     replica_election_results: list[ElectLeadersResponse.ReplicaElectionResult] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ElectLeadersResponse:
-        """Decode the body of a version-`version` ElectLeadersResponse starting at `pos`."""
-        return _decode_message(_ELECT_LEADERS_RESPONSE_DECODERS, buf, version, pos, 43)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this ElectLeadersResponse as `version`."""
-        return _encode_message(_ELECT_LEADERS_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_ELECT_LEADERS_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -574,24 +544,24 @@ def _encode_elect_leaders_response_v2(o0, ext):
     return parts
 
 
-_ELECT_LEADERS_REQUEST_DECODERS = {
+ElectLeadersRequest._DECODERS = {
     0: _decode_elect_leaders_request_v0,
     1: _decode_elect_leaders_request_v1,
     2: _decode_elect_leaders_request_v2,
 }
-_ELECT_LEADERS_REQUEST_ENCODERS = {
+ElectLeadersRequest._ENCODERS = {
     0: _encode_elect_leaders_request_v0,
     1: _encode_elect_leaders_request_v1,
     2: _encode_elect_leaders_request_v2,
 }
 
 
-_ELECT_LEADERS_RESPONSE_DECODERS = {
+ElectLeadersResponse._DECODERS = {
     0: _decode_elect_leaders_response_v0,
     1: _decode_elect_leaders_response_v1,
     2: _decode_elect_leaders_response_v2,
 }
-_ELECT_LEADERS_RESPONSE_ENCODERS = {
+ElectLeadersResponse._ENCODERS = {
     0: _encode_elect_leaders_response_v0,
     1: _encode_elect_leaders_response_v1,
     2: _encode_elect_leaders_response_v2,

@@ -11,9 +11,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
+from ..primitives import Message as _Message
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uvarint as _read_uvarint
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
@@ -22,57 +20,29 @@ __all__ = ["EndTxnRequest", "EndTxnResponse"]
 
 
 @dataclass(slots=True)
-class EndTxnRequest:
+class EndTxnRequest(_Message):
     """Kafka EndTxnRequest (api key 26), versions 0-4, flexible from v3."""
 
     API_KEY: ClassVar[int] = 26
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 4)
     FLEXIBLE_VERSION: ClassVar[int | None] = 3
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     transactional_id: str = ''
     producer_id: int = 0
     producer_epoch: int = 0
     committed: bool = False
 
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> EndTxnRequest:
-        """Decode the body of a version-`version` EndTxnRequest starting at `pos`."""
-        return _decode_message(_END_TXN_REQUEST_DECODERS, buf, version, pos, 26)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this EndTxnRequest as `version`."""
-        return _encode_message(_END_TXN_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_END_TXN_REQUEST_ENCODERS, self, version)
-
 
 @dataclass(slots=True)
-class EndTxnResponse:
+class EndTxnResponse(_Message):
     """Kafka EndTxnResponse (api key 26), versions 0-4, flexible from v3."""
 
     API_KEY: ClassVar[int] = 26
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 4)
     FLEXIBLE_VERSION: ClassVar[int | None] = 3
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     throttle_time_ms: int = 0
     error_code: int = 0
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> EndTxnResponse:
-        """Decode the body of a version-`version` EndTxnResponse starting at `pos`."""
-        return _decode_message(_END_TXN_RESPONSE_DECODERS, buf, version, pos, 26)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this EndTxnResponse as `version`."""
-        return _encode_message(_END_TXN_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_END_TXN_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -191,14 +161,14 @@ def _encode_end_txn_response_v3(o0, ext):
     return parts
 
 
-_END_TXN_REQUEST_DECODERS = {
+EndTxnRequest._DECODERS = {
     0: _decode_end_txn_request_v0,
     1: _decode_end_txn_request_v0,
     2: _decode_end_txn_request_v0,
     3: _decode_end_txn_request_v3,
     4: _decode_end_txn_request_v3,
 }
-_END_TXN_REQUEST_ENCODERS = {
+EndTxnRequest._ENCODERS = {
     0: _encode_end_txn_request_v0,
     1: _encode_end_txn_request_v0,
     2: _encode_end_txn_request_v0,
@@ -207,14 +177,14 @@ _END_TXN_REQUEST_ENCODERS = {
 }
 
 
-_END_TXN_RESPONSE_DECODERS = {
+EndTxnResponse._DECODERS = {
     0: _decode_end_txn_response_v0,
     1: _decode_end_txn_response_v0,
     2: _decode_end_txn_response_v0,
     3: _decode_end_txn_response_v3,
     4: _decode_end_txn_response_v3,
 }
-_END_TXN_RESPONSE_ENCODERS = {
+EndTxnResponse._ENCODERS = {
     0: _encode_end_txn_response_v0,
     1: _encode_end_txn_response_v0,
     2: _encode_end_txn_response_v0,

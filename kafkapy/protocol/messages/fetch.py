@@ -17,10 +17,8 @@ from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
+from ..primitives import Message as _Message
 from ..primitives import StructTable as _StructTable
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
@@ -81,13 +79,12 @@ class _FetchRequest_ForgottenTopic:
 
 
 @dataclass(slots=True)
-class FetchRequest:
+class FetchRequest(_Message):
     """Kafka FetchRequest (api key 1), versions 0-17, flexible from v12."""
 
     API_KEY: ClassVar[int] = 1
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 17)
     FLEXIBLE_VERSION: ClassVar[int | None] = 12
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     ReplicaState = _FetchRequest_ReplicaState
     FetchPartition = _FetchRequest_FetchPartition
@@ -106,19 +103,6 @@ class FetchRequest:
     topics: list[FetchRequest.FetchTopic] = _field(default_factory=list)
     forgotten_topics_data: list[FetchRequest.ForgottenTopic] = _field(default_factory=list)
     rack_id: str = ''
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> FetchRequest:
-        """Decode the body of a version-`version` FetchRequest starting at `pos`."""
-        return _decode_message(_FETCH_REQUEST_DECODERS, buf, version, pos, 1)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this FetchRequest as `version`."""
-        return _encode_message(_FETCH_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_FETCH_REQUEST_ENCODERS, self, version)
 
 
 @dataclass(slots=True)
@@ -211,13 +195,12 @@ class _FetchResponse_NodeEndpoint:
 
 
 @dataclass(slots=True)
-class FetchResponse:
+class FetchResponse(_Message):
     """Kafka FetchResponse (api key 1), versions 0-17, flexible from v12."""
 
     API_KEY: ClassVar[int] = 1
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 17)
     FLEXIBLE_VERSION: ClassVar[int | None] = 12
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     EpochEndOffset = _FetchResponse_EpochEndOffset
     LeaderIdAndEpoch = _FetchResponse_LeaderIdAndEpoch
@@ -232,19 +215,6 @@ class FetchResponse:
     session_id: int = 0
     responses: list[FetchResponse.FetchableTopicResponse] = _field(default_factory=list)
     node_endpoints: list[FetchResponse.NodeEndpoint] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> FetchResponse:
-        """Decode the body of a version-`version` FetchResponse starting at `pos`."""
-        return _decode_message(_FETCH_RESPONSE_DECODERS, buf, version, pos, 1)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this FetchResponse as `version`."""
-        return _encode_message(_FETCH_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_FETCH_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -2853,7 +2823,7 @@ def _encode_fetch_response_v16(o0, ext):
     return parts
 
 
-_FETCH_REQUEST_DECODERS = {
+FetchRequest._DECODERS = {
     0: _decode_fetch_request_v0,
     1: _decode_fetch_request_v0,
     2: _decode_fetch_request_v0,
@@ -2873,7 +2843,7 @@ _FETCH_REQUEST_DECODERS = {
     16: _decode_fetch_request_v15,
     17: _decode_fetch_request_v17,
 }
-_FETCH_REQUEST_ENCODERS = {
+FetchRequest._ENCODERS = {
     0: _encode_fetch_request_v0,
     1: _encode_fetch_request_v0,
     2: _encode_fetch_request_v0,
@@ -2895,7 +2865,7 @@ _FETCH_REQUEST_ENCODERS = {
 }
 
 
-_FETCH_RESPONSE_DECODERS = {
+FetchResponse._DECODERS = {
     0: _decode_fetch_response_v0,
     1: _decode_fetch_response_v1,
     2: _decode_fetch_response_v1,
@@ -2915,7 +2885,7 @@ _FETCH_RESPONSE_DECODERS = {
     16: _decode_fetch_response_v16,
     17: _decode_fetch_response_v16,
 }
-_FETCH_RESPONSE_ENCODERS = {
+FetchResponse._ENCODERS = {
     0: _encode_fetch_response_v0,
     1: _encode_fetch_response_v1,
     2: _encode_fetch_response_v1,

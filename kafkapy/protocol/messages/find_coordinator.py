@@ -12,9 +12,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
+from ..primitives import Message as _Message
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uvarint as _read_uvarint
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
@@ -23,30 +21,16 @@ __all__ = ["FindCoordinatorRequest", "FindCoordinatorResponse"]
 
 
 @dataclass(slots=True)
-class FindCoordinatorRequest:
+class FindCoordinatorRequest(_Message):
     """Kafka FindCoordinatorRequest (api key 10), versions 0-6, flexible from v3."""
 
     API_KEY: ClassVar[int] = 10
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 6)
     FLEXIBLE_VERSION: ClassVar[int | None] = 3
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     key: str = ''
     key_type: int = 0
     coordinator_keys: list[str] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> FindCoordinatorRequest:
-        """Decode the body of a version-`version` FindCoordinatorRequest starting at `pos`."""
-        return _decode_message(_FIND_COORDINATOR_REQUEST_DECODERS, buf, version, pos, 10)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this FindCoordinatorRequest as `version`."""
-        return _encode_message(_FIND_COORDINATOR_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_FIND_COORDINATOR_REQUEST_ENCODERS, self, version)
 
 
 @dataclass(slots=True)
@@ -65,13 +49,12 @@ class _FindCoordinatorResponse_Coordinator:
 
 
 @dataclass(slots=True)
-class FindCoordinatorResponse:
+class FindCoordinatorResponse(_Message):
     """Kafka FindCoordinatorResponse (api key 10), versions 0-6, flexible from v3."""
 
     API_KEY: ClassVar[int] = 10
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 6)
     FLEXIBLE_VERSION: ClassVar[int | None] = 3
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     Coordinator = _FindCoordinatorResponse_Coordinator
 
@@ -82,19 +65,6 @@ class FindCoordinatorResponse:
     host: str = ''
     port: int = 0
     coordinators: list[FindCoordinatorResponse.Coordinator] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> FindCoordinatorResponse:
-        """Decode the body of a version-`version` FindCoordinatorResponse starting at `pos`."""
-        return _decode_message(_FIND_COORDINATOR_RESPONSE_DECODERS, buf, version, pos, 10)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this FindCoordinatorResponse as `version`."""
-        return _encode_message(_FIND_COORDINATOR_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_FIND_COORDINATOR_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -512,7 +482,7 @@ def _encode_find_coordinator_response_v4(o0, ext):
     return parts
 
 
-_FIND_COORDINATOR_REQUEST_DECODERS = {
+FindCoordinatorRequest._DECODERS = {
     0: _decode_find_coordinator_request_v0,
     1: _decode_find_coordinator_request_v1,
     2: _decode_find_coordinator_request_v1,
@@ -521,7 +491,7 @@ _FIND_COORDINATOR_REQUEST_DECODERS = {
     5: _decode_find_coordinator_request_v4,
     6: _decode_find_coordinator_request_v4,
 }
-_FIND_COORDINATOR_REQUEST_ENCODERS = {
+FindCoordinatorRequest._ENCODERS = {
     0: _encode_find_coordinator_request_v0,
     1: _encode_find_coordinator_request_v1,
     2: _encode_find_coordinator_request_v1,
@@ -532,7 +502,7 @@ _FIND_COORDINATOR_REQUEST_ENCODERS = {
 }
 
 
-_FIND_COORDINATOR_RESPONSE_DECODERS = {
+FindCoordinatorResponse._DECODERS = {
     0: _decode_find_coordinator_response_v0,
     1: _decode_find_coordinator_response_v1,
     2: _decode_find_coordinator_response_v1,
@@ -541,7 +511,7 @@ _FIND_COORDINATOR_RESPONSE_DECODERS = {
     5: _decode_find_coordinator_response_v4,
     6: _decode_find_coordinator_response_v4,
 }
-_FIND_COORDINATOR_RESPONSE_ENCODERS = {
+FindCoordinatorResponse._ENCODERS = {
     0: _encode_find_coordinator_response_v0,
     1: _encode_find_coordinator_response_v1,
     2: _encode_find_coordinator_response_v1,

@@ -15,10 +15,8 @@ from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
+from ..primitives import Message as _Message
 from ..primitives import StructTable as _StructTable
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
@@ -28,38 +26,23 @@ __all__ = ["GetTelemetrySubscriptionsRequest", "GetTelemetrySubscriptionsRespons
 
 
 @dataclass(slots=True)
-class GetTelemetrySubscriptionsRequest:
+class GetTelemetrySubscriptionsRequest(_Message):
     """Kafka GetTelemetrySubscriptionsRequest (api key 71), versions 0-0, flexible from v0."""
 
     API_KEY: ClassVar[int] = 71
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     client_instance_id: _uuid.UUID = _ZERO_UUID
 
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> GetTelemetrySubscriptionsRequest:
-        """Decode the body of a version-`version` GetTelemetrySubscriptionsRequest starting at `pos`."""
-        return _decode_message(_GET_TELEMETRY_SUBSCRIPTIONS_REQUEST_DECODERS, buf, version, pos, 71)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this GetTelemetrySubscriptionsRequest as `version`."""
-        return _encode_message(_GET_TELEMETRY_SUBSCRIPTIONS_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_GET_TELEMETRY_SUBSCRIPTIONS_REQUEST_ENCODERS, self, version)
-
 
 @dataclass(slots=True)
-class GetTelemetrySubscriptionsResponse:
+class GetTelemetrySubscriptionsResponse(_Message):
     """Kafka GetTelemetrySubscriptionsResponse (api key 71), versions 0-0, flexible from v0."""
 
     API_KEY: ClassVar[int] = 71
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     throttle_time_ms: int = 0
     error_code: int = 0
@@ -70,19 +53,6 @@ class GetTelemetrySubscriptionsResponse:
     telemetry_max_bytes: int = 0
     delta_temporality: bool = False
     requested_metrics: list[str] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> GetTelemetrySubscriptionsResponse:
-        """Decode the body of a version-`version` GetTelemetrySubscriptionsResponse starting at `pos`."""
-        return _decode_message(_GET_TELEMETRY_SUBSCRIPTIONS_RESPONSE_DECODERS, buf, version, pos, 71)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this GetTelemetrySubscriptionsResponse as `version`."""
-        return _encode_message(_GET_TELEMETRY_SUBSCRIPTIONS_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_GET_TELEMETRY_SUBSCRIPTIONS_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -206,17 +176,17 @@ def _encode_get_telemetry_subscriptions_response_v0(o0, ext):
     return parts
 
 
-_GET_TELEMETRY_SUBSCRIPTIONS_REQUEST_DECODERS = {
+GetTelemetrySubscriptionsRequest._DECODERS = {
     0: _decode_get_telemetry_subscriptions_request_v0,
 }
-_GET_TELEMETRY_SUBSCRIPTIONS_REQUEST_ENCODERS = {
+GetTelemetrySubscriptionsRequest._ENCODERS = {
     0: _encode_get_telemetry_subscriptions_request_v0,
 }
 
 
-_GET_TELEMETRY_SUBSCRIPTIONS_RESPONSE_DECODERS = {
+GetTelemetrySubscriptionsResponse._DECODERS = {
     0: _decode_get_telemetry_subscriptions_response_v0,
 }
-_GET_TELEMETRY_SUBSCRIPTIONS_RESPONSE_ENCODERS = {
+GetTelemetrySubscriptionsResponse._ENCODERS = {
     0: _encode_get_telemetry_subscriptions_response_v0,
 }

@@ -11,9 +11,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
+from ..primitives import Message as _Message
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uvarint as _read_uvarint
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
@@ -22,57 +20,29 @@ __all__ = ["HeartbeatRequest", "HeartbeatResponse"]
 
 
 @dataclass(slots=True)
-class HeartbeatRequest:
+class HeartbeatRequest(_Message):
     """Kafka HeartbeatRequest (api key 12), versions 0-4, flexible from v4."""
 
     API_KEY: ClassVar[int] = 12
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 4)
     FLEXIBLE_VERSION: ClassVar[int | None] = 4
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     group_id: str = ''
     generation_id: int = 0
     member_id: str = ''
     group_instance_id: str | None = None
 
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> HeartbeatRequest:
-        """Decode the body of a version-`version` HeartbeatRequest starting at `pos`."""
-        return _decode_message(_HEARTBEAT_REQUEST_DECODERS, buf, version, pos, 12)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this HeartbeatRequest as `version`."""
-        return _encode_message(_HEARTBEAT_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_HEARTBEAT_REQUEST_ENCODERS, self, version)
-
 
 @dataclass(slots=True)
-class HeartbeatResponse:
+class HeartbeatResponse(_Message):
     """Kafka HeartbeatResponse (api key 12), versions 0-4, flexible from v4."""
 
     API_KEY: ClassVar[int] = 12
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 4)
     FLEXIBLE_VERSION: ClassVar[int | None] = 4
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     throttle_time_ms: int = 0
     error_code: int = 0
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> HeartbeatResponse:
-        """Decode the body of a version-`version` HeartbeatResponse starting at `pos`."""
-        return _decode_message(_HEARTBEAT_RESPONSE_DECODERS, buf, version, pos, 12)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this HeartbeatResponse as `version`."""
-        return _encode_message(_HEARTBEAT_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_HEARTBEAT_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -302,14 +272,14 @@ def _encode_heartbeat_response_v4(o0, ext):
     return parts
 
 
-_HEARTBEAT_REQUEST_DECODERS = {
+HeartbeatRequest._DECODERS = {
     0: _decode_heartbeat_request_v0,
     1: _decode_heartbeat_request_v0,
     2: _decode_heartbeat_request_v0,
     3: _decode_heartbeat_request_v3,
     4: _decode_heartbeat_request_v4,
 }
-_HEARTBEAT_REQUEST_ENCODERS = {
+HeartbeatRequest._ENCODERS = {
     0: _encode_heartbeat_request_v0,
     1: _encode_heartbeat_request_v0,
     2: _encode_heartbeat_request_v0,
@@ -318,14 +288,14 @@ _HEARTBEAT_REQUEST_ENCODERS = {
 }
 
 
-_HEARTBEAT_RESPONSE_DECODERS = {
+HeartbeatResponse._DECODERS = {
     0: _decode_heartbeat_response_v0,
     1: _decode_heartbeat_response_v1,
     2: _decode_heartbeat_response_v1,
     3: _decode_heartbeat_response_v1,
     4: _decode_heartbeat_response_v4,
 }
-_HEARTBEAT_RESPONSE_ENCODERS = {
+HeartbeatResponse._ENCODERS = {
     0: _encode_heartbeat_response_v0,
     1: _encode_heartbeat_response_v1,
     2: _encode_heartbeat_response_v1,

@@ -12,9 +12,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
+from ..primitives import Message as _Message
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uvarint as _read_uvarint
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
@@ -47,32 +45,18 @@ class _IncrementalAlterConfigsRequest_AlterConfigsResource:
 
 
 @dataclass(slots=True)
-class IncrementalAlterConfigsRequest:
+class IncrementalAlterConfigsRequest(_Message):
     """Kafka IncrementalAlterConfigsRequest (api key 44), versions 0-1, flexible from v1."""
 
     API_KEY: ClassVar[int] = 44
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 1)
     FLEXIBLE_VERSION: ClassVar[int | None] = 1
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     AlterableConfig = _IncrementalAlterConfigsRequest_AlterableConfig
     AlterConfigsResource = _IncrementalAlterConfigsRequest_AlterConfigsResource
 
     resources: list[IncrementalAlterConfigsRequest.AlterConfigsResource] = _field(default_factory=list)
     validate_only: bool = False
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> IncrementalAlterConfigsRequest:
-        """Decode the body of a version-`version` IncrementalAlterConfigsRequest starting at `pos`."""
-        return _decode_message(_INCREMENTAL_ALTER_CONFIGS_REQUEST_DECODERS, buf, version, pos, 44)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this IncrementalAlterConfigsRequest as `version`."""
-        return _encode_message(_INCREMENTAL_ALTER_CONFIGS_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_INCREMENTAL_ALTER_CONFIGS_REQUEST_ENCODERS, self, version)
 
 
 @dataclass(slots=True)
@@ -89,31 +73,17 @@ class _IncrementalAlterConfigsResponse_AlterConfigsResourceResponse:
 
 
 @dataclass(slots=True)
-class IncrementalAlterConfigsResponse:
+class IncrementalAlterConfigsResponse(_Message):
     """Kafka IncrementalAlterConfigsResponse (api key 44), versions 0-1, flexible from v1."""
 
     API_KEY: ClassVar[int] = 44
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 1)
     FLEXIBLE_VERSION: ClassVar[int | None] = 1
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     AlterConfigsResourceResponse = _IncrementalAlterConfigsResponse_AlterConfigsResourceResponse
 
     throttle_time_ms: int = 0
     responses: list[IncrementalAlterConfigsResponse.AlterConfigsResourceResponse] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> IncrementalAlterConfigsResponse:
-        """Decode the body of a version-`version` IncrementalAlterConfigsResponse starting at `pos`."""
-        return _decode_message(_INCREMENTAL_ALTER_CONFIGS_RESPONSE_DECODERS, buf, version, pos, 44)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this IncrementalAlterConfigsResponse as `version`."""
-        return _encode_message(_INCREMENTAL_ALTER_CONFIGS_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_INCREMENTAL_ALTER_CONFIGS_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -490,21 +460,21 @@ def _encode_incremental_alter_configs_response_v1(o0, ext):
     return parts
 
 
-_INCREMENTAL_ALTER_CONFIGS_REQUEST_DECODERS = {
+IncrementalAlterConfigsRequest._DECODERS = {
     0: _decode_incremental_alter_configs_request_v0,
     1: _decode_incremental_alter_configs_request_v1,
 }
-_INCREMENTAL_ALTER_CONFIGS_REQUEST_ENCODERS = {
+IncrementalAlterConfigsRequest._ENCODERS = {
     0: _encode_incremental_alter_configs_request_v0,
     1: _encode_incremental_alter_configs_request_v1,
 }
 
 
-_INCREMENTAL_ALTER_CONFIGS_RESPONSE_DECODERS = {
+IncrementalAlterConfigsResponse._DECODERS = {
     0: _decode_incremental_alter_configs_response_v0,
     1: _decode_incremental_alter_configs_response_v1,
 }
-_INCREMENTAL_ALTER_CONFIGS_RESPONSE_ENCODERS = {
+IncrementalAlterConfigsResponse._ENCODERS = {
     0: _encode_incremental_alter_configs_response_v0,
     1: _encode_incremental_alter_configs_response_v1,
 }

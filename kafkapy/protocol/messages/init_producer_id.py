@@ -11,9 +11,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
+from ..primitives import Message as _Message
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uvarint as _read_uvarint
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
@@ -22,59 +20,31 @@ __all__ = ["InitProducerIdRequest", "InitProducerIdResponse"]
 
 
 @dataclass(slots=True)
-class InitProducerIdRequest:
+class InitProducerIdRequest(_Message):
     """Kafka InitProducerIdRequest (api key 22), versions 0-5, flexible from v2."""
 
     API_KEY: ClassVar[int] = 22
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 5)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     transactional_id: str = ''
     transaction_timeout_ms: int = 0
     producer_id: int = -1
     producer_epoch: int = -1
 
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> InitProducerIdRequest:
-        """Decode the body of a version-`version` InitProducerIdRequest starting at `pos`."""
-        return _decode_message(_INIT_PRODUCER_ID_REQUEST_DECODERS, buf, version, pos, 22)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this InitProducerIdRequest as `version`."""
-        return _encode_message(_INIT_PRODUCER_ID_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_INIT_PRODUCER_ID_REQUEST_ENCODERS, self, version)
-
 
 @dataclass(slots=True)
-class InitProducerIdResponse:
+class InitProducerIdResponse(_Message):
     """Kafka InitProducerIdResponse (api key 22), versions 0-5, flexible from v2."""
 
     API_KEY: ClassVar[int] = 22
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 5)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     throttle_time_ms: int = 0
     error_code: int = 0
     producer_id: int = -1
     producer_epoch: int = 0
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> InitProducerIdResponse:
-        """Decode the body of a version-`version` InitProducerIdResponse starting at `pos`."""
-        return _decode_message(_INIT_PRODUCER_ID_RESPONSE_DECODERS, buf, version, pos, 22)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this InitProducerIdResponse as `version`."""
-        return _encode_message(_INIT_PRODUCER_ID_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_INIT_PRODUCER_ID_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -255,7 +225,7 @@ def _encode_init_producer_id_response_v2(o0, ext):
     return parts
 
 
-_INIT_PRODUCER_ID_REQUEST_DECODERS = {
+InitProducerIdRequest._DECODERS = {
     0: _decode_init_producer_id_request_v0,
     1: _decode_init_producer_id_request_v0,
     2: _decode_init_producer_id_request_v2,
@@ -263,7 +233,7 @@ _INIT_PRODUCER_ID_REQUEST_DECODERS = {
     4: _decode_init_producer_id_request_v3,
     5: _decode_init_producer_id_request_v3,
 }
-_INIT_PRODUCER_ID_REQUEST_ENCODERS = {
+InitProducerIdRequest._ENCODERS = {
     0: _encode_init_producer_id_request_v0,
     1: _encode_init_producer_id_request_v0,
     2: _encode_init_producer_id_request_v2,
@@ -273,7 +243,7 @@ _INIT_PRODUCER_ID_REQUEST_ENCODERS = {
 }
 
 
-_INIT_PRODUCER_ID_RESPONSE_DECODERS = {
+InitProducerIdResponse._DECODERS = {
     0: _decode_init_producer_id_response_v0,
     1: _decode_init_producer_id_response_v0,
     2: _decode_init_producer_id_response_v2,
@@ -281,7 +251,7 @@ _INIT_PRODUCER_ID_RESPONSE_DECODERS = {
     4: _decode_init_producer_id_response_v2,
     5: _decode_init_producer_id_response_v2,
 }
-_INIT_PRODUCER_ID_RESPONSE_ENCODERS = {
+InitProducerIdResponse._ENCODERS = {
     0: _encode_init_producer_id_response_v0,
     1: _encode_init_producer_id_response_v0,
     2: _encode_init_producer_id_response_v2,

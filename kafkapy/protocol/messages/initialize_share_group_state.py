@@ -15,9 +15,7 @@ from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
+from ..primitives import Message as _Message
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
@@ -50,32 +48,18 @@ class _InitializeShareGroupStateRequest_InitializeStateData:
 
 
 @dataclass(slots=True)
-class InitializeShareGroupStateRequest:
+class InitializeShareGroupStateRequest(_Message):
     """Kafka InitializeShareGroupStateRequest (api key 83), versions 0-0, flexible from v0."""
 
     API_KEY: ClassVar[int] = 83
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     PartitionData = _InitializeShareGroupStateRequest_PartitionData
     InitializeStateData = _InitializeShareGroupStateRequest_InitializeStateData
 
     group_id: str = ''
     topics: list[InitializeShareGroupStateRequest.InitializeStateData] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> InitializeShareGroupStateRequest:
-        """Decode the body of a version-`version` InitializeShareGroupStateRequest starting at `pos`."""
-        return _decode_message(_INITIALIZE_SHARE_GROUP_STATE_REQUEST_DECODERS, buf, version, pos, 83)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this InitializeShareGroupStateRequest as `version`."""
-        return _encode_message(_INITIALIZE_SHARE_GROUP_STATE_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_INITIALIZE_SHARE_GROUP_STATE_REQUEST_ENCODERS, self, version)
 
 
 @dataclass(slots=True)
@@ -102,31 +86,17 @@ class _InitializeShareGroupStateResponse_InitializeStateResult:
 
 
 @dataclass(slots=True)
-class InitializeShareGroupStateResponse:
+class InitializeShareGroupStateResponse(_Message):
     """Kafka InitializeShareGroupStateResponse (api key 83), versions 0-0, flexible from v0."""
 
     API_KEY: ClassVar[int] = 83
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     PartitionResult = _InitializeShareGroupStateResponse_PartitionResult
     InitializeStateResult = _InitializeShareGroupStateResponse_InitializeStateResult
 
     results: list[InitializeShareGroupStateResponse.InitializeStateResult] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> InitializeShareGroupStateResponse:
-        """Decode the body of a version-`version` InitializeShareGroupStateResponse starting at `pos`."""
-        return _decode_message(_INITIALIZE_SHARE_GROUP_STATE_RESPONSE_DECODERS, buf, version, pos, 83)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this InitializeShareGroupStateResponse as `version`."""
-        return _encode_message(_INITIALIZE_SHARE_GROUP_STATE_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_INITIALIZE_SHARE_GROUP_STATE_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -348,17 +318,17 @@ def _encode_initialize_share_group_state_response_v0(o0, ext):
     return parts
 
 
-_INITIALIZE_SHARE_GROUP_STATE_REQUEST_DECODERS = {
+InitializeShareGroupStateRequest._DECODERS = {
     0: _decode_initialize_share_group_state_request_v0,
 }
-_INITIALIZE_SHARE_GROUP_STATE_REQUEST_ENCODERS = {
+InitializeShareGroupStateRequest._ENCODERS = {
     0: _encode_initialize_share_group_state_request_v0,
 }
 
 
-_INITIALIZE_SHARE_GROUP_STATE_RESPONSE_DECODERS = {
+InitializeShareGroupStateResponse._DECODERS = {
     0: _decode_initialize_share_group_state_response_v0,
 }
-_INITIALIZE_SHARE_GROUP_STATE_RESPONSE_ENCODERS = {
+InitializeShareGroupStateResponse._ENCODERS = {
     0: _encode_initialize_share_group_state_response_v0,
 }

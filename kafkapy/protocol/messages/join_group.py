@@ -12,9 +12,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
+from ..primitives import Message as _Message
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uvarint as _read_uvarint
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
@@ -34,13 +32,12 @@ class _JoinGroupRequest_JoinGroupRequestProtocol:
 
 
 @dataclass(slots=True)
-class JoinGroupRequest:
+class JoinGroupRequest(_Message):
     """Kafka JoinGroupRequest (api key 11), versions 0-9, flexible from v6."""
 
     API_KEY: ClassVar[int] = 11
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 9)
     FLEXIBLE_VERSION: ClassVar[int | None] = 6
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     JoinGroupRequestProtocol = _JoinGroupRequest_JoinGroupRequestProtocol
 
@@ -52,19 +49,6 @@ class JoinGroupRequest:
     protocol_type: str = ''
     protocols: list[JoinGroupRequest.JoinGroupRequestProtocol] = _field(default_factory=list)
     reason: str | None = None
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> JoinGroupRequest:
-        """Decode the body of a version-`version` JoinGroupRequest starting at `pos`."""
-        return _decode_message(_JOIN_GROUP_REQUEST_DECODERS, buf, version, pos, 11)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this JoinGroupRequest as `version`."""
-        return _encode_message(_JOIN_GROUP_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_JOIN_GROUP_REQUEST_ENCODERS, self, version)
 
 
 @dataclass(slots=True)
@@ -80,13 +64,12 @@ class _JoinGroupResponse_JoinGroupResponseMember:
 
 
 @dataclass(slots=True)
-class JoinGroupResponse:
+class JoinGroupResponse(_Message):
     """Kafka JoinGroupResponse (api key 11), versions 0-9, flexible from v6."""
 
     API_KEY: ClassVar[int] = 11
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 9)
     FLEXIBLE_VERSION: ClassVar[int | None] = 6
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     JoinGroupResponseMember = _JoinGroupResponse_JoinGroupResponseMember
 
@@ -99,19 +82,6 @@ class JoinGroupResponse:
     skip_assignment: bool = False
     member_id: str = ''
     members: list[JoinGroupResponse.JoinGroupResponseMember] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> JoinGroupResponse:
-        """Decode the body of a version-`version` JoinGroupResponse starting at `pos`."""
-        return _decode_message(_JOIN_GROUP_RESPONSE_DECODERS, buf, version, pos, 11)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this JoinGroupResponse as `version`."""
-        return _encode_message(_JOIN_GROUP_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_JOIN_GROUP_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -1446,7 +1416,7 @@ def _encode_join_group_response_v9(o0, ext):
     return parts
 
 
-_JOIN_GROUP_REQUEST_DECODERS = {
+JoinGroupRequest._DECODERS = {
     0: _decode_join_group_request_v0,
     1: _decode_join_group_request_v1,
     2: _decode_join_group_request_v1,
@@ -1458,7 +1428,7 @@ _JOIN_GROUP_REQUEST_DECODERS = {
     8: _decode_join_group_request_v8,
     9: _decode_join_group_request_v8,
 }
-_JOIN_GROUP_REQUEST_ENCODERS = {
+JoinGroupRequest._ENCODERS = {
     0: _encode_join_group_request_v0,
     1: _encode_join_group_request_v1,
     2: _encode_join_group_request_v1,
@@ -1472,7 +1442,7 @@ _JOIN_GROUP_REQUEST_ENCODERS = {
 }
 
 
-_JOIN_GROUP_RESPONSE_DECODERS = {
+JoinGroupResponse._DECODERS = {
     0: _decode_join_group_response_v0,
     1: _decode_join_group_response_v0,
     2: _decode_join_group_response_v2,
@@ -1484,7 +1454,7 @@ _JOIN_GROUP_RESPONSE_DECODERS = {
     8: _decode_join_group_response_v7,
     9: _decode_join_group_response_v9,
 }
-_JOIN_GROUP_RESPONSE_ENCODERS = {
+JoinGroupResponse._ENCODERS = {
     0: _encode_join_group_response_v0,
     1: _encode_join_group_response_v0,
     2: _encode_join_group_response_v2,

@@ -12,9 +12,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
+from ..primitives import Message as _Message
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uvarint as _read_uvarint
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
@@ -35,32 +33,18 @@ class _LeaveGroupRequest_MemberIdentity:
 
 
 @dataclass(slots=True)
-class LeaveGroupRequest:
+class LeaveGroupRequest(_Message):
     """Kafka LeaveGroupRequest (api key 13), versions 0-5, flexible from v4."""
 
     API_KEY: ClassVar[int] = 13
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 5)
     FLEXIBLE_VERSION: ClassVar[int | None] = 4
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     MemberIdentity = _LeaveGroupRequest_MemberIdentity
 
     group_id: str = ''
     member_id: str = ''
     members: list[LeaveGroupRequest.MemberIdentity] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> LeaveGroupRequest:
-        """Decode the body of a version-`version` LeaveGroupRequest starting at `pos`."""
-        return _decode_message(_LEAVE_GROUP_REQUEST_DECODERS, buf, version, pos, 13)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this LeaveGroupRequest as `version`."""
-        return _encode_message(_LEAVE_GROUP_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_LEAVE_GROUP_REQUEST_ENCODERS, self, version)
 
 
 @dataclass(slots=True)
@@ -76,32 +60,18 @@ class _LeaveGroupResponse_MemberResponse:
 
 
 @dataclass(slots=True)
-class LeaveGroupResponse:
+class LeaveGroupResponse(_Message):
     """Kafka LeaveGroupResponse (api key 13), versions 0-5, flexible from v4."""
 
     API_KEY: ClassVar[int] = 13
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 5)
     FLEXIBLE_VERSION: ClassVar[int | None] = 4
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     MemberResponse = _LeaveGroupResponse_MemberResponse
 
     throttle_time_ms: int = 0
     error_code: int = 0
     members: list[LeaveGroupResponse.MemberResponse] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> LeaveGroupResponse:
-        """Decode the body of a version-`version` LeaveGroupResponse starting at `pos`."""
-        return _decode_message(_LEAVE_GROUP_RESPONSE_DECODERS, buf, version, pos, 13)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this LeaveGroupResponse as `version`."""
-        return _encode_message(_LEAVE_GROUP_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_LEAVE_GROUP_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -611,7 +581,7 @@ def _encode_leave_group_response_v4(o0, ext):
     return parts
 
 
-_LEAVE_GROUP_REQUEST_DECODERS = {
+LeaveGroupRequest._DECODERS = {
     0: _decode_leave_group_request_v0,
     1: _decode_leave_group_request_v0,
     2: _decode_leave_group_request_v0,
@@ -619,7 +589,7 @@ _LEAVE_GROUP_REQUEST_DECODERS = {
     4: _decode_leave_group_request_v4,
     5: _decode_leave_group_request_v5,
 }
-_LEAVE_GROUP_REQUEST_ENCODERS = {
+LeaveGroupRequest._ENCODERS = {
     0: _encode_leave_group_request_v0,
     1: _encode_leave_group_request_v0,
     2: _encode_leave_group_request_v0,
@@ -629,7 +599,7 @@ _LEAVE_GROUP_REQUEST_ENCODERS = {
 }
 
 
-_LEAVE_GROUP_RESPONSE_DECODERS = {
+LeaveGroupResponse._DECODERS = {
     0: _decode_leave_group_response_v0,
     1: _decode_leave_group_response_v1,
     2: _decode_leave_group_response_v1,
@@ -637,7 +607,7 @@ _LEAVE_GROUP_RESPONSE_DECODERS = {
     4: _decode_leave_group_response_v4,
     5: _decode_leave_group_response_v4,
 }
-_LEAVE_GROUP_RESPONSE_ENCODERS = {
+LeaveGroupResponse._ENCODERS = {
     0: _encode_leave_group_response_v0,
     1: _encode_leave_group_response_v1,
     2: _encode_leave_group_response_v1,

@@ -12,9 +12,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
+from ..primitives import Message as _Message
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uvarint as _read_uvarint
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
@@ -23,27 +21,13 @@ __all__ = ["ListClientMetricsResourcesRequest", "ListClientMetricsResourcesRespo
 
 
 @dataclass(slots=True)
-class ListClientMetricsResourcesRequest:
+class ListClientMetricsResourcesRequest(_Message):
     """Kafka ListClientMetricsResourcesRequest (api key 74), versions 0-0, flexible from v0."""
 
     API_KEY: ClassVar[int] = 74
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ListClientMetricsResourcesRequest:
-        """Decode the body of a version-`version` ListClientMetricsResourcesRequest starting at `pos`."""
-        return _decode_message(_LIST_CLIENT_METRICS_RESOURCES_REQUEST_DECODERS, buf, version, pos, 74)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this ListClientMetricsResourcesRequest as `version`."""
-        return _encode_message(_LIST_CLIENT_METRICS_RESOURCES_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_LIST_CLIENT_METRICS_RESOURCES_REQUEST_ENCODERS, self, version)
 
 
 @dataclass(slots=True)
@@ -57,32 +41,18 @@ class _ListClientMetricsResourcesResponse_ClientMetricsResource:
 
 
 @dataclass(slots=True)
-class ListClientMetricsResourcesResponse:
+class ListClientMetricsResourcesResponse(_Message):
     """Kafka ListClientMetricsResourcesResponse (api key 74), versions 0-0, flexible from v0."""
 
     API_KEY: ClassVar[int] = 74
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     ClientMetricsResource = _ListClientMetricsResourcesResponse_ClientMetricsResource
 
     throttle_time_ms: int = 0
     error_code: int = 0
     client_metrics_resources: list[ListClientMetricsResourcesResponse.ClientMetricsResource] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ListClientMetricsResourcesResponse:
-        """Decode the body of a version-`version` ListClientMetricsResourcesResponse starting at `pos`."""
-        return _decode_message(_LIST_CLIENT_METRICS_RESOURCES_RESPONSE_DECODERS, buf, version, pos, 74)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this ListClientMetricsResourcesResponse as `version`."""
-        return _encode_message(_LIST_CLIENT_METRICS_RESOURCES_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_LIST_CLIENT_METRICS_RESOURCES_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -180,17 +150,17 @@ def _encode_list_client_metrics_resources_response_v0(o0, ext):
     return parts
 
 
-_LIST_CLIENT_METRICS_RESOURCES_REQUEST_DECODERS = {
+ListClientMetricsResourcesRequest._DECODERS = {
     0: _decode_list_client_metrics_resources_request_v0,
 }
-_LIST_CLIENT_METRICS_RESOURCES_REQUEST_ENCODERS = {
+ListClientMetricsResourcesRequest._ENCODERS = {
     0: _encode_list_client_metrics_resources_request_v0,
 }
 
 
-_LIST_CLIENT_METRICS_RESOURCES_RESPONSE_DECODERS = {
+ListClientMetricsResourcesResponse._DECODERS = {
     0: _decode_list_client_metrics_resources_response_v0,
 }
-_LIST_CLIENT_METRICS_RESOURCES_RESPONSE_ENCODERS = {
+ListClientMetricsResourcesResponse._ENCODERS = {
     0: _encode_list_client_metrics_resources_response_v0,
 }

@@ -12,9 +12,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
+from ..primitives import Message as _Message
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uvarint as _read_uvarint
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
@@ -23,29 +21,15 @@ __all__ = ["ListGroupsRequest", "ListGroupsResponse"]
 
 
 @dataclass(slots=True)
-class ListGroupsRequest:
+class ListGroupsRequest(_Message):
     """Kafka ListGroupsRequest (api key 16), versions 0-5, flexible from v3."""
 
     API_KEY: ClassVar[int] = 16
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 5)
     FLEXIBLE_VERSION: ClassVar[int | None] = 3
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     states_filter: list[str] = _field(default_factory=list)
     types_filter: list[str] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ListGroupsRequest:
-        """Decode the body of a version-`version` ListGroupsRequest starting at `pos`."""
-        return _decode_message(_LIST_GROUPS_REQUEST_DECODERS, buf, version, pos, 16)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this ListGroupsRequest as `version`."""
-        return _encode_message(_LIST_GROUPS_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_LIST_GROUPS_REQUEST_ENCODERS, self, version)
 
 
 @dataclass(slots=True)
@@ -62,32 +46,18 @@ class _ListGroupsResponse_ListedGroup:
 
 
 @dataclass(slots=True)
-class ListGroupsResponse:
+class ListGroupsResponse(_Message):
     """Kafka ListGroupsResponse (api key 16), versions 0-5, flexible from v3."""
 
     API_KEY: ClassVar[int] = 16
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 5)
     FLEXIBLE_VERSION: ClassVar[int | None] = 3
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     ListedGroup = _ListGroupsResponse_ListedGroup
 
     throttle_time_ms: int = 0
     error_code: int = 0
     groups: list[ListGroupsResponse.ListedGroup] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ListGroupsResponse:
-        """Decode the body of a version-`version` ListGroupsResponse starting at `pos`."""
-        return _decode_message(_LIST_GROUPS_RESPONSE_DECODERS, buf, version, pos, 16)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this ListGroupsResponse as `version`."""
-        return _encode_message(_LIST_GROUPS_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_LIST_GROUPS_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -637,7 +607,7 @@ def _encode_list_groups_response_v5(o0, ext):
     return parts
 
 
-_LIST_GROUPS_REQUEST_DECODERS = {
+ListGroupsRequest._DECODERS = {
     0: _decode_list_groups_request_v0,
     1: _decode_list_groups_request_v0,
     2: _decode_list_groups_request_v0,
@@ -645,7 +615,7 @@ _LIST_GROUPS_REQUEST_DECODERS = {
     4: _decode_list_groups_request_v4,
     5: _decode_list_groups_request_v5,
 }
-_LIST_GROUPS_REQUEST_ENCODERS = {
+ListGroupsRequest._ENCODERS = {
     0: _encode_list_groups_request_v0,
     1: _encode_list_groups_request_v0,
     2: _encode_list_groups_request_v0,
@@ -655,7 +625,7 @@ _LIST_GROUPS_REQUEST_ENCODERS = {
 }
 
 
-_LIST_GROUPS_RESPONSE_DECODERS = {
+ListGroupsResponse._DECODERS = {
     0: _decode_list_groups_response_v0,
     1: _decode_list_groups_response_v1,
     2: _decode_list_groups_response_v1,
@@ -663,7 +633,7 @@ _LIST_GROUPS_RESPONSE_DECODERS = {
     4: _decode_list_groups_response_v4,
     5: _decode_list_groups_response_v5,
 }
-_LIST_GROUPS_RESPONSE_ENCODERS = {
+ListGroupsResponse._ENCODERS = {
     0: _encode_list_groups_response_v0,
     1: _encode_list_groups_response_v1,
     2: _encode_list_groups_response_v1,

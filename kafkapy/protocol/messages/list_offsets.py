@@ -12,10 +12,8 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
+from ..primitives import Message as _Message
 from ..primitives import StructTable as _StructTable
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uvarint as _read_uvarint
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
@@ -48,13 +46,12 @@ class _ListOffsetsRequest_ListOffsetsTopic:
 
 
 @dataclass(slots=True)
-class ListOffsetsRequest:
+class ListOffsetsRequest(_Message):
     """Kafka ListOffsetsRequest (api key 2), versions 0-9, flexible from v6."""
 
     API_KEY: ClassVar[int] = 2
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 9)
     FLEXIBLE_VERSION: ClassVar[int | None] = 6
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     ListOffsetsPartition = _ListOffsetsRequest_ListOffsetsPartition
     ListOffsetsTopic = _ListOffsetsRequest_ListOffsetsTopic
@@ -62,19 +59,6 @@ class ListOffsetsRequest:
     replica_id: int = 0
     isolation_level: int = 0
     topics: list[ListOffsetsRequest.ListOffsetsTopic] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ListOffsetsRequest:
-        """Decode the body of a version-`version` ListOffsetsRequest starting at `pos`."""
-        return _decode_message(_LIST_OFFSETS_REQUEST_DECODERS, buf, version, pos, 2)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this ListOffsetsRequest as `version`."""
-        return _encode_message(_LIST_OFFSETS_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_LIST_OFFSETS_REQUEST_ENCODERS, self, version)
 
 
 @dataclass(slots=True)
@@ -104,32 +88,18 @@ class _ListOffsetsResponse_ListOffsetsTopicResponse:
 
 
 @dataclass(slots=True)
-class ListOffsetsResponse:
+class ListOffsetsResponse(_Message):
     """Kafka ListOffsetsResponse (api key 2), versions 0-9, flexible from v6."""
 
     API_KEY: ClassVar[int] = 2
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 9)
     FLEXIBLE_VERSION: ClassVar[int | None] = 6
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     ListOffsetsPartitionResponse = _ListOffsetsResponse_ListOffsetsPartitionResponse
     ListOffsetsTopicResponse = _ListOffsetsResponse_ListOffsetsTopicResponse
 
     throttle_time_ms: int = 0
     topics: list[ListOffsetsResponse.ListOffsetsTopicResponse] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ListOffsetsResponse:
-        """Decode the body of a version-`version` ListOffsetsResponse starting at `pos`."""
-        return _decode_message(_LIST_OFFSETS_RESPONSE_DECODERS, buf, version, pos, 2)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this ListOffsetsResponse as `version`."""
-        return _encode_message(_LIST_OFFSETS_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_LIST_OFFSETS_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -851,7 +821,7 @@ def _encode_list_offsets_response_v6(o0, ext):
     return parts
 
 
-_LIST_OFFSETS_REQUEST_DECODERS = {
+ListOffsetsRequest._DECODERS = {
     0: _decode_list_offsets_request_v0,
     1: _decode_list_offsets_request_v1,
     2: _decode_list_offsets_request_v2,
@@ -863,7 +833,7 @@ _LIST_OFFSETS_REQUEST_DECODERS = {
     8: _decode_list_offsets_request_v6,
     9: _decode_list_offsets_request_v6,
 }
-_LIST_OFFSETS_REQUEST_ENCODERS = {
+ListOffsetsRequest._ENCODERS = {
     0: _encode_list_offsets_request_v0,
     1: _encode_list_offsets_request_v1,
     2: _encode_list_offsets_request_v2,
@@ -877,7 +847,7 @@ _LIST_OFFSETS_REQUEST_ENCODERS = {
 }
 
 
-_LIST_OFFSETS_RESPONSE_DECODERS = {
+ListOffsetsResponse._DECODERS = {
     0: _decode_list_offsets_response_v0,
     1: _decode_list_offsets_response_v1,
     2: _decode_list_offsets_response_v2,
@@ -889,7 +859,7 @@ _LIST_OFFSETS_RESPONSE_DECODERS = {
     8: _decode_list_offsets_response_v6,
     9: _decode_list_offsets_response_v6,
 }
-_LIST_OFFSETS_RESPONSE_ENCODERS = {
+ListOffsetsResponse._ENCODERS = {
     0: _encode_list_offsets_response_v0,
     1: _encode_list_offsets_response_v1,
     2: _encode_list_offsets_response_v2,

@@ -12,10 +12,8 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
+from ..primitives import Message as _Message
 from ..primitives import StructTable as _StructTable
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uvarint as _read_uvarint
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
@@ -35,31 +33,17 @@ class _ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics:
 
 
 @dataclass(slots=True)
-class ListPartitionReassignmentsRequest:
+class ListPartitionReassignmentsRequest(_Message):
     """Kafka ListPartitionReassignmentsRequest (api key 46), versions 0-0, flexible from v0."""
 
     API_KEY: ClassVar[int] = 46
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     ListPartitionReassignmentsTopics = _ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics
 
     timeout_ms: int = 60000
     topics: list[ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics] | None = None
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ListPartitionReassignmentsRequest:
-        """Decode the body of a version-`version` ListPartitionReassignmentsRequest starting at `pos`."""
-        return _decode_message(_LIST_PARTITION_REASSIGNMENTS_REQUEST_DECODERS, buf, version, pos, 46)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this ListPartitionReassignmentsRequest as `version`."""
-        return _encode_message(_LIST_PARTITION_REASSIGNMENTS_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_LIST_PARTITION_REASSIGNMENTS_REQUEST_ENCODERS, self, version)
 
 
 @dataclass(slots=True)
@@ -87,13 +71,12 @@ class _ListPartitionReassignmentsResponse_OngoingTopicReassignment:
 
 
 @dataclass(slots=True)
-class ListPartitionReassignmentsResponse:
+class ListPartitionReassignmentsResponse(_Message):
     """Kafka ListPartitionReassignmentsResponse (api key 46), versions 0-0, flexible from v0."""
 
     API_KEY: ClassVar[int] = 46
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     OngoingPartitionReassignment = _ListPartitionReassignmentsResponse_OngoingPartitionReassignment
     OngoingTopicReassignment = _ListPartitionReassignmentsResponse_OngoingTopicReassignment
@@ -102,19 +85,6 @@ class ListPartitionReassignmentsResponse:
     error_code: int = 0
     error_message: str = ''
     topics: list[ListPartitionReassignmentsResponse.OngoingTopicReassignment] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ListPartitionReassignmentsResponse:
-        """Decode the body of a version-`version` ListPartitionReassignmentsResponse starting at `pos`."""
-        return _decode_message(_LIST_PARTITION_REASSIGNMENTS_RESPONSE_DECODERS, buf, version, pos, 46)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this ListPartitionReassignmentsResponse as `version`."""
-        return _encode_message(_LIST_PARTITION_REASSIGNMENTS_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_LIST_PARTITION_REASSIGNMENTS_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -387,17 +357,17 @@ def _encode_list_partition_reassignments_response_v0(o0, ext):
     return parts
 
 
-_LIST_PARTITION_REASSIGNMENTS_REQUEST_DECODERS = {
+ListPartitionReassignmentsRequest._DECODERS = {
     0: _decode_list_partition_reassignments_request_v0,
 }
-_LIST_PARTITION_REASSIGNMENTS_REQUEST_ENCODERS = {
+ListPartitionReassignmentsRequest._ENCODERS = {
     0: _encode_list_partition_reassignments_request_v0,
 }
 
 
-_LIST_PARTITION_REASSIGNMENTS_RESPONSE_DECODERS = {
+ListPartitionReassignmentsResponse._DECODERS = {
     0: _decode_list_partition_reassignments_response_v0,
 }
-_LIST_PARTITION_REASSIGNMENTS_RESPONSE_ENCODERS = {
+ListPartitionReassignmentsResponse._ENCODERS = {
     0: _encode_list_partition_reassignments_response_v0,
 }

@@ -12,10 +12,8 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
+from ..primitives import Message as _Message
 from ..primitives import StructTable as _StructTable
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uvarint as _read_uvarint
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
@@ -24,30 +22,16 @@ __all__ = ["ListTransactionsRequest", "ListTransactionsResponse"]
 
 
 @dataclass(slots=True)
-class ListTransactionsRequest:
+class ListTransactionsRequest(_Message):
     """Kafka ListTransactionsRequest (api key 66), versions 0-1, flexible from v0."""
 
     API_KEY: ClassVar[int] = 66
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 1)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     state_filters: list[str] = _field(default_factory=list)
     producer_id_filters: list[int] = _field(default_factory=list)
     duration_filter: int = -1
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ListTransactionsRequest:
-        """Decode the body of a version-`version` ListTransactionsRequest starting at `pos`."""
-        return _decode_message(_LIST_TRANSACTIONS_REQUEST_DECODERS, buf, version, pos, 66)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this ListTransactionsRequest as `version`."""
-        return _encode_message(_LIST_TRANSACTIONS_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_LIST_TRANSACTIONS_REQUEST_ENCODERS, self, version)
 
 
 @dataclass(slots=True)
@@ -63,13 +47,12 @@ class _ListTransactionsResponse_TransactionState:
 
 
 @dataclass(slots=True)
-class ListTransactionsResponse:
+class ListTransactionsResponse(_Message):
     """Kafka ListTransactionsResponse (api key 66), versions 0-1, flexible from v0."""
 
     API_KEY: ClassVar[int] = 66
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 1)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     TransactionState = _ListTransactionsResponse_TransactionState
 
@@ -77,19 +60,6 @@ class ListTransactionsResponse:
     error_code: int = 0
     unknown_state_filters: list[str] = _field(default_factory=list)
     transaction_states: list[ListTransactionsResponse.TransactionState] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ListTransactionsResponse:
-        """Decode the body of a version-`version` ListTransactionsResponse starting at `pos`."""
-        return _decode_message(_LIST_TRANSACTIONS_RESPONSE_DECODERS, buf, version, pos, 66)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this ListTransactionsResponse as `version`."""
-        return _encode_message(_LIST_TRANSACTIONS_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_LIST_TRANSACTIONS_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -362,21 +332,21 @@ def _encode_list_transactions_response_v0(o0, ext):
     return parts
 
 
-_LIST_TRANSACTIONS_REQUEST_DECODERS = {
+ListTransactionsRequest._DECODERS = {
     0: _decode_list_transactions_request_v0,
     1: _decode_list_transactions_request_v1,
 }
-_LIST_TRANSACTIONS_REQUEST_ENCODERS = {
+ListTransactionsRequest._ENCODERS = {
     0: _encode_list_transactions_request_v0,
     1: _encode_list_transactions_request_v1,
 }
 
 
-_LIST_TRANSACTIONS_RESPONSE_DECODERS = {
+ListTransactionsResponse._DECODERS = {
     0: _decode_list_transactions_response_v0,
     1: _decode_list_transactions_response_v0,
 }
-_LIST_TRANSACTIONS_RESPONSE_ENCODERS = {
+ListTransactionsResponse._ENCODERS = {
     0: _encode_list_transactions_response_v0,
     1: _encode_list_transactions_response_v0,
 }

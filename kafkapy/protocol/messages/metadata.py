@@ -15,10 +15,8 @@ from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
+from ..primitives import Message as _Message
 from ..primitives import StructTable as _StructTable
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
@@ -39,13 +37,12 @@ class _MetadataRequest_MetadataRequestTopic:
 
 
 @dataclass(slots=True)
-class MetadataRequest:
+class MetadataRequest(_Message):
     """Kafka MetadataRequest (api key 3), versions 0-12, flexible from v9."""
 
     API_KEY: ClassVar[int] = 3
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 12)
     FLEXIBLE_VERSION: ClassVar[int | None] = 9
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     MetadataRequestTopic = _MetadataRequest_MetadataRequestTopic
 
@@ -53,19 +50,6 @@ class MetadataRequest:
     allow_auto_topic_creation: bool = True
     include_cluster_authorized_operations: bool = False
     include_topic_authorized_operations: bool = False
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> MetadataRequest:
-        """Decode the body of a version-`version` MetadataRequest starting at `pos`."""
-        return _decode_message(_METADATA_REQUEST_DECODERS, buf, version, pos, 3)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this MetadataRequest as `version`."""
-        return _encode_message(_METADATA_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_METADATA_REQUEST_ENCODERS, self, version)
 
 
 @dataclass(slots=True)
@@ -113,13 +97,12 @@ class _MetadataResponse_MetadataResponseTopic:
 
 
 @dataclass(slots=True)
-class MetadataResponse:
+class MetadataResponse(_Message):
     """Kafka MetadataResponse (api key 3), versions 0-12, flexible from v9."""
 
     API_KEY: ClassVar[int] = 3
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 12)
     FLEXIBLE_VERSION: ClassVar[int | None] = 9
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     MetadataResponseBroker = _MetadataResponse_MetadataResponseBroker
     MetadataResponsePartition = _MetadataResponse_MetadataResponsePartition
@@ -131,19 +114,6 @@ class MetadataResponse:
     controller_id: int = -1
     topics: list[MetadataResponse.MetadataResponseTopic] = _field(default_factory=list)
     cluster_authorized_operations: int = -2147483648
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> MetadataResponse:
-        """Decode the body of a version-`version` MetadataResponse starting at `pos`."""
-        return _decode_message(_METADATA_RESPONSE_DECODERS, buf, version, pos, 3)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this MetadataResponse as `version`."""
-        return _encode_message(_METADATA_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_METADATA_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -2350,7 +2320,7 @@ def _encode_metadata_response_v12(o0, ext):
     return parts
 
 
-_METADATA_REQUEST_DECODERS = {
+MetadataRequest._DECODERS = {
     0: _decode_metadata_request_v0,
     1: _decode_metadata_request_v1,
     2: _decode_metadata_request_v1,
@@ -2365,7 +2335,7 @@ _METADATA_REQUEST_DECODERS = {
     11: _decode_metadata_request_v11,
     12: _decode_metadata_request_v11,
 }
-_METADATA_REQUEST_ENCODERS = {
+MetadataRequest._ENCODERS = {
     0: _encode_metadata_request_v0,
     1: _encode_metadata_request_v1,
     2: _encode_metadata_request_v1,
@@ -2382,7 +2352,7 @@ _METADATA_REQUEST_ENCODERS = {
 }
 
 
-_METADATA_RESPONSE_DECODERS = {
+MetadataResponse._DECODERS = {
     0: _decode_metadata_response_v0,
     1: _decode_metadata_response_v1,
     2: _decode_metadata_response_v2,
@@ -2397,7 +2367,7 @@ _METADATA_RESPONSE_DECODERS = {
     11: _decode_metadata_response_v11,
     12: _decode_metadata_response_v12,
 }
-_METADATA_RESPONSE_ENCODERS = {
+MetadataResponse._ENCODERS = {
     0: _encode_metadata_response_v0,
     1: _encode_metadata_response_v1,
     2: _encode_metadata_response_v2,

@@ -12,9 +12,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
+from ..primitives import Message as _Message
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uvarint as _read_uvarint
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
@@ -48,13 +46,12 @@ class _OffsetCommitRequest_OffsetCommitRequestTopic:
 
 
 @dataclass(slots=True)
-class OffsetCommitRequest:
+class OffsetCommitRequest(_Message):
     """Kafka OffsetCommitRequest (api key 8), versions 0-9, flexible from v8."""
 
     API_KEY: ClassVar[int] = 8
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 9)
     FLEXIBLE_VERSION: ClassVar[int | None] = 8
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     OffsetCommitRequestPartition = _OffsetCommitRequest_OffsetCommitRequestPartition
     OffsetCommitRequestTopic = _OffsetCommitRequest_OffsetCommitRequestTopic
@@ -65,19 +62,6 @@ class OffsetCommitRequest:
     group_instance_id: str | None = None
     retention_time_ms: int = -1
     topics: list[OffsetCommitRequest.OffsetCommitRequestTopic] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> OffsetCommitRequest:
-        """Decode the body of a version-`version` OffsetCommitRequest starting at `pos`."""
-        return _decode_message(_OFFSET_COMMIT_REQUEST_DECODERS, buf, version, pos, 8)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this OffsetCommitRequest as `version`."""
-        return _encode_message(_OFFSET_COMMIT_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_OFFSET_COMMIT_REQUEST_ENCODERS, self, version)
 
 
 @dataclass(slots=True)
@@ -103,32 +87,18 @@ class _OffsetCommitResponse_OffsetCommitResponseTopic:
 
 
 @dataclass(slots=True)
-class OffsetCommitResponse:
+class OffsetCommitResponse(_Message):
     """Kafka OffsetCommitResponse (api key 8), versions 0-9, flexible from v8."""
 
     API_KEY: ClassVar[int] = 8
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 9)
     FLEXIBLE_VERSION: ClassVar[int | None] = 8
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     OffsetCommitResponsePartition = _OffsetCommitResponse_OffsetCommitResponsePartition
     OffsetCommitResponseTopic = _OffsetCommitResponse_OffsetCommitResponseTopic
 
     throttle_time_ms: int = 0
     topics: list[OffsetCommitResponse.OffsetCommitResponseTopic] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> OffsetCommitResponse:
-        """Decode the body of a version-`version` OffsetCommitResponse starting at `pos`."""
-        return _decode_message(_OFFSET_COMMIT_RESPONSE_DECODERS, buf, version, pos, 8)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this OffsetCommitResponse as `version`."""
-        return _encode_message(_OFFSET_COMMIT_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_OFFSET_COMMIT_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -1064,7 +1034,7 @@ def _encode_offset_commit_response_v8(o0, ext):
     return parts
 
 
-_OFFSET_COMMIT_REQUEST_DECODERS = {
+OffsetCommitRequest._DECODERS = {
     0: _decode_offset_commit_request_v0,
     1: _decode_offset_commit_request_v1,
     2: _decode_offset_commit_request_v2,
@@ -1076,7 +1046,7 @@ _OFFSET_COMMIT_REQUEST_DECODERS = {
     8: _decode_offset_commit_request_v8,
     9: _decode_offset_commit_request_v8,
 }
-_OFFSET_COMMIT_REQUEST_ENCODERS = {
+OffsetCommitRequest._ENCODERS = {
     0: _encode_offset_commit_request_v0,
     1: _encode_offset_commit_request_v1,
     2: _encode_offset_commit_request_v2,
@@ -1090,7 +1060,7 @@ _OFFSET_COMMIT_REQUEST_ENCODERS = {
 }
 
 
-_OFFSET_COMMIT_RESPONSE_DECODERS = {
+OffsetCommitResponse._DECODERS = {
     0: _decode_offset_commit_response_v0,
     1: _decode_offset_commit_response_v0,
     2: _decode_offset_commit_response_v0,
@@ -1102,7 +1072,7 @@ _OFFSET_COMMIT_RESPONSE_DECODERS = {
     8: _decode_offset_commit_response_v8,
     9: _decode_offset_commit_response_v8,
 }
-_OFFSET_COMMIT_RESPONSE_ENCODERS = {
+OffsetCommitResponse._ENCODERS = {
     0: _encode_offset_commit_response_v0,
     1: _encode_offset_commit_response_v0,
     2: _encode_offset_commit_response_v0,

@@ -11,9 +11,7 @@ from typing import ClassVar
 
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
+from ..primitives import Message as _Message
 
 __all__ = ["OffsetDeleteRequest", "OffsetDeleteResponse"]
 
@@ -40,32 +38,18 @@ class _OffsetDeleteRequest_OffsetDeleteRequestTopic:
 
 
 @dataclass(slots=True)
-class OffsetDeleteRequest:
+class OffsetDeleteRequest(_Message):
     """Kafka OffsetDeleteRequest (api key 47), versions 0-0, never flexible."""
 
     API_KEY: ClassVar[int] = 47
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = None
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     OffsetDeleteRequestPartition = _OffsetDeleteRequest_OffsetDeleteRequestPartition
     OffsetDeleteRequestTopic = _OffsetDeleteRequest_OffsetDeleteRequestTopic
 
     group_id: str = ''
     topics: list[OffsetDeleteRequest.OffsetDeleteRequestTopic] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> OffsetDeleteRequest:
-        """Decode the body of a version-`version` OffsetDeleteRequest starting at `pos`."""
-        return _decode_message(_OFFSET_DELETE_REQUEST_DECODERS, buf, version, pos, 47)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this OffsetDeleteRequest as `version`."""
-        return _encode_message(_OFFSET_DELETE_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_OFFSET_DELETE_REQUEST_ENCODERS, self, version)
 
 
 @dataclass(slots=True)
@@ -91,13 +75,12 @@ class _OffsetDeleteResponse_OffsetDeleteResponseTopic:
 
 
 @dataclass(slots=True)
-class OffsetDeleteResponse:
+class OffsetDeleteResponse(_Message):
     """Kafka OffsetDeleteResponse (api key 47), versions 0-0, never flexible."""
 
     API_KEY: ClassVar[int] = 47
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = None
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     OffsetDeleteResponsePartition = _OffsetDeleteResponse_OffsetDeleteResponsePartition
     OffsetDeleteResponseTopic = _OffsetDeleteResponse_OffsetDeleteResponseTopic
@@ -105,19 +88,6 @@ class OffsetDeleteResponse:
     error_code: int = 0
     throttle_time_ms: int = 0
     topics: list[OffsetDeleteResponse.OffsetDeleteResponseTopic] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> OffsetDeleteResponse:
-        """Decode the body of a version-`version` OffsetDeleteResponse starting at `pos`."""
-        return _decode_message(_OFFSET_DELETE_RESPONSE_DECODERS, buf, version, pos, 47)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this OffsetDeleteResponse as `version`."""
-        return _encode_message(_OFFSET_DELETE_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_OFFSET_DELETE_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -282,17 +252,17 @@ def _encode_offset_delete_response_v0(o0, ext):
     return parts
 
 
-_OFFSET_DELETE_REQUEST_DECODERS = {
+OffsetDeleteRequest._DECODERS = {
     0: _decode_offset_delete_request_v0,
 }
-_OFFSET_DELETE_REQUEST_ENCODERS = {
+OffsetDeleteRequest._ENCODERS = {
     0: _encode_offset_delete_request_v0,
 }
 
 
-_OFFSET_DELETE_RESPONSE_DECODERS = {
+OffsetDeleteResponse._DECODERS = {
     0: _decode_offset_delete_response_v0,
 }
-_OFFSET_DELETE_RESPONSE_ENCODERS = {
+OffsetDeleteResponse._ENCODERS = {
     0: _encode_offset_delete_response_v0,
 }

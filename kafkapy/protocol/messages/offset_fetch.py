@@ -12,10 +12,8 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
+from ..primitives import Message as _Message
 from ..primitives import StructTable as _StructTable
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uvarint as _read_uvarint
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
@@ -59,13 +57,12 @@ class _OffsetFetchRequest_OffsetFetchRequestGroup:
 
 
 @dataclass(slots=True)
-class OffsetFetchRequest:
+class OffsetFetchRequest(_Message):
     """Kafka OffsetFetchRequest (api key 9), versions 0-9, flexible from v6."""
 
     API_KEY: ClassVar[int] = 9
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 9)
     FLEXIBLE_VERSION: ClassVar[int | None] = 6
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     OffsetFetchRequestTopic = _OffsetFetchRequest_OffsetFetchRequestTopic
     OffsetFetchRequestTopics = _OffsetFetchRequest_OffsetFetchRequestTopics
@@ -75,19 +72,6 @@ class OffsetFetchRequest:
     topics: list[OffsetFetchRequest.OffsetFetchRequestTopic] = _field(default_factory=list)
     groups: list[OffsetFetchRequest.OffsetFetchRequestGroup] = _field(default_factory=list)
     require_stable: bool = False
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> OffsetFetchRequest:
-        """Decode the body of a version-`version` OffsetFetchRequest starting at `pos`."""
-        return _decode_message(_OFFSET_FETCH_REQUEST_DECODERS, buf, version, pos, 9)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this OffsetFetchRequest as `version`."""
-        return _encode_message(_OFFSET_FETCH_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_OFFSET_FETCH_REQUEST_ENCODERS, self, version)
 
 
 @dataclass(slots=True)
@@ -153,13 +137,12 @@ class _OffsetFetchResponse_OffsetFetchResponseGroup:
 
 
 @dataclass(slots=True)
-class OffsetFetchResponse:
+class OffsetFetchResponse(_Message):
     """Kafka OffsetFetchResponse (api key 9), versions 0-9, flexible from v6."""
 
     API_KEY: ClassVar[int] = 9
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 9)
     FLEXIBLE_VERSION: ClassVar[int | None] = 6
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     OffsetFetchResponsePartition = _OffsetFetchResponse_OffsetFetchResponsePartition
     OffsetFetchResponseTopic = _OffsetFetchResponse_OffsetFetchResponseTopic
@@ -171,19 +154,6 @@ class OffsetFetchResponse:
     topics: list[OffsetFetchResponse.OffsetFetchResponseTopic] = _field(default_factory=list)
     error_code: int = 0
     groups: list[OffsetFetchResponse.OffsetFetchResponseGroup] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> OffsetFetchResponse:
-        """Decode the body of a version-`version` OffsetFetchResponse starting at `pos`."""
-        return _decode_message(_OFFSET_FETCH_RESPONSE_DECODERS, buf, version, pos, 9)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this OffsetFetchResponse as `version`."""
-        return _encode_message(_OFFSET_FETCH_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_OFFSET_FETCH_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -1356,7 +1326,7 @@ def _encode_offset_fetch_response_v8(o0, ext):
     return parts
 
 
-_OFFSET_FETCH_REQUEST_DECODERS = {
+OffsetFetchRequest._DECODERS = {
     0: _decode_offset_fetch_request_v0,
     1: _decode_offset_fetch_request_v0,
     2: _decode_offset_fetch_request_v2,
@@ -1368,7 +1338,7 @@ _OFFSET_FETCH_REQUEST_DECODERS = {
     8: _decode_offset_fetch_request_v8,
     9: _decode_offset_fetch_request_v9,
 }
-_OFFSET_FETCH_REQUEST_ENCODERS = {
+OffsetFetchRequest._ENCODERS = {
     0: _encode_offset_fetch_request_v0,
     1: _encode_offset_fetch_request_v0,
     2: _encode_offset_fetch_request_v2,
@@ -1382,7 +1352,7 @@ _OFFSET_FETCH_REQUEST_ENCODERS = {
 }
 
 
-_OFFSET_FETCH_RESPONSE_DECODERS = {
+OffsetFetchResponse._DECODERS = {
     0: _decode_offset_fetch_response_v0,
     1: _decode_offset_fetch_response_v0,
     2: _decode_offset_fetch_response_v2,
@@ -1394,7 +1364,7 @@ _OFFSET_FETCH_RESPONSE_DECODERS = {
     8: _decode_offset_fetch_response_v8,
     9: _decode_offset_fetch_response_v8,
 }
-_OFFSET_FETCH_RESPONSE_ENCODERS = {
+OffsetFetchResponse._ENCODERS = {
     0: _encode_offset_fetch_response_v0,
     1: _encode_offset_fetch_response_v0,
     2: _encode_offset_fetch_response_v2,

@@ -12,9 +12,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
+from ..primitives import Message as _Message
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uvarint as _read_uvarint
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
@@ -46,32 +44,18 @@ class _OffsetForLeaderEpochRequest_OffsetForLeaderTopic:
 
 
 @dataclass(slots=True)
-class OffsetForLeaderEpochRequest:
+class OffsetForLeaderEpochRequest(_Message):
     """Kafka OffsetForLeaderEpochRequest (api key 23), versions 0-4, flexible from v4."""
 
     API_KEY: ClassVar[int] = 23
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 4)
     FLEXIBLE_VERSION: ClassVar[int | None] = 4
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     OffsetForLeaderPartition = _OffsetForLeaderEpochRequest_OffsetForLeaderPartition
     OffsetForLeaderTopic = _OffsetForLeaderEpochRequest_OffsetForLeaderTopic
 
     replica_id: int = -2
     topics: list[OffsetForLeaderEpochRequest.OffsetForLeaderTopic] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> OffsetForLeaderEpochRequest:
-        """Decode the body of a version-`version` OffsetForLeaderEpochRequest starting at `pos`."""
-        return _decode_message(_OFFSET_FOR_LEADER_EPOCH_REQUEST_DECODERS, buf, version, pos, 23)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this OffsetForLeaderEpochRequest as `version`."""
-        return _encode_message(_OFFSET_FOR_LEADER_EPOCH_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_OFFSET_FOR_LEADER_EPOCH_REQUEST_ENCODERS, self, version)
 
 
 @dataclass(slots=True)
@@ -99,32 +83,18 @@ class _OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult:
 
 
 @dataclass(slots=True)
-class OffsetForLeaderEpochResponse:
+class OffsetForLeaderEpochResponse(_Message):
     """Kafka OffsetForLeaderEpochResponse (api key 23), versions 0-4, flexible from v4."""
 
     API_KEY: ClassVar[int] = 23
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 4)
     FLEXIBLE_VERSION: ClassVar[int | None] = 4
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     EpochEndOffset = _OffsetForLeaderEpochResponse_EpochEndOffset
     OffsetForLeaderTopicResult = _OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult
 
     throttle_time_ms: int = 0
     topics: list[OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> OffsetForLeaderEpochResponse:
-        """Decode the body of a version-`version` OffsetForLeaderEpochResponse starting at `pos`."""
-        return _decode_message(_OFFSET_FOR_LEADER_EPOCH_RESPONSE_DECODERS, buf, version, pos, 23)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this OffsetForLeaderEpochResponse as `version`."""
-        return _encode_message(_OFFSET_FOR_LEADER_EPOCH_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_OFFSET_FOR_LEADER_EPOCH_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -698,14 +668,14 @@ def _encode_offset_for_leader_epoch_response_v4(o0, ext):
     return parts
 
 
-_OFFSET_FOR_LEADER_EPOCH_REQUEST_DECODERS = {
+OffsetForLeaderEpochRequest._DECODERS = {
     0: _decode_offset_for_leader_epoch_request_v0,
     1: _decode_offset_for_leader_epoch_request_v0,
     2: _decode_offset_for_leader_epoch_request_v2,
     3: _decode_offset_for_leader_epoch_request_v3,
     4: _decode_offset_for_leader_epoch_request_v4,
 }
-_OFFSET_FOR_LEADER_EPOCH_REQUEST_ENCODERS = {
+OffsetForLeaderEpochRequest._ENCODERS = {
     0: _encode_offset_for_leader_epoch_request_v0,
     1: _encode_offset_for_leader_epoch_request_v0,
     2: _encode_offset_for_leader_epoch_request_v2,
@@ -714,14 +684,14 @@ _OFFSET_FOR_LEADER_EPOCH_REQUEST_ENCODERS = {
 }
 
 
-_OFFSET_FOR_LEADER_EPOCH_RESPONSE_DECODERS = {
+OffsetForLeaderEpochResponse._DECODERS = {
     0: _decode_offset_for_leader_epoch_response_v0,
     1: _decode_offset_for_leader_epoch_response_v1,
     2: _decode_offset_for_leader_epoch_response_v2,
     3: _decode_offset_for_leader_epoch_response_v2,
     4: _decode_offset_for_leader_epoch_response_v4,
 }
-_OFFSET_FOR_LEADER_EPOCH_RESPONSE_ENCODERS = {
+OffsetForLeaderEpochResponse._ENCODERS = {
     0: _encode_offset_for_leader_epoch_response_v0,
     1: _encode_offset_for_leader_epoch_response_v1,
     2: _encode_offset_for_leader_epoch_response_v2,

@@ -14,9 +14,7 @@ from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ExternalRecords
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
+from ..primitives import Message as _Message
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uvarint as _read_uvarint
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
@@ -47,13 +45,12 @@ class _ProduceRequest_TopicProduceData:
 
 
 @dataclass(slots=True)
-class ProduceRequest:
+class ProduceRequest(_Message):
     """Kafka ProduceRequest (api key 0), versions 0-11, flexible from v9."""
 
     API_KEY: ClassVar[int] = 0
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 11)
     FLEXIBLE_VERSION: ClassVar[int | None] = 9
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     PartitionProduceData = _ProduceRequest_PartitionProduceData
     TopicProduceData = _ProduceRequest_TopicProduceData
@@ -62,19 +59,6 @@ class ProduceRequest:
     acks: int = 0
     timeout_ms: int = 0
     topic_data: list[ProduceRequest.TopicProduceData] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ProduceRequest:
-        """Decode the body of a version-`version` ProduceRequest starting at `pos`."""
-        return _decode_message(_PRODUCE_REQUEST_DECODERS, buf, version, pos, 0)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this ProduceRequest as `version`."""
-        return _encode_message(_PRODUCE_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_PRODUCE_REQUEST_ENCODERS, self, version)
 
 
 @dataclass(slots=True)
@@ -141,13 +125,12 @@ class _ProduceResponse_NodeEndpoint:
 
 
 @dataclass(slots=True)
-class ProduceResponse:
+class ProduceResponse(_Message):
     """Kafka ProduceResponse (api key 0), versions 0-11, flexible from v9."""
 
     API_KEY: ClassVar[int] = 0
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 11)
     FLEXIBLE_VERSION: ClassVar[int | None] = 9
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     BatchIndexAndErrorMessage = _ProduceResponse_BatchIndexAndErrorMessage
     LeaderIdAndEpoch = _ProduceResponse_LeaderIdAndEpoch
@@ -158,19 +141,6 @@ class ProduceResponse:
     responses: list[ProduceResponse.TopicProduceResponse] = _field(default_factory=list)
     throttle_time_ms: int = 0
     node_endpoints: list[ProduceResponse.NodeEndpoint] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ProduceResponse:
-        """Decode the body of a version-`version` ProduceResponse starting at `pos`."""
-        return _decode_message(_PRODUCE_RESPONSE_DECODERS, buf, version, pos, 0)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this ProduceResponse as `version`."""
-        return _encode_message(_PRODUCE_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_PRODUCE_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -1328,7 +1298,7 @@ def _encode_produce_response_v10(o0, ext):
     return parts
 
 
-_PRODUCE_REQUEST_DECODERS = {
+ProduceRequest._DECODERS = {
     0: _decode_produce_request_v0,
     1: _decode_produce_request_v0,
     2: _decode_produce_request_v0,
@@ -1342,7 +1312,7 @@ _PRODUCE_REQUEST_DECODERS = {
     10: _decode_produce_request_v9,
     11: _decode_produce_request_v9,
 }
-_PRODUCE_REQUEST_ENCODERS = {
+ProduceRequest._ENCODERS = {
     0: _encode_produce_request_v0,
     1: _encode_produce_request_v0,
     2: _encode_produce_request_v0,
@@ -1358,7 +1328,7 @@ _PRODUCE_REQUEST_ENCODERS = {
 }
 
 
-_PRODUCE_RESPONSE_DECODERS = {
+ProduceResponse._DECODERS = {
     0: _decode_produce_response_v0,
     1: _decode_produce_response_v1,
     2: _decode_produce_response_v2,
@@ -1372,7 +1342,7 @@ _PRODUCE_RESPONSE_DECODERS = {
     10: _decode_produce_response_v10,
     11: _decode_produce_response_v10,
 }
-_PRODUCE_RESPONSE_ENCODERS = {
+ProduceResponse._ENCODERS = {
     0: _encode_produce_response_v0,
     1: _encode_produce_response_v1,
     2: _encode_produce_response_v2,

@@ -14,9 +14,7 @@ from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
+from ..primitives import Message as _Message
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
@@ -26,13 +24,12 @@ __all__ = ["PushTelemetryRequest", "PushTelemetryResponse"]
 
 
 @dataclass(slots=True)
-class PushTelemetryRequest:
+class PushTelemetryRequest(_Message):
     """Kafka PushTelemetryRequest (api key 72), versions 0-0, flexible from v0."""
 
     API_KEY: ClassVar[int] = 72
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     client_instance_id: _uuid.UUID = _ZERO_UUID
     subscription_id: int = 0
@@ -40,44 +37,17 @@ class PushTelemetryRequest:
     compression_type: int = 0
     metrics: bytes = b''
 
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> PushTelemetryRequest:
-        """Decode the body of a version-`version` PushTelemetryRequest starting at `pos`."""
-        return _decode_message(_PUSH_TELEMETRY_REQUEST_DECODERS, buf, version, pos, 72)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this PushTelemetryRequest as `version`."""
-        return _encode_message(_PUSH_TELEMETRY_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_PUSH_TELEMETRY_REQUEST_ENCODERS, self, version)
-
 
 @dataclass(slots=True)
-class PushTelemetryResponse:
+class PushTelemetryResponse(_Message):
     """Kafka PushTelemetryResponse (api key 72), versions 0-0, flexible from v0."""
 
     API_KEY: ClassVar[int] = 72
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     throttle_time_ms: int = 0
     error_code: int = 0
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> PushTelemetryResponse:
-        """Decode the body of a version-`version` PushTelemetryResponse starting at `pos`."""
-        return _decode_message(_PUSH_TELEMETRY_RESPONSE_DECODERS, buf, version, pos, 72)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this PushTelemetryResponse as `version`."""
-        return _encode_message(_PUSH_TELEMETRY_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_PUSH_TELEMETRY_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -158,17 +128,17 @@ def _encode_push_telemetry_response_v0(o0, ext):
     return parts
 
 
-_PUSH_TELEMETRY_REQUEST_DECODERS = {
+PushTelemetryRequest._DECODERS = {
     0: _decode_push_telemetry_request_v0,
 }
-_PUSH_TELEMETRY_REQUEST_ENCODERS = {
+PushTelemetryRequest._ENCODERS = {
     0: _encode_push_telemetry_request_v0,
 }
 
 
-_PUSH_TELEMETRY_RESPONSE_DECODERS = {
+PushTelemetryResponse._DECODERS = {
     0: _decode_push_telemetry_response_v0,
 }
-_PUSH_TELEMETRY_RESPONSE_ENCODERS = {
+PushTelemetryResponse._ENCODERS = {
     0: _encode_push_telemetry_response_v0,
 }

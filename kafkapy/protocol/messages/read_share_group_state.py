@@ -15,9 +15,7 @@ from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
+from ..primitives import Message as _Message
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
@@ -49,32 +47,18 @@ class _ReadShareGroupStateRequest_ReadStateData:
 
 
 @dataclass(slots=True)
-class ReadShareGroupStateRequest:
+class ReadShareGroupStateRequest(_Message):
     """Kafka ReadShareGroupStateRequest (api key 84), versions 0-0, flexible from v0."""
 
     API_KEY: ClassVar[int] = 84
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     PartitionData = _ReadShareGroupStateRequest_PartitionData
     ReadStateData = _ReadShareGroupStateRequest_ReadStateData
 
     group_id: str = ''
     topics: list[ReadShareGroupStateRequest.ReadStateData] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ReadShareGroupStateRequest:
-        """Decode the body of a version-`version` ReadShareGroupStateRequest starting at `pos`."""
-        return _decode_message(_READ_SHARE_GROUP_STATE_REQUEST_DECODERS, buf, version, pos, 84)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this ReadShareGroupStateRequest as `version`."""
-        return _encode_message(_READ_SHARE_GROUP_STATE_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_READ_SHARE_GROUP_STATE_REQUEST_ENCODERS, self, version)
 
 
 @dataclass(slots=True)
@@ -117,32 +101,18 @@ class _ReadShareGroupStateResponse_ReadStateResult:
 
 
 @dataclass(slots=True)
-class ReadShareGroupStateResponse:
+class ReadShareGroupStateResponse(_Message):
     """Kafka ReadShareGroupStateResponse (api key 84), versions 0-0, flexible from v0."""
 
     API_KEY: ClassVar[int] = 84
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     StateBatch = _ReadShareGroupStateResponse_StateBatch
     PartitionResult = _ReadShareGroupStateResponse_PartitionResult
     ReadStateResult = _ReadShareGroupStateResponse_ReadStateResult
 
     results: list[ReadShareGroupStateResponse.ReadStateResult] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ReadShareGroupStateResponse:
-        """Decode the body of a version-`version` ReadShareGroupStateResponse starting at `pos`."""
-        return _decode_message(_READ_SHARE_GROUP_STATE_RESPONSE_DECODERS, buf, version, pos, 84)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this ReadShareGroupStateResponse as `version`."""
-        return _encode_message(_READ_SHARE_GROUP_STATE_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_READ_SHARE_GROUP_STATE_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -408,17 +378,17 @@ def _encode_read_share_group_state_response_v0(o0, ext):
     return parts
 
 
-_READ_SHARE_GROUP_STATE_REQUEST_DECODERS = {
+ReadShareGroupStateRequest._DECODERS = {
     0: _decode_read_share_group_state_request_v0,
 }
-_READ_SHARE_GROUP_STATE_REQUEST_ENCODERS = {
+ReadShareGroupStateRequest._ENCODERS = {
     0: _encode_read_share_group_state_request_v0,
 }
 
 
-_READ_SHARE_GROUP_STATE_RESPONSE_DECODERS = {
+ReadShareGroupStateResponse._DECODERS = {
     0: _decode_read_share_group_state_response_v0,
 }
-_READ_SHARE_GROUP_STATE_RESPONSE_ENCODERS = {
+ReadShareGroupStateResponse._ENCODERS = {
     0: _encode_read_share_group_state_response_v0,
 }

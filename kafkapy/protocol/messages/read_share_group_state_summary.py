@@ -15,9 +15,7 @@ from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
+from ..primitives import Message as _Message
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
@@ -49,32 +47,18 @@ class _ReadShareGroupStateSummaryRequest_ReadStateSummaryData:
 
 
 @dataclass(slots=True)
-class ReadShareGroupStateSummaryRequest:
+class ReadShareGroupStateSummaryRequest(_Message):
     """Kafka ReadShareGroupStateSummaryRequest (api key 87), versions 0-0, flexible from v0."""
 
     API_KEY: ClassVar[int] = 87
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     PartitionData = _ReadShareGroupStateSummaryRequest_PartitionData
     ReadStateSummaryData = _ReadShareGroupStateSummaryRequest_ReadStateSummaryData
 
     group_id: str = ''
     topics: list[ReadShareGroupStateSummaryRequest.ReadStateSummaryData] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ReadShareGroupStateSummaryRequest:
-        """Decode the body of a version-`version` ReadShareGroupStateSummaryRequest starting at `pos`."""
-        return _decode_message(_READ_SHARE_GROUP_STATE_SUMMARY_REQUEST_DECODERS, buf, version, pos, 87)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this ReadShareGroupStateSummaryRequest as `version`."""
-        return _encode_message(_READ_SHARE_GROUP_STATE_SUMMARY_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_READ_SHARE_GROUP_STATE_SUMMARY_REQUEST_ENCODERS, self, version)
 
 
 @dataclass(slots=True)
@@ -103,31 +87,17 @@ class _ReadShareGroupStateSummaryResponse_ReadStateSummaryResult:
 
 
 @dataclass(slots=True)
-class ReadShareGroupStateSummaryResponse:
+class ReadShareGroupStateSummaryResponse(_Message):
     """Kafka ReadShareGroupStateSummaryResponse (api key 87), versions 0-0, flexible from v0."""
 
     API_KEY: ClassVar[int] = 87
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     PartitionResult = _ReadShareGroupStateSummaryResponse_PartitionResult
     ReadStateSummaryResult = _ReadShareGroupStateSummaryResponse_ReadStateSummaryResult
 
     results: list[ReadShareGroupStateSummaryResponse.ReadStateSummaryResult] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ReadShareGroupStateSummaryResponse:
-        """Decode the body of a version-`version` ReadShareGroupStateSummaryResponse starting at `pos`."""
-        return _decode_message(_READ_SHARE_GROUP_STATE_SUMMARY_RESPONSE_DECODERS, buf, version, pos, 87)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this ReadShareGroupStateSummaryResponse as `version`."""
-        return _encode_message(_READ_SHARE_GROUP_STATE_SUMMARY_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_READ_SHARE_GROUP_STATE_SUMMARY_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -352,17 +322,17 @@ def _encode_read_share_group_state_summary_response_v0(o0, ext):
     return parts
 
 
-_READ_SHARE_GROUP_STATE_SUMMARY_REQUEST_DECODERS = {
+ReadShareGroupStateSummaryRequest._DECODERS = {
     0: _decode_read_share_group_state_summary_request_v0,
 }
-_READ_SHARE_GROUP_STATE_SUMMARY_REQUEST_ENCODERS = {
+ReadShareGroupStateSummaryRequest._ENCODERS = {
     0: _encode_read_share_group_state_summary_request_v0,
 }
 
 
-_READ_SHARE_GROUP_STATE_SUMMARY_RESPONSE_DECODERS = {
+ReadShareGroupStateSummaryResponse._DECODERS = {
     0: _decode_read_share_group_state_summary_response_v0,
 }
-_READ_SHARE_GROUP_STATE_SUMMARY_RESPONSE_ENCODERS = {
+ReadShareGroupStateSummaryResponse._ENCODERS = {
     0: _encode_read_share_group_state_summary_response_v0,
 }

@@ -14,9 +14,7 @@ from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
+from ..primitives import Message as _Message
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
@@ -26,57 +24,29 @@ __all__ = ["RemoveRaftVoterRequest", "RemoveRaftVoterResponse"]
 
 
 @dataclass(slots=True)
-class RemoveRaftVoterRequest:
+class RemoveRaftVoterRequest(_Message):
     """Kafka RemoveRaftVoterRequest (api key 81), versions 0-0, flexible from v0."""
 
     API_KEY: ClassVar[int] = 81
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     cluster_id: str = ''
     voter_id: int = 0
     voter_directory_id: _uuid.UUID = _ZERO_UUID
 
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> RemoveRaftVoterRequest:
-        """Decode the body of a version-`version` RemoveRaftVoterRequest starting at `pos`."""
-        return _decode_message(_REMOVE_RAFT_VOTER_REQUEST_DECODERS, buf, version, pos, 81)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this RemoveRaftVoterRequest as `version`."""
-        return _encode_message(_REMOVE_RAFT_VOTER_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_REMOVE_RAFT_VOTER_REQUEST_ENCODERS, self, version)
-
 
 @dataclass(slots=True)
-class RemoveRaftVoterResponse:
+class RemoveRaftVoterResponse(_Message):
     """Kafka RemoveRaftVoterResponse (api key 81), versions 0-0, flexible from v0."""
 
     API_KEY: ClassVar[int] = 81
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     throttle_time_ms: int = 0
     error_code: int = 0
     error_message: str = ''
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> RemoveRaftVoterResponse:
-        """Decode the body of a version-`version` RemoveRaftVoterResponse starting at `pos`."""
-        return _decode_message(_REMOVE_RAFT_VOTER_RESPONSE_DECODERS, buf, version, pos, 81)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this RemoveRaftVoterResponse as `version`."""
-        return _encode_message(_REMOVE_RAFT_VOTER_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_REMOVE_RAFT_VOTER_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -187,17 +157,17 @@ def _encode_remove_raft_voter_response_v0(o0, ext):
     return parts
 
 
-_REMOVE_RAFT_VOTER_REQUEST_DECODERS = {
+RemoveRaftVoterRequest._DECODERS = {
     0: _decode_remove_raft_voter_request_v0,
 }
-_REMOVE_RAFT_VOTER_REQUEST_ENCODERS = {
+RemoveRaftVoterRequest._ENCODERS = {
     0: _encode_remove_raft_voter_request_v0,
 }
 
 
-_REMOVE_RAFT_VOTER_RESPONSE_DECODERS = {
+RemoveRaftVoterResponse._DECODERS = {
     0: _decode_remove_raft_voter_response_v0,
 }
-_REMOVE_RAFT_VOTER_RESPONSE_ENCODERS = {
+RemoveRaftVoterResponse._ENCODERS = {
     0: _encode_remove_raft_voter_response_v0,
 }

@@ -11,9 +11,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
+from ..primitives import Message as _Message
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uvarint as _read_uvarint
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
@@ -22,56 +20,28 @@ __all__ = ["RenewDelegationTokenRequest", "RenewDelegationTokenResponse"]
 
 
 @dataclass(slots=True)
-class RenewDelegationTokenRequest:
+class RenewDelegationTokenRequest(_Message):
     """Kafka RenewDelegationTokenRequest (api key 39), versions 0-2, flexible from v2."""
 
     API_KEY: ClassVar[int] = 39
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 2)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     hmac: bytes = b''
     renew_period_ms: int = 0
 
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> RenewDelegationTokenRequest:
-        """Decode the body of a version-`version` RenewDelegationTokenRequest starting at `pos`."""
-        return _decode_message(_RENEW_DELEGATION_TOKEN_REQUEST_DECODERS, buf, version, pos, 39)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this RenewDelegationTokenRequest as `version`."""
-        return _encode_message(_RENEW_DELEGATION_TOKEN_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_RENEW_DELEGATION_TOKEN_REQUEST_ENCODERS, self, version)
-
 
 @dataclass(slots=True)
-class RenewDelegationTokenResponse:
+class RenewDelegationTokenResponse(_Message):
     """Kafka RenewDelegationTokenResponse (api key 39), versions 0-2, flexible from v2."""
 
     API_KEY: ClassVar[int] = 39
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 2)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     error_code: int = 0
     expiry_timestamp_ms: int = 0
     throttle_time_ms: int = 0
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> RenewDelegationTokenResponse:
-        """Decode the body of a version-`version` RenewDelegationTokenResponse starting at `pos`."""
-        return _decode_message(_RENEW_DELEGATION_TOKEN_RESPONSE_DECODERS, buf, version, pos, 39)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this RenewDelegationTokenResponse as `version`."""
-        return _encode_message(_RENEW_DELEGATION_TOKEN_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_RENEW_DELEGATION_TOKEN_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -189,24 +159,24 @@ def _encode_renew_delegation_token_response_v2(o0, ext):
     return parts
 
 
-_RENEW_DELEGATION_TOKEN_REQUEST_DECODERS = {
+RenewDelegationTokenRequest._DECODERS = {
     0: _decode_renew_delegation_token_request_v0,
     1: _decode_renew_delegation_token_request_v0,
     2: _decode_renew_delegation_token_request_v2,
 }
-_RENEW_DELEGATION_TOKEN_REQUEST_ENCODERS = {
+RenewDelegationTokenRequest._ENCODERS = {
     0: _encode_renew_delegation_token_request_v0,
     1: _encode_renew_delegation_token_request_v0,
     2: _encode_renew_delegation_token_request_v2,
 }
 
 
-_RENEW_DELEGATION_TOKEN_RESPONSE_DECODERS = {
+RenewDelegationTokenResponse._DECODERS = {
     0: _decode_renew_delegation_token_response_v0,
     1: _decode_renew_delegation_token_response_v0,
     2: _decode_renew_delegation_token_response_v2,
 }
-_RENEW_DELEGATION_TOKEN_RESPONSE_ENCODERS = {
+RenewDelegationTokenResponse._ENCODERS = {
     0: _encode_renew_delegation_token_response_v0,
     1: _encode_renew_delegation_token_response_v0,
     2: _encode_renew_delegation_token_response_v2,

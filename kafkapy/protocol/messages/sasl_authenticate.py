@@ -11,9 +11,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
+from ..primitives import Message as _Message
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uvarint as _read_uvarint
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
@@ -22,56 +20,28 @@ __all__ = ["SaslAuthenticateRequest", "SaslAuthenticateResponse"]
 
 
 @dataclass(slots=True)
-class SaslAuthenticateRequest:
+class SaslAuthenticateRequest(_Message):
     """Kafka SaslAuthenticateRequest (api key 36), versions 0-2, flexible from v2."""
 
     API_KEY: ClassVar[int] = 36
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 2)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     auth_bytes: bytes = b''
 
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> SaslAuthenticateRequest:
-        """Decode the body of a version-`version` SaslAuthenticateRequest starting at `pos`."""
-        return _decode_message(_SASL_AUTHENTICATE_REQUEST_DECODERS, buf, version, pos, 36)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this SaslAuthenticateRequest as `version`."""
-        return _encode_message(_SASL_AUTHENTICATE_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_SASL_AUTHENTICATE_REQUEST_ENCODERS, self, version)
-
 
 @dataclass(slots=True)
-class SaslAuthenticateResponse:
+class SaslAuthenticateResponse(_Message):
     """Kafka SaslAuthenticateResponse (api key 36), versions 0-2, flexible from v2."""
 
     API_KEY: ClassVar[int] = 36
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 2)
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     error_code: int = 0
     error_message: str = ''
     auth_bytes: bytes = b''
     session_lifetime_ms: int = 0
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> SaslAuthenticateResponse:
-        """Decode the body of a version-`version` SaslAuthenticateResponse starting at `pos`."""
-        return _decode_message(_SASL_AUTHENTICATE_RESPONSE_DECODERS, buf, version, pos, 36)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this SaslAuthenticateResponse as `version`."""
-        return _encode_message(_SASL_AUTHENTICATE_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_SASL_AUTHENTICATE_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -291,24 +261,24 @@ def _encode_sasl_authenticate_response_v2(o0, ext):
     return parts
 
 
-_SASL_AUTHENTICATE_REQUEST_DECODERS = {
+SaslAuthenticateRequest._DECODERS = {
     0: _decode_sasl_authenticate_request_v0,
     1: _decode_sasl_authenticate_request_v0,
     2: _decode_sasl_authenticate_request_v2,
 }
-_SASL_AUTHENTICATE_REQUEST_ENCODERS = {
+SaslAuthenticateRequest._ENCODERS = {
     0: _encode_sasl_authenticate_request_v0,
     1: _encode_sasl_authenticate_request_v0,
     2: _encode_sasl_authenticate_request_v2,
 }
 
 
-_SASL_AUTHENTICATE_RESPONSE_DECODERS = {
+SaslAuthenticateResponse._DECODERS = {
     0: _decode_sasl_authenticate_response_v0,
     1: _decode_sasl_authenticate_response_v1,
     2: _decode_sasl_authenticate_response_v2,
 }
-_SASL_AUTHENTICATE_RESPONSE_ENCODERS = {
+SaslAuthenticateResponse._ENCODERS = {
     0: _encode_sasl_authenticate_response_v0,
     1: _encode_sasl_authenticate_response_v1,
     2: _encode_sasl_authenticate_response_v2,

@@ -11,62 +11,32 @@ from typing import ClassVar
 
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
+from ..primitives import Message as _Message
 
 __all__ = ["SaslHandshakeRequest", "SaslHandshakeResponse"]
 
 
 @dataclass(slots=True)
-class SaslHandshakeRequest:
+class SaslHandshakeRequest(_Message):
     """Kafka SaslHandshakeRequest (api key 17), versions 0-1, never flexible."""
 
     API_KEY: ClassVar[int] = 17
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 1)
     FLEXIBLE_VERSION: ClassVar[int | None] = None
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     mechanism: str = ''
 
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> SaslHandshakeRequest:
-        """Decode the body of a version-`version` SaslHandshakeRequest starting at `pos`."""
-        return _decode_message(_SASL_HANDSHAKE_REQUEST_DECODERS, buf, version, pos, 17)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this SaslHandshakeRequest as `version`."""
-        return _encode_message(_SASL_HANDSHAKE_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_SASL_HANDSHAKE_REQUEST_ENCODERS, self, version)
-
 
 @dataclass(slots=True)
-class SaslHandshakeResponse:
+class SaslHandshakeResponse(_Message):
     """Kafka SaslHandshakeResponse (api key 17), versions 0-1, never flexible."""
 
     API_KEY: ClassVar[int] = 17
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 1)
     FLEXIBLE_VERSION: ClassVar[int | None] = None
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     error_code: int = 0
     mechanisms: list[str] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> SaslHandshakeResponse:
-        """Decode the body of a version-`version` SaslHandshakeResponse starting at `pos`."""
-        return _decode_message(_SASL_HANDSHAKE_RESPONSE_DECODERS, buf, version, pos, 17)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this SaslHandshakeResponse as `version`."""
-        return _encode_message(_SASL_HANDSHAKE_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_SASL_HANDSHAKE_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -143,21 +113,21 @@ def _encode_sasl_handshake_response_v0(o0, ext):
     return parts
 
 
-_SASL_HANDSHAKE_REQUEST_DECODERS = {
+SaslHandshakeRequest._DECODERS = {
     0: _decode_sasl_handshake_request_v0,
     1: _decode_sasl_handshake_request_v0,
 }
-_SASL_HANDSHAKE_REQUEST_ENCODERS = {
+SaslHandshakeRequest._ENCODERS = {
     0: _encode_sasl_handshake_request_v0,
     1: _encode_sasl_handshake_request_v0,
 }
 
 
-_SASL_HANDSHAKE_RESPONSE_DECODERS = {
+SaslHandshakeResponse._DECODERS = {
     0: _decode_sasl_handshake_response_v0,
     1: _decode_sasl_handshake_response_v0,
 }
-_SASL_HANDSHAKE_RESPONSE_ENCODERS = {
+SaslHandshakeResponse._ENCODERS = {
     0: _encode_sasl_handshake_response_v0,
     1: _encode_sasl_handshake_response_v0,
 }

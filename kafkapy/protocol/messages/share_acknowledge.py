@@ -15,10 +15,8 @@ from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
+from ..primitives import Message as _Message
 from ..primitives import StructTable as _StructTable
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
@@ -62,13 +60,12 @@ class _ShareAcknowledgeRequest_AcknowledgeTopic:
 
 
 @dataclass(slots=True)
-class ShareAcknowledgeRequest:
+class ShareAcknowledgeRequest(_Message):
     """Kafka ShareAcknowledgeRequest (api key 79), versions 0-0, flexible from v0."""
 
     API_KEY: ClassVar[int] = 79
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     AcknowledgementBatch = _ShareAcknowledgeRequest_AcknowledgementBatch
     AcknowledgePartition = _ShareAcknowledgeRequest_AcknowledgePartition
@@ -78,19 +75,6 @@ class ShareAcknowledgeRequest:
     member_id: str = ''
     share_session_epoch: int = 0
     topics: list[ShareAcknowledgeRequest.AcknowledgeTopic] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ShareAcknowledgeRequest:
-        """Decode the body of a version-`version` ShareAcknowledgeRequest starting at `pos`."""
-        return _decode_message(_SHARE_ACKNOWLEDGE_REQUEST_DECODERS, buf, version, pos, 79)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this ShareAcknowledgeRequest as `version`."""
-        return _encode_message(_SHARE_ACKNOWLEDGE_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_SHARE_ACKNOWLEDGE_REQUEST_ENCODERS, self, version)
 
 
 @dataclass(slots=True)
@@ -142,13 +126,12 @@ class _ShareAcknowledgeResponse_NodeEndpoint:
 
 
 @dataclass(slots=True)
-class ShareAcknowledgeResponse:
+class ShareAcknowledgeResponse(_Message):
     """Kafka ShareAcknowledgeResponse (api key 79), versions 0-0, flexible from v0."""
 
     API_KEY: ClassVar[int] = 79
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     LeaderIdAndEpoch = _ShareAcknowledgeResponse_LeaderIdAndEpoch
     PartitionData = _ShareAcknowledgeResponse_PartitionData
@@ -160,19 +143,6 @@ class ShareAcknowledgeResponse:
     error_message: str | None = None
     responses: list[ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse] = _field(default_factory=list)
     node_endpoints: list[ShareAcknowledgeResponse.NodeEndpoint] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ShareAcknowledgeResponse:
-        """Decode the body of a version-`version` ShareAcknowledgeResponse starting at `pos`."""
-        return _decode_message(_SHARE_ACKNOWLEDGE_RESPONSE_DECODERS, buf, version, pos, 79)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this ShareAcknowledgeResponse as `version`."""
-        return _encode_message(_SHARE_ACKNOWLEDGE_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_SHARE_ACKNOWLEDGE_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -589,17 +559,17 @@ def _encode_share_acknowledge_response_v0(o0, ext):
     return parts
 
 
-_SHARE_ACKNOWLEDGE_REQUEST_DECODERS = {
+ShareAcknowledgeRequest._DECODERS = {
     0: _decode_share_acknowledge_request_v0,
 }
-_SHARE_ACKNOWLEDGE_REQUEST_ENCODERS = {
+ShareAcknowledgeRequest._ENCODERS = {
     0: _encode_share_acknowledge_request_v0,
 }
 
 
-_SHARE_ACKNOWLEDGE_RESPONSE_DECODERS = {
+ShareAcknowledgeResponse._DECODERS = {
     0: _decode_share_acknowledge_response_v0,
 }
-_SHARE_ACKNOWLEDGE_RESPONSE_ENCODERS = {
+ShareAcknowledgeResponse._ENCODERS = {
     0: _encode_share_acknowledge_response_v0,
 }

@@ -17,10 +17,8 @@ from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
+from ..primitives import Message as _Message
 from ..primitives import StructTable as _StructTable
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
@@ -76,13 +74,12 @@ class _ShareFetchRequest_ForgottenTopic:
 
 
 @dataclass(slots=True)
-class ShareFetchRequest:
+class ShareFetchRequest(_Message):
     """Kafka ShareFetchRequest (api key 78), versions 0-0, flexible from v0."""
 
     API_KEY: ClassVar[int] = 78
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     AcknowledgementBatch = _ShareFetchRequest_AcknowledgementBatch
     FetchPartition = _ShareFetchRequest_FetchPartition
@@ -97,19 +94,6 @@ class ShareFetchRequest:
     max_bytes: int = 2147483647
     topics: list[ShareFetchRequest.FetchTopic] = _field(default_factory=list)
     forgotten_topics_data: list[ShareFetchRequest.ForgottenTopic] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ShareFetchRequest:
-        """Decode the body of a version-`version` ShareFetchRequest starting at `pos`."""
-        return _decode_message(_SHARE_FETCH_REQUEST_DECODERS, buf, version, pos, 78)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this ShareFetchRequest as `version`."""
-        return _encode_message(_SHARE_FETCH_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_SHARE_FETCH_REQUEST_ENCODERS, self, version)
 
 
 @dataclass(slots=True)
@@ -177,13 +161,12 @@ class _ShareFetchResponse_NodeEndpoint:
 
 
 @dataclass(slots=True)
-class ShareFetchResponse:
+class ShareFetchResponse(_Message):
     """Kafka ShareFetchResponse (api key 78), versions 0-0, flexible from v0."""
 
     API_KEY: ClassVar[int] = 78
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     LeaderIdAndEpoch = _ShareFetchResponse_LeaderIdAndEpoch
     AcquiredRecords = _ShareFetchResponse_AcquiredRecords
@@ -196,19 +179,6 @@ class ShareFetchResponse:
     error_message: str | None = None
     responses: list[ShareFetchResponse.ShareFetchableTopicResponse] = _field(default_factory=list)
     node_endpoints: list[ShareFetchResponse.NodeEndpoint] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ShareFetchResponse:
-        """Decode the body of a version-`version` ShareFetchResponse starting at `pos`."""
-        return _decode_message(_SHARE_FETCH_RESPONSE_DECODERS, buf, version, pos, 78)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this ShareFetchResponse as `version`."""
-        return _encode_message(_SHARE_FETCH_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_SHARE_FETCH_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -774,17 +744,17 @@ def _encode_share_fetch_response_v0(o0, ext):
     return parts
 
 
-_SHARE_FETCH_REQUEST_DECODERS = {
+ShareFetchRequest._DECODERS = {
     0: _decode_share_fetch_request_v0,
 }
-_SHARE_FETCH_REQUEST_ENCODERS = {
+ShareFetchRequest._ENCODERS = {
     0: _encode_share_fetch_request_v0,
 }
 
 
-_SHARE_FETCH_RESPONSE_DECODERS = {
+ShareFetchResponse._DECODERS = {
     0: _decode_share_fetch_response_v0,
 }
-_SHARE_FETCH_RESPONSE_ENCODERS = {
+ShareFetchResponse._ENCODERS = {
     0: _encode_share_fetch_response_v0,
 }

@@ -15,10 +15,8 @@ from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
+from ..primitives import Message as _Message
 from ..primitives import StructTable as _StructTable
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
@@ -28,29 +26,15 @@ __all__ = ["ShareGroupDescribeRequest", "ShareGroupDescribeResponse"]
 
 
 @dataclass(slots=True)
-class ShareGroupDescribeRequest:
+class ShareGroupDescribeRequest(_Message):
     """Kafka ShareGroupDescribeRequest (api key 77), versions 0-0, flexible from v0."""
 
     API_KEY: ClassVar[int] = 77
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     group_ids: list[str] = _field(default_factory=list)
     include_authorized_operations: bool = False
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ShareGroupDescribeRequest:
-        """Decode the body of a version-`version` ShareGroupDescribeRequest starting at `pos`."""
-        return _decode_message(_SHARE_GROUP_DESCRIBE_REQUEST_DECODERS, buf, version, pos, 77)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this ShareGroupDescribeRequest as `version`."""
-        return _encode_message(_SHARE_GROUP_DESCRIBE_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_SHARE_GROUP_DESCRIBE_REQUEST_ENCODERS, self, version)
 
 
 @dataclass(slots=True)
@@ -110,13 +94,12 @@ class _ShareGroupDescribeResponse_DescribedGroup:
 
 
 @dataclass(slots=True)
-class ShareGroupDescribeResponse:
+class ShareGroupDescribeResponse(_Message):
     """Kafka ShareGroupDescribeResponse (api key 77), versions 0-0, flexible from v0."""
 
     API_KEY: ClassVar[int] = 77
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     TopicPartitions = _ShareGroupDescribeResponse_TopicPartitions
     Assignment = _ShareGroupDescribeResponse_Assignment
@@ -125,19 +108,6 @@ class ShareGroupDescribeResponse:
 
     throttle_time_ms: int = 0
     groups: list[ShareGroupDescribeResponse.DescribedGroup] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ShareGroupDescribeResponse:
-        """Decode the body of a version-`version` ShareGroupDescribeResponse starting at `pos`."""
-        return _decode_message(_SHARE_GROUP_DESCRIBE_RESPONSE_DECODERS, buf, version, pos, 77)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this ShareGroupDescribeResponse as `version`."""
-        return _encode_message(_SHARE_GROUP_DESCRIBE_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_SHARE_GROUP_DESCRIBE_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -550,17 +520,17 @@ def _encode_share_group_describe_response_v0(o0, ext):
     return parts
 
 
-_SHARE_GROUP_DESCRIBE_REQUEST_DECODERS = {
+ShareGroupDescribeRequest._DECODERS = {
     0: _decode_share_group_describe_request_v0,
 }
-_SHARE_GROUP_DESCRIBE_REQUEST_ENCODERS = {
+ShareGroupDescribeRequest._ENCODERS = {
     0: _encode_share_group_describe_request_v0,
 }
 
 
-_SHARE_GROUP_DESCRIBE_RESPONSE_DECODERS = {
+ShareGroupDescribeResponse._DECODERS = {
     0: _decode_share_group_describe_response_v0,
 }
-_SHARE_GROUP_DESCRIBE_RESPONSE_ENCODERS = {
+ShareGroupDescribeResponse._ENCODERS = {
     0: _encode_share_group_describe_response_v0,
 }

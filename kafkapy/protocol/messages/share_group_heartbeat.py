@@ -15,10 +15,8 @@ from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
+from ..primitives import Message as _Message
 from ..primitives import StructTable as _StructTable
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
@@ -28,32 +26,18 @@ __all__ = ["ShareGroupHeartbeatRequest", "ShareGroupHeartbeatResponse"]
 
 
 @dataclass(slots=True)
-class ShareGroupHeartbeatRequest:
+class ShareGroupHeartbeatRequest(_Message):
     """Kafka ShareGroupHeartbeatRequest (api key 76), versions 0-0, flexible from v0."""
 
     API_KEY: ClassVar[int] = 76
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     group_id: str = ''
     member_id: str = ''
     member_epoch: int = 0
     rack_id: str | None = None
     subscribed_topic_names: list[str] | None = None
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ShareGroupHeartbeatRequest:
-        """Decode the body of a version-`version` ShareGroupHeartbeatRequest starting at `pos`."""
-        return _decode_message(_SHARE_GROUP_HEARTBEAT_REQUEST_DECODERS, buf, version, pos, 76)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this ShareGroupHeartbeatRequest as `version`."""
-        return _encode_message(_SHARE_GROUP_HEARTBEAT_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_SHARE_GROUP_HEARTBEAT_REQUEST_ENCODERS, self, version)
 
 
 @dataclass(slots=True)
@@ -78,13 +62,12 @@ class _ShareGroupHeartbeatResponse_Assignment:
 
 
 @dataclass(slots=True)
-class ShareGroupHeartbeatResponse:
+class ShareGroupHeartbeatResponse(_Message):
     """Kafka ShareGroupHeartbeatResponse (api key 76), versions 0-0, flexible from v0."""
 
     API_KEY: ClassVar[int] = 76
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     TopicPartitions = _ShareGroupHeartbeatResponse_TopicPartitions
     Assignment = _ShareGroupHeartbeatResponse_Assignment
@@ -96,19 +79,6 @@ class ShareGroupHeartbeatResponse:
     member_epoch: int = 0
     heartbeat_interval_ms: int = 0
     assignment: ShareGroupHeartbeatResponse.Assignment | None = None
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> ShareGroupHeartbeatResponse:
-        """Decode the body of a version-`version` ShareGroupHeartbeatResponse starting at `pos`."""
-        return _decode_message(_SHARE_GROUP_HEARTBEAT_RESPONSE_DECODERS, buf, version, pos, 76)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this ShareGroupHeartbeatResponse as `version`."""
-        return _encode_message(_SHARE_GROUP_HEARTBEAT_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_SHARE_GROUP_HEARTBEAT_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -386,17 +356,17 @@ def _encode_share_group_heartbeat_response_v0(o0, ext):
     return parts
 
 
-_SHARE_GROUP_HEARTBEAT_REQUEST_DECODERS = {
+ShareGroupHeartbeatRequest._DECODERS = {
     0: _decode_share_group_heartbeat_request_v0,
 }
-_SHARE_GROUP_HEARTBEAT_REQUEST_ENCODERS = {
+ShareGroupHeartbeatRequest._ENCODERS = {
     0: _encode_share_group_heartbeat_request_v0,
 }
 
 
-_SHARE_GROUP_HEARTBEAT_RESPONSE_DECODERS = {
+ShareGroupHeartbeatResponse._DECODERS = {
     0: _decode_share_group_heartbeat_response_v0,
 }
-_SHARE_GROUP_HEARTBEAT_RESPONSE_ENCODERS = {
+ShareGroupHeartbeatResponse._ENCODERS = {
     0: _encode_share_group_heartbeat_response_v0,
 }

@@ -12,9 +12,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
+from ..primitives import Message as _Message
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uvarint as _read_uvarint
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
@@ -34,13 +32,12 @@ class _SyncGroupRequest_SyncGroupRequestAssignment:
 
 
 @dataclass(slots=True)
-class SyncGroupRequest:
+class SyncGroupRequest(_Message):
     """Kafka SyncGroupRequest (api key 14), versions 0-5, flexible from v4."""
 
     API_KEY: ClassVar[int] = 14
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 5)
     FLEXIBLE_VERSION: ClassVar[int | None] = 4
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     SyncGroupRequestAssignment = _SyncGroupRequest_SyncGroupRequestAssignment
 
@@ -52,47 +49,20 @@ class SyncGroupRequest:
     protocol_name: str | None = None
     assignments: list[SyncGroupRequest.SyncGroupRequestAssignment] = _field(default_factory=list)
 
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> SyncGroupRequest:
-        """Decode the body of a version-`version` SyncGroupRequest starting at `pos`."""
-        return _decode_message(_SYNC_GROUP_REQUEST_DECODERS, buf, version, pos, 14)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this SyncGroupRequest as `version`."""
-        return _encode_message(_SYNC_GROUP_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_SYNC_GROUP_REQUEST_ENCODERS, self, version)
-
 
 @dataclass(slots=True)
-class SyncGroupResponse:
+class SyncGroupResponse(_Message):
     """Kafka SyncGroupResponse (api key 14), versions 0-5, flexible from v4."""
 
     API_KEY: ClassVar[int] = 14
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 5)
     FLEXIBLE_VERSION: ClassVar[int | None] = 4
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     throttle_time_ms: int = 0
     error_code: int = 0
     protocol_type: str | None = None
     protocol_name: str | None = None
     assignment: bytes = b''
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> SyncGroupResponse:
-        """Decode the body of a version-`version` SyncGroupResponse starting at `pos`."""
-        return _decode_message(_SYNC_GROUP_RESPONSE_DECODERS, buf, version, pos, 14)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this SyncGroupResponse as `version`."""
-        return _encode_message(_SYNC_GROUP_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_SYNC_GROUP_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -744,7 +714,7 @@ def _encode_sync_group_response_v5(o0, ext):
     return parts
 
 
-_SYNC_GROUP_REQUEST_DECODERS = {
+SyncGroupRequest._DECODERS = {
     0: _decode_sync_group_request_v0,
     1: _decode_sync_group_request_v0,
     2: _decode_sync_group_request_v0,
@@ -752,7 +722,7 @@ _SYNC_GROUP_REQUEST_DECODERS = {
     4: _decode_sync_group_request_v4,
     5: _decode_sync_group_request_v5,
 }
-_SYNC_GROUP_REQUEST_ENCODERS = {
+SyncGroupRequest._ENCODERS = {
     0: _encode_sync_group_request_v0,
     1: _encode_sync_group_request_v0,
     2: _encode_sync_group_request_v0,
@@ -762,7 +732,7 @@ _SYNC_GROUP_REQUEST_ENCODERS = {
 }
 
 
-_SYNC_GROUP_RESPONSE_DECODERS = {
+SyncGroupResponse._DECODERS = {
     0: _decode_sync_group_response_v0,
     1: _decode_sync_group_response_v1,
     2: _decode_sync_group_response_v1,
@@ -770,7 +740,7 @@ _SYNC_GROUP_RESPONSE_DECODERS = {
     4: _decode_sync_group_response_v4,
     5: _decode_sync_group_response_v5,
 }
-_SYNC_GROUP_RESPONSE_ENCODERS = {
+SyncGroupResponse._ENCODERS = {
     0: _encode_sync_group_response_v0,
     1: _encode_sync_group_response_v1,
     2: _encode_sync_group_response_v1,

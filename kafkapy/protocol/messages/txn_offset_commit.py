@@ -12,9 +12,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
+from ..primitives import Message as _Message
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uvarint as _read_uvarint
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
@@ -47,13 +45,12 @@ class _TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic:
 
 
 @dataclass(slots=True)
-class TxnOffsetCommitRequest:
+class TxnOffsetCommitRequest(_Message):
     """Kafka TxnOffsetCommitRequest (api key 28), versions 0-4, flexible from v3."""
 
     API_KEY: ClassVar[int] = 28
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 4)
     FLEXIBLE_VERSION: ClassVar[int | None] = 3
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     TxnOffsetCommitRequestPartition = _TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition
     TxnOffsetCommitRequestTopic = _TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic
@@ -66,19 +63,6 @@ class TxnOffsetCommitRequest:
     member_id: str = ''
     group_instance_id: str | None = None
     topics: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> TxnOffsetCommitRequest:
-        """Decode the body of a version-`version` TxnOffsetCommitRequest starting at `pos`."""
-        return _decode_message(_TXN_OFFSET_COMMIT_REQUEST_DECODERS, buf, version, pos, 28)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this TxnOffsetCommitRequest as `version`."""
-        return _encode_message(_TXN_OFFSET_COMMIT_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_TXN_OFFSET_COMMIT_REQUEST_ENCODERS, self, version)
 
 
 @dataclass(slots=True)
@@ -104,32 +88,18 @@ class _TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic:
 
 
 @dataclass(slots=True)
-class TxnOffsetCommitResponse:
+class TxnOffsetCommitResponse(_Message):
     """Kafka TxnOffsetCommitResponse (api key 28), versions 0-4, flexible from v3."""
 
     API_KEY: ClassVar[int] = 28
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 4)
     FLEXIBLE_VERSION: ClassVar[int | None] = 3
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     TxnOffsetCommitResponsePartition = _TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition
     TxnOffsetCommitResponseTopic = _TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic
 
     throttle_time_ms: int = 0
     topics: list[TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> TxnOffsetCommitResponse:
-        """Decode the body of a version-`version` TxnOffsetCommitResponse starting at `pos`."""
-        return _decode_message(_TXN_OFFSET_COMMIT_RESPONSE_DECODERS, buf, version, pos, 28)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this TxnOffsetCommitResponse as `version`."""
-        return _encode_message(_TXN_OFFSET_COMMIT_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_TXN_OFFSET_COMMIT_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -672,14 +642,14 @@ def _encode_txn_offset_commit_response_v3(o0, ext):
     return parts
 
 
-_TXN_OFFSET_COMMIT_REQUEST_DECODERS = {
+TxnOffsetCommitRequest._DECODERS = {
     0: _decode_txn_offset_commit_request_v0,
     1: _decode_txn_offset_commit_request_v0,
     2: _decode_txn_offset_commit_request_v2,
     3: _decode_txn_offset_commit_request_v3,
     4: _decode_txn_offset_commit_request_v3,
 }
-_TXN_OFFSET_COMMIT_REQUEST_ENCODERS = {
+TxnOffsetCommitRequest._ENCODERS = {
     0: _encode_txn_offset_commit_request_v0,
     1: _encode_txn_offset_commit_request_v0,
     2: _encode_txn_offset_commit_request_v2,
@@ -688,14 +658,14 @@ _TXN_OFFSET_COMMIT_REQUEST_ENCODERS = {
 }
 
 
-_TXN_OFFSET_COMMIT_RESPONSE_DECODERS = {
+TxnOffsetCommitResponse._DECODERS = {
     0: _decode_txn_offset_commit_response_v0,
     1: _decode_txn_offset_commit_response_v0,
     2: _decode_txn_offset_commit_response_v0,
     3: _decode_txn_offset_commit_response_v3,
     4: _decode_txn_offset_commit_response_v3,
 }
-_TXN_OFFSET_COMMIT_RESPONSE_ENCODERS = {
+TxnOffsetCommitResponse._ENCODERS = {
     0: _encode_txn_offset_commit_response_v0,
     1: _encode_txn_offset_commit_response_v0,
     2: _encode_txn_offset_commit_response_v0,

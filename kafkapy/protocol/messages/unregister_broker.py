@@ -11,9 +11,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
+from ..primitives import Message as _Message
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uvarint as _read_uvarint
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
@@ -22,55 +20,27 @@ __all__ = ["UnregisterBrokerRequest", "UnregisterBrokerResponse"]
 
 
 @dataclass(slots=True)
-class UnregisterBrokerRequest:
+class UnregisterBrokerRequest(_Message):
     """Kafka UnregisterBrokerRequest (api key 64), versions 0-0, flexible from v0."""
 
     API_KEY: ClassVar[int] = 64
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     broker_id: int = 0
 
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> UnregisterBrokerRequest:
-        """Decode the body of a version-`version` UnregisterBrokerRequest starting at `pos`."""
-        return _decode_message(_UNREGISTER_BROKER_REQUEST_DECODERS, buf, version, pos, 64)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this UnregisterBrokerRequest as `version`."""
-        return _encode_message(_UNREGISTER_BROKER_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_UNREGISTER_BROKER_REQUEST_ENCODERS, self, version)
-
 
 @dataclass(slots=True)
-class UnregisterBrokerResponse:
+class UnregisterBrokerResponse(_Message):
     """Kafka UnregisterBrokerResponse (api key 64), versions 0-0, flexible from v0."""
 
     API_KEY: ClassVar[int] = 64
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     throttle_time_ms: int = 0
     error_code: int = 0
     error_message: str = ''
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> UnregisterBrokerResponse:
-        """Decode the body of a version-`version` UnregisterBrokerResponse starting at `pos`."""
-        return _decode_message(_UNREGISTER_BROKER_RESPONSE_DECODERS, buf, version, pos, 64)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this UnregisterBrokerResponse as `version`."""
-        return _encode_message(_UNREGISTER_BROKER_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_UNREGISTER_BROKER_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -154,17 +124,17 @@ def _encode_unregister_broker_response_v0(o0, ext):
     return parts
 
 
-_UNREGISTER_BROKER_REQUEST_DECODERS = {
+UnregisterBrokerRequest._DECODERS = {
     0: _decode_unregister_broker_request_v0,
 }
-_UNREGISTER_BROKER_REQUEST_ENCODERS = {
+UnregisterBrokerRequest._ENCODERS = {
     0: _encode_unregister_broker_request_v0,
 }
 
 
-_UNREGISTER_BROKER_RESPONSE_DECODERS = {
+UnregisterBrokerResponse._DECODERS = {
     0: _decode_unregister_broker_response_v0,
 }
-_UNREGISTER_BROKER_RESPONSE_ENCODERS = {
+UnregisterBrokerResponse._ENCODERS = {
     0: _encode_unregister_broker_response_v0,
 }

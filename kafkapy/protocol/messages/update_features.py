@@ -12,9 +12,7 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
+from ..primitives import Message as _Message
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uvarint as _read_uvarint
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
@@ -36,32 +34,18 @@ class _UpdateFeaturesRequest_FeatureUpdateKey:
 
 
 @dataclass(slots=True)
-class UpdateFeaturesRequest:
+class UpdateFeaturesRequest(_Message):
     """Kafka UpdateFeaturesRequest (api key 57), versions 0-1, flexible from v0."""
 
     API_KEY: ClassVar[int] = 57
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 1)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     FeatureUpdateKey = _UpdateFeaturesRequest_FeatureUpdateKey
 
     timeout_ms: int = 60000
     feature_updates: list[UpdateFeaturesRequest.FeatureUpdateKey] = _field(default_factory=list)
     validate_only: bool = False
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> UpdateFeaturesRequest:
-        """Decode the body of a version-`version` UpdateFeaturesRequest starting at `pos`."""
-        return _decode_message(_UPDATE_FEATURES_REQUEST_DECODERS, buf, version, pos, 57)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this UpdateFeaturesRequest as `version`."""
-        return _encode_message(_UPDATE_FEATURES_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_UPDATE_FEATURES_REQUEST_ENCODERS, self, version)
 
 
 @dataclass(slots=True)
@@ -77,13 +61,12 @@ class _UpdateFeaturesResponse_UpdatableFeatureResult:
 
 
 @dataclass(slots=True)
-class UpdateFeaturesResponse:
+class UpdateFeaturesResponse(_Message):
     """Kafka UpdateFeaturesResponse (api key 57), versions 0-1, flexible from v0."""
 
     API_KEY: ClassVar[int] = 57
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 1)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     UpdatableFeatureResult = _UpdateFeaturesResponse_UpdatableFeatureResult
 
@@ -91,19 +74,6 @@ class UpdateFeaturesResponse:
     error_code: int = 0
     error_message: str = ''
     results: list[UpdateFeaturesResponse.UpdatableFeatureResult] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> UpdateFeaturesResponse:
-        """Decode the body of a version-`version` UpdateFeaturesResponse starting at `pos`."""
-        return _decode_message(_UPDATE_FEATURES_RESPONSE_DECODERS, buf, version, pos, 57)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this UpdateFeaturesResponse as `version`."""
-        return _encode_message(_UPDATE_FEATURES_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_UPDATE_FEATURES_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -370,21 +340,21 @@ def _encode_update_features_response_v0(o0, ext):
     return parts
 
 
-_UPDATE_FEATURES_REQUEST_DECODERS = {
+UpdateFeaturesRequest._DECODERS = {
     0: _decode_update_features_request_v0,
     1: _decode_update_features_request_v1,
 }
-_UPDATE_FEATURES_REQUEST_ENCODERS = {
+UpdateFeaturesRequest._ENCODERS = {
     0: _encode_update_features_request_v0,
     1: _encode_update_features_request_v1,
 }
 
 
-_UPDATE_FEATURES_RESPONSE_DECODERS = {
+UpdateFeaturesResponse._DECODERS = {
     0: _decode_update_features_response_v0,
     1: _decode_update_features_response_v0,
 }
-_UPDATE_FEATURES_RESPONSE_ENCODERS = {
+UpdateFeaturesResponse._ENCODERS = {
     0: _encode_update_features_response_v0,
     1: _encode_update_features_response_v0,
 }

@@ -15,9 +15,7 @@ from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
+from ..primitives import Message as _Message
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uuid as _read_uuid
 from ..primitives import read_uvarint as _read_uvarint
@@ -65,13 +63,12 @@ class _WriteShareGroupStateRequest_WriteStateData:
 
 
 @dataclass(slots=True)
-class WriteShareGroupStateRequest:
+class WriteShareGroupStateRequest(_Message):
     """Kafka WriteShareGroupStateRequest (api key 85), versions 0-0, flexible from v0."""
 
     API_KEY: ClassVar[int] = 85
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     StateBatch = _WriteShareGroupStateRequest_StateBatch
     PartitionData = _WriteShareGroupStateRequest_PartitionData
@@ -79,19 +76,6 @@ class WriteShareGroupStateRequest:
 
     group_id: str = ''
     topics: list[WriteShareGroupStateRequest.WriteStateData] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> WriteShareGroupStateRequest:
-        """Decode the body of a version-`version` WriteShareGroupStateRequest starting at `pos`."""
-        return _decode_message(_WRITE_SHARE_GROUP_STATE_REQUEST_DECODERS, buf, version, pos, 85)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this WriteShareGroupStateRequest as `version`."""
-        return _encode_message(_WRITE_SHARE_GROUP_STATE_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_WRITE_SHARE_GROUP_STATE_REQUEST_ENCODERS, self, version)
 
 
 @dataclass(slots=True)
@@ -118,31 +102,17 @@ class _WriteShareGroupStateResponse_WriteStateResult:
 
 
 @dataclass(slots=True)
-class WriteShareGroupStateResponse:
+class WriteShareGroupStateResponse(_Message):
     """Kafka WriteShareGroupStateResponse (api key 85), versions 0-0, flexible from v0."""
 
     API_KEY: ClassVar[int] = 85
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 0)
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     PartitionResult = _WriteShareGroupStateResponse_PartitionResult
     WriteStateResult = _WriteShareGroupStateResponse_WriteStateResult
 
     results: list[WriteShareGroupStateResponse.WriteStateResult] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> WriteShareGroupStateResponse:
-        """Decode the body of a version-`version` WriteShareGroupStateResponse starting at `pos`."""
-        return _decode_message(_WRITE_SHARE_GROUP_STATE_RESPONSE_DECODERS, buf, version, pos, 85)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this WriteShareGroupStateResponse as `version`."""
-        return _encode_message(_WRITE_SHARE_GROUP_STATE_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_WRITE_SHARE_GROUP_STATE_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -398,17 +368,17 @@ def _encode_write_share_group_state_response_v0(o0, ext):
     return parts
 
 
-_WRITE_SHARE_GROUP_STATE_REQUEST_DECODERS = {
+WriteShareGroupStateRequest._DECODERS = {
     0: _decode_write_share_group_state_request_v0,
 }
-_WRITE_SHARE_GROUP_STATE_REQUEST_ENCODERS = {
+WriteShareGroupStateRequest._ENCODERS = {
     0: _encode_write_share_group_state_request_v0,
 }
 
 
-_WRITE_SHARE_GROUP_STATE_RESPONSE_DECODERS = {
+WriteShareGroupStateResponse._DECODERS = {
     0: _decode_write_share_group_state_response_v0,
 }
-_WRITE_SHARE_GROUP_STATE_RESPONSE_ENCODERS = {
+WriteShareGroupStateResponse._ENCODERS = {
     0: _encode_write_share_group_state_response_v0,
 }

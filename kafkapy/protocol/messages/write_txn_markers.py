@@ -12,10 +12,8 @@ from typing import ClassVar
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
+from ..primitives import Message as _Message
 from ..primitives import StructTable as _StructTable
-from ..primitives import decode_message as _decode_message
-from ..primitives import encode_message as _encode_message
-from ..primitives import encode_message_parts as _encode_message_parts
 from ..primitives import encode_uvarint as _uvarint
 from ..primitives import read_uvarint as _read_uvarint
 from ..primitives import skip_tagged_fields as _skip_tagged_fields
@@ -49,31 +47,17 @@ class _WriteTxnMarkersRequest_WritableTxnMarker:
 
 
 @dataclass(slots=True)
-class WriteTxnMarkersRequest:
+class WriteTxnMarkersRequest(_Message):
     """Kafka WriteTxnMarkersRequest (api key 27), versions 0-1, flexible from v1."""
 
     API_KEY: ClassVar[int] = 27
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 1)
     FLEXIBLE_VERSION: ClassVar[int | None] = 1
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     WritableTxnMarkerTopic = _WriteTxnMarkersRequest_WritableTxnMarkerTopic
     WritableTxnMarker = _WriteTxnMarkersRequest_WritableTxnMarker
 
     markers: list[WriteTxnMarkersRequest.WritableTxnMarker] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> WriteTxnMarkersRequest:
-        """Decode the body of a version-`version` WriteTxnMarkersRequest starting at `pos`."""
-        return _decode_message(_WRITE_TXN_MARKERS_REQUEST_DECODERS, buf, version, pos, 27)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this WriteTxnMarkersRequest as `version`."""
-        return _encode_message(_WRITE_TXN_MARKERS_REQUEST_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_WRITE_TXN_MARKERS_REQUEST_ENCODERS, self, version)
 
 
 @dataclass(slots=True)
@@ -110,32 +94,18 @@ class _WriteTxnMarkersResponse_WritableTxnMarkerResult:
 
 
 @dataclass(slots=True)
-class WriteTxnMarkersResponse:
+class WriteTxnMarkersResponse(_Message):
     """Kafka WriteTxnMarkersResponse (api key 27), versions 0-1, flexible from v1."""
 
     API_KEY: ClassVar[int] = 27
     VALID_VERSIONS: ClassVar[tuple[int, int]] = (0, 1)
     FLEXIBLE_VERSION: ClassVar[int | None] = 1
-    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()
 
     WritableTxnMarkerPartitionResult = _WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult
     WritableTxnMarkerTopicResult = _WriteTxnMarkersResponse_WritableTxnMarkerTopicResult
     WritableTxnMarkerResult = _WriteTxnMarkersResponse_WritableTxnMarkerResult
 
     markers: list[WriteTxnMarkersResponse.WritableTxnMarkerResult] = _field(default_factory=list)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> WriteTxnMarkersResponse:
-        """Decode the body of a version-`version` WriteTxnMarkersResponse starting at `pos`."""
-        return _decode_message(_WRITE_TXN_MARKERS_RESPONSE_DECODERS, buf, version, pos, 27)
-
-    def encode(self, version: int) -> bytes:
-        """Encode this WriteTxnMarkersResponse as `version`."""
-        return _encode_message(_WRITE_TXN_MARKERS_RESPONSE_ENCODERS, self, version)
-
-    def encode_parts(self, version: int) -> list:
-        """Encode as a list of buffers, leaving external records payloads uncopied."""
-        return _encode_message_parts(_WRITE_TXN_MARKERS_RESPONSE_ENCODERS, self, version)
 
 
 # Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
@@ -523,21 +493,21 @@ def _encode_write_txn_markers_response_v1(o0, ext):
     return parts
 
 
-_WRITE_TXN_MARKERS_REQUEST_DECODERS = {
+WriteTxnMarkersRequest._DECODERS = {
     0: _decode_write_txn_markers_request_v0,
     1: _decode_write_txn_markers_request_v1,
 }
-_WRITE_TXN_MARKERS_REQUEST_ENCODERS = {
+WriteTxnMarkersRequest._ENCODERS = {
     0: _encode_write_txn_markers_request_v0,
     1: _encode_write_txn_markers_request_v1,
 }
 
 
-_WRITE_TXN_MARKERS_RESPONSE_DECODERS = {
+WriteTxnMarkersResponse._DECODERS = {
     0: _decode_write_txn_markers_response_v0,
     1: _decode_write_txn_markers_response_v1,
 }
-_WRITE_TXN_MARKERS_RESPONSE_ENCODERS = {
+WriteTxnMarkersResponse._ENCODERS = {
     0: _encode_write_txn_markers_response_v0,
     1: _encode_write_txn_markers_response_v1,
 }
