@@ -151,8 +151,10 @@ def load_allow_list(path: Path = ALLOW_LIST) -> list[AllowEntry]:
 
 
 def allowed_by(node_id: str, entries: list[AllowEntry]) -> AllowEntry | None:
+    """The entry matching the node id, with or without its [parameters] suffix."""
+    bare = node_id.split("[", 1)[0]
     for entry in entries:
-        if fnmatch.fnmatchcase(node_id, entry.pattern):
+        if fnmatch.fnmatchcase(node_id, entry.pattern) or fnmatch.fnmatchcase(bare, entry.pattern):
             return entry
     return None
 

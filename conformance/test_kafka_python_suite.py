@@ -13,6 +13,12 @@ from conformance import kafka_python_suite as suite
 pytestmark = pytest.mark.timeout(suite.SUITE_TIMEOUT_S + 120)
 
 
+@pytest.fixture(scope="module")
+def broker_overrides() -> dict[str, str]:
+    # kafka-python's fixtures run broker id 0, and some tests name it (CreatePartitions assignments).
+    return {"broker.id": "0"}
+
+
 def test_kafka_python_integration_suite(broker):
     try:
         version = suite.installed_kafka_python_version()
