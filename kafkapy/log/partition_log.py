@@ -555,6 +555,8 @@ class PartitionLog:
                 if not segment.deleted and not segment.closed:
                     raise
         with self._lock:
+            # A truncation meanwhile may have moved the end below `target`.
+            target = min(target, self._log_end_offset)
             if target > self.durable_offset:
                 self.durable_offset = target
         return self.durable_offset
