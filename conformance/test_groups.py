@@ -284,6 +284,19 @@ def test_group_errors_on_the_wire(broker) -> None:
                  FindCoordinatorResponse, 4)
     assert [(c.key, c.error_code, c.port) for c in found.coordinators] == \
         [(group, 0, broker.port), ("other-group", 0, broker.port)]
+    # ... which created __consumer_offsets: compacted, internal in Metadata
+    from kafka import KafkaAdminClient
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    admin = KafkaAdminClient(bootstrap_servers=bs)
+    try:
+        [offsets_topic] = admin.describe_topics(["__consumer_offsets"])
+        assert offsets_topic["is_internal"] and len(offsets_topic["partitions"]) == 10
+        configs = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, "__consumer_offsets",
+                                                         ["cleanup.policy"])])
+        assert configs["topic"]["__consumer_offsets"]["cleanup.policy"]["value"] == "compact"
+    finally:
+        admin.close()
 
     def join(member_id: str = "", protocol_type: str = "consumer", version: int = 5):
         proto = JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=b"\x00\x00\x00\x00\x00\x00")
@@ -421,3 +434,90 @@ def test_broker_sigkill_keeps_committed_offsets(broker_factory) -> None:
         assert {tp.partition: tp.offset for tp in final} == ends
     finally:
         consumer.close()
+
+
+# -- one group lifecycle at every advertised version ----------------------------------------
+@pytest.mark.parametrize("level", range(10))
+def test_group_lifecycle_at_every_version(broker, level: int) -> None:
+    """Find, join, sync, heartbeat, commit, fetch, list, describe, leave, delete at version `level`
+    of each API (capped at its maximum), with kafka-python's protocol classes."""
+    from kafka.protocol.admin.groups import (
+        DeleteGroupsRequest, DeleteGroupsResponse, DescribeGroupsRequest, DescribeGroupsResponse,
+        ListGroupsRequest, ListGroupsResponse)
+    from kafka.protocol.consumer.group import (
+        HeartbeatRequest, HeartbeatResponse, JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest,
+        LeaveGroupResponse, OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse,
+        SyncGroupRequest, SyncGroupResponse)
+    from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+
+    bs = broker.bootstrap
+    topic, group = unique(f"v{level}-topic"), unique(f"v{level}-group")
+    create_topic(bs, topic, 1)
+    v = lambda low, high: max(low, min(level, high))  # noqa: E731
+
+    if v(0, 6) >= 4:
+        found = call(bs, FindCoordinatorRequest(key_type=0, coordinator_keys=[group]), FindCoordinatorResponse, v(0, 6))
+        assert found.coordinators[0].error_code == 0
+    else:
+        found = call(bs, FindCoordinatorRequest(key=group, key_type=0), FindCoordinatorResponse, v(0, 6))
+        assert (found.error_code, found.port) == (0, broker.port)
+
+    proto = JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=b"sub")
+    join_version = v(0, 9)
+
+    def join(member_id: str):
+        return call(bs, JoinGroupRequest(group_id=group, session_timeout_ms=10_000, rebalance_timeout_ms=10_000,
+                                         member_id=member_id, protocol_type="consumer", protocols=[proto]),
+                    JoinGroupResponse, join_version)
+
+    joined = join("")
+    if join_version >= 4:
+        assert joined.error_code == MEMBER_ID_REQUIRED
+        joined = join(joined.member_id)
+    assert (joined.error_code, joined.generation_id, joined.leader) == (0, 1, joined.member_id)
+    assert joined.protocol_name == "range" and len(joined.members) == 1
+    member = joined.member_id
+
+    sync = call(bs, SyncGroupRequest(group_id=group, generation_id=1, member_id=member, protocol_type="consumer",
+                                     protocol_name="range", assignments=[
+                                         SyncGroupRequest.SyncGroupRequestAssignment(member_id=member,
+                                                                                     assignment=b"asg")]),
+                SyncGroupResponse, v(0, 5))
+    assert (sync.error_code, sync.assignment) == (0, b"asg")
+    assert call(bs, HeartbeatRequest(group_id=group, generation_id=1, member_id=member), HeartbeatResponse,
+                v(0, 4)).error_code == 0
+
+    T = OffsetCommitRequest.OffsetCommitRequestTopic
+    committed = call(bs, OffsetCommitRequest(group_id=group, generation_id_or_member_epoch=1, member_id=member,
+                                             retention_time_ms=-1, topics=[T(name=topic, partitions=[
+                                                 T.OffsetCommitRequestPartition(partition_index=0, committed_offset=3,
+                                                                                committed_metadata="md")])]),
+                     OffsetCommitResponse, v(2, 9))
+    assert committed.topics[0].partitions[0].error_code == 0
+
+    fetch_version = v(1, 9)
+    if fetch_version >= 8:
+        G = OffsetFetchRequest.OffsetFetchRequestGroup
+        fetched = call(bs, OffsetFetchRequest(groups=[G(group_id=group, topics=[
+            G.OffsetFetchRequestTopics(name=topic, partition_indexes=[0])])]), OffsetFetchResponse, fetch_version)
+        partition = fetched.groups[0].topics[0].partitions[0]
+    else:
+        fetched = call(bs, OffsetFetchRequest(group_id=group, topics=[OffsetFetchRequest.OffsetFetchRequestTopic(
+            name=topic, partition_indexes=[0])]), OffsetFetchResponse, fetch_version)
+        partition = fetched.topics[0].partitions[0]
+    assert (partition.committed_offset, partition.metadata, partition.error_code) == (3, "md", 0)
+
+    listed = call(bs, ListGroupsRequest(), ListGroupsResponse, v(0, 5))
+    assert group in {g.group_id for g in listed.groups}
+    described = call(bs, DescribeGroupsRequest(groups=[group]), DescribeGroupsResponse, v(0, 5)).groups[0]
+    assert (described.error_code, described.group_state, described.members[0].member_assignment) == (0, "Stable", b"asg")
+
+    if v(0, 5) >= 3:
+        left = call(bs, LeaveGroupRequest(group_id=group, members=[LeaveGroupRequest.MemberIdentity(member_id=member)]),
+                    LeaveGroupResponse, v(0, 5))
+        assert (left.error_code, [m.error_code for m in left.members]) == (0, [0])
+    else:
+        left = call(bs, LeaveGroupRequest(group_id=group, member_id=member), LeaveGroupResponse, v(0, 5))
+        assert left.error_code == 0
+    deleted = call(bs, DeleteGroupsRequest(groups_names=[group]), DeleteGroupsResponse, v(0, 2))
+    assert [(r.group_id, r.error_code) for r in deleted.results] == [(group, 0)]
