@@ -521,3 +521,45 @@ def test_group_lifecycle_at_every_version(broker, level: int) -> None:
         assert left.error_code == 0
     deleted = call(bs, DeleteGroupsRequest(groups_names=[group]), DeleteGroupsResponse, v(0, 2))
     assert [(r.group_id, r.error_code) for r in deleted.results] == [(group, 0)]
+
+
+def test_confluent_admin_group_calls(broker) -> None:
+    """librdkafka's admin API: list, describe (ConsumerGroupDescribe, then DescribeGroups), offsets, delete."""
+    from confluent_kafka import Consumer, ConsumerGroupState, ConsumerGroupTopicPartitions, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    bs = broker.bootstrap
+    topic, group = unique("cka-topic"), unique("cka-group")
+    create_topic(bs, topic, 2)
+    produce(bs, topic, 20)
+    admin = AdminClient({"bootstrap.servers": bs})
+    consumer = Consumer({"bootstrap.servers": bs, "group.id": group, "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False})
+    consumer.subscribe([topic])
+    try:
+        got = 0
+        deadline = time.monotonic() + 30
+        while got < 20:
+            assert time.monotonic() < deadline
+            got += sum(1 for m in consumer.consume(20, timeout=0.2) if m.error() is None)
+        consumer.commit(asynchronous=False)
+
+        listed = admin.list_consumer_groups(request_timeout=10).result(timeout=20)
+        states = {g.group_id: g.state for g in listed.valid}
+        assert states.get(group) == ConsumerGroupState.STABLE, states
+        described = admin.describe_consumer_groups([group], request_timeout=10)[group].result(timeout=20)
+        assert described.state == ConsumerGroupState.STABLE and described.partition_assignor == "range"
+        assert {tp.partition for tp in described.members[0].assignment.topic_partitions} == {0, 1}
+
+        request = [ConsumerGroupTopicPartitions(group, [TopicPartition(topic, 0), TopicPartition(topic, 1)])]
+        offsets = admin.list_consumer_group_offsets(request)[group].result(timeout=20)
+        assert sum(tp.offset for tp in offsets.topic_partitions) == 20
+    finally:
+        consumer.close()
+
+    altered = admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(
+        group, [TopicPartition(topic, 0, 1)])])[group].result(timeout=20)
+    assert [(tp.partition, tp.offset, tp.error) for tp in altered.topic_partitions] == [(0, 1, None)]
+    assert admin.delete_consumer_groups([group], request_timeout=10)[group].result(timeout=20) is None
+    listed = admin.list_consumer_groups(request_timeout=10).result(timeout=20)
+    assert group not in {g.group_id for g in listed.valid}
