@@ -90,8 +90,7 @@ class PartitionLog:
         self.dir = Path(directory)
         self.topic = topic
         self.partition = partition
-        self.config = config
-        self._stamp_or_check_time = self._needs_clock(config)
+        self._apply_config(config)
         self._lock = threading.Lock()  # never taken re-entrantly; see _roll_locked
         self._segments = segments
         self._bases = [s.base_offset for s in segments]
@@ -278,53 +277,53 @@ class PartitionLog:
 
     def _append_one(self, batch, validated: list[BatchHeader], leader_epoch: int) -> AppendResult:
         """`append` for the common case (one batch, CreateTime, no timestamp limits), with
-        the same rules as the general path but no loops: this is the produce hot path."""
+        the same rules as the general path but no loops: this is the produce hot path, so
+        config limits are read from fields precomputed by `_apply_config`."""
         header = validated[0]
         size = header.batch_length + 12
         if size != len(batch):
             raise CorruptRecordError(
                 f"batch header covers {size} of {len(batch)} bytes appended to {self.dir.name}")
-        config = self.config
-        if size > config.max_message_bytes:
-            self._check_size(header, config.max_message_bytes)
-        if size > config.segment_bytes:
+        if size > self._append_limit:
+            self._check_size(header, self.config.max_message_bytes)
             raise RecordListTooLargeError(
-                f"append of {size} bytes exceeds segment.bytes {config.segment_bytes} of {self.dir.name}")
+                f"append of {size} bytes exceeds segment.bytes {self.config.segment_bytes} of {self.dir.name}")
         count = header.last_offset_delta + 1
+        idempotent = header.producer_id >= 0
         with self._lock:
-            if self.offline_reason is not None:
-                self._check_online()
-            if header.producer_id >= 0:
+            if idempotent:
                 duplicate = self.producer_state.check(header)
                 if duplicate is not None:
                     return AppendResult(duplicate.base_offset, duplicate.last_offset, duplicate.timestamp,
                                         self._log_start_offset, duplicate=True)
             base_offset = self._log_end_offset
             segment = self._active
-            if segment.size + size > config.segment_bytes or segment.index_full \
+            old_size = segment.size
+            if old_size + size > self._segment_bytes or segment.index_full \
                     or base_offset + count - 1 - segment.base_offset > INT32_MAX \
-                    or (segment.size > 0 and self._time_to_roll(segment, -1, header.max_timestamp)):
+                    or (old_size > 0 and self._time_to_roll(segment, -1, header.max_timestamp)):
                 segment = self._roll_locked()
+                old_size = 0
             if leader_epoch != self.leader_epochs.latest_epoch and leader_epoch >= 0:
                 self.leader_epochs.assign(leader_epoch, base_offset)
             _OFFSET_LENGTH_EPOCH.pack_into(batch, 0, base_offset, header.batch_length, leader_epoch)
             header.base_offset = base_offset
             header.partition_leader_epoch = leader_epoch
-            old_size = segment.size
             try:
-                segment.append(batch, validated)
+                segment.append_batch(batch, header)
             except OSError as exc:
                 self._write_failed(segment, old_size, exc)
             end = base_offset + count
             self._log_end_offset = end
             if self.auto_high_watermark:
                 self._high_watermark = end
-            if header.producer_id >= 0:
+            if idempotent:
                 self.producer_state.update(header)
-        self._unflushed_messages += count
-        if self._unflushed_messages >= config.flush_messages:
-            self._unflushed_messages = 0
+        unflushed = self._unflushed_messages + count
+        if unflushed >= self._flush_messages:
+            unflushed = 0
             self._flusher.request_flush(self, end)
+        self._unflushed_messages = unflushed
         return AppendResult(base_offset, end - 1, -1, self._log_start_offset)
 
     def _check_size(self, header: BatchHeader, max_message_bytes: int) -> None:
@@ -832,16 +831,18 @@ class PartitionLog:
         self.producer_state.update_map_end_offset(end)
 
     # ---------------------------------------------------------------- config and lifecycle
-    @staticmethod
-    def _needs_clock(config: LogConfig) -> bool:
-        return (config.message_timestamp_type == "LogAppendTime"
-                or config.message_timestamp_before_max_ms != LONG_MAX
-                or config.message_timestamp_after_max_ms != LONG_MAX)
+    def _apply_config(self, config: LogConfig) -> None:
+        self.config = config
+        self._stamp_or_check_time = (config.message_timestamp_type == "LogAppendTime"
+                                     or config.message_timestamp_before_max_ms != LONG_MAX
+                                     or config.message_timestamp_after_max_ms != LONG_MAX)
+        self._append_limit = min(config.max_message_bytes, config.segment_bytes)
+        self._segment_bytes = config.segment_bytes
+        self._flush_messages = config.flush_messages
 
     def update_config(self, config: LogConfig) -> None:
         with self._lock:
-            self.config = config
-            self._stamp_or_check_time = self._needs_clock(config)
+            self._apply_config(config)
             for segment in self._segments:
                 segment.index_interval = config.index_interval_bytes
 

@@ -171,6 +171,37 @@ class LogSegment:
         self.size = position
         self.next_offset = last_offset + 1
 
+    def append_batch(self, buf, h: BatchHeader) -> None:
+        """`append` of exactly one batch (the produce hot path), without the loop."""
+        position = self.size
+        if position == 0:
+            self._first_batch_ts = h.max_timestamp
+        total = len(buf)
+        written = os.write(self._fd, buf)
+        if written != total:
+            view = memoryview(buf)
+            while written < total:
+                n = os.write(self._fd, view[written:])
+                if n <= 0:
+                    raise OSError("short write to segment")
+                written += n
+        last_offset = h.base_offset + h.last_offset_delta
+        max_ts = self._max_ts
+        if max_ts is None:
+            max_ts = self.max_timestamp
+        if h.max_timestamp > max_ts:
+            max_ts = self._max_ts = h.max_timestamp
+            self._offset_of_max_ts = last_offset
+        if self._since_index > self.index_interval:
+            self.offset_index.append(last_offset, position)
+            self.time_index.maybe_append(max_ts, self._offset_of_max_ts)
+            self.index_full = self.offset_index.is_full or self.time_index.is_full
+            self._since_index = total
+        else:
+            self._since_index += total
+        self.size = position + total
+        self.next_offset = last_offset + 1
+
     def _index(self, headers, position: int) -> None:
         index_interval = self.index_interval
         max_ts = self.max_timestamp
