@@ -30,244 +30,38 @@ import argparse
 import json
 import os
 import platform
-import shutil
-import signal
-import socket
-import statistics
-import struct
-import subprocess
 import sys
-import tempfile
 import time
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
-from typing import Callable
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO_ROOT / "bench"))
-sys.path.insert(0, str(REPO_ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import peers  # noqa: E402  (bench/peers.py)
+from broker_processes import (  # noqa: E402  (bench/broker/broker_processes.py)
+    BROKER_KINDS,
+    REPO_ROOT,
+    BrokerFailed,
+    BrokerKind,
+    RunningBroker,
+    peers,
+    process_tree_rss_mb,
+    spawn,
+    wait_ready,
+)
+from broker_report import (  # noqa: E402
+    DOCS_HEADING,
+    BrokerResult,
+    Case,
+    PhaseResult,
+    median,
+    one_line,
+    render_markdown,
+    write_docs,
+)
 
 DOCS_PATH = REPO_ROOT / "docs" / "benchmarks.md"
-DOCS_HEADING = "## Broker (bench/broker)"
-GOAL_ACCEPT_S = 0.3
-GOAL_IDLE_RSS_MB = 80.0
-START_TIMEOUT_S = 20.0
 CLIENT_TIMEOUT_S = 15.0
-
-
-# --------------------------------------------------------------------------------------------
-# Brokers under test
-
-
-@dataclass(slots=True)
-class BrokerKind:
-    """How to launch one broker implementation on a given port and scratch directory."""
-
-    name: str
-    command: Callable[[int, Path], list[str]]
-    cwd: Path | None = None
-    note: str = ""
-
-
-def _kafkapy_command(port: int, work_dir: Path) -> list[str]:
-    from conformance.broker_process import BrokerProcess  # the same argv the conformance tests use
-
-    return BrokerProcess(port=port, data_dir=work_dir / "data", work_dir=work_dir).command()
-
-
-def _tansu_command(port: int, work_dir: Path) -> list[str]:
-    return peers.tansu_command(port)
-
-
-BROKER_KINDS = {
-    "kafkapy": BrokerKind("kafkapy", _kafkapy_command, cwd=REPO_ROOT, note="python -m kafkapy serve, disk log dir"),
-    "tansu": BrokerKind("tansu", _tansu_command, note=f"tansu {peers.TANSU_VERSION}, memory://"),
-}
-
-
-class BrokerFailed(RuntimeError):
-    """The broker did not start, or died, or did not answer."""
-
-
-@dataclass
-class RunningBroker:
-    """One broker process started by this benchmark."""
-
-    kind: BrokerKind
-    port: int
-    work_dir: Path
-    proc: subprocess.Popen
-    spawned_at: float
-    log_path: Path
-
-    @property
-    def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    def log_tail(self, lines: int = 15) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except OSError as error:
-            return f"<no log: {error}>"
-
-    def check_alive(self) -> None:
-        if self.proc.poll() is not None:
-            raise BrokerFailed(f"{self.kind.name} exited with {self.proc.returncode}:\n{self.log_tail()}")
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(5)
-        try:  # children of the broker go with it
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        shutil.rmtree(self.work_dir, ignore_errors=True)
-
-
-def spawn(kind: BrokerKind) -> RunningBroker:
-    """Start a broker process on a free loopback port (returns immediately)."""
-    port = peers.free_port()
-    work_dir = Path(tempfile.mkdtemp(prefix=f"kafkapy-bench-{kind.name}-"))
-    argv = kind.command(port, work_dir)
-    log_path = work_dir / "broker.log"
-    with open(log_path, "wb") as log:
-        spawned_at = time.perf_counter()
-        proc = subprocess.Popen(
-            argv, cwd=kind.cwd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    return RunningBroker(kind, port, work_dir, proc, spawned_at, log_path)
-
-
-def _api_versions_v0(sock: socket.socket, timeout: float) -> None:
-    """Send ApiVersions v0 and read one whole response frame."""
-    client_id = b"bench"
-    body = struct.pack(">hhih", 18, 0, 1, len(client_id)) + client_id
-    sock.settimeout(timeout)
-    sock.sendall(struct.pack(">i", len(body)) + body)
-    header = _recv_exactly(sock, 4)
-    (size,) = struct.unpack(">i", header)
-    frame = _recv_exactly(sock, size)
-    (correlation_id, error_code) = struct.unpack(">ih", frame[:6])
-    if correlation_id != 1 or error_code != 0:
-        raise BrokerFailed(f"ApiVersions answered correlation {correlation_id} error {error_code}")
-
-
-def _recv_exactly(sock: socket.socket, size: int) -> bytes:
-    chunks = bytearray()
-    while len(chunks) < size:
-        chunk = sock.recv(size - len(chunks))
-        if not chunk:
-            raise ConnectionError("connection closed mid-response")
-        chunks += chunk
-    return bytes(chunks)
-
-
-def wait_ready(broker: RunningBroker, timeout: float = START_TIMEOUT_S) -> tuple[float, float]:
-    """Wait until the broker accepts TCP and answers ApiVersions; return both delays in seconds."""
-    deadline = broker.spawned_at + timeout
-    accept_s = None
-    while time.perf_counter() < deadline:
-        broker.check_alive()
-        try:
-            sock = socket.create_connection(("127.0.0.1", broker.port), timeout=1.0)
-        except OSError:
-            time.sleep(0.002)
-            continue
-        with sock:
-            if accept_s is None:
-                accept_s = time.perf_counter() - broker.spawned_at
-            try:
-                _api_versions_v0(sock, timeout=max(0.1, deadline - time.perf_counter()))
-            except (OSError, ConnectionError, struct.error):
-                time.sleep(0.005)  # listening but not serving yet: try again
-                continue
-            return accept_s, time.perf_counter() - broker.spawned_at
-    raise BrokerFailed(f"{broker.kind.name} not ready within {timeout:.0f} s:\n{broker.log_tail()}")
-
-
-def process_tree_rss_mb(root_pid: int) -> float:
-    """Resident set size of a process and all its descendants, in MB (10^6 bytes)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        children.setdefault(int(fields[1]), []).append(int(entry))
-    total_kb = 0
-    pending = [root_pid]
-    while pending:
-        pid = pending.pop()
-        pending.extend(children.get(pid, ()))
-        try:
-            with open(f"/proc/{pid}/status") as status:
-                for line in status:
-                    if line.startswith("VmRSS:"):
-                        total_kb += int(line.split()[1])
-        except OSError:
-            continue
-    return total_kb * 1024 / 1e6
-
-
-# --------------------------------------------------------------------------------------------
-# Measurements
-
-
-@dataclass(slots=True)
-class Case:
-    """One throughput configuration."""
-
-    partitions: int
-    record_bytes: int
-    acks: str
-
-    @property
-    def label(self) -> str:
-        size = "1 KiB" if self.record_bytes == 1024 else f"{self.record_bytes} B"
-        return f"{self.partitions} part, {size}, acks={self.acks}"
-
-
-@dataclass
-class PhaseResult:
-    """Outcome of one produce or consume phase."""
-
-    records: int = 0
-    seconds: float = 0.0
-    error: str | None = None
-    first_record_s: float | None = None  # consume only: assign() to the first record
-
-    @property
-    def records_per_s(self) -> float:
-        return self.records / self.seconds if self.seconds > 0 else 0.0
-
-
-@dataclass
-class BrokerResult:
-    """Everything measured for one broker."""
-
-    name: str
-    note: str
-    start_error: str | None = None
-    accept_s: list[float] = field(default_factory=list)
-    api_ready_s: list[float] = field(default_factory=list)
-    idle_rss_mb: float | None = None
-    idle_rss_samples_mb: list[float] = field(default_factory=list)
-    produce: dict[str, PhaseResult] = field(default_factory=dict)
-    consume: dict[str, PhaseResult] = field(default_factory=dict)
-    # Every repetition's rate (records/s) per "produce <case>" / "consume <case>", for the spread.
-    rates: dict[str, list[float]] = field(default_factory=dict)
 
 
 def measure_startup(kind: BrokerKind, runs: int, result: BrokerResult) -> None:
@@ -281,7 +75,7 @@ def measure_startup(kind: BrokerKind, runs: int, result: BrokerResult) -> None:
             result.idle_rss_samples_mb.append(measure_idle_rss(broker))
         finally:
             broker.stop()
-    result.idle_rss_mb = _median(result.idle_rss_samples_mb)
+    result.idle_rss_mb = median(result.idle_rss_samples_mb)
 
 
 def measure_idle_rss(broker: RunningBroker) -> float:
@@ -436,7 +230,7 @@ def run_case(broker: RunningBroker, case: Case, max_records: int, max_seconds: f
         consumed = run_consume(broker.bootstrap, topic, case, produced.records, max_seconds)
         broker.check_alive()
     except Exception as error:  # noqa: BLE001  one failing case must not end the run
-        message = _one_line(error)
+        message = one_line(error)
         return PhaseResult(error=message), PhaseResult(error=message)
     delete_topic(broker.bootstrap, topic)
     return produced, consumed
@@ -448,152 +242,6 @@ def median_phase(phases: list[PhaseResult]) -> PhaseResult:
     if failed:
         return failed[0]
     return sorted(phases, key=lambda p: p.records_per_s)[len(phases) // 2]
-
-
-# --------------------------------------------------------------------------------------------
-# Report
-
-
-def _one_line(error: BaseException) -> str:
-    """A failure as one line: the exception's first line plus the last line of output it quotes."""
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    if not lines:
-        return type(error).__name__
-    summary = f"{type(error).__name__}: {lines[0]}"
-    return summary if len(lines) == 1 else f"{summary} … {lines[-1]}"
-
-
-def _median(values: list[float]) -> float | None:
-    return statistics.median(values) if values else None
-
-
-def _fmt_seconds(value: float | None) -> str:
-    return "—" if value is None else f"{value * 1000:.0f} ms" if value < 1 else f"{value:.2f} s"
-
-
-def _fmt_rate(phase: PhaseResult | None, record_bytes: int) -> str:
-    if phase is None or phase.records == 0:
-        return "—" if phase is None or phase.error is None else "error"
-    mb_s = phase.records_per_s * record_bytes / 1e6
-    text = f"{phase.records_per_s / 1000:.1f}k rec/s ({mb_s:.1f} MB/s)"
-    return text + " ⚠" if phase.error else text
-
-
-def _ratio(ours: float | None, peer: float | None) -> str:
-    if not ours or not peer:
-        return "—"
-    return f"{ours / peer:.2f}×"
-
-
-def render_markdown(results: list[BrokerResult], cases: list[Case], settings: dict) -> str:
-    by_name = {r.name: r for r in results}
-    ours = by_name.get("kafkapy")
-    peer = by_name.get("tansu")
-    names = [r.name for r in results]
-    lines: list[str] = []
-    lines.append(
-        f"Run {settings['date']} on {settings['machine']}; client confluent-kafka {settings['client']}; "
-        f"each phase bounded by {settings['records']:,} records or {settings['seconds']:.0f} s, "
-        f"median of {settings['repeat']} repetitions (consume rate excludes the client's start-up, shown separately); "
-        f"startup = median of {settings['startup_runs']} fresh starts."
-    )
-    lines.append("")
-    lines.append("Brokers: " + "; ".join(f"**{r.name}** ({r.note})" for r in results) + ".")
-    lines.append("Ratio column: kafkapy vs tansu, > 1 means kafkapy is better (faster, smaller).")
-    lines.append("")
-    for r in results:
-        if r.start_error:
-            lines.append(f"- **{r.name} did not run**: {r.start_error}")
-    if any(r.start_error for r in results):
-        lines.append("")
-
-    header = "| metric | goal | " + " | ".join(names) + " | ratio |"
-    lines.append(header)
-    lines.append("|" + "---|" * (len(names) + 3))
-
-    def row(metric: str, goal: str, cells: list[str], ratio: str) -> None:
-        lines.append(f"| {metric} | {goal} | " + " | ".join(cells) + f" | {ratio} |")
-
-    accept = {r.name: _median(r.accept_s) for r in results}
-    api = {r.name: _median(r.api_ready_s) for r in results}
-    row("start → accepting TCP (median)", "", [_fmt_seconds(accept[n]) for n in names],
-        _ratio(accept.get("tansu"), accept.get("kafkapy")))
-    row("start → first ApiVersions answer (median)", f"≤ {GOAL_ACCEPT_S:.1f} s", [_fmt_seconds(api[n]) for n in names],
-        _ratio(api.get("tansu"), api.get("kafkapy")))
-    rss = {r.name: r.idle_rss_mb for r in results}
-    row("idle RSS after 1 metadata request (median)", f"< {GOAL_IDLE_RSS_MB:.0f} MB",
-        ["—" if rss[n] is None else f"{rss[n]:.1f} MB" for n in names], _ratio(rss.get("tansu"), rss.get("kafkapy")))
-    for phase_name in ("produce", "consume"):
-        for case in cases:
-            phases = {r.name: getattr(r, phase_name).get(case.label) for r in results}
-            rates = {n: (p.records_per_s if p and p.records else None) for n, p in phases.items()}
-            row(f"{phase_name} {case.label}", "≥ peer", [_fmt_rate(phases[n], case.record_bytes) for n in names],
-                _ratio(rates.get("kafkapy"), rates.get("tansu")))
-    first = {r.name: _median([p.first_record_s for p in r.consume.values() if p.first_record_s is not None])
-             for r in results}
-    row("consumer assign → first record (median over cases)", "", [_fmt_seconds(first[n]) for n in names],
-        _ratio(first.get("tansu"), first.get("kafkapy")))
-    lines.append("")
-
-    problems = []
-    for r in results:
-        for phase_name in ("produce", "consume"):
-            for label, phase in getattr(r, phase_name).items():
-                if phase.error:
-                    problems.append(f"- {r.name} {phase_name} {label}: {phase.error}")
-    spread = []
-    for r in results:
-        for label, rates in r.rates.items():
-            good = [rate for rate in rates if rate > 0]
-            if len(good) > 1 and max(good) > 2 * min(good):
-                spread.append(f"{r.name} {label}: " + ", ".join(f"{rate / 1000:.0f}k" for rate in rates))
-    if spread:
-        lines.append("Unstable phases (repetitions differ by more than 2×; rec/s of each): "
-                     + "; ".join(spread) + ".")
-        lines.append("")
-    if problems:
-        lines.append("⚠ = the phase did not complete cleanly:")
-        lines.extend(problems)
-        lines.append("")
-
-    if ours is not None and not ours.start_error:
-        verdicts = []
-        # A listener that cannot answer yet is not "accepting connections" for a client.
-        a = api.get("kafkapy")
-        verdicts.append(f"serving (ApiVersions answered) ≤ {GOAL_ACCEPT_S} s: "
-                        f"{'met' if a is not None and a <= GOAL_ACCEPT_S else 'NOT met'}")
-        m = rss.get("kafkapy")
-        verdicts.append(f"idle RSS < {GOAL_IDLE_RSS_MB:.0f} MB: {'met' if m is not None and m < GOAL_IDLE_RSS_MB else 'NOT met'}")
-        if peer is not None and not peer.start_error:
-            behind = 0
-            total = 0
-            for phase_name in ("produce", "consume"):
-                for case in cases:
-                    a_phase = getattr(ours, phase_name).get(case.label)
-                    b_phase = getattr(peer, phase_name).get(case.label)
-                    if a_phase and b_phase and b_phase.records:
-                        total += 1
-                        if not a_phase.records or a_phase.records_per_s < b_phase.records_per_s:
-                            behind += 1
-            verdicts.append(f"throughput ≥ peer: {'met' if total and not behind else f'NOT met in {behind} of {total} phases'}")
-        lines.append("Goals: " + "; ".join(verdicts) + ".")
-        lines.append("")
-    lines.append(f"Reproduce: `python bench/broker/bench_broker.py{settings['args']}`")
-    return "\n".join(lines)
-
-
-def write_docs(markdown: str) -> None:
-    """Replace the body of the Broker section of docs/benchmarks.md, leaving other sections alone."""
-    text = DOCS_PATH.read_text()  # re-read right before editing: other sections change concurrently
-    start = text.find(DOCS_HEADING)
-    if start < 0:
-        text = text.rstrip("\n") + f"\n\n{DOCS_HEADING}\n\n{markdown}\n"
-    else:
-        body_start = start + len(DOCS_HEADING)
-        next_heading = text.find("\n## ", body_start)
-        tail = text[next_heading:] if next_heading >= 0 else "\n"
-        text = text[:body_start] + "\n\n" + markdown.rstrip("\n") + "\n" + tail
-    DOCS_PATH.write_text(text)
 
 
 # --------------------------------------------------------------------------------------------
@@ -662,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
                 running[name] = broker
                 wait_ready(broker)
             except (BrokerFailed, peers.PeerUnavailable, OSError, Exception) as error:  # noqa: BLE001
-                result.start_error = _one_line(error)
+                result.start_error = one_line(error)
                 print(f"[{name}] failed to start: {result.start_error}", file=sys.stderr)
                 if name in running:
                     running.pop(name).stop()
@@ -703,7 +351,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps({"settings": settings, "results": [asdict(r) for r in results]}, indent=2))
     if args.write_docs:
-        write_docs(markdown)
+        write_docs(markdown, DOCS_PATH)
         print(f"updated {DOCS_PATH.relative_to(REPO_ROOT)} ({DOCS_HEADING})", file=sys.stderr)
     return 0
 
