@@ -209,3 +209,43 @@ def test_mixed_clients_group_with_members_coming_and_going(broker, java_programs
     print(f"mixed group: {MIXED_RECORDS} records, {seen.deliveries} deliveries "
           f"({seen.deliveries - MIXED_RECORDS} re-reads), {elapsed:.1f} s, per member {per_member}")
     assert all(per_member.values()), per_member
+
+
+def test_cooperative_group_java_and_librdkafka(broker, java_programs: JavaPrograms, tmp_path: Path) -> None:
+    """Incremental (cooperative-sticky) rebalancing across Java and librdkafka members."""
+    bs = broker.bootstrap
+    topic, group = unique("jcoop-topic"), unique("jcoop-group")
+    create_topic(bs, topic, 6)
+    first = java_consumer(java_programs, bs, group, topic, tmp_path, "java-coop-1", "cooperative-sticky").start()
+    second = python_consumer("confluent", bs, group, topic, tmp_path, name="confluent-coop",
+                             assignor="cooperative-sticky")
+    third = java_consumer(java_programs, bs, group, topic, tmp_path, "java-coop-2", "cooperative-sticky")
+    everyone = [first, second, third]
+    try:
+        wait_until(lambda: len(first.assigned()) == 6, 60, "the first member to own every partition")
+        producer = threading.Thread(target=produce, args=(bs, topic, 20_000), kwargs={"rate_per_s": 5_000},
+                                    daemon=True)
+        producer.start()
+        second.start()
+        wait_until(lambda: second.assigned(), 60, "the librdkafka member's first partitions")
+        third.start()
+        wait_until(lambda: third.assigned() and len(first.assigned() | second.assigned() | third.assigned()) == 6,
+                   60, "three members sharing the partitions")
+        events = [e for e in first.events() if e[0] in "AV"]
+        # incremental: the first member only gave partitions away, none was revoked and re-assigned
+        assert len([e for e in events if e[0] == "A"]) == 6, events
+        assert len([e for e in events if e[0] == "V"]) == 6 - len(first.assigned()), events
+        second.stop()
+        second.wait(40)
+        producer.join(60)
+        ends = end_offsets(bs, topic, 6)
+        from conformance.test_groups_tools import committed_offsets
+
+        wait_until(lambda: committed_offsets(bs, group, topic, 6) == ends, 60, "committed offsets at the log end")
+    finally:
+        stop_all(everyone)
+    seen = Consumption()
+    for c in everyone:
+        seen.add(c)
+    assert not seen.problems, seen.problems[:10]
+    assert seen.missing(ends) == []
