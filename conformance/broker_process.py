@@ -29,6 +29,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -199,6 +200,7 @@ class BrokerProcess:
                 start_new_session=True,  # Ctrl-C in the test runner must not hit the broker first
             )
         _live_processes.add(self.proc)
+        _install_sigterm_cleanup()
         self._wait_until_ready(timeout)
 
     def _wait_until_ready(self, timeout: float) -> None:
@@ -340,6 +342,25 @@ def broker_from_env(
     if address:
         return ExternalBroker(bootstrap=address)
     return start_broker(overrides=overrides, work_dir=work_dir)
+
+
+def _install_sigterm_cleanup() -> None:
+    """Make SIGTERM to the test runner (e.g. a CI timeout) take the brokers down with it.
+
+    Brokers run in their own session, so a signal to the runner's process group misses
+    them, and the default SIGTERM action skips atexit handlers.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return  # someone else handles SIGTERM (or we already did)
+
+    def on_sigterm(signum: int, frame: object) -> None:
+        _kill_leftover_brokers()
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, on_sigterm)
 
 
 @atexit.register
