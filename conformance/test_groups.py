@@ -563,3 +563,24 @@ def test_confluent_admin_group_calls(broker) -> None:
     assert admin.delete_consumer_groups([group], request_timeout=10)[group].result(timeout=20) is None
     listed = admin.list_consumer_groups(request_timeout=10).result(timeout=20)
     assert group not in {g.group_id for g in listed.valid}
+
+
+def test_killed_member_expires_after_its_session_timeout(broker, tmp_path: Path) -> None:
+    """A consumer killed with SIGKILL sends nothing; its session times out and the rest take over."""
+    topic, group = unique("expire-topic"), unique("expire-group")
+    create_topic(broker.bootstrap, topic, 4)
+    survivor = python_consumer("confluent", broker.bootstrap, group, topic, tmp_path, name="survivor",
+                               session_timeout_ms=3000).start()
+    victim = python_consumer("kafka-python", broker.bootstrap, group, topic, tmp_path, name="victim",
+                             session_timeout_ms=3000).start()
+    try:
+        wait_until(lambda: survivor.assigned() and victim.assigned()
+                   and len(survivor.assigned() | victim.assigned()) == 4, 60, "a two-member group")
+        victim.kill()
+        killed_at = time.monotonic()
+        wait_until(lambda: len(survivor.assigned()) == 4, 30, "the survivor to take every partition")
+        took = time.monotonic() - killed_at
+        assert 1.5 < took < 15, took  # not before the 3 s session could expire (minus polling), not much after
+    finally:
+        survivor.stop()
+        survivor.wait(30)
