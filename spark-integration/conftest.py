@@ -64,7 +64,13 @@ def spark() -> Iterator[object]:
     try:
         session = build_spark_session(
             "local[2]", "kafkapy-spark-tests", shuffle_partitions=2, ui=False,
-            extra_conf={"spark.driver.memory": "1g", "spark.sql.streaming.minBatchesToRetain": "10"},
+            extra_conf={
+                "spark.driver.memory": "1g",
+                # Each test module has its own broker; Spark's cached producers for a stopped
+                # broker are closed soon instead of retrying for the default 10 minutes.
+                "spark.kafka.producer.cache.timeout": "15s",
+                "spark.kafka.producer.cache.evictorThreadRunInterval": "5s",
+            },
         )
     except ConnectorUnavailable as error:
         message = str(error)

@@ -25,7 +25,7 @@ from .events import WINDOW_MS, PageView, generate_page_views, sink_counts
 from .jars import ConnectorUnavailable
 from .kafka_client import create_topic, latest_values, partition_offsets, publish_page_views
 from .session import build_spark_session
-from .streaming_job import StreamingJobConfig, start_page_view_counts
+from .streaming_job import StreamingJobConfig, process_all_available, start_page_view_counts
 
 log = logging.getLogger("kafkapy_spark.pipeline")
 
@@ -103,7 +103,7 @@ def run_streaming(spark, config: StreamingJobConfig, bootstrap: str, batches: li
                  query.id, number, len(batches), config.checkpoint_dir)
         published = publish_page_views(bootstrap, config.events_topic, batch)
         log.info("published %d page views to %s", published, config.events_topic)
-        query.processAllAvailable()
+        process_all_available(query, timeout_s=1800)
         progress = query.lastProgress or {}
         log.info("query caught up at batch %s; stopping it", progress.get("batchId"))
         query.stop()

@@ -122,3 +122,36 @@ def start_page_view_counts(spark, config: StreamingJobConfig):
     if config.trigger_interval:
         writer = writer.trigger(processingTime=config.trigger_interval)
     return writer.start()
+
+
+class QueryStalled(RuntimeError):
+    """A streaming query did not catch up with its source within the allowed time."""
+
+
+def process_all_available(query, timeout_s: float = 120.0) -> None:
+    """query.processAllAvailable(), but bounded: raises QueryStalled with the query's status on timeout.
+
+    processAllAvailable() blocks until every record available at the call has been
+    processed, or forever if the query stops making progress; a pipeline run and a test
+    must end, so the wait runs in a helper thread and is given up after `timeout_s`.
+    """
+    import threading
+
+    failure: list[BaseException] = []
+
+    def wait() -> None:
+        try:
+            query.processAllAvailable()
+        except BaseException as error:  # handed to the caller below
+            failure.append(error)
+
+    waiter = threading.Thread(target=wait, name=f"wait-{query.name}", daemon=True)
+    waiter.start()
+    waiter.join(timeout_s)
+    if waiter.is_alive():
+        raise QueryStalled(
+            f"query {query.name} ({query.id}) did not catch up within {timeout_s:.0f} s; "
+            f"status={query.status} lastProgress={query.lastProgress}"
+        )
+    if failure:
+        raise failure[0]
