@@ -1,9 +1,12 @@
-"""The background thread that does every fsync, so the event loop never waits on the disk.
+"""The background threads that do every fsync, so the event loop never waits on the disk.
 
-Group commit: `request_sync(log, offset)` returns a Future; the thread fdatasyncs the
+Group commit: `request_sync(log, offset)` returns a Future; the sync thread fdatasyncs the
 log's files once for every waiter that arrived before the fsync started, then completes
-them all. Waiters arriving during an fsync share the next one. Full flushes (indexes
-too, advancing the recovery point), checkpoint writes and file deletions run here too.
+them all. Waiters arriving during an fsync share the next one.
+
+Full flushes (indexes too, advancing the recovery point: segment rolls, flush.messages,
+flush.ms), checkpoint writes and file deletions run on a second thread, so that flushing
+a large rolled segment of one topic never delays the acknowledgements of another.
 """
 from __future__ import annotations
 
@@ -24,7 +27,7 @@ __all__ = ["Flusher"]
 
 
 class Flusher:
-    """One thread per LogManager (or per standalone PartitionLog) doing all durable writes."""
+    """Two threads per LogManager (or per standalone PartitionLog) doing all durable writes."""
 
     def __init__(self, name: str = "kafkapy-log-flusher"):
         self.name = name
@@ -33,14 +36,22 @@ class Flusher:
         self._flush_requests: dict[int, tuple[PartitionLog, int]] = {}
         self._tasks: deque[tuple[Callable[[], object], Future]] = deque()
         self._stopping = False
-        self._thread: threading.Thread | None = None
+        self._sync_thread: threading.Thread | None = None
+        self._work_thread: threading.Thread | None = None
         self.fsync_rounds = 0  # group-commit rounds done (for tests and benchmarks)
 
     # ---------------------------------------------------------------- requests
-    def _ensure_started(self) -> None:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
-            self._thread.start()
+    def _start_sync_thread(self) -> None:
+        if self._sync_thread is None:
+            self._sync_thread = threading.Thread(target=self._run_syncs, name=f"{self.name}-sync",
+                                                 daemon=True)
+            self._sync_thread.start()
+
+    def _start_work_thread(self) -> None:
+        if self._work_thread is None:
+            self._work_thread = threading.Thread(target=self._run_work, name=f"{self.name}-work",
+                                                 daemon=True)
+            self._work_thread.start()
 
     def request_sync(self, plog: PartitionLog, offset: int) -> Future:
         """A Future completed once everything in `plog` through `offset` is fsynced."""
@@ -54,8 +65,8 @@ class Flusher:
                 self._sync_waiters[id(plog)] = (plog, [(offset, future)])
             else:
                 entry[1].append((offset, future))
-            self._ensure_started()
-            self._cond.notify()
+            self._start_sync_thread()
+            self._cond.notify_all()
         return future
 
     def request_flush(self, plog: PartitionLog, offset: int) -> None:
@@ -66,23 +77,23 @@ class Flusher:
             previous = self._flush_requests.get(id(plog))
             if previous is None or previous[1] < offset:
                 self._flush_requests[id(plog)] = (plog, offset)
-            self._ensure_started()
-            self._cond.notify()
+            self._start_work_thread()
+            self._cond.notify_all()
 
     def submit(self, fn: Callable[[], object]) -> Future:
-        """Run `fn` on the flusher thread; returns its Future."""
+        """Run `fn` on the background work thread; returns its Future."""
         future: Future = Future()
         with self._cond:
-            if self._stopping:
-                # Shutting down: run inline so nothing (checkpoints, deletions) is lost.
-                try:
-                    future.set_result(fn())
-                except BaseException as exc:  # noqa: BLE001 - handed to the caller
-                    future.set_exception(exc)
+            if not self._stopping:
+                self._tasks.append((fn, future))
+                self._start_work_thread()
+                self._cond.notify_all()
                 return future
-            self._tasks.append((fn, future))
-            self._ensure_started()
-            self._cond.notify()
+        # Shutting down: run inline so nothing (checkpoints, deletions) is lost.
+        try:
+            future.set_result(fn())
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller
+            future.set_exception(exc)
         return future
 
     def cancel_waiters(self, plog: PartitionLog, from_offset: int, exc: BaseException) -> None:
@@ -110,32 +121,42 @@ class Flusher:
                     future.set_exception(KafkaStorageError(f"log {plog.dir.name} was closed"))
 
     def stop(self) -> None:
-        """Finish everything queued, then end the thread."""
+        """Finish everything queued, then end both threads."""
         with self._cond:
             self._stopping = True
-            self._cond.notify()
-            thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join()
+            self._cond.notify_all()
+            threads = [self._sync_thread, self._work_thread]
+        for thread in threads:
+            if thread is not None and thread is not threading.current_thread():
+                thread.join()
 
-    # ---------------------------------------------------------------- the thread
-    def _run(self) -> None:
+    # ---------------------------------------------------------------- the threads
+    def _run_syncs(self) -> None:
         while True:
             with self._cond:
-                while not (self._sync_waiters or self._flush_requests or self._tasks or self._stopping):
+                while not (self._sync_waiters or self._stopping):
                     self._cond.wait()
-                if self._stopping and not (self._sync_waiters or self._flush_requests or self._tasks):
+                if not self._sync_waiters:
                     return
                 waiters, self._sync_waiters = self._sync_waiters, {}
-                flushes, self._flush_requests = self._flush_requests, {}
-                tasks, self._tasks = self._tasks, deque()
             for plog, pending in waiters.values():
                 self._group_sync(plog, pending)
+
+    def _run_work(self) -> None:
+        while True:
+            with self._cond:
+                while not (self._flush_requests or self._tasks or self._stopping):
+                    self._cond.wait()
+                if not (self._flush_requests or self._tasks):
+                    return
+                flushes, self._flush_requests = self._flush_requests, {}
+                tasks, self._tasks = self._tasks, deque()
             for plog, offset in flushes.values():
                 try:
                     plog._flush_to(offset)
-                except Exception:
-                    log.exception("background flush of %s failed", plog.dir.name)
+                except Exception as exc:
+                    log.error("background flush of %s failed, partition goes offline: %s", plog.dir.name, exc)
+                    plog._mark_offline(f"flush failed: {exc}")
             for fn, future in tasks:
                 try:
                     future.set_result(fn())
@@ -162,7 +183,7 @@ class Flusher:
             else:
                 late.append((offset, future))
         if late:
-            # Appended after the fsync started reading the end offset: next round.
+            # Not covered (the log was truncated meanwhile and re-grown): next round.
             with self._cond:
                 entry = self._sync_waiters.get(id(plog))
                 if entry is None:
