@@ -17,13 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kafkapy.protocol.errors import CorruptRecordError, KafkaError
+from kafkapy.protocol.errors import CorruptRecordError
 from kafkapy.protocol.records import (
     TIMESTAMP_TYPE_MASK,
     BatchHeader,
     iter_batch_headers,
-    iter_records,
-    read_batch_header,
     set_log_append_time,
 )
 
@@ -40,7 +38,10 @@ from .errors import (
 from .file_slice import FileSlice
 from .flusher import Flusher
 from .leader_epoch import LeaderEpochCache
+from .retention import SegmentRetention
 from .segment import INT32_MAX, LOG_SUFFIX, LogSegment
+from .timestamps import TimestampLookups
+from .truncation import LogTruncation
 
 if TYPE_CHECKING:
     from .producer_state import ProducerStateManager
@@ -80,7 +81,7 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-class PartitionLog:
+class PartitionLog(TimestampLookups, SegmentRetention, LogTruncation):
     """One partition's segments, with Kafka's offset, retention and durability rules."""
 
     def __init__(self, directory: Path, config: LogConfig, *, topic: str, partition: int,
@@ -371,39 +372,6 @@ class PartitionLog:
         self._mark_offline(f"write to {segment.path(LOG_SUFFIX).name} failed: {exc}")
         raise KafkaStorageError(f"write to {self.dir.name} failed: {exc}") from exc
 
-    def append_as_follower(self, batches, validated: list[BatchHeader] | None = None) -> None:
-        """Append batches that already carry their offsets (replication); no producer checks."""
-        self._check_online()
-        if validated is None:
-            validated = list(iter_batch_headers(batches, validate=True))
-        if not validated:
-            return
-        with self._lock:
-            first = validated[0].base_offset
-            if first < self._log_end_offset:
-                raise KafkaError(f"follower append at {first} below log end {self._log_end_offset}")
-            if first > self._log_end_offset and self._active.size == 0:
-                self._truncate_fully_locked(first)
-            last = validated[-1]
-            next_offset = last.base_offset + last.last_offset_delta + 1
-            segment = self._active
-            if segment.size + len(batches) > self.config.segment_bytes or segment.index_full \
-                    or next_offset - 1 - segment.base_offset > INT32_MAX:
-                segment = self._roll_locked()
-            for header in validated:
-                epoch = header.partition_leader_epoch
-                if epoch >= 0 and epoch > self.leader_epochs.latest_epoch:
-                    self.leader_epochs.assign(epoch, header.base_offset)
-            old_size = segment.size
-            try:
-                segment.append(batches, validated)
-            except OSError as exc:
-                self._write_failed(segment, old_size, exc)
-            self._log_end_offset = next_offset
-            for header in validated:
-                if header.producer_id >= 0:
-                    self.producer_state.update(header)
-
     # ---------------------------------------------------------------- read
     def read(self, offset: int, max_bytes: int, *, max_offset: int | None = None,
              min_one_batch: bool = True) -> ReadResult:
@@ -457,55 +425,6 @@ class PartitionLog:
 
     def _empty(self, offset: int) -> ReadResult:
         return ReadResult(b"", self._high_watermark, self._log_start_offset, self._log_end_offset, offset)
-
-    # ---------------------------------------------------------------- timestamp lookups
-    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
-        """(offset, timestamp) of the first record with timestamp >= `timestamp`, or None."""
-        self._check_online()
-        start = self._log_start_offset
-        for segment in list(self._segments):
-            if segment.max_timestamp < timestamp or segment.next_offset <= start:
-                continue
-            _, ts_offset = segment.lookup_timestamp(timestamp)
-            _, position = segment.lookup_offset(max(ts_offset, start))
-            for header in segment.iter_headers(position):
-                if header.max_timestamp >= timestamp and header.base_offset + header.last_offset_delta >= start:
-                    return self._record_at_or_after(segment, header, timestamp, start)
-        return None
-
-    def _record_at_or_after(self, segment: LogSegment, header: BatchHeader, timestamp: int,
-                            start: int) -> tuple[int, int]:
-        if header.attributes & TIMESTAMP_TYPE_MASK:
-            return max(header.base_offset, start), header.max_timestamp
-        try:
-            data = os.pread(segment.file.fileno(), header.batch_length + 12, header.position)
-            for record in iter_records(data, read_batch_header(data, 0)):
-                if record.timestamp >= timestamp and record.offset >= start:
-                    return record.offset, record.timestamp
-        except KafkaError as exc:
-            log.warning("cannot decode batch at offset %d of %s for a timestamp lookup: %s",
-                        header.base_offset, self.dir.name, exc)
-        return max(header.base_offset, start), header.max_timestamp
-
-    def max_timestamp_offset(self) -> tuple[int, int]:
-        """(offset, timestamp) of the record with the largest timestamp (ListOffsets -3);
-        (-1, -1) for an empty log."""
-        self._check_online()
-        best = None
-        for segment in list(self._segments):
-            if segment.size and (best is None or segment.max_timestamp > best.max_timestamp):
-                best = segment
-        if best is None or best.max_timestamp < 0:
-            return -1, -1
-        ts = best.max_timestamp
-        _, position = best.lookup_offset(best.offset_of_max_timestamp)
-        for header in best.iter_headers(position):
-            if header.max_timestamp == ts:
-                if header.attributes & TIMESTAMP_TYPE_MASK:
-                    return header.base_offset, ts
-                offset, _ = self._record_at_or_after(best, header, ts, header.base_offset)
-                return offset, ts
-        return -1, -1
 
     # ---------------------------------------------------------------- leader epochs
     def assign_epoch(self, epoch: int, start_offset: int) -> None:
@@ -630,205 +549,6 @@ class PartitionLog:
         # Kafka flushes the previous segments asynchronously on roll; so do we.
         self._flusher.request_flush(self, new_base)
         return segment
-
-    # ---------------------------------------------------------------- retention
-    def delete_records_before(self, offset: int) -> int:
-        """DeleteRecords: move the log start offset to `offset`; returns the new low watermark."""
-        self._check_online()
-        with self._lock:
-            if offset > self._high_watermark:
-                raise OffsetOutOfRangeError(
-                    f"cannot move the log start offset of {self.dir.name} to {offset}: "
-                    f"above the high watermark {self._high_watermark}")
-            if offset > self._log_start_offset:
-                self._set_log_start_offset(offset)
-                self._delete_segments(lambda seg, nxt: nxt is not None and nxt.base_offset <= self._log_start_offset,
-                                      "log start offset breach")
-            return self._log_start_offset
-
-    def _set_log_start_offset(self, offset: int) -> None:
-        self._log_start_offset = offset
-        if offset > self._high_watermark:
-            self._high_watermark = offset
-        if offset > self.recovery_point:
-            self.recovery_point = offset
-        self.leader_epochs.truncate_from_start(offset)
-        log.info("log start offset of %s is now %d", self.dir.name, offset)
-
-    def delete_old_segments(self, now_ms: int | None = None) -> int:
-        """One retention pass (retention.ms, retention.bytes, log start offset); returns how
-        many segments were deleted. Also removes files whose deletion delay has passed."""
-        if self.offline_reason is not None:
-            return 0
-        now_ms = _now_ms() if now_ms is None else now_ms
-        with self._lock:
-            deleted = self._delete_segments(
-                lambda seg, nxt: nxt is not None and nxt.base_offset <= self._log_start_offset,
-                "log start offset breach")
-            config = self.config
-            if config.delete_enabled and config.retention_ms >= 0:
-                deleted += self._delete_segments(
-                    lambda seg, nxt: now_ms - seg.largest_timestamp() > config.retention_ms,
-                    f"retention.ms {config.retention_ms}")
-            if config.delete_enabled and config.retention_bytes >= 0:
-                excess = [self.size_bytes - config.retention_bytes]
-
-                def too_big(seg: LogSegment, nxt) -> bool:
-                    if excess[0] - seg.size >= 0:
-                        excess[0] -= seg.size
-                        return True
-                    return False
-
-                deleted += self._delete_segments(too_big, f"retention.bytes {config.retention_bytes}")
-        self._run_pending_deletes(time.monotonic())
-        return deleted
-
-    def _delete_segments(self, predicate, reason: str) -> int:
-        """Kafka's deleteOldSegments: delete leading segments while `predicate` holds and they
-        are below the high watermark; the active segment only if non-empty (after a roll)."""
-        segments = self._segments
-        deletable = []
-        for i, segment in enumerate(segments):
-            nxt = segments[i + 1] if i + 1 < len(segments) else None
-            upper = nxt.base_offset if nxt is not None else self._log_end_offset
-            if nxt is None and segment.size == 0:
-                break
-            if self._high_watermark >= upper and predicate(segment, nxt):
-                deletable.append(segment)
-            else:
-                break
-        if not deletable:
-            return 0
-        if len(deletable) == len(segments):
-            self._roll_locked()
-        del self._segments[:len(deletable)]
-        del self._bases[:len(deletable)]
-        first = self._segments[0].base_offset
-        if first > self._log_start_offset:
-            self._set_log_start_offset(first)
-        log.info("deleting %d segment(s) of %s (%s): %s", len(deletable), self.dir.name, reason,
-                 ", ".join(str(s.base_offset) for s in deletable))
-        self._schedule_deletion(deletable)
-        return len(deletable)
-
-    def _schedule_deletion(self, segments: list[LogSegment]) -> None:
-        due = time.monotonic() + self.config.file_delete_delay_ms / 1000
-        for segment in segments:
-            try:
-                segment.rename_for_deletion()
-            except OSError as exc:
-                log.warning("could not rename %s for deletion: %s", segment, exc)
-            self._pending_deletes.append((due, segment))
-        if self.config.file_delete_delay_ms == 0:
-            self._run_pending_deletes(time.monotonic())
-
-    def _run_pending_deletes(self, now: float, force: bool = False) -> None:
-        if not self._pending_deletes:
-            return
-        ready = [s for due, s in self._pending_deletes if force or due <= now]
-        self._pending_deletes = [(due, s) for due, s in self._pending_deletes if not (force or due <= now)]
-        if not ready:
-            return
-
-        def delete() -> None:
-            for segment in ready:
-                try:
-                    segment.delete_files()
-                except OSError as exc:
-                    log.warning("could not delete files of %s: %s", segment, exc)
-
-        if force or self._closed:
-            delete()
-        else:
-            self._flusher.submit(delete)
-
-    # ---------------------------------------------------------------- truncation
-    def truncate_to(self, offset: int) -> None:
-        """Remove every batch with an offset >= `offset` (a batch containing it goes whole)."""
-        self._check_online()
-        with self._lock:
-            if offset >= self._log_end_offset:
-                return
-            if offset < self._segments[0].base_offset:
-                self._truncate_fully_locked(offset)
-                return
-            keep = bisect.bisect_right(self._bases, offset)
-            removed = self._segments[keep:]
-            if removed:
-                del self._segments[keep:]
-                del self._bases[keep:]
-                self._schedule_deletion(removed)
-            segment = self._segments[-1]
-            if not segment.offset_index.active:
-                segment.make_active()
-            segment.truncate_to(offset)
-            self._active = segment
-            self._after_truncation(segment.next_offset)
-
-    def truncate_fully_and_start_at(self, offset: int) -> None:
-        """Delete every segment and start an empty log at `offset` (replication)."""
-        with self._lock:
-            self._truncate_fully_locked(offset)
-
-    def _truncate_fully_locked(self, offset: int) -> None:
-        removed = self._segments
-        segment = LogSegment(self.dir, offset, max_index_size=self.config.segment_index_bytes,
-                             active=True, now_ms=_now_ms(), index_interval=self.config.index_interval_bytes,
-                             jitter_ms=self.config.segment_jitter_ms, fresh_indexes=True,
-                             new_file=True) if all(s.base_offset != offset for s in removed) else None
-        if segment is None:
-            # The new base collides with an existing file: empty that segment and keep it.
-            segment = next(s for s in removed if s.base_offset == offset)
-            removed = [s for s in removed if s is not segment]
-            if not segment.offset_index.active:
-                segment.make_active()
-            segment.truncate_to(offset)
-        self._segments = [segment]
-        self._bases = [offset]
-        self._active = segment
-        segment.next_offset = offset
-        self._schedule_deletion(removed)
-        self._log_start_offset = offset
-        self.leader_epochs.clear()
-        self.producer_state.truncate_fully_and_start_at(offset)
-        self._log_end_offset = offset
-        self._high_watermark = offset
-        self.recovery_point = offset
-        self.durable_offset = offset
-        self._flusher.cancel_waiters(self, offset, KafkaError("log was truncated"))
-        log.info("%s truncated fully, now starting at offset %d", self.dir.name, offset)
-
-    def _after_truncation(self, end_offset: int) -> None:
-        self._log_end_offset = end_offset
-        self._high_watermark = min(self._high_watermark, end_offset)
-        self.recovery_point = min(self.recovery_point, end_offset)
-        self.durable_offset = min(self.durable_offset, end_offset)
-        if self._log_start_offset > end_offset:
-            self._log_start_offset = end_offset
-        self.leader_epochs.truncate_from_end(end_offset)
-        replay_from = self.producer_state.truncate_to(end_offset, self._log_start_offset)
-        self.replay_producer_state(replay_from, end_offset)
-        self._flusher.cancel_waiters(self, end_offset, KafkaError("log was truncated"))
-        log.info("%s truncated to offset %d", self.dir.name, end_offset)
-
-    def replay_producer_state(self, start: int, end: int) -> None:
-        """Feed the headers of batches in [start, end) to the producer state (recovery)."""
-        if start >= end:
-            return
-        update = self.producer_state.update
-        i = max(bisect.bisect_right(self._bases, start) - 1, 0)
-        for segment in self._segments[i:]:
-            if segment.base_offset >= end:
-                break
-            header = segment.find_batch(start)
-            if header is None:
-                continue
-            for header in segment.iter_headers(header.position):
-                if header.base_offset >= end:
-                    break
-                if header.producer_id >= 0:
-                    update(header)
-        self.producer_state.update_map_end_offset(end)
 
     # ---------------------------------------------------------------- config and lifecycle
     def _apply_config(self, config: LogConfig) -> None:

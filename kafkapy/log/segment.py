@@ -10,7 +10,6 @@ import io
 import logging
 import os
 import random
-import struct
 from pathlib import Path
 from typing import Callable, Iterator
 

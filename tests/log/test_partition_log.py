@@ -5,7 +5,6 @@ import os
 import struct
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
@@ -19,7 +18,6 @@ from kafkapy.protocol.records import (
     build_batch,
     iter_batch_headers,
     iter_records,
-    read_batch_header,
     validate_batch,
 )
 
