@@ -129,9 +129,11 @@ def test_java_static_member_restart_causes_no_rebalance(broker, java_programs: J
         static.wait(30)
         restarted = java_consumer(java_programs, broker.bootstrap, group, topic, tmp_path, "static-again",
                                   instance_id="java-static-1", session_timeout_ms=30_000).start()
-        wait_until(lambda: restarted.assigned(), 60, "the restarted static member's assignment")
+        def generations() -> list[str]:
+            return [e[1] for e in restarted.events() if e[0] == "G" and e[1] != "-1"]
+        wait_until(lambda: restarted.assigned() and generations(), 60, "the restarted static member's assignment")
         assert restarted.assigned() == owned
-        generations = [e[1] for e in restarted.events() if e[0] == "G" and e[1] != "-1"]
+        generations = generations()
         watcher_generations = [e[1] for e in before if e[0] == "G"]
         assert generations and generations[0] == watcher_generations[-1], (generations, watcher_generations)
         time.sleep(3)
