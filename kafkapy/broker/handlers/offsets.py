@@ -5,9 +5,10 @@ layer does); the group coordinator decides everything else.
 """
 from __future__ import annotations
 
+import asyncio
 import time
 
-from ...groupcoord import OffsetAndMetadata
+from ...groupcoord import OFFSETS_TOPIC, OffsetAndMetadata
 from ...protocol.errors import ErrorCode
 from ...protocol.messages import (
     OffsetCommitRequest,
@@ -22,6 +23,13 @@ from ..dispatch import RequestContext, handles
 INVALID_OFFSET = -1
 NO_LEADER_EPOCH = -1
 NO_METADATA = ""
+
+
+async def _durable(broker, partition: int) -> None:
+    """In fsync-on-ack mode, acknowledge a commit only once its record is on disk (as produce does)."""
+    plog = broker.partitions.get_log(OFFSETS_TOPIC, partition)
+    if plog is not None and plog.config.fsync_on_ack:
+        await asyncio.wrap_future(plog.sync_until(plog.log_end_offset - 1))
 
 
 def partition_exists(broker, topic: str, partition: int) -> bool:
@@ -50,9 +58,13 @@ async def handle_offset_commit(ctx: RequestContext, request: OffsetCommitRequest
                 metadata=p.committed_metadata if p.committed_metadata is not None else NO_METADATA,
                 commit_timestamp=commit_ts, expire_timestamp=expire)
     if offsets:
-        errors.update(broker.group_coordinator.commit_offsets(
+        coordinator = broker.group_coordinator
+        results = coordinator.commit_offsets(
             request.group_id, request.member_id, request.group_instance_id if version >= 7 else None,
-            request.generation_id_or_member_epoch, offsets))
+            request.generation_id_or_member_epoch, offsets)
+        errors.update(results)
+        if any(code == ErrorCode.NONE for code in results.values()):
+            await _durable(broker, coordinator.partition_for(request.group_id))
     return OffsetCommitResponse(throttle_time_ms=0, topics=[
         OffsetCommitResponse.OffsetCommitResponseTopic(name=topic.name, partitions=[
             OffsetCommitResponse.OffsetCommitResponsePartition(
