@@ -226,6 +226,11 @@ class Consumption:
 
 
 # -- the consumer process itself ------------------------------------------------------------
+def keep_running(args) -> bool:
+    """Until the stop file appears -- or the test that started us is gone (no orphans)."""
+    return not os.path.exists(args.stop_file) and os.getppid() == args.parent_pid
+
+
 class EventLog:
     """Buffered event lines, flushed after every poll and rebalance so that tests can follow."""
 
@@ -269,7 +274,7 @@ def _consume_kafka_python(args, events: EventLog) -> None:
                              session_timeout_ms=args.session_timeout_ms, heartbeat_interval_ms=1000,
                              fetch_max_wait_ms=200, max_poll_records=2000)
     consumer.subscribe([args.topic], listener=Listener())
-    while not os.path.exists(args.stop_file):
+    while keep_running(args):
         for tp, records in consumer.poll(timeout_ms=200).items():
             for r in records:
                 events.write(f"R {tp.partition} {r.offset} {r.value.decode()}")
@@ -298,7 +303,7 @@ def _consume_confluent(args, events: EventLog) -> None:
         config["group.instance.id"] = args.instance_id
     consumer = Consumer(config)
     consumer.subscribe([args.topic], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_revoke)
-    while not os.path.exists(args.stop_file):
+    while keep_running(args):
         for msg in consumer.consume(1000, timeout=0.2):
             if msg.error() is not None:
                 events.write(f"E {msg.error()}")
@@ -337,7 +342,7 @@ def _consume_aiokafka(args, events: EventLog) -> None:
         consumer.subscribe([args.topic], listener=Listener())
         await consumer.start()
         try:
-            while not os.path.exists(args.stop_file):
+            while keep_running(args):
                 for tp, records in (await consumer.getmany(timeout_ms=200, max_records=2000)).items():
                     for r in records:
                         events.write(f"R {tp.partition} {r.offset} {r.value.decode()}")
@@ -362,6 +367,7 @@ def main(argv: list[str]) -> int:
     consume.add_argument("--instance-id", default=None)
     consume.add_argument("--session-timeout-ms", type=int, default=10_000)
     args = parser.parse_args(argv)
+    args.parent_pid = os.getppid()
     events = EventLog(args.out)
     runner = {"kafka-python": _consume_kafka_python, "confluent": _consume_confluent,
               "aiokafka": _consume_aiokafka}[args.client]

@@ -97,7 +97,9 @@ public final class GroupConsumer {
             KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(props);
             consumer.subscribe(List.of(topic), listener);
             int generation = -1;
-            while (!Files.exists(stopFile)) {
+            // until the stop file appears, or the test that started us is gone (no orphans)
+            java.util.Optional<ProcessHandle> parent = ProcessHandle.current().parent();
+            while (!Files.exists(stopFile) && parent.map(ProcessHandle::isAlive).orElse(false)) {
                 for (ConsumerRecord<byte[], byte[]> record : consumer.poll(Duration.ofMillis(200))) {
                     events.println("R " + record.partition() + " " + record.offset() + " "
                             + new String(record.value(), StandardCharsets.UTF_8));
