@@ -25,6 +25,7 @@ class LogMachine(RuleBasedStateMachine):
         super().__init__()
         self.root = Path(tempfile.mkdtemp(prefix="kafkapy-log-prop-"))
         self.batches: list[tuple[int, int, bytes]] = []  # (base offset, last offset, bytes)
+        self.timestamps: list[tuple[int, int]] = []  # (offset, timestamp) of every record
         self.log_start = 0
         self.next_offset = 0
         self.clock = BASE_TS
@@ -82,6 +83,7 @@ class LogMachine(RuleBasedStateMachine):
         for header in iter_batch_headers(buf):
             data = bytes(buf[header.position:header.position + header.size])
             self.batches.append((header.base_offset, header.last_offset, data))
+            self.timestamps += [(header.base_offset + j, self.clock + j) for j in range(header.records_count)]
             self.next_offset = header.last_offset + 1
         assert result.last_offset == self.end - 1
 
@@ -125,6 +127,7 @@ class LogMachine(RuleBasedStateMachine):
             # A batch holding the target goes whole: the log then ends at its base offset.
             self.next_offset = removed[0][0]
         self.batches = [b for b in self.batches if b[1] < target]
+        self.timestamps = [t for t in self.timestamps if t[0] < self.next_offset]
         self.log_start = min(self.log_start, self.end)
         assert self.log.log_end_offset == self.end
 
@@ -144,6 +147,12 @@ class LogMachine(RuleBasedStateMachine):
             assert result.next_offset == headers[-1].next_offset
         elif offset < self.end and min_one:
             raise AssertionError(f"no data at {offset} though the log ends at {self.end}")
+
+    @rule(delta=st.integers(-100, 6000))
+    def offset_for_timestamp(self, delta):
+        target = BASE_TS + delta
+        expected = next(((o, t) for o, t in self.timestamps if o >= self.log_start and t >= target), None)
+        assert self.log.offset_for_timestamp(target) == expected
 
     @rule(offset=st.integers(-5, 0))
     def read_below_start(self, offset):
