@@ -5,7 +5,8 @@ Reads the JSON message specs, apis.tsv and errors.tsv under the spec directory (
 `../shared/kafka-protocol-3.9`, relative to the repository root) and writes:
 
 - `kafkapy/protocol/messages/<api>.py`: one module per API served to clients (request listeners
-  include "broker"), with a `@dataclass(slots=True)` class per request and response and
+  include "broker"), with a class per request, response and nested struct (`__slots__` and a
+  generated `__init__`; equality and repr come from `primitives.GeneratedStruct`) and
   straight-line decode/encode functions per version;
 - `kafkapy/protocol/messages/__init__.py`: re-exports, REQUEST_TYPES and RESPONSE_TYPES;
 - `kafkapy/protocol/error_codes.py`: the ErrorCode IntEnum and the RETRIABLE set.
@@ -173,7 +174,7 @@ def load_message(path: Path) -> MessageSpec:
             tag=raw.get("tag"), default=raw.get("default"),
             flexible_versions=(parse_versions(raw["flexibleVersions"])
                                if "flexibleVersions" in raw else None))
-        if keyword.iskeyword(spec.attr) or spec.attr in ("encode", "decode", "encode_parts"):
+        if keyword.iskeyword(spec.attr) or spec.attr in ("encode", "decode", "encode_parts", "self"):
             raise ValueError(f"{path.name}: field name {spec.attr!r} clashes with Python")
         if elem not in PRIMITIVES:
             raw_fields = raw.get("fields") or common.get(elem)
@@ -359,15 +360,15 @@ class ModuleBuilder:
 
     # (module, name, local alias) of everything generated code may import; only used ones are
     _IMPORTS = [
-        ("uuid", None, "_uuid"), ("dataclasses", "dataclass", "dataclass"),
-        ("dataclasses", "field", "_field"), ("struct", "Struct", "_Struct"),
-        ("typing", "ClassVar", "ClassVar"),
+        ("uuid", None, "_uuid"), ("struct", "Struct", "_Struct"),
+        ("..primitives", "FACTORY", "_FACTORY"),
         ("..primitives", "PLAIN_BUFFERS", "_PLAIN_BUFFERS"),
         ("..primitives", "UUID_CACHE", "_UUID_CACHE"), ("..primitives", "UVARINT_1", "_UV1"),
         ("..primitives", "ZERO_UUID", "_ZERO_UUID"),
         ("..primitives", "ExternalRecords", "ExternalRecords"),
-        ("..primitives", "FieldSchema", "_FieldSchema"), ("..primitives", "Malformed", "_Malformed"),
-        ("..primitives", "Message", "_Message"),
+        ("..primitives", "FieldSchema", "_FieldSchema"),
+        ("..primitives", "GeneratedStruct", "_GeneratedStruct"),
+        ("..primitives", "Malformed", "_Malformed"), ("..primitives", "Message", "_Message"),
         ("..primitives", "StructTable", "_StructTable"),
         ("..primitives", "encode_uvarint", "_uvarint"), ("..primitives", "read_uuid", "_read_uuid"),
         ("..primitives", "read_uvarint", "_read_uvarint"),
@@ -399,25 +400,22 @@ class ModuleBuilder:
     def _message_class(self, msg: MessageSpec) -> str:
         lines = []
         # Structs are defined at module level under private names (a class body cannot see its
-        # enclosing class's namespace, which default_factory needs) and attached to the message
-        # class by their Kafka names; __qualname__ makes them print as Message.Struct.
+        # enclosing class's namespace) and attached to the message class by their Kafka names;
+        # __qualname__ makes them print as Message.Struct.
         for spec in msg.structs:
-            lines += ["", "", "@dataclass(slots=True)", f"class {self.class_alias(msg, spec)}:",
+            lines += ["", "", f"class {self.class_alias(msg, spec)}(_GeneratedStruct):",
                       f'    """{msg.name} struct {spec.kafka_name}."""', "",
-                      f'    __qualname__ = "{msg.name}.{spec.name}"',
-                      "    SCHEMA: ClassVar[tuple[_FieldSchema, ...]] = ()"]
-            if spec.fields:
-                lines.append("")
-            lines += ["    " + d for d in self._field_decls(msg, spec)]
+                      f'    __qualname__ = "{msg.name}.{spec.name}"']
+            lines += self._fields(msg, spec)
         lo, hi = msg.valid_versions
         flex = msg.first_flexible
         flex_text = f"flexible from v{flex}" if flex is not None else "never flexible"
-        lines += ["", "", "@dataclass(slots=True)", f"class {msg.name}(_Message):",
+        lines += ["", "", f"class {msg.name}(_Message):",
                   f'    """Kafka {msg.name} (api key {msg.api_key}), versions {lo}-{hi}, '
                   f'{flex_text}."""', "",
-                  f"    API_KEY: ClassVar[int] = {msg.api_key}",
-                  f"    VALID_VERSIONS: ClassVar[tuple[int, int]] = ({lo}, {hi})",
-                  f"    FLEXIBLE_VERSION: ClassVar[int | None] = {flex}"]
+                  f"    API_KEY = {msg.api_key}",
+                  f"    VALID_VERSIONS = ({lo}, {hi})",
+                  f"    FLEXIBLE_VERSION = {flex}"]
         if msg.structs:
             lines.append("")
         for old, new in msg.renamed.items():
@@ -425,8 +423,45 @@ class ModuleBuilder:
         for spec in msg.structs:
             lines.append(f"    {spec.name} = {self.class_alias(msg, spec)}")
         lines.append("")
-        lines += ["    " + d for d in self._field_decls(msg, msg.root)]
+        lines += self._fields(msg, msg.root)
         return "\n".join(lines)
+
+    def _fields(self, msg: MessageSpec, spec: StructSpec) -> list[str]:
+        """A class's `__slots__`/`__match_args__` and its `__init__` (none without fields)."""
+        names = [f.attr for f in spec.fields]
+        slots = "(" + ", ".join(repr(n) for n in names) + ("," if len(names) == 1 else "") + ")"
+        lines = [f"    __slots__ = __match_args__ = {slots}"]
+        if len(lines[0]) > 100:
+            lines = ["    __slots__ = __match_args__ = ("]
+            lines += ["        " + ", ".join(chunk) + "," for chunk in _wrap(
+                [repr(n) for n in names], 100 - 8)]
+            lines.append("    )")
+        if not names:
+            return lines
+        params, body = [], []
+        for f in spec.fields:
+            hint = self._hint(msg, f)
+            lit = default_literal(f)
+            if lit == "[]":
+                params.append(f"{f.attr}: {hint} = _FACTORY")
+                body.append(f"self.{f.attr} = [] if {f.attr} is _FACTORY else {f.attr}")
+            elif lit == "STRUCT":
+                params.append(f"{f.attr}: {hint} = _FACTORY")
+                body.append(f"self.{f.attr} = {self.class_alias(msg, f.struct)}() "
+                            f"if {f.attr} is _FACTORY else {f.attr}")
+            else:
+                params.append(f"{f.attr}: {hint} = {lit}")
+                body.append(f"self.{f.attr} = {f.attr}")
+        lines.append("")
+        one_line = f"    def __init__(self, {', '.join(params)}):"
+        if len(one_line) <= 100:
+            lines.append(one_line)
+        else:
+            lines += ["    def __init__(", "        self,"]
+            lines += [f"        {p}," for p in params]
+            lines.append("    ):")
+        lines += ["        " + b for b in body]
+        return lines
 
     def _schema(self, msg: MessageSpec, spec: StructSpec) -> list[str]:
         lines = [f"{self.class_alias(msg, spec)}.SCHEMA = ("]
@@ -438,28 +473,32 @@ class ModuleBuilder:
         lines.append(")")
         return lines
 
-    def _field_decls(self, msg: MessageSpec, spec: StructSpec) -> list[str]:
-        decls = []
-        for f in spec.fields:
-            nullable = f.nullable_versions[0] <= f.nullable_versions[1]
-            if f.is_struct:
-                elem = f"{msg.name}.{f.struct.name}"
-            else:
-                elem = {"string": "str", "bytes": "bytes", "bool": "bool", "float64": "float",
-                        "uuid": "_uuid.UUID",
-                        "records": "memoryview | bytes | ExternalRecords"}.get(f.type, "int")
-            hint = f"list[{elem}]" if f.is_array else elem
-            lit = default_literal(f)
-            if lit == "None" or (f.type == "records" and not f.is_array):
-                hint += " | None"
-            if lit == "[]":
-                value = "_field(default_factory=list)"
-            elif lit == "STRUCT":
-                value = f"_field(default_factory={self.class_alias(msg, f.struct)})"
-            else:
-                value = lit
-            decls.append(f"{f.attr}: {hint} = {value}")
-        return decls
+    @staticmethod
+    def _hint(msg: MessageSpec, f: FieldSpec) -> str:
+        """The type hint of a field's `__init__` parameter."""
+        if f.is_struct:
+            elem = f"{msg.name}.{f.struct.name}"
+        else:
+            elem = {"string": "str", "bytes": "bytes", "bool": "bool", "float64": "float",
+                    "uuid": "_uuid.UUID",
+                    "records": "memoryview | bytes | ExternalRecords"}.get(f.type, "int")
+        hint = f"list[{elem}]" if f.is_array else elem
+        if default_literal(f) == "None" or (f.type == "records" and not f.is_array):
+            hint += " | None"
+        return hint
+
+
+def _wrap(items: list[str], width: int) -> list[list[str]]:
+    """`items` in chunks whose ", "-joined text (plus a trailing comma) fits `width`."""
+    chunks: list[list[str]] = [[]]
+    size = 0
+    for item in items:
+        if chunks[-1] and size + len(item) + 2 > width:
+            chunks.append([])
+            size = 0
+        chunks[-1].append(item)
+        size += len(item) + 2
+    return chunks
 
 
 # ---------------------------------------------------------------------------------------------

@@ -7,19 +7,21 @@ into a `DecodeError` naming the api key, version and byte offset.
 """
 from __future__ import annotations
 
+import _thread
 import abc
 import struct
 import uuid
-from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any, Callable, ClassVar, Self
 
 from .errors import DecodeError
 
 __all__ = [
-    "ExternalRecords", "FieldSchema", "Malformed", "Message", "UVARINT_1", "ZERO_UUID",
+    "ExternalRecords", "FACTORY", "FieldSchema", "GeneratedStruct", "Malformed", "Message",
+    "UVARINT_1", "ZERO_UUID",
     "read_uvarint", "encode_uvarint", "read_uuid", "skip_tagged_fields", "StructTable",
     "PLAIN_BUFFERS", "UUID_CACHE",
-    "decode_message", "encode_message", "encode_message_parts",
+    "decode_message", "encode_message", "encode_message_parts", "asdict", "replace",
 ]
 
 ZERO_UUID = uuid.UUID(int=0)
@@ -28,6 +30,9 @@ ZERO_UUID = uuid.UUID(int=0)
 UVARINT_1: tuple[bytes, ...] = tuple(bytes((i,)) for i in range(128))
 
 _MAX_UVARINT_BYTES = 5  # Kafka's unsigned varints are 32-bit
+
+_new = object.__new__
+_setattr = object.__setattr__
 
 
 class Malformed(Exception):
@@ -54,24 +59,70 @@ class ExternalRecords(abc.ABC):
         """The payload as bytes (used only when a single joined buffer is needed)."""
 
 
-@dataclass(frozen=True, slots=True)
 class FieldSchema:
     """One field of a generated message or struct class, as Kafka's JSON spec declares it.
 
     Every generated class lists its fields in `SCHEMA`; tests and tools use it to build values
     valid for a version. Version ranges are (min, max) with max 0x7fff for "N+" and (1, 0) for
-    "none".
+    "none". Immutable and compared by value, like the frozen dataclass it replaces (written out
+    by hand so that importing the messages does not import `dataclasses`).
     """
 
-    name: str                       # Kafka's name, e.g. "PartitionIndex"
-    attr: str                       # attribute name, e.g. "partition_index"
-    type: str                       # element type: "int32", "string", ..., or "struct"
+    __slots__ = __match_args__ = (
+        "name",                 # Kafka's name, e.g. "PartitionIndex"
+        "attr",                 # attribute name, e.g. "partition_index"
+        "type",                 # element type: "int32", "string", ..., or "struct"
+        "is_array",
+        "struct",               # the struct class for "struct" types, else None
+        "versions",
+        "nullable_versions",
+        "tagged_versions",
+        "tag",                  # the tag number, None if never tagged
+    )
+    name: str
+    attr: str
+    type: str
     is_array: bool
-    struct: type | None             # the struct class for "struct" types
+    struct: type | None
     versions: tuple[int, int]
     nullable_versions: tuple[int, int]
     tagged_versions: tuple[int, int]
     tag: int | None
+
+    def __init__(self, name: str, attr: str, type: str, is_array: bool, struct: type | None,
+                 versions: tuple[int, int], nullable_versions: tuple[int, int],
+                 tagged_versions: tuple[int, int], tag: int | None):
+        _setattr(self, "name", name)
+        _setattr(self, "attr", attr)
+        _setattr(self, "type", type)
+        _setattr(self, "is_array", is_array)
+        _setattr(self, "struct", struct)
+        _setattr(self, "versions", versions)
+        _setattr(self, "nullable_versions", nullable_versions)
+        _setattr(self, "tagged_versions", tagged_versions)
+        _setattr(self, "tag", tag)
+
+    def _values(self) -> tuple:
+        return (self.name, self.attr, self.type, self.is_array, self.struct, self.versions,
+                self.nullable_versions, self.tagged_versions, self.tag)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return self._values() == other._values()
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        return "FieldSchema(" + ", ".join(
+            f"{name}={value!r}" for name, value in zip(self.__slots__, self._values())) + ")"
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise _frozen(name)
+
+    def __delattr__(self, name: str) -> None:
+        raise _frozen(name)
 
     def present(self, version: int) -> bool:
         return self.versions[0] <= version <= self.versions[1]
@@ -81,6 +132,11 @@ class FieldSchema:
 
     def tagged(self, version: int) -> bool:
         return self.tag is not None and self.tagged_versions[0] <= version <= self.tagged_versions[1]
+
+
+def _frozen(name: str) -> Exception:
+    from dataclasses import FrozenInstanceError   # the error a frozen dataclass raises
+    return FrozenInstanceError(f"cannot assign to field {name!r}")
 
 
 def read_uvarint(buf: Any, pos: int) -> tuple[int, int]:
@@ -143,8 +199,6 @@ PLAIN_BUFFERS = frozenset({bytes, bytearray, memoryview})
 # Bounded so hostile input cannot grow it without limit.
 UUID_CACHE: dict[bytes, uuid.UUID] = {}
 _UUID_CACHE_MAX = 65536
-_new = object.__new__
-_setattr = object.__setattr__
 _SAFE_UNKNOWN = uuid.SafeUUID.unknown
 
 
@@ -265,11 +319,115 @@ def encode_message_parts(encoders: dict[int, Callable[[Any, list], list]], messa
     return out
 
 
-class Message:
+class _Factory:
+    """The marker default of a field whose default is made per instance (a list, a struct)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<factory>"   # as dataclasses shows a default_factory in signatures
+
+
+FACTORY: Any = _Factory()
+
+_repr_running: set[tuple[int, int]] = set()
+
+
+class GeneratedStruct:
+    """Base of every generated message and struct class: fields compared and printed by value.
+
+    A generated class lists its fields in order in `__slots__` and `__match_args__` and has a
+    generated `__init__` taking them as keyword (or positional) arguments with their defaults;
+    a `FACTORY` default means a fresh list or struct per instance. Equality and repr behave as a
+    dataclass's: equal when of the same class with equal fields, shown as
+    `ProduceResponse.LeaderIdAndEpoch(leader_id=1, leader_epoch=2)`. Plain classes rather than
+    dataclasses because dataclass processing of ~360 classes dominated the import time.
+    """
+
+    __slots__ = ()
+    __match_args__: ClassVar[tuple[str, ...]] = ()
+    SCHEMA: ClassVar[tuple[FieldSchema, ...]] = ()
+
+    def __eq__(self, other: object) -> Any:
+        if other.__class__ is self.__class__:
+            values = _VALUES.get(self.__class__) or _values_getter(self.__class__)
+            return values(self) == values(other)
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        key = (id(self), _thread.get_ident())
+        if key in _repr_running:   # a struct that (indirectly) contains itself
+            return "..."
+        _repr_running.add(key)
+        try:
+            template = _REPR_TEMPLATES.get(self.__class__) or _repr_template(self.__class__)
+            return template % (_VALUES.get(self.__class__) or _values_getter(self.__class__))(self)
+        finally:
+            _repr_running.discard(key)
+
+
+# Per class, made on first use: a function returning the field values as a tuple (what a
+# dataclass's __eq__ compares), and a %-template of the repr.
+_VALUES: dict[type, Callable[[Any], tuple]] = {}
+_REPR_TEMPLATES: dict[type, str] = {}
+
+
+def _values_getter(cls: type) -> Callable[[Any], tuple]:
+    names = cls.__match_args__
+    if len(names) > 1:
+        getter = attrgetter(*names)
+    elif names:
+        getter = _one_value(attrgetter(names[0]))
+    else:
+        getter = _no_values
+    _VALUES[cls] = getter
+    return getter
+
+
+def _one_value(get: Callable[[Any], Any]) -> Callable[[Any], tuple]:
+    return lambda obj: (get(obj),)
+
+
+def _no_values(obj: Any) -> tuple:
+    return ()
+
+
+def _repr_template(cls: type) -> str:
+    fields = ", ".join(f"{name}=%r" for name in cls.__match_args__)
+    template = cls.__qualname__.replace("%", "%%") + "(" + fields + ")"
+    _REPR_TEMPLATES[cls] = template
+    return template
+
+
+def asdict(obj: GeneratedStruct) -> dict[str, Any]:
+    """A generated object's fields as a dict, nested structs and lists too (dataclasses.asdict)."""
+    return {n: _plain(getattr(obj, n)) for n in obj.__match_args__}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, GeneratedStruct):
+        return asdict(value)
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def replace(obj: GeneratedStruct, **changes: Any) -> Any:
+    """A shallow copy of a generated object with `changes` applied (dataclasses.replace)."""
+    values = {n: getattr(obj, n) for n in obj.__match_args__}
+    unknown = changes.keys() - values.keys()
+    if unknown:
+        raise TypeError(f"{obj.__class__.__qualname__} has no field {sorted(unknown)[0]!r}")
+    values.update(changes)
+    return obj.__class__(**values)
+
+
+class Message(GeneratedStruct):
     """Base of the generated request and response classes: decode and encode any version.
 
-    Each generated subclass is a `dataclass(slots=True)` and fills in the class attributes; the
-    codecs themselves are generated functions, one per version, in `_DECODERS`/`_ENCODERS`.
+    Each generated subclass fills in the class attributes and its fields (see
+    `GeneratedStruct`); the codecs themselves are generated functions, one per version, in
+    `_DECODERS`/`_ENCODERS`.
     """
 
     __slots__ = ()
@@ -277,7 +435,6 @@ class Message:
     API_KEY: ClassVar[int]
     VALID_VERSIONS: ClassVar[tuple[int, int]]     # (min, max)
     FLEXIBLE_VERSION: ClassVar[int | None]         # first flexible version, None if never
-    SCHEMA: ClassVar[tuple[FieldSchema, ...]] = ()
     _DECODERS: ClassVar[dict[int, Callable[[Any, int], Any]]] = {}
     _ENCODERS: ClassVar[dict[int, Callable[[Any, list], list]]] = {}
 
