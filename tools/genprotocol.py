@@ -58,6 +58,16 @@ def parse_versions(text: str | None) -> tuple[int, int]:
     return int(text), int(text)
 
 
+def version_text(versions: tuple[int, int]) -> str:
+    """A version range in Kafka's grammar (the inverse of parse_versions)."""
+    lo, hi = versions
+    if lo > hi:
+        return "none"
+    if hi == MAX_VERSION:
+        return f"{lo}+"
+    return f"{lo}" if lo == hi else f"{lo}-{hi}"
+
+
 def in_range(versions: tuple[int, int], version: int) -> bool:
     return versions[0] <= version <= versions[1]
 
@@ -328,12 +338,12 @@ class ModuleBuilder:
         out = []
         for msg in self.messages:
             out.append(self._message_class(msg))
-        out.append("\n\n# Each class's fields as the spec declares them (for tests and tools): Kafka name,"
-                   " attribute,\n# type, array?, struct class, versions, nullable versions,"
-                   " tagged versions, tag.")
+        out.append("\n\n# Each class's fields as the spec declares them, read into SCHEMA on first use (for"
+                   " tests and\n# tools): Kafka name, type ([] for arrays), versions, nullable"
+                   " versions, tagged versions, tag.")
         for msg in self.messages:
             for spec in msg.structs + [msg.root]:
-                out += self._schema(msg, spec)
+                out += self._field_spec(msg, spec)
         out.append("\n_new = object.__new__  # decoders fill slots directly, skipping __init__")
         out.append("\n# _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);"
                    "\n# _T_<format>: Structs by array length, N marking where each array's elements go.")
@@ -463,14 +473,22 @@ class ModuleBuilder:
         lines += ["        " + b for b in body]
         return lines
 
-    def _schema(self, msg: MessageSpec, spec: StructSpec) -> list[str]:
-        lines = [f"{self.class_alias(msg, spec)}.SCHEMA = ("]
+    def _field_spec(self, msg: MessageSpec, spec: StructSpec) -> list[str]:
+        """The `_FIELD_SPEC` text `primitives` reads the class's SCHEMA from, on first use."""
+        if not spec.fields:
+            return []
+        lines = [f'{self.class_alias(msg, spec)}._FIELD_SPEC = """']
         for f in spec.fields:
-            type_ = "struct" if f.is_struct else f.type
-            struct = self.class_alias(msg, f.struct) if f.is_struct else None
-            lines.append(f"    _FieldSchema({f.name!r}, {f.attr!r}, {type_!r}, {f.is_array}, {struct}, "
-                         f"{f.versions}, {f.nullable_versions}, {f.tagged_versions}, {f.tag}),")
-        lines.append(")")
+            type_ = f.struct.name if f.is_struct else f.type
+            line = f"{f.name} {'[]' if f.is_array else ''}{type_} {version_text(f.versions)}"
+            if f.nullable_versions != NO_VERSIONS:
+                line += f" nullable={version_text(f.nullable_versions)}"
+            if f.tagged_versions != NO_VERSIONS:
+                line += f" tagged={version_text(f.tagged_versions)}"
+            if f.tag is not None:
+                line += f" tag={f.tag}"
+            lines.append(line)
+        lines.append('"""')
         return lines
 
     @staticmethod

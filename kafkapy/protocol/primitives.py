@@ -10,6 +10,7 @@ from __future__ import annotations
 import _thread
 import abc
 import struct
+import sys
 import uuid
 from operator import attrgetter
 from typing import Any, Callable, ClassVar, Self
@@ -333,6 +334,63 @@ FACTORY: Any = _Factory()
 _repr_running: set[tuple[int, int]] = set()
 
 
+class _SchemaOnFirstUse:
+    """`SCHEMA` of a generated class, read from its `_FIELD_SPEC` text when first asked for.
+
+    Only tests and tools use SCHEMA; a line of text per field is much cheaper to compile and
+    load than the FieldSchema calls, which made up a tenth of the generated source. A line is
+    `KafkaName type versions [nullable=R] [tagged=R] [tag=N]`, with `[]` before an array's
+    element type and structs by their names on the message class (`ApiKeys []ApiVersion 0+`);
+    attribute names are the class's `__match_args__`, in the same order.
+    """
+
+    def __get__(self, obj: Any, cls: type) -> tuple[FieldSchema, ...]:
+        for owner in cls.__mro__:
+            if "_FIELD_SPEC" in owner.__dict__:
+                break
+        else:
+            return ()
+        schema = _read_field_spec(owner)
+        setattr(owner, "SCHEMA", schema)   # shadows this descriptor from now on
+        return schema
+
+
+_SPEC_TYPES = frozenset({"bool", "int8", "int16", "uint16", "int32", "uint32", "int64",
+                         "float64", "uuid", "string", "bytes", "records"})
+_NO_VERSIONS = (1, 0)
+
+
+def _read_field_spec(cls: type) -> tuple[FieldSchema, ...]:
+    message = getattr(sys.modules[cls.__module__], cls.__qualname__.split(".")[0])
+    lines = [line.split() for line in cls.__dict__["_FIELD_SPEC"].splitlines() if line.strip()]
+    if len(lines) != len(cls.__match_args__):
+        raise ValueError(f"{cls.__qualname__}: _FIELD_SPEC does not match its fields")
+    schema = []
+    for attr, (name, type_, versions, *options) in zip(cls.__match_args__, lines):
+        extra = dict(option.split("=") for option in options)
+        is_array = type_.startswith("[]")
+        elem = type_[2:] if is_array else type_
+        struct_class = None
+        if elem not in _SPEC_TYPES:
+            struct_class = getattr(message, elem)
+            elem = "struct"
+        schema.append(FieldSchema(
+            name, attr, elem, is_array, struct_class, _version_range(versions),
+            _version_range(extra.get("nullable")), _version_range(extra.get("tagged")),
+            int(extra["tag"]) if "tag" in extra else None))
+    return tuple(schema)
+
+
+def _version_range(text: str | None) -> tuple[int, int]:
+    """Kafka's version-range grammar: "N+", "N-M", "N" ("none" or absent: the empty range)."""
+    if text is None or text == "none":
+        return _NO_VERSIONS
+    if text.endswith("+"):
+        return int(text[:-1]), 0x7FFF
+    lo, _, hi = text.partition("-")
+    return int(lo), int(hi or lo)
+
+
 class GeneratedStruct:
     """Base of every generated message and struct class: fields compared and printed by value.
 
@@ -346,7 +404,7 @@ class GeneratedStruct:
 
     __slots__ = ()
     __match_args__: ClassVar[tuple[str, ...]] = ()
-    SCHEMA: ClassVar[tuple[FieldSchema, ...]] = ()
+    SCHEMA: ClassVar[tuple[FieldSchema, ...]] = _SchemaOnFirstUse()   # type: ignore[assignment]
 
     def __eq__(self, other: object) -> Any:
         if other.__class__ is self.__class__:

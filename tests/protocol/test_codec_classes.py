@@ -160,3 +160,14 @@ def test_field_schema_is_an_immutable_value():
     assert topic.present(13) and not topic.nullable(13)
     topic_id = next(g for g in FetchRequest.FetchTopic.SCHEMA if g.attr == "topic_id")
     assert topic_id.versions == (13, 0x7FFF) and FetchRequest.FetchTopic().topic_id == uuid.UUID(int=0)
+
+
+def test_schema_is_read_once_and_inherited_by_subclasses():
+    class MyTopic(FetchRequest.FetchTopic):
+        __slots__ = ()
+
+    assert MyTopic.SCHEMA is FetchRequest.FetchTopic.SCHEMA is FetchRequest.FetchTopic().SCHEMA
+    assert [f.attr for f in MyTopic.SCHEMA] == list(FetchRequest.FetchTopic.__slots__)
+    assert MyTopic(topic="t") == MyTopic(topic="t") != FetchRequest.FetchTopic(topic="t")
+    assert repr(MyTopic(topic="t")).startswith(
+        "test_schema_is_read_once_and_inherited_by_subclasses.<locals>.MyTopic(topic='t', ")

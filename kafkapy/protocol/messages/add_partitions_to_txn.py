@@ -8,7 +8,6 @@ from struct import Struct as _Struct
 
 from ..primitives import FACTORY as _FACTORY
 from ..primitives import UVARINT_1 as _UV1
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import GeneratedStruct as _GeneratedStruct
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
@@ -154,44 +153,44 @@ class AddPartitionsToTxnResponse(_Message):
         self.results_by_topic_v3_and_below = [] if results_by_topic_v3_and_below is _FACTORY else results_by_topic_v3_and_below
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic.SCHEMA = (
-    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Partitions', 'partitions', 'int32', True, None, (0, 32767), (1, 0), (1, 0), None),
-)
-_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction.SCHEMA = (
-    _FieldSchema('TransactionalId', 'transactional_id', 'string', False, None, (4, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ProducerId', 'producer_id', 'int64', False, None, (4, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ProducerEpoch', 'producer_epoch', 'int16', False, None, (4, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('VerifyOnly', 'verify_only', 'bool', False, None, (4, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Topics', 'topics', 'struct', True, _AddPartitionsToTxnRequest_AddPartitionsToTxnTopic, (4, 32767), (1, 0), (1, 0), None),
-)
-AddPartitionsToTxnRequest.SCHEMA = (
-    _FieldSchema('Transactions', 'transactions', 'struct', True, _AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction, (4, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('V3AndBelowTransactionalId', 'v3_and_below_transactional_id', 'string', False, None, (0, 3), (1, 0), (1, 0), None),
-    _FieldSchema('V3AndBelowProducerId', 'v3_and_below_producer_id', 'int64', False, None, (0, 3), (1, 0), (1, 0), None),
-    _FieldSchema('V3AndBelowProducerEpoch', 'v3_and_below_producer_epoch', 'int16', False, None, (0, 3), (1, 0), (1, 0), None),
-    _FieldSchema('V3AndBelowTopics', 'v3_and_below_topics', 'struct', True, _AddPartitionsToTxnRequest_AddPartitionsToTxnTopic, (0, 3), (1, 0), (1, 0), None),
-)
-_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult.SCHEMA = (
-    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('PartitionErrorCode', 'partition_error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult.SCHEMA = (
-    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ResultsByPartition', 'results_by_partition', 'struct', True, _AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult, (0, 32767), (1, 0), (1, 0), None),
-)
-_AddPartitionsToTxnResponse_AddPartitionsToTxnResult.SCHEMA = (
-    _FieldSchema('TransactionalId', 'transactional_id', 'string', False, None, (4, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('TopicResults', 'topic_results', 'struct', True, _AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult, (4, 32767), (1, 0), (1, 0), None),
-)
-AddPartitionsToTxnResponse.SCHEMA = (
-    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (4, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ResultsByTransaction', 'results_by_transaction', 'struct', True, _AddPartitionsToTxnResponse_AddPartitionsToTxnResult, (4, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ResultsByTopicV3AndBelow', 'results_by_topic_v3_and_below', 'struct', True, _AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult, (0, 3), (1, 0), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic._FIELD_SPEC = """
+Name string 0+
+Partitions []int32 0+
+"""
+_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction._FIELD_SPEC = """
+TransactionalId string 4+
+ProducerId int64 4+
+ProducerEpoch int16 4+
+VerifyOnly bool 4+
+Topics []AddPartitionsToTxnTopic 4+
+"""
+AddPartitionsToTxnRequest._FIELD_SPEC = """
+Transactions []AddPartitionsToTxnTransaction 4+
+V3AndBelowTransactionalId string 0-3
+V3AndBelowProducerId int64 0-3
+V3AndBelowProducerEpoch int16 0-3
+V3AndBelowTopics []AddPartitionsToTxnTopic 0-3
+"""
+_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult._FIELD_SPEC = """
+PartitionIndex int32 0+
+PartitionErrorCode int16 0+
+"""
+_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult._FIELD_SPEC = """
+Name string 0+
+ResultsByPartition []AddPartitionsToTxnPartitionResult 0+
+"""
+_AddPartitionsToTxnResponse_AddPartitionsToTxnResult._FIELD_SPEC = """
+TransactionalId string 4+
+TopicResults []AddPartitionsToTxnTopicResult 4+
+"""
+AddPartitionsToTxnResponse._FIELD_SPEC = """
+ThrottleTimeMs int32 0+
+ErrorCode int16 4+
+ResultsByTransaction []AddPartitionsToTxnResult 4+
+ResultsByTopicV3AndBelow []AddPartitionsToTxnTopicResult 0-3
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -11,7 +11,6 @@ from ..primitives import FACTORY as _FACTORY
 from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import GeneratedStruct as _GeneratedStruct
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
@@ -78,25 +77,25 @@ class AddRaftVoterResponse(_Message):
         self.error_message = error_message
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-_AddRaftVoterRequest_Listener.SCHEMA = (
-    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Host', 'host', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Port', 'port', 'uint16', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-AddRaftVoterRequest.SCHEMA = (
-    _FieldSchema('ClusterId', 'cluster_id', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-    _FieldSchema('TimeoutMs', 'timeout_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('VoterId', 'voter_id', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('VoterDirectoryId', 'voter_directory_id', 'uuid', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Listeners', 'listeners', 'struct', True, _AddRaftVoterRequest_Listener, (0, 32767), (1, 0), (1, 0), None),
-)
-AddRaftVoterResponse.SCHEMA = (
-    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+_AddRaftVoterRequest_Listener._FIELD_SPEC = """
+Name string 0+
+Host string 0+
+Port uint16 0+
+"""
+AddRaftVoterRequest._FIELD_SPEC = """
+ClusterId string 0+ nullable=0+
+TimeoutMs int32 0+
+VoterId int32 0+
+VoterDirectoryId uuid 0+
+Listeners []Listener 0+
+"""
+AddRaftVoterResponse._FIELD_SPEC = """
+ThrottleTimeMs int32 0+
+ErrorCode int16 0+
+ErrorMessage string 0+ nullable=0+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -8,7 +8,6 @@ from struct import Struct as _Struct
 
 from ..primitives import FACTORY as _FACTORY
 from ..primitives import UVARINT_1 as _UV1
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import GeneratedStruct as _GeneratedStruct
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
@@ -128,38 +127,38 @@ class AlterClientQuotasResponse(_Message):
         self.entries = [] if entries is _FACTORY else entries
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-_AlterClientQuotasRequest_EntityData.SCHEMA = (
-    _FieldSchema('EntityType', 'entity_type', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('EntityName', 'entity_name', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-)
-_AlterClientQuotasRequest_OpData.SCHEMA = (
-    _FieldSchema('Key', 'key', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Value', 'value', 'float64', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Remove', 'remove', 'bool', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-_AlterClientQuotasRequest_EntryData.SCHEMA = (
-    _FieldSchema('Entity', 'entity', 'struct', True, _AlterClientQuotasRequest_EntityData, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Ops', 'ops', 'struct', True, _AlterClientQuotasRequest_OpData, (0, 32767), (1, 0), (1, 0), None),
-)
-AlterClientQuotasRequest.SCHEMA = (
-    _FieldSchema('Entries', 'entries', 'struct', True, _AlterClientQuotasRequest_EntryData, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ValidateOnly', 'validate_only', 'bool', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-_AlterClientQuotasResponse_EntityData.SCHEMA = (
-    _FieldSchema('EntityType', 'entity_type', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('EntityName', 'entity_name', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-)
-_AlterClientQuotasResponse_EntryData.SCHEMA = (
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-    _FieldSchema('Entity', 'entity', 'struct', True, _AlterClientQuotasResponse_EntityData, (0, 32767), (1, 0), (1, 0), None),
-)
-AlterClientQuotasResponse.SCHEMA = (
-    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Entries', 'entries', 'struct', True, _AlterClientQuotasResponse_EntryData, (0, 32767), (1, 0), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+_AlterClientQuotasRequest_EntityData._FIELD_SPEC = """
+EntityType string 0+
+EntityName string 0+ nullable=0+
+"""
+_AlterClientQuotasRequest_OpData._FIELD_SPEC = """
+Key string 0+
+Value float64 0+
+Remove bool 0+
+"""
+_AlterClientQuotasRequest_EntryData._FIELD_SPEC = """
+Entity []EntityData 0+
+Ops []OpData 0+
+"""
+AlterClientQuotasRequest._FIELD_SPEC = """
+Entries []EntryData 0+
+ValidateOnly bool 0+
+"""
+_AlterClientQuotasResponse_EntityData._FIELD_SPEC = """
+EntityType string 0+
+EntityName string 0+ nullable=0+
+"""
+_AlterClientQuotasResponse_EntryData._FIELD_SPEC = """
+ErrorCode int16 0+
+ErrorMessage string 0+ nullable=0+
+Entity []EntityData 0+
+"""
+AlterClientQuotasResponse._FIELD_SPEC = """
+ThrottleTimeMs int32 0+
+Entries []EntryData 0+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

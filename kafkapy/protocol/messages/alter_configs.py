@@ -8,7 +8,6 @@ from struct import Struct as _Struct
 
 from ..primitives import FACTORY as _FACTORY
 from ..primitives import UVARINT_1 as _UV1
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import GeneratedStruct as _GeneratedStruct
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
@@ -107,31 +106,31 @@ class AlterConfigsResponse(_Message):
         self.responses = [] if responses is _FACTORY else responses
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-_AlterConfigsRequest_AlterableConfig.SCHEMA = (
-    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Value', 'value', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-)
-_AlterConfigsRequest_AlterConfigsResource.SCHEMA = (
-    _FieldSchema('ResourceType', 'resource_type', 'int8', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ResourceName', 'resource_name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Configs', 'configs', 'struct', True, _AlterConfigsRequest_AlterableConfig, (0, 32767), (1, 0), (1, 0), None),
-)
-AlterConfigsRequest.SCHEMA = (
-    _FieldSchema('Resources', 'resources', 'struct', True, _AlterConfigsRequest_AlterConfigsResource, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ValidateOnly', 'validate_only', 'bool', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-_AlterConfigsResponse_AlterConfigsResourceResponse.SCHEMA = (
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-    _FieldSchema('ResourceType', 'resource_type', 'int8', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ResourceName', 'resource_name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-AlterConfigsResponse.SCHEMA = (
-    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Responses', 'responses', 'struct', True, _AlterConfigsResponse_AlterConfigsResourceResponse, (0, 32767), (1, 0), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+_AlterConfigsRequest_AlterableConfig._FIELD_SPEC = """
+Name string 0+
+Value string 0+ nullable=0+
+"""
+_AlterConfigsRequest_AlterConfigsResource._FIELD_SPEC = """
+ResourceType int8 0+
+ResourceName string 0+
+Configs []AlterableConfig 0+
+"""
+AlterConfigsRequest._FIELD_SPEC = """
+Resources []AlterConfigsResource 0+
+ValidateOnly bool 0+
+"""
+_AlterConfigsResponse_AlterConfigsResourceResponse._FIELD_SPEC = """
+ErrorCode int16 0+
+ErrorMessage string 0+ nullable=0+
+ResourceType int8 0+
+ResourceName string 0+
+"""
+AlterConfigsResponse._FIELD_SPEC = """
+ThrottleTimeMs int32 0+
+Responses []AlterConfigsResourceResponse 0+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -8,7 +8,6 @@ from struct import Struct as _Struct
 
 from ..primitives import FACTORY as _FACTORY
 from ..primitives import UVARINT_1 as _UV1
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import GeneratedStruct as _GeneratedStruct
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
@@ -119,35 +118,35 @@ class AlterPartitionReassignmentsResponse(_Message):
         self.responses = [] if responses is _FACTORY else responses
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-_AlterPartitionReassignmentsRequest_ReassignablePartition.SCHEMA = (
-    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Replicas', 'replicas', 'int32', True, None, (0, 32767), (0, 32767), (1, 0), None),
-)
-_AlterPartitionReassignmentsRequest_ReassignableTopic.SCHEMA = (
-    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Partitions', 'partitions', 'struct', True, _AlterPartitionReassignmentsRequest_ReassignablePartition, (0, 32767), (1, 0), (1, 0), None),
-)
-AlterPartitionReassignmentsRequest.SCHEMA = (
-    _FieldSchema('TimeoutMs', 'timeout_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Topics', 'topics', 'struct', True, _AlterPartitionReassignmentsRequest_ReassignableTopic, (0, 32767), (1, 0), (1, 0), None),
-)
-_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse.SCHEMA = (
-    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-)
-_AlterPartitionReassignmentsResponse_ReassignableTopicResponse.SCHEMA = (
-    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Partitions', 'partitions', 'struct', True, _AlterPartitionReassignmentsResponse_ReassignablePartitionResponse, (0, 32767), (1, 0), (1, 0), None),
-)
-AlterPartitionReassignmentsResponse.SCHEMA = (
-    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-    _FieldSchema('Responses', 'responses', 'struct', True, _AlterPartitionReassignmentsResponse_ReassignableTopicResponse, (0, 32767), (1, 0), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+_AlterPartitionReassignmentsRequest_ReassignablePartition._FIELD_SPEC = """
+PartitionIndex int32 0+
+Replicas []int32 0+ nullable=0+
+"""
+_AlterPartitionReassignmentsRequest_ReassignableTopic._FIELD_SPEC = """
+Name string 0+
+Partitions []ReassignablePartition 0+
+"""
+AlterPartitionReassignmentsRequest._FIELD_SPEC = """
+TimeoutMs int32 0+
+Topics []ReassignableTopic 0+
+"""
+_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse._FIELD_SPEC = """
+PartitionIndex int32 0+
+ErrorCode int16 0+
+ErrorMessage string 0+ nullable=0+
+"""
+_AlterPartitionReassignmentsResponse_ReassignableTopicResponse._FIELD_SPEC = """
+Name string 0+
+Partitions []ReassignablePartitionResponse 0+
+"""
+AlterPartitionReassignmentsResponse._FIELD_SPEC = """
+ThrottleTimeMs int32 0+
+ErrorCode int16 0+
+ErrorMessage string 0+ nullable=0+
+Responses []ReassignableTopicResponse 0+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

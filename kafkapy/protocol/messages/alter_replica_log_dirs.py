@@ -8,7 +8,6 @@ from struct import Struct as _Struct
 
 from ..primitives import FACTORY as _FACTORY
 from ..primitives import UVARINT_1 as _UV1
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import GeneratedStruct as _GeneratedStruct
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
@@ -109,31 +108,31 @@ class AlterReplicaLogDirsResponse(_Message):
         self.results = [] if results is _FACTORY else results
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic.SCHEMA = (
-    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Partitions', 'partitions', 'int32', True, None, (0, 32767), (1, 0), (1, 0), None),
-)
-_AlterReplicaLogDirsRequest_AlterReplicaLogDir.SCHEMA = (
-    _FieldSchema('Path', 'path', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Topics', 'topics', 'struct', True, _AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic, (0, 32767), (1, 0), (1, 0), None),
-)
-AlterReplicaLogDirsRequest.SCHEMA = (
-    _FieldSchema('Dirs', 'dirs', 'struct', True, _AlterReplicaLogDirsRequest_AlterReplicaLogDir, (0, 32767), (1, 0), (1, 0), None),
-)
-_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult.SCHEMA = (
-    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult.SCHEMA = (
-    _FieldSchema('TopicName', 'topic_name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Partitions', 'partitions', 'struct', True, _AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult, (0, 32767), (1, 0), (1, 0), None),
-)
-AlterReplicaLogDirsResponse.SCHEMA = (
-    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Results', 'results', 'struct', True, _AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult, (0, 32767), (1, 0), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic._FIELD_SPEC = """
+Name string 0+
+Partitions []int32 0+
+"""
+_AlterReplicaLogDirsRequest_AlterReplicaLogDir._FIELD_SPEC = """
+Path string 0+
+Topics []AlterReplicaLogDirTopic 0+
+"""
+AlterReplicaLogDirsRequest._FIELD_SPEC = """
+Dirs []AlterReplicaLogDir 0+
+"""
+_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult._FIELD_SPEC = """
+PartitionIndex int32 0+
+ErrorCode int16 0+
+"""
+_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult._FIELD_SPEC = """
+TopicName string 0+
+Partitions []AlterReplicaLogDirPartitionResult 0+
+"""
+AlterReplicaLogDirsResponse._FIELD_SPEC = """
+ThrottleTimeMs int32 0+
+Results []AlterReplicaLogDirTopicResult 0+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

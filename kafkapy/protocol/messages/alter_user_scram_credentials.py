@@ -8,7 +8,6 @@ from struct import Struct as _Struct
 
 from ..primitives import FACTORY as _FACTORY
 from ..primitives import UVARINT_1 as _UV1
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import GeneratedStruct as _GeneratedStruct
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
@@ -104,32 +103,32 @@ class AlterUserScramCredentialsResponse(_Message):
         self.results = [] if results is _FACTORY else results
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-_AlterUserScramCredentialsRequest_ScramCredentialDeletion.SCHEMA = (
-    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Mechanism', 'mechanism', 'int8', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-_AlterUserScramCredentialsRequest_ScramCredentialUpsertion.SCHEMA = (
-    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Mechanism', 'mechanism', 'int8', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Iterations', 'iterations', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Salt', 'salt', 'bytes', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('SaltedPassword', 'salted_password', 'bytes', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-AlterUserScramCredentialsRequest.SCHEMA = (
-    _FieldSchema('Deletions', 'deletions', 'struct', True, _AlterUserScramCredentialsRequest_ScramCredentialDeletion, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Upsertions', 'upsertions', 'struct', True, _AlterUserScramCredentialsRequest_ScramCredentialUpsertion, (0, 32767), (1, 0), (1, 0), None),
-)
-_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult.SCHEMA = (
-    _FieldSchema('User', 'user', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-)
-AlterUserScramCredentialsResponse.SCHEMA = (
-    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Results', 'results', 'struct', True, _AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult, (0, 32767), (1, 0), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+_AlterUserScramCredentialsRequest_ScramCredentialDeletion._FIELD_SPEC = """
+Name string 0+
+Mechanism int8 0+
+"""
+_AlterUserScramCredentialsRequest_ScramCredentialUpsertion._FIELD_SPEC = """
+Name string 0+
+Mechanism int8 0+
+Iterations int32 0+
+Salt bytes 0+
+SaltedPassword bytes 0+
+"""
+AlterUserScramCredentialsRequest._FIELD_SPEC = """
+Deletions []ScramCredentialDeletion 0+
+Upsertions []ScramCredentialUpsertion 0+
+"""
+_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult._FIELD_SPEC = """
+User string 0+
+ErrorCode int16 0+
+ErrorMessage string 0+ nullable=0+
+"""
+AlterUserScramCredentialsResponse._FIELD_SPEC = """
+ThrottleTimeMs int32 0+
+Results []AlterUserScramCredentialsResult 0+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

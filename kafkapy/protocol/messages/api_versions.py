@@ -8,7 +8,6 @@ from struct import Struct as _Struct
 
 from ..primitives import FACTORY as _FACTORY
 from ..primitives import UVARINT_1 as _UV1
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import GeneratedStruct as _GeneratedStruct
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
@@ -104,36 +103,36 @@ class ApiVersionsResponse(_Message):
         self.zk_migration_ready = zk_migration_ready
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-ApiVersionsRequest.SCHEMA = (
-    _FieldSchema('ClientSoftwareName', 'client_software_name', 'string', False, None, (3, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ClientSoftwareVersion', 'client_software_version', 'string', False, None, (3, 32767), (1, 0), (1, 0), None),
-)
-_ApiVersionsResponse_ApiVersion.SCHEMA = (
-    _FieldSchema('ApiKey', 'api_key', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('MinVersion', 'min_version', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('MaxVersion', 'max_version', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-_ApiVersionsResponse_SupportedFeatureKey.SCHEMA = (
-    _FieldSchema('Name', 'name', 'string', False, None, (3, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('MinVersion', 'min_version', 'int16', False, None, (3, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('MaxVersion', 'max_version', 'int16', False, None, (3, 32767), (1, 0), (1, 0), None),
-)
-_ApiVersionsResponse_FinalizedFeatureKey.SCHEMA = (
-    _FieldSchema('Name', 'name', 'string', False, None, (3, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('MaxVersionLevel', 'max_version_level', 'int16', False, None, (3, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('MinVersionLevel', 'min_version_level', 'int16', False, None, (3, 32767), (1, 0), (1, 0), None),
-)
-ApiVersionsResponse.SCHEMA = (
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ApiKeys', 'api_keys', 'struct', True, _ApiVersionsResponse_ApiVersion, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (1, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('SupportedFeatures', 'supported_features', 'struct', True, _ApiVersionsResponse_SupportedFeatureKey, (3, 32767), (1, 0), (3, 32767), 0),
-    _FieldSchema('FinalizedFeaturesEpoch', 'finalized_features_epoch', 'int64', False, None, (3, 32767), (1, 0), (3, 32767), 1),
-    _FieldSchema('FinalizedFeatures', 'finalized_features', 'struct', True, _ApiVersionsResponse_FinalizedFeatureKey, (3, 32767), (1, 0), (3, 32767), 2),
-    _FieldSchema('ZkMigrationReady', 'zk_migration_ready', 'bool', False, None, (3, 32767), (1, 0), (3, 32767), 3),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+ApiVersionsRequest._FIELD_SPEC = """
+ClientSoftwareName string 3+
+ClientSoftwareVersion string 3+
+"""
+_ApiVersionsResponse_ApiVersion._FIELD_SPEC = """
+ApiKey int16 0+
+MinVersion int16 0+
+MaxVersion int16 0+
+"""
+_ApiVersionsResponse_SupportedFeatureKey._FIELD_SPEC = """
+Name string 3+
+MinVersion int16 3+
+MaxVersion int16 3+
+"""
+_ApiVersionsResponse_FinalizedFeatureKey._FIELD_SPEC = """
+Name string 3+
+MaxVersionLevel int16 3+
+MinVersionLevel int16 3+
+"""
+ApiVersionsResponse._FIELD_SPEC = """
+ErrorCode int16 0+
+ApiKeys []ApiVersion 0+
+ThrottleTimeMs int32 1+
+SupportedFeatures []SupportedFeatureKey 3+ tagged=3+ tag=0
+FinalizedFeaturesEpoch int64 3+ tagged=3+ tag=1
+FinalizedFeatures []FinalizedFeatureKey 3+ tagged=3+ tag=2
+ZkMigrationReady bool 3+ tagged=3+ tag=3
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

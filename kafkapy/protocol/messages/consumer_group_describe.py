@@ -11,7 +11,6 @@ from ..primitives import FACTORY as _FACTORY
 from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import GeneratedStruct as _GeneratedStruct
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
@@ -161,47 +160,47 @@ class ConsumerGroupDescribeResponse(_Message):
         self.groups = [] if groups is _FACTORY else groups
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-ConsumerGroupDescribeRequest.SCHEMA = (
-    _FieldSchema('GroupIds', 'group_ids', 'string', True, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('IncludeAuthorizedOperations', 'include_authorized_operations', 'bool', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-_ConsumerGroupDescribeResponse_TopicPartitions.SCHEMA = (
-    _FieldSchema('TopicId', 'topic_id', 'uuid', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('TopicName', 'topic_name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Partitions', 'partitions', 'int32', True, None, (0, 32767), (1, 0), (1, 0), None),
-)
-_ConsumerGroupDescribeResponse_Assignment.SCHEMA = (
-    _FieldSchema('TopicPartitions', 'topic_partitions', 'struct', True, _ConsumerGroupDescribeResponse_TopicPartitions, (0, 32767), (1, 0), (1, 0), None),
-)
-_ConsumerGroupDescribeResponse_Member.SCHEMA = (
-    _FieldSchema('MemberId', 'member_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('InstanceId', 'instance_id', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-    _FieldSchema('RackId', 'rack_id', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-    _FieldSchema('MemberEpoch', 'member_epoch', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ClientId', 'client_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ClientHost', 'client_host', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('SubscribedTopicNames', 'subscribed_topic_names', 'string', True, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('SubscribedTopicRegex', 'subscribed_topic_regex', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-    _FieldSchema('Assignment', 'assignment', 'struct', False, _ConsumerGroupDescribeResponse_Assignment, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('TargetAssignment', 'target_assignment', 'struct', False, _ConsumerGroupDescribeResponse_Assignment, (0, 32767), (1, 0), (1, 0), None),
-)
-_ConsumerGroupDescribeResponse_DescribedGroup.SCHEMA = (
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-    _FieldSchema('GroupId', 'group_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('GroupState', 'group_state', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('GroupEpoch', 'group_epoch', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('AssignmentEpoch', 'assignment_epoch', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('AssignorName', 'assignor_name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Members', 'members', 'struct', True, _ConsumerGroupDescribeResponse_Member, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('AuthorizedOperations', 'authorized_operations', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-ConsumerGroupDescribeResponse.SCHEMA = (
-    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Groups', 'groups', 'struct', True, _ConsumerGroupDescribeResponse_DescribedGroup, (0, 32767), (1, 0), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+ConsumerGroupDescribeRequest._FIELD_SPEC = """
+GroupIds []string 0+
+IncludeAuthorizedOperations bool 0+
+"""
+_ConsumerGroupDescribeResponse_TopicPartitions._FIELD_SPEC = """
+TopicId uuid 0+
+TopicName string 0+
+Partitions []int32 0+
+"""
+_ConsumerGroupDescribeResponse_Assignment._FIELD_SPEC = """
+TopicPartitions []TopicPartitions 0+
+"""
+_ConsumerGroupDescribeResponse_Member._FIELD_SPEC = """
+MemberId string 0+
+InstanceId string 0+ nullable=0+
+RackId string 0+ nullable=0+
+MemberEpoch int32 0+
+ClientId string 0+
+ClientHost string 0+
+SubscribedTopicNames []string 0+
+SubscribedTopicRegex string 0+ nullable=0+
+Assignment Assignment 0+
+TargetAssignment Assignment 0+
+"""
+_ConsumerGroupDescribeResponse_DescribedGroup._FIELD_SPEC = """
+ErrorCode int16 0+
+ErrorMessage string 0+ nullable=0+
+GroupId string 0+
+GroupState string 0+
+GroupEpoch int32 0+
+AssignmentEpoch int32 0+
+AssignorName string 0+
+Members []Member 0+
+AuthorizedOperations int32 0+
+"""
+ConsumerGroupDescribeResponse._FIELD_SPEC = """
+ThrottleTimeMs int32 0+
+Groups []DescribedGroup 0+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -8,7 +8,6 @@ from struct import Struct as _Struct
 
 from ..primitives import FACTORY as _FACTORY
 from ..primitives import UVARINT_1 as _UV1
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import GeneratedStruct as _GeneratedStruct
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
@@ -93,28 +92,28 @@ class CreateAclsResponse(_Message):
         self.results = [] if results is _FACTORY else results
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-_CreateAclsRequest_AclCreation.SCHEMA = (
-    _FieldSchema('ResourceType', 'resource_type', 'int8', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ResourceName', 'resource_name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ResourcePatternType', 'resource_pattern_type', 'int8', False, None, (1, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Principal', 'principal', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Host', 'host', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Operation', 'operation', 'int8', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('PermissionType', 'permission_type', 'int8', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-CreateAclsRequest.SCHEMA = (
-    _FieldSchema('Creations', 'creations', 'struct', True, _CreateAclsRequest_AclCreation, (0, 32767), (1, 0), (1, 0), None),
-)
-_CreateAclsResponse_AclCreationResult.SCHEMA = (
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-)
-CreateAclsResponse.SCHEMA = (
-    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Results', 'results', 'struct', True, _CreateAclsResponse_AclCreationResult, (0, 32767), (1, 0), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+_CreateAclsRequest_AclCreation._FIELD_SPEC = """
+ResourceType int8 0+
+ResourceName string 0+
+ResourcePatternType int8 1+
+Principal string 0+
+Host string 0+
+Operation int8 0+
+PermissionType int8 0+
+"""
+CreateAclsRequest._FIELD_SPEC = """
+Creations []AclCreation 0+
+"""
+_CreateAclsResponse_AclCreationResult._FIELD_SPEC = """
+ErrorCode int16 0+
+ErrorMessage string 0+ nullable=0+
+"""
+CreateAclsResponse._FIELD_SPEC = """
+ThrottleTimeMs int32 0+
+Results []AclCreationResult 0+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

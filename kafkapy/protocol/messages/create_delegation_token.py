@@ -8,7 +8,6 @@ from struct import Struct as _Struct
 
 from ..primitives import FACTORY as _FACTORY
 from ..primitives import UVARINT_1 as _UV1
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import GeneratedStruct as _GeneratedStruct
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
@@ -96,31 +95,31 @@ class CreateDelegationTokenResponse(_Message):
         self.throttle_time_ms = throttle_time_ms
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-_CreateDelegationTokenRequest_CreatableRenewers.SCHEMA = (
-    _FieldSchema('PrincipalType', 'principal_type', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('PrincipalName', 'principal_name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-CreateDelegationTokenRequest.SCHEMA = (
-    _FieldSchema('OwnerPrincipalType', 'owner_principal_type', 'string', False, None, (3, 32767), (3, 32767), (1, 0), None),
-    _FieldSchema('OwnerPrincipalName', 'owner_principal_name', 'string', False, None, (3, 32767), (3, 32767), (1, 0), None),
-    _FieldSchema('Renewers', 'renewers', 'struct', True, _CreateDelegationTokenRequest_CreatableRenewers, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('MaxLifetimeMs', 'max_lifetime_ms', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-CreateDelegationTokenResponse.SCHEMA = (
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('PrincipalType', 'principal_type', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('PrincipalName', 'principal_name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('TokenRequesterPrincipalType', 'token_requester_principal_type', 'string', False, None, (3, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('TokenRequesterPrincipalName', 'token_requester_principal_name', 'string', False, None, (3, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('IssueTimestampMs', 'issue_timestamp_ms', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ExpiryTimestampMs', 'expiry_timestamp_ms', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('MaxTimestampMs', 'max_timestamp_ms', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('TokenId', 'token_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Hmac', 'hmac', 'bytes', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+_CreateDelegationTokenRequest_CreatableRenewers._FIELD_SPEC = """
+PrincipalType string 0+
+PrincipalName string 0+
+"""
+CreateDelegationTokenRequest._FIELD_SPEC = """
+OwnerPrincipalType string 3+ nullable=3+
+OwnerPrincipalName string 3+ nullable=3+
+Renewers []CreatableRenewers 0+
+MaxLifetimeMs int64 0+
+"""
+CreateDelegationTokenResponse._FIELD_SPEC = """
+ErrorCode int16 0+
+PrincipalType string 0+
+PrincipalName string 0+
+TokenRequesterPrincipalType string 3+
+TokenRequesterPrincipalName string 3+
+IssueTimestampMs int64 0+
+ExpiryTimestampMs int64 0+
+MaxTimestampMs int64 0+
+TokenId string 0+
+Hmac bytes 0+
+ThrottleTimeMs int32 0+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -8,7 +8,6 @@ from struct import Struct as _Struct
 
 from ..primitives import FACTORY as _FACTORY
 from ..primitives import UVARINT_1 as _UV1
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import GeneratedStruct as _GeneratedStruct
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
@@ -102,30 +101,30 @@ class CreatePartitionsResponse(_Message):
         self.results = [] if results is _FACTORY else results
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-_CreatePartitionsRequest_CreatePartitionsAssignment.SCHEMA = (
-    _FieldSchema('BrokerIds', 'broker_ids', 'int32', True, None, (0, 32767), (1, 0), (1, 0), None),
-)
-_CreatePartitionsRequest_CreatePartitionsTopic.SCHEMA = (
-    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Count', 'count', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Assignments', 'assignments', 'struct', True, _CreatePartitionsRequest_CreatePartitionsAssignment, (0, 32767), (0, 32767), (1, 0), None),
-)
-CreatePartitionsRequest.SCHEMA = (
-    _FieldSchema('Topics', 'topics', 'struct', True, _CreatePartitionsRequest_CreatePartitionsTopic, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('TimeoutMs', 'timeout_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ValidateOnly', 'validate_only', 'bool', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-_CreatePartitionsResponse_CreatePartitionsTopicResult.SCHEMA = (
-    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-)
-CreatePartitionsResponse.SCHEMA = (
-    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Results', 'results', 'struct', True, _CreatePartitionsResponse_CreatePartitionsTopicResult, (0, 32767), (1, 0), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+_CreatePartitionsRequest_CreatePartitionsAssignment._FIELD_SPEC = """
+BrokerIds []int32 0+
+"""
+_CreatePartitionsRequest_CreatePartitionsTopic._FIELD_SPEC = """
+Name string 0+
+Count int32 0+
+Assignments []CreatePartitionsAssignment 0+ nullable=0+
+"""
+CreatePartitionsRequest._FIELD_SPEC = """
+Topics []CreatePartitionsTopic 0+
+TimeoutMs int32 0+
+ValidateOnly bool 0+
+"""
+_CreatePartitionsResponse_CreatePartitionsTopicResult._FIELD_SPEC = """
+Name string 0+
+ErrorCode int16 0+
+ErrorMessage string 0+ nullable=0+
+"""
+CreatePartitionsResponse._FIELD_SPEC = """
+ThrottleTimeMs int32 0+
+Results []CreatePartitionsTopicResult 0+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -11,7 +11,6 @@ from ..primitives import FACTORY as _FACTORY
 from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import GeneratedStruct as _GeneratedStruct
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
@@ -165,49 +164,49 @@ class CreateTopicsResponse(_Message):
         self.topics = [] if topics is _FACTORY else topics
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-_CreateTopicsRequest_CreatableReplicaAssignment.SCHEMA = (
-    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('BrokerIds', 'broker_ids', 'int32', True, None, (0, 32767), (1, 0), (1, 0), None),
-)
-_CreateTopicsRequest_CreatableTopicConfig.SCHEMA = (
-    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Value', 'value', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-)
-_CreateTopicsRequest_CreatableTopic.SCHEMA = (
-    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('NumPartitions', 'num_partitions', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ReplicationFactor', 'replication_factor', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Assignments', 'assignments', 'struct', True, _CreateTopicsRequest_CreatableReplicaAssignment, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Configs', 'configs', 'struct', True, _CreateTopicsRequest_CreatableTopicConfig, (0, 32767), (1, 0), (1, 0), None),
-)
-CreateTopicsRequest.SCHEMA = (
-    _FieldSchema('Topics', 'topics', 'struct', True, _CreateTopicsRequest_CreatableTopic, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('timeoutMs', 'timeout_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('validateOnly', 'validate_only', 'bool', False, None, (1, 32767), (1, 0), (1, 0), None),
-)
-_CreateTopicsResponse_CreatableTopicConfigs.SCHEMA = (
-    _FieldSchema('Name', 'name', 'string', False, None, (5, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Value', 'value', 'string', False, None, (5, 32767), (5, 32767), (1, 0), None),
-    _FieldSchema('ReadOnly', 'read_only', 'bool', False, None, (5, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ConfigSource', 'config_source', 'int8', False, None, (5, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('IsSensitive', 'is_sensitive', 'bool', False, None, (5, 32767), (1, 0), (1, 0), None),
-)
-_CreateTopicsResponse_CreatableTopicResult.SCHEMA = (
-    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('TopicId', 'topic_id', 'uuid', False, None, (7, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (1, 32767), (0, 32767), (1, 0), None),
-    _FieldSchema('TopicConfigErrorCode', 'topic_config_error_code', 'int16', False, None, (5, 32767), (1, 0), (5, 32767), 0),
-    _FieldSchema('NumPartitions', 'num_partitions', 'int32', False, None, (5, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ReplicationFactor', 'replication_factor', 'int16', False, None, (5, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Configs', 'configs', 'struct', True, _CreateTopicsResponse_CreatableTopicConfigs, (5, 32767), (5, 32767), (1, 0), None),
-)
-CreateTopicsResponse.SCHEMA = (
-    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (2, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Topics', 'topics', 'struct', True, _CreateTopicsResponse_CreatableTopicResult, (0, 32767), (1, 0), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+_CreateTopicsRequest_CreatableReplicaAssignment._FIELD_SPEC = """
+PartitionIndex int32 0+
+BrokerIds []int32 0+
+"""
+_CreateTopicsRequest_CreatableTopicConfig._FIELD_SPEC = """
+Name string 0+
+Value string 0+ nullable=0+
+"""
+_CreateTopicsRequest_CreatableTopic._FIELD_SPEC = """
+Name string 0+
+NumPartitions int32 0+
+ReplicationFactor int16 0+
+Assignments []CreatableReplicaAssignment 0+
+Configs []CreatableTopicConfig 0+
+"""
+CreateTopicsRequest._FIELD_SPEC = """
+Topics []CreatableTopic 0+
+timeoutMs int32 0+
+validateOnly bool 1+
+"""
+_CreateTopicsResponse_CreatableTopicConfigs._FIELD_SPEC = """
+Name string 5+
+Value string 5+ nullable=5+
+ReadOnly bool 5+
+ConfigSource int8 5+
+IsSensitive bool 5+
+"""
+_CreateTopicsResponse_CreatableTopicResult._FIELD_SPEC = """
+Name string 0+
+TopicId uuid 7+
+ErrorCode int16 0+
+ErrorMessage string 1+ nullable=0+
+TopicConfigErrorCode int16 5+ tagged=5+ tag=0
+NumPartitions int32 5+
+ReplicationFactor int16 5+
+Configs []CreatableTopicConfigs 5+ nullable=5+
+"""
+CreateTopicsResponse._FIELD_SPEC = """
+ThrottleTimeMs int32 2+
+Topics []CreatableTopicResult 0+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -8,7 +8,6 @@ from struct import Struct as _Struct
 
 from ..primitives import FACTORY as _FACTORY
 from ..primitives import UVARINT_1 as _UV1
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import GeneratedStruct as _GeneratedStruct
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
@@ -132,40 +131,40 @@ class DeleteAclsResponse(_Message):
         self.filter_results = [] if filter_results is _FACTORY else filter_results
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-_DeleteAclsRequest_DeleteAclsFilter.SCHEMA = (
-    _FieldSchema('ResourceTypeFilter', 'resource_type_filter', 'int8', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ResourceNameFilter', 'resource_name_filter', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-    _FieldSchema('PatternTypeFilter', 'pattern_type_filter', 'int8', False, None, (1, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('PrincipalFilter', 'principal_filter', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-    _FieldSchema('HostFilter', 'host_filter', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-    _FieldSchema('Operation', 'operation', 'int8', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('PermissionType', 'permission_type', 'int8', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-DeleteAclsRequest.SCHEMA = (
-    _FieldSchema('Filters', 'filters', 'struct', True, _DeleteAclsRequest_DeleteAclsFilter, (0, 32767), (1, 0), (1, 0), None),
-)
-_DeleteAclsResponse_DeleteAclsMatchingAcl.SCHEMA = (
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-    _FieldSchema('ResourceType', 'resource_type', 'int8', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ResourceName', 'resource_name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('PatternType', 'pattern_type', 'int8', False, None, (1, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Principal', 'principal', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Host', 'host', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Operation', 'operation', 'int8', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('PermissionType', 'permission_type', 'int8', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-_DeleteAclsResponse_DeleteAclsFilterResult.SCHEMA = (
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-    _FieldSchema('MatchingAcls', 'matching_acls', 'struct', True, _DeleteAclsResponse_DeleteAclsMatchingAcl, (0, 32767), (1, 0), (1, 0), None),
-)
-DeleteAclsResponse.SCHEMA = (
-    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('FilterResults', 'filter_results', 'struct', True, _DeleteAclsResponse_DeleteAclsFilterResult, (0, 32767), (1, 0), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+_DeleteAclsRequest_DeleteAclsFilter._FIELD_SPEC = """
+ResourceTypeFilter int8 0+
+ResourceNameFilter string 0+ nullable=0+
+PatternTypeFilter int8 1+
+PrincipalFilter string 0+ nullable=0+
+HostFilter string 0+ nullable=0+
+Operation int8 0+
+PermissionType int8 0+
+"""
+DeleteAclsRequest._FIELD_SPEC = """
+Filters []DeleteAclsFilter 0+
+"""
+_DeleteAclsResponse_DeleteAclsMatchingAcl._FIELD_SPEC = """
+ErrorCode int16 0+
+ErrorMessage string 0+ nullable=0+
+ResourceType int8 0+
+ResourceName string 0+
+PatternType int8 1+
+Principal string 0+
+Host string 0+
+Operation int8 0+
+PermissionType int8 0+
+"""
+_DeleteAclsResponse_DeleteAclsFilterResult._FIELD_SPEC = """
+ErrorCode int16 0+
+ErrorMessage string 0+ nullable=0+
+MatchingAcls []DeleteAclsMatchingAcl 0+
+"""
+DeleteAclsResponse._FIELD_SPEC = """
+ThrottleTimeMs int32 0+
+FilterResults []DeleteAclsFilterResult 0+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -8,7 +8,6 @@ from struct import Struct as _Struct
 
 from ..primitives import FACTORY as _FACTORY
 from ..primitives import UVARINT_1 as _UV1
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import GeneratedStruct as _GeneratedStruct
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
@@ -63,19 +62,19 @@ class DeleteGroupsResponse(_Message):
         self.results = [] if results is _FACTORY else results
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-DeleteGroupsRequest.SCHEMA = (
-    _FieldSchema('GroupsNames', 'groups_names', 'string', True, None, (0, 32767), (1, 0), (1, 0), None),
-)
-_DeleteGroupsResponse_DeletableGroupResult.SCHEMA = (
-    _FieldSchema('GroupId', 'group_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-DeleteGroupsResponse.SCHEMA = (
-    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Results', 'results', 'struct', True, _DeleteGroupsResponse_DeletableGroupResult, (0, 32767), (1, 0), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+DeleteGroupsRequest._FIELD_SPEC = """
+GroupsNames []string 0+
+"""
+_DeleteGroupsResponse_DeletableGroupResult._FIELD_SPEC = """
+GroupId string 0+
+ErrorCode int16 0+
+"""
+DeleteGroupsResponse._FIELD_SPEC = """
+ThrottleTimeMs int32 0+
+Results []DeletableGroupResult 0+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

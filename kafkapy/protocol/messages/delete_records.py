@@ -8,7 +8,6 @@ from struct import Struct as _Struct
 
 from ..primitives import FACTORY as _FACTORY
 from ..primitives import UVARINT_1 as _UV1
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import GeneratedStruct as _GeneratedStruct
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
@@ -114,33 +113,33 @@ class DeleteRecordsResponse(_Message):
         self.topics = [] if topics is _FACTORY else topics
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-_DeleteRecordsRequest_DeleteRecordsPartition.SCHEMA = (
-    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Offset', 'offset', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-_DeleteRecordsRequest_DeleteRecordsTopic.SCHEMA = (
-    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Partitions', 'partitions', 'struct', True, _DeleteRecordsRequest_DeleteRecordsPartition, (0, 32767), (1, 0), (1, 0), None),
-)
-DeleteRecordsRequest.SCHEMA = (
-    _FieldSchema('Topics', 'topics', 'struct', True, _DeleteRecordsRequest_DeleteRecordsTopic, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('TimeoutMs', 'timeout_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-_DeleteRecordsResponse_DeleteRecordsPartitionResult.SCHEMA = (
-    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('LowWatermark', 'low_watermark', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-_DeleteRecordsResponse_DeleteRecordsTopicResult.SCHEMA = (
-    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Partitions', 'partitions', 'struct', True, _DeleteRecordsResponse_DeleteRecordsPartitionResult, (0, 32767), (1, 0), (1, 0), None),
-)
-DeleteRecordsResponse.SCHEMA = (
-    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Topics', 'topics', 'struct', True, _DeleteRecordsResponse_DeleteRecordsTopicResult, (0, 32767), (1, 0), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+_DeleteRecordsRequest_DeleteRecordsPartition._FIELD_SPEC = """
+PartitionIndex int32 0+
+Offset int64 0+
+"""
+_DeleteRecordsRequest_DeleteRecordsTopic._FIELD_SPEC = """
+Name string 0+
+Partitions []DeleteRecordsPartition 0+
+"""
+DeleteRecordsRequest._FIELD_SPEC = """
+Topics []DeleteRecordsTopic 0+
+TimeoutMs int32 0+
+"""
+_DeleteRecordsResponse_DeleteRecordsPartitionResult._FIELD_SPEC = """
+PartitionIndex int32 0+
+LowWatermark int64 0+
+ErrorCode int16 0+
+"""
+_DeleteRecordsResponse_DeleteRecordsTopicResult._FIELD_SPEC = """
+Name string 0+
+Partitions []DeleteRecordsPartitionResult 0+
+"""
+DeleteRecordsResponse._FIELD_SPEC = """
+ThrottleTimeMs int32 0+
+Topics []DeleteRecordsTopicResult 0+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -11,7 +11,6 @@ from ..primitives import FACTORY as _FACTORY
 from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import GeneratedStruct as _GeneratedStruct
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
@@ -112,31 +111,31 @@ class DeleteShareGroupStateResponse(_Message):
         self.results = [] if results is _FACTORY else results
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-_DeleteShareGroupStateRequest_PartitionData.SCHEMA = (
-    _FieldSchema('Partition', 'partition', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-_DeleteShareGroupStateRequest_DeleteStateData.SCHEMA = (
-    _FieldSchema('TopicId', 'topic_id', 'uuid', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Partitions', 'partitions', 'struct', True, _DeleteShareGroupStateRequest_PartitionData, (0, 32767), (1, 0), (1, 0), None),
-)
-DeleteShareGroupStateRequest.SCHEMA = (
-    _FieldSchema('GroupId', 'group_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Topics', 'topics', 'struct', True, _DeleteShareGroupStateRequest_DeleteStateData, (0, 32767), (1, 0), (1, 0), None),
-)
-_DeleteShareGroupStateResponse_PartitionResult.SCHEMA = (
-    _FieldSchema('Partition', 'partition', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-)
-_DeleteShareGroupStateResponse_DeleteStateResult.SCHEMA = (
-    _FieldSchema('TopicId', 'topic_id', 'uuid', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Partitions', 'partitions', 'struct', True, _DeleteShareGroupStateResponse_PartitionResult, (0, 32767), (1, 0), (1, 0), None),
-)
-DeleteShareGroupStateResponse.SCHEMA = (
-    _FieldSchema('Results', 'results', 'struct', True, _DeleteShareGroupStateResponse_DeleteStateResult, (0, 32767), (1, 0), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+_DeleteShareGroupStateRequest_PartitionData._FIELD_SPEC = """
+Partition int32 0+
+"""
+_DeleteShareGroupStateRequest_DeleteStateData._FIELD_SPEC = """
+TopicId uuid 0+
+Partitions []PartitionData 0+
+"""
+DeleteShareGroupStateRequest._FIELD_SPEC = """
+GroupId string 0+
+Topics []DeleteStateData 0+
+"""
+_DeleteShareGroupStateResponse_PartitionResult._FIELD_SPEC = """
+Partition int32 0+
+ErrorCode int16 0+
+ErrorMessage string 0+ nullable=0+
+"""
+_DeleteShareGroupStateResponse_DeleteStateResult._FIELD_SPEC = """
+TopicId uuid 0+
+Partitions []PartitionResult 0+
+"""
+DeleteShareGroupStateResponse._FIELD_SPEC = """
+Results []DeleteStateResult 0+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -11,7 +11,6 @@ from ..primitives import FACTORY as _FACTORY
 from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import GeneratedStruct as _GeneratedStruct
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
@@ -95,27 +94,27 @@ class DeleteTopicsResponse(_Message):
         self.responses = [] if responses is _FACTORY else responses
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-_DeleteTopicsRequest_DeleteTopicState.SCHEMA = (
-    _FieldSchema('Name', 'name', 'string', False, None, (6, 32767), (6, 32767), (1, 0), None),
-    _FieldSchema('TopicId', 'topic_id', 'uuid', False, None, (6, 32767), (1, 0), (1, 0), None),
-)
-DeleteTopicsRequest.SCHEMA = (
-    _FieldSchema('Topics', 'topics', 'struct', True, _DeleteTopicsRequest_DeleteTopicState, (6, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('TopicNames', 'topic_names', 'string', True, None, (0, 5), (1, 0), (1, 0), None),
-    _FieldSchema('TimeoutMs', 'timeout_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-_DeleteTopicsResponse_DeletableTopicResult.SCHEMA = (
-    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (6, 32767), (1, 0), None),
-    _FieldSchema('TopicId', 'topic_id', 'uuid', False, None, (6, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (5, 32767), (5, 32767), (1, 0), None),
-)
-DeleteTopicsResponse.SCHEMA = (
-    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (1, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Responses', 'responses', 'struct', True, _DeleteTopicsResponse_DeletableTopicResult, (0, 32767), (1, 0), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+_DeleteTopicsRequest_DeleteTopicState._FIELD_SPEC = """
+Name string 6+ nullable=6+
+TopicId uuid 6+
+"""
+DeleteTopicsRequest._FIELD_SPEC = """
+Topics []DeleteTopicState 6+
+TopicNames []string 0-5
+TimeoutMs int32 0+
+"""
+_DeleteTopicsResponse_DeletableTopicResult._FIELD_SPEC = """
+Name string 0+ nullable=6+
+TopicId uuid 6+
+ErrorCode int16 0+
+ErrorMessage string 5+ nullable=5+
+"""
+DeleteTopicsResponse._FIELD_SPEC = """
+ThrottleTimeMs int32 1+
+Responses []DeletableTopicResult 0+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -8,7 +8,6 @@ from struct import Struct as _Struct
 
 from ..primitives import FACTORY as _FACTORY
 from ..primitives import UVARINT_1 as _UV1
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import GeneratedStruct as _GeneratedStruct
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
@@ -114,35 +113,35 @@ class DescribeClientQuotasResponse(_Message):
         self.entries = [] if entries is _FACTORY else entries
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-_DescribeClientQuotasRequest_ComponentData.SCHEMA = (
-    _FieldSchema('EntityType', 'entity_type', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('MatchType', 'match_type', 'int8', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Match', 'match', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-)
-DescribeClientQuotasRequest.SCHEMA = (
-    _FieldSchema('Components', 'components', 'struct', True, _DescribeClientQuotasRequest_ComponentData, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Strict', 'strict', 'bool', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-_DescribeClientQuotasResponse_EntityData.SCHEMA = (
-    _FieldSchema('EntityType', 'entity_type', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('EntityName', 'entity_name', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-)
-_DescribeClientQuotasResponse_ValueData.SCHEMA = (
-    _FieldSchema('Key', 'key', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Value', 'value', 'float64', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-_DescribeClientQuotasResponse_EntryData.SCHEMA = (
-    _FieldSchema('Entity', 'entity', 'struct', True, _DescribeClientQuotasResponse_EntityData, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Values', 'values', 'struct', True, _DescribeClientQuotasResponse_ValueData, (0, 32767), (1, 0), (1, 0), None),
-)
-DescribeClientQuotasResponse.SCHEMA = (
-    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-    _FieldSchema('Entries', 'entries', 'struct', True, _DescribeClientQuotasResponse_EntryData, (0, 32767), (0, 32767), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+_DescribeClientQuotasRequest_ComponentData._FIELD_SPEC = """
+EntityType string 0+
+MatchType int8 0+
+Match string 0+ nullable=0+
+"""
+DescribeClientQuotasRequest._FIELD_SPEC = """
+Components []ComponentData 0+
+Strict bool 0+
+"""
+_DescribeClientQuotasResponse_EntityData._FIELD_SPEC = """
+EntityType string 0+
+EntityName string 0+ nullable=0+
+"""
+_DescribeClientQuotasResponse_ValueData._FIELD_SPEC = """
+Key string 0+
+Value float64 0+
+"""
+_DescribeClientQuotasResponse_EntryData._FIELD_SPEC = """
+Entity []EntityData 0+
+Values []ValueData 0+
+"""
+DescribeClientQuotasResponse._FIELD_SPEC = """
+ThrottleTimeMs int32 0+
+ErrorCode int16 0+
+ErrorMessage string 0+ nullable=0+
+Entries []EntryData 0+ nullable=0+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -8,7 +8,6 @@ from struct import Struct as _Struct
 
 from ..primitives import FACTORY as _FACTORY
 from ..primitives import UVARINT_1 as _UV1
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import GeneratedStruct as _GeneratedStruct
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
@@ -81,28 +80,28 @@ class DescribeClusterResponse(_Message):
         self.cluster_authorized_operations = cluster_authorized_operations
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-DescribeClusterRequest.SCHEMA = (
-    _FieldSchema('IncludeClusterAuthorizedOperations', 'include_cluster_authorized_operations', 'bool', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('EndpointType', 'endpoint_type', 'int8', False, None, (1, 32767), (1, 0), (1, 0), None),
-)
-_DescribeClusterResponse_DescribeClusterBroker.SCHEMA = (
-    _FieldSchema('BrokerId', 'broker_id', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Host', 'host', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Port', 'port', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Rack', 'rack', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-)
-DescribeClusterResponse.SCHEMA = (
-    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-    _FieldSchema('EndpointType', 'endpoint_type', 'int8', False, None, (1, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ClusterId', 'cluster_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ControllerId', 'controller_id', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Brokers', 'brokers', 'struct', True, _DescribeClusterResponse_DescribeClusterBroker, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ClusterAuthorizedOperations', 'cluster_authorized_operations', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+DescribeClusterRequest._FIELD_SPEC = """
+IncludeClusterAuthorizedOperations bool 0+
+EndpointType int8 1+
+"""
+_DescribeClusterResponse_DescribeClusterBroker._FIELD_SPEC = """
+BrokerId int32 0+
+Host string 0+
+Port int32 0+
+Rack string 0+ nullable=0+
+"""
+DescribeClusterResponse._FIELD_SPEC = """
+ThrottleTimeMs int32 0+
+ErrorCode int16 0+
+ErrorMessage string 0+ nullable=0+
+EndpointType int8 1+
+ClusterId string 0+
+ControllerId int32 0+
+Brokers []DescribeClusterBroker 0+
+ClusterAuthorizedOperations int32 0+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -8,7 +8,6 @@ from struct import Struct as _Struct
 
 from ..primitives import FACTORY as _FACTORY
 from ..primitives import UVARINT_1 as _UV1
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import GeneratedStruct as _GeneratedStruct
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
@@ -147,45 +146,45 @@ class DescribeConfigsResponse(_Message):
         self.results = [] if results is _FACTORY else results
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-_DescribeConfigsRequest_DescribeConfigsResource.SCHEMA = (
-    _FieldSchema('ResourceType', 'resource_type', 'int8', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ResourceName', 'resource_name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ConfigurationKeys', 'configuration_keys', 'string', True, None, (0, 32767), (0, 32767), (1, 0), None),
-)
-DescribeConfigsRequest.SCHEMA = (
-    _FieldSchema('Resources', 'resources', 'struct', True, _DescribeConfigsRequest_DescribeConfigsResource, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('IncludeSynonyms', 'include_synonyms', 'bool', False, None, (1, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('IncludeDocumentation', 'include_documentation', 'bool', False, None, (3, 32767), (1, 0), (1, 0), None),
-)
-_DescribeConfigsResponse_DescribeConfigsSynonym.SCHEMA = (
-    _FieldSchema('Name', 'name', 'string', False, None, (1, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Value', 'value', 'string', False, None, (1, 32767), (0, 32767), (1, 0), None),
-    _FieldSchema('Source', 'source', 'int8', False, None, (1, 32767), (1, 0), (1, 0), None),
-)
-_DescribeConfigsResponse_DescribeConfigsResourceResult.SCHEMA = (
-    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Value', 'value', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-    _FieldSchema('ReadOnly', 'read_only', 'bool', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('IsDefault', 'is_default', 'bool', False, None, (0, 0), (1, 0), (1, 0), None),
-    _FieldSchema('ConfigSource', 'config_source', 'int8', False, None, (1, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('IsSensitive', 'is_sensitive', 'bool', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Synonyms', 'synonyms', 'struct', True, _DescribeConfigsResponse_DescribeConfigsSynonym, (1, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ConfigType', 'config_type', 'int8', False, None, (3, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Documentation', 'documentation', 'string', False, None, (3, 32767), (0, 32767), (1, 0), None),
-)
-_DescribeConfigsResponse_DescribeConfigsResult.SCHEMA = (
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-    _FieldSchema('ResourceType', 'resource_type', 'int8', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ResourceName', 'resource_name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Configs', 'configs', 'struct', True, _DescribeConfigsResponse_DescribeConfigsResourceResult, (0, 32767), (1, 0), (1, 0), None),
-)
-DescribeConfigsResponse.SCHEMA = (
-    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Results', 'results', 'struct', True, _DescribeConfigsResponse_DescribeConfigsResult, (0, 32767), (1, 0), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+_DescribeConfigsRequest_DescribeConfigsResource._FIELD_SPEC = """
+ResourceType int8 0+
+ResourceName string 0+
+ConfigurationKeys []string 0+ nullable=0+
+"""
+DescribeConfigsRequest._FIELD_SPEC = """
+Resources []DescribeConfigsResource 0+
+IncludeSynonyms bool 1+
+IncludeDocumentation bool 3+
+"""
+_DescribeConfigsResponse_DescribeConfigsSynonym._FIELD_SPEC = """
+Name string 1+
+Value string 1+ nullable=0+
+Source int8 1+
+"""
+_DescribeConfigsResponse_DescribeConfigsResourceResult._FIELD_SPEC = """
+Name string 0+
+Value string 0+ nullable=0+
+ReadOnly bool 0+
+IsDefault bool 0
+ConfigSource int8 1+
+IsSensitive bool 0+
+Synonyms []DescribeConfigsSynonym 1+
+ConfigType int8 3+
+Documentation string 3+ nullable=0+
+"""
+_DescribeConfigsResponse_DescribeConfigsResult._FIELD_SPEC = """
+ErrorCode int16 0+
+ErrorMessage string 0+ nullable=0+
+ResourceType int8 0+
+ResourceName string 0+
+Configs []DescribeConfigsResourceResult 0+
+"""
+DescribeConfigsResponse._FIELD_SPEC = """
+ThrottleTimeMs int32 0+
+Results []DescribeConfigsResult 0+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -8,7 +8,6 @@ from struct import Struct as _Struct
 
 from ..primitives import FACTORY as _FACTORY
 from ..primitives import UVARINT_1 as _UV1
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import GeneratedStruct as _GeneratedStruct
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
@@ -117,36 +116,36 @@ class DescribeDelegationTokenResponse(_Message):
         self.throttle_time_ms = throttle_time_ms
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner.SCHEMA = (
-    _FieldSchema('PrincipalType', 'principal_type', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('PrincipalName', 'principal_name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-DescribeDelegationTokenRequest.SCHEMA = (
-    _FieldSchema('Owners', 'owners', 'struct', True, _DescribeDelegationTokenRequest_DescribeDelegationTokenOwner, (0, 32767), (0, 32767), (1, 0), None),
-)
-_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer.SCHEMA = (
-    _FieldSchema('PrincipalType', 'principal_type', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('PrincipalName', 'principal_name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-_DescribeDelegationTokenResponse_DescribedDelegationToken.SCHEMA = (
-    _FieldSchema('PrincipalType', 'principal_type', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('PrincipalName', 'principal_name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('TokenRequesterPrincipalType', 'token_requester_principal_type', 'string', False, None, (3, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('TokenRequesterPrincipalName', 'token_requester_principal_name', 'string', False, None, (3, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('IssueTimestamp', 'issue_timestamp', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ExpiryTimestamp', 'expiry_timestamp', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('MaxTimestamp', 'max_timestamp', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('TokenId', 'token_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Hmac', 'hmac', 'bytes', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Renewers', 'renewers', 'struct', True, _DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer, (0, 32767), (1, 0), (1, 0), None),
-)
-DescribeDelegationTokenResponse.SCHEMA = (
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Tokens', 'tokens', 'struct', True, _DescribeDelegationTokenResponse_DescribedDelegationToken, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner._FIELD_SPEC = """
+PrincipalType string 0+
+PrincipalName string 0+
+"""
+DescribeDelegationTokenRequest._FIELD_SPEC = """
+Owners []DescribeDelegationTokenOwner 0+ nullable=0+
+"""
+_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer._FIELD_SPEC = """
+PrincipalType string 0+
+PrincipalName string 0+
+"""
+_DescribeDelegationTokenResponse_DescribedDelegationToken._FIELD_SPEC = """
+PrincipalType string 0+
+PrincipalName string 0+
+TokenRequesterPrincipalType string 3+
+TokenRequesterPrincipalName string 3+
+IssueTimestamp int64 0+
+ExpiryTimestamp int64 0+
+MaxTimestamp int64 0+
+TokenId string 0+
+Hmac bytes 0+
+Renewers []DescribedDelegationTokenRenewer 0+
+"""
+DescribeDelegationTokenResponse._FIELD_SPEC = """
+ErrorCode int16 0+
+Tokens []DescribedDelegationToken 0+
+ThrottleTimeMs int32 0+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -8,7 +8,6 @@ from struct import Struct as _Struct
 
 from ..primitives import FACTORY as _FACTORY
 from ..primitives import UVARINT_1 as _UV1
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import GeneratedStruct as _GeneratedStruct
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
@@ -108,33 +107,33 @@ class DescribeGroupsResponse(_Message):
         self.groups = [] if groups is _FACTORY else groups
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-DescribeGroupsRequest.SCHEMA = (
-    _FieldSchema('Groups', 'groups', 'string', True, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('IncludeAuthorizedOperations', 'include_authorized_operations', 'bool', False, None, (3, 32767), (1, 0), (1, 0), None),
-)
-_DescribeGroupsResponse_DescribedGroupMember.SCHEMA = (
-    _FieldSchema('MemberId', 'member_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('GroupInstanceId', 'group_instance_id', 'string', False, None, (4, 32767), (4, 32767), (1, 0), None),
-    _FieldSchema('ClientId', 'client_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ClientHost', 'client_host', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('MemberMetadata', 'member_metadata', 'bytes', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('MemberAssignment', 'member_assignment', 'bytes', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-_DescribeGroupsResponse_DescribedGroup.SCHEMA = (
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('GroupId', 'group_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('GroupState', 'group_state', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ProtocolType', 'protocol_type', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ProtocolData', 'protocol_data', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Members', 'members', 'struct', True, _DescribeGroupsResponse_DescribedGroupMember, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('AuthorizedOperations', 'authorized_operations', 'int32', False, None, (3, 32767), (1, 0), (1, 0), None),
-)
-DescribeGroupsResponse.SCHEMA = (
-    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (1, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Groups', 'groups', 'struct', True, _DescribeGroupsResponse_DescribedGroup, (0, 32767), (1, 0), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+DescribeGroupsRequest._FIELD_SPEC = """
+Groups []string 0+
+IncludeAuthorizedOperations bool 3+
+"""
+_DescribeGroupsResponse_DescribedGroupMember._FIELD_SPEC = """
+MemberId string 0+
+GroupInstanceId string 4+ nullable=4+
+ClientId string 0+
+ClientHost string 0+
+MemberMetadata bytes 0+
+MemberAssignment bytes 0+
+"""
+_DescribeGroupsResponse_DescribedGroup._FIELD_SPEC = """
+ErrorCode int16 0+
+GroupId string 0+
+GroupState string 0+
+ProtocolType string 0+
+ProtocolData string 0+
+Members []DescribedGroupMember 0+
+AuthorizedOperations int32 3+
+"""
+DescribeGroupsResponse._FIELD_SPEC = """
+ThrottleTimeMs int32 1+
+Groups []DescribedGroup 0+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -8,7 +8,6 @@ from struct import Struct as _Struct
 
 from ..primitives import FACTORY as _FACTORY
 from ..primitives import UVARINT_1 as _UV1
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import GeneratedStruct as _GeneratedStruct
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
@@ -127,37 +126,37 @@ class DescribeLogDirsResponse(_Message):
         self.results = [] if results is _FACTORY else results
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-_DescribeLogDirsRequest_DescribableLogDirTopic.SCHEMA = (
-    _FieldSchema('Topic', 'topic', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Partitions', 'partitions', 'int32', True, None, (0, 32767), (1, 0), (1, 0), None),
-)
-DescribeLogDirsRequest.SCHEMA = (
-    _FieldSchema('Topics', 'topics', 'struct', True, _DescribeLogDirsRequest_DescribableLogDirTopic, (0, 32767), (0, 32767), (1, 0), None),
-)
-_DescribeLogDirsResponse_DescribeLogDirsPartition.SCHEMA = (
-    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('PartitionSize', 'partition_size', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('OffsetLag', 'offset_lag', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('IsFutureKey', 'is_future_key', 'bool', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-_DescribeLogDirsResponse_DescribeLogDirsTopic.SCHEMA = (
-    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Partitions', 'partitions', 'struct', True, _DescribeLogDirsResponse_DescribeLogDirsPartition, (0, 32767), (1, 0), (1, 0), None),
-)
-_DescribeLogDirsResponse_DescribeLogDirsResult.SCHEMA = (
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('LogDir', 'log_dir', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Topics', 'topics', 'struct', True, _DescribeLogDirsResponse_DescribeLogDirsTopic, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('TotalBytes', 'total_bytes', 'int64', False, None, (4, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('UsableBytes', 'usable_bytes', 'int64', False, None, (4, 32767), (1, 0), (1, 0), None),
-)
-DescribeLogDirsResponse.SCHEMA = (
-    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (3, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Results', 'results', 'struct', True, _DescribeLogDirsResponse_DescribeLogDirsResult, (0, 32767), (1, 0), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+_DescribeLogDirsRequest_DescribableLogDirTopic._FIELD_SPEC = """
+Topic string 0+
+Partitions []int32 0+
+"""
+DescribeLogDirsRequest._FIELD_SPEC = """
+Topics []DescribableLogDirTopic 0+ nullable=0+
+"""
+_DescribeLogDirsResponse_DescribeLogDirsPartition._FIELD_SPEC = """
+PartitionIndex int32 0+
+PartitionSize int64 0+
+OffsetLag int64 0+
+IsFutureKey bool 0+
+"""
+_DescribeLogDirsResponse_DescribeLogDirsTopic._FIELD_SPEC = """
+Name string 0+
+Partitions []DescribeLogDirsPartition 0+
+"""
+_DescribeLogDirsResponse_DescribeLogDirsResult._FIELD_SPEC = """
+ErrorCode int16 0+
+LogDir string 0+
+Topics []DescribeLogDirsTopic 0+
+TotalBytes int64 4+
+UsableBytes int64 4+
+"""
+DescribeLogDirsResponse._FIELD_SPEC = """
+ThrottleTimeMs int32 0+
+ErrorCode int16 3+
+Results []DescribeLogDirsResult 0+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

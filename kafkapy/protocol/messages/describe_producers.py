@@ -8,7 +8,6 @@ from struct import Struct as _Struct
 
 from ..primitives import FACTORY as _FACTORY
 from ..primitives import UVARINT_1 as _UV1
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import GeneratedStruct as _GeneratedStruct
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
@@ -130,37 +129,37 @@ class DescribeProducersResponse(_Message):
         self.topics = [] if topics is _FACTORY else topics
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-_DescribeProducersRequest_TopicRequest.SCHEMA = (
-    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('PartitionIndexes', 'partition_indexes', 'int32', True, None, (0, 32767), (1, 0), (1, 0), None),
-)
-DescribeProducersRequest.SCHEMA = (
-    _FieldSchema('Topics', 'topics', 'struct', True, _DescribeProducersRequest_TopicRequest, (0, 32767), (1, 0), (1, 0), None),
-)
-_DescribeProducersResponse_ProducerState.SCHEMA = (
-    _FieldSchema('ProducerId', 'producer_id', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ProducerEpoch', 'producer_epoch', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('LastSequence', 'last_sequence', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('LastTimestamp', 'last_timestamp', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('CoordinatorEpoch', 'coordinator_epoch', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('CurrentTxnStartOffset', 'current_txn_start_offset', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-_DescribeProducersResponse_PartitionResponse.SCHEMA = (
-    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-    _FieldSchema('ActiveProducers', 'active_producers', 'struct', True, _DescribeProducersResponse_ProducerState, (0, 32767), (1, 0), (1, 0), None),
-)
-_DescribeProducersResponse_TopicResponse.SCHEMA = (
-    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Partitions', 'partitions', 'struct', True, _DescribeProducersResponse_PartitionResponse, (0, 32767), (1, 0), (1, 0), None),
-)
-DescribeProducersResponse.SCHEMA = (
-    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Topics', 'topics', 'struct', True, _DescribeProducersResponse_TopicResponse, (0, 32767), (1, 0), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+_DescribeProducersRequest_TopicRequest._FIELD_SPEC = """
+Name string 0+
+PartitionIndexes []int32 0+
+"""
+DescribeProducersRequest._FIELD_SPEC = """
+Topics []TopicRequest 0+
+"""
+_DescribeProducersResponse_ProducerState._FIELD_SPEC = """
+ProducerId int64 0+
+ProducerEpoch int32 0+
+LastSequence int32 0+
+LastTimestamp int64 0+
+CoordinatorEpoch int32 0+
+CurrentTxnStartOffset int64 0+
+"""
+_DescribeProducersResponse_PartitionResponse._FIELD_SPEC = """
+PartitionIndex int32 0+
+ErrorCode int16 0+
+ErrorMessage string 0+ nullable=0+
+ActiveProducers []ProducerState 0+
+"""
+_DescribeProducersResponse_TopicResponse._FIELD_SPEC = """
+Name string 0+
+Partitions []PartitionResponse 0+
+"""
+DescribeProducersResponse._FIELD_SPEC = """
+ThrottleTimeMs int32 0+
+Topics []TopicResponse 0+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

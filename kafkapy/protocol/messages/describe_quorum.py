@@ -11,7 +11,6 @@ from ..primitives import FACTORY as _FACTORY
 from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import GeneratedStruct as _GeneratedStruct
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
@@ -188,54 +187,54 @@ class DescribeQuorumResponse(_Message):
         self.nodes = [] if nodes is _FACTORY else nodes
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-_DescribeQuorumRequest_PartitionData.SCHEMA = (
-    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-_DescribeQuorumRequest_TopicData.SCHEMA = (
-    _FieldSchema('TopicName', 'topic_name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Partitions', 'partitions', 'struct', True, _DescribeQuorumRequest_PartitionData, (0, 32767), (1, 0), (1, 0), None),
-)
-DescribeQuorumRequest.SCHEMA = (
-    _FieldSchema('Topics', 'topics', 'struct', True, _DescribeQuorumRequest_TopicData, (0, 32767), (1, 0), (1, 0), None),
-)
-_DescribeQuorumResponse_ReplicaState.SCHEMA = (
-    _FieldSchema('ReplicaId', 'replica_id', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ReplicaDirectoryId', 'replica_directory_id', 'uuid', False, None, (2, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('LogEndOffset', 'log_end_offset', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('LastFetchTimestamp', 'last_fetch_timestamp', 'int64', False, None, (1, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('LastCaughtUpTimestamp', 'last_caught_up_timestamp', 'int64', False, None, (1, 32767), (1, 0), (1, 0), None),
-)
-_DescribeQuorumResponse_PartitionData.SCHEMA = (
-    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (2, 32767), (2, 32767), (1, 0), None),
-    _FieldSchema('LeaderId', 'leader_id', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('LeaderEpoch', 'leader_epoch', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('HighWatermark', 'high_watermark', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('CurrentVoters', 'current_voters', 'struct', True, _DescribeQuorumResponse_ReplicaState, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Observers', 'observers', 'struct', True, _DescribeQuorumResponse_ReplicaState, (0, 32767), (1, 0), (1, 0), None),
-)
-_DescribeQuorumResponse_TopicData.SCHEMA = (
-    _FieldSchema('TopicName', 'topic_name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Partitions', 'partitions', 'struct', True, _DescribeQuorumResponse_PartitionData, (0, 32767), (1, 0), (1, 0), None),
-)
-_DescribeQuorumResponse_Listener.SCHEMA = (
-    _FieldSchema('Name', 'name', 'string', False, None, (2, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Host', 'host', 'string', False, None, (2, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Port', 'port', 'uint16', False, None, (2, 32767), (1, 0), (1, 0), None),
-)
-_DescribeQuorumResponse_Node.SCHEMA = (
-    _FieldSchema('NodeId', 'node_id', 'int32', False, None, (2, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Listeners', 'listeners', 'struct', True, _DescribeQuorumResponse_Listener, (2, 32767), (1, 0), (1, 0), None),
-)
-DescribeQuorumResponse.SCHEMA = (
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (2, 32767), (2, 32767), (1, 0), None),
-    _FieldSchema('Topics', 'topics', 'struct', True, _DescribeQuorumResponse_TopicData, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Nodes', 'nodes', 'struct', True, _DescribeQuorumResponse_Node, (2, 32767), (1, 0), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+_DescribeQuorumRequest_PartitionData._FIELD_SPEC = """
+PartitionIndex int32 0+
+"""
+_DescribeQuorumRequest_TopicData._FIELD_SPEC = """
+TopicName string 0+
+Partitions []PartitionData 0+
+"""
+DescribeQuorumRequest._FIELD_SPEC = """
+Topics []TopicData 0+
+"""
+_DescribeQuorumResponse_ReplicaState._FIELD_SPEC = """
+ReplicaId int32 0+
+ReplicaDirectoryId uuid 2+
+LogEndOffset int64 0+
+LastFetchTimestamp int64 1+
+LastCaughtUpTimestamp int64 1+
+"""
+_DescribeQuorumResponse_PartitionData._FIELD_SPEC = """
+PartitionIndex int32 0+
+ErrorCode int16 0+
+ErrorMessage string 2+ nullable=2+
+LeaderId int32 0+
+LeaderEpoch int32 0+
+HighWatermark int64 0+
+CurrentVoters []ReplicaState 0+
+Observers []ReplicaState 0+
+"""
+_DescribeQuorumResponse_TopicData._FIELD_SPEC = """
+TopicName string 0+
+Partitions []PartitionData 0+
+"""
+_DescribeQuorumResponse_Listener._FIELD_SPEC = """
+Name string 2+
+Host string 2+
+Port uint16 2+
+"""
+_DescribeQuorumResponse_Node._FIELD_SPEC = """
+NodeId int32 2+
+Listeners []Listener 2+
+"""
+DescribeQuorumResponse._FIELD_SPEC = """
+ErrorCode int16 0+
+ErrorMessage string 2+ nullable=2+
+Topics []TopicData 0+
+Nodes []Node 2+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

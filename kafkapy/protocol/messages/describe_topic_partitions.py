@@ -11,7 +11,6 @@ from ..primitives import FACTORY as _FACTORY
 from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import GeneratedStruct as _GeneratedStruct
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
@@ -161,48 +160,48 @@ class DescribeTopicPartitionsResponse(_Message):
         self.next_cursor = next_cursor
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-_DescribeTopicPartitionsRequest_TopicRequest.SCHEMA = (
-    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-_DescribeTopicPartitionsRequest_Cursor.SCHEMA = (
-    _FieldSchema('TopicName', 'topic_name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-DescribeTopicPartitionsRequest.SCHEMA = (
-    _FieldSchema('Topics', 'topics', 'struct', True, _DescribeTopicPartitionsRequest_TopicRequest, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ResponsePartitionLimit', 'response_partition_limit', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Cursor', 'cursor', 'struct', False, _DescribeTopicPartitionsRequest_Cursor, (0, 32767), (0, 32767), (1, 0), None),
-)
-_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition.SCHEMA = (
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('LeaderId', 'leader_id', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('LeaderEpoch', 'leader_epoch', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ReplicaNodes', 'replica_nodes', 'int32', True, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('IsrNodes', 'isr_nodes', 'int32', True, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('EligibleLeaderReplicas', 'eligible_leader_replicas', 'int32', True, None, (0, 32767), (0, 32767), (1, 0), None),
-    _FieldSchema('LastKnownElr', 'last_known_elr', 'int32', True, None, (0, 32767), (0, 32767), (1, 0), None),
-    _FieldSchema('OfflineReplicas', 'offline_replicas', 'int32', True, None, (0, 32767), (1, 0), (1, 0), None),
-)
-_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic.SCHEMA = (
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-    _FieldSchema('TopicId', 'topic_id', 'uuid', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('IsInternal', 'is_internal', 'bool', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Partitions', 'partitions', 'struct', True, _DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('TopicAuthorizedOperations', 'topic_authorized_operations', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-_DescribeTopicPartitionsResponse_Cursor.SCHEMA = (
-    _FieldSchema('TopicName', 'topic_name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-DescribeTopicPartitionsResponse.SCHEMA = (
-    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Topics', 'topics', 'struct', True, _DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('NextCursor', 'next_cursor', 'struct', False, _DescribeTopicPartitionsResponse_Cursor, (0, 32767), (0, 32767), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+_DescribeTopicPartitionsRequest_TopicRequest._FIELD_SPEC = """
+Name string 0+
+"""
+_DescribeTopicPartitionsRequest_Cursor._FIELD_SPEC = """
+TopicName string 0+
+PartitionIndex int32 0+
+"""
+DescribeTopicPartitionsRequest._FIELD_SPEC = """
+Topics []TopicRequest 0+
+ResponsePartitionLimit int32 0+
+Cursor Cursor 0+ nullable=0+
+"""
+_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition._FIELD_SPEC = """
+ErrorCode int16 0+
+PartitionIndex int32 0+
+LeaderId int32 0+
+LeaderEpoch int32 0+
+ReplicaNodes []int32 0+
+IsrNodes []int32 0+
+EligibleLeaderReplicas []int32 0+ nullable=0+
+LastKnownElr []int32 0+ nullable=0+
+OfflineReplicas []int32 0+
+"""
+_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic._FIELD_SPEC = """
+ErrorCode int16 0+
+Name string 0+ nullable=0+
+TopicId uuid 0+
+IsInternal bool 0+
+Partitions []DescribeTopicPartitionsResponsePartition 0+
+TopicAuthorizedOperations int32 0+
+"""
+_DescribeTopicPartitionsResponse_Cursor._FIELD_SPEC = """
+TopicName string 0+
+PartitionIndex int32 0+
+"""
+DescribeTopicPartitionsResponse._FIELD_SPEC = """
+ThrottleTimeMs int32 0+
+Topics []DescribeTopicPartitionsResponseTopic 0+
+NextCursor Cursor 0+ nullable=0+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

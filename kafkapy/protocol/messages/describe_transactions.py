@@ -8,7 +8,6 @@ from struct import Struct as _Struct
 
 from ..primitives import FACTORY as _FACTORY
 from ..primitives import UVARINT_1 as _UV1
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import GeneratedStruct as _GeneratedStruct
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
@@ -95,29 +94,29 @@ class DescribeTransactionsResponse(_Message):
         self.transaction_states = [] if transaction_states is _FACTORY else transaction_states
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-DescribeTransactionsRequest.SCHEMA = (
-    _FieldSchema('TransactionalIds', 'transactional_ids', 'string', True, None, (0, 32767), (1, 0), (1, 0), None),
-)
-_DescribeTransactionsResponse_TopicData.SCHEMA = (
-    _FieldSchema('Topic', 'topic', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Partitions', 'partitions', 'int32', True, None, (0, 32767), (1, 0), (1, 0), None),
-)
-_DescribeTransactionsResponse_TransactionState.SCHEMA = (
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('TransactionalId', 'transactional_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('TransactionState', 'transaction_state', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('TransactionTimeoutMs', 'transaction_timeout_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('TransactionStartTimeMs', 'transaction_start_time_ms', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ProducerId', 'producer_id', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ProducerEpoch', 'producer_epoch', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Topics', 'topics', 'struct', True, _DescribeTransactionsResponse_TopicData, (0, 32767), (1, 0), (1, 0), None),
-)
-DescribeTransactionsResponse.SCHEMA = (
-    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('TransactionStates', 'transaction_states', 'struct', True, _DescribeTransactionsResponse_TransactionState, (0, 32767), (1, 0), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+DescribeTransactionsRequest._FIELD_SPEC = """
+TransactionalIds []string 0+
+"""
+_DescribeTransactionsResponse_TopicData._FIELD_SPEC = """
+Topic string 0+
+Partitions []int32 0+
+"""
+_DescribeTransactionsResponse_TransactionState._FIELD_SPEC = """
+ErrorCode int16 0+
+TransactionalId string 0+
+TransactionState string 0+
+TransactionTimeoutMs int32 0+
+TransactionStartTimeMs int64 0+
+ProducerId int64 0+
+ProducerEpoch int16 0+
+Topics []TopicData 0+
+"""
+DescribeTransactionsResponse._FIELD_SPEC = """
+ThrottleTimeMs int32 0+
+TransactionStates []TransactionState 0+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

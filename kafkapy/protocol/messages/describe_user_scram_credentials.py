@@ -8,7 +8,6 @@ from struct import Struct as _Struct
 
 from ..primitives import FACTORY as _FACTORY
 from ..primitives import UVARINT_1 as _UV1
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import GeneratedStruct as _GeneratedStruct
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
@@ -99,30 +98,30 @@ class DescribeUserScramCredentialsResponse(_Message):
         self.results = [] if results is _FACTORY else results
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-_DescribeUserScramCredentialsRequest_UserName.SCHEMA = (
-    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-DescribeUserScramCredentialsRequest.SCHEMA = (
-    _FieldSchema('Users', 'users', 'struct', True, _DescribeUserScramCredentialsRequest_UserName, (0, 32767), (0, 32767), (1, 0), None),
-)
-_DescribeUserScramCredentialsResponse_CredentialInfo.SCHEMA = (
-    _FieldSchema('Mechanism', 'mechanism', 'int8', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Iterations', 'iterations', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult.SCHEMA = (
-    _FieldSchema('User', 'user', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-    _FieldSchema('CredentialInfos', 'credential_infos', 'struct', True, _DescribeUserScramCredentialsResponse_CredentialInfo, (0, 32767), (1, 0), (1, 0), None),
-)
-DescribeUserScramCredentialsResponse.SCHEMA = (
-    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-    _FieldSchema('Results', 'results', 'struct', True, _DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult, (0, 32767), (1, 0), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+_DescribeUserScramCredentialsRequest_UserName._FIELD_SPEC = """
+Name string 0+
+"""
+DescribeUserScramCredentialsRequest._FIELD_SPEC = """
+Users []UserName 0+ nullable=0+
+"""
+_DescribeUserScramCredentialsResponse_CredentialInfo._FIELD_SPEC = """
+Mechanism int8 0+
+Iterations int32 0+
+"""
+_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult._FIELD_SPEC = """
+User string 0+
+ErrorCode int16 0+
+ErrorMessage string 0+ nullable=0+
+CredentialInfos []CredentialInfo 0+
+"""
+DescribeUserScramCredentialsResponse._FIELD_SPEC = """
+ThrottleTimeMs int32 0+
+ErrorCode int16 0+
+ErrorMessage string 0+ nullable=0+
+Results []DescribeUserScramCredentialsResult 0+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

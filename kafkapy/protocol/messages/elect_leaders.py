@@ -8,7 +8,6 @@ from struct import Struct as _Struct
 
 from ..primitives import FACTORY as _FACTORY
 from ..primitives import UVARINT_1 as _UV1
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import GeneratedStruct as _GeneratedStruct
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
@@ -103,31 +102,31 @@ class ElectLeadersResponse(_Message):
         self.replica_election_results = [] if replica_election_results is _FACTORY else replica_election_results
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-_ElectLeadersRequest_TopicPartitions.SCHEMA = (
-    _FieldSchema('Topic', 'topic', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Partitions', 'partitions', 'int32', True, None, (0, 32767), (1, 0), (1, 0), None),
-)
-ElectLeadersRequest.SCHEMA = (
-    _FieldSchema('ElectionType', 'election_type', 'int8', False, None, (1, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('TopicPartitions', 'topic_partitions', 'struct', True, _ElectLeadersRequest_TopicPartitions, (0, 32767), (0, 32767), (1, 0), None),
-    _FieldSchema('TimeoutMs', 'timeout_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-_ElectLeadersResponse_PartitionResult.SCHEMA = (
-    _FieldSchema('PartitionId', 'partition_id', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-)
-_ElectLeadersResponse_ReplicaElectionResult.SCHEMA = (
-    _FieldSchema('Topic', 'topic', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('PartitionResult', 'partition_result', 'struct', True, _ElectLeadersResponse_PartitionResult, (0, 32767), (1, 0), (1, 0), None),
-)
-ElectLeadersResponse.SCHEMA = (
-    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (1, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ReplicaElectionResults', 'replica_election_results', 'struct', True, _ElectLeadersResponse_ReplicaElectionResult, (0, 32767), (1, 0), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+_ElectLeadersRequest_TopicPartitions._FIELD_SPEC = """
+Topic string 0+
+Partitions []int32 0+
+"""
+ElectLeadersRequest._FIELD_SPEC = """
+ElectionType int8 1+
+TopicPartitions []TopicPartitions 0+ nullable=0+
+TimeoutMs int32 0+
+"""
+_ElectLeadersResponse_PartitionResult._FIELD_SPEC = """
+PartitionId int32 0+
+ErrorCode int16 0+
+ErrorMessage string 0+ nullable=0+
+"""
+_ElectLeadersResponse_ReplicaElectionResult._FIELD_SPEC = """
+Topic string 0+
+PartitionResult []PartitionResult 0+
+"""
+ElectLeadersResponse._FIELD_SPEC = """
+ThrottleTimeMs int32 0+
+ErrorCode int16 1+
+ReplicaElectionResults []ReplicaElectionResult 0+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 from struct import Struct as _Struct
 
 from ..primitives import UVARINT_1 as _UV1
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
 from ..primitives import encode_uvarint as _uvarint
@@ -51,17 +50,17 @@ class ExpireDelegationTokenResponse(_Message):
         self.throttle_time_ms = throttle_time_ms
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-ExpireDelegationTokenRequest.SCHEMA = (
-    _FieldSchema('Hmac', 'hmac', 'bytes', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ExpiryTimePeriodMs', 'expiry_time_period_ms', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-ExpireDelegationTokenResponse.SCHEMA = (
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ExpiryTimestampMs', 'expiry_timestamp_ms', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+ExpireDelegationTokenRequest._FIELD_SPEC = """
+Hmac bytes 0+
+ExpiryTimePeriodMs int64 0+
+"""
+ExpireDelegationTokenResponse._FIELD_SPEC = """
+ErrorCode int16 0+
+ExpiryTimestampMs int64 0+
+ThrottleTimeMs int32 0+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

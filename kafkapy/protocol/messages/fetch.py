@@ -13,7 +13,6 @@ from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import GeneratedStruct as _GeneratedStruct
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
@@ -291,92 +290,92 @@ class FetchResponse(_Message):
         self.node_endpoints = [] if node_endpoints is _FACTORY else node_endpoints
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-_FetchRequest_ReplicaState.SCHEMA = (
-    _FieldSchema('ReplicaId', 'replica_id', 'int32', False, None, (15, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ReplicaEpoch', 'replica_epoch', 'int64', False, None, (15, 32767), (1, 0), (1, 0), None),
-)
-_FetchRequest_FetchPartition.SCHEMA = (
-    _FieldSchema('Partition', 'partition', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('CurrentLeaderEpoch', 'current_leader_epoch', 'int32', False, None, (9, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('FetchOffset', 'fetch_offset', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('LastFetchedEpoch', 'last_fetched_epoch', 'int32', False, None, (12, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('LogStartOffset', 'log_start_offset', 'int64', False, None, (5, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('PartitionMaxBytes', 'partition_max_bytes', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ReplicaDirectoryId', 'replica_directory_id', 'uuid', False, None, (17, 32767), (1, 0), (17, 32767), 0),
-)
-_FetchRequest_FetchTopic.SCHEMA = (
-    _FieldSchema('Topic', 'topic', 'string', False, None, (0, 12), (1, 0), (1, 0), None),
-    _FieldSchema('TopicId', 'topic_id', 'uuid', False, None, (13, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Partitions', 'partitions', 'struct', True, _FetchRequest_FetchPartition, (0, 32767), (1, 0), (1, 0), None),
-)
-_FetchRequest_ForgottenTopic.SCHEMA = (
-    _FieldSchema('Topic', 'topic', 'string', False, None, (7, 12), (1, 0), (1, 0), None),
-    _FieldSchema('TopicId', 'topic_id', 'uuid', False, None, (13, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Partitions', 'partitions', 'int32', True, None, (7, 32767), (1, 0), (1, 0), None),
-)
-FetchRequest.SCHEMA = (
-    _FieldSchema('ClusterId', 'cluster_id', 'string', False, None, (12, 32767), (12, 32767), (12, 32767), 0),
-    _FieldSchema('ReplicaId', 'replica_id', 'int32', False, None, (0, 14), (1, 0), (1, 0), None),
-    _FieldSchema('ReplicaState', 'replica_state', 'struct', False, _FetchRequest_ReplicaState, (15, 32767), (1, 0), (15, 32767), 1),
-    _FieldSchema('MaxWaitMs', 'max_wait_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('MinBytes', 'min_bytes', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('MaxBytes', 'max_bytes', 'int32', False, None, (3, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('IsolationLevel', 'isolation_level', 'int8', False, None, (4, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('SessionId', 'session_id', 'int32', False, None, (7, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('SessionEpoch', 'session_epoch', 'int32', False, None, (7, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Topics', 'topics', 'struct', True, _FetchRequest_FetchTopic, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ForgottenTopicsData', 'forgotten_topics_data', 'struct', True, _FetchRequest_ForgottenTopic, (7, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('RackId', 'rack_id', 'string', False, None, (11, 32767), (1, 0), (1, 0), None),
-)
-_FetchResponse_EpochEndOffset.SCHEMA = (
-    _FieldSchema('Epoch', 'epoch', 'int32', False, None, (12, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('EndOffset', 'end_offset', 'int64', False, None, (12, 32767), (1, 0), (1, 0), None),
-)
-_FetchResponse_LeaderIdAndEpoch.SCHEMA = (
-    _FieldSchema('LeaderId', 'leader_id', 'int32', False, None, (12, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('LeaderEpoch', 'leader_epoch', 'int32', False, None, (12, 32767), (1, 0), (1, 0), None),
-)
-_FetchResponse_SnapshotId.SCHEMA = (
-    _FieldSchema('EndOffset', 'end_offset', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Epoch', 'epoch', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-_FetchResponse_AbortedTransaction.SCHEMA = (
-    _FieldSchema('ProducerId', 'producer_id', 'int64', False, None, (4, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('FirstOffset', 'first_offset', 'int64', False, None, (4, 32767), (1, 0), (1, 0), None),
-)
-_FetchResponse_PartitionData.SCHEMA = (
-    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('HighWatermark', 'high_watermark', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('LastStableOffset', 'last_stable_offset', 'int64', False, None, (4, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('LogStartOffset', 'log_start_offset', 'int64', False, None, (5, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('DivergingEpoch', 'diverging_epoch', 'struct', False, _FetchResponse_EpochEndOffset, (12, 32767), (1, 0), (12, 32767), 0),
-    _FieldSchema('CurrentLeader', 'current_leader', 'struct', False, _FetchResponse_LeaderIdAndEpoch, (12, 32767), (1, 0), (12, 32767), 1),
-    _FieldSchema('SnapshotId', 'snapshot_id', 'struct', False, _FetchResponse_SnapshotId, (12, 32767), (1, 0), (12, 32767), 2),
-    _FieldSchema('AbortedTransactions', 'aborted_transactions', 'struct', True, _FetchResponse_AbortedTransaction, (4, 32767), (4, 32767), (1, 0), None),
-    _FieldSchema('PreferredReadReplica', 'preferred_read_replica', 'int32', False, None, (11, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Records', 'records', 'records', False, None, (0, 32767), (0, 32767), (1, 0), None),
-)
-_FetchResponse_FetchableTopicResponse.SCHEMA = (
-    _FieldSchema('Topic', 'topic', 'string', False, None, (0, 12), (1, 0), (1, 0), None),
-    _FieldSchema('TopicId', 'topic_id', 'uuid', False, None, (13, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Partitions', 'partitions', 'struct', True, _FetchResponse_PartitionData, (0, 32767), (1, 0), (1, 0), None),
-)
-_FetchResponse_NodeEndpoint.SCHEMA = (
-    _FieldSchema('NodeId', 'node_id', 'int32', False, None, (16, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Host', 'host', 'string', False, None, (16, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Port', 'port', 'int32', False, None, (16, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Rack', 'rack', 'string', False, None, (16, 32767), (16, 32767), (1, 0), None),
-)
-FetchResponse.SCHEMA = (
-    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (1, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (7, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('SessionId', 'session_id', 'int32', False, None, (7, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Responses', 'responses', 'struct', True, _FetchResponse_FetchableTopicResponse, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('NodeEndpoints', 'node_endpoints', 'struct', True, _FetchResponse_NodeEndpoint, (16, 32767), (1, 0), (16, 32767), 0),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+_FetchRequest_ReplicaState._FIELD_SPEC = """
+ReplicaId int32 15+
+ReplicaEpoch int64 15+
+"""
+_FetchRequest_FetchPartition._FIELD_SPEC = """
+Partition int32 0+
+CurrentLeaderEpoch int32 9+
+FetchOffset int64 0+
+LastFetchedEpoch int32 12+
+LogStartOffset int64 5+
+PartitionMaxBytes int32 0+
+ReplicaDirectoryId uuid 17+ tagged=17+ tag=0
+"""
+_FetchRequest_FetchTopic._FIELD_SPEC = """
+Topic string 0-12
+TopicId uuid 13+
+Partitions []FetchPartition 0+
+"""
+_FetchRequest_ForgottenTopic._FIELD_SPEC = """
+Topic string 7-12
+TopicId uuid 13+
+Partitions []int32 7+
+"""
+FetchRequest._FIELD_SPEC = """
+ClusterId string 12+ nullable=12+ tagged=12+ tag=0
+ReplicaId int32 0-14
+ReplicaState ReplicaState 15+ tagged=15+ tag=1
+MaxWaitMs int32 0+
+MinBytes int32 0+
+MaxBytes int32 3+
+IsolationLevel int8 4+
+SessionId int32 7+
+SessionEpoch int32 7+
+Topics []FetchTopic 0+
+ForgottenTopicsData []ForgottenTopic 7+
+RackId string 11+
+"""
+_FetchResponse_EpochEndOffset._FIELD_SPEC = """
+Epoch int32 12+
+EndOffset int64 12+
+"""
+_FetchResponse_LeaderIdAndEpoch._FIELD_SPEC = """
+LeaderId int32 12+
+LeaderEpoch int32 12+
+"""
+_FetchResponse_SnapshotId._FIELD_SPEC = """
+EndOffset int64 0+
+Epoch int32 0+
+"""
+_FetchResponse_AbortedTransaction._FIELD_SPEC = """
+ProducerId int64 4+
+FirstOffset int64 4+
+"""
+_FetchResponse_PartitionData._FIELD_SPEC = """
+PartitionIndex int32 0+
+ErrorCode int16 0+
+HighWatermark int64 0+
+LastStableOffset int64 4+
+LogStartOffset int64 5+
+DivergingEpoch EpochEndOffset 12+ tagged=12+ tag=0
+CurrentLeader LeaderIdAndEpoch 12+ tagged=12+ tag=1
+SnapshotId SnapshotId 12+ tagged=12+ tag=2
+AbortedTransactions []AbortedTransaction 4+ nullable=4+
+PreferredReadReplica int32 11+
+Records records 0+ nullable=0+
+"""
+_FetchResponse_FetchableTopicResponse._FIELD_SPEC = """
+Topic string 0-12
+TopicId uuid 13+
+Partitions []PartitionData 0+
+"""
+_FetchResponse_NodeEndpoint._FIELD_SPEC = """
+NodeId int32 16+
+Host string 16+
+Port int32 16+
+Rack string 16+ nullable=16+
+"""
+FetchResponse._FIELD_SPEC = """
+ThrottleTimeMs int32 1+
+ErrorCode int16 7+
+SessionId int32 7+
+Responses []FetchableTopicResponse 0+
+NodeEndpoints []NodeEndpoint 16+ tagged=16+ tag=0
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

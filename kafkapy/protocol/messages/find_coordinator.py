@@ -8,7 +8,6 @@ from struct import Struct as _Struct
 
 from ..primitives import FACTORY as _FACTORY
 from ..primitives import UVARINT_1 as _UV1
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import GeneratedStruct as _GeneratedStruct
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
@@ -90,30 +89,30 @@ class FindCoordinatorResponse(_Message):
         self.coordinators = [] if coordinators is _FACTORY else coordinators
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-FindCoordinatorRequest.SCHEMA = (
-    _FieldSchema('Key', 'key', 'string', False, None, (0, 3), (1, 0), (1, 0), None),
-    _FieldSchema('KeyType', 'key_type', 'int8', False, None, (1, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('CoordinatorKeys', 'coordinator_keys', 'string', True, None, (4, 32767), (1, 0), (1, 0), None),
-)
-_FindCoordinatorResponse_Coordinator.SCHEMA = (
-    _FieldSchema('Key', 'key', 'string', False, None, (4, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('NodeId', 'node_id', 'int32', False, None, (4, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Host', 'host', 'string', False, None, (4, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Port', 'port', 'int32', False, None, (4, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (4, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (4, 32767), (4, 32767), (1, 0), None),
-)
-FindCoordinatorResponse.SCHEMA = (
-    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (1, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 3), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (1, 3), (1, 3), (1, 0), None),
-    _FieldSchema('NodeId', 'node_id', 'int32', False, None, (0, 3), (1, 0), (1, 0), None),
-    _FieldSchema('Host', 'host', 'string', False, None, (0, 3), (1, 0), (1, 0), None),
-    _FieldSchema('Port', 'port', 'int32', False, None, (0, 3), (1, 0), (1, 0), None),
-    _FieldSchema('Coordinators', 'coordinators', 'struct', True, _FindCoordinatorResponse_Coordinator, (4, 32767), (1, 0), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+FindCoordinatorRequest._FIELD_SPEC = """
+Key string 0-3
+KeyType int8 1+
+CoordinatorKeys []string 4+
+"""
+_FindCoordinatorResponse_Coordinator._FIELD_SPEC = """
+Key string 4+
+NodeId int32 4+
+Host string 4+
+Port int32 4+
+ErrorCode int16 4+
+ErrorMessage string 4+ nullable=4+
+"""
+FindCoordinatorResponse._FIELD_SPEC = """
+ThrottleTimeMs int32 1+
+ErrorCode int16 0-3
+ErrorMessage string 1-3 nullable=1-3
+NodeId int32 0-3
+Host string 0-3
+Port int32 0-3
+Coordinators []Coordinator 4+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

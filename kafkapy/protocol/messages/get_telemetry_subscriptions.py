@@ -11,7 +11,6 @@ from ..primitives import FACTORY as _FACTORY
 from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
 from ..primitives import StructTable as _StructTable
@@ -72,22 +71,22 @@ class GetTelemetrySubscriptionsResponse(_Message):
         self.requested_metrics = [] if requested_metrics is _FACTORY else requested_metrics
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-GetTelemetrySubscriptionsRequest.SCHEMA = (
-    _FieldSchema('ClientInstanceId', 'client_instance_id', 'uuid', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-GetTelemetrySubscriptionsResponse.SCHEMA = (
-    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ClientInstanceId', 'client_instance_id', 'uuid', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('SubscriptionId', 'subscription_id', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('AcceptedCompressionTypes', 'accepted_compression_types', 'int8', True, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('PushIntervalMs', 'push_interval_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('TelemetryMaxBytes', 'telemetry_max_bytes', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('DeltaTemporality', 'delta_temporality', 'bool', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('RequestedMetrics', 'requested_metrics', 'string', True, None, (0, 32767), (1, 0), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+GetTelemetrySubscriptionsRequest._FIELD_SPEC = """
+ClientInstanceId uuid 0+
+"""
+GetTelemetrySubscriptionsResponse._FIELD_SPEC = """
+ThrottleTimeMs int32 0+
+ErrorCode int16 0+
+ClientInstanceId uuid 0+
+SubscriptionId int32 0+
+AcceptedCompressionTypes []int8 0+
+PushIntervalMs int32 0+
+TelemetryMaxBytes int32 0+
+DeltaTemporality bool 0+
+RequestedMetrics []string 0+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 from struct import Struct as _Struct
 
 from ..primitives import UVARINT_1 as _UV1
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
 from ..primitives import encode_uvarint as _uvarint
@@ -53,18 +52,18 @@ class HeartbeatResponse(_Message):
         self.error_code = error_code
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-HeartbeatRequest.SCHEMA = (
-    _FieldSchema('GroupId', 'group_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('GenerationId', 'generation_id', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('MemberId', 'member_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('GroupInstanceId', 'group_instance_id', 'string', False, None, (3, 32767), (3, 32767), (1, 0), None),
-)
-HeartbeatResponse.SCHEMA = (
-    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (1, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+HeartbeatRequest._FIELD_SPEC = """
+GroupId string 0+
+GenerationId int32 0+
+MemberId string 0+
+GroupInstanceId string 3+ nullable=3+
+"""
+HeartbeatResponse._FIELD_SPEC = """
+ThrottleTimeMs int32 1+
+ErrorCode int16 0+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

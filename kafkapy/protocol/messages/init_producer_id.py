@@ -7,7 +7,6 @@ from __future__ import annotations
 from struct import Struct as _Struct
 
 from ..primitives import UVARINT_1 as _UV1
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
 from ..primitives import encode_uvarint as _uvarint
@@ -63,20 +62,20 @@ class InitProducerIdResponse(_Message):
         self.producer_epoch = producer_epoch
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-InitProducerIdRequest.SCHEMA = (
-    _FieldSchema('TransactionalId', 'transactional_id', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-    _FieldSchema('TransactionTimeoutMs', 'transaction_timeout_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ProducerId', 'producer_id', 'int64', False, None, (3, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ProducerEpoch', 'producer_epoch', 'int16', False, None, (3, 32767), (1, 0), (1, 0), None),
-)
-InitProducerIdResponse.SCHEMA = (
-    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ProducerId', 'producer_id', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ProducerEpoch', 'producer_epoch', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+InitProducerIdRequest._FIELD_SPEC = """
+TransactionalId string 0+ nullable=0+
+TransactionTimeoutMs int32 0+
+ProducerId int64 3+
+ProducerEpoch int16 3+
+"""
+InitProducerIdResponse._FIELD_SPEC = """
+ThrottleTimeMs int32 0+
+ErrorCode int16 0+
+ProducerId int64 0+
+ProducerEpoch int16 0+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -8,7 +8,6 @@ from struct import Struct as _Struct
 
 from ..primitives import FACTORY as _FACTORY
 from ..primitives import UVARINT_1 as _UV1
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import GeneratedStruct as _GeneratedStruct
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
@@ -119,38 +118,38 @@ class JoinGroupResponse(_Message):
         self.members = [] if members is _FACTORY else members
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-_JoinGroupRequest_JoinGroupRequestProtocol.SCHEMA = (
-    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Metadata', 'metadata', 'bytes', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-JoinGroupRequest.SCHEMA = (
-    _FieldSchema('GroupId', 'group_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('SessionTimeoutMs', 'session_timeout_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('RebalanceTimeoutMs', 'rebalance_timeout_ms', 'int32', False, None, (1, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('MemberId', 'member_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('GroupInstanceId', 'group_instance_id', 'string', False, None, (5, 32767), (5, 32767), (1, 0), None),
-    _FieldSchema('ProtocolType', 'protocol_type', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Protocols', 'protocols', 'struct', True, _JoinGroupRequest_JoinGroupRequestProtocol, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Reason', 'reason', 'string', False, None, (8, 32767), (8, 32767), (1, 0), None),
-)
-_JoinGroupResponse_JoinGroupResponseMember.SCHEMA = (
-    _FieldSchema('MemberId', 'member_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('GroupInstanceId', 'group_instance_id', 'string', False, None, (5, 32767), (5, 32767), (1, 0), None),
-    _FieldSchema('Metadata', 'metadata', 'bytes', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-JoinGroupResponse.SCHEMA = (
-    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (2, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('GenerationId', 'generation_id', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ProtocolType', 'protocol_type', 'string', False, None, (7, 32767), (7, 32767), (1, 0), None),
-    _FieldSchema('ProtocolName', 'protocol_name', 'string', False, None, (0, 32767), (7, 32767), (1, 0), None),
-    _FieldSchema('Leader', 'leader', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('SkipAssignment', 'skip_assignment', 'bool', False, None, (9, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('MemberId', 'member_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Members', 'members', 'struct', True, _JoinGroupResponse_JoinGroupResponseMember, (0, 32767), (1, 0), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+_JoinGroupRequest_JoinGroupRequestProtocol._FIELD_SPEC = """
+Name string 0+
+Metadata bytes 0+
+"""
+JoinGroupRequest._FIELD_SPEC = """
+GroupId string 0+
+SessionTimeoutMs int32 0+
+RebalanceTimeoutMs int32 1+
+MemberId string 0+
+GroupInstanceId string 5+ nullable=5+
+ProtocolType string 0+
+Protocols []JoinGroupRequestProtocol 0+
+Reason string 8+ nullable=8+
+"""
+_JoinGroupResponse_JoinGroupResponseMember._FIELD_SPEC = """
+MemberId string 0+
+GroupInstanceId string 5+ nullable=5+
+Metadata bytes 0+
+"""
+JoinGroupResponse._FIELD_SPEC = """
+ThrottleTimeMs int32 2+
+ErrorCode int16 0+
+GenerationId int32 0+
+ProtocolType string 7+ nullable=7+
+ProtocolName string 0+ nullable=7+
+Leader string 0+
+SkipAssignment bool 9+
+MemberId string 0+
+Members []JoinGroupResponseMember 0+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -8,7 +8,6 @@ from struct import Struct as _Struct
 
 from ..primitives import FACTORY as _FACTORY
 from ..primitives import UVARINT_1 as _UV1
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import GeneratedStruct as _GeneratedStruct
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
@@ -92,28 +91,28 @@ class LeaveGroupResponse(_Message):
         self.members = [] if members is _FACTORY else members
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-_LeaveGroupRequest_MemberIdentity.SCHEMA = (
-    _FieldSchema('MemberId', 'member_id', 'string', False, None, (3, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('GroupInstanceId', 'group_instance_id', 'string', False, None, (3, 32767), (3, 32767), (1, 0), None),
-    _FieldSchema('Reason', 'reason', 'string', False, None, (5, 32767), (5, 32767), (1, 0), None),
-)
-LeaveGroupRequest.SCHEMA = (
-    _FieldSchema('GroupId', 'group_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('MemberId', 'member_id', 'string', False, None, (0, 2), (1, 0), (1, 0), None),
-    _FieldSchema('Members', 'members', 'struct', True, _LeaveGroupRequest_MemberIdentity, (3, 32767), (1, 0), (1, 0), None),
-)
-_LeaveGroupResponse_MemberResponse.SCHEMA = (
-    _FieldSchema('MemberId', 'member_id', 'string', False, None, (3, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('GroupInstanceId', 'group_instance_id', 'string', False, None, (3, 32767), (3, 32767), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (3, 32767), (1, 0), (1, 0), None),
-)
-LeaveGroupResponse.SCHEMA = (
-    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (1, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Members', 'members', 'struct', True, _LeaveGroupResponse_MemberResponse, (3, 32767), (1, 0), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+_LeaveGroupRequest_MemberIdentity._FIELD_SPEC = """
+MemberId string 3+
+GroupInstanceId string 3+ nullable=3+
+Reason string 5+ nullable=5+
+"""
+LeaveGroupRequest._FIELD_SPEC = """
+GroupId string 0+
+MemberId string 0-2
+Members []MemberIdentity 3+
+"""
+_LeaveGroupResponse_MemberResponse._FIELD_SPEC = """
+MemberId string 3+
+GroupInstanceId string 3+ nullable=3+
+ErrorCode int16 3+
+"""
+LeaveGroupResponse._FIELD_SPEC = """
+ThrottleTimeMs int32 1+
+ErrorCode int16 0+
+Members []MemberResponse 3+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

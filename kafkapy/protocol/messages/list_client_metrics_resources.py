@@ -8,7 +8,6 @@ from struct import Struct as _Struct
 
 from ..primitives import FACTORY as _FACTORY
 from ..primitives import UVARINT_1 as _UV1
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import GeneratedStruct as _GeneratedStruct
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
@@ -61,18 +60,16 @@ class ListClientMetricsResourcesResponse(_Message):
         self.client_metrics_resources = [] if client_metrics_resources is _FACTORY else client_metrics_resources
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-ListClientMetricsResourcesRequest.SCHEMA = (
-)
-_ListClientMetricsResourcesResponse_ClientMetricsResource.SCHEMA = (
-    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-ListClientMetricsResourcesResponse.SCHEMA = (
-    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ClientMetricsResources', 'client_metrics_resources', 'struct', True, _ListClientMetricsResourcesResponse_ClientMetricsResource, (0, 32767), (1, 0), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+_ListClientMetricsResourcesResponse_ClientMetricsResource._FIELD_SPEC = """
+Name string 0+
+"""
+ListClientMetricsResourcesResponse._FIELD_SPEC = """
+ThrottleTimeMs int32 0+
+ErrorCode int16 0+
+ClientMetricsResources []ClientMetricsResource 0+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

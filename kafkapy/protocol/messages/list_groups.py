@@ -8,7 +8,6 @@ from struct import Struct as _Struct
 
 from ..primitives import FACTORY as _FACTORY
 from ..primitives import UVARINT_1 as _UV1
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import GeneratedStruct as _GeneratedStruct
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
@@ -74,23 +73,23 @@ class ListGroupsResponse(_Message):
         self.groups = [] if groups is _FACTORY else groups
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-ListGroupsRequest.SCHEMA = (
-    _FieldSchema('StatesFilter', 'states_filter', 'string', True, None, (4, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('TypesFilter', 'types_filter', 'string', True, None, (5, 32767), (1, 0), (1, 0), None),
-)
-_ListGroupsResponse_ListedGroup.SCHEMA = (
-    _FieldSchema('GroupId', 'group_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ProtocolType', 'protocol_type', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('GroupState', 'group_state', 'string', False, None, (4, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('GroupType', 'group_type', 'string', False, None, (5, 32767), (1, 0), (1, 0), None),
-)
-ListGroupsResponse.SCHEMA = (
-    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (1, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Groups', 'groups', 'struct', True, _ListGroupsResponse_ListedGroup, (0, 32767), (1, 0), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+ListGroupsRequest._FIELD_SPEC = """
+StatesFilter []string 4+
+TypesFilter []string 5+
+"""
+_ListGroupsResponse_ListedGroup._FIELD_SPEC = """
+GroupId string 0+
+ProtocolType string 0+
+GroupState string 4+
+GroupType string 5+
+"""
+ListGroupsResponse._FIELD_SPEC = """
+ThrottleTimeMs int32 1+
+ErrorCode int16 0+
+Groups []ListedGroup 0+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

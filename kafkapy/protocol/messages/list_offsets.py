@@ -8,7 +8,6 @@ from struct import Struct as _Struct
 
 from ..primitives import FACTORY as _FACTORY
 from ..primitives import UVARINT_1 as _UV1
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import GeneratedStruct as _GeneratedStruct
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
@@ -141,39 +140,39 @@ class ListOffsetsResponse(_Message):
         self.topics = [] if topics is _FACTORY else topics
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-_ListOffsetsRequest_ListOffsetsPartition.SCHEMA = (
-    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('CurrentLeaderEpoch', 'current_leader_epoch', 'int32', False, None, (4, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Timestamp', 'timestamp', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('MaxNumOffsets', 'max_num_offsets', 'int32', False, None, (0, 0), (1, 0), (1, 0), None),
-)
-_ListOffsetsRequest_ListOffsetsTopic.SCHEMA = (
-    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Partitions', 'partitions', 'struct', True, _ListOffsetsRequest_ListOffsetsPartition, (0, 32767), (1, 0), (1, 0), None),
-)
-ListOffsetsRequest.SCHEMA = (
-    _FieldSchema('ReplicaId', 'replica_id', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('IsolationLevel', 'isolation_level', 'int8', False, None, (2, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Topics', 'topics', 'struct', True, _ListOffsetsRequest_ListOffsetsTopic, (0, 32767), (1, 0), (1, 0), None),
-)
-_ListOffsetsResponse_ListOffsetsPartitionResponse.SCHEMA = (
-    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('OldStyleOffsets', 'old_style_offsets', 'int64', True, None, (0, 0), (1, 0), (1, 0), None),
-    _FieldSchema('Timestamp', 'timestamp', 'int64', False, None, (1, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Offset', 'offset', 'int64', False, None, (1, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('LeaderEpoch', 'leader_epoch', 'int32', False, None, (4, 32767), (1, 0), (1, 0), None),
-)
-_ListOffsetsResponse_ListOffsetsTopicResponse.SCHEMA = (
-    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Partitions', 'partitions', 'struct', True, _ListOffsetsResponse_ListOffsetsPartitionResponse, (0, 32767), (1, 0), (1, 0), None),
-)
-ListOffsetsResponse.SCHEMA = (
-    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (2, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Topics', 'topics', 'struct', True, _ListOffsetsResponse_ListOffsetsTopicResponse, (0, 32767), (1, 0), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+_ListOffsetsRequest_ListOffsetsPartition._FIELD_SPEC = """
+PartitionIndex int32 0+
+CurrentLeaderEpoch int32 4+
+Timestamp int64 0+
+MaxNumOffsets int32 0
+"""
+_ListOffsetsRequest_ListOffsetsTopic._FIELD_SPEC = """
+Name string 0+
+Partitions []ListOffsetsPartition 0+
+"""
+ListOffsetsRequest._FIELD_SPEC = """
+ReplicaId int32 0+
+IsolationLevel int8 2+
+Topics []ListOffsetsTopic 0+
+"""
+_ListOffsetsResponse_ListOffsetsPartitionResponse._FIELD_SPEC = """
+PartitionIndex int32 0+
+ErrorCode int16 0+
+OldStyleOffsets []int64 0
+Timestamp int64 1+
+Offset int64 1+
+LeaderEpoch int32 4+
+"""
+_ListOffsetsResponse_ListOffsetsTopicResponse._FIELD_SPEC = """
+Name string 0+
+Partitions []ListOffsetsPartitionResponse 0+
+"""
+ListOffsetsResponse._FIELD_SPEC = """
+ThrottleTimeMs int32 2+
+Topics []ListOffsetsTopicResponse 0+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -8,7 +8,6 @@ from struct import Struct as _Struct
 
 from ..primitives import FACTORY as _FACTORY
 from ..primitives import UVARINT_1 as _UV1
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import GeneratedStruct as _GeneratedStruct
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
@@ -112,32 +111,32 @@ class ListPartitionReassignmentsResponse(_Message):
         self.topics = [] if topics is _FACTORY else topics
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics.SCHEMA = (
-    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('PartitionIndexes', 'partition_indexes', 'int32', True, None, (0, 32767), (1, 0), (1, 0), None),
-)
-ListPartitionReassignmentsRequest.SCHEMA = (
-    _FieldSchema('TimeoutMs', 'timeout_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Topics', 'topics', 'struct', True, _ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics, (0, 32767), (0, 32767), (1, 0), None),
-)
-_ListPartitionReassignmentsResponse_OngoingPartitionReassignment.SCHEMA = (
-    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Replicas', 'replicas', 'int32', True, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('AddingReplicas', 'adding_replicas', 'int32', True, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('RemovingReplicas', 'removing_replicas', 'int32', True, None, (0, 32767), (1, 0), (1, 0), None),
-)
-_ListPartitionReassignmentsResponse_OngoingTopicReassignment.SCHEMA = (
-    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Partitions', 'partitions', 'struct', True, _ListPartitionReassignmentsResponse_OngoingPartitionReassignment, (0, 32767), (1, 0), (1, 0), None),
-)
-ListPartitionReassignmentsResponse.SCHEMA = (
-    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-    _FieldSchema('Topics', 'topics', 'struct', True, _ListPartitionReassignmentsResponse_OngoingTopicReassignment, (0, 32767), (1, 0), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics._FIELD_SPEC = """
+Name string 0+
+PartitionIndexes []int32 0+
+"""
+ListPartitionReassignmentsRequest._FIELD_SPEC = """
+TimeoutMs int32 0+
+Topics []ListPartitionReassignmentsTopics 0+ nullable=0+
+"""
+_ListPartitionReassignmentsResponse_OngoingPartitionReassignment._FIELD_SPEC = """
+PartitionIndex int32 0+
+Replicas []int32 0+
+AddingReplicas []int32 0+
+RemovingReplicas []int32 0+
+"""
+_ListPartitionReassignmentsResponse_OngoingTopicReassignment._FIELD_SPEC = """
+Name string 0+
+Partitions []OngoingPartitionReassignment 0+
+"""
+ListPartitionReassignmentsResponse._FIELD_SPEC = """
+ThrottleTimeMs int32 0+
+ErrorCode int16 0+
+ErrorMessage string 0+ nullable=0+
+Topics []OngoingTopicReassignment 0+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -8,7 +8,6 @@ from struct import Struct as _Struct
 
 from ..primitives import FACTORY as _FACTORY
 from ..primitives import UVARINT_1 as _UV1
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import GeneratedStruct as _GeneratedStruct
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
@@ -83,24 +82,24 @@ class ListTransactionsResponse(_Message):
         self.transaction_states = [] if transaction_states is _FACTORY else transaction_states
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-ListTransactionsRequest.SCHEMA = (
-    _FieldSchema('StateFilters', 'state_filters', 'string', True, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ProducerIdFilters', 'producer_id_filters', 'int64', True, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('DurationFilter', 'duration_filter', 'int64', False, None, (1, 32767), (1, 0), (1, 0), None),
-)
-_ListTransactionsResponse_TransactionState.SCHEMA = (
-    _FieldSchema('TransactionalId', 'transactional_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ProducerId', 'producer_id', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('TransactionState', 'transaction_state', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-ListTransactionsResponse.SCHEMA = (
-    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('UnknownStateFilters', 'unknown_state_filters', 'string', True, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('TransactionStates', 'transaction_states', 'struct', True, _ListTransactionsResponse_TransactionState, (0, 32767), (1, 0), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+ListTransactionsRequest._FIELD_SPEC = """
+StateFilters []string 0+
+ProducerIdFilters []int64 0+
+DurationFilter int64 1+
+"""
+_ListTransactionsResponse_TransactionState._FIELD_SPEC = """
+TransactionalId string 0+
+ProducerId int64 0+
+TransactionState string 0+
+"""
+ListTransactionsResponse._FIELD_SPEC = """
+ThrottleTimeMs int32 0+
+ErrorCode int16 0+
+UnknownStateFilters []string 0+
+TransactionStates []TransactionState 0+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

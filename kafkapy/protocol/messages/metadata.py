@@ -11,7 +11,6 @@ from ..primitives import FACTORY as _FACTORY
 from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import GeneratedStruct as _GeneratedStruct
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
@@ -162,49 +161,49 @@ class MetadataResponse(_Message):
         self.cluster_authorized_operations = cluster_authorized_operations
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-_MetadataRequest_MetadataRequestTopic.SCHEMA = (
-    _FieldSchema('TopicId', 'topic_id', 'uuid', False, None, (10, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (10, 32767), (1, 0), None),
-)
-MetadataRequest.SCHEMA = (
-    _FieldSchema('Topics', 'topics', 'struct', True, _MetadataRequest_MetadataRequestTopic, (0, 32767), (1, 32767), (1, 0), None),
-    _FieldSchema('AllowAutoTopicCreation', 'allow_auto_topic_creation', 'bool', False, None, (4, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('IncludeClusterAuthorizedOperations', 'include_cluster_authorized_operations', 'bool', False, None, (8, 10), (1, 0), (1, 0), None),
-    _FieldSchema('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', 'bool', False, None, (8, 32767), (1, 0), (1, 0), None),
-)
-_MetadataResponse_MetadataResponseBroker.SCHEMA = (
-    _FieldSchema('NodeId', 'node_id', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Host', 'host', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Port', 'port', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Rack', 'rack', 'string', False, None, (1, 32767), (1, 32767), (1, 0), None),
-)
-_MetadataResponse_MetadataResponsePartition.SCHEMA = (
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('LeaderId', 'leader_id', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('LeaderEpoch', 'leader_epoch', 'int32', False, None, (7, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ReplicaNodes', 'replica_nodes', 'int32', True, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('IsrNodes', 'isr_nodes', 'int32', True, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('OfflineReplicas', 'offline_replicas', 'int32', True, None, (5, 32767), (1, 0), (1, 0), None),
-)
-_MetadataResponse_MetadataResponseTopic.SCHEMA = (
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (12, 32767), (1, 0), None),
-    _FieldSchema('TopicId', 'topic_id', 'uuid', False, None, (10, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('IsInternal', 'is_internal', 'bool', False, None, (1, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Partitions', 'partitions', 'struct', True, _MetadataResponse_MetadataResponsePartition, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('TopicAuthorizedOperations', 'topic_authorized_operations', 'int32', False, None, (8, 32767), (1, 0), (1, 0), None),
-)
-MetadataResponse.SCHEMA = (
-    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (3, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Brokers', 'brokers', 'struct', True, _MetadataResponse_MetadataResponseBroker, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ClusterId', 'cluster_id', 'string', False, None, (2, 32767), (2, 32767), (1, 0), None),
-    _FieldSchema('ControllerId', 'controller_id', 'int32', False, None, (1, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Topics', 'topics', 'struct', True, _MetadataResponse_MetadataResponseTopic, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ClusterAuthorizedOperations', 'cluster_authorized_operations', 'int32', False, None, (8, 10), (1, 0), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+_MetadataRequest_MetadataRequestTopic._FIELD_SPEC = """
+TopicId uuid 10+
+Name string 0+ nullable=10+
+"""
+MetadataRequest._FIELD_SPEC = """
+Topics []MetadataRequestTopic 0+ nullable=1+
+AllowAutoTopicCreation bool 4+
+IncludeClusterAuthorizedOperations bool 8-10
+IncludeTopicAuthorizedOperations bool 8+
+"""
+_MetadataResponse_MetadataResponseBroker._FIELD_SPEC = """
+NodeId int32 0+
+Host string 0+
+Port int32 0+
+Rack string 1+ nullable=1+
+"""
+_MetadataResponse_MetadataResponsePartition._FIELD_SPEC = """
+ErrorCode int16 0+
+PartitionIndex int32 0+
+LeaderId int32 0+
+LeaderEpoch int32 7+
+ReplicaNodes []int32 0+
+IsrNodes []int32 0+
+OfflineReplicas []int32 5+
+"""
+_MetadataResponse_MetadataResponseTopic._FIELD_SPEC = """
+ErrorCode int16 0+
+Name string 0+ nullable=12+
+TopicId uuid 10+
+IsInternal bool 1+
+Partitions []MetadataResponsePartition 0+
+TopicAuthorizedOperations int32 8+
+"""
+MetadataResponse._FIELD_SPEC = """
+ThrottleTimeMs int32 3+
+Brokers []MetadataResponseBroker 0+
+ClusterId string 2+ nullable=2+
+ControllerId int32 1+
+Topics []MetadataResponseTopic 0+
+ClusterAuthorizedOperations int32 8-10
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -8,7 +8,6 @@ from struct import Struct as _Struct
 
 from ..primitives import FACTORY as _FACTORY
 from ..primitives import UVARINT_1 as _UV1
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import GeneratedStruct as _GeneratedStruct
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
@@ -137,39 +136,39 @@ class OffsetCommitResponse(_Message):
         self.topics = [] if topics is _FACTORY else topics
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-_OffsetCommitRequest_OffsetCommitRequestPartition.SCHEMA = (
-    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('CommittedOffset', 'committed_offset', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('CommittedLeaderEpoch', 'committed_leader_epoch', 'int32', False, None, (6, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('CommitTimestamp', 'commit_timestamp', 'int64', False, None, (1, 1), (1, 0), (1, 0), None),
-    _FieldSchema('CommittedMetadata', 'committed_metadata', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-)
-_OffsetCommitRequest_OffsetCommitRequestTopic.SCHEMA = (
-    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Partitions', 'partitions', 'struct', True, _OffsetCommitRequest_OffsetCommitRequestPartition, (0, 32767), (1, 0), (1, 0), None),
-)
-OffsetCommitRequest.SCHEMA = (
-    _FieldSchema('GroupId', 'group_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('GenerationIdOrMemberEpoch', 'generation_id_or_member_epoch', 'int32', False, None, (1, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('MemberId', 'member_id', 'string', False, None, (1, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('GroupInstanceId', 'group_instance_id', 'string', False, None, (7, 32767), (7, 32767), (1, 0), None),
-    _FieldSchema('RetentionTimeMs', 'retention_time_ms', 'int64', False, None, (2, 4), (1, 0), (1, 0), None),
-    _FieldSchema('Topics', 'topics', 'struct', True, _OffsetCommitRequest_OffsetCommitRequestTopic, (0, 32767), (1, 0), (1, 0), None),
-)
-_OffsetCommitResponse_OffsetCommitResponsePartition.SCHEMA = (
-    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-_OffsetCommitResponse_OffsetCommitResponseTopic.SCHEMA = (
-    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Partitions', 'partitions', 'struct', True, _OffsetCommitResponse_OffsetCommitResponsePartition, (0, 32767), (1, 0), (1, 0), None),
-)
-OffsetCommitResponse.SCHEMA = (
-    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (3, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Topics', 'topics', 'struct', True, _OffsetCommitResponse_OffsetCommitResponseTopic, (0, 32767), (1, 0), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+_OffsetCommitRequest_OffsetCommitRequestPartition._FIELD_SPEC = """
+PartitionIndex int32 0+
+CommittedOffset int64 0+
+CommittedLeaderEpoch int32 6+
+CommitTimestamp int64 1
+CommittedMetadata string 0+ nullable=0+
+"""
+_OffsetCommitRequest_OffsetCommitRequestTopic._FIELD_SPEC = """
+Name string 0+
+Partitions []OffsetCommitRequestPartition 0+
+"""
+OffsetCommitRequest._FIELD_SPEC = """
+GroupId string 0+
+GenerationIdOrMemberEpoch int32 1+
+MemberId string 1+
+GroupInstanceId string 7+ nullable=7+
+RetentionTimeMs int64 2-4
+Topics []OffsetCommitRequestTopic 0+
+"""
+_OffsetCommitResponse_OffsetCommitResponsePartition._FIELD_SPEC = """
+PartitionIndex int32 0+
+ErrorCode int16 0+
+"""
+_OffsetCommitResponse_OffsetCommitResponseTopic._FIELD_SPEC = """
+Name string 0+
+Partitions []OffsetCommitResponsePartition 0+
+"""
+OffsetCommitResponse._FIELD_SPEC = """
+ThrottleTimeMs int32 3+
+Topics []OffsetCommitResponseTopic 0+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

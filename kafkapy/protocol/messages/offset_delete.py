@@ -7,7 +7,6 @@ from __future__ import annotations
 from struct import Struct as _Struct
 
 from ..primitives import FACTORY as _FACTORY
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import GeneratedStruct as _GeneratedStruct
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
@@ -110,32 +109,32 @@ class OffsetDeleteResponse(_Message):
         self.topics = [] if topics is _FACTORY else topics
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-_OffsetDeleteRequest_OffsetDeleteRequestPartition.SCHEMA = (
-    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-_OffsetDeleteRequest_OffsetDeleteRequestTopic.SCHEMA = (
-    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Partitions', 'partitions', 'struct', True, _OffsetDeleteRequest_OffsetDeleteRequestPartition, (0, 32767), (1, 0), (1, 0), None),
-)
-OffsetDeleteRequest.SCHEMA = (
-    _FieldSchema('GroupId', 'group_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Topics', 'topics', 'struct', True, _OffsetDeleteRequest_OffsetDeleteRequestTopic, (0, 32767), (1, 0), (1, 0), None),
-)
-_OffsetDeleteResponse_OffsetDeleteResponsePartition.SCHEMA = (
-    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-_OffsetDeleteResponse_OffsetDeleteResponseTopic.SCHEMA = (
-    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Partitions', 'partitions', 'struct', True, _OffsetDeleteResponse_OffsetDeleteResponsePartition, (0, 32767), (1, 0), (1, 0), None),
-)
-OffsetDeleteResponse.SCHEMA = (
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Topics', 'topics', 'struct', True, _OffsetDeleteResponse_OffsetDeleteResponseTopic, (0, 32767), (1, 0), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+_OffsetDeleteRequest_OffsetDeleteRequestPartition._FIELD_SPEC = """
+PartitionIndex int32 0+
+"""
+_OffsetDeleteRequest_OffsetDeleteRequestTopic._FIELD_SPEC = """
+Name string 0+
+Partitions []OffsetDeleteRequestPartition 0+
+"""
+OffsetDeleteRequest._FIELD_SPEC = """
+GroupId string 0+
+Topics []OffsetDeleteRequestTopic 0+
+"""
+_OffsetDeleteResponse_OffsetDeleteResponsePartition._FIELD_SPEC = """
+PartitionIndex int32 0+
+ErrorCode int16 0+
+"""
+_OffsetDeleteResponse_OffsetDeleteResponseTopic._FIELD_SPEC = """
+Name string 0+
+Partitions []OffsetDeleteResponsePartition 0+
+"""
+OffsetDeleteResponse._FIELD_SPEC = """
+ErrorCode int16 0+
+ThrottleTimeMs int32 0+
+Topics []OffsetDeleteResponseTopic 0+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -8,7 +8,6 @@ from struct import Struct as _Struct
 
 from ..primitives import FACTORY as _FACTORY
 from ..primitives import UVARINT_1 as _UV1
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import GeneratedStruct as _GeneratedStruct
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
@@ -208,61 +207,61 @@ class OffsetFetchResponse(_Message):
         self.groups = [] if groups is _FACTORY else groups
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-_OffsetFetchRequest_OffsetFetchRequestTopic.SCHEMA = (
-    _FieldSchema('Name', 'name', 'string', False, None, (0, 7), (1, 0), (1, 0), None),
-    _FieldSchema('PartitionIndexes', 'partition_indexes', 'int32', True, None, (0, 7), (1, 0), (1, 0), None),
-)
-_OffsetFetchRequest_OffsetFetchRequestTopics.SCHEMA = (
-    _FieldSchema('Name', 'name', 'string', False, None, (8, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('PartitionIndexes', 'partition_indexes', 'int32', True, None, (8, 32767), (1, 0), (1, 0), None),
-)
-_OffsetFetchRequest_OffsetFetchRequestGroup.SCHEMA = (
-    _FieldSchema('GroupId', 'group_id', 'string', False, None, (8, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('MemberId', 'member_id', 'string', False, None, (9, 32767), (9, 32767), (1, 0), None),
-    _FieldSchema('MemberEpoch', 'member_epoch', 'int32', False, None, (9, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Topics', 'topics', 'struct', True, _OffsetFetchRequest_OffsetFetchRequestTopics, (8, 32767), (8, 32767), (1, 0), None),
-)
-OffsetFetchRequest.SCHEMA = (
-    _FieldSchema('GroupId', 'group_id', 'string', False, None, (0, 7), (1, 0), (1, 0), None),
-    _FieldSchema('Topics', 'topics', 'struct', True, _OffsetFetchRequest_OffsetFetchRequestTopic, (0, 7), (2, 7), (1, 0), None),
-    _FieldSchema('Groups', 'groups', 'struct', True, _OffsetFetchRequest_OffsetFetchRequestGroup, (8, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('RequireStable', 'require_stable', 'bool', False, None, (7, 32767), (1, 0), (1, 0), None),
-)
-_OffsetFetchResponse_OffsetFetchResponsePartition.SCHEMA = (
-    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 7), (1, 0), (1, 0), None),
-    _FieldSchema('CommittedOffset', 'committed_offset', 'int64', False, None, (0, 7), (1, 0), (1, 0), None),
-    _FieldSchema('CommittedLeaderEpoch', 'committed_leader_epoch', 'int32', False, None, (5, 7), (1, 0), (1, 0), None),
-    _FieldSchema('Metadata', 'metadata', 'string', False, None, (0, 7), (0, 7), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 7), (1, 0), (1, 0), None),
-)
-_OffsetFetchResponse_OffsetFetchResponseTopic.SCHEMA = (
-    _FieldSchema('Name', 'name', 'string', False, None, (0, 7), (1, 0), (1, 0), None),
-    _FieldSchema('Partitions', 'partitions', 'struct', True, _OffsetFetchResponse_OffsetFetchResponsePartition, (0, 7), (1, 0), (1, 0), None),
-)
-_OffsetFetchResponse_OffsetFetchResponsePartitions.SCHEMA = (
-    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (8, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('CommittedOffset', 'committed_offset', 'int64', False, None, (8, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('CommittedLeaderEpoch', 'committed_leader_epoch', 'int32', False, None, (8, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Metadata', 'metadata', 'string', False, None, (8, 32767), (8, 32767), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (8, 32767), (1, 0), (1, 0), None),
-)
-_OffsetFetchResponse_OffsetFetchResponseTopics.SCHEMA = (
-    _FieldSchema('Name', 'name', 'string', False, None, (8, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Partitions', 'partitions', 'struct', True, _OffsetFetchResponse_OffsetFetchResponsePartitions, (8, 32767), (1, 0), (1, 0), None),
-)
-_OffsetFetchResponse_OffsetFetchResponseGroup.SCHEMA = (
-    _FieldSchema('GroupId', 'group_id', 'string', False, None, (8, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Topics', 'topics', 'struct', True, _OffsetFetchResponse_OffsetFetchResponseTopics, (8, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (8, 32767), (1, 0), (1, 0), None),
-)
-OffsetFetchResponse.SCHEMA = (
-    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (3, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Topics', 'topics', 'struct', True, _OffsetFetchResponse_OffsetFetchResponseTopic, (0, 7), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (2, 7), (1, 0), (1, 0), None),
-    _FieldSchema('Groups', 'groups', 'struct', True, _OffsetFetchResponse_OffsetFetchResponseGroup, (8, 32767), (1, 0), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+_OffsetFetchRequest_OffsetFetchRequestTopic._FIELD_SPEC = """
+Name string 0-7
+PartitionIndexes []int32 0-7
+"""
+_OffsetFetchRequest_OffsetFetchRequestTopics._FIELD_SPEC = """
+Name string 8+
+PartitionIndexes []int32 8+
+"""
+_OffsetFetchRequest_OffsetFetchRequestGroup._FIELD_SPEC = """
+GroupId string 8+
+MemberId string 9+ nullable=9+
+MemberEpoch int32 9+
+Topics []OffsetFetchRequestTopics 8+ nullable=8+
+"""
+OffsetFetchRequest._FIELD_SPEC = """
+GroupId string 0-7
+Topics []OffsetFetchRequestTopic 0-7 nullable=2-7
+Groups []OffsetFetchRequestGroup 8+
+RequireStable bool 7+
+"""
+_OffsetFetchResponse_OffsetFetchResponsePartition._FIELD_SPEC = """
+PartitionIndex int32 0-7
+CommittedOffset int64 0-7
+CommittedLeaderEpoch int32 5-7
+Metadata string 0-7 nullable=0-7
+ErrorCode int16 0-7
+"""
+_OffsetFetchResponse_OffsetFetchResponseTopic._FIELD_SPEC = """
+Name string 0-7
+Partitions []OffsetFetchResponsePartition 0-7
+"""
+_OffsetFetchResponse_OffsetFetchResponsePartitions._FIELD_SPEC = """
+PartitionIndex int32 8+
+CommittedOffset int64 8+
+CommittedLeaderEpoch int32 8+
+Metadata string 8+ nullable=8+
+ErrorCode int16 8+
+"""
+_OffsetFetchResponse_OffsetFetchResponseTopics._FIELD_SPEC = """
+Name string 8+
+Partitions []OffsetFetchResponsePartitions 8+
+"""
+_OffsetFetchResponse_OffsetFetchResponseGroup._FIELD_SPEC = """
+GroupId string 8+
+Topics []OffsetFetchResponseTopics 8+
+ErrorCode int16 8+
+"""
+OffsetFetchResponse._FIELD_SPEC = """
+ThrottleTimeMs int32 3+
+Topics []OffsetFetchResponseTopic 0-7
+ErrorCode int16 2-7
+Groups []OffsetFetchResponseGroup 8+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -8,7 +8,6 @@ from struct import Struct as _Struct
 
 from ..primitives import FACTORY as _FACTORY
 from ..primitives import UVARINT_1 as _UV1
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import GeneratedStruct as _GeneratedStruct
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
@@ -122,35 +121,35 @@ class OffsetForLeaderEpochResponse(_Message):
         self.topics = [] if topics is _FACTORY else topics
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-_OffsetForLeaderEpochRequest_OffsetForLeaderPartition.SCHEMA = (
-    _FieldSchema('Partition', 'partition', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('CurrentLeaderEpoch', 'current_leader_epoch', 'int32', False, None, (2, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('LeaderEpoch', 'leader_epoch', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-_OffsetForLeaderEpochRequest_OffsetForLeaderTopic.SCHEMA = (
-    _FieldSchema('Topic', 'topic', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Partitions', 'partitions', 'struct', True, _OffsetForLeaderEpochRequest_OffsetForLeaderPartition, (0, 32767), (1, 0), (1, 0), None),
-)
-OffsetForLeaderEpochRequest.SCHEMA = (
-    _FieldSchema('ReplicaId', 'replica_id', 'int32', False, None, (3, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Topics', 'topics', 'struct', True, _OffsetForLeaderEpochRequest_OffsetForLeaderTopic, (0, 32767), (1, 0), (1, 0), None),
-)
-_OffsetForLeaderEpochResponse_EpochEndOffset.SCHEMA = (
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Partition', 'partition', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('LeaderEpoch', 'leader_epoch', 'int32', False, None, (1, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('EndOffset', 'end_offset', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult.SCHEMA = (
-    _FieldSchema('Topic', 'topic', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Partitions', 'partitions', 'struct', True, _OffsetForLeaderEpochResponse_EpochEndOffset, (0, 32767), (1, 0), (1, 0), None),
-)
-OffsetForLeaderEpochResponse.SCHEMA = (
-    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (2, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Topics', 'topics', 'struct', True, _OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult, (0, 32767), (1, 0), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+_OffsetForLeaderEpochRequest_OffsetForLeaderPartition._FIELD_SPEC = """
+Partition int32 0+
+CurrentLeaderEpoch int32 2+
+LeaderEpoch int32 0+
+"""
+_OffsetForLeaderEpochRequest_OffsetForLeaderTopic._FIELD_SPEC = """
+Topic string 0+
+Partitions []OffsetForLeaderPartition 0+
+"""
+OffsetForLeaderEpochRequest._FIELD_SPEC = """
+ReplicaId int32 3+
+Topics []OffsetForLeaderTopic 0+
+"""
+_OffsetForLeaderEpochResponse_EpochEndOffset._FIELD_SPEC = """
+ErrorCode int16 0+
+Partition int32 0+
+LeaderEpoch int32 1+
+EndOffset int64 0+
+"""
+_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult._FIELD_SPEC = """
+Topic string 0+
+Partitions []EpochEndOffset 0+
+"""
+OffsetForLeaderEpochResponse._FIELD_SPEC = """
+ThrottleTimeMs int32 2+
+Topics []OffsetForLeaderTopicResult 0+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -10,7 +10,6 @@ from ..primitives import FACTORY as _FACTORY
 from ..primitives import PLAIN_BUFFERS as _PLAIN_BUFFERS
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ExternalRecords
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import GeneratedStruct as _GeneratedStruct
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
@@ -178,55 +177,55 @@ class ProduceResponse(_Message):
         self.node_endpoints = [] if node_endpoints is _FACTORY else node_endpoints
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-_ProduceRequest_PartitionProduceData.SCHEMA = (
-    _FieldSchema('Index', 'index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Records', 'records', 'records', False, None, (0, 32767), (0, 32767), (1, 0), None),
-)
-_ProduceRequest_TopicProduceData.SCHEMA = (
-    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('PartitionData', 'partition_data', 'struct', True, _ProduceRequest_PartitionProduceData, (0, 32767), (1, 0), (1, 0), None),
-)
-ProduceRequest.SCHEMA = (
-    _FieldSchema('TransactionalId', 'transactional_id', 'string', False, None, (3, 32767), (3, 32767), (1, 0), None),
-    _FieldSchema('Acks', 'acks', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('TimeoutMs', 'timeout_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('TopicData', 'topic_data', 'struct', True, _ProduceRequest_TopicProduceData, (0, 32767), (1, 0), (1, 0), None),
-)
-_ProduceResponse_BatchIndexAndErrorMessage.SCHEMA = (
-    _FieldSchema('BatchIndex', 'batch_index', 'int32', False, None, (8, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('BatchIndexErrorMessage', 'batch_index_error_message', 'string', False, None, (8, 32767), (8, 32767), (1, 0), None),
-)
-_ProduceResponse_LeaderIdAndEpoch.SCHEMA = (
-    _FieldSchema('LeaderId', 'leader_id', 'int32', False, None, (10, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('LeaderEpoch', 'leader_epoch', 'int32', False, None, (10, 32767), (1, 0), (1, 0), None),
-)
-_ProduceResponse_PartitionProduceResponse.SCHEMA = (
-    _FieldSchema('Index', 'index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('BaseOffset', 'base_offset', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('LogAppendTimeMs', 'log_append_time_ms', 'int64', False, None, (2, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('LogStartOffset', 'log_start_offset', 'int64', False, None, (5, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('RecordErrors', 'record_errors', 'struct', True, _ProduceResponse_BatchIndexAndErrorMessage, (8, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (8, 32767), (8, 32767), (1, 0), None),
-    _FieldSchema('CurrentLeader', 'current_leader', 'struct', False, _ProduceResponse_LeaderIdAndEpoch, (10, 32767), (1, 0), (10, 32767), 0),
-)
-_ProduceResponse_TopicProduceResponse.SCHEMA = (
-    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('PartitionResponses', 'partition_responses', 'struct', True, _ProduceResponse_PartitionProduceResponse, (0, 32767), (1, 0), (1, 0), None),
-)
-_ProduceResponse_NodeEndpoint.SCHEMA = (
-    _FieldSchema('NodeId', 'node_id', 'int32', False, None, (10, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Host', 'host', 'string', False, None, (10, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Port', 'port', 'int32', False, None, (10, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Rack', 'rack', 'string', False, None, (10, 32767), (10, 32767), (1, 0), None),
-)
-ProduceResponse.SCHEMA = (
-    _FieldSchema('Responses', 'responses', 'struct', True, _ProduceResponse_TopicProduceResponse, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (1, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('NodeEndpoints', 'node_endpoints', 'struct', True, _ProduceResponse_NodeEndpoint, (10, 32767), (1, 0), (10, 32767), 0),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+_ProduceRequest_PartitionProduceData._FIELD_SPEC = """
+Index int32 0+
+Records records 0+ nullable=0+
+"""
+_ProduceRequest_TopicProduceData._FIELD_SPEC = """
+Name string 0+
+PartitionData []PartitionProduceData 0+
+"""
+ProduceRequest._FIELD_SPEC = """
+TransactionalId string 3+ nullable=3+
+Acks int16 0+
+TimeoutMs int32 0+
+TopicData []TopicProduceData 0+
+"""
+_ProduceResponse_BatchIndexAndErrorMessage._FIELD_SPEC = """
+BatchIndex int32 8+
+BatchIndexErrorMessage string 8+ nullable=8+
+"""
+_ProduceResponse_LeaderIdAndEpoch._FIELD_SPEC = """
+LeaderId int32 10+
+LeaderEpoch int32 10+
+"""
+_ProduceResponse_PartitionProduceResponse._FIELD_SPEC = """
+Index int32 0+
+ErrorCode int16 0+
+BaseOffset int64 0+
+LogAppendTimeMs int64 2+
+LogStartOffset int64 5+
+RecordErrors []BatchIndexAndErrorMessage 8+
+ErrorMessage string 8+ nullable=8+
+CurrentLeader LeaderIdAndEpoch 10+ tagged=10+ tag=0
+"""
+_ProduceResponse_TopicProduceResponse._FIELD_SPEC = """
+Name string 0+
+PartitionResponses []PartitionProduceResponse 0+
+"""
+_ProduceResponse_NodeEndpoint._FIELD_SPEC = """
+NodeId int32 10+
+Host string 10+
+Port int32 10+
+Rack string 10+ nullable=10+
+"""
+ProduceResponse._FIELD_SPEC = """
+Responses []TopicProduceResponse 0+
+ThrottleTimeMs int32 1+
+NodeEndpoints []NodeEndpoint 10+ tagged=10+ tag=0
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -10,7 +10,6 @@ from struct import Struct as _Struct
 from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
 from ..primitives import encode_uvarint as _uvarint
@@ -61,19 +60,19 @@ class PushTelemetryResponse(_Message):
         self.error_code = error_code
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-PushTelemetryRequest.SCHEMA = (
-    _FieldSchema('ClientInstanceId', 'client_instance_id', 'uuid', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('SubscriptionId', 'subscription_id', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Terminating', 'terminating', 'bool', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('CompressionType', 'compression_type', 'int8', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Metrics', 'metrics', 'bytes', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-PushTelemetryResponse.SCHEMA = (
-    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+PushTelemetryRequest._FIELD_SPEC = """
+ClientInstanceId uuid 0+
+SubscriptionId int32 0+
+Terminating bool 0+
+CompressionType int8 0+
+Metrics bytes 0+
+"""
+PushTelemetryResponse._FIELD_SPEC = """
+ThrottleTimeMs int32 0+
+ErrorCode int16 0+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -11,7 +11,6 @@ from ..primitives import FACTORY as _FACTORY
 from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import GeneratedStruct as _GeneratedStruct
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
@@ -127,34 +126,34 @@ class ReadShareGroupStateSummaryResponse(_Message):
         self.results = [] if results is _FACTORY else results
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-_ReadShareGroupStateSummaryRequest_PartitionData.SCHEMA = (
-    _FieldSchema('Partition', 'partition', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('LeaderEpoch', 'leader_epoch', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-_ReadShareGroupStateSummaryRequest_ReadStateSummaryData.SCHEMA = (
-    _FieldSchema('TopicId', 'topic_id', 'uuid', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Partitions', 'partitions', 'struct', True, _ReadShareGroupStateSummaryRequest_PartitionData, (0, 32767), (1, 0), (1, 0), None),
-)
-ReadShareGroupStateSummaryRequest.SCHEMA = (
-    _FieldSchema('GroupId', 'group_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Topics', 'topics', 'struct', True, _ReadShareGroupStateSummaryRequest_ReadStateSummaryData, (0, 32767), (1, 0), (1, 0), None),
-)
-_ReadShareGroupStateSummaryResponse_PartitionResult.SCHEMA = (
-    _FieldSchema('Partition', 'partition', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-    _FieldSchema('StateEpoch', 'state_epoch', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('StartOffset', 'start_offset', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult.SCHEMA = (
-    _FieldSchema('TopicId', 'topic_id', 'uuid', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Partitions', 'partitions', 'struct', True, _ReadShareGroupStateSummaryResponse_PartitionResult, (0, 32767), (1, 0), (1, 0), None),
-)
-ReadShareGroupStateSummaryResponse.SCHEMA = (
-    _FieldSchema('Results', 'results', 'struct', True, _ReadShareGroupStateSummaryResponse_ReadStateSummaryResult, (0, 32767), (1, 0), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+_ReadShareGroupStateSummaryRequest_PartitionData._FIELD_SPEC = """
+Partition int32 0+
+LeaderEpoch int32 0+
+"""
+_ReadShareGroupStateSummaryRequest_ReadStateSummaryData._FIELD_SPEC = """
+TopicId uuid 0+
+Partitions []PartitionData 0+
+"""
+ReadShareGroupStateSummaryRequest._FIELD_SPEC = """
+GroupId string 0+
+Topics []ReadStateSummaryData 0+
+"""
+_ReadShareGroupStateSummaryResponse_PartitionResult._FIELD_SPEC = """
+Partition int32 0+
+ErrorCode int16 0+
+ErrorMessage string 0+ nullable=0+
+StateEpoch int32 0+
+StartOffset int64 0+
+"""
+_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult._FIELD_SPEC = """
+TopicId uuid 0+
+Partitions []PartitionResult 0+
+"""
+ReadShareGroupStateSummaryResponse._FIELD_SPEC = """
+Results []ReadStateSummaryResult 0+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

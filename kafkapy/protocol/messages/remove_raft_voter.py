@@ -10,7 +10,6 @@ from struct import Struct as _Struct
 from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
 from ..primitives import encode_uvarint as _uvarint
@@ -56,18 +55,18 @@ class RemoveRaftVoterResponse(_Message):
         self.error_message = error_message
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-RemoveRaftVoterRequest.SCHEMA = (
-    _FieldSchema('ClusterId', 'cluster_id', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-    _FieldSchema('VoterId', 'voter_id', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('VoterDirectoryId', 'voter_directory_id', 'uuid', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-RemoveRaftVoterResponse.SCHEMA = (
-    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+RemoveRaftVoterRequest._FIELD_SPEC = """
+ClusterId string 0+ nullable=0+
+VoterId int32 0+
+VoterDirectoryId uuid 0+
+"""
+RemoveRaftVoterResponse._FIELD_SPEC = """
+ThrottleTimeMs int32 0+
+ErrorCode int16 0+
+ErrorMessage string 0+ nullable=0+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 from struct import Struct as _Struct
 
 from ..primitives import UVARINT_1 as _UV1
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
 from ..primitives import encode_uvarint as _uvarint
@@ -54,17 +53,17 @@ class SaslAuthenticateResponse(_Message):
         self.session_lifetime_ms = session_lifetime_ms
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-SaslAuthenticateRequest.SCHEMA = (
-    _FieldSchema('AuthBytes', 'auth_bytes', 'bytes', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-SaslAuthenticateResponse.SCHEMA = (
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-    _FieldSchema('AuthBytes', 'auth_bytes', 'bytes', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('SessionLifetimeMs', 'session_lifetime_ms', 'int64', False, None, (1, 32767), (1, 0), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+SaslAuthenticateRequest._FIELD_SPEC = """
+AuthBytes bytes 0+
+"""
+SaslAuthenticateResponse._FIELD_SPEC = """
+ErrorCode int16 0+
+ErrorMessage string 0+ nullable=0+
+AuthBytes bytes 0+
+SessionLifetimeMs int64 1+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

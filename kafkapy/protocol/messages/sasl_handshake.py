@@ -7,7 +7,6 @@ from __future__ import annotations
 from struct import Struct as _Struct
 
 from ..primitives import FACTORY as _FACTORY
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
 
@@ -41,15 +40,15 @@ class SaslHandshakeResponse(_Message):
         self.mechanisms = [] if mechanisms is _FACTORY else mechanisms
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-SaslHandshakeRequest.SCHEMA = (
-    _FieldSchema('Mechanism', 'mechanism', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-SaslHandshakeResponse.SCHEMA = (
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Mechanisms', 'mechanisms', 'string', True, None, (0, 32767), (1, 0), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+SaslHandshakeRequest._FIELD_SPEC = """
+Mechanism string 0+
+"""
+SaslHandshakeResponse._FIELD_SPEC = """
+ErrorCode int16 0+
+Mechanisms []string 0+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -11,7 +11,6 @@ from ..primitives import FACTORY as _FACTORY
 from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import GeneratedStruct as _GeneratedStruct
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
@@ -188,54 +187,54 @@ class ShareAcknowledgeResponse(_Message):
         self.node_endpoints = [] if node_endpoints is _FACTORY else node_endpoints
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-_ShareAcknowledgeRequest_AcknowledgementBatch.SCHEMA = (
-    _FieldSchema('FirstOffset', 'first_offset', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('LastOffset', 'last_offset', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('AcknowledgeTypes', 'acknowledge_types', 'int8', True, None, (0, 32767), (1, 0), (1, 0), None),
-)
-_ShareAcknowledgeRequest_AcknowledgePartition.SCHEMA = (
-    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('AcknowledgementBatches', 'acknowledgement_batches', 'struct', True, _ShareAcknowledgeRequest_AcknowledgementBatch, (0, 32767), (1, 0), (1, 0), None),
-)
-_ShareAcknowledgeRequest_AcknowledgeTopic.SCHEMA = (
-    _FieldSchema('TopicId', 'topic_id', 'uuid', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Partitions', 'partitions', 'struct', True, _ShareAcknowledgeRequest_AcknowledgePartition, (0, 32767), (1, 0), (1, 0), None),
-)
-ShareAcknowledgeRequest.SCHEMA = (
-    _FieldSchema('GroupId', 'group_id', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-    _FieldSchema('MemberId', 'member_id', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-    _FieldSchema('ShareSessionEpoch', 'share_session_epoch', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Topics', 'topics', 'struct', True, _ShareAcknowledgeRequest_AcknowledgeTopic, (0, 32767), (1, 0), (1, 0), None),
-)
-_ShareAcknowledgeResponse_LeaderIdAndEpoch.SCHEMA = (
-    _FieldSchema('LeaderId', 'leader_id', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('LeaderEpoch', 'leader_epoch', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-_ShareAcknowledgeResponse_PartitionData.SCHEMA = (
-    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-    _FieldSchema('CurrentLeader', 'current_leader', 'struct', False, _ShareAcknowledgeResponse_LeaderIdAndEpoch, (0, 32767), (1, 0), (1, 0), None),
-)
-_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse.SCHEMA = (
-    _FieldSchema('TopicId', 'topic_id', 'uuid', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Partitions', 'partitions', 'struct', True, _ShareAcknowledgeResponse_PartitionData, (0, 32767), (1, 0), (1, 0), None),
-)
-_ShareAcknowledgeResponse_NodeEndpoint.SCHEMA = (
-    _FieldSchema('NodeId', 'node_id', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Host', 'host', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Port', 'port', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Rack', 'rack', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-)
-ShareAcknowledgeResponse.SCHEMA = (
-    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-    _FieldSchema('Responses', 'responses', 'struct', True, _ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('NodeEndpoints', 'node_endpoints', 'struct', True, _ShareAcknowledgeResponse_NodeEndpoint, (0, 32767), (1, 0), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+_ShareAcknowledgeRequest_AcknowledgementBatch._FIELD_SPEC = """
+FirstOffset int64 0+
+LastOffset int64 0+
+AcknowledgeTypes []int8 0+
+"""
+_ShareAcknowledgeRequest_AcknowledgePartition._FIELD_SPEC = """
+PartitionIndex int32 0+
+AcknowledgementBatches []AcknowledgementBatch 0+
+"""
+_ShareAcknowledgeRequest_AcknowledgeTopic._FIELD_SPEC = """
+TopicId uuid 0+
+Partitions []AcknowledgePartition 0+
+"""
+ShareAcknowledgeRequest._FIELD_SPEC = """
+GroupId string 0+ nullable=0+
+MemberId string 0+ nullable=0+
+ShareSessionEpoch int32 0+
+Topics []AcknowledgeTopic 0+
+"""
+_ShareAcknowledgeResponse_LeaderIdAndEpoch._FIELD_SPEC = """
+LeaderId int32 0+
+LeaderEpoch int32 0+
+"""
+_ShareAcknowledgeResponse_PartitionData._FIELD_SPEC = """
+PartitionIndex int32 0+
+ErrorCode int16 0+
+ErrorMessage string 0+ nullable=0+
+CurrentLeader LeaderIdAndEpoch 0+
+"""
+_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse._FIELD_SPEC = """
+TopicId uuid 0+
+Partitions []PartitionData 0+
+"""
+_ShareAcknowledgeResponse_NodeEndpoint._FIELD_SPEC = """
+NodeId int32 0+
+Host string 0+
+Port int32 0+
+Rack string 0+ nullable=0+
+"""
+ShareAcknowledgeResponse._FIELD_SPEC = """
+ThrottleTimeMs int32 0+
+ErrorCode int16 0+
+ErrorMessage string 0+ nullable=0+
+Responses []ShareAcknowledgeTopicResponse 0+
+NodeEndpoints []NodeEndpoint 0+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

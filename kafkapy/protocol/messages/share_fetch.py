@@ -13,7 +13,6 @@ from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
 from ..primitives import ExternalRecords
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import GeneratedStruct as _GeneratedStruct
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
@@ -239,72 +238,72 @@ class ShareFetchResponse(_Message):
         self.node_endpoints = [] if node_endpoints is _FACTORY else node_endpoints
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-_ShareFetchRequest_AcknowledgementBatch.SCHEMA = (
-    _FieldSchema('FirstOffset', 'first_offset', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('LastOffset', 'last_offset', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('AcknowledgeTypes', 'acknowledge_types', 'int8', True, None, (0, 32767), (1, 0), (1, 0), None),
-)
-_ShareFetchRequest_FetchPartition.SCHEMA = (
-    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('PartitionMaxBytes', 'partition_max_bytes', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('AcknowledgementBatches', 'acknowledgement_batches', 'struct', True, _ShareFetchRequest_AcknowledgementBatch, (0, 32767), (1, 0), (1, 0), None),
-)
-_ShareFetchRequest_FetchTopic.SCHEMA = (
-    _FieldSchema('TopicId', 'topic_id', 'uuid', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Partitions', 'partitions', 'struct', True, _ShareFetchRequest_FetchPartition, (0, 32767), (1, 0), (1, 0), None),
-)
-_ShareFetchRequest_ForgottenTopic.SCHEMA = (
-    _FieldSchema('TopicId', 'topic_id', 'uuid', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Partitions', 'partitions', 'int32', True, None, (0, 32767), (1, 0), (1, 0), None),
-)
-ShareFetchRequest.SCHEMA = (
-    _FieldSchema('GroupId', 'group_id', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-    _FieldSchema('MemberId', 'member_id', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-    _FieldSchema('ShareSessionEpoch', 'share_session_epoch', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('MaxWaitMs', 'max_wait_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('MinBytes', 'min_bytes', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('MaxBytes', 'max_bytes', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Topics', 'topics', 'struct', True, _ShareFetchRequest_FetchTopic, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ForgottenTopicsData', 'forgotten_topics_data', 'struct', True, _ShareFetchRequest_ForgottenTopic, (0, 32767), (1, 0), (1, 0), None),
-)
-_ShareFetchResponse_LeaderIdAndEpoch.SCHEMA = (
-    _FieldSchema('LeaderId', 'leader_id', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('LeaderEpoch', 'leader_epoch', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-_ShareFetchResponse_AcquiredRecords.SCHEMA = (
-    _FieldSchema('FirstOffset', 'first_offset', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('LastOffset', 'last_offset', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('DeliveryCount', 'delivery_count', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-_ShareFetchResponse_PartitionData.SCHEMA = (
-    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-    _FieldSchema('AcknowledgeErrorCode', 'acknowledge_error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('AcknowledgeErrorMessage', 'acknowledge_error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-    _FieldSchema('CurrentLeader', 'current_leader', 'struct', False, _ShareFetchResponse_LeaderIdAndEpoch, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Records', 'records', 'records', False, None, (0, 32767), (0, 32767), (1, 0), None),
-    _FieldSchema('AcquiredRecords', 'acquired_records', 'struct', True, _ShareFetchResponse_AcquiredRecords, (0, 32767), (1, 0), (1, 0), None),
-)
-_ShareFetchResponse_ShareFetchableTopicResponse.SCHEMA = (
-    _FieldSchema('TopicId', 'topic_id', 'uuid', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Partitions', 'partitions', 'struct', True, _ShareFetchResponse_PartitionData, (0, 32767), (1, 0), (1, 0), None),
-)
-_ShareFetchResponse_NodeEndpoint.SCHEMA = (
-    _FieldSchema('NodeId', 'node_id', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Host', 'host', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Port', 'port', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Rack', 'rack', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-)
-ShareFetchResponse.SCHEMA = (
-    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-    _FieldSchema('Responses', 'responses', 'struct', True, _ShareFetchResponse_ShareFetchableTopicResponse, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('NodeEndpoints', 'node_endpoints', 'struct', True, _ShareFetchResponse_NodeEndpoint, (0, 32767), (1, 0), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+_ShareFetchRequest_AcknowledgementBatch._FIELD_SPEC = """
+FirstOffset int64 0+
+LastOffset int64 0+
+AcknowledgeTypes []int8 0+
+"""
+_ShareFetchRequest_FetchPartition._FIELD_SPEC = """
+PartitionIndex int32 0+
+PartitionMaxBytes int32 0+
+AcknowledgementBatches []AcknowledgementBatch 0+
+"""
+_ShareFetchRequest_FetchTopic._FIELD_SPEC = """
+TopicId uuid 0+
+Partitions []FetchPartition 0+
+"""
+_ShareFetchRequest_ForgottenTopic._FIELD_SPEC = """
+TopicId uuid 0+
+Partitions []int32 0+
+"""
+ShareFetchRequest._FIELD_SPEC = """
+GroupId string 0+ nullable=0+
+MemberId string 0+ nullable=0+
+ShareSessionEpoch int32 0+
+MaxWaitMs int32 0+
+MinBytes int32 0+
+MaxBytes int32 0+
+Topics []FetchTopic 0+
+ForgottenTopicsData []ForgottenTopic 0+
+"""
+_ShareFetchResponse_LeaderIdAndEpoch._FIELD_SPEC = """
+LeaderId int32 0+
+LeaderEpoch int32 0+
+"""
+_ShareFetchResponse_AcquiredRecords._FIELD_SPEC = """
+FirstOffset int64 0+
+LastOffset int64 0+
+DeliveryCount int16 0+
+"""
+_ShareFetchResponse_PartitionData._FIELD_SPEC = """
+PartitionIndex int32 0+
+ErrorCode int16 0+
+ErrorMessage string 0+ nullable=0+
+AcknowledgeErrorCode int16 0+
+AcknowledgeErrorMessage string 0+ nullable=0+
+CurrentLeader LeaderIdAndEpoch 0+
+Records records 0+ nullable=0+
+AcquiredRecords []AcquiredRecords 0+
+"""
+_ShareFetchResponse_ShareFetchableTopicResponse._FIELD_SPEC = """
+TopicId uuid 0+
+Partitions []PartitionData 0+
+"""
+_ShareFetchResponse_NodeEndpoint._FIELD_SPEC = """
+NodeId int32 0+
+Host string 0+
+Port int32 0+
+Rack string 0+ nullable=0+
+"""
+ShareFetchResponse._FIELD_SPEC = """
+ThrottleTimeMs int32 0+
+ErrorCode int16 0+
+ErrorMessage string 0+ nullable=0+
+Responses []ShareFetchableTopicResponse 0+
+NodeEndpoints []NodeEndpoint 0+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -11,7 +11,6 @@ from ..primitives import FACTORY as _FACTORY
 from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import GeneratedStruct as _GeneratedStruct
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
@@ -108,31 +107,31 @@ class ShareGroupHeartbeatResponse(_Message):
         self.assignment = assignment
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-ShareGroupHeartbeatRequest.SCHEMA = (
-    _FieldSchema('GroupId', 'group_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('MemberId', 'member_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('MemberEpoch', 'member_epoch', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('RackId', 'rack_id', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-    _FieldSchema('SubscribedTopicNames', 'subscribed_topic_names', 'string', True, None, (0, 32767), (0, 32767), (1, 0), None),
-)
-_ShareGroupHeartbeatResponse_TopicPartitions.SCHEMA = (
-    _FieldSchema('TopicId', 'topic_id', 'uuid', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Partitions', 'partitions', 'int32', True, None, (0, 32767), (1, 0), (1, 0), None),
-)
-_ShareGroupHeartbeatResponse_Assignment.SCHEMA = (
-    _FieldSchema('TopicPartitions', 'topic_partitions', 'struct', True, _ShareGroupHeartbeatResponse_TopicPartitions, (0, 32767), (1, 0), (1, 0), None),
-)
-ShareGroupHeartbeatResponse.SCHEMA = (
-    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-    _FieldSchema('MemberId', 'member_id', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-    _FieldSchema('MemberEpoch', 'member_epoch', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('HeartbeatIntervalMs', 'heartbeat_interval_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Assignment', 'assignment', 'struct', False, _ShareGroupHeartbeatResponse_Assignment, (0, 32767), (0, 32767), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+ShareGroupHeartbeatRequest._FIELD_SPEC = """
+GroupId string 0+
+MemberId string 0+
+MemberEpoch int32 0+
+RackId string 0+ nullable=0+
+SubscribedTopicNames []string 0+ nullable=0+
+"""
+_ShareGroupHeartbeatResponse_TopicPartitions._FIELD_SPEC = """
+TopicId uuid 0+
+Partitions []int32 0+
+"""
+_ShareGroupHeartbeatResponse_Assignment._FIELD_SPEC = """
+TopicPartitions []TopicPartitions 0+
+"""
+ShareGroupHeartbeatResponse._FIELD_SPEC = """
+ThrottleTimeMs int32 0+
+ErrorCode int16 0+
+ErrorMessage string 0+ nullable=0+
+MemberId string 0+ nullable=0+
+MemberEpoch int32 0+
+HeartbeatIntervalMs int32 0+
+Assignment Assignment 0+ nullable=0+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

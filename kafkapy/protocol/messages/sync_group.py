@@ -8,7 +8,6 @@ from struct import Struct as _Struct
 
 from ..primitives import FACTORY as _FACTORY
 from ..primitives import UVARINT_1 as _UV1
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import GeneratedStruct as _GeneratedStruct
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
@@ -89,28 +88,28 @@ class SyncGroupResponse(_Message):
         self.assignment = assignment
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-_SyncGroupRequest_SyncGroupRequestAssignment.SCHEMA = (
-    _FieldSchema('MemberId', 'member_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Assignment', 'assignment', 'bytes', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-SyncGroupRequest.SCHEMA = (
-    _FieldSchema('GroupId', 'group_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('GenerationId', 'generation_id', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('MemberId', 'member_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('GroupInstanceId', 'group_instance_id', 'string', False, None, (3, 32767), (3, 32767), (1, 0), None),
-    _FieldSchema('ProtocolType', 'protocol_type', 'string', False, None, (5, 32767), (5, 32767), (1, 0), None),
-    _FieldSchema('ProtocolName', 'protocol_name', 'string', False, None, (5, 32767), (5, 32767), (1, 0), None),
-    _FieldSchema('Assignments', 'assignments', 'struct', True, _SyncGroupRequest_SyncGroupRequestAssignment, (0, 32767), (1, 0), (1, 0), None),
-)
-SyncGroupResponse.SCHEMA = (
-    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (1, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ProtocolType', 'protocol_type', 'string', False, None, (5, 32767), (5, 32767), (1, 0), None),
-    _FieldSchema('ProtocolName', 'protocol_name', 'string', False, None, (5, 32767), (5, 32767), (1, 0), None),
-    _FieldSchema('Assignment', 'assignment', 'bytes', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+_SyncGroupRequest_SyncGroupRequestAssignment._FIELD_SPEC = """
+MemberId string 0+
+Assignment bytes 0+
+"""
+SyncGroupRequest._FIELD_SPEC = """
+GroupId string 0+
+GenerationId int32 0+
+MemberId string 0+
+GroupInstanceId string 3+ nullable=3+
+ProtocolType string 5+ nullable=5+
+ProtocolName string 5+ nullable=5+
+Assignments []SyncGroupRequestAssignment 0+
+"""
+SyncGroupResponse._FIELD_SPEC = """
+ThrottleTimeMs int32 1+
+ErrorCode int16 0+
+ProtocolType string 5+ nullable=5+
+ProtocolName string 5+ nullable=5+
+Assignment bytes 0+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -8,7 +8,6 @@ from struct import Struct as _Struct
 
 from ..primitives import FACTORY as _FACTORY
 from ..primitives import UVARINT_1 as _UV1
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import GeneratedStruct as _GeneratedStruct
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
@@ -138,40 +137,40 @@ class TxnOffsetCommitResponse(_Message):
         self.topics = [] if topics is _FACTORY else topics
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition.SCHEMA = (
-    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('CommittedOffset', 'committed_offset', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('CommittedLeaderEpoch', 'committed_leader_epoch', 'int32', False, None, (2, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('CommittedMetadata', 'committed_metadata', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-)
-_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic.SCHEMA = (
-    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Partitions', 'partitions', 'struct', True, _TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition, (0, 32767), (1, 0), (1, 0), None),
-)
-TxnOffsetCommitRequest.SCHEMA = (
-    _FieldSchema('TransactionalId', 'transactional_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('GroupId', 'group_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ProducerId', 'producer_id', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ProducerEpoch', 'producer_epoch', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('GenerationId', 'generation_id', 'int32', False, None, (3, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('MemberId', 'member_id', 'string', False, None, (3, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('GroupInstanceId', 'group_instance_id', 'string', False, None, (3, 32767), (3, 32767), (1, 0), None),
-    _FieldSchema('Topics', 'topics', 'struct', True, _TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic, (0, 32767), (1, 0), (1, 0), None),
-)
-_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition.SCHEMA = (
-    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic.SCHEMA = (
-    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Partitions', 'partitions', 'struct', True, _TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition, (0, 32767), (1, 0), (1, 0), None),
-)
-TxnOffsetCommitResponse.SCHEMA = (
-    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Topics', 'topics', 'struct', True, _TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic, (0, 32767), (1, 0), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition._FIELD_SPEC = """
+PartitionIndex int32 0+
+CommittedOffset int64 0+
+CommittedLeaderEpoch int32 2+
+CommittedMetadata string 0+ nullable=0+
+"""
+_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic._FIELD_SPEC = """
+Name string 0+
+Partitions []TxnOffsetCommitRequestPartition 0+
+"""
+TxnOffsetCommitRequest._FIELD_SPEC = """
+TransactionalId string 0+
+GroupId string 0+
+ProducerId int64 0+
+ProducerEpoch int16 0+
+GenerationId int32 3+
+MemberId string 3+
+GroupInstanceId string 3+ nullable=3+
+Topics []TxnOffsetCommitRequestTopic 0+
+"""
+_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition._FIELD_SPEC = """
+PartitionIndex int32 0+
+ErrorCode int16 0+
+"""
+_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic._FIELD_SPEC = """
+Name string 0+
+Partitions []TxnOffsetCommitResponsePartition 0+
+"""
+TxnOffsetCommitResponse._FIELD_SPEC = """
+ThrottleTimeMs int32 0+
+Topics []TxnOffsetCommitResponseTopic 0+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

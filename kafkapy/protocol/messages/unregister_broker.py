@@ -7,7 +7,6 @@ from __future__ import annotations
 from struct import Struct as _Struct
 
 from ..primitives import UVARINT_1 as _UV1
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
 from ..primitives import encode_uvarint as _uvarint
@@ -45,16 +44,16 @@ class UnregisterBrokerResponse(_Message):
         self.error_message = error_message
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-UnregisterBrokerRequest.SCHEMA = (
-    _FieldSchema('BrokerId', 'broker_id', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-UnregisterBrokerResponse.SCHEMA = (
-    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+UnregisterBrokerRequest._FIELD_SPEC = """
+BrokerId int32 0+
+"""
+UnregisterBrokerResponse._FIELD_SPEC = """
+ThrottleTimeMs int32 0+
+ErrorCode int16 0+
+ErrorMessage string 0+ nullable=0+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -8,7 +8,6 @@ from struct import Struct as _Struct
 
 from ..primitives import FACTORY as _FACTORY
 from ..primitives import UVARINT_1 as _UV1
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import GeneratedStruct as _GeneratedStruct
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
@@ -96,30 +95,30 @@ class UpdateFeaturesResponse(_Message):
         self.results = [] if results is _FACTORY else results
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-_UpdateFeaturesRequest_FeatureUpdateKey.SCHEMA = (
-    _FieldSchema('Feature', 'feature', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('MaxVersionLevel', 'max_version_level', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('AllowDowngrade', 'allow_downgrade', 'bool', False, None, (0, 0), (1, 0), (1, 0), None),
-    _FieldSchema('UpgradeType', 'upgrade_type', 'int8', False, None, (1, 32767), (1, 0), (1, 0), None),
-)
-UpdateFeaturesRequest.SCHEMA = (
-    _FieldSchema('timeoutMs', 'timeout_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('FeatureUpdates', 'feature_updates', 'struct', True, _UpdateFeaturesRequest_FeatureUpdateKey, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ValidateOnly', 'validate_only', 'bool', False, None, (1, 32767), (1, 0), (1, 0), None),
-)
-_UpdateFeaturesResponse_UpdatableFeatureResult.SCHEMA = (
-    _FieldSchema('Feature', 'feature', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-)
-UpdateFeaturesResponse.SCHEMA = (
-    _FieldSchema('ThrottleTimeMs', 'throttle_time_ms', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-    _FieldSchema('Results', 'results', 'struct', True, _UpdateFeaturesResponse_UpdatableFeatureResult, (0, 32767), (1, 0), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+_UpdateFeaturesRequest_FeatureUpdateKey._FIELD_SPEC = """
+Feature string 0+
+MaxVersionLevel int16 0+
+AllowDowngrade bool 0
+UpgradeType int8 1+
+"""
+UpdateFeaturesRequest._FIELD_SPEC = """
+timeoutMs int32 0+
+FeatureUpdates []FeatureUpdateKey 0+
+ValidateOnly bool 1+
+"""
+_UpdateFeaturesResponse_UpdatableFeatureResult._FIELD_SPEC = """
+Feature string 0+
+ErrorCode int16 0+
+ErrorMessage string 0+ nullable=0+
+"""
+UpdateFeaturesResponse._FIELD_SPEC = """
+ThrottleTimeMs int32 0+
+ErrorCode int16 0+
+ErrorMessage string 0+ nullable=0+
+Results []UpdatableFeatureResult 0+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

@@ -11,7 +11,6 @@ from ..primitives import FACTORY as _FACTORY
 from ..primitives import UUID_CACHE as _UUID_CACHE
 from ..primitives import UVARINT_1 as _UV1
 from ..primitives import ZERO_UUID as _ZERO_UUID
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import GeneratedStruct as _GeneratedStruct
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
@@ -145,41 +144,41 @@ class WriteShareGroupStateResponse(_Message):
         self.results = [] if results is _FACTORY else results
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-_WriteShareGroupStateRequest_StateBatch.SCHEMA = (
-    _FieldSchema('FirstOffset', 'first_offset', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('LastOffset', 'last_offset', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('DeliveryState', 'delivery_state', 'int8', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('DeliveryCount', 'delivery_count', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-_WriteShareGroupStateRequest_PartitionData.SCHEMA = (
-    _FieldSchema('Partition', 'partition', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('StateEpoch', 'state_epoch', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('LeaderEpoch', 'leader_epoch', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('StartOffset', 'start_offset', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('StateBatches', 'state_batches', 'struct', True, _WriteShareGroupStateRequest_StateBatch, (0, 32767), (1, 0), (1, 0), None),
-)
-_WriteShareGroupStateRequest_WriteStateData.SCHEMA = (
-    _FieldSchema('TopicId', 'topic_id', 'uuid', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Partitions', 'partitions', 'struct', True, _WriteShareGroupStateRequest_PartitionData, (0, 32767), (1, 0), (1, 0), None),
-)
-WriteShareGroupStateRequest.SCHEMA = (
-    _FieldSchema('GroupId', 'group_id', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Topics', 'topics', 'struct', True, _WriteShareGroupStateRequest_WriteStateData, (0, 32767), (1, 0), (1, 0), None),
-)
-_WriteShareGroupStateResponse_PartitionResult.SCHEMA = (
-    _FieldSchema('Partition', 'partition', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorMessage', 'error_message', 'string', False, None, (0, 32767), (0, 32767), (1, 0), None),
-)
-_WriteShareGroupStateResponse_WriteStateResult.SCHEMA = (
-    _FieldSchema('TopicId', 'topic_id', 'uuid', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Partitions', 'partitions', 'struct', True, _WriteShareGroupStateResponse_PartitionResult, (0, 32767), (1, 0), (1, 0), None),
-)
-WriteShareGroupStateResponse.SCHEMA = (
-    _FieldSchema('Results', 'results', 'struct', True, _WriteShareGroupStateResponse_WriteStateResult, (0, 32767), (1, 0), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+_WriteShareGroupStateRequest_StateBatch._FIELD_SPEC = """
+FirstOffset int64 0+
+LastOffset int64 0+
+DeliveryState int8 0+
+DeliveryCount int16 0+
+"""
+_WriteShareGroupStateRequest_PartitionData._FIELD_SPEC = """
+Partition int32 0+
+StateEpoch int32 0+
+LeaderEpoch int32 0+
+StartOffset int64 0+
+StateBatches []StateBatch 0+
+"""
+_WriteShareGroupStateRequest_WriteStateData._FIELD_SPEC = """
+TopicId uuid 0+
+Partitions []PartitionData 0+
+"""
+WriteShareGroupStateRequest._FIELD_SPEC = """
+GroupId string 0+
+Topics []WriteStateData 0+
+"""
+_WriteShareGroupStateResponse_PartitionResult._FIELD_SPEC = """
+Partition int32 0+
+ErrorCode int16 0+
+ErrorMessage string 0+ nullable=0+
+"""
+_WriteShareGroupStateResponse_WriteStateResult._FIELD_SPEC = """
+TopicId uuid 0+
+Partitions []PartitionResult 0+
+"""
+WriteShareGroupStateResponse._FIELD_SPEC = """
+Results []WriteStateResult 0+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 

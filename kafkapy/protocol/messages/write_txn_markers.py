@@ -8,7 +8,6 @@ from struct import Struct as _Struct
 
 from ..primitives import FACTORY as _FACTORY
 from ..primitives import UVARINT_1 as _UV1
-from ..primitives import FieldSchema as _FieldSchema
 from ..primitives import GeneratedStruct as _GeneratedStruct
 from ..primitives import Malformed as _Malformed
 from ..primitives import Message as _Message
@@ -128,37 +127,37 @@ class WriteTxnMarkersResponse(_Message):
         self.markers = [] if markers is _FACTORY else markers
 
 
-# Each class's fields as the spec declares them (for tests and tools): Kafka name, attribute,
-# type, array?, struct class, versions, nullable versions, tagged versions, tag.
-_WriteTxnMarkersRequest_WritableTxnMarkerTopic.SCHEMA = (
-    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('PartitionIndexes', 'partition_indexes', 'int32', True, None, (0, 32767), (1, 0), (1, 0), None),
-)
-_WriteTxnMarkersRequest_WritableTxnMarker.SCHEMA = (
-    _FieldSchema('ProducerId', 'producer_id', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ProducerEpoch', 'producer_epoch', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('TransactionResult', 'transaction_result', 'bool', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Topics', 'topics', 'struct', True, _WriteTxnMarkersRequest_WritableTxnMarkerTopic, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('CoordinatorEpoch', 'coordinator_epoch', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-WriteTxnMarkersRequest.SCHEMA = (
-    _FieldSchema('Markers', 'markers', 'struct', True, _WriteTxnMarkersRequest_WritableTxnMarker, (0, 32767), (1, 0), (1, 0), None),
-)
-_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult.SCHEMA = (
-    _FieldSchema('PartitionIndex', 'partition_index', 'int32', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('ErrorCode', 'error_code', 'int16', False, None, (0, 32767), (1, 0), (1, 0), None),
-)
-_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult.SCHEMA = (
-    _FieldSchema('Name', 'name', 'string', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Partitions', 'partitions', 'struct', True, _WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult, (0, 32767), (1, 0), (1, 0), None),
-)
-_WriteTxnMarkersResponse_WritableTxnMarkerResult.SCHEMA = (
-    _FieldSchema('ProducerId', 'producer_id', 'int64', False, None, (0, 32767), (1, 0), (1, 0), None),
-    _FieldSchema('Topics', 'topics', 'struct', True, _WriteTxnMarkersResponse_WritableTxnMarkerTopicResult, (0, 32767), (1, 0), (1, 0), None),
-)
-WriteTxnMarkersResponse.SCHEMA = (
-    _FieldSchema('Markers', 'markers', 'struct', True, _WriteTxnMarkersResponse_WritableTxnMarkerResult, (0, 32767), (1, 0), (1, 0), None),
-)
+# Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
+# tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+_WriteTxnMarkersRequest_WritableTxnMarkerTopic._FIELD_SPEC = """
+Name string 0+
+PartitionIndexes []int32 0+
+"""
+_WriteTxnMarkersRequest_WritableTxnMarker._FIELD_SPEC = """
+ProducerId int64 0+
+ProducerEpoch int16 0+
+TransactionResult bool 0+
+Topics []WritableTxnMarkerTopic 0+
+CoordinatorEpoch int32 0+
+"""
+WriteTxnMarkersRequest._FIELD_SPEC = """
+Markers []WritableTxnMarker 0+
+"""
+_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult._FIELD_SPEC = """
+PartitionIndex int32 0+
+ErrorCode int16 0+
+"""
+_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult._FIELD_SPEC = """
+Name string 0+
+Partitions []WritableTxnMarkerPartitionResult 0+
+"""
+_WriteTxnMarkersResponse_WritableTxnMarkerResult._FIELD_SPEC = """
+ProducerId int64 0+
+Topics []WritableTxnMarkerTopicResult 0+
+"""
+WriteTxnMarkersResponse._FIELD_SPEC = """
+Markers []WritableTxnMarkerResult 0+
+"""
 
 _new = object.__new__  # decoders fill slots directly, skipping __init__
 
