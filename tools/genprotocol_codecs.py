@@ -289,14 +289,12 @@ class EncodeGen:
 
     def function(self) -> str:
         c = Code()
-        c("parts = []")
-        c("ap = parts.append")
         run = Run(self.b)
         self.struct(c, self.msg.root, "o0", run)
         run.flush_write(c)
         c("return parts")
-        return self.b.define(fn_name(self.msg, "encode", self.v),
-                             with_prologue(f"def {FN}(o0, ext):", c))
+        return self.b.define(fn_name(self.msg, "encode", self.v), with_prologue(
+            f"def {FN}(o0, ext):", c, "parts = []", "ap = parts.append"))
 
     def struct(self, c: Code, spec: StructSpec, obj: str, run: Run) -> None:
         present = [f for f in spec.fields if f.present(self.v)]

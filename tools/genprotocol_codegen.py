@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Iterator
 
 if TYPE_CHECKING:
-    from genprotocol import FieldSpec, MessageSpec
+    from genprotocol import FieldSpec, MessageSpec, ModuleBuilder
 
 FIXED_FORMATS = {
     "bool": "?", "int8": "b", "int16": "h", "uint16": "H", "int32": "i", "uint32": "I",
@@ -237,11 +237,14 @@ def fn_name(msg: MessageSpec, what: str, version: int) -> str:
 
 
 def with_prologue(def_line: str, body: Code, *prologue: str) -> Code:
-    """Prefix a function body with its def line and setup lines (a memoryview if needed)."""
+    """Prefix a function body with its def line and those setup lines it uses (and a memoryview
+    if it slices records)."""
     c = Code(level=0)
     c(def_line)
     for line in prologue:
-        c("    " + line)
+        target = line.split(" = ")[0]
+        if any(re.search(rf"\b{target}\b", used) for used in body.lines):   # else unused
+            c("    " + line)
     if any("mv[" in line for line in body.lines):
         c("    mv = memoryview(buf)  # records are zero-copy slices of the input")
     c.lines += body.lines

@@ -161,7 +161,6 @@ def _encode_add_offsets_to_txn_request_v3(o0, ext):
 
 
 def _decode_add_offsets_to_txn_response_v0(buf, pos):
-    end = len(buf)
     o1 = _new(AddOffsetsToTxnResponse)
     o1.throttle_time_ms, o1.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
@@ -169,7 +168,6 @@ def _decode_add_offsets_to_txn_response_v0(buf, pos):
 
 
 def _decode_add_offsets_to_txn_response_v3(buf, pos):
-    end = len(buf)
     o1 = _new(AddOffsetsToTxnResponse)
     o1.throttle_time_ms, o1.error_code, t2 = _S_ihB.unpack_from(buf, pos)
     pos += 7

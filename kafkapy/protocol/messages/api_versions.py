@@ -153,7 +153,6 @@ _S_hhx = _Struct('>hhx')
 
 
 def _decode_api_versions_request_v0(buf, pos):
-    end = len(buf)
     o1 = _new(ApiVersionsRequest)
     o1.client_software_name = ''
     o1.client_software_version = ''
@@ -194,7 +193,6 @@ def _decode_api_versions_request_v3(buf, pos):
 
 def _encode_api_versions_request_v0(o0, ext):
     parts = []
-    ap = parts.append
     return parts
 
 

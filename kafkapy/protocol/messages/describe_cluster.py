@@ -120,7 +120,6 @@ _S_ix = _Struct('>ix')
 
 
 def _decode_describe_cluster_request_v0(buf, pos):
-    end = len(buf)
     o1 = _new(DescribeClusterRequest)
     o1.endpoint_type = 1
     o1.include_cluster_authorized_operations, t2 = _S_TB.unpack_from(buf, pos)
@@ -131,7 +130,6 @@ def _decode_describe_cluster_request_v0(buf, pos):
 
 
 def _decode_describe_cluster_request_v1(buf, pos):
-    end = len(buf)
     o1 = _new(DescribeClusterRequest)
     o1.include_cluster_authorized_operations, o1.endpoint_type, t2 = _S_TbB.unpack_from(buf, pos)
     pos += 3

@@ -103,7 +103,6 @@ _UUID_GET = _UUID_CACHE.get
 
 
 def _decode_get_telemetry_subscriptions_request_v0(buf, pos):
-    end = len(buf)
     o1 = _new(GetTelemetrySubscriptionsRequest)
     u2, t3 = _S_16sB.unpack_from(buf, pos)
     pos += 17

@@ -232,7 +232,6 @@ def _encode_heartbeat_request_v4(o0, ext):
 
 
 def _decode_heartbeat_response_v0(buf, pos):
-    end = len(buf)
     o1 = _new(HeartbeatResponse)
     o1.throttle_time_ms = 0
     o1.error_code = _S_h.unpack_from(buf, pos)[0]
@@ -241,7 +240,6 @@ def _decode_heartbeat_response_v0(buf, pos):
 
 
 def _decode_heartbeat_response_v1(buf, pos):
-    end = len(buf)
     o1 = _new(HeartbeatResponse)
     o1.throttle_time_ms, o1.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
@@ -249,7 +247,6 @@ def _decode_heartbeat_response_v1(buf, pos):
 
 
 def _decode_heartbeat_response_v4(buf, pos):
-    end = len(buf)
     o1 = _new(HeartbeatResponse)
     o1.throttle_time_ms, o1.error_code, t2 = _S_ihB.unpack_from(buf, pos)
     pos += 7

@@ -209,7 +209,6 @@ def _encode_init_producer_id_request_v3(o0, ext):
 
 
 def _decode_init_producer_id_response_v0(buf, pos):
-    end = len(buf)
     o1 = _new(InitProducerIdResponse)
     o1.throttle_time_ms, o1.error_code, o1.producer_id, o1.producer_epoch = _S_ihqh.unpack_from(buf, pos)
     pos += 16
@@ -217,7 +216,6 @@ def _decode_init_producer_id_response_v0(buf, pos):
 
 
 def _decode_init_producer_id_response_v2(buf, pos):
-    end = len(buf)
     o1 = _new(InitProducerIdResponse)
     o1.throttle_time_ms, o1.error_code, o1.producer_id, o1.producer_epoch, t2 = _S_ihqhB.unpack_from(buf, pos)
     pos += 17

@@ -433,7 +433,6 @@ def _encode_leave_group_request_v5(o0, ext):
 
 
 def _decode_leave_group_response_v0(buf, pos):
-    end = len(buf)
     o1 = _new(LeaveGroupResponse)
     o1.throttle_time_ms = 0
     o1.members = []
@@ -443,7 +442,6 @@ def _decode_leave_group_response_v0(buf, pos):
 
 
 def _decode_leave_group_response_v1(buf, pos):
-    end = len(buf)
     o1 = _new(LeaveGroupResponse)
     o1.members = []
     o1.throttle_time_ms, o1.error_code = _S_ih.unpack_from(buf, pos)

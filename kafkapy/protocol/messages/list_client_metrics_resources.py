@@ -80,7 +80,6 @@ _S_ih = _Struct('>ih')
 
 
 def _decode_list_client_metrics_resources_request_v0(buf, pos):
-    end = len(buf)
     o1 = _new(ListClientMetricsResourcesRequest)
     if buf[pos]:
         pos = _skip_tagged_fields(buf, pos)

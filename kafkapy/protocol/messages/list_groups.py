@@ -103,7 +103,6 @@ _S_ih = _Struct('>ih')
 
 
 def _decode_list_groups_request_v0(buf, pos):
-    end = len(buf)
     o1 = _new(ListGroupsRequest)
     o1.states_filter = []
     o1.types_filter = []
@@ -111,7 +110,6 @@ def _decode_list_groups_request_v0(buf, pos):
 
 
 def _decode_list_groups_request_v3(buf, pos):
-    end = len(buf)
     o1 = _new(ListGroupsRequest)
     o1.states_filter = []
     o1.types_filter = []
@@ -214,7 +212,6 @@ def _decode_list_groups_request_v5(buf, pos):
 
 def _encode_list_groups_request_v0(o0, ext):
     parts = []
-    ap = parts.append
     return parts
 
 

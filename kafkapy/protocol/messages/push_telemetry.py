@@ -122,7 +122,6 @@ def _encode_push_telemetry_request_v0(o0, ext):
 
 
 def _decode_push_telemetry_response_v0(buf, pos):
-    end = len(buf)
     o1 = _new(PushTelemetryResponse)
     o1.throttle_time_ms, o1.error_code, t2 = _S_ihB.unpack_from(buf, pos)
     pos += 7

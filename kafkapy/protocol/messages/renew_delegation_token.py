@@ -134,7 +134,6 @@ def _encode_renew_delegation_token_request_v2(o0, ext):
 
 
 def _decode_renew_delegation_token_response_v0(buf, pos):
-    end = len(buf)
     o1 = _new(RenewDelegationTokenResponse)
     o1.error_code, o1.expiry_timestamp_ms, o1.throttle_time_ms = _S_hqi.unpack_from(buf, pos)
     pos += 14
@@ -142,7 +141,6 @@ def _decode_renew_delegation_token_response_v0(buf, pos):
 
 
 def _decode_renew_delegation_token_response_v2(buf, pos):
-    end = len(buf)
     o1 = _new(RenewDelegationTokenResponse)
     o1.error_code, o1.expiry_timestamp_ms, o1.throttle_time_ms, t2 = _S_hqiB.unpack_from(buf, pos)
     pos += 15

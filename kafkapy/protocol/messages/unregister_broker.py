@@ -66,7 +66,6 @@ _S_ih = _Struct('>ih')
 
 
 def _decode_unregister_broker_request_v0(buf, pos):
-    end = len(buf)
     o1 = _new(UnregisterBrokerRequest)
     o1.broker_id, t2 = _S_iB.unpack_from(buf, pos)
     pos += 5
