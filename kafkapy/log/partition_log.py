@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kafkapy.protocol.control_records import ControlRecordType, build_control_batch, read_control_batch_marker
 from kafkapy.protocol.errors import CorruptRecordError
 from kafkapy.protocol.records import (
     TIMESTAMP_TYPE_MASK,
@@ -39,9 +40,10 @@ from .file_slice import FileSlice
 from .flusher import Flusher
 from .leader_epoch import LeaderEpochCache
 from .retention import SegmentRetention
-from .segment import INT32_MAX, LOG_SUFFIX, LogSegment
+from .segment import INT32_MAX, LOG_SUFFIX, ROLL_UNKNOWN, LogSegment
 from .timestamps import TimestampLookups
 from .truncation import LogTruncation
+from .txn_index import AbortedTxn, TransactionIndex
 
 if TYPE_CHECKING:
     from .producer_state import ProducerStateManager
@@ -112,6 +114,12 @@ class PartitionLog(TimestampLookups, SegmentRetention, LogTruncation):
         self.last_flush_ms = _now_ms()
         self._pending_deletes: list[tuple[float, LogSegment]] = []
         self._closed = False
+        # Aborted transactions, for read_committed fetches; entries past the recovered end
+        # (index written, log data lost) or before the start (segments deleted) go.
+        self.txn_index = TransactionIndex(self.dir)
+        if self.txn_index:
+            self.txn_index.truncate_to(self._log_end_offset)
+            self.txn_index.drop_before(self._log_start_offset)
 
     @classmethod
     def open(cls, directory: Path | str, config: LogConfig | None = None, *,
@@ -183,18 +191,22 @@ class PartitionLog(TimestampLookups, SegmentRetention, LogTruncation):
 
     # ---------------------------------------------------------------- append
     def append(self, batches, *, leader_epoch: int = 0,
-               validated: list[BatchHeader] | None = None) -> AppendResult:
+               validated: list[BatchHeader] | None = None, from_client: bool = True,
+               coordinator_epoch: int | None = None) -> AppendResult:
         """Assign offsets to whole v2 batches and write them with one write.
 
         `validated` are the headers of `batches` (CRC already checked by the caller), in
         order; without it the batches are validated here. The headers are updated in place
-        with the assigned offsets and epoch.
+        with the assigned offsets and epoch. `from_client=False` marks batches the broker's
+        coordinators write (Kafka's COORDINATOR origin: transaction markers, transactional
+        offset commits), which carry no sequence numbers; `coordinator_epoch` is that of the
+        transaction markers among them.
         """
         if self.offline_reason is not None:
             self._check_online()
         if validated is None:
             validated = list(iter_batch_headers(batches, validate=True))
-        if len(validated) == 1 and not self._stamp_or_check_time:
+        if len(validated) == 1 and not self._stamp_or_check_time and from_client:
             return self._append_one(batches, validated, leader_epoch)
         if not validated:
             raise CorruptRecordError(f"append to {self.dir.name} carries no record batch")
@@ -227,7 +239,7 @@ class PartitionLog(TimestampLookups, SegmentRetention, LogTruncation):
             if self.offline_reason is not None:
                 self._check_online()
             if has_producer:
-                duplicate = self._check_producers(validated)
+                duplicate = self._check_producers(validated, from_client, coordinator_epoch)
                 if duplicate is not None:
                     return AppendResult(duplicate.base_offset, duplicate.last_offset, duplicate.timestamp,
                                         self._log_start_offset, duplicate=True)
@@ -269,7 +281,10 @@ class PartitionLog(TimestampLookups, SegmentRetention, LogTruncation):
                 update = self.producer_state.update
                 for header in validated:
                     if header.producer_id >= 0:
-                        update(header)
+                        completed = update(header, coordinator_epoch=coordinator_epoch
+                                           if header.is_control else None)
+                        if completed is not None:
+                            self._index_completed_txn(header, completed, batches)
         self._unflushed_messages += count
         if self._unflushed_messages >= config.flush_messages:
             self._unflushed_messages = 0
@@ -302,7 +317,8 @@ class PartitionLog(TimestampLookups, SegmentRetention, LogTruncation):
             old_size = segment.size
             if old_size + size > self._segment_bytes or segment.index_full \
                     or base_offset + count - 1 - segment.base_offset > INT32_MAX \
-                    or (old_size > 0 and self._time_to_roll(segment, -1, header.max_timestamp)):
+                    or (old_size > 0 and header.max_timestamp > segment.roll_at_ts
+                        and self._time_to_roll(segment, -1, header.max_timestamp)):
                 segment = self._roll_locked()
                 old_size = 0
             if leader_epoch != self.leader_epochs.latest_epoch and leader_epoch >= 0:
@@ -310,11 +326,29 @@ class PartitionLog(TimestampLookups, SegmentRetention, LogTruncation):
             _OFFSET_LENGTH_EPOCH.pack_into(batch, 0, base_offset, header.batch_length, leader_epoch)
             header.base_offset = base_offset
             header.partition_leader_epoch = leader_epoch
+            # LogSegment.append for one batch, inlined: this runs once per produce request.
             try:
-                segment.append_batch(batch, header)
+                written = os.write(segment._fd, batch)
+                if written != size:
+                    segment.finish_write(batch, written)
             except OSError as exc:
                 self._write_failed(segment, old_size, exc)
+            if old_size == 0:
+                segment._first_batch_ts = header.max_timestamp
             end = base_offset + count
+            max_ts = segment._max_ts
+            if max_ts is None:
+                max_ts = segment.max_timestamp
+            if header.max_timestamp > max_ts:
+                max_ts = segment._max_ts = header.max_timestamp
+                segment._offset_of_max_ts = end - 1
+            if segment._since_index > segment.index_interval:
+                segment.add_index_entry(end - 1, old_size, max_ts)
+                segment._since_index = size
+            else:
+                segment._since_index += size
+            segment.size = old_size + size
+            segment.next_offset = end
             self._log_end_offset = end
             if self.auto_high_watermark:
                 self._high_watermark = end
@@ -345,11 +379,13 @@ class PartitionLog(TimestampLookups, SegmentRetention, LogTruncation):
                     f"timestamp of a batch for {self.dir.name} is out of range "
                     f"(message.timestamp.before.max.ms={before}, after.max.ms={after})")
 
-    def _check_producers(self, headers: list[BatchHeader]):
+    def _check_producers(self, headers: list[BatchHeader], from_client: bool = True,
+                         coordinator_epoch: int | None = None):
         check = self.producer_state.check
         for header in headers:
             if header.producer_id >= 0:
-                duplicate = check(header)
+                duplicate = check(header, from_client=from_client,
+                                  coordinator_epoch=coordinator_epoch if header.is_control else None)
                 if duplicate is not None:
                     return duplicate
         return None
@@ -361,6 +397,8 @@ class PartitionLog(TimestampLookups, SegmentRetention, LogTruncation):
         if first is None:
             first = segment.first_batch_timestamp()
         if first >= 0:
+            # Cached so the hot path compares one number; reset when the config changes.
+            segment.roll_at_ts = first + roll_ms
             return max_ts - first > roll_ms
         return (now_ms if now_ms >= 0 else _now_ms()) - segment.created_ms > roll_ms
 
@@ -425,6 +463,46 @@ class PartitionLog(TimestampLookups, SegmentRetention, LogTruncation):
 
     def _empty(self, offset: int) -> ReadResult:
         return ReadResult(b"", self._high_watermark, self._log_start_offset, self._log_end_offset, offset)
+
+    # ---------------------------------------------------------------- transactions
+    def append_txn_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int,
+                          commit: bool, *, leader_epoch: int = 0,
+                          timestamp: int | None = None) -> AppendResult:
+        """Append a COMMIT or ABORT marker closing the producer's transaction (WriteTxnMarkers).
+
+        Raises InvalidProducerEpochError for a marker older than the producer's epoch and
+        TransactionCoordinatorFencedError for one from an older coordinator epoch.
+        """
+        batch = bytearray(build_control_batch(commit, producer_id, producer_epoch, coordinator_epoch,
+                                              timestamp=timestamp))
+        return self.append(batch, leader_epoch=leader_epoch, from_client=False,
+                           coordinator_epoch=coordinator_epoch)
+
+    def aborted_transactions(self, start: int, end: int) -> list[AbortedTxn]:
+        """Aborted transactions a read_committed fetch of [start, end) must report."""
+        index = self.txn_index
+        if not index:
+            return []
+        if index._last_offsets[0] < self._log_start_offset:
+            index.drop_before(self._log_start_offset)
+        return index.collect(start, end)
+
+    def _index_completed_txn(self, header: BatchHeader, completed, batch=None) -> None:
+        """A control batch closed a transaction: index it if it was an abort (caller holds the
+        lock; `batch` holds the control batch at `header.position`, else it is in the segment)."""
+        if batch is not None:
+            kind, _ = read_control_batch_marker(batch, header)
+        else:
+            segment = self._segments[max(bisect.bisect_right(self._bases, header.base_offset) - 1, 0)]
+            data = os.pread(segment.file.fileno(), header.batch_length + 12, header.position)
+            kind, _ = read_control_batch_marker(data)
+        if kind != ControlRecordType.ABORT:
+            return
+        first_open = self.producer_state.first_undecided_offset()
+        lso = header.next_offset if first_open is None else min(first_open, header.next_offset)
+        segment_base = self._bases[max(bisect.bisect_right(self._bases, header.base_offset) - 1, 0)]
+        self.txn_index.append(AbortedTxn(completed.producer_id, completed.first_offset,
+                                         completed.last_offset, lso), segment_base)
 
     # ---------------------------------------------------------------- leader epochs
     def assign_epoch(self, epoch: int, start_offset: int) -> None:
@@ -563,6 +641,8 @@ class PartitionLog(TimestampLookups, SegmentRetention, LogTruncation):
     def update_config(self, config: LogConfig) -> None:
         with self._lock:
             self._apply_config(config)
+            for segment in self._segments:
+                segment.roll_at_ts = ROLL_UNKNOWN
             for segment in self._segments:
                 segment.index_interval = config.index_interval_bytes
 

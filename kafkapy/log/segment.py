@@ -34,6 +34,8 @@ TIME_INDEX_SUFFIX = ".timeindex"
 TXN_INDEX_SUFFIX = ".txnindex"
 DELETED_SUFFIX = ".deleted"
 INT32_MAX = 2147483647
+# roll_at_ts before it is known (and for segments without timestamps, rolled by the clock).
+ROLL_UNKNOWN = -(1 << 63)
 
 _HEADER_CHUNK = 16384
 _RECOVERY_CHUNK = 4 << 20
@@ -52,7 +54,7 @@ class LogSegment:
     __slots__ = ("dir", "base_offset", "file", "_fd", "size", "next_offset", "offset_index",
                  "time_index", "_max_ts", "_offset_of_max_ts", "_since_index", "created_ms",
                  "roll_jitter_ms", "_first_batch_ts", "closed", "deleted", "needs_dir_sync",
-                 "durable_size", "flushed_size", "index_interval", "index_full")
+                 "durable_size", "flushed_size", "index_interval", "index_full", "roll_at_ts")
 
     def __init__(self, directory: Path, base_offset: int, *, max_index_size: int, active: bool,
                  now_ms: int, index_interval: int = 4096, jitter_ms: int = 0,
@@ -83,6 +85,8 @@ class LogSegment:
         self.created_ms = now_ms
         self.roll_jitter_ms = random.randrange(jitter_ms) if jitter_ms > 0 else 0
         self._first_batch_ts: int | None = None
+        # Batches with a max timestamp above this may need a time-based roll.
+        self.roll_at_ts = ROLL_UNKNOWN
         # Bytes known to be on disk: `durable_size` by fdatasync of the .log alone (group
         # commit), `flushed_size` with indexes too (what a recovery point may rely on).
         self.durable_size = self.size if not new_file else 0
@@ -140,13 +144,7 @@ class LogSegment:
         written = os.write(self._fd, buf)
         total = len(buf)
         if written != total:
-            # Short writes on regular files mean a full disk or a signal; finish or fail.
-            view = memoryview(buf)
-            while written < total:
-                n = os.write(self._fd, view[written:])
-                if n <= 0:
-                    raise OSError("short write to segment")
-                written += n
+            self.finish_write(buf, written)
         # Indexing, inlined from _index: this runs once per produce request.
         max_ts = self._max_ts
         if max_ts is None:
@@ -170,36 +168,19 @@ class LogSegment:
         self.size = position
         self.next_offset = last_offset + 1
 
-    def append_batch(self, buf, h: BatchHeader) -> None:
-        """`append` of exactly one batch (the produce hot path), without the loop."""
-        position = self.size
-        if position == 0:
-            self._first_batch_ts = h.max_timestamp
-        total = len(buf)
-        written = os.write(self._fd, buf)
-        if written != total:
-            view = memoryview(buf)
-            while written < total:
-                n = os.write(self._fd, view[written:])
-                if n <= 0:
-                    raise OSError("short write to segment")
-                written += n
-        last_offset = h.base_offset + h.last_offset_delta
-        max_ts = self._max_ts
-        if max_ts is None:
-            max_ts = self.max_timestamp
-        if h.max_timestamp > max_ts:
-            max_ts = self._max_ts = h.max_timestamp
-            self._offset_of_max_ts = last_offset
-        if self._since_index > self.index_interval:
-            self.offset_index.append(last_offset, position)
-            self.time_index.maybe_append(max_ts, self._offset_of_max_ts)
-            self.index_full = self.offset_index.is_full or self.time_index.is_full
-            self._since_index = total
-        else:
-            self._since_index += total
-        self.size = position + total
-        self.next_offset = last_offset + 1
+    def finish_write(self, buf, written: int) -> None:
+        """Complete a short write (a full disk or a signal); raises OSError if impossible."""
+        view = memoryview(buf)
+        while written < len(buf):
+            n = os.write(self._fd, view[written:])
+            if n <= 0:
+                raise OSError("short write to segment")
+            written += n
+
+    def add_index_entry(self, last_offset: int, position: int, max_ts: int) -> None:
+        self.offset_index.append(last_offset, position)
+        self.time_index.maybe_append(max_ts, self._offset_of_max_ts)
+        self.index_full = self.offset_index.is_full or self.time_index.is_full
 
     def _index(self, headers, position: int) -> None:
         index_interval = self.index_interval
@@ -467,6 +448,7 @@ class LogSegment:
         self._update_index_full()
         if position == 0:
             self._first_batch_ts = None
+            self.roll_at_ts = ROLL_UNKNOWN
             self._max_ts, self._offset_of_max_ts = -1, self.base_offset
         else:
             self._recompute_max_timestamp()

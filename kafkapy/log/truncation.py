@@ -54,7 +54,9 @@ class LogTruncation:
             self._log_end_offset = next_offset
             for header in validated:
                 if header.producer_id >= 0:
-                    self.producer_state.update(header)
+                    completed = self.producer_state.update(header)
+                    if completed is not None:
+                        self._index_completed_txn(header, completed, batches)
 
     def assign_epoch(self, epoch: int, start_offset: int) -> None:
         with self._lock:
@@ -112,6 +114,7 @@ class LogTruncation:
         self._log_start_offset = offset
         self.leader_epochs.clear()
         self.producer_state.truncate_fully_and_start_at(offset)
+        self.txn_index.clear([offset])
         self._log_end_offset = offset
         self._high_watermark = offset
         self.recovery_point = offset
@@ -127,6 +130,7 @@ class LogTruncation:
         if self._log_start_offset > end_offset:
             self._log_start_offset = end_offset
         self.leader_epochs.truncate_from_end(end_offset)
+        self.txn_index.truncate_to(end_offset)
         replay_from = self.producer_state.truncate_to(end_offset, self._log_start_offset)
         self.replay_producer_state(replay_from, end_offset)
         self._flusher.cancel_waiters(self, end_offset, KafkaError("log was truncated"))
@@ -148,5 +152,8 @@ class LogTruncation:
                 if header.base_offset >= end:
                     break
                 if header.producer_id >= 0:
-                    update(header)
+                    completed = update(header)
+                    if completed is not None:
+                        # rebuilds index entries a crash may have lost (known ones are skipped)
+                        self._index_completed_txn(header, completed)
         self.producer_state.update_map_end_offset(end)

@@ -491,3 +491,11 @@ def test_config_update_applies(make_log):
     plog.append(batch(1))
     plog.update_config(small_config(segment_bytes=1 << 20, message_timestamp_type="LogAppendTime"))
     assert plog.append(batch(1)).log_append_time > 0
+
+
+def test_roll_on_segment_ms_by_clock_without_timestamps(make_log):
+    plog = make_log(small_config(segment_bytes=1 << 20, segment_ms=1))
+    plog.append(bytearray(build_batch([(b"k", b"v")], base_timestamp=-1)))
+    time.sleep(0.01)
+    plog.append(bytearray(build_batch([(b"k", b"w")], base_timestamp=-1)))
+    assert [s.base_offset for s in plog.segments] == [0, 1]
