@@ -11,6 +11,7 @@ the generated events.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import shutil
 import sys
@@ -55,8 +56,6 @@ class CountCheck:
 
 def check_counts(expected: dict[str, int], written: dict[bytes, bytes | None]) -> CountCheck:
     """Compare expected sink counts with the last value per key of the counts topic."""
-    import json
-
     actual = {key.decode(): json.loads(value)["views"] for key, value in written.items() if value is not None}
     return CountCheck(
         expected_windows=len(expected),

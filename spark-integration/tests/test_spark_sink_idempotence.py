@@ -44,7 +44,8 @@ def fetch_batches(bootstrap: str, topic: str, partition: int) -> list[StoredBatc
             reader.int32()  # throttle
             assert reader.int32() == 1 and reader.string() == topic and reader.int32() == 1
             assert reader.int32() == partition
-            error_code, high_watermark, _lso = reader.int16(), reader.int64(), reader.int64()
+            error_code, high_watermark = reader.int16(), reader.int64()
+            reader.int64()  # last stable offset
             assert error_code == 0, f"Fetch error {error_code}"
             aborted = reader.int32()
             for _ in range(max(aborted, 0)):
