@@ -1,8 +1,10 @@
 """The log of one partition: appends, reads, offset lookups, flushing, retention, truncation.
 
 Threading: append/read/retention/truncation run on the broker's event-loop thread; the
-flusher thread only fsyncs (and writes checkpoints). The shared state the flusher reads
-(segment list, end offset) is guarded by `_lock`, held only for short bookkeeping.
+flusher threads only fsync (and write checkpoints). Changes to the segment list are made
+under `_lock`, which the flusher holds while it picks the segments to sync; an append
+writes its data before publishing the new segment size and end offset, so the flusher
+never reports more as durable than it synced.
 """
 from __future__ import annotations
 
@@ -306,54 +308,57 @@ class PartitionLog(TimestampLookups, SegmentRetention, LogTruncation):
                 f"append of {size} bytes exceeds segment.bytes {self.config.segment_bytes} of {self.dir.name}")
         count = header.last_offset_delta + 1
         idempotent = header.producer_id >= 0
-        with self._lock:
-            if idempotent:
-                duplicate = self.producer_state.check(header)
-                if duplicate is not None:
-                    return AppendResult(duplicate.base_offset, duplicate.last_offset, duplicate.timestamp,
-                                        self._log_start_offset, duplicate=True)
-            base_offset = self._log_end_offset
-            segment = self._active
-            old_size = segment.size
-            if old_size + size > self._segment_bytes or segment.index_full \
-                    or base_offset + count - 1 - segment.base_offset > INT32_MAX \
-                    or (old_size > 0 and header.max_timestamp > segment.roll_at_ts
-                        and self._time_to_roll(segment, -1, header.max_timestamp)):
+        # No `_lock` here: the flusher only reads the end offset and segment sizes, which
+        # are stored after the data is written, so it never syncs less than it reports.
+        # Changing the segment list (a roll) does take the lock.
+        if idempotent:
+            duplicate = self.producer_state.check(header)
+            if duplicate is not None:
+                return AppendResult(duplicate.base_offset, duplicate.last_offset, duplicate.timestamp,
+                                    self._log_start_offset, duplicate=True)
+        base_offset = self._log_end_offset
+        segment = self._active
+        old_size = segment.size
+        if old_size + size > self._segment_bytes or segment.index_full \
+                or base_offset + count - 1 - segment.base_offset > INT32_MAX \
+                or (old_size > 0 and header.max_timestamp > segment.roll_at_ts
+                    and self._time_to_roll(segment, -1, header.max_timestamp)):
+            with self._lock:
                 segment = self._roll_locked()
-                old_size = 0
-            if leader_epoch != self.leader_epochs.latest_epoch and leader_epoch >= 0:
-                self.leader_epochs.assign(leader_epoch, base_offset)
-            _OFFSET_LENGTH_EPOCH.pack_into(batch, 0, base_offset, header.batch_length, leader_epoch)
-            header.base_offset = base_offset
-            header.partition_leader_epoch = leader_epoch
-            # LogSegment.append for one batch, inlined: this runs once per produce request.
-            try:
-                written = os.write(segment._fd, batch)
-                if written != size:
-                    segment.finish_write(batch, written)
-            except OSError as exc:
-                self._write_failed(segment, old_size, exc)
-            if old_size == 0:
-                segment._first_batch_ts = header.max_timestamp
-            end = base_offset + count
-            max_ts = segment._max_ts
-            if max_ts is None:
-                max_ts = segment.max_timestamp
-            if header.max_timestamp > max_ts:
-                max_ts = segment._max_ts = header.max_timestamp
-                segment._offset_of_max_ts = end - 1
-            if segment._since_index > segment.index_interval:
-                segment.add_index_entry(end - 1, old_size, max_ts)
-                segment._since_index = size
-            else:
-                segment._since_index += size
-            segment.size = old_size + size
-            segment.next_offset = end
-            self._log_end_offset = end
-            if self.auto_high_watermark:
-                self._high_watermark = end
-            if idempotent:
-                self.producer_state.update(header)
+            old_size = 0
+        if leader_epoch != self.leader_epochs.latest_epoch and leader_epoch >= 0:
+            self.leader_epochs.assign(leader_epoch, base_offset)
+        _OFFSET_LENGTH_EPOCH.pack_into(batch, 0, base_offset, header.batch_length, leader_epoch)
+        header.base_offset = base_offset
+        header.partition_leader_epoch = leader_epoch
+        # LogSegment.append for one batch, inlined: this runs once per produce request.
+        try:
+            written = os.write(segment._fd, batch)
+            if written != size:
+                segment.finish_write(batch, written)
+        except OSError as exc:
+            self._write_failed(segment, old_size, exc)
+        if old_size == 0:
+            segment._first_batch_ts = header.max_timestamp
+        end = base_offset + count
+        max_ts = segment._max_ts
+        if max_ts is None:
+            max_ts = segment.max_timestamp
+        if header.max_timestamp > max_ts:
+            max_ts = segment._max_ts = header.max_timestamp
+            segment._offset_of_max_ts = end - 1
+        if segment._since_index > segment.index_interval:
+            segment.add_index_entry(end - 1, old_size, max_ts)
+            segment._since_index = size
+        else:
+            segment._since_index += size
+        segment.size = old_size + size
+        segment.next_offset = end
+        self._log_end_offset = end
+        if self.auto_high_watermark:
+            self._high_watermark = end
+        if idempotent:
+            self.producer_state.update(header)
         unflushed = self._unflushed_messages + count
         if unflushed >= self._flush_messages:
             unflushed = 0
