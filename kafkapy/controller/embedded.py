@@ -16,6 +16,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from . import partition_changes
+from .acls import AclBinding, AclBindingFilter
 from .errors import InconsistentClusterIdError, UnknownTopicIdError, UnknownTopicOrPartitionError
 from .ids import new_cluster_id, new_topic_id, uuid_to_kafka_str
 from .store import (
@@ -62,6 +64,7 @@ class EmbeddedMetadataStore(MetadataStore):
         self._brokers: dict[int, BrokerInfo] = {}
         self._live: set[int] = set()
         self._broker_configs: dict[str, dict[str, str]] = {}
+        self._acls: set[AclBinding] = set()
         self._closed = False
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._cluster_id = self._load(cluster_id)
@@ -92,6 +95,7 @@ class EmbeddedMetadataStore(MetadataStore):
                 self._topics[topic.name] = topic
                 self._topics_by_id[topic.topic_id] = topic
             self._broker_configs = {k: dict(v) for k, v in data.get("broker_configs", {}).items()}
+            self._acls = {AclBinding.from_json(raw) for raw in data.get("acls", [])}
         except (OSError, ValueError, KeyError, TypeError) as exc:
             # Never start from empty metadata over a file we could not read: that would orphan every log.
             raise RuntimeError(f"cannot read kafkapy metadata file {self.path}: {exc}") from exc
@@ -110,6 +114,8 @@ class EmbeddedMetadataStore(MetadataStore):
             "topics": [_topic_to_json(t) for t in sorted(self._topics.values(), key=lambda t: t.name)],
             "broker_configs": self._broker_configs,
         }
+        if self._acls:
+            data["acls"] = [acl.to_json() for acl in sorted(self._acls, key=AclBinding.sort_key)]
         tmp = self.data_dir / (METADATA_FILE + ".tmp")
         with open(tmp, "w", encoding="utf-8") as f:
             json.dump(data, f, indent=1, sort_keys=True)
@@ -253,6 +259,55 @@ class EmbeddedMetadataStore(MetadataStore):
             return self._update_partition(name, replace(old, leader_epoch=old.leader_epoch + 1,
                                                         partition_epoch=old.partition_epoch + 1))
 
+    def elect_leader(self, name: str, partition: int, unclean: bool = False) -> PartitionMetadata:
+        with self._lock:
+            old = self._require_partition(name, partition)
+            return self._update_partition(name, partition_changes.elect_leader(old, unclean, self._live))
+
+    def alter_partition_reassignment(self, name: str, partition: int,
+                                     replicas: Sequence[int] | None) -> PartitionMetadata:
+        with self._lock:
+            old = self._require_partition(name, partition)
+            if replicas is None:
+                new = partition_changes.cancel_reassignment(old, self._live)
+            else:
+                new = partition_changes.reassign(old, replicas, self._brokers.keys(), self._live)
+            if new is None:
+                return old
+            log.info("partition %s-%d: replicas %s -> %s%s", name, partition, list(old.replicas), list(new.replicas),
+                     f" (adding {list(new.adding_replicas)}, removing {list(new.removing_replicas)})"
+                     if partition_changes.reassignment_in_progress(new) else "")
+            return self._update_partition(name, new)
+
+    # -- ACLs -------------------------------------------------------------------------------------
+    def describe_acls(self, acl_filter: AclBindingFilter) -> list[AclBinding]:
+        with self._lock:
+            return sorted((acl for acl in self._acls if acl_filter.matches(acl)), key=AclBinding.sort_key)
+
+    def create_acls(self, acls: Sequence[AclBinding]) -> None:
+        with self._lock:
+            new = [acl for acl in acls if acl not in self._acls]
+            if not new:
+                return
+            self._acls.update(new)
+            self._persist()
+            for acl in new:
+                log.info("created ACL %s", acl)
+            self._notify(MetadataChange(ChangeKind.ACLS_CHANGED))
+
+    def delete_acls(self, filters: Sequence[AclBindingFilter]) -> list[list[AclBinding]]:
+        with self._lock:
+            # Every filter sees the ACLs as they were before this request (as in Kafka).
+            matches = [self.describe_acls(acl_filter) for acl_filter in filters]
+            deleted = {acl for matched in matches for acl in matched}
+            if deleted:
+                self._acls -= deleted
+                self._persist()
+                for acl in sorted(deleted, key=AclBinding.sort_key):
+                    log.info("deleted ACL %s", acl)
+                self._notify(MetadataChange(ChangeKind.ACLS_CHANGED))
+            return matches
+
     # -- dynamic broker configs -------------------------------------------------------------------
     def get_broker_configs(self, resource: str) -> dict[str, str]:
         with self._lock:
@@ -322,15 +377,23 @@ def _topic_to_json(topic: TopicMetadata) -> dict[str, Any]:
     return {
         "name": topic.name, "topic_id": str(topic.topic_id), "internal": topic.internal,
         "configs": dict(topic.configs),
-        "partitions": [{"partition": p.partition, "replicas": list(p.replicas), "isr": list(p.isr),
-                        "leader": p.leader, "leader_epoch": p.leader_epoch, "partition_epoch": p.partition_epoch}
-                       for p in topic.partitions],
+        "partitions": [_partition_to_json(p) for p in topic.partitions],
     }
+
+
+def _partition_to_json(p: PartitionMetadata) -> dict[str, Any]:
+    raw = {"partition": p.partition, "replicas": list(p.replicas), "isr": list(p.isr), "leader": p.leader,
+           "leader_epoch": p.leader_epoch, "partition_epoch": p.partition_epoch}
+    if p.adding_replicas or p.removing_replicas:
+        raw["adding_replicas"] = list(p.adding_replicas)
+        raw["removing_replicas"] = list(p.removing_replicas)
+    return raw
 
 
 def _topic_from_json(raw: Mapping[str, Any]) -> TopicMetadata:
     partitions = tuple(PartitionMetadata(p["partition"], tuple(p["replicas"]), tuple(p["isr"]), p["leader"],
-                                         p.get("leader_epoch", 0), p.get("partition_epoch", 0))
+                                         p.get("leader_epoch", 0), p.get("partition_epoch", 0),
+                                         tuple(p.get("adding_replicas", ())), tuple(p.get("removing_replicas", ())))
                        for p in raw["partitions"])
     return TopicMetadata(raw["name"], uuid.UUID(raw["topic_id"]), partitions,
                          MappingProxyType(dict(raw.get("configs", {}))), bool(raw.get("internal", False)))

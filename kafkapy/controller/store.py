@@ -14,6 +14,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from types import MappingProxyType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .acls import AclBinding, AclBindingFilter
 
 __all__ = ["BrokerInfo", "ChangeKind", "MetadataChange", "MetadataListener", "MetadataStore", "PartitionMetadata",
            "TopicConfigValidator", "TopicMetadata"]
@@ -39,6 +43,9 @@ class PartitionMetadata:
     leader: int
     leader_epoch: int = 0
     partition_epoch: int = 0
+    # Set while a reassignment is in progress (then `replicas` is the target plus the removing ones).
+    adding_replicas: tuple[int, ...] = ()
+    removing_replicas: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +71,7 @@ class ChangeKind(Enum):
     TOPIC_CONFIGS_CHANGED = "topic_configs_changed"
     PARTITION_CHANGED = "partition_changed"
     BROKER_CONFIGS_CHANGED = "broker_configs_changed"
+    ACLS_CHANGED = "acls_changed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +167,31 @@ class MetadataStore(abc.ABC):
     @abc.abstractmethod
     def bump_leader_epoch(self, name: str, partition: int) -> PartitionMetadata:
         """Increase a partition's leader epoch by one (e.g. when the leader restarts its log)."""
+
+    @abc.abstractmethod
+    def elect_leader(self, name: str, partition: int, unclean: bool = False) -> PartitionMetadata:
+        """Preferred (or unclean) leader election of one partition, with Kafka's rules
+        (kafkapy.controller.partition_changes.elect_leader); raises UnknownTopicOrPartitionError or a
+        KafkaError with ELECTION_NOT_NEEDED, PREFERRED_LEADER_NOT_AVAILABLE, ELIGIBLE_LEADERS_NOT_AVAILABLE."""
+
+    @abc.abstractmethod
+    def alter_partition_reassignment(self, name: str, partition: int,
+                                     replicas: Sequence[int] | None) -> PartitionMetadata:
+        """Reassign a partition to `replicas`, or cancel its ongoing reassignment (None); raises
+        UnknownTopicOrPartitionError, InvalidReplicaAssignmentError, NO_REASSIGNMENT_IN_PROGRESS."""
+
+    # -- ACLs -------------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def describe_acls(self, acl_filter: AclBindingFilter) -> list[AclBinding]:
+        """Stored ACLs the filter matches, in a stable order."""
+
+    @abc.abstractmethod
+    def create_acls(self, acls: Sequence[AclBinding]) -> None:
+        """Store ACLs (already validated); an ACL stored already is kept once."""
+
+    @abc.abstractmethod
+    def delete_acls(self, filters: Sequence[AclBindingFilter]) -> list[list[AclBinding]]:
+        """Delete every ACL any filter matches, in one change; returns each filter's matches."""
 
     # -- dynamic broker configs -------------------------------------------------------------------
     @abc.abstractmethod

@@ -46,18 +46,26 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     22: (0, 5),
     # OffsetForLeaderEpoch: KIP-896 dropped v0-1.
     23: (2, 4),
+    # DescribeAcls, CreateAcls, DeleteAcls: KIP-896 dropped v0 of the ACL APIs.
+    29: (1, 3),
+    30: (1, 3),
+    31: (1, 3),
     # DescribeConfigs, AlterConfigs: KIP-896 dropped v0 of the config APIs.
     32: (1, 4),
     33: (1, 2),
-    # DescribeLogDirs: KIP-896 dropped v0.
+    # AlterReplicaLogDirs, DescribeLogDirs: KIP-896 dropped v0.
+    34: (1, 2),
     35: (1, 4),
     # CreatePartitions, DeleteGroups: untouched by KIP-896.
     37: (0, 3),
     42: (0, 2),
+    # ElectLeaders: untouched by KIP-896.
+    43: (0, 2),
     # IncrementalAlterConfigs: v0 postdates Kafka 2.1 (added in 2.3), so it stays.
     44: (0, 1),
-    # ListPartitionReassignments, OffsetDelete, DescribeCluster, ConsumerGroupDescribe,
-    # DescribeTopicPartitions: newer than Kafka 2.1, every version.
+    # AlterPartitionReassignments, ListPartitionReassignments, OffsetDelete, DescribeCluster,
+    # ConsumerGroupDescribe, DescribeTopicPartitions: newer than Kafka 2.1, every version.
+    45: (0, 0),
     46: (0, 0),
     47: (0, 0),
     60: (0, 1),
@@ -65,4 +73,4 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     75: (0, 0),
 }
 # Not served (deliberately absent): SaslHandshake (17) and SaslAuthenticate (36) — no SASL
-# listener yet; transactions, ACLs, quotas, SCRAM, telemetry and share groups — no handlers.
+# listener yet; transactions, quotas, SCRAM, telemetry and share groups — no handlers.

@@ -1,5 +1,6 @@
 """One module per API family; importing this package registers every handler with dispatch."""
 from . import (  # noqa: F401
+    acls,
     api_versions,
     cluster,
     configs,
@@ -13,5 +14,6 @@ from . import (  # noqa: F401
     offset_for_leader_epoch,
     offsets,
     produce,
+    replicas,
     topics,
 )

@@ -1,4 +1,4 @@
-"""DescribeCluster, DescribeLogDirs, ListPartitionReassignments: what the cluster and its disks hold."""
+"""DescribeCluster, DescribeLogDirs: what the cluster and its disks hold."""
 from __future__ import annotations
 
 import shutil
@@ -9,8 +9,6 @@ from ...protocol.messages import (
     DescribeClusterResponse,
     DescribeLogDirsRequest,
     DescribeLogDirsResponse,
-    ListPartitionReassignmentsRequest,
-    ListPartitionReassignmentsResponse,
 )
 from ..dispatch import RequestContext, handles
 
@@ -62,9 +60,3 @@ async def handle_describe_log_dirs(ctx: RequestContext, request: DescribeLogDirs
                     for name, parts in sorted(topics.items())]))
     return DescribeLogDirsResponse(throttle_time_ms=0, error_code=0, results=results)
 
-
-@handles(ListPartitionReassignmentsRequest)
-async def handle_list_partition_reassignments(
-        ctx: RequestContext, request: ListPartitionReassignmentsRequest) -> ListPartitionReassignmentsResponse:
-    # kafkapy never moves replicas behind the operator's back: nothing is ever being reassigned.
-    return ListPartitionReassignmentsResponse(throttle_time_ms=0, error_code=0, topics=[])

@@ -1,0 +1,178 @@
+"""ElectLeaders, AlterPartitionReassignments, ListPartitionReassignments, AlterReplicaLogDirs: where replicas live.
+
+Elections and reassignments are decided by the metadata store with the KRaft controller's rules
+(kafkapy.controller.partition_changes). AlterReplicaLogDirs answers as Kafka does for a replica that is
+already in the requested log dir; kafkapy does not move a partition between log dirs.
+"""
+from __future__ import annotations
+
+import logging
+import os
+
+from ...log.manager import OfflinePartitionLog
+from ...protocol.errors import ErrorCode, KafkaError
+from ...protocol.messages import (
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
+    AlterReplicaLogDirsRequest,
+    AlterReplicaLogDirsResponse,
+    ElectLeadersRequest,
+    ElectLeadersResponse,
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
+)
+from ..dispatch import RequestContext, handles
+
+log = logging.getLogger(__name__)
+
+PREFERRED_ELECTION = 0
+UNCLEAN_ELECTION = 1
+# Kafka names a partition's future log dir "<topic>-<partition>.<32 hex digits>-future"; it refuses
+# to move a partition whose future dir name would exceed the file-name limit (KAFKA-4893).
+_FUTURE_DIR_SUFFIX_LENGTH = len(".") + 32 + len("-future")
+_MAX_DIR_NAME_LENGTH = 255
+
+
+# -- ElectLeaders -------------------------------------------------------------------------------
+
+@handles(ElectLeadersRequest)
+async def handle_elect_leaders(ctx: RequestContext, request: ElectLeadersRequest) -> ElectLeadersResponse:
+    store = ctx.broker.metadata
+    election_type = request.election_type if ctx.api_version >= 1 else PREFERRED_ELECTION
+    Result = ElectLeadersResponse.ReplicaElectionResult
+    Partition = ElectLeadersResponse.PartitionResult
+    if election_type not in (PREFERRED_ELECTION, UNCLEAN_ELECTION):
+        message = f"Unknown election type {election_type}"
+        return ElectLeadersResponse(throttle_time_ms=0, error_code=ErrorCode.INVALID_REQUEST, replica_election_results=[
+            Result(topic=t.topic, partition_result=[
+                Partition(partition_id=p, error_code=ErrorCode.INVALID_REQUEST, error_message=message)
+                for p in t.partitions])
+            for t in request.topic_partitions or ()])
+    unclean = election_type == UNCLEAN_ELECTION
+    results = []
+    if request.topic_partitions is None:
+        # Every partition; as in Kafka, those that already have the wanted leader are left out.
+        for topic in store.list_topics():
+            outcomes = (_elect(store, topic.name, p, unclean) for p in range(topic.partition_count))
+            results.append(Result(topic=topic.name, partition_result=[
+                Partition(partition_id=p, error_code=code, error_message=message)
+                for p, (code, message) in enumerate(outcomes) if code != ErrorCode.ELECTION_NOT_NEEDED]))
+    else:
+        for wanted in request.topic_partitions:
+            results.append(Result(topic=wanted.topic, partition_result=[
+                Partition(partition_id=p, error_code=code, error_message=message)
+                for p in wanted.partitions for code, message in [_elect(store, wanted.topic, p, unclean)]]))
+    return ElectLeadersResponse(throttle_time_ms=0, error_code=0, replica_election_results=results)
+
+
+def _elect(store, topic: str, partition: int, unclean: bool) -> tuple[int, str | None]:
+    meta = store.get_topic(topic)
+    if meta is None:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"No such topic as {topic}"
+    if not 0 <= partition < meta.partition_count:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"No such partition as {topic}-{partition}"
+    try:
+        new = store.elect_leader(topic, partition, unclean)
+    except KafkaError as exc:
+        return exc.code, str(exc)
+    log.info("%s election made broker %d the leader of %s-%d (leader epoch %d)",
+             "unclean" if unclean else "preferred", new.leader, topic, partition, new.leader_epoch)
+    return ErrorCode.NONE, None
+
+
+# -- AlterPartitionReassignments / ListPartitionReassignments --------------------------------------
+
+@handles(AlterPartitionReassignmentsRequest)
+async def handle_alter_partition_reassignments(
+        ctx: RequestContext, request: AlterPartitionReassignmentsRequest) -> AlterPartitionReassignmentsResponse:
+    store = ctx.broker.metadata
+    TopicResponse = AlterPartitionReassignmentsResponse.ReassignableTopicResponse
+    PartitionResponse = AlterPartitionReassignmentsResponse.ReassignablePartitionResponse
+    responses = []
+    for topic in request.topics:
+        partitions = []
+        for target in topic.partitions:
+            code, message = _reassign(store, topic.name, target.partition_index, target.replicas)
+            partitions.append(PartitionResponse(partition_index=target.partition_index, error_code=code,
+                                                error_message=message))
+        responses.append(TopicResponse(name=topic.name, partitions=partitions))
+    return AlterPartitionReassignmentsResponse(throttle_time_ms=0, error_code=0, error_message=None,
+                                               responses=responses)
+
+
+def _reassign(store, topic: str, partition: int, replicas: list[int] | None) -> tuple[int, str | None]:
+    meta = store.get_topic(topic)
+    if meta is None:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unable to find a topic named {topic}."
+    if not 0 <= partition < meta.partition_count:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unable to find partition {topic}:{partition}."
+    try:
+        store.alter_partition_reassignment(topic, partition, replicas)
+    except KafkaError as exc:
+        log.info("Unable to alter partition reassignment for %s:%d because of an %s error: %s", topic, partition,
+                 exc.code.name, exc)
+        return exc.code, str(exc)
+    return ErrorCode.NONE, None
+
+
+@handles(ListPartitionReassignmentsRequest)
+async def handle_list_partition_reassignments(
+        ctx: RequestContext, request: ListPartitionReassignmentsRequest) -> ListPartitionReassignmentsResponse:
+    store = ctx.broker.metadata
+    if request.topics is None:
+        wanted = [(meta, range(meta.partition_count)) for meta in store.list_topics()]
+    else:  # unknown topics and partitions are left out, as in Kafka
+        wanted = [(meta, t.partition_indexes) for t in request.topics
+                  if (meta := store.get_topic(t.name)) is not None]
+    Topic = ListPartitionReassignmentsResponse.OngoingTopicReassignment
+    Partition = ListPartitionReassignmentsResponse.OngoingPartitionReassignment
+    topics = []
+    for meta, indexes in wanted:
+        ongoing = [meta.partitions[p] for p in indexes if 0 <= p < meta.partition_count]
+        ongoing = [Partition(partition_index=p.partition, replicas=list(p.replicas),
+                             adding_replicas=list(p.adding_replicas), removing_replicas=list(p.removing_replicas))
+                   for p in ongoing if p.adding_replicas or p.removing_replicas]
+        if ongoing:
+            topics.append(Topic(name=meta.name, partitions=ongoing))
+    return ListPartitionReassignmentsResponse(throttle_time_ms=0, error_code=0, error_message=None, topics=topics)
+
+
+# -- AlterReplicaLogDirs --------------------------------------------------------------------------
+
+@handles(AlterReplicaLogDirsRequest)
+async def handle_alter_replica_log_dirs(ctx: RequestContext,
+                                        request: AlterReplicaLogDirsRequest) -> AlterReplicaLogDirsResponse:
+    broker = ctx.broker
+    # Kafka keys the request by partition, so a partition named twice takes its last destination.
+    destinations: dict[tuple[str, int], str] = {}
+    for log_dir in request.dirs:
+        for topic in log_dir.topics:
+            for partition in topic.partitions:
+                destinations[(topic.name, partition)] = log_dir.path
+    by_topic: dict[str, list] = {}
+    for (topic, partition), path in destinations.items():
+        code = _alter_log_dir(broker, topic, partition, path)
+        by_topic.setdefault(topic, []).append(AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult(
+            partition_index=partition, error_code=code))
+    return AlterReplicaLogDirsResponse(throttle_time_ms=0, results=[
+        AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult(topic_name=topic, partitions=partitions)
+        for topic, partitions in by_topic.items()])
+
+
+def _alter_log_dir(broker, topic: str, partition: int, path: str) -> int:
+    """One partition's outcome, checked in ReplicaManager.alterReplicaLogDirs's order."""
+    if len(f"{topic}-{partition}") + _FUTURE_DIR_SUFFIX_LENGTH > _MAX_DIR_NAME_LENGTH:
+        return ErrorCode.INVALID_TOPIC_EXCEPTION
+    configured = {os.path.abspath(d) for d in broker.log_dirs}
+    if os.path.abspath(path) not in configured:  # the absolute paths of log.dirs, as Kafka compares
+        return ErrorCode.LOG_DIR_NOT_FOUND
+    plog = broker.logs.get(topic, partition)
+    if isinstance(plog, OfflinePartitionLog):
+        return ErrorCode.KAFKA_STORAGE_ERROR
+    if plog is None or broker.metadata.get_topic(topic) is None:
+        return ErrorCode.REPLICA_NOT_AVAILABLE
+    if os.path.abspath(plog.dir.parent) == os.path.abspath(path):
+        return ErrorCode.NONE
+    log.warning("AlterReplicaLogDirs: not moving %s-%d from %s to %s (kafkapy does not move partitions between "
+                "log dirs)", topic, partition, plog.dir.parent, path)
+    return ErrorCode.INVALID_REQUEST
