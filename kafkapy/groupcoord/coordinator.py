@@ -203,6 +203,33 @@ class GroupCoordinator:
         self.membership.schedule_heartbeat(group, group.get(member_id))
         return self.manager.store_offsets(group, offsets)
 
+    def commit_txn_offsets(self, group_id: str, producer_id: int, producer_epoch: int, member_id: str,
+                           group_instance_id: str | None, generation_id: int,
+                           offsets: dict[TopicPartition, OffsetAndMetadata]) -> dict[TopicPartition, int]:
+        """Handle a TxnOffsetCommit (partitions already checked to exist): the offsets are written
+        for the producer's transaction and become committed with it. Error code per partition."""
+        error = self._validate_group_status(group_id)
+        if error is not None:
+            return {tp: error for tp in offsets}
+        group = self.manager.get_or_create_group(group_id, create=True)
+        if group.is_in(DEAD):
+            error = ErrorCode.COORDINATOR_NOT_AVAILABLE
+        elif generation_id >= 0 or member_id != UNKNOWN_MEMBER_ID or group_instance_id is not None:
+            # v3+ clients name their member; older ones (and producers outside a group) do not
+            error = validate_current_member(group, member_id, group_instance_id)
+            if error is None and generation_id != group.generation_id:
+                error = ErrorCode.ILLEGAL_GENERATION
+        if error is not None:
+            return {tp: error for tp in offsets}
+        return self.manager.store_txn_offsets(group, producer_id, producer_epoch, offsets)
+
+    def on_transaction_completed(self, producer_id: int, partitions: list[int], commit: bool) -> None:
+        """A transaction marker of `producer_id` was written to these __consumer_offsets
+        partitions: its transactional offset commits there are applied (commit) or dropped."""
+        applied = self.manager.complete_txn(producer_id, partitions, commit)
+        if applied:
+            log.debug("producer %d's transaction committed %d offsets", producer_id, applied)
+
     def fetch_offsets(self, group_id: str, partitions: list[TopicPartition] | None,
                       require_stable: bool = False
                       ) -> tuple[int, dict[TopicPartition, tuple[OffsetAndMetadata | None, int]]]:

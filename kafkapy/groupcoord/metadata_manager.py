@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 
+from ..protocol.control_records import ControlRecordType, parse_control_record
 from ..protocol.errors import ErrorCode, KafkaError
 from .group import GroupMetadata, GroupState, MemberMetadata, OffsetAndMetadata
 from .offsets_topic import OFFSETS_TOPIC, OffsetsTopicStore, partition_for
@@ -23,6 +24,7 @@ from .records import (
     offset_commit_key,
     offset_commit_value,
 )
+from .txn_offsets import PendingTxnOffsets
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +59,8 @@ class GroupMetadataManager:
         self.groups: dict[str, GroupMetadata] = {}
         self.owned_partitions: set[int] = set()
         self.loading_partitions: set[int] = set()
+        # TxnOffsetCommit offsets waiting for their transaction's commit or abort marker
+        self.pending_txn = PendingTxnOffsets()
 
     # -- ownership ------------------------------------------------------------------------
     def partition_for(self, group_id: str) -> int:
@@ -120,8 +124,53 @@ class GroupMetadataManager:
                 log.info("group %s died while committing offsets", group.group_id)
             else:
                 group.offsets.update(accepted)
+            if self.pending_txn:
+                self.pending_txn.supersede(group.group_id, accepted)
             errors.update((tp, ErrorCode.NONE) for tp in accepted)
         return errors
+
+    def store_txn_offsets(self, group: GroupMetadata, producer_id: int, producer_epoch: int,
+                          offsets: dict[TopicPartition, OffsetAndMetadata]) -> dict[TopicPartition, int]:
+        """Persist a TxnOffsetCommit as a transactional batch of the producer; the offsets stay
+        pending until the transaction's marker (`complete_txn`). Error code per partition."""
+        errors: dict[TopicPartition, int] = {}
+        accepted: dict[TopicPartition, OffsetAndMetadata] = {}
+        for tp, committed in offsets.items():
+            if self.valid_metadata(committed.metadata):
+                accepted[tp] = committed
+            else:
+                errors[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+        if not accepted:
+            return errors
+        records = [(offset_commit_key(group.group_id, tp[0], tp[1]), offset_commit_value(c))
+                   for tp, c in accepted.items()]
+        try:
+            result = self.store.append(self.partition_for(group.group_id), records, self.clock_ms(),
+                                       producer_id=producer_id, producer_epoch=producer_epoch)
+        except KafkaError as exc:
+            log.info("writing %d transactional offsets of group %s for producer %d failed: %s",
+                     len(records), group.group_id, producer_id, exc)
+            code = _COMMIT_ERRORS.get(exc.code, exc.code)
+            errors.update((tp, code) for tp in accepted)
+            return errors
+        self.pending_txn.add(group.group_id, producer_id, accepted, result.base_offset)
+        errors.update((tp, ErrorCode.NONE) for tp in accepted)
+        return errors
+
+    def complete_txn(self, producer_id: int, partitions: Iterable[int], commit: bool) -> int:
+        """The producer's transaction marker was written to these __consumer_offsets partitions:
+        its pending offsets there become committed (or are dropped); returns how many applied."""
+        wanted = set(partitions)
+        applied = self.pending_txn.complete(producer_id, commit,
+                                            lambda group_id: self.partition_for(group_id) in wanted)
+        count = 0
+        for group_id, offsets in applied.items():
+            group = self.get_or_create_group(group_id, create=True)
+            if group.is_in(GroupState.DEAD):
+                continue
+            group.offsets.update(offsets)
+            count += len(offsets)
+        return count
 
     def cleanup_group_metadata(self, groups: Iterable[GroupMetadata],
                                selector: Callable[[GroupMetadata], list[TopicPartition]]) -> int:
@@ -133,7 +182,8 @@ class GroupMetadataManager:
                 group.offsets.pop(tp, None)
             tombstones: list[tuple[bytes, bytes | None]] = [
                 (offset_commit_key(group.group_id, tp[0], tp[1]), None) for tp in removed]
-            if group.is_in(GroupState.EMPTY) and not group.has_offsets() and group.group_id in self.groups:
+            if group.is_in(GroupState.EMPTY) and not group.has_offsets() and group.group_id in self.groups \
+                    and not self.pending_txn.has_group(group.group_id):
                 group.transition_to(GroupState.DEAD, self.clock_ms())
             if group.is_in(GroupState.DEAD):
                 if self.groups.get(group.group_id) is group:
@@ -155,11 +205,12 @@ class GroupMetadataManager:
         group = self.groups.get(group_id)
         if group is None or group.is_in(GroupState.DEAD):
             return {tp: (None, ErrorCode.NONE) for tp in partitions or ()}
-        if partitions is None:
-            return {tp: (c, ErrorCode.NONE) for tp, c in group.offsets.items()}
-        # require_stable only matters with pending transactional commits, which this
-        # coordinator does not keep, so every committed offset is stable.
-        return {tp: (group.offsets.get(tp), ErrorCode.NONE) for tp in partitions}
+        wanted = list(group.offsets) if partitions is None else partitions
+        if require_stable and self.pending_txn.has_group(group_id):
+            unstable = self.pending_txn.has_pending
+            return {tp: (None, ErrorCode.UNSTABLE_OFFSET_COMMIT) if unstable(group_id, tp)
+                    else (group.offsets.get(tp), ErrorCode.NONE) for tp in wanted}
+        return {tp: (group.offsets.get(tp), ErrorCode.NONE) for tp in wanted}
 
     # -- loading --------------------------------------------------------------------------
     def load_partition(self, partition: int) -> list[GroupMetadata]:
@@ -174,29 +225,55 @@ class GroupMetadataManager:
     def _load(self, partition: int) -> list[GroupMetadata]:
         offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
         metadata: dict[str, object] = {}  # group id -> GroupMetadataValue, or None when deleted
+        pending = self.pending_txn
+        pending.drop_groups([g for g in pending.groups() if self.partition_for(g) == partition])
         records = 0
         try:
-            for key, value in self.store.read(partition):
-                records += 1
-                if key is None:
+            for header, batch in self.store.read_batches(partition):
+                records += len(batch)
+                if header.is_control:
+                    # a transaction marker decides that producer's transactional commits here
+                    if batch and header.producer_id >= 0:
+                        kind, _ = parse_control_record(batch[0])
+                        if kind in (ControlRecordType.COMMIT, ControlRecordType.ABORT):
+                            applied = pending.complete(header.producer_id, kind == ControlRecordType.COMMIT,
+                                                       lambda g: self.partition_for(g) == partition)
+                            for group_id, group_offsets in applied.items():
+                                offsets.setdefault(group_id, {}).update(group_offsets)
                     continue
-                parsed = decode_key(key)
-                if isinstance(parsed, OffsetCommitKey):
-                    group_offsets = offsets.setdefault(parsed.group, {})
-                    tp = (parsed.topic, parsed.partition)
-                    if value is None:
-                        group_offsets.pop(tp, None)
-                    else:
-                        group_offsets[tp] = decode_offset_commit_value(value)
-                elif isinstance(parsed, GroupMetadataKey):
-                    metadata[parsed.group] = None if value is None else decode_group_metadata_value(value)
+                transactional = header.is_transactional and header.producer_id >= 0
+                for record in batch:
+                    key, value = record.key, record.value
+                    if key is None:
+                        continue
+                    parsed = decode_key(key)
+                    if isinstance(parsed, OffsetCommitKey):
+                        tp = (parsed.topic, parsed.partition)
+                        if transactional:
+                            if value is not None:
+                                pending.add(parsed.group, header.producer_id,
+                                            {tp: decode_offset_commit_value(value)}, header.base_offset)
+                            continue
+                        group_offsets = offsets.setdefault(parsed.group, {})
+                        if value is None:
+                            group_offsets.pop(tp, None)
+                        else:
+                            group_offsets[tp] = decode_offset_commit_value(value)
+                            if pending:
+                                pending.supersede(parsed.group, (tp,))
+                    elif isinstance(parsed, GroupMetadataKey):
+                        metadata[parsed.group] = None if value is None else decode_group_metadata_value(value)
         except KafkaError as exc:
             log.error("%s-%d: stopped loading after %d records: %s", OFFSETS_TOPIC, partition, records, exc)
+        waiting = [g for g in pending.groups() if self.partition_for(g) == partition]
+        if waiting:
+            log.info("%s-%d: %d groups have transactional offset commits awaiting their transaction",
+                     OFFSETS_TOPIC, partition, len(waiting))
         loaded = []
-        for group_id in set(offsets) | set(metadata):
+        for group_id in set(offsets) | set(metadata) | set(waiting):
             stored = metadata.get(group_id)
             group_offsets = offsets.get(group_id, {})
-            if stored is None and not group_offsets:
+            if stored is None and not group_offsets and group_id not in waiting:
                 continue  # deleted group (tombstone) with no later commits
             group = self._build_group(group_id, stored, group_offsets)
             self.groups[group_id] = group
@@ -236,6 +313,7 @@ class GroupMetadataManager:
         removed = self.groups_in(partition)
         for group in removed:
             del self.groups[group.group_id]
+        self.pending_txn.drop_groups([g for g in self.pending_txn.groups() if self.partition_for(g) == partition])
         return removed
 
     # -- expiry ---------------------------------------------------------------------------

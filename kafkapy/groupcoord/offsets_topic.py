@@ -12,10 +12,10 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from ..protocol.errors import ErrorCode, KafkaError
-from ..protocol.records import build_batch, iter_batch_headers, iter_records
+from ..protocol.records import BatchHeader, Record, build_batch, iter_batch_headers, iter_records
 
 if TYPE_CHECKING:
-    from ..log.partition_log import PartitionLog
+    from ..log.partition_log import AppendResult, PartitionLog
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +46,8 @@ def offsets_topic_configs(segment_bytes: int) -> dict[str, str]:
 
 
 class OffsetsTopicStore:
-    """Appends coordinator records to __consumer_offsets partitions and reads them back.
+    """Appends coordinator records to the partitions of an internal topic (__consumer_offsets,
+    or `topic`, e.g. __transaction_state) and reads them back.
 
     `log_for(partition)` returns the local PartitionLog (None when this broker has none);
     `leader_epoch_for(partition)` the epoch to stamp; `on_append(partition)` is told after
@@ -56,28 +57,49 @@ class OffsetsTopicStore:
     def __init__(self, log_for: Callable[[int], PartitionLog | None],
                  leader_epoch_for: Callable[[int], int] = lambda partition: 0,
                  on_append: Callable[[int], None] | None = None,
-                 load_buffer_size: int = 5 * 1024 * 1024):
+                 load_buffer_size: int = 5 * 1024 * 1024, topic: str = OFFSETS_TOPIC):
         self._log_for = log_for
         self._leader_epoch_for = leader_epoch_for
         self._on_append = on_append
         self._load_buffer_size = load_buffer_size
+        self.topic = topic
 
     def append(self, partition: int, records: list[tuple[bytes, bytes | None]],
-               timestamp_ms: int | None = None) -> None:
-        """Append `records` as one batch; raises KafkaError with Kafka's code on failure."""
+               timestamp_ms: int | None = None, *, producer_id: int = -1,
+               producer_epoch: int = -1) -> AppendResult | None:
+        """Append `records` as one batch; raises KafkaError with Kafka's code on failure.
+
+        With a `producer_id` the batch is transactional, written for that producer's open
+        transaction (TxnOffsetCommit); a later commit or abort marker decides it.
+        """
         plog = self._log_for(partition)
         if plog is None:
-            raise KafkaError(f"no local log for {OFFSETS_TOPIC}-{partition}", ErrorCode.NOT_LEADER_OR_FOLLOWER)
+            raise KafkaError(f"no local log for {self.topic}-{partition}", ErrorCode.NOT_LEADER_OR_FOLLOWER)
         if timestamp_ms is None:
             timestamp_ms = int(time.time() * 1000)
-        buf = bytearray(build_batch(records, base_timestamp=timestamp_ms))
-        headers = list(iter_batch_headers(buf, validate=False))
-        plog.append(buf, leader_epoch=self._leader_epoch_for(partition), validated=headers)
+        epoch = self._leader_epoch_for(partition)
+        if producer_id >= 0:
+            buf = bytearray(build_batch(records, base_timestamp=timestamp_ms, producer_id=producer_id,
+                                        producer_epoch=producer_epoch, is_transactional=True))
+            headers = list(iter_batch_headers(buf, validate=False))
+            result = plog.append(buf, leader_epoch=epoch, validated=headers, from_client=False)
+        else:
+            buf = bytearray(build_batch(records, base_timestamp=timestamp_ms))
+            headers = list(iter_batch_headers(buf, validate=False))
+            result = plog.append(buf, leader_epoch=epoch, validated=headers)
         if self._on_append is not None:
             self._on_append(partition)
+        return result
 
     def read(self, partition: int) -> Iterator[tuple[bytes | None, bytes | None]]:
-        """Every (key, value) in the partition from its start to its end, in offset order."""
+        """Every (key, value) of the data batches in the partition, from its start to its end."""
+        for header, records in self.read_batches(partition):
+            if not header.is_control:
+                for record in records:
+                    yield record.key, record.value
+
+    def read_batches(self, partition: int) -> Iterator[tuple[BatchHeader, list[Record]]]:
+        """Every batch in the partition (control batches too) with its records, in offset order."""
         plog = self._log_for(partition)
         if plog is None:
             return
@@ -89,7 +111,7 @@ class OffsetsTopicStore:
             buf = data.tobytes() if hasattr(data, "tobytes") else bytes(data)
             if not buf:
                 log.warning("%s-%d: no batch at offset %d below the end %d; loading stops there",
-                            OFFSETS_TOPIC, partition, offset, end)
+                            self.topic, partition, offset, end)
                 return
             progressed = False
             for header in iter_batch_headers(buf, validate=True):
@@ -97,11 +119,8 @@ class OffsetsTopicStore:
                     continue
                 offset = header.next_offset
                 progressed = True
-                if header.is_control:
-                    continue
-                for record in iter_records(buf, header):
-                    yield record.key, record.value
+                yield header, list(iter_records(buf, header))
             if not progressed:
                 log.warning("%s-%d: read at offset %d made no progress; loading stops there",
-                            OFFSETS_TOPIC, partition, offset)
+                            self.topic, partition, offset)
                 return
