@@ -32,7 +32,12 @@ class Flusher:
 
     def __init__(self, name: str = "kafkapy-log-flusher"):
         self.name = name
-        self._cond = threading.Condition()
+        lock = threading.Lock()
+        self._cond = threading.Condition(lock)  # the work thread waits on this one
+        self._sync_cond = threading.Condition(lock)
+        # True while the sync thread sleeps with nothing to do: only then is a new waiter
+        # worth a wake-up (each wake-up costs the event loop a GIL hand-off).
+        self._sync_idle = False
         self._sync_waiters: dict[int, tuple[PartitionLog, list[tuple[int, Future]]]] = {}
         self._flush_requests: dict[int, tuple[PartitionLog, int]] = {}
         self._tasks: deque[tuple[Callable[[], object], Future]] = deque()
@@ -40,6 +45,7 @@ class Flusher:
         self._sync_thread: threading.Thread | None = None
         self._work_thread: threading.Thread | None = None
         self.fsync_rounds = 0  # group-commit rounds done (for tests and benchmarks)
+        self.gather = True
 
     # ---------------------------------------------------------------- requests
     def _start_sync_thread(self) -> None:
@@ -67,7 +73,8 @@ class Flusher:
             else:
                 entry[1].append((offset, future))
             self._start_sync_thread()
-            self._cond.notify_all()
+            if self._sync_idle:
+                self._sync_cond.notify()
         return future
 
     def request_flush(self, plog: PartitionLog, offset: int) -> None:
@@ -79,7 +86,7 @@ class Flusher:
             if previous is None or previous[1] < offset:
                 self._flush_requests[id(plog)] = (plog, offset)
             self._start_work_thread()
-            self._cond.notify_all()
+            self._cond.notify()
 
     def submit(self, fn: Callable[[], object]) -> Future:
         """Run `fn` on the background work thread; returns its Future."""
@@ -88,7 +95,7 @@ class Flusher:
             if not self._stopping:
                 self._tasks.append((fn, future))
                 self._start_work_thread()
-                self._cond.notify_all()
+                self._cond.notify()
                 return future
         # Shutting down: run inline so nothing (checkpoints, deletions) is lost.
         try:
@@ -126,6 +133,7 @@ class Flusher:
         with self._cond:
             self._stopping = True
             self._cond.notify_all()
+            self._sync_cond.notify_all()
             threads = [self._sync_thread, self._work_thread]
         for thread in threads:
             if thread is not None and thread is not threading.current_thread():
@@ -138,22 +146,25 @@ class Flusher:
     def _run_syncs(self) -> None:
         fsync_s = 0.0002  # running estimate of one group fsync
         while True:
-            with self._cond:
+            with self._sync_cond:
                 while not (self._sync_waiters or self._stopping):
-                    self._cond.wait()
+                    self._sync_idle = True
+                    self._sync_cond.wait()
+                self._sync_idle = False
                 if not self._sync_waiters:
                     return
                 # Gather window: while producers keep arriving (the event loop is working
                 # through a burst of appends), wait a little so they share this fsync rather
-                # than the next. Bounded by one fsync time, so latency at most doubles.
-                deadline = time.monotonic() + fsync_s
+                # than the next. Nobody wakes us meanwhile; we look again after each step.
+                # Bounded by one fsync time, so latency at most doubles.
+                deadline = time.monotonic() + (fsync_s if self.gather else 0.0)
                 step = min(max(fsync_s / 4, 0.00002), 0.0005)
                 count = self._waiting()
                 while not self._stopping:
                     remaining = deadline - time.monotonic()
                     if remaining <= 0:
                         break
-                    self._cond.wait(min(step, remaining))
+                    self._sync_cond.wait(min(step, remaining))
                     now_waiting = self._waiting()
                     if now_waiting == count:
                         break
