@@ -26,6 +26,9 @@ INT_RANGES = {
 # element types whose arrays are read/written with one struct call
 PACKABLE_ELEMENTS = {t: f for t, f in FIXED_FORMATS.items() if t != "uuid"}
 
+NO_VERSIONS = (1, 0)   # an empty version range
+MAX_VERSION = 0x7FFF   # the upper end of "N+"
+
 FIXED_ARRAY_MIN = 8   # same-size struct arrays this long are read with one iter_unpack
 FN = "__FN__"   # placeholder for a function's own name while its body is deduplicated
 
@@ -229,6 +232,11 @@ def default_literal(f: FieldSpec) -> str:
             return "_ZERO_UUID"
         return f"_uuid.UUID({str(uuid.UUID(d))!r})"
     raise ValueError(f"{where}: unknown type {t}")
+
+
+def snake_case(name: str) -> str:
+    """Kafka JSON name -> Python attribute name (the contract's rule)."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
 
 
 def fn_name(msg: MessageSpec, what: str, version: int) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import _thread
 import abc
+import importlib
 import struct
 import sys
 import uuid
@@ -480,6 +481,29 @@ def replace(obj: GeneratedStruct, **changes: Any) -> Any:
     return obj.__class__(**values)
 
 
+class _CodecsOnFirstUse:
+    """`_DECODERS` or `_ENCODERS` of a generated message class until its codecs are imported.
+
+    A message's decode and encode functions are generated into `messages/codecs/<api>.py`,
+    imported here on the first decode or encode: a process uses a few APIs, and compiling the
+    functions of all of them dominated the import time without cached bytecode. The codecs
+    module sets both tables on the message classes, which then shadow this descriptor.
+    """
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, cls: type) -> dict:
+        for owner in cls.__mro__:
+            if "API_KEY" in owner.__dict__:     # the generated class (cls may subclass it)
+                break
+        else:
+            return {}
+        package, _, module = owner.__module__.rpartition(".")
+        importlib.import_module(f"{package}.codecs.{module}")
+        return owner.__dict__[self.name]
+
+
 class Message(GeneratedStruct):
     """Base of the generated request and response classes: decode and encode any version.
 
@@ -493,8 +517,9 @@ class Message(GeneratedStruct):
     API_KEY: ClassVar[int]
     VALID_VERSIONS: ClassVar[tuple[int, int]]     # (min, max)
     FLEXIBLE_VERSION: ClassVar[int | None]         # first flexible version, None if never
-    _DECODERS: ClassVar[dict[int, Callable[[Any, int], Any]]] = {}
-    _ENCODERS: ClassVar[dict[int, Callable[[Any, list], list]]] = {}
+    # by version; the generated codecs module replaces these with dicts when first used
+    _DECODERS: ClassVar[dict[int, Callable[[Any, int], Any]]] = _CodecsOnFirstUse()  # type: ignore
+    _ENCODERS: ClassVar[dict[int, Callable[[Any, list], list]]] = _CodecsOnFirstUse()  # type: ignore
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> Self:

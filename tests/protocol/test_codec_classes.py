@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -171,3 +172,35 @@ def test_schema_is_read_once_and_inherited_by_subclasses():
     assert MyTopic(topic="t") == MyTopic(topic="t") != FetchRequest.FetchTopic(topic="t")
     assert repr(MyTopic(topic="t")).startswith(
         "test_schema_is_read_once_and_inherited_by_subclasses.<locals>.MyTopic(topic='t', ")
+
+
+def test_codecs_are_imported_on_first_use():
+    """Importing the messages compiles no codec; a decode imports its API's codecs only."""
+    import subprocess
+    import sys
+    script = (
+        "import sys\n"
+        "from kafkapy.protocol.messages import ApiVersionsRequest, FetchRequest\n"
+        "codecs = lambda: sorted(m for m in sys.modules if '.messages.codecs.' in m)\n"
+        "assert codecs() == [], codecs()\n"
+        "assert ApiVersionsRequest.decode(ApiVersionsRequest().encode(2), 2) == ApiVersionsRequest()\n"
+        "assert codecs() == ['kafkapy.protocol.messages.codecs.api_versions'], codecs()\n"
+        "assert type(ApiVersionsRequest.__dict__['_DECODERS']) is dict\n"
+    )
+    repo = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60, cwd=repo)
+    assert done.returncode == 0, done.stderr
+
+
+def test_subclass_of_a_message_uses_its_codecs():
+    from kafkapy.protocol.errors import DecodeError
+
+    class MyRequest(ProduceRequest):
+        __slots__ = ()
+
+    encoded = MyRequest(acks=1, timeout_ms=5).encode(3)
+    assert encoded == ProduceRequest(acks=1, timeout_ms=5).encode(3)
+    assert ProduceRequest.decode(encoded, 3) == ProduceRequest(acks=1, timeout_ms=5)
+    with pytest.raises(DecodeError):
+        MyRequest.decode(encoded, 99)

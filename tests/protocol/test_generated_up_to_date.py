@@ -25,7 +25,7 @@ def _load_generator():
 def test_generated_code_is_up_to_date(tmp_path):
     _load_generator().generate(SPEC_DIR, tmp_path)
     fresh = {p.relative_to(tmp_path) for p in tmp_path.rglob("*.py")}
-    committed = {p.relative_to(PROTOCOL) for p in (PROTOCOL / "messages").glob("*.py")}
+    committed = {p.relative_to(PROTOCOL) for p in (PROTOCOL / "messages").rglob("*.py")}
     committed.add(Path("error_codes.py"))
     assert fresh == committed, "regenerate with: python tools/genprotocol.py"
     stale = [str(p) for p in sorted(fresh)
@@ -55,6 +55,8 @@ def test_struct_name_clash_is_disambiguated(tmp_path):
     names = [s.name for s in msg.structs]
     assert names == ["Item", "ItemRight"]
     assert msg.root.fields[2].struct is msg.root.fields[0].struct
-    source = gen.ModuleBuilder("Clash", 999, [msg, msg]).render()
-    compile(source, "clash.py", "exec")
-    assert "struct Right.Item is named ItemRight" in source
+    classes, codecs = gen.ModuleBuilder("Clash", 999, [msg, msg]).render()
+    compile(classes, "clash.py", "exec")
+    compile(codecs, "codecs/clash.py", "exec")
+    assert "struct Right.Item is named ItemRight" in classes
+    assert "_ClashRequest_ItemRight" in codecs
