@@ -131,7 +131,7 @@ class BrokerProcess:
     port: int
     data_dir: Path
     work_dir: Path
-    overrides: dict[str, str] = field(default_factory=dict)
+    overrides: dict[str, str | None] = field(default_factory=dict)
     python: str = field(default_factory=lambda: os.environ.get(PYTHON_ENV) or sys.executable)
     extra_args: list[str] = field(default_factory=list)
     env: dict[str, str] | None = None
@@ -174,7 +174,8 @@ class BrokerProcess:
         }
         argv = [self.python, "-m", "kafkapy", "serve"]
         for key, value in settings.items():
-            argv += ["--override", f"{key}={value}"]
+            if value is not None:  # an override of None leaves the property unset (e.g. advertised.listeners)
+                argv += ["--override", f"{key}={value}"]
         return argv + list(self.extra_args)
 
     def stderr_tail(self, lines: int = STDERR_TAIL_LINES) -> str:
@@ -307,7 +308,8 @@ def start_broker(
 ) -> BrokerProcess:
     """Start a kafkapy broker on a free 127.0.0.1 port and return it once it accepts connections.
 
-    `overrides` are Kafka broker properties passed as `--override key=value`. `work_dir`
+    `overrides` are Kafka broker properties passed as `--override key=value`; a value of None
+    leaves that property unset (even one the harness sets by default). `work_dir`
     holds the data directory (work_dir/data) and the process output (work_dir/broker.log);
     a temporary directory is made (and removed by close()) when it is not given.
     """
@@ -319,7 +321,7 @@ def start_broker(
         port=port or free_port(),
         data_dir=work_dir / "data",
         work_dir=work_dir,
-        overrides={k: str(v) for k, v in (overrides or {}).items()},
+        overrides={k: None if v is None else str(v) for k, v in (overrides or {}).items()},
         env=dict(env) if env is not None else None,
         _owns_work_dir=owns,
     )

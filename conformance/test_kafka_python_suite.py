@@ -14,9 +14,28 @@ pytestmark = pytest.mark.timeout(suite.SUITE_TIMEOUT_S + 120)
 
 
 @pytest.fixture(scope="module")
-def broker_overrides() -> dict[str, str]:
-    # kafka-python's fixtures run broker id 0, and some tests name it (CreatePartitions assignments).
-    return {"broker.id": "0"}
+def broker_overrides() -> dict[str, str | None]:
+    # What kafka-python's own fixture runs Kafka < 4.0 with: servers/resources/1.0/kafka.properties
+    # rendered by test/integration/fixtures.py (KafkaFixture, partitions=4, replicas=1, and
+    # _acl_config()'s authorizer). Tests depend on it: test_group uses a 3 s session timeout
+    # (group.min.session.timeout.ms), the ACL test needs an authorizer, and the template leaves
+    # advertised.listeners unset (the broker-config test expects its DEFAULT_CONFIG source).
+    return {
+        "broker.id": "0",  # some tests name broker 0 (CreatePartitions assignments)
+        "advertised.listeners": None,  # unset: advertise `listeners`, as the template does
+        "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+        "allow.everyone.if.no.acl.found": "true",
+        "num.partitions": "4",
+        "default.replication.factor": "1",
+        "offsets.topic.replication.factor": "1",
+        "offsets.topic.num.partitions": "2",
+        "offsets.commit.timeout.ms": "500",
+        "transaction.state.log.replication.factor": "1",
+        "transaction.state.log.min.isr": "1",
+        "group.min.session.timeout.ms": "1000",
+        "group.initial.rebalance.delay.ms": "0",
+        "log.cleaner.enable": "false",
+    }
 
 
 def test_kafka_python_integration_suite(broker):
