@@ -461,7 +461,7 @@ _USED = {
     "producer.id.expiration.check.interval.ms", "log.retention.check.interval.ms",
     "log.flush.offset.checkpoint.interval.ms", "log.flush.start.offset.checkpoint.interval.ms",
     "log.roll.hours", "log.retention.minutes", "log.retention.hours", "kafkapy.cluster.id",
-    "request.timeout.ms", "queued.max.requests",
+    "request.timeout.ms", "queued.max.requests", "authorizer.class.name",
     # server defaults of the topic configs the partition logs implement
     "log.segment.bytes", "log.roll.ms", "log.index.size.max.bytes", "log.index.interval.bytes",
     "log.retention.ms", "log.retention.bytes", "log.flush.interval.messages", "log.flush.interval.ms",
@@ -577,7 +577,8 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _table(
     K("default.replication.factor", I, 1, M, "Default replication factor of a new topic."),
     K("fetch.max.bytes", I, 57671680, M, "Most bytes returned by one fetch request.", Range(1024)),
     K("max.incremental.fetch.session.cache.slots", I, 1000, M, "Incremental fetch sessions kept.", Range(0)),
-    K("authorizer.class.name", S, "", L, "Class of the authorizer; empty for none.", NonNull()),
+    K("authorizer.class.name", S, "", L, "Class of the authorizer; empty for none. kafkapy: any value "
+      "enables the ACL APIs (ACLs are stored, not enforced).", NonNull()),
     K("controlled.shutdown.enable", B, True, M, "Enable controlled shutdown."),
     K("controlled.shutdown.max.retries", I, 3, M, "Controlled shutdown retries."),
     K("controlled.shutdown.retry.backoff.ms", LG, 5000, M, "Backoff between controlled shutdown retries."),

@@ -7,6 +7,7 @@ kafkapy stores, lists and deletes ACLs with Kafka's validation and filter semant
 from __future__ import annotations
 
 import itertools
+import logging
 
 from ...controller.acls import AclBinding, AclBindingFilter, validate_filter, validate_new_acl
 from ...protocol.errors import ErrorCode, KafkaError
@@ -20,11 +21,21 @@ from ...protocol.messages import (
 )
 from ..dispatch import RequestContext, handles
 
+log = logging.getLogger(__name__)
+
 _NO_AUTHORIZER = "No Authorizer is configured."
+_warned_not_enforced = False
 
 
 def authorizer_configured(broker) -> bool:
-    return bool(broker.config.get("authorizer.class.name"))
+    """True when `authorizer.class.name` is set; warns once that kafkapy does not enforce the ACLs."""
+    global _warned_not_enforced
+    name = broker.config.get("authorizer.class.name")
+    if name and not _warned_not_enforced:
+        _warned_not_enforced = True
+        log.warning("authorizer.class.name=%s: kafkapy stores ACLs but does not enforce them; every request is "
+                    "allowed", name)
+    return bool(name)
 
 
 @handles(CreateAclsRequest)
