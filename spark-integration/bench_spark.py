@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
 import sys
 import tempfile
@@ -156,8 +157,8 @@ def streaming_latency(spark, bootstrap: str, name: str, probes: int, load_rate: 
             sent_ms[probe.page] = time.time() * 1000
             producer.produce(events_topic, key=probe.key, value=probe.value, timestamp=probe.event_time_ms,
                              on_delivery=lambda err, msg, page=probe.page: acked.setdefault(page, time.perf_counter()))
-            producer.poll(0)
-            time.sleep(1.0)
+            producer.flush(5)  # serves the delivery callback as soon as the ack arrives
+            time.sleep(max(0.0, 1.0 - (time.perf_counter() - sent[probe.page])))
         deadline = time.monotonic() + 60
         while len(watcher.seen) < probes and time.monotonic() < deadline:
             time.sleep(0.1)
@@ -208,7 +209,9 @@ def main(argv: list[str] | None = None) -> int:
 
     results: dict[str, dict] = {name: {} for name in names}
     with ExitStack() as stack:
-        work_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="kafkapy-bench-spark-")))
+        # Removed only after a clean run, so a failed one leaves its broker logs to read.
+        work_dir = Path(tempfile.mkdtemp(prefix="kafkapy-bench-spark-"))
+        print(f"work dir (broker logs, checkpoints): {work_dir}", file=sys.stderr)
         bootstraps = start_brokers(names, stack, work_dir)
         events = generate_page_views(args.records, 1_763_726_400_000, events_per_minute=60_000)
         for name, bootstrap in bootstraps.items():
@@ -249,6 +252,7 @@ def main(argv: list[str] | None = None) -> int:
             results[name]["latency"] = streaming_latency(spark, bootstrap, name, args.probes, args.load_rate, work_dir)
             print(f"{name}: latency {results[name]['latency']}", file=sys.stderr)
 
+    shutil.rmtree(work_dir, ignore_errors=True)
     print(format_table(results, names, args))
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
