@@ -208,8 +208,86 @@ class PartitionLog(TimestampLookups, SegmentRetention, LogTruncation):
             self._check_online()
         if validated is None:
             validated = list(iter_batch_headers(batches, validate=True))
-        if len(validated) == 1 and not self._stamp_or_check_time and from_client:
-            return self._append_one(batches, validated, leader_epoch)
+        if len(validated) != 1 or self._stamp_or_check_time or not from_client:
+            return self._append_many(batches, validated, leader_epoch, from_client, coordinator_epoch)
+        # The common case (one client batch, CreateTime, no timestamp limits) with the same
+        # rules as _append_many but no loops: this is the produce hot path, so config limits
+        # are read from fields precomputed by `_apply_config`.
+        batch = batches
+        header = validated[0]
+        size = header.batch_length + 12
+        if size != len(batch):
+            raise CorruptRecordError(
+                f"batch header covers {size} of {len(batch)} bytes appended to {self.dir.name}")
+        if size > self._append_limit:
+            self._check_size(header, self.config.max_message_bytes)
+            raise RecordListTooLargeError(
+                f"append of {size} bytes exceeds segment.bytes {self.config.segment_bytes} of {self.dir.name}")
+        count = header.last_offset_delta + 1
+        idempotent = header.producer_id >= 0
+        # No `_lock` here: the flusher only reads the end offset and segment sizes, which
+        # are stored after the data is written, so it never syncs less than it reports.
+        # Changing the segment list (a roll) does take the lock.
+        if idempotent:
+            duplicate = self.producer_state.check(header)
+            if duplicate is not None:
+                return AppendResult(duplicate.base_offset, duplicate.last_offset, duplicate.timestamp,
+                                    self._log_start_offset, duplicate=True)
+        base_offset = self._log_end_offset
+        segment = self._active
+        old_size = segment.size
+        if old_size + size > self._segment_bytes or segment.index_full \
+                or base_offset + count - 1 - segment.base_offset > INT32_MAX \
+                or (old_size > 0 and header.max_timestamp > segment.roll_at_ts
+                    and self._time_to_roll(segment, -1, header.max_timestamp)):
+            with self._lock:
+                segment = self._roll_locked()
+            old_size = 0
+        if leader_epoch != self.leader_epochs.latest_epoch and leader_epoch >= 0:
+            self.leader_epochs.assign(leader_epoch, base_offset)
+        _OFFSET_LENGTH_EPOCH.pack_into(batch, 0, base_offset, header.batch_length, leader_epoch)
+        header.base_offset = base_offset
+        header.partition_leader_epoch = leader_epoch
+        # LogSegment.append for one batch, inlined: this runs once per produce request.
+        try:
+            written = os.write(segment._fd, batch)
+            if written != size:
+                segment.finish_write(batch, written)
+        except OSError as exc:
+            self._write_failed(segment, old_size, exc)
+        if old_size == 0:
+            segment._first_batch_ts = header.max_timestamp
+        end = base_offset + count
+        max_ts = segment._max_ts
+        if max_ts is None:
+            max_ts = segment.max_timestamp
+        if header.max_timestamp > max_ts:
+            max_ts = segment._max_ts = header.max_timestamp
+            segment._offset_of_max_ts = end - 1
+        if segment._since_index > segment.index_interval:
+            segment.add_index_entry(end - 1, old_size, max_ts)
+            segment._since_index = size
+        else:
+            segment._since_index += size
+        segment.size = old_size + size
+        segment.next_offset = end
+        self._log_end_offset = end
+        if self.auto_high_watermark:
+            self._high_watermark = end
+        if idempotent:
+            self.producer_state.update(header)
+        unflushed = self._unflushed_messages + count
+        if unflushed >= self._flush_messages:
+            unflushed = 0
+            self._flusher.request_flush(self, end)
+        self._unflushed_messages = unflushed
+        return AppendResult(base_offset, end - 1, -1, self._log_start_offset)
+
+
+    def _append_many(self, batches, validated: list[BatchHeader], leader_epoch: int, from_client: bool,
+                     coordinator_epoch: int | None) -> AppendResult:
+        """`append` of several batches, coordinator batches, or with LogAppendTime or
+        timestamp limits."""
         if not validated:
             raise CorruptRecordError(f"append to {self.dir.name} carries no record batch")
         config = self.config
@@ -292,79 +370,6 @@ class PartitionLog(TimestampLookups, SegmentRetention, LogTruncation):
             self._unflushed_messages = 0
             self._flusher.request_flush(self, offset)
         return AppendResult(base_offset, offset - 1, log_append_time, self._log_start_offset)
-
-    def _append_one(self, batch, validated: list[BatchHeader], leader_epoch: int) -> AppendResult:
-        """`append` for the common case (one batch, CreateTime, no timestamp limits), with
-        the same rules as the general path but no loops: this is the produce hot path, so
-        config limits are read from fields precomputed by `_apply_config`."""
-        header = validated[0]
-        size = header.batch_length + 12
-        if size != len(batch):
-            raise CorruptRecordError(
-                f"batch header covers {size} of {len(batch)} bytes appended to {self.dir.name}")
-        if size > self._append_limit:
-            self._check_size(header, self.config.max_message_bytes)
-            raise RecordListTooLargeError(
-                f"append of {size} bytes exceeds segment.bytes {self.config.segment_bytes} of {self.dir.name}")
-        count = header.last_offset_delta + 1
-        idempotent = header.producer_id >= 0
-        # No `_lock` here: the flusher only reads the end offset and segment sizes, which
-        # are stored after the data is written, so it never syncs less than it reports.
-        # Changing the segment list (a roll) does take the lock.
-        if idempotent:
-            duplicate = self.producer_state.check(header)
-            if duplicate is not None:
-                return AppendResult(duplicate.base_offset, duplicate.last_offset, duplicate.timestamp,
-                                    self._log_start_offset, duplicate=True)
-        base_offset = self._log_end_offset
-        segment = self._active
-        old_size = segment.size
-        if old_size + size > self._segment_bytes or segment.index_full \
-                or base_offset + count - 1 - segment.base_offset > INT32_MAX \
-                or (old_size > 0 and header.max_timestamp > segment.roll_at_ts
-                    and self._time_to_roll(segment, -1, header.max_timestamp)):
-            with self._lock:
-                segment = self._roll_locked()
-            old_size = 0
-        if leader_epoch != self.leader_epochs.latest_epoch and leader_epoch >= 0:
-            self.leader_epochs.assign(leader_epoch, base_offset)
-        _OFFSET_LENGTH_EPOCH.pack_into(batch, 0, base_offset, header.batch_length, leader_epoch)
-        header.base_offset = base_offset
-        header.partition_leader_epoch = leader_epoch
-        # LogSegment.append for one batch, inlined: this runs once per produce request.
-        try:
-            written = os.write(segment._fd, batch)
-            if written != size:
-                segment.finish_write(batch, written)
-        except OSError as exc:
-            self._write_failed(segment, old_size, exc)
-        if old_size == 0:
-            segment._first_batch_ts = header.max_timestamp
-        end = base_offset + count
-        max_ts = segment._max_ts
-        if max_ts is None:
-            max_ts = segment.max_timestamp
-        if header.max_timestamp > max_ts:
-            max_ts = segment._max_ts = header.max_timestamp
-            segment._offset_of_max_ts = end - 1
-        if segment._since_index > segment.index_interval:
-            segment.add_index_entry(end - 1, old_size, max_ts)
-            segment._since_index = size
-        else:
-            segment._since_index += size
-        segment.size = old_size + size
-        segment.next_offset = end
-        self._log_end_offset = end
-        if self.auto_high_watermark:
-            self._high_watermark = end
-        if idempotent:
-            self.producer_state.update(header)
-        unflushed = self._unflushed_messages + count
-        if unflushed >= self._flush_messages:
-            unflushed = 0
-            self._flusher.request_flush(self, end)
-        self._unflushed_messages = unflushed
-        return AppendResult(base_offset, end - 1, -1, self._log_start_offset)
 
     def _check_size(self, header: BatchHeader, max_message_bytes: int) -> None:
         if header.batch_length + 12 > max_message_bytes:
