@@ -7,6 +7,7 @@ importable or when Spark's Kafka connector jars can be had neither from $KAFKAPY
 
 from __future__ import annotations
 
+import logging
 import sys
 from pathlib import Path
 from typing import Iterator
@@ -20,6 +21,10 @@ for entry in (str(HERE), str(REPO_ROOT)):  # kafkapy_spark, and conformance/ + s
         sys.path.insert(0, entry)
 
 from conformance.pytest_broker import *  # noqa: E402,F401,F403  (broker fixtures and the report hook)
+
+# py4j logs every gateway command at DEBUG; once the JVM is gone, formatting its error for a closed
+# capture stream calls back into py4j, which logs again -- an endless loop that hangs the run.
+logging.getLogger("py4j").setLevel(logging.WARNING)
 
 PYSPARK_REQUIREMENT = "pyspark>=4.0,<4.1"
 SPARK_TEST_TIMEOUT_S = 180
