@@ -43,6 +43,9 @@ class Broker:
         self.partitions = PartitionManager(self)
         self.producer_ids = ProducerIdAllocator(self.data_dir / "kafkapy-producer-ids")
         self.group_coordinator = self._create_group_coordinator()
+        from .handlers.transactions import create_transaction_coordinator
+
+        self.transaction_coordinator = create_transaction_coordinator(self)
         self._servers: list[asyncio.base_events.Server] = []
         self._tasks: list[asyncio.Task] = []
         self.started_at = time.monotonic()
@@ -84,6 +87,10 @@ class Broker:
         from .handlers.groups import start_group_coordination
 
         start_group_coordination(self, loop)  # loads __consumer_offsets partitions led here
+        from .handlers.transactions import start_transaction_coordination
+
+        # after the groups: finishing prepared transactions may complete transactional offsets
+        start_transaction_coordination(self, loop)
         for sock in sockets:
             self._servers.append(await loop.create_server(lambda: KafkaConnection(self), sock=sock))
         self._tasks.append(loop.create_task(self._periodic(
@@ -112,6 +119,7 @@ class Broker:
         self.purgatory.wake_all()
         # answers parked JoinGroup/SyncGroup requests so that their connections can finish
         self.group_coordinator.close()
+        self.transaction_coordinator.close()
         deadline = time.monotonic() + 5
         while any(c._worker is not None for c in self.connections) and time.monotonic() < deadline:
             await asyncio.sleep(0.01)

@@ -46,6 +46,13 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     22: (0, 5),
     # OffsetForLeaderEpoch: KIP-896 dropped v0-1.
     23: (2, 4),
+    # Transactions, Kafka 3.9's ranges (librdkafka still sends v0 of the client-facing ones).
+    # AddPartitionsToTxn v4-5 (KIP-890) batch transactions and come from brokers only.
+    24: (0, 5),
+    25: (0, 4),
+    26: (0, 4),
+    27: (0, 1),
+    28: (0, 4),
     # DescribeAcls, CreateAcls, DeleteAcls: KIP-896 dropped v0 of the ACL APIs.
     29: (1, 3),
     30: (1, 3),
@@ -69,6 +76,10 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     46: (0, 0),
     47: (0, 0),
     60: (0, 1),
+    # DescribeProducers, DescribeTransactions, ListTransactions (KIP-664).
+    61: (0, 0),
+    65: (0, 0),
+    66: (0, 1),
     69: (0, 0),
     75: (0, 0),
 }

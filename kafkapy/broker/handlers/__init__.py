@@ -16,4 +16,5 @@ from . import (  # noqa: F401
     produce,
     replicas,
     topics,
+    transactions,
 )

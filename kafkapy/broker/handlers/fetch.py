@@ -15,6 +15,7 @@ from ..dispatch import RequestContext, handles
 from ..fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, SessionPartition
 
 PartitionData = FetchResponse.PartitionData
+AbortedTransaction = FetchResponse.AbortedTransaction
 _NULL_UUID = uuid.UUID(int=0)
 READ_COMMITTED = 1
 
@@ -67,8 +68,9 @@ def _read_partition(broker, want: _Wanted, max_bytes: int, min_one: bool, isolat
                              high_watermark=-1, records=b"")
     hw = plog.high_watermark
     log_start = plog.log_start_offset
+    lso = plog.last_stable_offset
     data = PartitionData(partition_index=want.partition, error_code=0, high_watermark=hw,
-                         last_stable_offset=hw, log_start_offset=log_start, records=b"")
+                         last_stable_offset=lso, log_start_offset=log_start, records=b"")
     if isolation_level == READ_COMMITTED:
         data.aborted_transactions = []
     else:
@@ -78,12 +80,19 @@ def _read_partition(broker, want: _Wanted, max_bytes: int, min_one: bool, isolat
         data.error_code = (ErrorCode.FENCED_LEADER_EPOCH if want.current_leader_epoch < leader_epoch
                            else ErrorCode.UNKNOWN_LEADER_EPOCH)
         return data
+    committed = isolation_level == READ_COMMITTED
     try:
-        result = plog.read(want.fetch_offset, max_bytes, max_offset=hw, min_one_batch=min_one)
+        result = plog.read(want.fetch_offset, max_bytes, max_offset=lso if committed else hw,
+                           min_one_batch=min_one)
     except KafkaError as exc:
         data.error_code = exc.code
         return data
     data.records = result.records
+    if committed and result.records:
+        # the consumer drops these producers' batches from first_offset to their abort marker
+        data.aborted_transactions = [
+            AbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset)
+            for a in plog.aborted_transactions(want.fetch_offset, result.next_offset)]
     return data
 
 

@@ -12,11 +12,30 @@ MAX_EPOCH = 32767
 async def handle_init_producer_id(ctx: RequestContext, request: InitProducerIdRequest) -> InitProducerIdResponse:
     broker = ctx.broker
     if request.transactional_id is not None:
-        # Transactions need a transaction coordinator, which kafkapy does not run yet.
-        return InitProducerIdResponse(throttle_time_ms=0, error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        return await _init_transactional(ctx, request)
     if request.producer_id >= 0 and 0 <= request.producer_epoch < MAX_EPOCH - 1:
         # An idempotent producer resetting its sequences after an error keeps its id with a new epoch.
         return InitProducerIdResponse(throttle_time_ms=0, error_code=0, producer_id=request.producer_id,
                                       producer_epoch=request.producer_epoch + 1)
     return InitProducerIdResponse(throttle_time_ms=0, error_code=0,
                                   producer_id=broker.producer_ids.allocate(), producer_epoch=0)
+
+
+async def _init_transactional(ctx: RequestContext, request: InitProducerIdRequest) -> InitProducerIdResponse:
+    """A transactional producer: its id and epoch come from the transaction coordinator."""
+    from .transactions import durable_state
+
+    broker = ctx.broker
+    pid, epoch = request.producer_id, request.producer_epoch
+    if (pid == -1) != (epoch == -1):
+        return InitProducerIdResponse(throttle_time_ms=0, error_code=ErrorCode.INVALID_REQUEST,
+                                      producer_id=-1, producer_epoch=-1)
+    result = broker.transaction_coordinator.handle_init_producer_id(
+        request.transactional_id, request.transaction_timeout_ms, pid, epoch)
+    error = result.error
+    if error == ErrorCode.NONE:
+        await durable_state(broker, request.transactional_id)
+    elif error == ErrorCode.PRODUCER_FENCED and ctx.api_version < 4:
+        error = ErrorCode.INVALID_PRODUCER_EPOCH  # older clients don't know PRODUCER_FENCED
+    return InitProducerIdResponse(throttle_time_ms=0, error_code=error, producer_id=result.producer_id,
+                                  producer_epoch=result.producer_epoch)

@@ -25,7 +25,9 @@ def _lookup(broker, topic: str, p, version: int, isolation_level: int) -> Partit
         return PartitionResponse(partition_index=index, error_code=code)
     ts = p.timestamp
     if ts == LATEST:
-        offset, found_ts = plog.high_watermark, -1
+        # read_committed consumers start at the last stable offset
+        offset = plog.last_stable_offset if isolation_level == 1 else plog.high_watermark
+        found_ts = -1
     elif ts in (EARLIEST, EARLIEST_LOCAL):
         offset, found_ts = plog.log_start_offset, -1
     elif ts == LATEST_TIERED:

@@ -13,6 +13,7 @@ from ...protocol.messages import ProduceRequest, ProduceResponse
 from ...protocol.legacy_records import legacy_to_v2
 from ...protocol.records import MAGIC_POS, iter_batch_headers
 from ..dispatch import ConnectionClosed, RequestContext, handles
+from .transactions import verify_transactional_produce
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +79,12 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
                     if header.size > max_bytes:
                         raise KafkaError(f"batch of {header.size} bytes exceeds max.message.bytes {max_bytes}",
                                          ErrorCode.MESSAGE_TOO_LARGE)
+                    if header.is_control:
+                        raise KafkaError(f"clients are not allowed to write control records to {name}-{index}",
+                                         ErrorCode.INVALID_RECORD)
+                if request.transactional_id is not None:
+                    verify_transactional_produce(broker, request.transactional_id, name, index, plog, headers,
+                                                 version)
                 if acks == -1 and plog.config.min_insync_replicas > len(meta.partitions[index].isr):
                     raise KafkaError("fewer in-sync replicas than min.insync.replicas",
                                      ErrorCode.NOT_ENOUGH_REPLICAS)

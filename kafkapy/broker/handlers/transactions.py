@@ -1,0 +1,422 @@
+"""Transaction APIs: AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit,
+WriteTxnMarkers, DescribeTransactions, ListTransactions, DescribeProducers.
+
+The handlers translate between request versions and the transaction coordinator
+(kafkapy.txncoord), which holds every rule. This module also wires the coordinator to the
+broker: its __transaction_state store, producer ids, and the marker writer, which appends
+COMMIT/ABORT markers to the local partition logs (what WriteTxnMarkers does on a partition
+leader) and hands __consumer_offsets markers to the group coordinator.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from ...groupcoord import OFFSETS_TOPIC, OffsetAndMetadata, OffsetsTopicStore
+from ...protocol.errors import ErrorCode, KafkaError
+from ...protocol.messages import (
+    AddOffsetsToTxnRequest,
+    AddOffsetsToTxnResponse,
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnResponse,
+    DescribeProducersRequest,
+    DescribeProducersResponse,
+    DescribeTransactionsRequest,
+    DescribeTransactionsResponse,
+    EndTxnRequest,
+    EndTxnResponse,
+    ListTransactionsRequest,
+    ListTransactionsResponse,
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersResponse,
+)
+from ...txncoord import (
+    TRANSACTION_STATE_TOPIC,
+    TransactionCoordinator,
+    TransactionCoordinatorConfig,
+    transaction_state_topic_configs,
+)
+from ..dispatch import RequestContext, handles
+from .offsets import partition_exists
+
+log = logging.getLogger(__name__)
+
+TopicPartition = tuple[str, int]
+_state_topic_warned = False
+
+APIResult = AddPartitionsToTxnResponse.AddPartitionsToTxnResult
+TopicResult = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult
+PartitionResult = AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult
+
+
+# -- wiring ----------------------------------------------------------------------------------
+def create_transaction_coordinator(broker) -> TransactionCoordinator:
+    """The broker's transaction coordinator (not started: see start_transaction_coordination)."""
+    config = TransactionCoordinatorConfig.from_getter(broker.config.get)
+    store = OffsetsTopicStore(
+        log_for=lambda p: broker.partitions.get_log(TRANSACTION_STATE_TOPIC, p),
+        leader_epoch_for=lambda p: broker.partitions.leader_epoch(TRANSACTION_STATE_TOPIC, p),
+        on_append=lambda p: broker.purgatory.notify((TRANSACTION_STATE_TOPIC, p)),
+        load_buffer_size=config.transaction_state_log_load_buffer_size, topic=TRANSACTION_STATE_TOPIC)
+    return TransactionCoordinator(
+        config, store, broker.producer_ids.allocate, lambda *args: write_txn_markers(broker, *args),
+        node_id=broker.node_id,
+        coordinator_epoch_for=lambda p: max(broker.partitions.leader_epoch(TRANSACTION_STATE_TOPIC, p), 0),
+        state_topic_leaders=lambda create: transaction_state_leaders(broker, create))
+
+
+def start_transaction_coordination(broker, loop: asyncio.AbstractEventLoop) -> None:
+    """Start the coordinator: timers on `loop`, __transaction_state partitions led here loaded
+    (finishing transactions caught between Prepare* and Complete*), and reloading as the
+    topic's leadership changes."""
+    coordinator = broker.transaction_coordinator
+    coordinator.start(loop)
+
+    def on_change(change) -> None:
+        topic = getattr(change, "topic", None)
+        if topic is not None and topic.name == TRANSACTION_STATE_TOPIC:
+            loop.call_soon_threadsafe(_resync, broker)
+
+    broker.metadata.add_listener(on_change)
+
+
+def _resync(broker) -> None:
+    coordinator = broker.transaction_coordinator
+    if coordinator.active:
+        try:
+            coordinator.sync_leadership(transaction_state_leaders(broker, create=False))
+        except Exception:
+            log.exception("reloading %s leadership failed", TRANSACTION_STATE_TOPIC)
+
+
+def transaction_state_leaders(broker, create: bool) -> list[int] | None:
+    """Leaders of the __transaction_state partitions; with `create`, the topic is created on
+    first use as Kafka does. None when it does not exist (or cannot be created)."""
+    meta = broker.partitions.topic(TRANSACTION_STATE_TOPIC)
+    if meta is None and create:
+        config = broker.transaction_coordinator.config
+        try:
+            meta = broker.partitions.create_topic(
+                TRANSACTION_STATE_TOPIC, config.transaction_state_log_num_partitions,
+                config.transaction_state_log_replication_factor,
+                configs=transaction_state_topic_configs(config.transaction_state_log_segment_bytes,
+                                                        config.transaction_state_log_min_isr),
+                internal=True)
+        except KafkaError as exc:
+            if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS:
+                global _state_topic_warned
+                level = logging.DEBUG if _state_topic_warned else logging.WARNING
+                _state_topic_warned = True
+                log.log(level, "cannot create %s (transaction.state.log.num.partitions=%d, "
+                        "transaction.state.log.replication.factor=%d): %s", TRANSACTION_STATE_TOPIC,
+                        config.transaction_state_log_num_partitions,
+                        config.transaction_state_log_replication_factor, exc)
+                return None
+            meta = broker.partitions.topic(TRANSACTION_STATE_TOPIC)
+    if meta is None:
+        return None
+    return [p.leader for p in meta.partitions]
+
+
+def write_txn_markers(broker, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool,
+                      partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
+    """Append a transaction marker to each local partition; an error code per partition.
+
+    A partition whose topic no longer exists answers UNKNOWN_TOPIC_OR_PARTITION (the coordinator
+    then stops waiting for it). Markers on __consumer_offsets partitions also decide the
+    producer's transactional offset commits there.
+    """
+    results: dict[TopicPartition, int] = {}
+    offsets_partitions = []
+    for topic, partition in partitions:
+        tp = (topic, partition)
+        if not partition_exists(broker, topic, partition):
+            results[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            continue
+        plog = broker.partitions.get_log(topic, partition)
+        if plog is None:
+            results[tp] = ErrorCode.NOT_LEADER_OR_FOLLOWER
+            continue
+        try:
+            plog.append_txn_marker(producer_id, producer_epoch, coordinator_epoch, commit,
+                                   leader_epoch=broker.partitions.leader_epoch(topic, partition))
+        except KafkaError as exc:
+            log.info("transaction marker of producer %d for %s-%d failed: %s", producer_id, topic, partition, exc)
+            results[tp] = exc.code
+            continue
+        results[tp] = ErrorCode.NONE
+        broker.purgatory.notify(tp)
+        if topic == OFFSETS_TOPIC:
+            offsets_partitions.append(partition)
+    if offsets_partitions:
+        try:
+            broker.group_coordinator.on_transaction_completed(producer_id, offsets_partitions, commit)
+        except Exception:
+            log.exception("applying the transaction of producer %d to the group offsets failed", producer_id)
+            results.update(((OFFSETS_TOPIC, p), ErrorCode.UNKNOWN_SERVER_ERROR) for p in offsets_partitions)
+    return results
+
+
+async def durable_state(broker, transactional_id: str) -> None:
+    """In fsync-on-ack mode, answer only once the transaction's state record is on disk."""
+    coordinator = broker.transaction_coordinator
+    plog = broker.partitions.get_log(TRANSACTION_STATE_TOPIC, coordinator.partition_for(transactional_id))
+    if plog is not None and plog.config.fsync_on_ack and plog.log_end_offset > 0:
+        await asyncio.wrap_future(plog.sync_until(plog.log_end_offset - 1))
+
+
+def _old_fenced(error: int, version: int, first_version_with_fenced: int) -> int:
+    """Clients before the version that knows PRODUCER_FENCED get INVALID_PRODUCER_EPOCH (Kafka)."""
+    if error == ErrorCode.PRODUCER_FENCED and version < first_version_with_fenced:
+        return ErrorCode.INVALID_PRODUCER_EPOCH
+    return error
+
+
+# -- AddPartitionsToTxn ------------------------------------------------------------------------
+def _add_partitions(broker, transactional_id: str, producer_id: int, producer_epoch: int, verify_only: bool,
+                    topics, version: int) -> APIResult:
+    partitions: list[TopicPartition] = [(t.name, p) for t in topics for p in t.partitions]
+    missing = {tp for tp in partitions if not partition_exists(broker, *tp)}
+    coordinator = broker.transaction_coordinator
+    if missing:
+        # any unknown partition fails the whole request; the others were not attempted
+        errors = {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in missing else ErrorCode.OPERATION_NOT_ATTEMPTED
+                  for tp in partitions}
+    elif verify_only:
+        errors = coordinator.handle_verify_partitions(transactional_id, producer_id, producer_epoch, partitions)
+    else:
+        error = coordinator.handle_add_partitions(transactional_id, producer_id, producer_epoch, partitions)
+        error = _old_fenced(error, version, 2)
+        errors = {tp: error for tp in partitions}
+    by_topic: dict[str, list] = {}
+    for (topic, partition), error in errors.items():
+        by_topic.setdefault(topic, []).append(PartitionResult(partition_index=partition, partition_error_code=error))
+    return APIResult(transactional_id=transactional_id, topic_results=[
+        TopicResult(name=topic, results_by_partition=results) for topic, results in by_topic.items()])
+
+
+@handles(AddPartitionsToTxnRequest)
+async def handle_add_partitions_to_txn(ctx: RequestContext,
+                                       request: AddPartitionsToTxnRequest) -> AddPartitionsToTxnResponse:
+    broker = ctx.broker
+    version = ctx.api_version
+    if version < 4:
+        result = _add_partitions(broker, request.v3_and_below_transactional_id, request.v3_and_below_producer_id,
+                                 request.v3_and_below_producer_epoch, False, request.v3_and_below_topics, version)
+        if result.topic_results and any(p.partition_error_code == ErrorCode.NONE
+                                        for t in result.topic_results for p in t.results_by_partition):
+            await durable_state(broker, request.v3_and_below_transactional_id)
+        return AddPartitionsToTxnResponse(throttle_time_ms=0, results_by_topic_v3_and_below=result.topic_results)
+    # v4+: batches of transactions, sent by brokers (KIP-890) -- no authorizer here to check that
+    results = [_add_partitions(broker, t.transactional_id, t.producer_id, t.producer_epoch, t.verify_only,
+                               t.topics, version) for t in request.transactions]
+    for t in request.transactions:
+        if not t.verify_only:
+            await durable_state(broker, t.transactional_id)
+    return AddPartitionsToTxnResponse(throttle_time_ms=0, error_code=ErrorCode.NONE,
+                                      results_by_transaction=results)
+
+
+@handles(AddOffsetsToTxnRequest)
+async def handle_add_offsets_to_txn(ctx: RequestContext, request: AddOffsetsToTxnRequest) -> AddOffsetsToTxnResponse:
+    broker = ctx.broker
+    partition = broker.group_coordinator.partition_for(request.group_id)
+    error = broker.transaction_coordinator.handle_add_partitions(
+        request.transactional_id, request.producer_id, request.producer_epoch, [(OFFSETS_TOPIC, partition)])
+    if error == ErrorCode.NONE:
+        await durable_state(broker, request.transactional_id)
+    return AddOffsetsToTxnResponse(throttle_time_ms=0, error_code=_old_fenced(error, ctx.api_version, 2))
+
+
+@handles(EndTxnRequest)
+async def handle_end_txn(ctx: RequestContext, request: EndTxnRequest) -> EndTxnResponse:
+    broker = ctx.broker
+    error = broker.transaction_coordinator.handle_end_txn(
+        request.transactional_id, request.producer_id, request.producer_epoch, request.committed)
+    if error == ErrorCode.NONE:
+        await durable_state(broker, request.transactional_id)
+    return EndTxnResponse(throttle_time_ms=0, error_code=_old_fenced(error, ctx.api_version, 2))
+
+
+# -- TxnOffsetCommit -------------------------------------------------------------------------
+def verification_error(error: int, supports_abortable: bool) -> int:
+    """A failed KIP-890 verification as a client sees it (Kafka's AddPartitionsToTxnManager)."""
+    if error == ErrorCode.PRODUCER_FENCED:
+        return ErrorCode.INVALID_PRODUCER_EPOCH
+    if error == ErrorCode.TRANSACTION_ABORTABLE and not supports_abortable:
+        return ErrorCode.INVALID_TXN_STATE
+    return error
+
+
+@handles(TxnOffsetCommitRequest)
+async def handle_txn_offset_commit(ctx: RequestContext, request: TxnOffsetCommitRequest) -> TxnOffsetCommitResponse:
+    broker = ctx.broker
+    version = ctx.api_version
+    errors: dict[TopicPartition, int] = {}
+    offsets: dict[TopicPartition, OffsetAndMetadata] = {}
+    now = broker.transaction_coordinator.clock_ms()
+    for topic in request.topics:
+        for p in topic.partitions:
+            tp = (topic.name, p.partition_index)
+            if not partition_exists(broker, *tp):
+                errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                continue
+            offsets[tp] = OffsetAndMetadata(
+                offset=p.committed_offset, leader_epoch=p.committed_leader_epoch if version >= 2 else -1,
+                metadata=p.committed_metadata if p.committed_metadata is not None else "", commit_timestamp=now)
+    if offsets:
+        group_coordinator = broker.group_coordinator
+        offsets_partition = group_coordinator.partition_for(request.group_id)
+        error = ErrorCode.NONE
+        if broker.transaction_coordinator.config.transaction_partition_verification_enable \
+                and group_coordinator.group_status(request.group_id) is None:
+            # KIP-890: the group's offsets partition must be in the transaction (AddOffsetsToTxn)
+            verified = broker.transaction_coordinator.handle_verify_partitions(
+                request.transactional_id, request.producer_id, request.producer_epoch,
+                [(OFFSETS_TOPIC, offsets_partition)])
+            error = verification_error(verified[(OFFSETS_TOPIC, offsets_partition)], version >= 4)
+        if error != ErrorCode.NONE:
+            errors.update((tp, error) for tp in offsets)
+        else:
+            results = group_coordinator.commit_txn_offsets(
+                request.group_id, request.producer_id, request.producer_epoch,
+                request.member_id if version >= 3 else "", request.group_instance_id if version >= 3 else None,
+                request.generation_id if version >= 3 else -1, offsets)
+            errors.update(results)
+            if any(code == ErrorCode.NONE for code in results.values()):
+                plog = broker.partitions.get_log(OFFSETS_TOPIC, offsets_partition)
+                if plog is not None and plog.config.fsync_on_ack:
+                    await asyncio.wrap_future(plog.sync_until(plog.log_end_offset - 1))
+    if version < 2:
+        # clients before 2.0 could crash on COORDINATOR_LOAD_IN_PROGRESS (KAFKA-7296)
+        errors = {tp: ErrorCode.COORDINATOR_NOT_AVAILABLE if e == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS else e
+                  for tp, e in errors.items()}
+    return TxnOffsetCommitResponse(throttle_time_ms=0, topics=[
+        TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic(name=topic.name, partitions=[
+            TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition(
+                partition_index=p.partition_index, error_code=errors[(topic.name, p.partition_index)])
+            for p in topic.partitions])
+        for topic in request.topics])
+
+
+# -- WriteTxnMarkers (inter-broker; a coordinator elsewhere may send it) ---------------------
+@handles(WriteTxnMarkersRequest)
+async def handle_write_txn_markers(ctx: RequestContext, request: WriteTxnMarkersRequest) -> WriteTxnMarkersResponse:
+    broker = ctx.broker
+    results = []
+    for marker in request.markers:
+        partitions = [(t.name, p) for t in marker.topics for p in t.partition_indexes]
+        errors = write_txn_markers(broker, marker.producer_id, marker.producer_epoch, marker.coordinator_epoch,
+                                   marker.transaction_result, partitions)
+        by_topic: dict[str, list] = {}
+        for (topic, partition), error in errors.items():
+            by_topic.setdefault(topic, []).append(
+                WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult(partition_index=partition, error_code=error))
+        results.append(WriteTxnMarkersResponse.WritableTxnMarkerResult(producer_id=marker.producer_id, topics=[
+            WriteTxnMarkersResponse.WritableTxnMarkerTopicResult(name=topic, partitions=rows)
+            for topic, rows in by_topic.items()]))
+    return WriteTxnMarkersResponse(markers=results)
+
+
+# -- admin -----------------------------------------------------------------------------------
+@handles(DescribeTransactionsRequest)
+async def handle_describe_transactions(ctx: RequestContext,
+                                       request: DescribeTransactionsRequest) -> DescribeTransactionsResponse:
+    coordinator = ctx.broker.transaction_coordinator
+    states = []
+    for transactional_id in request.transactional_ids:
+        error, desc = coordinator.describe_transaction(transactional_id)
+        state = DescribeTransactionsResponse.TransactionState(error_code=error, transactional_id=transactional_id)
+        if desc is not None:
+            by_topic: dict[str, list[int]] = {}
+            for topic, partition in desc.partitions:
+                by_topic.setdefault(topic, []).append(partition)
+            state.transaction_state = desc.state
+            state.transaction_timeout_ms = desc.timeout_ms
+            state.transaction_start_time_ms = desc.start_timestamp_ms
+            state.producer_id = desc.producer_id
+            state.producer_epoch = desc.producer_epoch
+            state.topics = [DescribeTransactionsResponse.TopicData(topic=t, partitions=ps)
+                            for t, ps in by_topic.items()]
+        states.append(state)
+    return DescribeTransactionsResponse(throttle_time_ms=0, transaction_states=states)
+
+
+@handles(ListTransactionsRequest)
+async def handle_list_transactions(ctx: RequestContext, request: ListTransactionsRequest) -> ListTransactionsResponse:
+    error, unknown, found = ctx.broker.transaction_coordinator.list_transactions(
+        request.state_filters, request.producer_id_filters,
+        request.duration_filter if ctx.api_version >= 1 else -1)
+    return ListTransactionsResponse(throttle_time_ms=0, error_code=error, unknown_state_filters=unknown,
+                                    transaction_states=[
+                                        ListTransactionsResponse.TransactionState(
+                                            transactional_id=d.transactional_id, producer_id=d.producer_id,
+                                            transaction_state=d.state) for d in found])
+
+
+@handles(DescribeProducersRequest)
+async def handle_describe_producers(ctx: RequestContext,
+                                    request: DescribeProducersRequest) -> DescribeProducersResponse:
+    """The active producers of partitions, from their logs' producer state (Kafka's activeProducers)."""
+    broker = ctx.broker
+    topics = []
+    for topic in request.topics:
+        known = broker.partitions.topic(topic.name) is not None
+        partitions = []
+        for index in topic.partition_indexes:
+            response = DescribeProducersResponse.PartitionResponse(partition_index=index)
+            plog = broker.partitions.get_log(topic.name, index) if known else None
+            if not known:
+                response.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif plog is None or getattr(plog, "is_offline", False):
+                response.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+            else:
+                response.active_producers = [
+                    DescribeProducersResponse.ProducerState(
+                        producer_id=entry.producer_id, producer_epoch=entry.producer_epoch,
+                        last_sequence=entry.last_seq, last_timestamp=entry.last_timestamp,
+                        coordinator_epoch=entry.coordinator_epoch,
+                        current_txn_start_offset=entry.current_txn_first_offset)
+                    for entry in plog.producer_state.active_producers().values()]
+            partitions.append(response)
+        topics.append(DescribeProducersResponse.TopicResponse(name=topic.name, partitions=partitions))
+    return DescribeProducersResponse(throttle_time_ms=0, topics=topics)
+
+
+# -- produce-side verification (KIP-890 part 1) -----------------------------------------------
+# Verification errors a producer may not retry by itself become NOT_ENOUGH_REPLICAS (Kafka's
+# ReplicaManager: retriable, and no metadata refresh).
+_RETRIABLE_VERIFICATION = {ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+                           ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR}
+
+
+def verify_transactional_produce(broker, transactional_id: str, topic: str, partition: int, plog, headers,
+                                 version: int) -> None:
+    """Before the first transactional batch of a transaction reaches a partition, check with the
+    coordinator that the partition was added to the transaction (so that a late batch cannot
+    open a transaction nobody will ever end). Raises KafkaError with the client's error code."""
+    coordinator = broker.transaction_coordinator
+    if not coordinator.config.transaction_partition_verification_enable:
+        return
+    txn_headers = [h for h in headers if h.is_transactional and h.producer_id >= 0]
+    if not txn_headers:
+        return
+    first = txn_headers[0]
+    if any(h.producer_id != first.producer_id for h in txn_headers):
+        raise KafkaError("transactional records contained more than one producer id",
+                         ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+    entry = plog.producer_state.last_entry(first.producer_id)
+    if entry is not None and entry.current_txn_first_offset >= 0 and entry.producer_epoch == first.producer_epoch:
+        return  # this transaction already has data here: it was verified then
+    verified = coordinator.handle_verify_partitions(transactional_id, first.producer_id, first.producer_epoch,
+                                                    [(topic, partition)])
+    error = verified[(topic, partition)]
+    if error == ErrorCode.NONE:
+        return
+    if error in _RETRIABLE_VERIFICATION:
+        raise KafkaError(f"unable to verify that {topic}-{partition} was added to the transaction: "
+                         f"{ErrorCode(error).name}", ErrorCode.NOT_ENOUGH_REPLICAS)
+    error = verification_error(error, supports_abortable=version >= 11)
+    raise KafkaError(f"{topic}-{partition} was not added to the transaction of {transactional_id}", error)
