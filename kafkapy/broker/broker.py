@@ -82,7 +82,8 @@ class Broker:
             self.advertised_port = self.port
             self.metadata.register_broker(self.node_id, self.advertised_host, self.port,
                                           self.config.get("broker.rack"))
-        self.logs.load()
+        # Recovery needs each topic's own config (e.g. compacted topics may have offset gaps).
+        self.logs.load({meta.name: self.partitions.log_config(meta.name) for meta in self.metadata.list_topics()})
         self.partitions.sync_with_metadata()
         from .handlers.groups import start_group_coordination
 
