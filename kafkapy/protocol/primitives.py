@@ -1,9 +1,12 @@
-"""Wire primitives shared by the generated message codecs, and the zero-copy records type.
+"""Wire primitives shared by the generated message codecs, the zero-copy records type, and the
+base classes of the generated messages.
 
-The generated modules in `kafkapy.protocol.messages` inline the common cases (fixed-width runs via
-precompiled `struct.Struct`, one-byte varints); this module holds the rarer slow paths they call
-(multi-byte varints, tagged-field sections) and the entry points that turn any low-level failure
-into a `DecodeError` naming the api key, version and byte offset.
+The generated codecs in `kafkapy.protocol.messages.codecs` inline the common cases (fixed-width
+runs via precompiled `struct.Struct`, one-byte varints); this module holds the rarer slow paths
+they call (multi-byte varints, tagged-field sections) and the entry points that turn any
+low-level failure into a `DecodeError` naming the api key, version and byte offset.
+The generated classes get equality, repr, `SCHEMA` and their codecs (imported on first use) from
+`GeneratedStruct` and `Message` here.
 """
 from __future__ import annotations
 
