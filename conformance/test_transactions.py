@@ -286,3 +286,58 @@ def test_kafka_python_admin_sees_transactions_and_producers(broker, topic_name) 
         assert str(getattr(described.state, "value", described.state)) == "CompleteCommit"
     finally:
         admin.close()
+
+
+def test_aiokafka_transactions_with_offsets(broker, topic_name) -> None:
+    aiokafka = pytest.importorskip("aiokafka")
+    import asyncio
+
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+    from aiokafka import TopicPartition as ATopicPartition
+
+    create_topic(broker.bootstrap, topic_name)
+    group = f"{topic_name}-group"
+
+    async def run() -> dict:
+        producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap, transactional_id=f"tx-{topic_name}")
+        await producer.start()
+        try:
+            async with producer.transaction():
+                for i in range(6):
+                    await producer.send(topic_name, value=b"kept-%d" % i, partition=i % PARTITIONS)
+                await producer.send_offsets_to_transaction({ATopicPartition(topic_name, 0): 5}, group)
+            try:
+                async with producer.transaction():
+                    for i in range(6):
+                        await producer.send(topic_name, value=b"dropped-%d" % i, partition=i % PARTITIONS)
+                    await producer.send_offsets_to_transaction({ATopicPartition(topic_name, 0): 99}, group)
+                    raise RuntimeError("abort this one")
+            except RuntimeError:
+                pass
+        finally:
+            await producer.stop()
+        consumer = AIOKafkaConsumer(bootstrap_servers=broker.bootstrap, group_id=group, enable_auto_commit=False)
+        await consumer.start()
+        try:
+            committed = {p: await consumer.committed(ATopicPartition(topic_name, p)) for p in range(PARTITIONS)}
+        finally:
+            await consumer.stop()
+        reader = AIOKafkaConsumer(bootstrap_servers=broker.bootstrap, isolation_level="read_committed",
+                                  auto_offset_reset="earliest", enable_auto_commit=False)
+        await reader.start()
+        try:
+            reader.assign([ATopicPartition(topic_name, p) for p in range(PARTITIONS)])
+            values = []
+            deadline = asyncio.get_running_loop().time() + 20
+            while len(values) < 6 and asyncio.get_running_loop().time() < deadline:
+                for records in (await reader.getmany(timeout_ms=200)).values():
+                    values.extend(r.value for r in records)
+        finally:
+            await reader.stop()
+        return committed, sorted(values)
+
+    committed, aiokafka_values = asyncio.run(run())
+    assert committed == {0: 5, 1: None, 2: None}
+    assert aiokafka_values == sorted(b"kept-%d" % i for i in range(6))
+    assert sorted(read_all(broker.bootstrap, topic_name)) == sorted(b"kept-%d" % i for i in range(6))
+    assert len(read_all(broker.bootstrap, topic_name, "read_uncommitted")) == 12
