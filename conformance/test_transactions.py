@@ -105,6 +105,22 @@ def test_commit_and_abort_seen_only_when_committed(broker, topic_name) -> None:
     assert sorted(read_all(broker.bootstrap, topic_name, "read_uncommitted")) == sorted(committed + aborted + later)
 
 
+def test_transactions_in_fsync_on_ack_mode(broker_factory, topic_name) -> None:
+    broker = broker_factory({"kafkapy.log.fsync.on.ack": "true"})
+    create_topic(broker.bootstrap, topic_name)
+    producer = txn_producer(broker.bootstrap, f"tx-{topic_name}")
+    for commit in (True, False, True):
+        producer.begin_transaction()
+        produce_values(producer, topic_name, [b"%s-%d" % (b"c" if commit else b"a", i) for i in range(6)])
+        if commit:
+            producer.commit_transaction(20)
+        else:
+            producer.abort_transaction(20)
+    broker.kill9()
+    broker.start()
+    assert sorted(read_all(broker.bootstrap, topic_name)) == sorted([b"c-%d" % i for i in range(6)] * 2)
+
+
 def test_open_transaction_holds_back_read_committed(broker, topic_name) -> None:
     create_topic(broker.bootstrap, topic_name, partitions=1)
     plain = Producer({"bootstrap.servers": broker.bootstrap, "enable.idempotence": True})

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Iterable
 
 from ...groupcoord import OFFSETS_TOPIC, OffsetAndMetadata, OffsetsTopicStore
 from ...protocol.errors import ErrorCode, KafkaError
@@ -159,12 +160,24 @@ def write_txn_markers(broker, producer_id: int, producer_epoch: int, coordinator
     return results
 
 
-async def durable_state(broker, transactional_id: str) -> None:
-    """In fsync-on-ack mode, answer only once the transaction's state record is on disk."""
+async def durable_state(broker, transactional_id: str, markers: Iterable[TopicPartition] = ()) -> None:
+    """In fsync-on-ack mode, answer only once the transaction's state record (and the markers
+    just written to `markers`) are on disk."""
     coordinator = broker.transaction_coordinator
-    plog = broker.partitions.get_log(TRANSACTION_STATE_TOPIC, coordinator.partition_for(transactional_id))
-    if plog is not None and plog.config.fsync_on_ack and plog.log_end_offset > 0:
-        await asyncio.wrap_future(plog.sync_until(plog.log_end_offset - 1))
+    partitions = [(TRANSACTION_STATE_TOPIC, coordinator.partition_for(transactional_id)), *markers]
+    syncs = []
+    for topic, partition in partitions:
+        plog = broker.partitions.get_log(topic, partition)
+        if plog is not None and plog.config.fsync_on_ack and plog.log_end_offset > 0:
+            syncs.append(asyncio.wrap_future(plog.sync_until(plog.log_end_offset - 1)))
+    if syncs:
+        await asyncio.gather(*syncs)
+
+
+def transaction_partitions(broker, transactional_id: str) -> list[TopicPartition]:
+    """The partitions of the id's current transaction (those an EndTxn writes markers to)."""
+    _, _, metadata = broker.transaction_coordinator.state.get(transactional_id)
+    return sorted(metadata.partitions) if metadata is not None else []
 
 
 def _old_fenced(error: int, version: int, first_version_with_fenced: int) -> int:
@@ -233,10 +246,11 @@ async def handle_add_offsets_to_txn(ctx: RequestContext, request: AddOffsetsToTx
 @handles(EndTxnRequest)
 async def handle_end_txn(ctx: RequestContext, request: EndTxnRequest) -> EndTxnResponse:
     broker = ctx.broker
+    markers = transaction_partitions(broker, request.transactional_id)
     error = broker.transaction_coordinator.handle_end_txn(
         request.transactional_id, request.producer_id, request.producer_epoch, request.committed)
     if error == ErrorCode.NONE:
-        await durable_state(broker, request.transactional_id)
+        await durable_state(broker, request.transactional_id, markers)
     return EndTxnResponse(throttle_time_ms=0, error_code=_old_fenced(error, ctx.api_version, 2))
 
 
