@@ -357,3 +357,105 @@ def test_aiokafka_transactions_with_offsets(broker, topic_name) -> None:
     assert aiokafka_values == sorted(b"kept-%d" % i for i in range(6))
     assert sorted(read_all(broker.bootstrap, topic_name)) == sorted(b"kept-%d" % i for i in range(6))
     assert len(read_all(broker.bootstrap, topic_name, "read_uncommitted")) == 12
+
+
+# -- errors on the wire (kafka-python's protocol classes over a raw socket) ----------------
+def test_transaction_errors_on_the_wire(broker, topic_name) -> None:
+    from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+    from kafka.protocol.producer import (
+        AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, AddPartitionsToTxnRequest, AddPartitionsToTxnResponse,
+        EndTxnRequest, EndTxnResponse, InitProducerIdRequest, InitProducerIdResponse, ProduceRequest,
+        ProduceResponse, TxnOffsetCommitRequest, TxnOffsetCommitResponse)
+
+    from conformance.kafka_wire import RawConnection
+    from kafkapy.protocol.records import build_batch
+
+    def call(request, response_cls, version: int):
+        request.with_header(correlation_id=11, client_id="kafkapy-txn-wire")
+        with RawConnection(broker.bootstrap) as conn:
+            body = conn.roundtrip(bytes(request.encode(version=version, header=True, framed=True)))
+        return response_cls.decode(body, version=version, header=True)
+
+    bs = broker.bootstrap
+    create_topic(bs, topic_name, partitions=2)
+    tid = f"wire-{topic_name}"
+    found = call(FindCoordinatorRequest(key_type=1, coordinator_keys=[tid]), FindCoordinatorResponse, 4)
+    assert [(c.error_code, c.port) for c in found.coordinators] == [(0, broker.port)]
+
+    def init(timeout_ms: int = 60_000, version: int = 4):
+        return call(InitProducerIdRequest(transactional_id=tid, transaction_timeout_ms=timeout_ms,
+                                          producer_id=-1, producer_epoch=-1), InitProducerIdResponse, version)
+
+    assert init(timeout_ms=900_001).error_code == 50  # INVALID_TRANSACTION_TIMEOUT
+    first = init()
+    assert first.error_code == 0 and first.producer_epoch == 0
+    pid, epoch = first.producer_id, first.producer_epoch
+
+    Topic = AddPartitionsToTxnRequest.AddPartitionsToTxnTopic
+
+    def add(topics, version=3, producer_epoch=epoch):
+        response = call(AddPartitionsToTxnRequest(
+            v3_and_below_transactional_id=tid, v3_and_below_producer_id=pid,
+            v3_and_below_producer_epoch=producer_epoch, v3_and_below_topics=topics), AddPartitionsToTxnResponse, version)
+        return {(t.name, p.partition_index): p.partition_error_code
+                for t in response.results_by_topic_v3_and_below for p in t.results_by_partition}
+
+    # an unknown partition fails the whole request
+    assert add([Topic(name=topic_name, partitions=[0]), Topic(name="no-such-topic", partitions=[0])]) == {
+        (topic_name, 0): 55, ("no-such-topic", 0): 3}  # OPERATION_NOT_ATTEMPTED, UNKNOWN_TOPIC_OR_PARTITION
+    # a stale epoch: PRODUCER_FENCED from v2, INVALID_PRODUCER_EPOCH before
+    assert add([Topic(name=topic_name, partitions=[0])], producer_epoch=epoch + 5) == {(topic_name, 0): 90}
+    assert add([Topic(name=topic_name, partitions=[0])], version=1, producer_epoch=epoch + 5) == {(topic_name, 0): 47}
+    # nothing to end yet
+    end = call(EndTxnRequest(transactional_id=tid, producer_id=pid, producer_epoch=epoch, committed=True),
+               EndTxnResponse, 3)
+    assert end.error_code == 48  # INVALID_TXN_STATE
+    assert add([Topic(name=topic_name, partitions=[0])]) == {(topic_name, 0): 0}
+
+    # KIP-890 verification (v4, broker-to-broker): partition 1 is not in the transaction
+    verify = call(AddPartitionsToTxnRequest(transactions=[AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction(
+        transactional_id=tid, producer_id=pid, producer_epoch=epoch, verify_only=True,
+        topics=[Topic(name=topic_name, partitions=[0, 1])])]), AddPartitionsToTxnResponse, 4)
+    [result] = verify.results_by_transaction
+    assert {p.partition_index: p.partition_error_code for t in result.topic_results
+            for p in t.results_by_partition} == {0: 0, 1: 120}  # TRANSACTION_ABORTABLE
+
+    # ... and the produce path refuses a transactional batch for it
+    def produce(partition: int, version: int):
+        batch = build_batch([(None, b"x")], producer_id=pid, producer_epoch=epoch, base_sequence=0,
+                            is_transactional=True)
+        P = ProduceRequest.TopicProduceData.PartitionProduceData
+        request = ProduceRequest(transactional_id=tid, acks=-1, timeout_ms=5000, topic_data=[
+            ProduceRequest.TopicProduceData(name=topic_name, partition_data=[P(index=partition, records=batch)])])
+        response = call(request, ProduceResponse, version)
+        return response.responses[0].partition_responses[0].error_code
+
+    assert produce(1, 9) == 48    # INVALID_TXN_STATE for clients before Produce v11
+    assert produce(1, 11) == 120  # TRANSACTION_ABORTABLE from v11
+    assert produce(0, 9) == 0
+
+    # TxnOffsetCommit needs AddOffsetsToTxn first
+    group = f"{topic_name}-group"
+    found = call(FindCoordinatorRequest(key_type=0, coordinator_keys=[group]), FindCoordinatorResponse, 4)
+    assert found.coordinators[0].error_code == 0
+    T = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
+    commit = TxnOffsetCommitRequest(transactional_id=tid, group_id=group, producer_id=pid, producer_epoch=epoch,
+                                    topics=[T(name=topic_name, partitions=[T.TxnOffsetCommitRequestPartition(
+                                        partition_index=0, committed_offset=1)])])
+    assert call(commit, TxnOffsetCommitResponse, 2).topics[0].partitions[0].error_code == 48
+    assert call(AddOffsetsToTxnRequest(transactional_id=tid, producer_id=pid, producer_epoch=epoch, group_id=group),
+                AddOffsetsToTxnResponse, 3).error_code == 0
+    assert call(commit, TxnOffsetCommitResponse, 2).topics[0].partitions[0].error_code == 0
+
+    end = call(EndTxnRequest(transactional_id=tid, producer_id=pid, producer_epoch=epoch, committed=True),
+               EndTxnResponse, 3)
+    assert end.error_code == 0
+    # retrying the commit is fine, switching to abort is not
+    assert call(EndTxnRequest(transactional_id=tid, producer_id=pid, producer_epoch=epoch, committed=True),
+                EndTxnResponse, 3).error_code == 0
+    assert call(EndTxnRequest(transactional_id=tid, producer_id=pid, producer_epoch=epoch, committed=False),
+                EndTxnResponse, 3).error_code == 48
+    assert init().producer_epoch == epoch + 1
+    # the old epoch is now fenced: v0 clients hear INVALID_PRODUCER_EPOCH
+    assert call(EndTxnRequest(transactional_id=tid, producer_id=pid, producer_epoch=epoch, committed=True),
+                EndTxnResponse, 0).error_code == 47
