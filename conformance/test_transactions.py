@@ -305,7 +305,7 @@ def test_kafka_python_admin_sees_transactions_and_producers(broker, topic_name) 
 
 
 def test_aiokafka_transactions_with_offsets(broker, topic_name) -> None:
-    aiokafka = pytest.importorskip("aiokafka")
+    pytest.importorskip("aiokafka")
     import asyncio
 
     from aiokafka import AIOKafkaConsumer, AIOKafkaProducer

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 
-from conformance.java.test_java_clients import JavaPrograms, java_programs  # noqa: F401
+from conformance.java.test_java_clients import JavaPrograms, java_programs  # noqa: F401  (fixture)
 
 
 def test_java_transactions(broker, java_programs: JavaPrograms) -> None:  # noqa: F811
