@@ -421,17 +421,19 @@ def test_transaction_errors_on_the_wire(broker, topic_name) -> None:
             for p in t.results_by_partition} == {0: 0, 1: 120}  # TRANSACTION_ABORTABLE
 
     # ... and the produce path refuses a transactional batch for it
-    def produce(partition: int, version: int):
+    def produce(partition: int, version: int, transactional_id: str | None = tid):
         batch = build_batch([(None, b"x")], producer_id=pid, producer_epoch=epoch, base_sequence=0,
                             is_transactional=True)
         P = ProduceRequest.TopicProduceData.PartitionProduceData
-        request = ProduceRequest(transactional_id=tid, acks=-1, timeout_ms=5000, topic_data=[
+        request = ProduceRequest(transactional_id=transactional_id, acks=-1, timeout_ms=5000, topic_data=[
             ProduceRequest.TopicProduceData(name=topic_name, partition_data=[P(index=partition, records=batch)])])
         response = call(request, ProduceResponse, version)
         return response.responses[0].partition_responses[0].error_code
 
+    assert add([Topic(name="__transaction_state", partitions=[0])]) == {("__transaction_state", 0): 29}
     assert produce(1, 9) == 48    # INVALID_TXN_STATE for clients before Produce v11
     assert produce(1, 11) == 120  # TRANSACTION_ABORTABLE from v11
+    assert produce(0, 9, transactional_id=None) == 53  # TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     assert produce(0, 9) == 0
 
     # TxnOffsetCommit needs AddOffsetsToTxn first

@@ -82,7 +82,7 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
                     if header.is_control:
                         raise KafkaError(f"clients are not allowed to write control records to {name}-{index}",
                                          ErrorCode.INVALID_RECORD)
-                if request.transactional_id is not None:
+                if request.transactional_id is not None or headers[0].is_transactional:
                     verify_transactional_produce(broker, request.transactional_id, name, index, plog, headers,
                                                  version)
                 if acks == -1 and plog.config.min_insync_replicas > len(meta.partitions[index].isr):

@@ -191,12 +191,18 @@ def _old_fenced(error: int, version: int, first_version_with_fenced: int) -> int
 def _add_partitions(broker, transactional_id: str, producer_id: int, producer_epoch: int, verify_only: bool,
                     topics, version: int) -> APIResult:
     partitions: list[TopicPartition] = [(t.name, p) for t in topics for p in t.partitions]
-    missing = {tp for tp in partitions if not partition_exists(broker, *tp)}
+    failed: dict[TopicPartition, int] = {}
+    for tp in partitions:
+        meta = broker.partitions.topic(tp[0])
+        if version < 4 and meta is not None and meta.internal:
+            # clients may not write internal topics (Kafka's WRITE authorization skips them)
+            failed[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        elif not partition_exists(broker, *tp):
+            failed[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     coordinator = broker.transaction_coordinator
-    if missing:
-        # any unknown partition fails the whole request; the others were not attempted
-        errors = {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in missing else ErrorCode.OPERATION_NOT_ATTEMPTED
-                  for tp in partitions}
+    if failed:
+        # any refused partition fails the whole request; the others were not attempted
+        errors = {tp: failed.get(tp, ErrorCode.OPERATION_NOT_ATTEMPTED) for tp in partitions}
     elif verify_only:
         errors = coordinator.handle_verify_partitions(transactional_id, producer_id, producer_epoch, partitions)
     else:
@@ -406,16 +412,20 @@ _RETRIABLE_VERIFICATION = {ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COORDINA
                            ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR}
 
 
-def verify_transactional_produce(broker, transactional_id: str, topic: str, partition: int, plog, headers,
-                                 version: int) -> None:
+def verify_transactional_produce(broker, transactional_id: str | None, topic: str, partition: int, plog,
+                                 headers, version: int) -> None:
     """Before the first transactional batch of a transaction reaches a partition, check with the
     coordinator that the partition was added to the transaction (so that a late batch cannot
     open a transaction nobody will ever end). Raises KafkaError with the client's error code."""
-    coordinator = broker.transaction_coordinator
-    if not coordinator.config.transaction_partition_verification_enable:
-        return
     txn_headers = [h for h in headers if h.is_transactional and h.producer_id >= 0]
     if not txn_headers:
+        return
+    if transactional_id is None:
+        # Kafka authorizes transactional records by their request's transactional id
+        raise KafkaError("transactional records in a produce request without a transactional id",
+                         ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    coordinator = broker.transaction_coordinator
+    if not coordinator.config.transaction_partition_verification_enable:
         return
     first = txn_headers[0]
     if any(h.producer_id != first.producer_id for h in txn_headers):
