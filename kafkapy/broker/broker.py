@@ -39,6 +39,7 @@ class Broker:
             max_sessions=config.get("max.incremental.fetch.session.cache.slots"))
         self.advertised_versions = {key: rng for key, rng in SUPPORTED_VERSIONS.items() if key in HANDLERS}
         self.metadata = self._open_metadata_store()
+        self.readvertise()  # a stored dynamic advertised.listeners wins over the static one
         self.logs = LogManager(self.log_dirs, config.default_log_config())
         self.partitions = PartitionManager(self)
         self.producer_ids = ProducerIdAllocator(self.data_dir / "kafkapy-producer-ids")
@@ -66,6 +67,15 @@ class Broker:
             on_append=lambda p: self.purgatory.notify((OFFSETS_TOPIC, p)),
             load_buffer_size=config.offsets_load_buffer_size)
         return GroupCoordinator(config, store)
+
+    def readvertise(self) -> None:
+        """Register the advertised address again after a dynamic advertised.listeners change."""
+        host, port = self.config.advertised_address()
+        port = port or self.port
+        if (host, port) != (self.advertised_host, self.advertised_port):
+            self.advertised_host, self.advertised_port = host, port
+            self.metadata.register_broker(self.node_id, host, port, self.config.get("broker.rack"))
+            log.info("broker %d now advertises %s:%d", self.node_id, host, port)
 
     @property
     def cluster_id(self) -> str:

@@ -412,6 +412,7 @@ class BrokerConfig:
             layers.append(good)
         self._dynamic_default, self._dynamic_broker = layers
         self._recompute()
+        self.advertised_listeners = self._advertised()
 
     def set_dynamic_configs(self, per_broker: bool, props: Mapping[str, str]) -> None:
         """Replace one dynamic layer with already validated `props`."""
@@ -420,6 +421,7 @@ class BrokerConfig:
         else:
             self._dynamic_default = dict(props)
         self._recompute()
+        self.advertised_listeners = self._advertised()
 
     def validate_dynamic_configs(self, props: Mapping[str, str], per_broker: bool) -> None:
         """Check a new dynamic layer as Kafka does; failures are INVALID_REQUEST, like Kafka's."""

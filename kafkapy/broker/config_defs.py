@@ -442,6 +442,7 @@ _DYNAMIC = _DYNAMIC_LOG | {
     "num.network.threads", "metric.reporters", "max.connections.per.ip", "max.connections.per.ip.overrides",
     "max.connections", "max.connection.creation.rate", "producer.id.expiration.ms",
     "transaction.partition.verification.enable", "kafkapy.log.fsync.on.ack",
+    "advertised.listeners",
 }
 # Configs kafkapy honours; everything else is accepted for compatibility and warned about when set.
 _USED = {
@@ -469,7 +470,9 @@ _USED = {
     "log.message.timestamp.after.max.ms", "log.message.timestamp.difference.max.ms", "log.cleanup.policy",
     "log.segment.delete.delay.ms", "min.insync.replicas", "compression.type",
 }
-_PER_BROKER: set[str] = set()  # Kafka's per-broker-only dynamic configs are listener/security ones
+# Kafka's per-broker-only dynamic configs are listener/security ones; kafkapy can re-advertise
+# itself, but not rebind its sockets, so only advertised.listeners is among them.
+_PER_BROKER: set[str] = {"advertised.listeners"}
 
 
 def K(name: str, ctype: ConfigType, default: Any, importance: Importance, doc: str,

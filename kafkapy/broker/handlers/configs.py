@@ -85,6 +85,7 @@ def _alter(broker, resource, validate_only: bool, *, ops=None, replace=None) -> 
         alter_broker_configs(broker.config, broker.metadata, resource.resource_name, ops=ops, replace=replace,
                              validate_only=validate_only)
         if not validate_only:
+            broker.readvertise()
             for meta in broker.partitions.topics():
                 broker.partitions.apply_topic_config(meta.name)
     else:
