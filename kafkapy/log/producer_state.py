@@ -464,7 +464,7 @@ class ProducerStateManager:
             self._snapshot_offsets.sort()
         while len(self._snapshot_offsets) > SNAPSHOTS_TO_KEEP:
             self._delete_snapshot(self._snapshot_offsets[0])
-        log.info("wrote producer snapshot %s at offset %d with %d producer ids in %.1f ms",
+        log.debug("wrote producer snapshot %s at offset %d with %d producer ids in %.1f ms",
                  self.dir.name, offset, len(self._producers), (time.monotonic() - started) * 1000)
         return path
 
@@ -501,7 +501,7 @@ class ProducerStateManager:
                 if entry.current_txn_first_offset >= 0:
                     self._ongoing_txns[entry.producer_id] = entry.current_txn_first_offset
             self._map_end_offset = max(offset, log_start_offset)
-            log.info("loaded producer state of %s from snapshot at offset %d (%d producer ids)",
+            log.debug("loaded producer state of %s from snapshot at offset %d (%d producer ids)",
                      self.dir.name, offset, len(self._producers))
             return self._map_end_offset
         self._map_end_offset = log_start_offset
