@@ -35,6 +35,7 @@ import time
 import uuid
 from dataclasses import asdict
 from pathlib import Path
+from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -45,6 +46,7 @@ from broker_processes import (  # noqa: E402  (bench/broker/broker_processes.py)
     BrokerKind,
     RunningBroker,
     peers,
+    process_tree_cpu_s,
     process_tree_rss_mb,
     spawn,
     wait_ready,
@@ -217,17 +219,28 @@ def run_consume(bootstrap: str, topic: str, case: Case, expected: int, max_secon
     return result
 
 
+def _with_broker_cpu(broker: RunningBroker, phase: Callable[[], PhaseResult]) -> PhaseResult:
+    """Run one phase and record the broker's CPU time over it, to tell broker-bound from client-bound."""
+    cpu_before, wall_before = process_tree_cpu_s(broker.proc.pid), time.perf_counter()
+    result = phase()
+    result.broker_cpu_s = process_tree_cpu_s(broker.proc.pid) - cpu_before
+    result.wall_s = time.perf_counter() - wall_before
+    return result
+
+
 def run_case(broker: RunningBroker, case: Case, max_records: int, max_seconds: float) -> tuple[PhaseResult, PhaseResult]:
     """Create a fresh topic, produce into it, read it all back, delete it."""
     topic = f"bench-{case.partitions}p-{case.record_bytes}b-acks{case.acks}-{uuid.uuid4().hex[:6]}"
     try:
         broker.check_alive()
         create_topic(broker.bootstrap, topic, case.partitions)
-        produced = run_produce(broker.bootstrap, topic, case, max_records, max_seconds)
+        produced = _with_broker_cpu(broker, lambda: run_produce(broker.bootstrap, topic, case, max_records,
+                                                                max_seconds))
         broker.check_alive()
         if produced.records == 0:
             return produced, PhaseResult(error="nothing produced")
-        consumed = run_consume(broker.bootstrap, topic, case, produced.records, max_seconds)
+        consumed = _with_broker_cpu(broker, lambda: run_consume(broker.bootstrap, topic, case, produced.records,
+                                                                max_seconds))
         broker.check_alive()
     except Exception as error:  # noqa: BLE001  one failing case must not end the run
         message = one_line(error)

@@ -161,6 +161,39 @@ def wait_ready(broker: RunningBroker, timeout: float = START_TIMEOUT_S) -> tuple
     raise BrokerFailed(f"{broker.kind.name} not ready within {timeout:.0f} s:\n{broker.log_tail()}")
 
 
+def _process_tree(root_pid: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry))
+    found, pending = [], [root_pid]
+    while pending:
+        pid = pending.pop()
+        found.append(pid)
+        pending.extend(children.get(pid, ()))
+    return found
+
+
+def process_tree_cpu_s(root_pid: int) -> float:
+    """User + system CPU seconds used so far by a process and its descendants (threads included)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in _process_tree(root_pid):
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / ticks
+
+
 def process_tree_rss_mb(root_pid: int) -> float:
     """Resident set size of a process and all its descendants, in MB (10^6 bytes)."""
     children: dict[int, list[int]] = {}

@@ -33,6 +33,15 @@ class PhaseResult:
     seconds: float = 0.0
     error: str | None = None
     first_record_s: float | None = None  # consume only: assign() to the first record
+    broker_cpu_s: float | None = None  # broker process CPU (user + system) during the phase
+    wall_s: float | None = None  # wall time the broker CPU was measured over
+
+    @property
+    def broker_cpu_pct(self) -> float | None:
+        """Broker CPU as a percentage of one core over the phase."""
+        if self.broker_cpu_s is None or not self.wall_s:
+            return None
+        return 100 * self.broker_cpu_s / self.wall_s
 
     @property
     def records_per_s(self) -> float:
@@ -54,6 +63,10 @@ class BrokerResult:
     consume: dict[str, PhaseResult] = field(default_factory=dict)
     # Every repetition's rate (records/s) per "produce <case>" / "consume <case>", for the spread.
     rates: dict[str, list[float]] = field(default_factory=dict)
+
+
+# A broker using less than this share of one core during a phase was waiting for the client.
+CLIENT_BOUND_CPU_PCT = 60
 
 
 def one_line(error: BaseException) -> str:
@@ -78,6 +91,8 @@ def _fmt_rate(phase: PhaseResult | None, record_bytes: int) -> str:
         return "—" if phase is None or phase.error is None else "error"
     mb_s = phase.records_per_s * record_bytes / 1e6
     text = f"{phase.records_per_s / 1000:.1f}k rec/s ({mb_s:.1f} MB/s)"
+    if phase.broker_cpu_pct is not None:
+        text += f", broker CPU {phase.broker_cpu_pct:.0f}%"
     return text + " ⚠" if phase.error else text
 
 
@@ -168,6 +183,7 @@ def render_markdown(results: list[BrokerResult], cases: list[Case], settings: di
         verdicts.append(f"idle RSS < {GOAL_IDLE_RSS_MB:.0f} MB: {'met' if m is not None and m < GOAL_IDLE_RSS_MB else 'NOT met'}")
         if peer is not None and not peer.start_error:
             behind = 0
+            client_bound = 0
             total = 0
             for phase_name in ("produce", "consume"):
                 for case in cases:
@@ -177,7 +193,12 @@ def render_markdown(results: list[BrokerResult], cases: list[Case], settings: di
                         total += 1
                         if not a_phase.records or a_phase.records_per_s < b_phase.records_per_s:
                             behind += 1
-            verdicts.append(f"throughput ≥ peer: {'met' if total and not behind else f'NOT met in {behind} of {total} phases'}")
+                            cpus = (a_phase.broker_cpu_pct, b_phase.broker_cpu_pct)
+                            if all(c is not None and c < CLIENT_BOUND_CPU_PCT for c in cpus):
+                                client_bound += 1
+            verdicts.append(f"throughput ≥ peer: {'met' if total and not behind else f'NOT met in {behind} of {total} phases'}"
+                            + (f" ({client_bound} of those with both brokers under {CLIENT_BOUND_CPU_PCT}% CPU: the "
+                               "client, not the broker, set the rate)" if behind and client_bound else ""))
         lines.append("Goals: " + "; ".join(verdicts) + ".")
         lines.append("")
     lines.append(f"Reproduce: `python bench/broker/bench_broker.py{settings['args']}`")
