@@ -23,7 +23,7 @@ class ConfigDef:
 
     name: str
     field: str
-    type: str  # "int" | "long" | "string" | "boolean" | "list"
+    type: str  # "int" | "long" | "double" | "string" | "boolean" | "list"
     default: Any
     doc: str
     broker_name: str | None = None  # the server.properties name of the broker-wide default
@@ -66,8 +66,20 @@ LOG_CONFIG_DEFS: tuple[ConfigDef, ...] = (
               LONG_MAX, "Largest allowed lead of a CreateTime timestamp over the broker clock.",
               "log.message.timestamp.after.max.ms", minimum=0),
     ConfigDef("cleanup.policy", "cleanup_policy", "list", "delete",
-              "delete and/or compact (compaction is not implemented; retention applies to delete).",
+              "delete and/or compact (retention applies to delete; the log cleaner to compact).",
               "log.cleanup.policy"),
+    ConfigDef("min.cleanable.dirty.ratio", "min_cleanable_dirty_ratio", "double", 0.5,
+              "Dirty/total ratio of a compacted log's closed segments above which it is cleaned.",
+              "log.cleaner.min.cleanable.ratio"),
+    ConfigDef("min.compaction.lag.ms", "min_compaction_lag_ms", "long", 0,
+              "Minimum age of a segment's newest record before the cleaner may compact it.",
+              "log.cleaner.min.compaction.lag.ms", minimum=0),
+    ConfigDef("max.compaction.lag.ms", "max_compaction_lag_ms", "long", LONG_MAX,
+              "Age after which a closed segment is compacted whatever the dirty ratio.",
+              "log.cleaner.max.compaction.lag.ms", minimum=1),
+    ConfigDef("delete.retention.ms", "delete_retention_ms", "long", 86400000,
+              "How long tombstones are kept after their segment has been cleaned once.",
+              "log.cleaner.delete.retention.ms", minimum=0),
     ConfigDef("file.delete.delay.ms", "file_delete_delay_ms", "long", 60000,
               "Delay between a segment leaving the log and its files being removed.",
               "log.segment.delete.delay.ms", minimum=0),
@@ -91,6 +103,10 @@ def _parse(definition: ConfigDef, raw: Any) -> Any:
             limit = INT_MAX if definition.type == "int" else LONG_MAX
             if value > limit:
                 raise ValueError("out of range")
+        elif definition.type == "double":
+            value = float(str(raw).strip())
+            if not 0.0 <= value <= 1.0:
+                raise ValueError("must be between 0 and 1")
         elif definition.type == "boolean":
             text = str(raw).strip().lower()
             if text not in ("true", "false"):
@@ -130,6 +146,10 @@ class LogConfig:
     message_timestamp_before_max_ms: int = LONG_MAX
     message_timestamp_after_max_ms: int = LONG_MAX
     cleanup_policy: str = "delete"
+    min_cleanable_dirty_ratio: float = 0.5
+    min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = LONG_MAX
+    delete_retention_ms: int = 86400000
     file_delete_delay_ms: int = 60000
     max_message_bytes: int = 1048588
     min_insync_replicas: int = 1
@@ -142,6 +162,10 @@ class LogConfig:
     @property
     def delete_enabled(self) -> bool:
         return "delete" in self.cleanup_policy.split(",")
+
+    @property
+    def compact_enabled(self) -> bool:
+        return "compact" in self.cleanup_policy.split(",")
 
     @classmethod
     def from_properties(cls, props: dict[str, str], base: "LogConfig | None" = None) -> "LogConfig":

@@ -27,6 +27,7 @@ from .checkpoints import (
     write_atomically,
     write_offset_checkpoint,
 )
+from .cleaner import LogCleaner
 from .config import LogConfig
 from .errors import LogOfflineError
 from .flusher import Flusher
@@ -81,7 +82,8 @@ class OfflinePartitionLog:
 class LogManager:
     """Opens, creates, deletes and maintains every partition log of this broker."""
 
-    def __init__(self, log_dirs: list[str], default_config: LogConfig):
+    def __init__(self, log_dirs: list[str], default_config: LogConfig, *, cleaner_enable: bool = True,
+                 cleaner_backoff_ms: int = 15000):
         if not log_dirs:
             raise ValueError("at least one log dir is needed")
         self.log_dirs = [Path(d) for d in log_dirs]
@@ -93,6 +95,10 @@ class LogManager:
         self._last_checkpoint = time.monotonic()
         self._last_producer_expiry = time.monotonic()
         self._closed = False
+        # log.cleaner.enable / log.cleaner.backoff.ms: compaction of cleanup.policy=compact logs.
+        self.cleaner = LogCleaner(self._online_logs, cleaner_backoff_ms) if cleaner_enable else None
+        if self.cleaner is not None:
+            self.cleaner.start()
 
     # ---------------------------------------------------------------- loading
     def load(self, topic_configs: dict[str, LogConfig] | None = None) -> None:
@@ -279,6 +285,8 @@ class LogManager:
         """Flush every log, write checkpoints and the clean-shutdown marker of each log dir."""
         if self._closed:
             return
+        if self.cleaner is not None:
+            self.cleaner.stop()
         failed_dirs = set()
         for key, plog in self._logs.items():
             if not isinstance(plog, PartitionLog) or plog.is_offline:

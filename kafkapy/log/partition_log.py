@@ -115,7 +115,12 @@ class PartitionLog(TimestampLookups, SegmentRetention, LogTruncation):
         self._unflushed_messages = 0
         self.last_flush_ms = _now_ms()
         self._pending_deletes: list[tuple[float, LogSegment]] = []
+        self._pending_lock = threading.Lock()  # guards _pending_deletes only
         self._closed = False
+        # The log cleaner's first dirty offset (in memory only) and whether it has said
+        # once that it skips this log (see cleaner.py).
+        self.cleaner_checkpoint = log_start_offset
+        self.cleaner_skip_logged = False
         # Aborted transactions, for read_committed fetches; entries past the recovered end
         # (index written, log data lost) or before the start (segments deleted) go.
         self.txn_index = TransactionIndex(self.dir)

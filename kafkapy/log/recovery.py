@@ -25,7 +25,9 @@ from .leader_epoch import LeaderEpochCache
 from .partition_log import PartitionLog
 from .producer_state import ProducerStateManager
 from .segment import (
+    CLEANED_SUFFIX,
     DELETED_SUFFIX,
+    SWAP_SUFFIX,
     INDEX_SUFFIX,
     LOG_SUFFIX,
     TIME_INDEX_SUFFIX,
@@ -38,7 +40,8 @@ log = logging.getLogger(__name__)
 
 _LOG_NAME = re.compile(r"^(\d{20})\.log$")
 _INDEX_NAME = re.compile(r"^(\d{20})\.(index|timeindex|txnindex)$")
-_LEFTOVER_SUFFIXES = (DELETED_SUFFIX, ".cleaned", ".swap", ".tmp")
+_LEFTOVER_SUFFIXES = (DELETED_SUFFIX, CLEANED_SUFFIX, SWAP_SUFFIX, ".tmp")
+_SWAP_NAME = re.compile(r"^(\d{20})\.log\.swap$")
 
 __all__ = ["load_partition_log", "parse_partition_dir_name"]
 
@@ -55,11 +58,18 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def _remove_leftovers(directory: Path) -> list[int]:
-    """Delete files of interrupted operations; return the base offsets of .log files."""
+def _remove_leftovers(directory: Path) -> tuple[list[int], set[int]]:
+    """Delete files of interrupted operations and complete interrupted cleaner swaps; return
+    the base offsets of .log files and those whose .log was just swapped in (their indexes
+    are stale: they must be recovered)."""
     bases = []
     index_bases = {}
+    swaps = []
     for name in os.listdir(directory):
+        match = _SWAP_NAME.match(name)
+        if match:
+            swaps.append(int(match.group(1)))
+            continue
         if name.endswith(_LEFTOVER_SUFFIXES) and not name.endswith(".snapshot.tmp"):
             log.info("%s: removing leftover file %s", directory.name, name)
             (directory / name).unlink(missing_ok=True)
@@ -71,13 +81,25 @@ def _remove_leftovers(directory: Path) -> list[int]:
         match = _INDEX_NAME.match(name)
         if match:
             index_bases.setdefault(int(match.group(1)), []).append(name)
+    # A .log.swap is a cleaned segment whose swap was committed (the cleaner renames
+    # .cleaned to .swap only once it is complete and synced): finish it, as Kafka does.
+    for base in swaps:
+        name = segment_file_name(base, LOG_SUFFIX)
+        log.warning("%s: completing the interrupted swap of cleaned segment %s", directory.name, name)
+        for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+            (directory / segment_file_name(base, suffix)).unlink(missing_ok=True)
+        os.replace(directory / (name + SWAP_SUFFIX), directory / name)
+        if base not in bases:
+            bases.append(base)
+    if swaps:
+        fsync_dir(directory)
     known = set(bases)
     for base, names in index_bases.items():
         if base not in known:
             for name in names:
                 log.info("%s: removing index %s without a log file", directory.name, name)
                 (directory / name).unlink(missing_ok=True)
-    return sorted(bases)
+    return sorted(bases), set(swaps)
 
 
 class _BatchContinuity:
@@ -87,14 +109,18 @@ class _BatchContinuity:
     def __init__(self, epochs: LeaderEpochCache | None, compacted: bool):
         self.epochs = epochs if epochs is not None and len(epochs) else None
         self.compacted = compacted
+        self.gaps_allowed = compacted
         self.expected = -1
 
-    def start_segment(self, base_offset: int) -> None:
+    def start_segment(self, base_offset: int, gaps_allowed: bool = False) -> None:
+        """`gaps_allowed`: the segment is known to be cleaned (a completed swap) whatever the
+        topic's current cleanup.policy says."""
         self.expected = base_offset
+        self.gaps_allowed = self.compacted or gaps_allowed
 
     def __call__(self, header: BatchHeader) -> bool:
         base = header.base_offset
-        if base != self.expected and not (self.compacted and base > self.expected):
+        if base != self.expected and not (self.gaps_allowed and base > self.expected):
             return False
         epochs = self.epochs
         if epochs is not None:
@@ -120,7 +146,7 @@ def load_partition_log(directory: Path, config: LogConfig, *, recovery_point: in
     directory.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     now_ms = _now_ms()
-    bases = _remove_leftovers(directory)
+    bases, swapped = _remove_leftovers(directory)
     end_offset_holder = [0]
     epochs = LeaderEpochCache(directory, lambda: end_offset_holder[0])
     epochs_trusted = True
@@ -159,7 +185,7 @@ def load_partition_log(directory: Path, config: LogConfig, *, recovery_point: in
             break
         is_last = i == len(bases) - 1
         segment = None
-        if i < first_to_recover:
+        if i < first_to_recover and base not in swapped:
             try:
                 segment = open_segment(base, active=False)
                 segment.check_index_consistency()
@@ -174,7 +200,7 @@ def load_partition_log(directory: Path, config: LogConfig, *, recovery_point: in
                 segment = None
         if segment is None:
             segment = open_segment(base, active=True, fresh=True)
-            continuity.start_segment(base)
+            continuity.start_segment(base, gaps_allowed=base in swapped)
             cut = segment.recover(continuity)
             recovered.append(segment)
             if not is_last:

@@ -114,15 +114,19 @@ class SegmentRetention:
                 segment.rename_for_deletion()
             except OSError as exc:
                 log.warning("could not rename %s for deletion: %s", segment, exc)
-            self._pending_deletes.append((due, segment))
+            with self._pending_lock:
+                self._pending_deletes.append((due, segment))
         if self.config.file_delete_delay_ms == 0:
             self._run_pending_deletes(time.monotonic())
 
     def _run_pending_deletes(self, now: float, force: bool = False) -> None:
         if not self._pending_deletes:
             return
-        ready = [s for due, s in self._pending_deletes if force or due <= now]
-        self._pending_deletes = [(due, s) for due, s in self._pending_deletes if not (force or due <= now)]
+        # The log cleaner's thread adds to the list too.
+        with self._pending_lock:
+            ready = [s for due, s in self._pending_deletes if force or due <= now]
+            self._pending_deletes = [(due, s) for due, s in self._pending_deletes
+                                     if not (force or due <= now)]
         if not ready:
             return
 

@@ -33,6 +33,8 @@ INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
 TXN_INDEX_SUFFIX = ".txnindex"
 DELETED_SUFFIX = ".deleted"
+CLEANED_SUFFIX = ".cleaned"  # a segment being written by the log cleaner
+SWAP_SUFFIX = ".swap"  # a complete cleaned segment about to replace the original
 INT32_MAX = 2147483647
 # roll_at_ts before it is known (and for segments without timestamps, rolled by the clock).
 ROLL_UNKNOWN = -(1 << 63)
@@ -41,7 +43,7 @@ _HEADER_CHUNK = 16384
 _RECOVERY_CHUNK = 4 << 20
 
 __all__ = ["LogSegment", "segment_file_name", "INT32_MAX", "LOG_SUFFIX", "INDEX_SUFFIX",
-           "TIME_INDEX_SUFFIX", "DELETED_SUFFIX"]
+           "TIME_INDEX_SUFFIX", "DELETED_SUFFIX", "CLEANED_SUFFIX", "SWAP_SUFFIX"]
 
 
 def segment_file_name(base_offset: int, suffix: str) -> str:
@@ -526,7 +528,12 @@ class LogSegment:
         """Close and unlink (step two, after file.delete.delay.ms)."""
         self.close()
         for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
-            for name in (self.path(suffix), Path(str(self.path(suffix)) + DELETED_SUFFIX)):
+            names = (Path(str(self.path(suffix)) + DELETED_SUFFIX),)
+            if not self.deleted:
+                # Once renamed, the plain names may belong to a newer segment with the same
+                # base offset (the log cleaner's replacement), which must survive.
+                names = (self.path(suffix),) + names
+            for name in names:
                 try:
                     os.unlink(name)
                 except FileNotFoundError:
