@@ -40,7 +40,9 @@ class Broker:
         self.advertised_versions = {key: rng for key, rng in SUPPORTED_VERSIONS.items() if key in HANDLERS}
         self.metadata = self._open_metadata_store()
         self.readvertise()  # a stored dynamic advertised.listeners wins over the static one
-        self.logs = LogManager(self.log_dirs, config.default_log_config())
+        self.logs = LogManager(self.log_dirs, config.default_log_config(),
+                               cleaner_enable=config.get("log.cleaner.enable"),
+                               cleaner_backoff_ms=config.get("log.cleaner.backoff.ms"))
         self.partitions = PartitionManager(self)
         self.producer_ids = ProducerIdAllocator(self.data_dir / "kafkapy-producer-ids")
         self.group_coordinator = self._create_group_coordinator()

@@ -469,6 +469,9 @@ _USED = {
     "log.flush.scheduler.interval.ms", "log.message.timestamp.type", "log.message.timestamp.before.max.ms",
     "log.message.timestamp.after.max.ms", "log.message.timestamp.difference.max.ms", "log.cleanup.policy",
     "log.segment.delete.delay.ms", "min.insync.replicas", "compression.type",
+    # the log cleaner (kafkapy/log/cleaner.py)
+    "log.cleaner.enable", "log.cleaner.backoff.ms", "log.cleaner.min.cleanable.ratio",
+    "log.cleaner.delete.retention.ms", "log.cleaner.min.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms",
 }
 # Kafka's per-broker-only dynamic configs are listener/security ones; kafkapy can re-advertise
 # itself, but not rebind its sockets, so only advertised.listeners is among them.
