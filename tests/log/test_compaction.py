@@ -3,9 +3,12 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from kafkapy.log import PartitionLog
 from kafkapy.log.cleaner import LogCleaner, clean_log
 from kafkapy.log.manager import LogManager
+from kafkapy.protocol.errors import KafkaError
 from kafkapy.protocol.records import build_batch, iter_batch_headers, iter_records
 
 from logtools import BASE_TS, read_all, small_config
@@ -154,7 +157,7 @@ def test_transactional_partitions_are_skipped(tmp_path):
     plog.close()
 
 
-def _crash_during_swap(tmp_path, leftover_suffix):
+def _crash_during_swap(tmp_path, leftover_suffix, original_renamed=True):
     """Clean a log's copy by hand and leave the cleaned file as `.cleaned` or `.swap`."""
     directory = tmp_path / "t-0"
     plog = PartitionLog.open(directory, compact_config())
@@ -173,7 +176,7 @@ def _crash_during_swap(tmp_path, leftover_suffix):
     first = copy.segments[0].path(".log").name
     copy.close()
     os.system(f"cp {copy_dir / first} {directory / (first + leftover_suffix)}")
-    if leftover_suffix == ".swap":
+    if leftover_suffix == ".swap" and original_renamed:
         # Crashed after renaming the original away: only the .deleted files remain of it.
         for suffix in (".log", ".index", ".timeindex"):
             name = first.replace(".log", suffix)
@@ -189,8 +192,9 @@ def test_recovery_discards_leftover_cleaned_file(tmp_path):
     plog.close()
 
 
-def test_recovery_completes_leftover_swap(tmp_path):
-    directory, original, cleaned, first = _crash_during_swap(tmp_path, ".swap")
+@pytest.mark.parametrize("original_renamed", [True, False])
+def test_recovery_completes_leftover_swap(tmp_path, original_renamed):
+    directory, original, cleaned, first = _crash_during_swap(tmp_path, ".swap", original_renamed)
     plog = PartitionLog.open(directory, compact_config())
     got = [(r.offset, r.key, r.value) for r in records(plog)]
     first_segment_end = plog.segments[1].base_offset
@@ -279,3 +283,31 @@ def test_group_offsets_reload_identically_after_compaction(tmp_path):
     assert coord2.manager.get_group("g3") is None
     coord2.close()
     logs2[0].close()
+
+
+def test_compressed_and_idempotent_batches_keep_codec_and_producer_fields(tmp_path):
+    plog = PartitionLog.open(tmp_path / "t-0", compact_config())
+    seq = 0
+    for r in range(20):
+        pairs = [(b"key%d" % k, b"%d-%d" % (r, k) + b"y" * 50, (), BASE_TS) for k in range(4)]
+        plog.append(bytearray(build_batch(pairs, base_timestamp=BASE_TS, compression=4, producer_id=9,
+                                          producer_epoch=0, base_sequence=seq)))
+        seq += 4
+    plog.roll()
+    end = plog.log_end_offset
+    assert clean_log(plog, NOW) is not None
+    data = read_all(plog)
+    headers = list(iter_batch_headers(data, validate=True))
+    assert all(h.compression == 4 and h.producer_id == 9 for h in headers)
+    assert headers[-1].base_offset + headers[-1].last_offset_delta == end - 1
+    assert {r.key: r.value for r in records(plog)} == {b"key%d" % k: b"19-%d" % k + b"y" * 50 for k in range(4)}
+    plog.close()
+    reopened = PartitionLog.open(tmp_path / "t-0", compact_config())
+    # The producer's sequence state survived: a sequence gap is refused, the next one is accepted.
+    with pytest.raises(KafkaError):
+        reopened.append(bytearray(build_batch([(b"key0", b"gap")], producer_id=9, producer_epoch=0,
+                                              base_sequence=seq + 1)))
+    result = reopened.append(bytearray(build_batch([(b"key0", b"next")], producer_id=9, producer_epoch=0,
+                                                   base_sequence=seq)))
+    assert result.base_offset == end and not result.duplicate
+    reopened.close()
