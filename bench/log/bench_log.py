@@ -23,6 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from kafkapy.broker.durability import wait_durable  # noqa: E402
 from kafkapy.log import LogConfig, PartitionLog  # noqa: E402
 from kafkapy.protocol.records import build_batch, read_batch_header  # noqa: E402
 
@@ -166,7 +167,7 @@ async def _writers(plog: PartitionLog, batch: bytearray, writers: int, seconds: 
         while time.perf_counter() < deadline:
             result = plog.append(buf, validated=[read_batch_header(buf)])
             if group_commit:
-                await asyncio.wrap_future(plog.sync_until(result.last_offset))
+                await wait_durable(plog.sync_until(result.last_offset))
             else:
                 # One fsync per append: the naive "fsync before ack", serialised on the log.
                 os.fdatasync(fd)

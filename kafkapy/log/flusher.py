@@ -2,7 +2,9 @@
 
 Group commit: `request_sync(log, offset)` returns a Future; the sync thread fdatasyncs the
 log's files once for every waiter that arrived before the fsync started, then completes
-them all. Waiters arriving during an fsync share the next one.
+them all. Waiters arriving during an fsync share the next one. All waiters of one log in one
+round share one Future, so completing a round costs one cross-thread wake-up of the event loop,
+not one per waiter.
 
 Full flushes (indexes too, advancing the recovery point: segment rolls, flush.messages,
 flush.ms), checkpoint writes and file deletions run on a second thread, so that flushing
@@ -22,6 +24,18 @@ from .errors import KafkaStorageError
 if TYPE_CHECKING:
     from .partition_log import PartitionLog
 
+
+class _SyncRound:
+    """The waiters of one log for the next fsync: the highest offset they need, one shared Future."""
+
+    __slots__ = ("plog", "max_offset", "future", "waiters")
+
+    def __init__(self, plog: PartitionLog, offset: int, future: Future | None = None, waiters: int = 1):
+        self.plog = plog
+        self.max_offset = offset
+        self.future: Future = future if future is not None else Future()
+        self.waiters = waiters
+
 log = logging.getLogger(__name__)
 
 __all__ = ["Flusher"]
@@ -38,7 +52,7 @@ class Flusher:
         # True while the sync thread sleeps with nothing to do: only then is a new waiter
         # worth a wake-up (each wake-up costs the event loop a GIL hand-off).
         self._sync_idle = False
-        self._sync_waiters: dict[int, tuple[PartitionLog, list[tuple[int, Future]]]] = {}
+        self._sync_waiters: dict[int, _SyncRound] = {}
         self._flush_requests: dict[int, tuple[PartitionLog, int]] = {}
         self._tasks: deque[tuple[Callable[[], object], Future]] = deque()
         self._stopping = False
@@ -61,21 +75,25 @@ class Flusher:
             self._work_thread.start()
 
     def request_sync(self, plog: PartitionLog, offset: int) -> Future:
-        """A Future completed once everything in `plog` through `offset` is fsynced."""
-        future: Future = Future()
+        """A Future completed once everything in `plog` through `offset` is fsynced.
+
+        Callers waiting in the same round get the same Future (its result: the durable offset).
+        """
         with self._cond:
             if self._stopping:
+                future: Future = Future()
                 future.set_exception(KafkaStorageError("log flusher is stopped"))
                 return future
-            entry = self._sync_waiters.get(id(plog))
-            if entry is None:
-                self._sync_waiters[id(plog)] = (plog, [(offset, future)])
+            pending = self._sync_waiters.get(id(plog))
+            if pending is None:
+                pending = self._sync_waiters[id(plog)] = _SyncRound(plog, offset)
             else:
-                entry[1].append((offset, future))
+                pending.max_offset = max(pending.max_offset, offset)
+                pending.waiters += 1
             self._start_sync_thread()
             if self._sync_idle:
                 self._sync_cond.notify()
-        return future
+            return pending.future
 
     def request_flush(self, plog: PartitionLog, offset: int) -> None:
         """Ask for a full flush of `plog` up to `offset` (exclusive), done in the background."""
@@ -105,28 +123,23 @@ class Flusher:
         return future
 
     def cancel_waiters(self, plog: PartitionLog, from_offset: int, exc: BaseException) -> None:
-        """Fail waiters for offsets >= `from_offset` (the log was truncated below them)."""
+        """Fail the pending round if it waits for offsets >= `from_offset` (the log was truncated
+        below them); its waiters share one Future, so all of them see the error."""
         with self._cond:
-            entry = self._sync_waiters.get(id(plog))
-            if entry is None:
+            pending = self._sync_waiters.get(id(plog))
+            if pending is None or pending.max_offset < from_offset:
                 return
-            keep = []
-            for offset, future in entry[1]:
-                if offset >= from_offset:
-                    future.set_exception(exc)
-                else:
-                    keep.append((offset, future))
-            entry[1][:] = keep
+            del self._sync_waiters[id(plog)]
+        if not pending.future.done():
+            pending.future.set_exception(exc)
 
     def forget(self, plog: PartitionLog) -> None:
         """Drop pending flushes of a closed log (its waiters are failed)."""
         with self._cond:
             self._flush_requests.pop(id(plog), None)
-            entry = self._sync_waiters.pop(id(plog), None)
-        if entry is not None:
-            for _, future in entry[1]:
-                if not future.done():
-                    future.set_exception(KafkaStorageError(f"log {plog.dir.name} was closed"))
+            pending = self._sync_waiters.pop(id(plog), None)
+        if pending is not None and not pending.future.done():
+            pending.future.set_exception(KafkaStorageError(f"log {plog.dir.name} was closed"))
 
     def stop(self) -> None:
         """Finish everything queued, then end both threads."""
@@ -141,7 +154,7 @@ class Flusher:
 
     # ---------------------------------------------------------------- the threads
     def _waiting(self) -> int:
-        return sum(len(entry[1]) for entry in self._sync_waiters.values())
+        return sum(pending.waiters for pending in self._sync_waiters.values())
 
     def _run_syncs(self) -> None:
         fsync_s = 0.0002  # running estimate of one group fsync
@@ -171,8 +184,8 @@ class Flusher:
                     count = now_waiting
                 waiters, self._sync_waiters = self._sync_waiters, {}
             started = time.monotonic()
-            for plog, pending in waiters.values():
-                self._group_sync(plog, pending)
+            for pending in waiters.values():
+                self._group_sync(pending)
             fsync_s = 0.8 * fsync_s + 0.2 * min(time.monotonic() - started, 0.05)
 
     def _run_work(self) -> None:
@@ -197,29 +210,36 @@ class Flusher:
                     log.exception("flusher task %s failed", getattr(fn, "__name__", fn))
                     future.set_exception(exc)
 
-    def _group_sync(self, plog: PartitionLog, pending: list[tuple[int, Future]]) -> None:
+    def _group_sync(self, pending: _SyncRound) -> None:
+        plog = pending.plog
         try:
             durable = plog._sync_data()
         except Exception as exc:
             log.error("fsync of %s failed, partition goes offline: %s", plog.dir.name, exc)
             plog._mark_offline(f"fsync failed: {exc}")
-            for _, future in pending:
-                if not future.done():
-                    future.set_exception(KafkaStorageError(f"fsync of {plog.dir.name} failed: {exc}"))
+            if not pending.future.done():
+                pending.future.set_exception(KafkaStorageError(f"fsync of {plog.dir.name} failed: {exc}"))
             return
         self.fsync_rounds += 1
-        late = []
-        for offset, future in pending:
-            if offset < durable:
-                if not future.done():
-                    future.set_result(durable)
+        if pending.max_offset < durable:
+            if not pending.future.done():
+                pending.future.set_result(durable)
+            return
+        # Not covered (the log was truncated meanwhile and re-grown): wait for a later round.
+        with self._cond:
+            later = self._sync_waiters.get(id(plog))
+            if later is None:
+                self._sync_waiters[id(plog)] = pending
             else:
-                late.append((offset, future))
-        if late:
-            # Not covered (the log was truncated meanwhile and re-grown): next round.
-            with self._cond:
-                entry = self._sync_waiters.get(id(plog))
-                if entry is None:
-                    self._sync_waiters[id(plog)] = (plog, late)
-                else:
-                    entry[1].extend(late)
+                later.max_offset = max(later.max_offset, pending.max_offset)
+                later.waiters += pending.waiters
+                later.future.add_done_callback(lambda done, mine=pending.future: _copy_outcome(done, mine))
+
+
+def _copy_outcome(source: Future, target: Future) -> None:
+    if target.done():
+        return
+    if source.exception() is not None:
+        target.set_exception(source.exception())
+    else:
+        target.set_result(source.result())

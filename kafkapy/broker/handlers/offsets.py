@@ -5,7 +5,6 @@ layer does); the group coordinator decides everything else.
 """
 from __future__ import annotations
 
-import asyncio
 import time
 
 from ...groupcoord import OFFSETS_TOPIC, OffsetAndMetadata
@@ -18,6 +17,7 @@ from ...protocol.messages import (
     OffsetFetchRequest,
     OffsetFetchResponse,
 )
+from ..durability import wait_durable
 from ..dispatch import RequestContext, handles
 
 INVALID_OFFSET = -1
@@ -29,7 +29,7 @@ async def _durable(broker, partition: int) -> None:
     """In fsync-on-ack mode, acknowledge a commit only once its record is on disk (as produce does)."""
     plog = broker.partitions.get_log(OFFSETS_TOPIC, partition)
     if plog is not None and plog.config.fsync_on_ack:
-        await asyncio.wrap_future(plog.sync_until(plog.log_end_offset - 1))
+        await wait_durable(plog.sync_until(plog.log_end_offset - 1))
 
 
 def partition_exists(broker, topic: str, partition: int) -> bool:

@@ -5,13 +5,13 @@ with one write. In fsync-on-ack mode the acknowledgement waits for a group-commi
 """
 from __future__ import annotations
 
-import asyncio
 import logging
 
 from ...protocol.errors import CorruptRecordError, ErrorCode, KafkaError
 from ...protocol.messages import ProduceRequest, ProduceResponse
 from ...protocol.legacy_records import legacy_to_v2
 from ...protocol.records import MAGIC_POS, iter_batch_headers
+from ..durability import wait_durable
 from ..dispatch import ConnectionClosed, RequestContext, handles
 from .transactions import verify_transactional_produce
 
@@ -112,5 +112,5 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
             raise ConnectionClosed("acks=0 produce failed; closing so the client refreshes metadata")
         return None
     if syncs:
-        await asyncio.gather(*(asyncio.wrap_future(f) for f in syncs))
+        await wait_durable(*syncs)
     return ProduceResponse(responses=responses, throttle_time_ms=0)

@@ -39,6 +39,7 @@ from ...txncoord import (
     TransactionCoordinatorConfig,
     transaction_state_topic_configs,
 )
+from ..durability import wait_durable
 from ..dispatch import RequestContext, handles
 from .offsets import partition_exists
 
@@ -169,9 +170,8 @@ async def durable_state(broker, transactional_id: str, markers: Iterable[TopicPa
     for topic, partition in partitions:
         plog = broker.partitions.get_log(topic, partition)
         if plog is not None and plog.config.fsync_on_ack and plog.log_end_offset > 0:
-            syncs.append(asyncio.wrap_future(plog.sync_until(plog.log_end_offset - 1)))
-    if syncs:
-        await asyncio.gather(*syncs)
+            syncs.append(plog.sync_until(plog.log_end_offset - 1))
+    await wait_durable(*syncs)
 
 
 def transaction_partitions(broker, transactional_id: str) -> list[TopicPartition]:
@@ -308,7 +308,7 @@ async def handle_txn_offset_commit(ctx: RequestContext, request: TxnOffsetCommit
             if any(code == ErrorCode.NONE for code in results.values()):
                 plog = broker.partitions.get_log(OFFSETS_TOPIC, offsets_partition)
                 if plog is not None and plog.config.fsync_on_ack:
-                    await asyncio.wrap_future(plog.sync_until(plog.log_end_offset - 1))
+                    await wait_durable(plog.sync_until(plog.log_end_offset - 1))
     if version < 2:
         # clients before 2.0 could crash on COORDINATOR_LOAD_IN_PROGRESS (KAFKA-7296)
         errors = {tp: ErrorCode.COORDINATOR_NOT_AVAILABLE if e == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS else e
