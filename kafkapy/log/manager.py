@@ -195,7 +195,8 @@ class LogManager:
         log_dir.mkdir(parents=True, exist_ok=True)
         path = log_dir / f"{topic}-{partition}"
         created = not path.exists()
-        plog = PartitionLog.open(path, config, flusher=self.flusher)
+        # A brand-new directory has nothing to recover.
+        plog = PartitionLog.open(path, config, flusher=self.flusher, clean_shutdown=created)
         if created:
             fsync_dir(log_dir)
         self._logs[key] = plog
