@@ -35,6 +35,16 @@ class PartitionManager:
             return -1
         return meta.partitions[partition].leader_epoch
 
+    def leader_epoch_error(self, topic: str, partition: int, requested: int) -> int:
+        """Kafka's check of a client's current leader epoch: NONE when it is -1 (not sent) or ours,
+        FENCED_LEADER_EPOCH when older, UNKNOWN_LEADER_EPOCH when newer."""
+        if requested < 0:
+            return ErrorCode.NONE
+        current = self.leader_epoch(topic, partition)
+        if requested == current:
+            return ErrorCode.NONE
+        return ErrorCode.FENCED_LEADER_EPOCH if requested < current else ErrorCode.UNKNOWN_LEADER_EPOCH
+
     def topic(self, name: str):
         return self.broker.metadata.get_topic(name)
 

@@ -75,10 +75,8 @@ def _read_partition(broker, want: _Wanted, max_bytes: int, min_one: bool, isolat
         data.aborted_transactions = []
     else:
         data.aborted_transactions = None
-    leader_epoch = broker.partitions.leader_epoch(want.topic, want.partition)
-    if want.current_leader_epoch >= 0 and want.current_leader_epoch != leader_epoch:
-        data.error_code = (ErrorCode.FENCED_LEADER_EPOCH if want.current_leader_epoch < leader_epoch
-                           else ErrorCode.UNKNOWN_LEADER_EPOCH)
+    data.error_code = broker.partitions.leader_epoch_error(want.topic, want.partition, want.current_leader_epoch)
+    if data.error_code:
         return data
     committed = isolation_level == READ_COMMITTED
     try:

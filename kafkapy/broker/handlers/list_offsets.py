@@ -19,10 +19,10 @@ def _lookup(broker, topic: str, p, version: int, isolation_level: int) -> Partit
     plog = broker.partitions.get_log(topic, index)
     if plog is None:
         return PartitionResponse(partition_index=index, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-    epoch = broker.partitions.leader_epoch(topic, index)
-    if p.current_leader_epoch >= 0 and p.current_leader_epoch != epoch:
-        code = ErrorCode.FENCED_LEADER_EPOCH if p.current_leader_epoch < epoch else ErrorCode.UNKNOWN_LEADER_EPOCH
+    code = broker.partitions.leader_epoch_error(topic, index, p.current_leader_epoch)
+    if code:
         return PartitionResponse(partition_index=index, error_code=code)
+    epoch = broker.partitions.leader_epoch(topic, index)
     ts = p.timestamp
     if ts == LATEST:
         # read_committed consumers start at the last stable offset

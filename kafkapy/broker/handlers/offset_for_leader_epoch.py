@@ -21,10 +21,8 @@ async def handle_offset_for_leader_epoch(
                 results.append(EpochEndOffset(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                               partition=p.partition))
                 continue
-            current = partitions.leader_epoch(topic.topic, p.partition)
-            if p.current_leader_epoch >= 0 and p.current_leader_epoch != current:
-                code = (ErrorCode.FENCED_LEADER_EPOCH if p.current_leader_epoch < current
-                        else ErrorCode.UNKNOWN_LEADER_EPOCH)
+            code = partitions.leader_epoch_error(topic.topic, p.partition, p.current_leader_epoch)
+            if code:
                 results.append(EpochEndOffset(error_code=code, partition=p.partition))
                 continue
             epoch, end_offset = plog.end_offset_for_epoch(p.leader_epoch)
