@@ -4,8 +4,8 @@
 Reads the JSON message specs, apis.tsv and errors.tsv under the spec directory (default
 `../shared/kafka-protocol-3.9`, relative to the repository root) and writes:
 
-- `kafkapy/protocol/messages/<api>.py`: one module per API served to clients (request listeners
-  include "broker"), with a class per request, response and nested struct (`__slots__` and a
+- `kafkapy/protocol/messages/<api>.py`: one module per API a broker serves (request listeners
+  include "broker" or "zkBroker", less Envelope), with a class per request, response and nested struct (`__slots__` and a
   generated `__init__`; equality and repr come from `primitives.GeneratedStruct`) and
   straight-line decode/encode functions per version;
 - `kafkapy/protocol/messages/__init__.py`: re-exports, REQUEST_TYPES and RESPONSE_TYPES;
@@ -196,11 +196,16 @@ class ApiSpec:
 
 
 def load_apis(spec_dir: Path) -> list[ApiSpec]:
-    """Every API whose request is served on the broker listener, by api key."""
+    """Every API whose request is served on the broker listener (KRaft or ZooKeeper mode), by api key."""
     served: dict[int, str] = {}
     with open(spec_dir / "apis.tsv", newline="") as f:
         for row in csv.DictReader(f, delimiter="\t"):
-            if row["type"] == "request" and "broker" in row["listeners"].split(","):
+            listeners = row["listeners"].split(",")
+            # ZooKeeper-mode inter-broker APIs (LeaderAndIsr, UpdateMetadata, AlterPartition, ...)
+            # are served too: kafkapy brokers and controllers speak them in cluster mode.
+            # Envelope is only for KRaft forwarding.
+            if row["type"] == "request" and ("broker" in listeners or "zkBroker" in listeners) \
+                    and row["name"] != "EnvelopeRequest":
                 served[int(row["api_key"])] = row["name"][: -len("Request")]
     apis = []
     for api_key, name in sorted(served.items()):

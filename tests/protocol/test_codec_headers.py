@@ -46,7 +46,8 @@ def test_client_id_is_not_compact_in_v2():
 def test_unknown_key_and_version_read_as_v1():
     assert request_header_version(1000, 0) == 1
     assert request_header_version(3, 13) == 1          # above Metadata's max
-    assert request_header_version(4, 7) == 1           # LeaderAndIsr: not served to clients
+    assert request_header_version(58, 0) == 1          # Envelope: KRaft forwarding, not served
+    assert request_header_version(4, 7) == 2           # LeaderAndIsr v7 (ZooKeeper mode) is flexible
     frame = _header(1000, 5, 9, "x") + b"\x00"
     header, pos = decode_request_header(frame)
     assert header.api_key == 1000 and pos == len(frame) - 1

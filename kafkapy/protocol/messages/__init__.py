@@ -8,6 +8,10 @@ from .produce import ProduceRequest, ProduceResponse
 from .fetch import FetchRequest, FetchResponse
 from .list_offsets import ListOffsetsRequest, ListOffsetsResponse
 from .metadata import MetadataRequest, MetadataResponse
+from .leader_and_isr import LeaderAndIsrRequest, LeaderAndIsrResponse
+from .stop_replica import StopReplicaRequest, StopReplicaResponse
+from .update_metadata import UpdateMetadataRequest, UpdateMetadataResponse
+from .controlled_shutdown import ControlledShutdownRequest, ControlledShutdownResponse
 from .offset_commit import OffsetCommitRequest, OffsetCommitResponse
 from .offset_fetch import OffsetFetchRequest, OffsetFetchResponse
 from .find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
@@ -53,12 +57,14 @@ from .alter_client_quotas import AlterClientQuotasRequest, AlterClientQuotasResp
 from .describe_user_scram_credentials import DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse
 from .alter_user_scram_credentials import AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse
 from .describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse
+from .alter_partition import AlterPartitionRequest, AlterPartitionResponse
 from .update_features import UpdateFeaturesRequest, UpdateFeaturesResponse
 from .describe_cluster import DescribeClusterRequest, DescribeClusterResponse
 from .describe_producers import DescribeProducersRequest, DescribeProducersResponse
 from .unregister_broker import UnregisterBrokerRequest, UnregisterBrokerResponse
 from .describe_transactions import DescribeTransactionsRequest, DescribeTransactionsResponse
 from .list_transactions import ListTransactionsRequest, ListTransactionsResponse
+from .allocate_producer_ids import AllocateProducerIdsRequest, AllocateProducerIdsResponse
 from .consumer_group_heartbeat import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 from .consumer_group_describe import ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse
 from .get_telemetry_subscriptions import GetTelemetrySubscriptionsRequest, GetTelemetrySubscriptionsResponse
@@ -82,6 +88,10 @@ __all__ = [
     "FetchRequest", "FetchResponse",
     "ListOffsetsRequest", "ListOffsetsResponse",
     "MetadataRequest", "MetadataResponse",
+    "LeaderAndIsrRequest", "LeaderAndIsrResponse",
+    "StopReplicaRequest", "StopReplicaResponse",
+    "UpdateMetadataRequest", "UpdateMetadataResponse",
+    "ControlledShutdownRequest", "ControlledShutdownResponse",
     "OffsetCommitRequest", "OffsetCommitResponse",
     "OffsetFetchRequest", "OffsetFetchResponse",
     "FindCoordinatorRequest", "FindCoordinatorResponse",
@@ -127,12 +137,14 @@ __all__ = [
     "DescribeUserScramCredentialsRequest", "DescribeUserScramCredentialsResponse",
     "AlterUserScramCredentialsRequest", "AlterUserScramCredentialsResponse",
     "DescribeQuorumRequest", "DescribeQuorumResponse",
+    "AlterPartitionRequest", "AlterPartitionResponse",
     "UpdateFeaturesRequest", "UpdateFeaturesResponse",
     "DescribeClusterRequest", "DescribeClusterResponse",
     "DescribeProducersRequest", "DescribeProducersResponse",
     "UnregisterBrokerRequest", "UnregisterBrokerResponse",
     "DescribeTransactionsRequest", "DescribeTransactionsResponse",
     "ListTransactionsRequest", "ListTransactionsResponse",
+    "AllocateProducerIdsRequest", "AllocateProducerIdsResponse",
     "ConsumerGroupHeartbeatRequest", "ConsumerGroupHeartbeatResponse",
     "ConsumerGroupDescribeRequest", "ConsumerGroupDescribeResponse",
     "GetTelemetrySubscriptionsRequest", "GetTelemetrySubscriptionsResponse",
@@ -158,6 +170,10 @@ REQUEST_TYPES: dict[int, type] = {
     1: FetchRequest,
     2: ListOffsetsRequest,
     3: MetadataRequest,
+    4: LeaderAndIsrRequest,
+    5: StopReplicaRequest,
+    6: UpdateMetadataRequest,
+    7: ControlledShutdownRequest,
     8: OffsetCommitRequest,
     9: OffsetFetchRequest,
     10: FindCoordinatorRequest,
@@ -203,12 +219,14 @@ REQUEST_TYPES: dict[int, type] = {
     50: DescribeUserScramCredentialsRequest,
     51: AlterUserScramCredentialsRequest,
     55: DescribeQuorumRequest,
+    56: AlterPartitionRequest,
     57: UpdateFeaturesRequest,
     60: DescribeClusterRequest,
     61: DescribeProducersRequest,
     64: UnregisterBrokerRequest,
     65: DescribeTransactionsRequest,
     66: ListTransactionsRequest,
+    67: AllocateProducerIdsRequest,
     68: ConsumerGroupHeartbeatRequest,
     69: ConsumerGroupDescribeRequest,
     71: GetTelemetrySubscriptionsRequest,
@@ -233,6 +251,10 @@ RESPONSE_TYPES: dict[int, type] = {
     1: FetchResponse,
     2: ListOffsetsResponse,
     3: MetadataResponse,
+    4: LeaderAndIsrResponse,
+    5: StopReplicaResponse,
+    6: UpdateMetadataResponse,
+    7: ControlledShutdownResponse,
     8: OffsetCommitResponse,
     9: OffsetFetchResponse,
     10: FindCoordinatorResponse,
@@ -278,12 +300,14 @@ RESPONSE_TYPES: dict[int, type] = {
     50: DescribeUserScramCredentialsResponse,
     51: AlterUserScramCredentialsResponse,
     55: DescribeQuorumResponse,
+    56: AlterPartitionResponse,
     57: UpdateFeaturesResponse,
     60: DescribeClusterResponse,
     61: DescribeProducersResponse,
     64: UnregisterBrokerResponse,
     65: DescribeTransactionsResponse,
     66: ListTransactionsResponse,
+    67: AllocateProducerIdsResponse,
     68: ConsumerGroupHeartbeatResponse,
     69: ConsumerGroupDescribeResponse,
     71: GetTelemetrySubscriptionsResponse,
