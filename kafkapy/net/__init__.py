@@ -1,0 +1,1 @@
+"""Network clients kafkapy brokers use to talk to each other."""
