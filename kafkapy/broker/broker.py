@@ -38,6 +38,10 @@ class Broker:
         self.fetch_sessions = FetchSessionCache(
             max_sessions=config.get("max.incremental.fetch.session.cache.slots"))
         self.advertised_versions = {key: rng for key, rng in SUPPORTED_VERSIONS.items() if key in HANDLERS}
+        # cluster mode (zookeeper.connect): set up by kafkapy.broker.cluster_wiring; None on a single node
+        self.replicas = None
+        self.controller = None
+        self.broker_epoch = -1
         self.metadata = self._open_metadata_store()
         self.readvertise()  # a stored dynamic advertised.listeners wins over the static one
         self.logs = LogManager(self.log_dirs, config.default_log_config(),

@@ -1,7 +1,10 @@
 """The partitions this broker hosts: topic lookups and the partition logs behind them.
 
-Topic metadata lives in the controller's store; this keeps the local logs in step with it
-(creating logs for new partitions, deleting logs of deleted topics, applying config changes).
+Topic metadata lives in the controller's store. On a single node this keeps the local logs in step
+with it (creating logs for new partitions, deleting logs of deleted topics, applying config
+changes). In cluster mode the store only records the change (in ZooKeeper): logs are opened and
+removed when the controller says so (LeaderAndIsr / StopReplica, kafkapy.replication), through
+`open_log` and `remove_log`.
 """
 from __future__ import annotations
 
@@ -29,7 +32,15 @@ class PartitionManager:
     def get_log(self, topic: str, partition: int) -> PartitionLog | None:
         return self._logs.get((topic, partition))
 
+    @property
+    def cluster_mode(self) -> bool:
+        return self.broker.replicas is not None
+
     def leader_epoch(self, topic: str, partition: int) -> int:
+        replicas = self.broker.replicas
+        if replicas is not None:  # the epoch of the last LeaderAndIsr accepted here
+            hosted = replicas.partition(topic, partition)
+            return hosted.leader_epoch if hosted is not None else -1
         meta = self.broker.metadata.get_topic(topic)
         if meta is None or partition >= len(meta.partitions):
             return -1
@@ -62,8 +73,29 @@ class PartitionManager:
         return LogConfig.from_properties(effective_topic_properties(overrides, self.broker.config))
 
     # -- changes ------------------------------------------------------------------------
+    def open_log(self, topic: str, partition: int) -> PartitionLog:
+        """The local log of a partition this broker hosts, created if missing (cluster mode)."""
+        plog = self._logs.get((topic, partition))
+        if plog is None:
+            plog = self.broker.logs.create(topic, partition, self.log_config(topic))
+            self._logs[(topic, partition)] = plog
+        return plog
+
+    def remove_log(self, topic: str, partition: int, delete: bool) -> None:
+        """Stop hosting a partition (cluster mode); `delete` removes its log directory too."""
+        self._logs.pop((topic, partition), None)
+        if delete:
+            self.broker.logs.delete(topic, partition)
+        self.broker.purgatory.notify((topic, partition))
+
     def sync_with_metadata(self) -> None:
-        """Open or create a log for every partition in the metadata; drop logs of unknown topics."""
+        """Open or create a log for every partition in the metadata; drop logs of unknown topics.
+
+        In cluster mode the logs found on disk are kept as they are until the controller's
+        LeaderAndIsr or StopReplica says what to do with them."""
+        if self.cluster_mode:
+            self._logs.update(self.broker.logs.all_logs())
+            return
         known = set()
         for meta in self.broker.metadata.list_topics():
             config = self.log_config(meta.name)
@@ -88,7 +120,7 @@ class PartitionManager:
         meta = self.broker.metadata.create_topic(
             name, num_partitions, replication_factor, assignments=assignments, configs=configs or {},
             internal=internal, validate_only=validate_only)
-        if not validate_only:
+        if not validate_only and not self.cluster_mode:
             config = self.log_config(name)
             for partition in range(len(meta.partitions)):
                 self._logs[(name, partition)] = self.broker.logs.create(name, partition, config)
@@ -111,6 +143,9 @@ class PartitionManager:
         if meta is None:
             raise KafkaError(f"unknown topic {name}", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         self.broker.metadata.delete_topic(name)
+        if self.cluster_mode:  # the controller deletes the replicas (StopReplica delete=true)
+            log.info("topic %s marked for deletion", name)
+            return
         for partition in range(len(meta.partitions)):
             self._logs.pop((name, partition), None)
             self.broker.logs.delete(name, partition)
@@ -120,7 +155,7 @@ class PartitionManager:
 
     def create_partitions(self, name: str, total: int, assignments=None, validate_only: bool = False) -> None:
         meta = self.broker.metadata.create_partitions(name, total, assignments, validate_only=validate_only)
-        if not validate_only:
+        if not validate_only and not self.cluster_mode:
             config = self.log_config(name)
             for partition in range(len(meta.partitions)):
                 if (name, partition) not in self._logs:
