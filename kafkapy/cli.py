@@ -1,4 +1,5 @@
-"""The `kafkapy` command line: `kafkapy serve [--config server.properties] [--override key=value ...]`."""
+"""The `kafkapy` command line: `kafkapy serve [--config server.properties] [--override key=value ...]`
+and `kafkapy cluster [--brokers N] [--dir DIR] [--base-port PORT] [--override key=value ...]`."""
 from __future__ import annotations
 
 import argparse
@@ -49,7 +50,38 @@ def _parser() -> argparse.ArgumentParser:
                        help="server.properties file, as kafka-server-start.sh takes it")
     serve.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                        help="set a config, overriding the file (repeatable)")
+    cluster = commands.add_parser("cluster", parents=[common], help="run a local ZooKeeper-mode cluster",
+                                  description="Run ZooKeeper and N brokers on 127.0.0.1 until SIGINT/SIGTERM, "
+                                              "then stop the brokers and ZooKeeper.")
+    cluster.add_argument("--brokers", type=_positive_int, default=3, metavar="N", help="number of brokers (default 3)")
+    cluster.add_argument("--dir", type=Path, default=Path("kafkapy-cluster"), metavar="DIR",
+                         help="data and logs of ZooKeeper and the brokers (default ./kafkapy-cluster)")
+    cluster.add_argument("--base-port", type=_port, default=9092, metavar="PORT",
+                         help="broker N listens on PORT+N-1 (default 9092)")
+    cluster.add_argument("--zookeeper", metavar="HOST:PORT[/CHROOT]",
+                         help="use this ZooKeeper instead of starting one on a free port")
+    cluster.add_argument("--override", action="append", type=_key_value, default=[], metavar="KEY=VALUE",
+                         help="set a config on every broker (repeatable)")
     return parser
+
+
+def _positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, not {text!r}")
+    return int(text)
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a TCP port (1-65535), not {text!r}")
+    return int(text)
+
+
+def _key_value(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, not {text!r}")
+    return key.strip(), value
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -78,10 +110,24 @@ def _serve(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"kafkapy: invalid configuration: {exc}", file=sys.stderr)
         return 1
-    except Exception:  # the process is ending: log why, with the traceback, and exit non-zero
+    except Exception as exc:  # the process is ending: log why, with the traceback, and exit non-zero
+        from .broker.cluster_member import ClusterStartError
+
+        if isinstance(exc, ClusterStartError):
+            print(f"kafkapy: cannot join the cluster: {exc}", file=sys.stderr)
+            return 1
         log.exception("kafkapy broker failed")
         return 1
     return 0
+
+
+def _cluster(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    if args.base_port + args.brokers - 1 > 65535:
+        parser.error(f"--base-port {args.base_port} leaves no room for {args.brokers} brokers")
+    from .devcluster.brokers import run_cluster
+
+    return run_cluster(args.dir, brokers=args.brokers, base_port=args.base_port, overrides=dict(args.override),
+                       zookeeper_connect=args.zookeeper)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -90,5 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging(getattr(args, "log_level", "INFO"))
     if args.command == "serve":
         return _serve(args)
+    if args.command == "cluster":
+        return _cluster(parser, args)
     parser.print_help(sys.stderr)
     return 2
