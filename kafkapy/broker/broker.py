@@ -9,7 +9,7 @@ from pathlib import Path
 from ..groupcoord import OFFSETS_TOPIC, GroupCoordinator, GroupCoordinatorConfig, OffsetsTopicStore
 from ..log.manager import LogManager
 from ..log.producer_ids import ProducerIdAllocator
-from ..protocol.api_versions import SUPPORTED_VERSIONS
+from ..protocol.api_versions import CLUSTER_VERSIONS, SUPPORTED_VERSIONS
 from . import handlers  # noqa: F401  (registers every handler)
 from .connection import KafkaConnection
 from .dispatch import HANDLERS
@@ -38,7 +38,9 @@ class Broker:
         self.fetch_sessions = FetchSessionCache(
             max_sessions=config.get("max.incremental.fetch.session.cache.slots"))
         self.advertised_versions = {key: rng for key, rng in SUPPORTED_VERSIONS.items() if key in HANDLERS}
-        # cluster mode (zookeeper.connect): set up by kafkapy.broker.cluster_wiring; None on a single node
+        # cluster mode (zookeeper.connect, docs/cluster.md): the ZooKeeper membership, the controller
+        # object and the replica manager; all None on a single node
+        self.cluster = None
         self.replicas = None
         self.controller = None
         self.broker_epoch = -1
@@ -48,7 +50,16 @@ class Broker:
                                cleaner_enable=config.get("log.cleaner.enable"),
                                cleaner_backoff_ms=config.get("log.cleaner.backoff.ms"))
         self.partitions = PartitionManager(self)
-        self.producer_ids = ProducerIdAllocator(self.data_dir / "kafkapy-producer-ids")
+        if self.cluster is not None:
+            from ..replication.replica_manager import ReplicaManager
+
+            self.replicas = ReplicaManager(self)
+        if self.cluster is not None:
+            from .producer_id_blocks import ProducerIdBlocks
+
+            self.producer_ids = ProducerIdBlocks(self)
+        else:
+            self.producer_ids = ProducerIdAllocator(self.data_dir / "kafkapy-producer-ids")
         self.group_coordinator = self._create_group_coordinator()
         from .handlers.transactions import create_transaction_coordinator
 
@@ -58,6 +69,13 @@ class Broker:
         self.started_at = time.monotonic()
 
     def _open_metadata_store(self):
+        if self.config.get("zookeeper.connect"):
+            from .cluster_member import ClusterMember
+
+            self.cluster = ClusterMember(self)
+            self.controller = self.cluster.controller
+            self.advertised_versions.update(CLUSTER_VERSIONS)
+            return self.cluster.metadata
         from .config import open_metadata_store
 
         store = open_metadata_store(self.config)
@@ -99,7 +117,9 @@ class Broker:
             self.metadata.register_broker(self.node_id, self.advertised_host, self.port,
                                           self.config.get("broker.rack"))
         # Recovery needs each topic's own config (e.g. compacted topics may have offset gaps).
-        self.logs.load({meta.name: self.partitions.log_config(meta.name) for meta in self.metadata.list_topics()})
+        topics = [meta.name for meta in self.metadata.list_topics()] if self.cluster is None \
+            else await asyncio.to_thread(self.cluster.zk.get_all_topics)
+        self.logs.load({name: self.partitions.log_config(name) for name in topics})
         self.partitions.sync_with_metadata()
         from .handlers.groups import start_group_coordination
 
@@ -110,6 +130,9 @@ class Broker:
         start_transaction_coordination(self, loop)
         for sock in sockets:
             self._servers.append(await loop.create_server(lambda: KafkaConnection(self), sock=sock))
+        if self.cluster is not None:
+            await self.replicas.start()
+            await self.cluster.start(self.advertised_host, self.advertised_port)
         self._tasks.append(loop.create_task(self._periodic(
             self.logs.run_retention, self.config.get("log.retention.check.interval.ms") / 1000)))
         self._tasks.append(loop.create_task(self._periodic(self.logs.flush_dirty, 1.0)))
@@ -129,6 +152,11 @@ class Broker:
     async def stop(self) -> None:
         """Stop accepting, let in-flight requests finish, flush logs and write checkpoints."""
         log.info("kafkapy broker %d shutting down", self.node_id)
+        if self.cluster is not None:
+            try:
+                await self.cluster.controlled_shutdown()
+            except Exception:
+                log.exception("controlled shutdown of broker %d failed", self.node_id)
         for server in self._servers:
             server.close()
         for task in self._tasks:
@@ -142,6 +170,9 @@ class Broker:
             await asyncio.sleep(0.01)
         for conn in list(self.connections):
             conn.close()
+        if self.cluster is not None:
+            await self.replicas.shutdown()
+            await self.cluster.stop()
         self.logs.close()
         self.metadata.close()
         log.info("kafkapy broker %d stopped", self.node_id)

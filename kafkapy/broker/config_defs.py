@@ -472,6 +472,15 @@ _USED = {
     # the log cleaner (kafkapy/log/cleaner.py)
     "log.cleaner.enable", "log.cleaner.backoff.ms", "log.cleaner.min.cleanable.ratio",
     "log.cleaner.delete.retention.ms", "log.cleaner.min.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms",
+    # cluster mode (kafkapy/controller, kafkapy/replication; docs/cluster.md)
+    "zookeeper.connect", "zookeeper.session.timeout.ms", "zookeeper.connection.timeout.ms",
+    "inter.broker.listener.name", "security.inter.broker.protocol", "unclean.leader.election.enable",
+    "replica.lag.time.max.ms", "replica.socket.timeout.ms", "replica.fetch.max.bytes", "replica.fetch.wait.max.ms",
+    "replica.fetch.min.bytes", "replica.fetch.backoff.ms", "replica.fetch.response.max.bytes",
+    "replica.high.watermark.checkpoint.interval.ms", "controlled.shutdown.enable", "controlled.shutdown.max.retries",
+    "controlled.shutdown.retry.backoff.ms", "controller.socket.timeout.ms", "auto.leader.rebalance.enable",
+    "leader.imbalance.per.broker.percentage", "leader.imbalance.check.interval.seconds",
+    "num.replica.fetchers",
 }
 # Kafka's per-broker-only dynamic configs are listener/security ones; kafkapy can re-advertise
 # itself, but not rebind its sockets, so only advertised.listeners is among them.

@@ -34,7 +34,7 @@ class PartitionManager:
 
     @property
     def cluster_mode(self) -> bool:
-        return self.broker.replicas is not None
+        return self.broker.cluster is not None
 
     def leader_epoch(self, topic: str, partition: int) -> int:
         replicas = self.broker.replicas
@@ -68,8 +68,11 @@ class PartitionManager:
     def log_config(self, topic: str) -> LogConfig:
         from .config import effective_topic_properties
 
-        meta = self.broker.metadata.get_topic(topic)
-        overrides = meta.configs if meta is not None else {}
+        if self.cluster_mode:
+            overrides = self.broker.metadata.topic_configs(topic)
+        else:
+            meta = self.broker.metadata.get_topic(topic)
+            overrides = meta.configs if meta is not None else {}
         return LogConfig.from_properties(effective_topic_properties(overrides, self.broker.config))
 
     # -- changes ------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from these maxima).
 """
 from __future__ import annotations
 
-__all__ = ["SUPPORTED_VERSIONS"]
+__all__ = ["CLUSTER_VERSIONS", "SUPPORTED_VERSIONS"]
 
 SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     # Produce: Kafka 4.0 still advertises v0; older librdkafka disables gzip/snappy/lz4 when the
@@ -85,3 +85,16 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
 }
 # Not served (deliberately absent): SaslHandshake (17) and SaslAuthenticate (36) — no SASL
 # listener yet; transactions, quotas, SCRAM, telemetry and share groups — no handlers.
+
+# Advertised only by a broker in a ZooKeeper cluster (zookeeper.connect set): the inter-broker APIs of
+# Kafka's ZooKeeper mode at every version Kafka 3.9 defines. A 3.7 controller sends LeaderAndIsr v7,
+# UpdateMetadata v8 and StopReplica v4 without negotiating; a 3.7 leader negotiates AlterPartition
+# (it needs 0-3 listed) and AllocateProducerIds (0) with the controller.
+CLUSTER_VERSIONS: dict[int, tuple[int, int]] = {
+    4: (0, 7),    # LeaderAndIsr
+    5: (0, 4),    # StopReplica
+    6: (0, 8),    # UpdateMetadata
+    7: (0, 3),    # ControlledShutdown
+    56: (0, 3),   # AlterPartition
+    67: (0, 0),   # AllocateProducerIds
+}

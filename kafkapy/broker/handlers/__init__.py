@@ -4,6 +4,7 @@ from . import (  # noqa: F401
     api_versions,
     cluster,
     configs,
+    control,
     delete_records,
     describe_topic_partitions,
     fetch,

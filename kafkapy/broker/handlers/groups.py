@@ -91,8 +91,38 @@ def offsets_topic(broker):
 def sync_group_leadership(broker) -> None:
     """Tell the coordinator which __consumer_offsets partitions this broker leads now."""
     meta = broker.partitions.topic(OFFSETS_TOPIC)
-    leaders = None if meta is None else [p.leader for p in meta.partitions]
-    broker.group_coordinator.sync_leadership(leaders, broker.node_id)
+    broker.group_coordinator.sync_leadership(partition_leaders(broker, meta), broker.node_id)
+
+
+def partition_leaders(broker, meta) -> list[int] | None:
+    """Each partition's leader. In cluster mode this broker counts as leader only where its own
+    replica has become leader (LeaderAndIsr), so a coordinator loads a partition's state only once
+    it leads the log, and unloads it as soon as it does not."""
+    if meta is None:
+        return None
+    leaders = [p.leader for p in meta.partitions]
+    replicas = broker.replicas
+    if replicas is not None:
+        for index in range(len(leaders)):
+            hosted = replicas.partition(meta.name, index)
+            if hosted is not None and hosted.is_leader:
+                leaders[index] = broker.node_id
+            elif leaders[index] == broker.node_id:
+                leaders[index] = -1
+    return leaders
+
+
+def on_leadership_change(broker, loop: asyncio.AbstractEventLoop, topic: str, resync) -> None:
+    """Cluster mode: re-sync a coordinator when this broker's replica of `topic` becomes leader or
+    follower (the replica manager's leadership listeners)."""
+    if broker.replicas is None:
+        return
+
+    def changed(name: str, partition: int, is_leader: bool, leader_epoch: int) -> None:
+        if name == topic:
+            loop.call_soon(resync, broker)
+
+    broker.replicas.leadership_listeners.append(changed)
 
 
 def _node(broker, node_id: int) -> tuple[str, int] | None:
@@ -287,6 +317,7 @@ def start_group_coordination(broker, loop: asyncio.AbstractEventLoop) -> None:
             loop.call_soon_threadsafe(_resync, broker)
 
     broker.metadata.add_listener(on_change)
+    on_leadership_change(broker, loop, OFFSETS_TOPIC, _resync)
 
 
 def _resync(broker) -> None:

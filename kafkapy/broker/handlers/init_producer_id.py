@@ -1,7 +1,7 @@
 """InitProducerId: producer ids and epochs for idempotent producers (KIP-98, KIP-360 epoch bumps)."""
 from __future__ import annotations
 
-from ...protocol.errors import ErrorCode
+from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages import InitProducerIdRequest, InitProducerIdResponse
 from ..dispatch import RequestContext, handles
 
@@ -17,8 +17,11 @@ async def handle_init_producer_id(ctx: RequestContext, request: InitProducerIdRe
         # An idempotent producer resetting its sequences after an error keeps its id with a new epoch.
         return InitProducerIdResponse(throttle_time_ms=0, error_code=0, producer_id=request.producer_id,
                                       producer_epoch=request.producer_epoch + 1)
-    return InitProducerIdResponse(throttle_time_ms=0, error_code=0,
-                                  producer_id=broker.producer_ids.allocate(), producer_epoch=0)
+    try:
+        producer_id = broker.producer_ids.allocate()
+    except KafkaError as exc:  # cluster mode: no producer id block from the controller yet
+        return InitProducerIdResponse(throttle_time_ms=0, error_code=exc.code, producer_id=-1, producer_epoch=-1)
+    return InitProducerIdResponse(throttle_time_ms=0, error_code=0, producer_id=producer_id, producer_epoch=0)
 
 
 async def _init_transactional(ctx: RequestContext, request: InitProducerIdRequest) -> InitProducerIdResponse:

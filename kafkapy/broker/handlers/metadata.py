@@ -13,13 +13,21 @@ ALL_TOPIC_OPERATIONS = 0b0000_1101_1111_1000
 
 
 def topic_response(broker, meta, version: int) -> MetadataResponse.MetadataResponseTopic:
-    """One topic's metadata entry."""
-    partitions = [
-        MetadataResponse.MetadataResponsePartition(
-            error_code=0, partition_index=index, leader_id=p.leader, leader_epoch=p.leader_epoch,
-            replica_nodes=list(p.replicas), isr_nodes=list(p.isr), offline_replicas=[])
-        for index, p in enumerate(meta.partitions)
-    ]
+    """One topic's metadata entry; in cluster mode a partition whose leader is not live (or not yet
+    elected) carries LEADER_NOT_AVAILABLE, as Kafka's metadata cache answers."""
+    cache = broker.metadata.cache if broker.cluster is not None else None
+    partitions = []
+    for index, p in enumerate(meta.partitions):
+        error = 0
+        offline: list[int] = []
+        if cache is not None:
+            offline = list(cache.offline_replicas(meta.name, index))
+            if p.leader < 0 or p.leader not in cache.brokers:
+                error = ErrorCode.LEADER_NOT_AVAILABLE
+        partitions.append(MetadataResponse.MetadataResponsePartition(
+            error_code=error, partition_index=index, leader_id=p.leader if not error else -1,
+            leader_epoch=p.leader_epoch, replica_nodes=list(p.replicas), isr_nodes=list(p.isr),
+            offline_replicas=offline))
     return MetadataResponse.MetadataResponseTopic(
         error_code=0, name=meta.name, topic_id=meta.topic_id, is_internal=meta.internal,
         partitions=partitions)
@@ -58,6 +66,11 @@ async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> Meta
                     except KafkaError as exc:
                         topics.append(MetadataResponse.MetadataResponseTopic(
                             error_code=exc.code, name=name, topic_id=_NULL_UUID))
+                        continue
+                    if meta is not None and broker.cluster is not None:
+                        # created in ZooKeeper; its leaders come with the controller's UpdateMetadata
+                        topics.append(MetadataResponse.MetadataResponseTopic(
+                            error_code=ErrorCode.LEADER_NOT_AVAILABLE, name=name, topic_id=_NULL_UUID))
                         continue
                 if meta is None:
                     topics.append(MetadataResponse.MetadataResponseTopic(

@@ -49,6 +49,8 @@ async def handle_elect_leaders(ctx: RequestContext, request: ElectLeadersRequest
                 for p in t.partitions])
             for t in request.topic_partitions or ()])
     unclean = election_type == UNCLEAN_ELECTION
+    if ctx.broker.controller is not None:
+        return await _elect_in_cluster(ctx.broker, request, unclean)
     results = []
     if request.topic_partitions is None:
         # Every partition; as in Kafka, those that already have the wanted leader are left out.
@@ -63,6 +65,43 @@ async def handle_elect_leaders(ctx: RequestContext, request: ElectLeadersRequest
                 Partition(partition_id=p, error_code=code, error_message=message)
                 for p in wanted.partitions for code, message in [_elect(store, wanted.topic, p, unclean)]]))
     return ElectLeadersResponse(throttle_time_ms=0, error_code=0, replica_election_results=results)
+
+
+async def _elect_in_cluster(broker, request: ElectLeadersRequest, unclean: bool) -> ElectLeadersResponse:
+    """Cluster mode: the local controller object elects (a non-controller answers NOT_CONTROLLER per
+    partition, as Kafka's ZooKeeper-mode brokers do); the answer waits until this broker's metadata
+    cache shows the new leaders."""
+    from .topics import wait_for_cache
+
+    Result = ElectLeadersResponse.ReplicaElectionResult
+    Partition = ElectLeadersResponse.PartitionResult
+    store = broker.metadata
+    if request.topic_partitions is None:
+        wanted = [(t.name, p) for t in store.list_topics() for p in range(t.partition_count)]
+    else:
+        wanted = [(t.topic, p) for t in request.topic_partitions for p in t.partitions]
+    outcomes = await broker.controller.elect_leaders(wanted, unclean)
+    elected = [key for key, (code, _) in outcomes.items() if code == ErrorCode.NONE]
+
+    def visible() -> bool:
+        for topic, partition in elected:
+            part = broker.metadata.cache.partition(topic, partition)
+            if part is None or part.leader < 0:
+                return False
+            if not unclean and part.replicas and part.leader != part.replicas[0]:
+                return False
+        return True
+
+    if elected:
+        await wait_for_cache(broker, visible, request.timeout_ms)
+    by_topic: dict[str, list] = {}
+    for (topic, partition), (code, message) in outcomes.items():
+        if request.topic_partitions is None and code == ErrorCode.ELECTION_NOT_NEEDED:
+            continue
+        by_topic.setdefault(topic, []).append(Partition(partition_id=partition, error_code=code,
+                                                        error_message=message))
+    return ElectLeadersResponse(throttle_time_ms=0, error_code=0, replica_election_results=[
+        Result(topic=topic, partition_result=parts) for topic, parts in by_topic.items()])
 
 
 def _elect(store, topic: str, partition: int, unclean: bool) -> tuple[int, str | None]:

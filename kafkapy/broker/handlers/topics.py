@@ -1,7 +1,15 @@
-"""CreateTopics, DeleteTopics, CreatePartitions: topic lifecycle through the metadata store."""
+"""CreateTopics, DeleteTopics, CreatePartitions: topic lifecycle through the metadata store.
+
+In cluster mode only the active controller serves them (others answer NOT_CONTROLLER, and clients
+go to the controller the Metadata response names); the write goes to ZooKeeper and the answer waits,
+as Kafka's does, until this broker's metadata cache shows the result (REQUEST_TIMED_OUT after the
+request's timeout, though the change itself stands).
+"""
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 import uuid
 
 from ...protocol.errors import ErrorCode, KafkaError
@@ -29,17 +37,45 @@ def _topic_configs_result(broker, name: str) -> list:
         is_sensitive=e.is_sensitive) for e in entries]
 
 
+def not_controller(broker) -> bool:
+    """Cluster mode, and this broker is not the active controller."""
+    return broker.controller is not None and not broker.controller.active
+
+
+async def wait_for_cache(broker, done, timeout_ms: int) -> bool:
+    """Wait (polling the metadata cache, which UpdateMetadata fills) until `done()`; False on timeout."""
+    deadline = time.monotonic() + max(timeout_ms, 0) / 1000
+    while not done():
+        if time.monotonic() >= deadline:
+            return False
+        await asyncio.sleep(0.02)
+    return True
+
+
+def _has_leaders(broker, name: str, count: int) -> bool:
+    meta = broker.partitions.topic(name)
+    return meta is not None and len(meta.partitions) >= count and all(p.leader >= 0 for p in meta.partitions)
+
+
+_NOT_CONTROLLER_MESSAGE = "This is not the correct controller for this cluster."
+
+
 @handles(CreateTopicsRequest)
 async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
     broker = ctx.broker
     version = ctx.api_version
     results = []
     seen: dict[str, int] = {}
+    created = []
     for topic in request.topics:
         seen[topic.name] = seen.get(topic.name, 0) + 1
     for topic in request.topics:
         result = CreateTopicsResponse.CreatableTopicResult(name=topic.name, topic_id=_NULL_UUID)
         results.append(result)
+        if not_controller(broker):
+            result.error_code = ErrorCode.NOT_CONTROLLER
+            result.error_message = _NOT_CONTROLLER_MESSAGE
+            continue
         if seen[topic.name] > 1:
             result.error_code = ErrorCode.INVALID_REQUEST
             result.error_message = f"Create topics request from client contains duplicate topic {topic.name}"
@@ -66,6 +102,14 @@ async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest
         result.replication_factor = len(meta.partitions[0].replicas) if meta.partitions else -1
         if version >= 5:
             result.configs = _topic_configs_result(broker, topic.name) if not request.validate_only else []
+        if not request.validate_only:
+            created.append((result, len(meta.partitions)))
+    if broker.controller is not None and created:
+        for result, count in created:
+            if not await wait_for_cache(broker, lambda: _has_leaders(broker, result.name, count),
+                                        request.timeout_ms):
+                result.error_code = ErrorCode.REQUEST_TIMED_OUT
+                result.error_message = f"Topic {result.name} was created, but its leaders were not elected in time."
     return CreateTopicsResponse(throttle_time_ms=0, topics=results)
 
 
@@ -79,9 +123,14 @@ async def handle_delete_topics(ctx: RequestContext, request: DeleteTopicsRequest
     else:
         wanted = [(name, _NULL_UUID) for name in request.topic_names]
     results = []
+    deleted = []
     for name, topic_id in wanted:
         result = DeleteTopicsResponse.DeletableTopicResult(name=name, topic_id=topic_id)
         results.append(result)
+        if not_controller(broker):
+            result.error_code = ErrorCode.NOT_CONTROLLER
+            result.error_message = _NOT_CONTROLLER_MESSAGE
+            continue
         if name is None:
             meta = broker.partitions.topic_by_id(topic_id)
             if meta is None:
@@ -103,9 +152,15 @@ async def handle_delete_topics(ctx: RequestContext, request: DeleteTopicsRequest
             continue
         try:
             broker.partitions.delete_topic(name)
+            deleted.append(result)
         except KafkaError as exc:
             result.error_code = exc.code
             result.error_message = str(exc)
+    if broker.controller is not None:
+        for result in deleted:
+            if not await wait_for_cache(broker, lambda: broker.partitions.topic(result.name) is None,
+                                        request.timeout_ms):
+                result.error_code = ErrorCode.REQUEST_TIMED_OUT
     return DeleteTopicsResponse(throttle_time_ms=0, responses=results)
 
 
@@ -117,6 +172,10 @@ async def handle_create_partitions(ctx: RequestContext,
     for topic in request.topics:
         result = CreatePartitionsResponse.CreatePartitionsTopicResult(name=topic.name, error_code=0)
         results.append(result)
+        if not_controller(broker):
+            result.error_code = ErrorCode.NOT_CONTROLLER
+            result.error_message = _NOT_CONTROLLER_MESSAGE
+            continue
         assignments = [list(a.broker_ids) for a in topic.assignments] if topic.assignments is not None else None
         try:
             broker.partitions.create_partitions(topic.name, topic.count, assignments,

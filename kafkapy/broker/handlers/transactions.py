@@ -82,6 +82,9 @@ def start_transaction_coordination(broker, loop: asyncio.AbstractEventLoop) -> N
             loop.call_soon_threadsafe(_resync, broker)
 
     broker.metadata.add_listener(on_change)
+    from .groups import on_leadership_change
+
+    on_leadership_change(broker, loop, TRANSACTION_STATE_TOPIC, _resync)
 
 
 def _resync(broker) -> None:
@@ -117,9 +120,9 @@ def transaction_state_leaders(broker, create: bool) -> list[int] | None:
                         config.transaction_state_log_replication_factor, exc)
                 return None
             meta = broker.partitions.topic(TRANSACTION_STATE_TOPIC)
-    if meta is None:
-        return None
-    return [p.leader for p in meta.partitions]
+    from .groups import partition_leaders
+
+    return partition_leaders(broker, meta)
 
 
 def write_txn_markers(broker, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool,

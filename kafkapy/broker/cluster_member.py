@@ -1,0 +1,280 @@
+"""A broker's membership of a ZooKeeper cluster (zookeeper.connect set).
+
+Start-up, as Kafka's KafkaServer does it in ZooKeeper mode: connect to ZooKeeper (one clear line and
+a non-zero exit if it cannot within zookeeper.connection.timeout.ms), create the persistent paths,
+agree on the cluster id with every log dir's meta.properties, and, once the listener is up, register
+`/brokers/ids/<id>` (its czxid is the broker epoch) and start the controller object, which takes part
+in the election. On a ZooKeeper session expiry the broker resigns as controller, registers again
+(a new epoch) and re-runs the election. On shutdown it asks the controller to move its leaderships
+away (ControlledShutdown) before it stops.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..controller.errors import InconsistentClusterIdError
+from ..controller.ids import new_cluster_id
+from ..controller.kafka_controller import KafkaController
+from ..controller.zk.client import BrokerIdInUseError, KafkaZkClient, ZkConnectionError
+from ..controller.zk.paths import BrokerRegistration, Endpoint
+from ..controller.zk.store import ZkMetadataStore
+from ..net.client import BrokerConnection, BrokerConnectionError
+from ..protocol.messages import ControlledShutdownRequest
+
+if TYPE_CHECKING:
+    from .broker import Broker
+
+__all__ = ["ClusterMember", "ClusterStartError"]
+
+log = logging.getLogger(__name__)
+
+CONTROLLED_SHUTDOWN_VERSION = 3
+META_PROPERTIES = "meta.properties"
+
+
+class ClusterStartError(RuntimeError):
+    """The broker cannot join the cluster; the message says why, in one line."""
+
+
+class ClusterMember:
+    """ZooKeeper session, registration, controller object and metadata store of one broker."""
+
+    def __init__(self, broker: Broker):
+        self.broker = broker
+        config = broker.config
+        self.config = config
+        self.node_id = config.node_id
+        self.connect = config.get("zookeeper.connect")
+        self.listener = self._inter_broker_listener()
+        session_ms = config.get("zookeeper.session.timeout.ms")
+        connection_ms = config.get("zookeeper.connection.timeout.ms") or session_ms
+        self.zk = KafkaZkClient(self.connect, session_timeout_ms=session_ms, connection_timeout_ms=connection_ms)
+        log.info("connecting to ZooKeeper at %s (zookeeper.connect)", self.connect)
+        try:
+            self.zk.start()
+        except ZkConnectionError as exc:
+            raise ClusterStartError(str(exc)) from None
+        self.zk.ensure_persistent_paths()
+        self.cluster_id = self._agree_on_cluster_id()
+        self.controller_epoch_seen = 0
+        self._registered_at: tuple[str, int, str | None] | None = None
+        self._session_lost = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        from .config import validate_topic_configs
+
+        self.metadata = ZkMetadataStore(
+            self.zk, self.cluster_id, node_id=self.node_id, listener_name=self.listener,
+            topic_config_validator=lambda configs, existing: validate_topic_configs(configs, config, existing),
+            default_num_partitions=config.get("num.partitions"),
+            default_replication_factor=config.get("default.replication.factor"),
+            delete_topic_enable=config.get("delete.topic.enable"))
+        self.metadata.registration_hook = self._on_readvertise
+        self.controller = KafkaController(
+            self.zk, self.node_id, listener_name=self.listener,
+            unclean_leader_election=self._unclean_enabled,
+            delete_topic_enable=config.get("delete.topic.enable"),
+            socket_timeout_s=config.get("controller.socket.timeout.ms") / 1000,
+            auto_leader_rebalance=config.get("auto.leader.rebalance.enable"),
+            rebalance_interval_s=config.get("leader.imbalance.check.interval.seconds"),
+            imbalance_percentage=config.get("leader.imbalance.per.broker.percentage"))
+        config.load_dynamic_configs(self.metadata.get_broker_configs(""),
+                                    self.metadata.get_broker_configs(str(self.node_id)))
+
+    # -- start-up checks ------------------------------------------------------------------------
+    def _inter_broker_listener(self) -> str:
+        names = [listener.name for listener in self.config.listeners]
+        wanted = self.config.get("inter.broker.listener.name")
+        if wanted:
+            wanted = wanted.upper()
+        else:  # Kafka: the listener whose security protocol is security.inter.broker.protocol
+            protocol = self.config.get("security.inter.broker.protocol")
+            wanted = next((lst.name for lst in self.config.listeners if lst.security_protocol == protocol), None)
+        if wanted not in names:
+            from .config import ConfigError
+
+            raise ConfigError.invalid_value("inter.broker.listener.name", wanted,
+                                            f"inter.broker.listener.name must be a listener name defined in "
+                                            f"listeners ({', '.join(names)})")
+        return wanted
+
+    def _agree_on_cluster_id(self) -> str:
+        """The cluster id in ZooKeeper (created by the first broker), checked against meta.properties."""
+        local = {}
+        for log_dir in self.config.log_dirs:
+            props = _read_meta_properties(Path(log_dir) / META_PROPERTIES)
+            if props is None:
+                continue
+            if props.get("broker.id") not in (None, str(self.node_id)):
+                raise ClusterStartError(
+                    f"Stored node id {props.get('broker.id')} doesn't match previous node id {self.node_id} in "
+                    f"{Path(log_dir) / META_PROPERTIES}. If you moved your data, make sure your configured node id "
+                    "matches. If you intend to create a new node, you should remove all data in your data "
+                    "directories.")
+            if props.get("cluster.id"):
+                local[log_dir] = props["cluster.id"]
+        proposed = next(iter(local.values()), None) or self.config.cluster_id or new_cluster_id()
+        cluster_id = self.zk.get_or_create_cluster_id(proposed)
+        for log_dir, found in local.items():
+            if found != cluster_id:
+                raise ClusterStartError(str(InconsistentClusterIdError(
+                    f"The Cluster ID {cluster_id} doesn't match stored clusterId Some({found}) in "
+                    f"{Path(log_dir) / META_PROPERTIES}. The broker is trying to join the wrong cluster. "
+                    "Configured zookeeper.connect may be wrong.")))
+        for log_dir in self.config.log_dirs:
+            path = Path(log_dir) / META_PROPERTIES
+            if log_dir not in local:
+                Path(log_dir).mkdir(parents=True, exist_ok=True)
+                _write_meta_properties(path, {"version": "0", "broker.id": str(self.node_id),
+                                              "cluster.id": cluster_id})
+        return cluster_id
+
+    def _unclean_enabled(self, topic: str) -> bool:
+        override = self.metadata.topic_configs(topic).get("unclean.leader.election.enable")
+        if override is not None:
+            return override.strip().lower() == "true"
+        return bool(self.config.get("unclean.leader.election.enable"))
+
+    # -- running --------------------------------------------------------------------------------
+    async def start(self, host: str, port: int) -> None:
+        """Register in /brokers/ids (the listener is up by now) and join the controller election."""
+        self._loop = asyncio.get_running_loop()
+        self._registered_at = (host, port, self.config.get("broker.rack"))
+        await asyncio.to_thread(self._register)
+        self.zk.add_state_listener(self._on_zk_state)
+        self.zk.watch_config_changes(
+            lambda paths: self._loop.call_soon_threadsafe(self._on_config_changes, list(paths)))
+        await self.controller.start()
+
+    def _registration(self) -> BrokerRegistration:
+        """Our registration: kafkapy serves one listener, which is also the inter-broker one."""
+        host, port, rack = self._registered_at
+        listener = next(lst for lst in self.config.listeners if lst.name == self.listener)
+        return BrokerRegistration(self.node_id, [Endpoint(self.listener, listener.security_protocol, host, port)],
+                                  rack, {}, int(time.time() * 1000))
+
+    def _register(self) -> None:
+        try:
+            epoch = self.zk.register_broker(self._registration())
+        except BrokerIdInUseError as exc:
+            raise ClusterStartError(f"{exc} (broker.id={self.node_id}); refusing to start a second broker with the "
+                                    "same id") from None
+        self.broker.broker_epoch = epoch
+        log.info("registered broker %d at path /brokers/ids/%d with addresses %s, czxid (broker epoch) %d",
+                 self.node_id, self.node_id, [str(ep) for ep in self._registration().endpoints], epoch)
+
+    def _on_readvertise(self, host: str, port: int, rack: str | None) -> None:
+        if self._registered_at is None:
+            return
+        self._registered_at = (host, port, rack)
+        self._register()
+
+    def _on_zk_state(self, state: str) -> None:
+        """kazoo's thread: a session expiry means resigning, registering again and re-electing."""
+        if state == "EXPIRED":
+            self._session_lost = True
+            log.warning("broker %d: ZooKeeper session expired; resigning as controller and re-registering",
+                        self.node_id)
+            self.controller.session_expired()
+        elif state == "CONNECTED" and self._session_lost:
+            self._session_lost = False
+            loop = self._loop
+            if loop is not None and not loop.is_closed():
+                loop.call_soon_threadsafe(lambda: loop.create_task(self._reregister()))
+
+    async def _reregister(self) -> None:
+        for attempt in range(60):
+            try:
+                await asyncio.to_thread(self._register)
+                self.controller.post("elect")
+                return
+            except ClusterStartError as exc:  # our old ephemeral node has not expired yet
+                log.info("re-registration of broker %d not possible yet: %s", self.node_id, exc)
+            except Exception as exc:
+                log.warning("re-registration of broker %d failed: %s", self.node_id, exc)
+            await asyncio.sleep(1)
+        log.error("broker %d could not register again in ZooKeeper", self.node_id)
+
+    def _on_config_changes(self, paths: list[str]) -> None:
+        self.metadata.on_config_changes(paths)
+        if any(p in ("brokers/<default>", f"brokers/{self.node_id}") for p in paths):
+            try:
+                self.config.load_dynamic_configs(self.metadata.get_broker_configs(""),
+                                                 self.metadata.get_broker_configs(str(self.node_id)))
+                log.info("broker %d applied dynamic broker configs changed in ZooKeeper", self.node_id)
+            except Exception:
+                log.exception("applying dynamic broker configs from ZooKeeper failed")
+
+    def apply_update_metadata(self, request) -> None:
+        self.metadata.apply_update_metadata(request)
+
+    # -- shutting down --------------------------------------------------------------------------
+    async def controlled_shutdown(self) -> None:
+        """Ask the controller to move our leaderships away, as Kafka's controlled shutdown does."""
+        if not self.config.get("controlled.shutdown.enable") or self.broker.broker_epoch < 0:
+            return
+        retries = self.config.get("controlled.shutdown.max.retries")
+        backoff_s = self.config.get("controlled.shutdown.retry.backoff.ms") / 1000
+        request = ControlledShutdownRequest(broker_id=self.node_id, broker_epoch=self.broker.broker_epoch)
+        for attempt in range(retries + 1):
+            controller_id = self.metadata.controller_id()
+            endpoint = self.metadata.broker_endpoint(controller_id) if controller_id >= 0 else None
+            if endpoint is not None:
+                if controller_id == self.node_id:
+                    error, remaining = await self.controller.controlled_shutdown(self.node_id,
+                                                                                 self.broker.broker_epoch)
+                else:
+                    connection = BrokerConnection(*endpoint, client_id=f"kafkapy-broker-{self.node_id}",
+                                                  request_timeout_s=30)
+                    try:
+                        response = await connection.send(request, CONTROLLED_SHUTDOWN_VERSION)
+                        error = response.error_code
+                        remaining = [(p.topic_name, p.partition_index) for p in response.remaining_partitions]
+                    except BrokerConnectionError as exc:
+                        error, remaining = -1, [str(exc)]
+                    finally:
+                        connection.close()
+                if error == 0 and not remaining:
+                    log.info("broker %d: controlled shutdown succeeded", self.node_id)
+                    return
+                log.info("broker %d: controlled shutdown not complete (error %s, %d partition(s) remaining)",
+                         self.node_id, error, len(remaining))
+            if attempt < retries:
+                await asyncio.sleep(backoff_s)
+        log.warning("broker %d: proceeding with an uncontrolled shutdown after %d attempts", self.node_id,
+                    retries + 1)
+
+    async def stop(self) -> None:
+        await self.controller.stop()
+        await asyncio.to_thread(self.zk.close)
+
+
+def _read_meta_properties(path: Path) -> dict[str, str] | None:
+    try:
+        text = path.read_text(encoding="latin-1")
+    except FileNotFoundError:
+        return None
+    props = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith(("#", "!")):
+            continue
+        key, sep, value = line.partition("=")
+        if sep:
+            props[key.strip()] = value.strip()
+    return props
+
+
+def _write_meta_properties(path: Path, props: dict[str, str]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="latin-1") as f:
+        f.write("#\n#" + time.strftime("%a %b %d %H:%M:%S UTC %Y", time.gmtime()) + "\n")
+        for key, value in props.items():
+            f.write(f"{key}={value}\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)

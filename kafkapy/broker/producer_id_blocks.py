@@ -1,0 +1,95 @@
+"""Producer ids in cluster mode: blocks of 1000 handed out by the controller (AllocateProducerIds).
+
+As Kafka's RPCProducerIdManager: the broker holds one block, fetches the next one in the background
+once 90% of the current block is used, and while it has no id to give answers InitProducerId with
+COORDINATOR_LOAD_IN_PROGRESS (retriable), so no two brokers ever hand out the same id. The
+controller allocates blocks with compare-and-set on `/latest_producer_id_block`.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+from ..net.client import BrokerConnection, BrokerConnectionError
+from ..protocol.errors import ErrorCode, KafkaError
+from ..protocol.messages import AllocateProducerIdsRequest
+
+if TYPE_CHECKING:
+    from .broker import Broker
+
+__all__ = ["ProducerIdBlocks"]
+
+log = logging.getLogger(__name__)
+
+_PREFETCH_AT = 0.9
+_RETRY_BACKOFF_S = 0.05
+
+
+class ProducerIdBlocks:
+    """`allocate()` like ProducerIdAllocator's, fed by AllocateProducerIds requests to the controller."""
+
+    def __init__(self, broker: Broker):
+        self.broker = broker
+        self._next = 0
+        self._end = 0  # exclusive
+        self._block_size = 0
+        self._pending: tuple[int, int] | None = None
+        self._fetching: asyncio.Task | None = None
+
+    def allocate(self) -> int:
+        if self._next >= self._end and self._pending is not None:
+            self._next, self._end = self._pending
+            self._block_size = self._end - self._next
+            self._pending = None
+        if self._next >= self._end:
+            self._fetch()
+            raise KafkaError("Producer ID block is not yet available; retry", ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+        producer_id = self._next
+        self._next += 1
+        if self._pending is None and self._block_size and \
+                self._end - self._next < self._block_size * (1 - _PREFETCH_AT):
+            self._fetch()
+        return producer_id
+
+    def _fetch(self) -> None:
+        if self._fetching is not None and not self._fetching.done():
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        self._fetching = loop.create_task(self._fetch_block())
+
+    async def _fetch_block(self) -> None:
+        broker = self.broker
+        for _ in range(200):  # about 10 s of retries, then the next allocate() starts again
+            controller_id = broker.metadata.controller_id()
+            try:
+                if controller_id == broker.node_id and broker.controller is not None:
+                    response = await broker.controller.allocate_producer_ids(broker.node_id, broker.broker_epoch)
+                elif controller_id >= 0 and broker.metadata.broker_endpoint(controller_id) is not None:
+                    host, port = broker.metadata.broker_endpoint(controller_id)
+                    connection = BrokerConnection(host, port, client_id=f"kafkapy-broker-{broker.node_id}")
+                    try:
+                        response = await connection.send(AllocateProducerIdsRequest(
+                            broker_id=broker.node_id, broker_epoch=broker.broker_epoch), 0)
+                    finally:
+                        connection.close()
+                else:
+                    response = None
+            except BrokerConnectionError as exc:
+                log.debug("AllocateProducerIds to controller %d failed: %s", controller_id, exc)
+                response = None
+            if response is not None and response.error_code == 0 and response.producer_id_len > 0:
+                block = (response.producer_id_start, response.producer_id_start + response.producer_id_len)
+                if self._next >= self._end:
+                    self._next, self._end = block
+                    self._block_size = block[1] - block[0]
+                else:
+                    self._pending = block
+                log.info("broker %d got producer ids %d-%d from the controller", broker.node_id, block[0],
+                         block[1] - 1)
+                return
+            await asyncio.sleep(_RETRY_BACKOFF_S)
+        log.warning("broker %d could not get a producer id block from the controller", broker.node_id)

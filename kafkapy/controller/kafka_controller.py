@@ -1,0 +1,792 @@
+"""The cluster controller, as Kafka 3.7's ZooKeeper-mode KafkaController does it.
+
+Every broker runs one; the broker that creates the ephemeral `/controller` znode (bumping
+`/controller_epoch` in the same multi) is the active controller until its session ends. Events
+(watch notifications, requests from brokers) are queued and handled one at a time by a single
+asyncio task, like Kafka's ControllerEventManager; ZooKeeper calls run in a worker thread. Every
+ZooKeeper write is fenced by `/controller_epoch`'s znode version: a write that fails the check means
+another broker took over, and this one resigns.
+
+What it does once elected (onControllerFailover): loads brokers, topics and partition states,
+sends UpdateMetadata with the live brokers to everyone before any LeaderAndIsr, re-sends the
+current LeaderAndIsr (leader epoch not bumped), elects leaders for new and offline partitions, and
+resumes topic deletions. Then it reacts to brokers coming and going, topics created, grown and
+deleted, and serves AlterPartition, AllocateProducerIds, ControlledShutdown and leader elections.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ..protocol.errors import ErrorCode
+from ..protocol.messages import (
+    AllocateProducerIdsResponse,
+    AlterPartitionResponse,
+    ControlledShutdownResponse,
+)
+from .channel import ControllerChannel, PartitionInfo, RequestBatch
+from .ids import new_topic_id
+from .leader_election import (
+    NO_LEADER,
+    RECOVERED,
+    RECOVERING,
+    controlled_shutdown_election,
+    new_partition_state,
+    offline_election,
+    preferred_election,
+    remove_replicas_from_isr,
+)
+from .zk.client import BadVersionError, ControllerMovedError, KafkaZkClient
+from .zk.paths import BrokerRegistration, LeaderIsr, TopicAssignment
+
+__all__ = ["KafkaController"]
+
+log = logging.getLogger(__name__)
+
+DELETION_EPOCH = -2
+TopicPartition = tuple[str, int]
+
+
+@dataclass(slots=True)
+class _Event:
+    name: str
+    payload: Any = None
+    future: asyncio.Future | None = None
+
+
+class KafkaController:
+    """The controller of one broker; active only while it holds `/controller`."""
+
+    def __init__(self, zk: KafkaZkClient, node_id: int, *, listener_name: str,
+                 unclean_leader_election: Callable[[str], bool] = lambda topic: False,
+                 delete_topic_enable: bool = True, socket_timeout_s: float = 30.0,
+                 auto_leader_rebalance: bool = True, rebalance_interval_s: float = 300.0,
+                 imbalance_percentage: int = 10):
+        self.zk = zk
+        self.node_id = node_id
+        self.listener_name = listener_name
+        self.unclean_leader_election = unclean_leader_election
+        self.delete_topic_enable = delete_topic_enable
+        self.auto_leader_rebalance = auto_leader_rebalance
+        self.rebalance_interval_s = rebalance_interval_s
+        self.imbalance_percentage = imbalance_percentage
+        self.channel = ControllerChannel(listener_name, socket_timeout_s)
+        self.active = False
+        self.epoch = 0
+        self.epoch_zk_version = -1
+        self.live: dict[int, tuple[BrokerRegistration, int]] = {}
+        self.shutting_down: set[int] = set()
+        self.topics: dict[str, TopicAssignment] = {}
+        self.states: dict[TopicPartition, tuple[LeaderIsr, int]] = {}
+        self.deleting: set[str] = set()
+        self._watched_topics: set[str] = set()
+        self._events: asyncio.Queue[_Event] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._task: asyncio.Task | None = None
+        self._rebalance_task: asyncio.Task | None = None
+        self.on_activation: list[Callable[[bool], None]] = []
+
+    # -- life cycle ---------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Start handling events and take part in controller election."""
+        self._loop = asyncio.get_running_loop()
+        self._events = asyncio.Queue()
+        self._task = self._loop.create_task(self._run(), name="controller-events")
+        await asyncio.to_thread(self._register_watches)
+        self.post("elect")
+
+    def _register_watches(self) -> None:
+        self.zk.watch_controller(lambda *_: self.post("controller_change"))
+        self.zk.watch_broker_ids(lambda *_: self.post("broker_change"))
+        self.zk.watch_topics(lambda *_: self.post("topic_change"))
+        self.zk.watch_topic_deletions(lambda *_: self.post("topic_deletion"))
+
+    def post(self, name: str, payload: Any = None) -> None:
+        """Queue an event; safe to call from any thread (kazoo's watch callbacks)."""
+        loop, events = self._loop, self._events
+        if loop is None or events is None or loop.is_closed():
+            return
+        try:
+            loop.call_soon_threadsafe(events.put_nowait, _Event(name, payload))
+        except RuntimeError:  # the loop closed under us: the broker is stopping
+            pass
+
+    async def call(self, name: str, payload: Any = None) -> Any:
+        """Queue an event from the loop and wait for its result (requests from brokers)."""
+        future = asyncio.get_running_loop().create_future()
+        self._events.put_nowait(_Event(name, payload, future))
+        return await future
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+        if self._rebalance_task is not None:
+            self._rebalance_task.cancel()
+        self.channel.close()
+        self.active = False
+
+    def session_expired(self) -> None:
+        """Our ZooKeeper session ended: resign now (the events reach the loop later)."""
+        self.post("resign_and_elect")
+
+    async def _run(self) -> None:
+        while True:
+            event = await self._events.get()
+            try:
+                result = await self._process(event)
+            except ControllerMovedError:
+                log.info("controller %d: the controller epoch moved on; resigning", self.node_id)
+                self._resign()
+                result = None
+                if event.future is not None and not event.future.done():
+                    event.future.set_exception(_NotController())
+                self.post("elect")
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.exception("controller %d failed handling %s", self.node_id, event.name)
+                if event.future is not None and not event.future.done():
+                    event.future.set_exception(exc)
+                if self.active:  # an unexpected failure: give up the role, as Kafka does
+                    self._resign()
+                    try:
+                        await asyncio.to_thread(self.zk.delete_controller_if_mine, self.node_id)
+                    except Exception:
+                        log.exception("controller %d could not delete /controller", self.node_id)
+                continue
+            if event.future is not None and not event.future.done():
+                event.future.set_result(result)
+
+    async def _zk(self, fn, *args, **kwargs):
+        return await asyncio.to_thread(fn, *args, **kwargs)
+
+    async def _process(self, event: _Event) -> Any:
+        name = event.name
+        if name in ("elect", "controller_change"):
+            return await self._elect()
+        if name == "resign_and_elect":
+            self._resign()
+            return await self._elect()
+        if name == "alter_partition":
+            return await self._alter_partition(*event.payload)
+        if name == "allocate_producer_ids":
+            return await self._allocate_producer_ids(*event.payload)
+        if name == "controlled_shutdown":
+            return await self._controlled_shutdown(*event.payload)
+        if name == "elect_leaders":
+            return await self._elect_leaders(*event.payload)
+        if not self.active:
+            return None
+        if name == "broker_change":
+            return await self._on_broker_change()
+        if name == "topic_change":
+            return await self._on_topic_change()
+        if name == "partition_modification":
+            return await self._on_partition_modification(event.payload)
+        if name == "topic_deletion":
+            return await self._on_topic_deletion()
+        if name == "rebalance":
+            return await self._rebalance_leaders()
+        if name == "stop_replica_response":
+            return None
+        log.warning("controller %d: unknown event %s", self.node_id, name)
+        return None
+
+    # -- election -----------------------------------------------------------------------------
+    async def _elect(self) -> None:
+        current = await self._zk(self.zk.get_controller_id)
+        if current is not None:
+            if current != self.node_id and self.active:
+                log.info("controller %d: broker %d is now the controller; resigning", self.node_id, current)
+                self._resign()
+            return
+        won = await self._zk(self.zk.try_elect_controller, self.node_id)
+        if won is None:
+            if self.active:
+                self._resign()
+            return
+        self.epoch, self.epoch_zk_version = won
+        log.info("broker %d is now the controller (epoch %d)", self.node_id, self.epoch)
+        self.active = True
+        try:
+            await self._on_failover()
+        except ControllerMovedError:
+            raise
+        for callback in self.on_activation:
+            callback(True)
+
+    def _resign(self) -> None:
+        if not self.active:
+            return
+        log.info("broker %d resigns as controller (epoch %d)", self.node_id, self.epoch)
+        self.active = False
+        self.channel.close()
+        self.channel = ControllerChannel(self.listener_name, self.channel.socket_timeout_s)
+        self.live.clear()
+        self.shutting_down.clear()
+        self.topics.clear()
+        self.states.clear()
+        self.deleting.clear()
+        if self._rebalance_task is not None:
+            self._rebalance_task.cancel()
+            self._rebalance_task = None
+        for callback in self.on_activation:
+            callback(False)
+
+    async def _on_failover(self) -> None:
+        await self._zk(self.zk.ensure_feature_znode, self.epoch_zk_version)
+        self.live = await self._zk(self.zk.get_all_brokers)
+        for broker_id, (registration, _) in self.live.items():
+            self.channel.add_broker(registration)
+        await self._load_topics(await self._zk(self.zk.get_all_topics))
+        self.deleting = set(await self._zk(self.zk.get_topics_pending_deletion))
+        # 1. the live brokers, before any LeaderAndIsr (a follower needs its leader in its cache)
+        batch = self._batch()
+        batch.add_update_metadata(self.live)
+        self._send(batch)
+        # 2. the current state of every partition with a live leader, epoch unchanged
+        batch = self._batch()
+        for key, (state, zk_version) in self.states.items():
+            if key[0] in self.deleting:
+                continue
+            info = self._info(*key)
+            if state.leader in self._live_ids():
+                batch.add_leader_and_isr(self._live_replicas(info), info, state, zk_version)
+        batch.add_update_metadata(self.live, self._metadata_entries(self.states))
+        self._send(batch)
+        # 3. leaders for new and offline partitions
+        await self._elect_offline_and_new()
+        await self._on_topic_deletion()
+        if self.auto_leader_rebalance:
+            self._rebalance_task = asyncio.get_running_loop().create_task(self._rebalance_timer())
+
+    async def _load_topics(self, names: Iterable[str]) -> list[str]:
+        loaded = []
+        for name in names:
+            found = await self._zk(self.zk.get_topic, name)
+            if found is None:
+                continue
+            assignment, version = found
+            if assignment.topic_id is None:  # written by an old tool: backfill, as IBP >= 2.8 does
+                assignment = replace(assignment, topic_id=new_topic_id())
+                await self._zk(self.zk.set_topic_assignment, assignment, self.epoch_zk_version, version)
+            self.topics[name] = assignment
+            states = await self._zk(self.zk.get_all_partition_states, name)
+            for partition, (state, zk_version) in states.items():
+                self.states[(name, partition)] = (state, zk_version)
+            if name not in self._watched_topics:
+                self._watched_topics.add(name)
+                await self._zk(self.zk.watch_topic, name,
+                               lambda *_args, topic=name: self.post("partition_modification", topic))
+            loaded.append(name)
+        return loaded
+
+    # -- helpers ------------------------------------------------------------------------------
+    def _batch(self) -> RequestBatch:
+        return RequestBatch(self.node_id, self.epoch)
+
+    def _send(self, batch: RequestBatch) -> None:
+        batch.send(self.channel, self.live, leader_and_isr_callback=self._on_leader_and_isr_response)
+
+    def _on_leader_and_isr_response(self, broker_id: int, response) -> None:
+        if response.error_code:
+            log.warning("controller %d: LeaderAndIsr to broker %d failed: %s", self.node_id, broker_id,
+                        ErrorCode(response.error_code).name)
+
+    def _live_ids(self) -> set[int]:
+        """Brokers that may lead or join an ISR: registered and not shutting down."""
+        return set(self.live) - self.shutting_down
+
+    def _info(self, topic: str, partition: int) -> PartitionInfo:
+        assignment = self.topics[topic]
+        return PartitionInfo(topic, partition, assignment.topic_id or uuid.UUID(int=0),
+                             list(assignment.partitions.get(partition, [])),
+                             list(assignment.adding.get(partition, [])),
+                             list(assignment.removing.get(partition, [])))
+
+    def _live_replicas(self, info: PartitionInfo) -> list[int]:
+        return [r for r in info.replicas if r in self.live]
+
+    def _metadata_entries(self, keys: Iterable[TopicPartition]) -> list[tuple]:
+        entries = []
+        for key in keys:
+            if key[0] not in self.topics or key not in self.states:
+                continue
+            state, zk_version = self.states[key]
+            info = self._info(*key)
+            offline = [r for r in info.replicas if r not in self.live]
+            entries.append((info, state, zk_version, offline))
+        return entries
+
+    async def _write_state(self, key: TopicPartition, state: LeaderIsr) -> bool:
+        """CAS-write a partition's new state; False (and the context refreshed) on a version clash."""
+        old = self.states.get(key)
+        try:
+            if old is None:
+                version = await self._zk(self.zk.create_partition_state, key[0], key[1], state,
+                                         self.epoch_zk_version)
+            else:
+                version = await self._zk(self.zk.update_partition_state, key[0], key[1], state, old[1],
+                                         self.epoch_zk_version)
+        except BadVersionError:
+            fresh = await self._zk(self.zk.get_partition_state, *key)
+            if fresh is not None:
+                self.states[key] = fresh
+                if fresh[0].controller_epoch > self.epoch:
+                    raise ControllerMovedError(f"partition {key} was written by controller epoch "
+                                               f"{fresh[0].controller_epoch}") from None
+            log.warning("controller %d: partition %s-%d changed under us; will retry on the next event",
+                        self.node_id, *key)
+            return False
+        self.states[key] = (state, version)
+        return True
+
+    async def _apply(self, changes: dict[TopicPartition, LeaderIsr], *, is_new: bool = False,
+                     extra_leader_and_isr: Iterable[int] = ()) -> list[TopicPartition]:
+        """Write each change, then send LeaderAndIsr to the partition's live replicas and UpdateMetadata
+        to every broker. Returns the partitions written."""
+        written = []
+        for key, state in changes.items():
+            if await self._write_state(key, state):
+                written.append(key)
+        if not written:
+            return written
+        batch = self._batch()
+        for key in written:
+            state, version = self.states[key]
+            info = self._info(*key)
+            batch.add_leader_and_isr(self._live_replicas(info), info, state, version, is_new=is_new)
+        batch.add_update_metadata(self.live, self._metadata_entries(written))
+        self._send(batch)
+        for key in written:
+            state = self.states[key][0]
+            log.info("partition %s-%d: leader %d, leader epoch %d, ISR %s", key[0], key[1], state.leader,
+                     state.leader_epoch, state.isr)
+        return written
+
+    async def _elect_offline_and_new(self, only: Iterable[TopicPartition] | None = None) -> None:
+        """Elect leaders for partitions that have none (new, or leader not live)."""
+        live = self._live_ids()
+        new_states: dict[TopicPartition, LeaderIsr] = {}
+        changes: dict[TopicPartition, LeaderIsr] = {}
+        keys = list(only) if only is not None else [
+            (topic, p) for topic, assignment in self.topics.items() for p in assignment.partitions]
+        for key in keys:
+            if key[0] in self.deleting or key[0] not in self.topics:
+                continue
+            info = self._info(*key)
+            current = self.states.get(key)
+            if current is None:
+                state = new_partition_state(info.replicas, live, self.epoch)
+                if state is None:
+                    log.warning("partition %s-%d: no live replica among %s; it stays offline", key[0], key[1],
+                                info.replicas)
+                    continue
+                new_states[key] = state
+                continue
+            state = current[0]
+            if state.leader in live:
+                continue
+            elected = offline_election(state, info.replicas, live, self.unclean_leader_election(key[0]),
+                                       self.epoch)
+            if elected is None:
+                if state.leader != NO_LEADER:
+                    lost = remove_replicas_from_isr(state, {state.leader}, self.epoch)
+                    if lost is not None:
+                        changes[key] = lost
+                log.warning("partition %s-%d: no live in-sync replica (ISR %s); it stays offline", key[0], key[1],
+                            state.isr)
+                continue
+            if elected.leader_recovery_state == RECOVERING:
+                log.warning("partition %s-%d: unclean leader election of broker %d (data may be lost)",
+                            key[0], key[1], elected.leader)
+            changes[key] = elected
+        if new_states:
+            await self._apply(new_states, is_new=True)
+        if changes:
+            await self._apply(changes)
+
+    # -- broker changes -----------------------------------------------------------------------
+    async def _on_broker_change(self) -> None:
+        current = await self._zk(self.zk.get_all_brokers)
+        new = [b for b in current if b not in self.live]
+        dead = [b for b in self.live if b not in current]
+        bounced = [b for b in current if b in self.live and current[b][1] != self.live[b][1]]
+        changed_endpoints = [b for b in current if b in self.live and b not in bounced
+                             and current[b][0].endpoints != self.live[b][0].endpoints]
+        if not (new or dead or bounced or changed_endpoints):
+            return
+        log.info("controller %d: brokers new %s, dead %s, bounced %s", self.node_id, sorted(new), sorted(dead),
+                 sorted(bounced))
+        if dead or bounced:
+            gone = set(dead) | set(bounced)
+            for broker_id in gone:
+                self.live.pop(broker_id, None)
+                self.shutting_down.discard(broker_id)
+                self.channel.remove_broker(broker_id)
+            await self._on_brokers_failed(gone)
+        for broker_id in changed_endpoints:
+            self.live[broker_id] = current[broker_id]
+            self.channel.add_broker(current[broker_id][0])
+        if changed_endpoints and not (new or bounced):
+            batch = self._batch()
+            batch.add_update_metadata(self.live)
+            self._send(batch)
+        started = sorted(set(new) | set(bounced))
+        if started:
+            for broker_id in started:
+                self.live[broker_id] = current[broker_id]
+                self.channel.add_broker(current[broker_id][0])
+            await self._on_brokers_started(started)
+
+    async def _on_brokers_failed(self, gone: set[int]) -> None:
+        live = self._live_ids()
+        changes: dict[TopicPartition, LeaderIsr] = {}
+        for key, (state, _) in list(self.states.items()):
+            if key[0] in self.deleting or key[0] not in self.topics:
+                continue
+            info = self._info(*key)
+            if state.leader in gone or state.leader == NO_LEADER:
+                elected = offline_election(state, info.replicas, live, self.unclean_leader_election(key[0]),
+                                           self.epoch)
+                if elected is None:
+                    elected = remove_replicas_from_isr(state, gone, self.epoch)
+                    log.warning("partition %s-%d: no live in-sync replica left (ISR %s); it is offline",
+                                key[0], key[1], state.isr)
+                if elected is not None:
+                    changes[key] = elected
+            elif any(r in gone for r in state.isr):
+                shrunk = remove_replicas_from_isr(state, gone, self.epoch)
+                if shrunk is not None:
+                    changes[key] = shrunk
+        await self._apply(changes)
+        # partitions whose state did not change still list the dead brokers as offline replicas
+        batch = self._batch()
+        batch.add_update_metadata(self.live, self._metadata_entries(
+            k for k in self.states if k not in changes and any(r in gone for r in self._info(*k).replicas)))
+        self._send(batch)
+
+    async def _on_brokers_started(self, started: list[int]) -> None:
+        # the new brokers get every partition; the others only the new broker list
+        batch = self._batch()
+        batch.add_update_metadata([b for b in self.live if b not in started])
+        self._send(batch)
+        batch = self._batch()
+        batch.add_update_metadata(started, self._metadata_entries(self.states))
+        for key, (state, version) in self.states.items():
+            if key[0] in self.deleting or key[0] not in self.topics:
+                continue
+            info = self._info(*key)
+            targets = [b for b in started if b in info.replicas]
+            if targets and state.leader != NO_LEADER:
+                batch.add_leader_and_isr(targets, info, state, version)
+        self._send(batch)
+        await self._elect_offline_and_new()
+        await self._on_topic_deletion()
+
+    # -- topics -------------------------------------------------------------------------------
+    async def _on_topic_change(self) -> None:
+        names = await self._zk(self.zk.get_all_topics)
+        added = [n for n in names if n not in self.topics]
+        removed = [n for n in self.topics if n not in names]
+        for name in removed:
+            self._forget_topic(name)
+        if not added:
+            return
+        loaded = await self._load_topics(added)
+        await self._elect_offline_and_new([(t, p) for t in loaded for p in self.topics[t].partitions])
+
+    async def _on_partition_modification(self, topic: str) -> None:
+        if topic not in self.topics:
+            return
+        found = await self._zk(self.zk.get_topic, topic)
+        if found is None:
+            return
+        assignment, _ = found
+        old = self.topics[topic]
+        added = [p for p in assignment.partitions if p not in old.partitions]
+        if not added:
+            return
+        if topic in self.deleting:
+            log.warning("controller %d: topic %s is being deleted; ignoring its new partitions", self.node_id, topic)
+            return
+        self.topics[topic] = replace(assignment, topic_id=old.topic_id or assignment.topic_id)
+        log.info("controller %d: topic %s grew to %d partitions", self.node_id, topic, len(assignment.partitions))
+        await self._elect_offline_and_new([(topic, p) for p in added])
+
+    async def _on_topic_deletion(self) -> None:
+        pending = await self._zk(self.zk.get_topics_pending_deletion)
+        for name in pending:
+            if not self.delete_topic_enable:
+                await self._zk(self.zk.delete_admin_path, f"/admin/delete_topics/{name}", self.epoch_zk_version)
+                continue
+            if name not in self.topics:
+                if await self._zk(self.zk.get_topic, name) is None:
+                    await self._zk(self.zk.delete_admin_path, f"/admin/delete_topics/{name}",
+                                   self.epoch_zk_version)
+                continue
+            self.deleting.add(name)
+            assignment = self.topics[name]
+            replicas = {r for rs in assignment.partitions.values() for r in rs}
+            dead = sorted(r for r in replicas if r not in self.live)
+            if dead:
+                log.info("controller %d: deletion of topic %s waits for brokers %s", self.node_id, name, dead)
+                continue
+            keys = [(name, p) for p in assignment.partitions]
+            batch = self._batch()
+            entries = []
+            for key in keys:
+                state = self.states.get(key, (LeaderIsr(NO_LEADER, 0, [], self.epoch), 0))
+                entries.append((self._info(*key), replace(state[0], leader=DELETION_EPOCH), state[1], []))
+            batch.add_update_metadata(self.live, entries)
+            for partition, rs in assignment.partitions.items():
+                for replica in rs:
+                    batch.add_stop_replica(replica, name, partition, True, DELETION_EPOCH)
+            self._send(batch)
+            await self._zk(self.zk.delete_topic_znodes, name, self.epoch_zk_version)
+            self._forget_topic(name)
+            log.info("controller %d: deleted topic %s", self.node_id, name)
+
+    def _forget_topic(self, name: str) -> None:
+        assignment = self.topics.pop(name, None)
+        self.deleting.discard(name)
+        if assignment is not None:
+            for partition in assignment.partitions:
+                self.states.pop((name, partition), None)
+
+    # -- requests from brokers ----------------------------------------------------------------
+    async def alter_partition(self, request, version: int) -> AlterPartitionResponse:
+        try:
+            return await self.call("alter_partition", (request, version))
+        except _NotController:
+            return AlterPartitionResponse(error_code=ErrorCode.NOT_CONTROLLER, topics=[])
+
+    async def _alter_partition(self, request, version: int) -> AlterPartitionResponse:
+        if not self.active:
+            return AlterPartitionResponse(error_code=ErrorCode.NOT_CONTROLLER, topics=[])
+        registered = self.live.get(request.broker_id)
+        if registered is None or (request.broker_epoch != -1 and request.broker_epoch != registered[1]):
+            return AlterPartitionResponse(error_code=ErrorCode.STALE_BROKER_EPOCH, topics=[])
+        by_id = {a.topic_id: name for name, a in self.topics.items() if a.topic_id is not None}
+        topics_out = []
+        accepted: dict[TopicPartition, LeaderIsr] = {}
+        results: dict[TopicPartition, Any] = {}
+        eligible = self._live_ids()
+        for topic in request.topics:
+            name = by_id.get(topic.topic_id) if version >= 2 else topic.topic_name
+            out = AlterPartitionResponse.TopicData(topic_name=topic.topic_name, topic_id=topic.topic_id,
+                                                   partitions=[])
+            topics_out.append(out)
+            for part in topic.partitions:
+                result = AlterPartitionResponse.PartitionData(partition_index=part.partition_index, leader_id=-1,
+                                                              leader_epoch=-1, isr=[], partition_epoch=-1)
+                out.partitions.append(result)
+                if name is None:
+                    result.error_code = ErrorCode.UNKNOWN_TOPIC_ID if version >= 2 \
+                        else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                    continue
+                key = (name, part.partition_index)
+                current = self.states.get(key)
+                if current is None or name in self.deleting:
+                    result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                    continue
+                state, zk_version = current
+                new_isr = [b.broker_id for b in part.new_isr_with_epochs] if version >= 3 else list(part.new_isr)
+                if part.partition_epoch > zk_version or part.leader_epoch > state.leader_epoch:
+                    result.error_code = ErrorCode.NOT_CONTROLLER
+                    continue
+                if part.leader_epoch < state.leader_epoch:
+                    result.error_code = ErrorCode.FENCED_LEADER_EPOCH
+                    continue
+                if sorted(new_isr) == sorted(state.isr) and part.leader_recovery_state == state.leader_recovery_state:
+                    _fill(result, state, zk_version)
+                    continue
+                if part.partition_epoch < zk_version:
+                    result.error_code = ErrorCode.INVALID_UPDATE_VERSION
+                    continue
+                if (part.leader_recovery_state == RECOVERING and len(new_isr) > 1) or \
+                        (state.leader_recovery_state == RECOVERED and part.leader_recovery_state == RECOVERING):
+                    result.error_code = ErrorCode.INVALID_REQUEST
+                    continue
+                if any(b not in eligible for b in new_isr):
+                    result.error_code = ErrorCode.INELIGIBLE_REPLICA if version >= 2 \
+                        else ErrorCode.OPERATION_NOT_ATTEMPTED
+                    continue
+                accepted[key] = LeaderIsr(state.leader, state.leader_epoch, new_isr, self.epoch,
+                                          part.leader_recovery_state)
+                results[key] = result
+        written = []
+        for key, state in accepted.items():
+            if await self._write_state(key, state):
+                new_state, version_now = self.states[key]
+                _fill(results[key], new_state, version_now)
+                written.append(key)
+                log.info("partition %s-%d: ISR now %s (requested by leader %d)", key[0], key[1], new_state.isr,
+                         request.broker_id)
+            else:
+                results[key].error_code = ErrorCode.INVALID_UPDATE_VERSION
+        if written:
+            batch = self._batch()
+            batch.add_update_metadata(self.live, self._metadata_entries(written))
+            self._send(batch)
+        return AlterPartitionResponse(throttle_time_ms=0, error_code=0, topics=topics_out)
+
+    async def allocate_producer_ids(self, broker_id: int, broker_epoch: int) -> AllocateProducerIdsResponse:
+        try:
+            return await self.call("allocate_producer_ids", (broker_id, broker_epoch))
+        except _NotController:
+            return AllocateProducerIdsResponse(error_code=ErrorCode.NOT_CONTROLLER, producer_id_start=-1,
+                                               producer_id_len=0)
+
+    async def _allocate_producer_ids(self, broker_id: int, broker_epoch: int) -> AllocateProducerIdsResponse:
+        if not self.active:
+            return AllocateProducerIdsResponse(error_code=ErrorCode.NOT_CONTROLLER, producer_id_start=-1)
+        registered = self.live.get(broker_id)
+        if registered is None:
+            return AllocateProducerIdsResponse(error_code=ErrorCode.BROKER_ID_NOT_REGISTERED, producer_id_start=-1)
+        if broker_epoch != -1 and broker_epoch != registered[1]:
+            return AllocateProducerIdsResponse(error_code=ErrorCode.STALE_BROKER_EPOCH, producer_id_start=-1)
+        start, length = await self._zk(self.zk.allocate_producer_id_block, broker_id, self.epoch_zk_version)
+        log.info("controller %d: producer ids %d-%d for broker %d", self.node_id, start, start + length - 1,
+                 broker_id)
+        return AllocateProducerIdsResponse(error_code=0, producer_id_start=start, producer_id_len=length)
+
+    async def controlled_shutdown(self, broker_id: int, broker_epoch: int) -> tuple[int, list[TopicPartition]]:
+        try:
+            return await self.call("controlled_shutdown", (broker_id, broker_epoch))
+        except _NotController:
+            return ErrorCode.STALE_CONTROLLER_EPOCH, []
+
+    async def _controlled_shutdown(self, broker_id: int, broker_epoch: int) -> tuple[int, list[TopicPartition]]:
+        if not self.active:
+            return ErrorCode.STALE_CONTROLLER_EPOCH, []
+        registered = self.live.get(broker_id)
+        if registered is None:
+            return ErrorCode.BROKER_NOT_AVAILABLE, []
+        if broker_epoch != -1 and broker_epoch < registered[1]:
+            return ErrorCode.STALE_BROKER_EPOCH, []
+        self.shutting_down.add(broker_id)
+        log.info("controller %d: broker %d is shutting down", self.node_id, broker_id)
+        live = self._live_ids()
+        changes: dict[TopicPartition, LeaderIsr] = {}
+        batch = self._batch()
+        for key, (state, _) in list(self.states.items()):
+            if key[0] in self.deleting or key[0] not in self.topics:
+                continue
+            info = self._info(*key)
+            if broker_id not in info.replicas:
+                continue
+            if state.leader == broker_id:
+                if len(info.replicas) > 1:
+                    elected = controlled_shutdown_election(state, info.replicas, live, self.shutting_down,
+                                                           self.epoch)
+                    if elected is not None:
+                        changes[key] = elected
+            elif broker_id in state.isr:
+                shrunk = remove_replicas_from_isr(state, {broker_id}, self.epoch)
+                if shrunk is not None:
+                    changes[key] = shrunk
+                batch.add_stop_replica(broker_id, key[0], key[1], False, state.leader_epoch)
+        await self._apply(changes)
+        self._send(batch)
+        remaining = [key for key, (state, _) in self.states.items()
+                     if state.leader == broker_id and len(self._info(*key).replicas) > 1]
+        return ErrorCode.NONE, sorted(remaining)
+
+    async def elect_leaders(self, partitions: list[TopicPartition], unclean: bool) -> dict[TopicPartition, tuple]:
+        """ElectLeaders: per partition (error code, message)."""
+        try:
+            return await self.call("elect_leaders", (partitions, unclean))
+        except _NotController:
+            return {key: (ErrorCode.NOT_CONTROLLER, None) for key in partitions}
+
+    async def _elect_leaders(self, partitions: list[TopicPartition], unclean: bool) -> dict[TopicPartition, tuple]:
+        if not self.active:
+            return {key: (ErrorCode.NOT_CONTROLLER, None) for key in partitions}
+        live = self._live_ids()
+        results: dict[TopicPartition, tuple] = {}
+        changes: dict[TopicPartition, LeaderIsr] = {}
+        for key in partitions:
+            current = self.states.get(key)
+            if current is None or key[0] in self.deleting:
+                results[key] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this "
+                                                                      "topic-partition.")
+                continue
+            state = current[0]
+            info = self._info(*key)
+            if unclean:
+                if state.leader in live:
+                    results[key] = (ErrorCode.ELECTION_NOT_NEEDED, "Leader election not needed for topic "
+                                                                   "partition.")
+                    continue
+                elected = offline_election(state, info.replicas, live, True, self.epoch)
+                error = (ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE, "Eligible topic partition leaders are not "
+                                                                   "available.")
+            else:
+                if info.replicas and state.leader == info.replicas[0]:
+                    results[key] = (ErrorCode.ELECTION_NOT_NEEDED, "Leader election not needed for topic "
+                                                                   "partition.")
+                    continue
+                elected = preferred_election(state, info.replicas, live, self.epoch)
+                error = (ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE, "The preferred leader was not available.")
+            if elected is None:
+                results[key] = error
+                continue
+            changes[key] = elected
+        written = await self._apply(changes)
+        for key in changes:
+            results[key] = (ErrorCode.NONE, None) if key in written else \
+                (ErrorCode.NOT_CONTROLLER, "the partition changed during the election")
+        return results
+
+    # -- automatic preferred-leader balancing ---------------------------------------------------
+    async def _rebalance_timer(self) -> None:
+        await asyncio.sleep(5)
+        while True:
+            self.post("rebalance")
+            await asyncio.sleep(self.rebalance_interval_s)
+
+    async def _rebalance_leaders(self) -> None:
+        live = self._live_ids()
+        by_preferred: dict[int, list[TopicPartition]] = {}
+        for key in self.states:
+            if key[0] in self.deleting or key[0] not in self.topics:
+                continue
+            replicas = self.topics[key[0]].partitions.get(key[1], [])
+            if replicas:
+                by_preferred.setdefault(replicas[0], []).append(key)
+        changes: dict[TopicPartition, LeaderIsr] = {}
+        for preferred, keys in by_preferred.items():
+            if preferred not in live:
+                continue
+            imbalanced = [k for k in keys if self.states[k][0].leader != preferred]
+            if not keys or len(imbalanced) * 100 <= self.imbalance_percentage * len(keys):
+                continue
+            for key in imbalanced:
+                elected = preferred_election(self.states[key][0], self.topics[key[0]].partitions[key[1]], live,
+                                             self.epoch)
+                if elected is not None:
+                    changes[key] = elected
+        if changes:
+            log.info("controller %d: moving %d partition(s) back to their preferred leaders", self.node_id,
+                     len(changes))
+            await self._apply(changes)
+
+
+class _NotController(Exception):
+    """The controller resigned while the request waited."""
+
+
+def _fill(result, state: LeaderIsr, zk_version: int) -> None:
+    result.error_code = 0
+    result.leader_id = state.leader
+    result.leader_epoch = state.leader_epoch
+    result.isr = list(state.isr)
+    result.leader_recovery_state = state.leader_recovery_state
+    result.partition_epoch = zk_version
+
+

@@ -1,0 +1,332 @@
+"""ZkMetadataStore: the MetadataStore of a broker in a ZooKeeper cluster.
+
+Reads come from the broker's MetadataCache (what the controller's UpdateMetadata requests said),
+as on a Kafka ZooKeeper-mode broker; topic config overrides come from `/config/topics/<t>` and
+are re-read when a config change notification names them. Writes go to ZooKeeper the way Kafka's
+AdminZkClient makes them from whichever broker serves the request: a new topic is its config znode
+plus `/brokers/topics/<t>`, a deletion is `/admin/delete_topics/<t>`, a config change is the
+entity's znode plus a `config_change_` notification. The controller picks the writes up from its
+watches and tells every broker through UpdateMetadata, which updates this store's cache.
+
+Admin writes are blocking ZooKeeper calls on the caller's thread: a few milliseconds on the
+handler paths that make them (CreateTopics, AlterConfigs, ...), never on produce or fetch.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+
+from ...protocol.errors import ErrorCode, KafkaError
+from ..acls import AclBinding, AclBindingFilter
+from ..errors import (
+    InvalidPartitionsError,
+    TopicAlreadyExistsError,
+    UnknownTopicIdError,
+    UnknownTopicOrPartitionError,
+)
+from ..ids import new_topic_id, uuid_to_kafka_str
+from ..metadata_cache import MetadataCache, MetadataDelta
+from ..store import (
+    BrokerInfo,
+    ChangeKind,
+    MetadataChange,
+    MetadataListener,
+    MetadataStore,
+    PartitionMetadata,
+    TopicConfigValidator,
+    TopicMetadata,
+)
+from ..topic_rules import check_new_topic_name, is_internal_topic, plan_assignments, plan_new_partitions
+from .client import KafkaZkClient, TopicExistsError
+from .paths import TopicAssignment
+
+__all__ = ["ZkMetadataStore"]
+
+log = logging.getLogger(__name__)
+
+_UNKNOWN_TOPIC = "This server does not host this topic-partition."
+_DEFAULT_ENTITY = "<default>"
+
+
+class ZkMetadataStore(MetadataStore):
+    """Cluster metadata for one broker: cached from UpdateMetadata, written to ZooKeeper."""
+
+    def __init__(self, zk: KafkaZkClient, cluster_id: str, *, node_id: int, listener_name: str,
+                 topic_config_validator: TopicConfigValidator | None = None,
+                 default_num_partitions: int = 1, default_replication_factor: int = 1,
+                 delete_topic_enable: bool = True):
+        self.zk = zk
+        self.node_id = node_id
+        self.listener_name = listener_name
+        self.topic_config_validator = topic_config_validator
+        self.default_num_partitions = default_num_partitions
+        self.default_replication_factor = default_replication_factor
+        self.delete_topic_enable = delete_topic_enable
+        self.cache = MetadataCache()
+        self._cluster_id = cluster_id
+        self._lock = threading.RLock()
+        self._listeners: list[MetadataListener] = []
+        self._topic_configs: dict[str, MappingProxyType] = {}
+        self._topics: dict[str, TopicMetadata] = {}
+        self._acls: set[AclBinding] = set()
+        self.registration_hook = None  # set by the cluster member: (host, port, rack) -> None
+
+    # -- the cache ------------------------------------------------------------------------------
+    def apply_update_metadata(self, request) -> MetadataDelta:
+        """Apply an UpdateMetadata request and tell the listeners what changed."""
+        with self._lock:
+            delta = self.cache.apply(request)
+            for name in delta.created_topics | delta.changed_topics:
+                if name not in self._topic_configs:
+                    self._topic_configs[name] = MappingProxyType(self._read_topic_configs(name))
+                self._rebuild(name)
+            deleted = []
+            for name in delta.deleted_topics:
+                topic = self._topics.pop(name, None)
+                self._topic_configs.pop(name, None)
+                if topic is not None:
+                    deleted.append(topic)
+        for name in sorted(delta.created_topics):
+            topic = self._topics.get(name)
+            if topic is not None:
+                self._notify(MetadataChange(ChangeKind.TOPIC_CREATED, topic=topic))
+        for name in sorted(delta.changed_topics - delta.created_topics):
+            topic = self._topics.get(name)
+            if topic is not None:
+                self._notify(MetadataChange(ChangeKind.PARTITION_CHANGED, topic=topic))
+        for topic in deleted:
+            self._notify(MetadataChange(ChangeKind.TOPIC_DELETED, topic=topic))
+        return delta
+
+    def _rebuild(self, name: str) -> None:
+        partitions = self.cache.partitions(name)
+        topic_id = self.cache.topic_id(name)
+        if partitions is None:
+            self._topics.pop(name, None)
+            return
+        self._topics[name] = TopicMetadata(
+            name, topic_id or uuid.UUID(int=0), partitions, self._topic_configs.get(name, MappingProxyType({})),
+            is_internal_topic(name))
+
+    def _read_topic_configs(self, name: str) -> dict[str, str]:
+        try:
+            return dict(self.zk.get_entity_config("topics", name))
+        except Exception as exc:  # ZooKeeper unreachable: keep serving with the defaults, say so once
+            log.warning("cannot read the config overrides of topic %s from ZooKeeper: %s", name, exc)
+            return {}
+
+    def on_config_changes(self, entity_paths: Sequence[str]) -> None:
+        """A `config_change_` notification named these entities (e.g. "topics/foo", "brokers/1")."""
+        for path in entity_paths:
+            entity_type, _, name = path.partition("/")
+            if entity_type == "topics":
+                with self._lock:
+                    self._topic_configs[name] = MappingProxyType(self._read_topic_configs(name))
+                    self._rebuild(name)
+                    topic = self._topics.get(name)
+                if topic is not None:
+                    self._notify(MetadataChange(ChangeKind.TOPIC_CONFIGS_CHANGED, topic=topic))
+            elif entity_type == "brokers":
+                resource = "" if name == _DEFAULT_ENTITY else name
+                self._notify(MetadataChange(ChangeKind.BROKER_CONFIGS_CHANGED, resource=resource))
+
+    def topic_configs(self, name: str) -> Mapping[str, str]:
+        """A topic's config overrides (read from ZooKeeper the first time)."""
+        with self._lock:
+            configs = self._topic_configs.get(name)
+            if configs is None:
+                configs = self._topic_configs[name] = MappingProxyType(self._read_topic_configs(name))
+            return configs
+
+    # -- brokers --------------------------------------------------------------------------------
+    @property
+    def cluster_id(self) -> str:
+        return self._cluster_id
+
+    def register_broker(self, node_id: int, host: str, port: int, rack: str | None = None) -> BrokerInfo:
+        if node_id == self.node_id and self.registration_hook is not None:
+            self.registration_hook(host, port, rack)
+        return BrokerInfo(node_id, host, port, rack)
+
+    def unregister_broker(self, node_id: int) -> None:
+        """Brokers leave the cluster when their ZooKeeper session ends; nothing to do here."""
+
+    def list_brokers(self) -> list[BrokerInfo]:
+        return self.cache.broker_infos(self.listener_name)
+
+    def controller_id(self) -> int:
+        return self.cache.controller_id
+
+    def broker_endpoint(self, node_id: int) -> tuple[str, int] | None:
+        """The inter-broker endpoint of a live broker, per the last UpdateMetadata."""
+        return self.cache.endpoint(node_id, self.listener_name)
+
+    def is_live(self, node_id: int) -> bool:
+        return node_id in self.cache.brokers
+
+    # -- topics ---------------------------------------------------------------------------------
+    def _registered_brokers(self) -> list[int]:
+        return sorted(self.zk.get_all_brokers())
+
+    def create_topic(self, name: str, num_partitions: int = -1, replication_factor: int = -1, *,
+                     assignments: Mapping[int, Sequence[int]] | None = None,
+                     configs: Mapping[str, str] | None = None, internal: bool = False,
+                     validate_only: bool = False) -> TopicMetadata:
+        existing = set(self.zk.get_all_topics())
+        check_new_topic_name(name, existing)
+        configs = dict(configs or {})
+        if self.topic_config_validator is not None:
+            self.topic_config_validator(configs, None)
+        replica_lists = plan_assignments(num_partitions, replication_factor, assignments,
+                                         self._registered_brokers(), self.default_num_partitions,
+                                         self.default_replication_factor)
+        topic_id = new_topic_id()
+        partitions = tuple(PartitionMetadata(p, tuple(replicas), (), -1, 0, 0)
+                           for p, replicas in enumerate(replica_lists))
+        topic = TopicMetadata(name, topic_id, partitions, MappingProxyType(configs),
+                              internal or is_internal_topic(name))
+        if validate_only:
+            return topic
+        assignment = TopicAssignment(name, topic_id, {p: list(r) for p, r in enumerate(replica_lists)}, {}, {})
+        try:
+            self.zk.create_topic(assignment, configs)
+        except TopicExistsError:
+            raise TopicAlreadyExistsError(f"Topic '{name}' already exists.") from None
+        log.info("created topic %s (id %s) in ZooKeeper with %d partition(s), replication factor %d%s", name,
+                 uuid_to_kafka_str(topic_id), len(partitions), len(replica_lists[0]),
+                 f", configs {configs}" if configs else "")
+        with self._lock:
+            self._topic_configs[name] = MappingProxyType(configs)
+        return topic
+
+    def delete_topic(self, name_or_id: str | uuid.UUID) -> TopicMetadata:
+        if isinstance(name_or_id, uuid.UUID):
+            topic = self.topic_by_id(name_or_id)
+            if topic is None:
+                raise UnknownTopicIdError("This server does not host this topic ID.")
+        else:
+            topic = self.get_topic(name_or_id)
+            if topic is None:
+                if self.zk.get_topic(name_or_id) is None:
+                    raise UnknownTopicOrPartitionError(_UNKNOWN_TOPIC)
+                topic = TopicMetadata(name_or_id, uuid.UUID(int=0), ())
+        self.zk.mark_topic_for_deletion(topic.name)
+        log.info("marked topic %s for deletion", topic.name)
+        return topic
+
+    def create_partitions(self, name: str, new_total: int, assignments: Sequence[Sequence[int]] | None = None, *,
+                          validate_only: bool = False) -> TopicMetadata:
+        found = self.zk.get_topic(name)
+        if found is None or name in self.zk.get_topics_pending_deletion():
+            raise UnknownTopicOrPartitionError(_UNKNOWN_TOPIC)
+        assignment, _version = found
+        current = len(assignment.partitions)
+        factor = len(assignment.partitions[0]) if assignment.partitions else 1
+        if assignment.adding or assignment.removing:
+            raise KafkaError(f"A partition reassignment is in progress for the topic '{name}'.",
+                             ErrorCode.REASSIGNMENT_IN_PROGRESS)
+        replica_lists = plan_new_partitions(name, current, new_total, factor, assignments,
+                                            self._registered_brokers())
+        partitions = dict(assignment.partitions)
+        for offset, replicas in enumerate(replica_lists):
+            partitions[current + offset] = list(replicas)
+        topic = TopicMetadata(name, assignment.topic_id or uuid.UUID(int=0),
+                              tuple(PartitionMetadata(p, tuple(r), (), -1) for p, r in sorted(partitions.items())))
+        if validate_only:
+            return topic
+        if new_total <= current:
+            raise InvalidPartitionsError(f"Topic already has {current} partition(s).")
+        self.zk.set_topic_assignment_unfenced(TopicAssignment(name, assignment.topic_id, partitions, {}, {}),
+                                              expected_version=_version)
+        log.info("topic %s: %d partitions requested (was %d)", name, new_total, current)
+        return topic
+
+    def alter_topic_configs(self, name: str, configs: Mapping[str, str]) -> TopicMetadata:
+        topic = self.get_topic(name)
+        if topic is None and self.zk.get_topic(name) is None:
+            raise UnknownTopicOrPartitionError(_UNKNOWN_TOPIC)
+        self.zk.set_entity_config("topics", name, dict(configs))
+        log.info("topic %s config overrides are now %s", name, dict(configs))
+        with self._lock:
+            self._topic_configs[name] = MappingProxyType(dict(configs))
+            self._rebuild(name)
+            topic = self._topics.get(name, topic)
+        if topic is not None:
+            self._notify(MetadataChange(ChangeKind.TOPIC_CONFIGS_CHANGED, topic=topic))
+        return topic
+
+    def get_topic(self, name: str) -> TopicMetadata | None:
+        return self._topics.get(name)
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> TopicMetadata | None:
+        name = self.cache.name_of(topic_id)
+        return self._topics.get(name) if name is not None else None
+
+    def list_topics(self) -> list[TopicMetadata]:
+        with self._lock:
+            return [self._topics[n] for n in sorted(self._topics)]
+
+    # -- partitions: the controller decides these; brokers send it requests --------------------
+    def _controller_only(self) -> KafkaError:
+        return KafkaError("This is not the correct controller for this cluster.", ErrorCode.NOT_CONTROLLER)
+
+    def set_partition_leader_and_isr(self, name: str, partition: int, leader: int,
+                                     isr: Sequence[int]) -> PartitionMetadata:
+        raise self._controller_only()
+
+    def bump_leader_epoch(self, name: str, partition: int) -> PartitionMetadata:
+        raise self._controller_only()
+
+    def elect_leader(self, name: str, partition: int, unclean: bool = False) -> PartitionMetadata:
+        raise self._controller_only()
+
+    def alter_partition_reassignment(self, name: str, partition: int,
+                                     replicas: Sequence[int] | None) -> PartitionMetadata:
+        raise self._controller_only()
+
+    # -- ACLs (kept per broker for now; see docs/cluster.md) -----------------------------------
+    def describe_acls(self, acl_filter: AclBindingFilter) -> list[AclBinding]:
+        with self._lock:
+            return sorted((acl for acl in self._acls if acl_filter.matches(acl)), key=AclBinding.sort_key)
+
+    def create_acls(self, acls: Sequence[AclBinding]) -> None:
+        with self._lock:
+            self._acls.update(acls)
+        self._notify(MetadataChange(ChangeKind.ACLS_CHANGED))
+
+    def delete_acls(self, filters: Sequence[AclBindingFilter]) -> list[list[AclBinding]]:
+        with self._lock:
+            before = list(self._acls)
+            results = [[acl for acl in before if f.matches(acl)] for f in filters]
+            for matched in results:
+                self._acls.difference_update(matched)
+        self._notify(MetadataChange(ChangeKind.ACLS_CHANGED))
+        return results
+
+    # -- dynamic broker configs ----------------------------------------------------------------
+    def get_broker_configs(self, resource: str) -> dict[str, str]:
+        return dict(self.zk.get_entity_config("brokers", resource or _DEFAULT_ENTITY))
+
+    def set_broker_configs(self, resource: str, configs: Mapping[str, str]) -> None:
+        self.zk.set_entity_config("brokers", resource or _DEFAULT_ENTITY, dict(configs))
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    def add_listener(self, listener: MetadataListener) -> None:
+        self._listeners.append(listener)
+
+    def remove_listener(self, listener: MetadataListener) -> None:
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+
+    def _notify(self, change: MetadataChange) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener(change)
+            except Exception:
+                log.exception("metadata listener %r failed on %s", listener, change.kind.value)
+
+    def close(self) -> None:
+        """The cluster member closes the ZooKeeper client."""
