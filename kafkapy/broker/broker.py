@@ -44,6 +44,7 @@ class Broker:
         self.replicas = None
         self.controller = None
         self.broker_epoch = -1
+        self.txn_markers = None  # RemoteMarkers, made on first use (cluster mode)
         self.metadata = self._open_metadata_store()
         self.readvertise()  # a stored dynamic advertised.listeners wins over the static one
         self.logs = LogManager(self.log_dirs, config.default_log_config(),
@@ -170,6 +171,8 @@ class Broker:
             await asyncio.sleep(0.01)
         for conn in list(self.connections):
             conn.close()
+        if self.txn_markers is not None:
+            self.txn_markers.close()
         if self.cluster is not None:
             await self.replicas.shutdown()
             await self.cluster.stop()

@@ -25,11 +25,31 @@ NO_LEADER_EPOCH = -1
 NO_METADATA = ""
 
 
-async def _durable(broker, partition: int) -> None:
-    """In fsync-on-ack mode, acknowledge a commit only once its record is on disk (as produce does)."""
+async def _durable(broker, partition: int) -> int:
+    """In fsync-on-ack mode, acknowledge a commit only once its record is on disk (as produce does);
+    in cluster mode, only once the ISR has it (offsets.commit.required.acks=-1). Returns the error
+    Kafka's coordinator answers when replication fails, else NONE."""
     plog = broker.partitions.get_log(OFFSETS_TOPIC, partition)
     if plog is not None and plog.config.fsync_on_ack:
         await wait_durable(plog.sync_until(plog.log_end_offset - 1))
+    return await replicated(broker, OFFSETS_TOPIC, partition, broker.config.get("offsets.commit.timeout.ms"))
+
+
+async def replicated(broker, topic: str, partition: int, timeout_ms: int) -> int:
+    """Cluster mode: wait until the partition's high watermark covers its log end (a coordinator's
+    write with acks=all). The error is mapped as Kafka's coordinators map a failed append:
+    COORDINATOR_NOT_AVAILABLE for missing replicas or a timeout, NOT_COORDINATOR for lost leadership."""
+    if broker.replicas is None:
+        return ErrorCode.NONE
+    plog = broker.partitions.get_log(topic, partition)
+    if plog is None:
+        return ErrorCode.NOT_COORDINATOR
+    error = await broker.replicas.wait_for_replication(topic, partition, plog.log_end_offset, timeout_ms / 1000)
+    if error in (ErrorCode.NONE,):
+        return ErrorCode.NONE
+    if error in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
+        return ErrorCode.NOT_COORDINATOR
+    return ErrorCode.COORDINATOR_NOT_AVAILABLE
 
 
 def partition_exists(broker, topic: str, partition: int) -> bool:
@@ -64,7 +84,9 @@ async def handle_offset_commit(ctx: RequestContext, request: OffsetCommitRequest
             request.generation_id_or_member_epoch, offsets)
         errors.update(results)
         if any(code == ErrorCode.NONE for code in results.values()):
-            await _durable(broker, coordinator.partition_for(request.group_id))
+            error = await _durable(broker, coordinator.partition_for(request.group_id))
+            if error:
+                errors.update((tp, error) for tp, code in results.items() if code == ErrorCode.NONE)
     return OffsetCommitResponse(throttle_time_ms=0, topics=[
         OffsetCommitResponse.OffsetCommitResponseTopic(name=topic.name, partitions=[
             OffsetCommitResponse.OffsetCommitResponsePartition(

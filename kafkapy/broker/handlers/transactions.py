@@ -126,20 +126,32 @@ def transaction_state_leaders(broker, create: bool) -> list[int] | None:
 
 
 def write_txn_markers(broker, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool,
-                      partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
+                      partitions: list[TopicPartition], local_only: bool = False) -> dict[TopicPartition, int]:
     """Append a transaction marker to each local partition; an error code per partition.
 
     A partition whose topic no longer exists answers UNKNOWN_TOPIC_OR_PARTITION (the coordinator
     then stops waiting for it). Markers on __consumer_offsets partitions also decide the
-    producer's transactional offset commits there.
+    producer's transactional offset commits there. In cluster mode, partitions led by other brokers
+    get their markers through WriteTxnMarkers (kafkapy.broker.txn_marker_sender) unless `local_only`
+    (the WriteTxnMarkers handler itself), where they answer NOT_LEADER_OR_FOLLOWER.
     """
     results: dict[TopicPartition, int] = {}
     offsets_partitions = []
+    remote: dict[int, list[TopicPartition]] = {}
     for topic, partition in partitions:
         tp = (topic, partition)
         if not partition_exists(broker, topic, partition):
             results[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             continue
+        if broker.replicas is not None:
+            hosted = broker.replicas.partition(topic, partition)
+            if hosted is None or not hosted.is_leader:
+                leader = broker.metadata.get_topic(topic).partitions[partition].leader
+                if local_only or leader < 0 or leader == broker.node_id:
+                    results[tp] = ErrorCode.NOT_LEADER_OR_FOLLOWER
+                else:
+                    remote.setdefault(leader, []).append(tp)
+                continue
         plog = broker.partitions.get_log(topic, partition)
         if plog is None:
             results[tp] = ErrorCode.NOT_LEADER_OR_FOLLOWER
@@ -155,6 +167,12 @@ def write_txn_markers(broker, producer_id: int, producer_epoch: int, coordinator
         broker.purgatory.notify(tp)
         if topic == OFFSETS_TOPIC:
             offsets_partitions.append(partition)
+    for leader, tps in remote.items():
+        if broker.txn_markers is None:
+            from ..txn_marker_sender import RemoteMarkers
+
+            broker.txn_markers = RemoteMarkers(broker)
+        results.update(broker.txn_markers.write(leader, producer_id, producer_epoch, coordinator_epoch, commit, tps))
     if offsets_partitions:
         try:
             broker.group_coordinator.on_transaction_completed(producer_id, offsets_partitions, commit)
@@ -175,6 +193,13 @@ async def durable_state(broker, transactional_id: str, markers: Iterable[TopicPa
         if plog is not None and plog.config.fsync_on_ack and plog.log_end_offset > 0:
             syncs.append(plog.sync_until(plog.log_end_offset - 1))
     await wait_durable(*syncs)
+    if broker.replicas is not None:  # cluster mode: the ISR has the records too (acks=all)
+        from .offsets import replicated
+
+        timeout_ms = broker.config.get("request.timeout.ms")
+        for topic, partition in partitions:
+            if broker.partitions.get_log(topic, partition) is not None:
+                await replicated(broker, topic, partition, timeout_ms)
 
 
 def transaction_partitions(broker, transactional_id: str) -> list[TopicPartition]:
@@ -332,7 +357,7 @@ async def handle_write_txn_markers(ctx: RequestContext, request: WriteTxnMarkers
     for marker in request.markers:
         partitions = [(t.name, p) for t in marker.topics for p in t.partition_indexes]
         errors = write_txn_markers(broker, marker.producer_id, marker.producer_epoch, marker.coordinator_epoch,
-                                   marker.transaction_result, partitions)
+                                   marker.transaction_result, partitions, local_only=True)
         by_topic: dict[str, list] = {}
         for (topic, partition), error in errors.items():
             by_topic.setdefault(topic, []).append(

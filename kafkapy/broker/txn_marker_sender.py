@@ -1,0 +1,95 @@
+"""Transaction markers for partitions led by other brokers (cluster mode): WriteTxnMarkers v1.
+
+Kafka's TransactionMarkerChannelManager sends each marker to the partition's current leader over
+the inter-broker listener, with the coordinator epoch. The transaction coordinator here asks for
+markers synchronously and retries after a back-off whatever is not done yet, so this keeps one
+request in flight per (producer, partition) and answers "not yet" (REQUEST_TIMED_OUT, retried) until
+the leader has answered; the leader's answer is then given to the coordinator's next attempt.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+from ..net.client import BrokerConnection, BrokerConnectionError
+from ..protocol.errors import ErrorCode
+from ..protocol.messages import WriteTxnMarkersRequest
+
+if TYPE_CHECKING:
+    from .broker import Broker
+
+__all__ = ["RemoteMarkers"]
+
+log = logging.getLogger(__name__)
+
+WRITE_TXN_MARKERS_VERSION = 1
+MarkerKey = tuple[int, int, bool, str, int]  # producer id, epoch, commit, topic, partition
+
+
+class RemoteMarkers:
+    """WriteTxnMarkers to other brokers, one request per leader and marker batch."""
+
+    def __init__(self, broker: Broker):
+        self.broker = broker
+        self._results: dict[MarkerKey, int] = {}
+        self._in_flight: set[MarkerKey] = set()
+        self._connections: dict[int, BrokerConnection] = {}
+
+    def write(self, leader: int, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool,
+              partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """Results known so far for `partitions` led by `leader`; sends what is not yet in flight."""
+        results = {}
+        to_send = []
+        for topic, partition in partitions:
+            key = (producer_id, producer_epoch, commit, topic, partition)
+            done = self._results.pop(key, None)
+            if done is not None:
+                results[(topic, partition)] = done
+            else:
+                results[(topic, partition)] = ErrorCode.REQUEST_TIMED_OUT
+                if key not in self._in_flight:
+                    self._in_flight.add(key)
+                    to_send.append((topic, partition))
+        if to_send:
+            asyncio.get_running_loop().create_task(
+                self._send(leader, producer_id, producer_epoch, coordinator_epoch, commit, to_send))
+        return results
+
+    async def _send(self, leader: int, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool,
+                    partitions: list[tuple[str, int]]) -> None:
+        keys = [(producer_id, producer_epoch, commit, t, p) for t, p in partitions]
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in partitions:
+            by_topic.setdefault(topic, []).append(partition)
+        request = WriteTxnMarkersRequest(markers=[WriteTxnMarkersRequest.WritableTxnMarker(
+            producer_id=producer_id, producer_epoch=producer_epoch, transaction_result=commit,
+            coordinator_epoch=coordinator_epoch,
+            topics=[WriteTxnMarkersRequest.WritableTxnMarkerTopic(name=t, partition_indexes=ps)
+                    for t, ps in by_topic.items()])])
+        try:
+            endpoint = self.broker.metadata.broker_endpoint(leader)
+            if endpoint is None:
+                raise BrokerConnectionError(f"broker {leader} is not live")
+            connection = self._connections.get(leader)
+            if connection is None:
+                connection = self._connections[leader] = BrokerConnection(
+                    *endpoint, client_id=f"kafkapy-txn-markers-{self.broker.node_id}")
+            else:
+                connection.retarget(*endpoint)
+            response = await connection.send(request, WRITE_TXN_MARKERS_VERSION)
+            for marker in response.markers:
+                for topic in marker.topics:
+                    for part in topic.partitions:
+                        self._results[(producer_id, producer_epoch, commit, topic.name, part.partition_index)] = \
+                            part.error_code
+        except BrokerConnectionError as exc:
+            log.info("transaction markers of producer %d to broker %d failed: %s; the coordinator retries",
+                     producer_id, leader, exc)
+        finally:
+            self._in_flight.difference_update(keys)
+
+    def close(self) -> None:
+        for connection in self._connections.values():
+            connection.close()
+        self._connections.clear()
