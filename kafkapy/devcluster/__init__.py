@@ -1,0 +1,1 @@
+"""Processes for a local kafkapy cluster: a ZooKeeper server and brokers."""
