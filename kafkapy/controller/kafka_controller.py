@@ -40,7 +40,7 @@ from .leader_election import (
     preferred_election,
     remove_replicas_from_isr,
 )
-from .zk.client import BadVersionError, ControllerMovedError, KafkaZkClient
+from .zk.client import BadVersionError, ControllerMovedError, KafkaZkClient, NodeExistsError
 from .zk.paths import BrokerRegistration, LeaderIsr, TopicAssignment
 
 __all__ = ["KafkaController"]
@@ -332,7 +332,7 @@ class KafkaController:
             else:
                 version = await self._zk(self.zk.update_partition_state, key[0], key[1], state, old[1],
                                          self.epoch_zk_version)
-        except BadVersionError:
+        except (BadVersionError, NodeExistsError):
             fresh = await self._zk(self.zk.get_partition_state, *key)
             if fresh is not None:
                 self.states[key] = fresh
