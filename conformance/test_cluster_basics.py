@@ -38,8 +38,9 @@ def admin(cluster) -> AdminClient:
 
 def create_topic(cluster, name: str, partitions: int, replication_factor: int = 3,
                  config: dict[str, str] | None = None) -> None:
-    futures = admin(cluster).create_topics([NewTopic(name, partitions, replication_factor, config=config or {})],
-                                           request_timeout=30)
+    client = admin(cluster)  # kept alive until the result: a destroyed handle fails its futures
+    futures = client.create_topics([NewTopic(name, partitions, replication_factor, config=config or {})],
+                                   request_timeout=30)
     futures[name].result(timeout=60)
 
 
@@ -64,9 +65,9 @@ def test_rf3_topic_has_spread_leaders_and_full_isr(cluster3):
     client = KafkaAdminClient(bootstrap_servers=cluster3.bootstrap)
     try:
         described = client.describe_topics([topic])[0]
-        assert {p["partition"]: p["leader"] for p in described["partitions"]} == \
+        assert {p["partition_index"]: p["leader_id"] for p in described["partitions"]} == \
             {k: v.leader for k, v in state.items()}
-        assert all(len(p["isr"]) == 3 for p in described["partitions"])
+        assert all(len(p["isr_nodes"]) == 3 for p in described["partitions"])
     finally:
         client.close()
     # confluent-kafka's view
@@ -122,19 +123,25 @@ def test_kafka_python_and_confluent_produce_and_consume_across_leaders(cluster3)
 
 
 def test_admin_requests_go_to_the_controller_and_configs_reach_every_broker(cluster3):
-    from kafka.protocol.admin import CreateTopicsRequest
+    import asyncio
 
-    from conformance.kafka_wire import RawConnection
+    from kafkapy.net.client import BrokerConnection
+    from kafkapy.protocol.messages import CreateTopicsRequest
 
     controller = controller_id(cluster3)
     other = next(b for b in (1, 2, 3) if b != controller)
-    request = CreateTopicsRequest[3](create_topic_requests=[(unique("nc"), 1, 1, [], [])], timeout=5000,
-                                     validate_only=False)
-    request.with_header(correlation_id=7, client_id="cluster-test")
-    with RawConnection(cluster3.broker(other).bootstrap, timeout=10) as conn:
-        body = conn.roundtrip(bytes(request.encode(header=True, framed=True)))
-    response = CreateTopicsRequest[3].RESPONSE_TYPE.decode(body, header=True)
-    assert response.topic_errors[0][1] == 41  # NOT_CONTROLLER
+
+    async def create_on(node) -> int:
+        host, port = node.bootstrap.split(":")
+        connection = BrokerConnection(host, int(port))
+        try:
+            response = await connection.send(CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+                name=unique("nc"), num_partitions=1, replication_factor=1)], timeout_ms=5000), 5)
+        finally:
+            connection.close()
+        return response.topics[0].error_code
+
+    assert asyncio.run(create_on(cluster3.broker(other))) == 41  # NOT_CONTROLLER
 
     topic = unique("cfg")
     create_topic(cluster3, topic, 2, config={"retention.ms": "123456"})
@@ -162,7 +169,8 @@ def test_delete_topic_removes_replicas_everywhere(cluster3):
     wait_for_isr(cluster3, topic, 3)
     dirs = [cluster3.broker(b).log_dir for b in (1, 2, 3)]
     assert all(any(d.glob(f"{topic}-*")) for d in dirs)
-    admin(cluster3).delete_topics([topic], request_timeout=30)[topic].result(timeout=60)
+    client = admin(cluster3)
+    client.delete_topics([topic], request_timeout=30)[topic].result(timeout=60)
     wait_until(lambda: not describe(cluster3, topic), 30, message="topic gone from metadata")
     wait_until(lambda: not any(p for d in dirs for p in d.glob(f"{topic}-*") if not p.name.endswith("-delete")),
                30, message="replica directories removed")
