@@ -1,0 +1,566 @@
+"""Broker processes of a local ZooKeeper-mode cluster, for `kafkapy cluster` and the cluster tests.
+
+    with LocalCluster(Path("/tmp/demo"), brokers=3) as cluster:
+        print(cluster.bootstrap)            # "127.0.0.1:p1,127.0.0.1:p2,127.0.0.1:p3"
+        cluster.broker(2).kill9()           # no graceful shutdown
+        cluster.broker(2).start()           # same id, port and log directory as before
+
+Every process listens on 127.0.0.1 only and runs in its own session, so a Ctrl-C in the
+terminal reaches this process alone and the cluster is stopped in order (brokers first, then
+ZooKeeper). Whatever is still running when the interpreter exits, or when it gets SIGTERM, is
+killed, so neither an aborted test run nor a crashed `kafkapy cluster` leaves servers behind.
+"""
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import logging
+import os
+import shlex
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator, Mapping, TextIO
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import KazooException
+from kazoo.handlers.threading import KazooTimeoutError
+
+from .zookeeper import ZooKeeperServer, ZooKeeperStartError
+
+__all__ = [
+    "BrokerNode",
+    "LocalCluster",
+    "LocalClusterStartError",
+    "REGISTERED_LOG_LINE",
+    "cluster_defaults",
+    "run_cluster",
+]
+
+log = logging.getLogger(__name__)
+# Our short-lived ZooKeeper sessions (see _zookeeper_session) need not announce themselves at INFO.
+_zookeeper_log = logging.getLogger(f"{__name__}.kazoo")
+_zookeeper_log.setLevel(logging.WARNING)
+
+HOST = "127.0.0.1"
+# `python -m kafkapy` from here imports the checkout's kafkapy even without `pip install`.
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_START_TIMEOUT_S = 30.0
+DEFAULT_STOP_TIMEOUT_S = 10.0
+LOG_TAIL_LINES = 40
+API_VERSIONS_KEY = 18
+# What a broker logs once its ephemeral /brokers/ids/<id> znode exists, lower-cased for a match in
+# either case: Kafka's KafkaZkClient says "Registered broker 1 at path /brokers/ids/1 with addresses: ...".
+REGISTERED_LOG_LINE = "registered broker {broker_id} at path /brokers/ids/{broker_id} "
+
+
+class LocalClusterStartError(RuntimeError):
+    """A broker exited, or was not ready in time, or its port was taken by another program."""
+
+
+def port_accepts(port: int, timeout: float = 0.5) -> bool:
+    """True if something accepts TCP connections on 127.0.0.1:port right now."""
+    try:
+        with socket.create_connection((HOST, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def answers_requests(port: int, timeout: float = 0.5) -> bool:
+    """True if a broker on 127.0.0.1:port answers an ApiVersions request.
+
+    A kafkapy broker binds its port before it loads its logs; until it serves, connections only
+    wait in the backlog, so an accepted connection does not yet mean a working broker.
+    """
+    client_id = b"kafkapy-devcluster"
+    request = struct.pack(">hhih", API_VERSIONS_KEY, 0, 1, len(client_id)) + client_id
+    try:
+        with socket.create_connection((HOST, port), timeout=timeout) as sock:
+            sock.sendall(struct.pack(">i", len(request)) + request)
+            return len(sock.recv(4)) > 0
+    except OSError:
+        return False
+
+
+def free_ports(count: int) -> list[int]:
+    """`count` distinct loopback ports that nothing listens on at this moment."""
+    sockets: list[socket.socket] = []
+    try:
+        for _ in range(count):  # held open together, so the kernel cannot hand out one port twice
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sockets.append(sock)
+            sock.bind((HOST, 0))
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def cluster_defaults(brokers: int) -> dict[str, str]:
+    """Internal-topic settings that a cluster of `brokers` nodes can satisfy (Kafka's defaults, capped)."""
+    return {
+        "offsets.topic.replication.factor": str(min(3, brokers)),
+        "transaction.state.log.replication.factor": str(min(3, brokers)),
+        "transaction.state.log.min.isr": str(min(2, brokers)),
+    }
+
+
+@dataclass(eq=False)
+class BrokerNode:
+    """One `python -m kafkapy serve` child process with a fixed id, port and log directory.
+
+    Because none of these change, `restart()` (or `start()` after `kill9()`) brings back the
+    same broker over the same data. `overrides` may be edited between runs; a value of None
+    removes a setting the node would otherwise pass.
+    """
+
+    broker_id: int
+    port: int
+    log_dir: Path  # the broker's log.dirs
+    log_path: Path  # the process's stdout+stderr, appended across restarts
+    zookeeper_connect: str | None = None
+    overrides: dict[str, str | None] = field(default_factory=dict)
+    # With zookeeper.connect set, start() also waits until the broker logs REGISTERED_LOG_LINE, so
+    # that a started cluster has all its brokers in /brokers/ids (e.g. for replication factor N).
+    await_registration: bool = True
+    python: str = sys.executable
+    proc: subprocess.Popen | None = field(default=None, repr=False)
+    _output_start: int = field(default=0, repr=False)  # where the current run's output begins in log_path
+    # The last run ended without closing its ZooKeeper session (killed or crashed), so its
+    # registration may still be there.
+    _left_session_open: bool = field(default=False, repr=False)
+
+    host = HOST
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None else None
+
+    def is_running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def settings(self) -> dict[str, str]:
+        """The broker properties this node is started with."""
+        listener = f"PLAINTEXT://{self.host}:{self.port}"
+        merged: dict[str, str | None] = {
+            "broker.id": str(self.broker_id),
+            "listeners": listener,
+            "advertised.listeners": listener,
+            "log.dirs": str(self.log_dir),
+            "zookeeper.connect": self.zookeeper_connect,
+            **self.overrides,
+        }
+        return {key: value for key, value in merged.items() if value is not None}
+
+    def command(self) -> list[str]:
+        argv = [self.python, "-m", "kafkapy", "serve"]
+        for key, value in self.settings().items():
+            argv += ["--override", f"{key}={value}"]
+        return argv
+
+    def start(self, timeout: float = DEFAULT_START_TIMEOUT_S) -> None:
+        """Start the process and return once it serves (see `wait_ready`).
+
+        After a kill or crash this first waits (within `timeout`) for ZooKeeper to expire the
+        old session: until then /brokers/ids/<id> still exists and a new broker with this id
+        refuses to start, as Kafka's does.
+        """
+        deadline = time.monotonic() + timeout
+        self.wait_registration_expired(timeout)
+        self.launch()
+        self.wait_ready(max(1.0, deadline - time.monotonic()))
+
+    def wait_registration_expired(self, timeout: float) -> None:
+        """Wait until this broker's znode from an unclean stop is gone; give up silently at `timeout`."""
+        connect = self.settings().get("zookeeper.connect")
+        if not (self._left_session_open and self.await_registration and connect):
+            return
+        deadline = time.monotonic() + timeout
+        path = f"/brokers/ids/{self.broker_id}"
+        with _zookeeper_session(connect, min(5.0, timeout)) as client:
+            while client is not None and client.exists(path) and time.monotonic() < deadline:
+                time.sleep(0.2)
+        self._left_session_open = False
+
+    def launch(self) -> None:
+        """Start the process without waiting for it; `LocalCluster` starts all brokers at once."""
+        if self.is_running():
+            raise RuntimeError(f"broker {self.broker_id} is already running (pid {self.pid})")
+        self.check_port_free()
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        argv = self.command()
+        with open(self.log_path, "ab") as output:
+            output.write(f"===== {time.strftime('%Y-%m-%d %H:%M:%S')} {shlex.join(argv)}\n".encode())
+            output.flush()
+            self._output_start = output.tell()
+            self.proc = subprocess.Popen(argv, cwd=REPO_ROOT, stdin=subprocess.DEVNULL, stdout=output,
+                                         stderr=subprocess.STDOUT, start_new_session=True)
+        _live_brokers.add(self)
+        _install_sigterm_cleanup()
+
+    def check_port_free(self) -> None:
+        """Raise LocalClusterStartError if another program listens on this broker's port."""
+        if not self.is_running() and port_accepts(self.port):
+            raise LocalClusterStartError(f"port {self.port} on {self.host} (broker {self.broker_id}) is already in use")
+
+    def wait_ready(self, timeout: float = DEFAULT_START_TIMEOUT_S) -> None:
+        """Wait until the broker answers requests (and, with `await_registration`, has logged that it
+        registered in ZooKeeper). Raises LocalClusterStartError, killing the process on timeout."""
+        assert self.proc is not None, "wait_ready() before launch()"
+        deadline = time.monotonic() + timeout
+        registers = self.await_registration and "zookeeper.connect" in self.settings()
+        while True:
+            code = self.proc.poll()
+            if code is not None:
+                _live_brokers.discard(self)
+                self._left_session_open = code != 0
+                raise LocalClusterStartError(self._failure(f"exited with code {code}"))
+            serving = answers_requests(self.port)
+            if serving and (not registers or self._registered()):
+                return
+            if time.monotonic() > deadline:
+                self.kill9()
+                waited_for = "registered in ZooKeeper" if serving else "answered requests"
+                raise LocalClusterStartError(self._failure(f"had not {waited_for} after {timeout:.0f} s"))
+            time.sleep(0.1)
+
+    def _registered(self) -> bool:
+        line = REGISTERED_LOG_LINE.format(broker_id=self.broker_id).encode()
+        with open(self.log_path, "rb") as output:
+            output.seek(self._output_start)
+            return line in output.read().lower()
+
+    def _failure(self, what: str) -> str:
+        return (f"broker {self.broker_id} ({self.bootstrap}) {what}; log {self.log_path}, last lines:\n"
+                f"{self.log_tail()}")
+
+    def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
+        """The last lines of the process output, for error messages."""
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError as exc:
+            return f"<cannot read {self.log_path}: {exc}>"
+        return "\n".join(text.splitlines()[-lines:])
+
+    def send_signal(self, sig: int = signal.SIGTERM) -> None:
+        """Signal the broker if it runs; `wait_stopped` then waits for it."""
+        if self.is_running():
+            assert self.proc is not None
+            try:
+                self.proc.send_signal(sig)
+            except ProcessLookupError:
+                pass
+
+    def wait_stopped(self, timeout: float = DEFAULT_STOP_TIMEOUT_S) -> int | None:
+        """Wait up to `timeout` s for the process to exit, then SIGKILL it. Returns its exit code."""
+        proc = self.proc
+        if proc is None:
+            return None
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            log.warning("broker %d (pid %d) still running %.0f s after it was asked to stop; killing it",
+                        self.broker_id, proc.pid, timeout)
+        # Also takes down anything the broker started: the session outlives its leader.
+        _kill_session(proc.pid)
+        proc.wait()
+        _live_brokers.discard(self)
+        self._left_session_open = proc.returncode != 0
+        return proc.returncode
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = DEFAULT_STOP_TIMEOUT_S) -> int | None:
+        """Send `sig`, wait up to `timeout` s, then SIGKILL. Returns the exit code (None if never started)."""
+        self.send_signal(sig)
+        return self.wait_stopped(timeout)
+
+    def kill9(self) -> int | None:
+        """SIGKILL the broker: no controlled shutdown, no flush."""
+        return self.stop(signal.SIGKILL, timeout=5.0)
+
+    def restart(self, sig: int = signal.SIGTERM, timeout: float = DEFAULT_START_TIMEOUT_S) -> None:
+        """Stop with `sig` (if running) and start again with the same id, port and data."""
+        self.stop(sig)
+        self.start(timeout)
+
+
+class LocalCluster:
+    """ZooKeeper (unless `zookeeper_connect` names one) and brokers 1..N on 127.0.0.1.
+
+    Layout under `work_dir`: `zookeeper/` (ZooKeeper's data), `broker-N/` (broker N's log.dirs)
+    and `broker-N.log` (its output). Ports are `base_port`, `base_port + 1`, ... or free ones.
+    `overrides` apply to every broker, over `cluster_defaults`; a value of None removes a setting.
+    """
+
+    def __init__(self, work_dir: Path, brokers: int = 3, overrides: Mapping[str, object] | None = None,
+                 zookeeper_connect: str | None = None, base_port: int | None = None, *,
+                 python: str | None = None, await_registration: bool = True) -> None:
+        if brokers < 1:
+            raise ValueError(f"a cluster needs at least one broker, not {brokers}")
+        self.work_dir = Path(work_dir)
+        self._given_connect = zookeeper_connect
+        self.zookeeper: ZooKeeperServer | None = (
+            None if zookeeper_connect else ZooKeeperServer(self.work_dir / "zookeeper"))
+        ports = free_ports(brokers) if base_port is None else list(range(base_port, base_port + brokers))
+        settings = {**cluster_defaults(brokers),
+                    **{key: None if value is None else str(value) for key, value in (overrides or {}).items()}}
+        self.brokers: dict[int, BrokerNode] = {
+            broker_id: BrokerNode(
+                broker_id=broker_id,
+                port=port,
+                log_dir=self.work_dir / f"broker-{broker_id}",
+                log_path=self.work_dir / f"broker-{broker_id}.log",
+                overrides=dict(settings),
+                await_registration=await_registration,
+                python=python or sys.executable,
+            )
+            for broker_id, port in enumerate(ports, start=1)
+        }
+
+    @property
+    def zookeeper_connect(self) -> str:
+        """The brokers' zookeeper.connect: the given string, or our ZooKeeper's address once started."""
+        if self._given_connect:
+            return self._given_connect
+        assert self.zookeeper is not None
+        return self.zookeeper.connect
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(node.bootstrap for node in self.brokers.values())
+
+    def broker(self, broker_id: int) -> BrokerNode:
+        try:
+            return self.brokers[broker_id]
+        except KeyError:
+            raise KeyError(f"no broker {broker_id}; this cluster has brokers {sorted(self.brokers)}") from None
+
+    def start(self, timeout: float = 60.0) -> None:
+        """Start ZooKeeper, then all brokers at once; return when every broker is ready.
+
+        On any failure everything started so far is stopped again before the error propagates.
+        """
+        deadline = time.monotonic() + timeout
+        _live_clusters.add(self)
+        try:
+            for node in self.brokers.values():  # fail before starting anything if a port is taken
+                node.check_port_free()
+            if self.zookeeper is not None and not self.zookeeper.running:
+                self.zookeeper.start(timeout)
+            waiting = [node for node in self.brokers.values() if not node.is_running()]
+            for node in waiting:
+                node.zookeeper_connect = self.zookeeper_connect
+                node.wait_registration_expired(max(0.0, deadline - time.monotonic()))
+                node.launch()
+            for node in waiting:
+                node.wait_ready(max(1.0, deadline - time.monotonic()))
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self, timeout: float = DEFAULT_STOP_TIMEOUT_S) -> None:
+        """Stop the brokers, the controller last, then ZooKeeper (if ours).
+
+        The other brokers get SIGTERM together and the controller after them: each broker's
+        controlled shutdown asks the controller to move its leaderships, which is quick while
+        the controller is up and waits for retries while a new one is being elected. Brokers
+        still running `timeout` s after their SIGTERM are killed.
+        """
+        running = [node for node in self.brokers.values() if node.is_running()]
+        controller = self.controller_id() if len(running) > 1 else None
+        for group in ([n for n in running if n.broker_id != controller],
+                      [n for n in running if n.broker_id == controller]):
+            for node in group:
+                node.send_signal(signal.SIGTERM)
+            deadline = time.monotonic() + timeout
+            for node in group:
+                node.wait_stopped(max(0.0, deadline - time.monotonic()))
+        if self.zookeeper is not None:
+            self.zookeeper.stop()
+        _live_clusters.discard(self)
+
+    def controller_id(self) -> int | None:
+        """The broker id in ZooKeeper's /controller, or None (no controller, or no ZooKeeper to ask)."""
+        data = None
+        with _zookeeper_session(self.zookeeper_connect, 2.0) as client:
+            if client is not None and client.exists("/controller"):
+                data, _ = client.get("/controller")
+        if data is None:
+            return None
+        try:
+            return int(json.loads(data)["brokerid"])
+        except (ValueError, KeyError, TypeError):
+            log.warning("cannot read the controller id from /controller: %r", data)
+            return None
+
+    def _kill(self) -> None:
+        """Last resort (interpreter exit, SIGTERM): SIGKILL without waiting, brokers first."""
+        for node in self.brokers.values():
+            if node.is_running():
+                assert node.pid is not None
+                _kill_session(node.pid)
+        if self.zookeeper is not None:
+            self.zookeeper.kill9()
+
+    def __enter__(self) -> LocalCluster:
+        if not any(node.is_running() for node in self.brokers.values()):
+            self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+
+def run_cluster(work_dir: Path, brokers: int = 3, base_port: int = 9092, overrides: Mapping[str, str] | None = None,
+                zookeeper_connect: str | None = None, out: TextIO = sys.stdout) -> int:
+    """`kafkapy cluster`: start a LocalCluster, say where it is, run until SIGINT/SIGTERM, stop it.
+
+    Returns the process exit code: 0 after a clean stop, 1 if the cluster could not start.
+    """
+    if zookeeper_connect is None:
+        available, reason = ZooKeeperServer.available()
+        if not available:
+            print(f"kafkapy cluster: cannot start ZooKeeper: {reason}", file=sys.stderr)
+            return 1
+    cluster = LocalCluster(work_dir, brokers=brokers, overrides=overrides, zookeeper_connect=zookeeper_connect,
+                           base_port=base_port)
+    restore = _interrupt_on_sigterm()
+    try:
+        try:
+            cluster.start()
+        except (LocalClusterStartError, ZooKeeperStartError) as exc:
+            print(f"kafkapy cluster: {exc}", file=sys.stderr)
+            return 1
+        _print_cluster(cluster, out)
+        _watch_until_interrupted(cluster)
+    except KeyboardInterrupt:
+        then = ", then ZooKeeper" if cluster.zookeeper is not None else ""
+        print(f"stopping the brokers{then}", file=out, flush=True)
+    finally:
+        cluster.stop()
+        restore()
+    return 0
+
+
+def _print_cluster(cluster: LocalCluster, out: TextIO) -> None:
+    for node in cluster.brokers.values():
+        print(f"broker {node.broker_id}  {node.bootstrap}  log {node.log_path}", file=out)
+    print(f"bootstrap servers: {cluster.bootstrap}", file=out)
+    zookeeper_log = f"  log {cluster.zookeeper.log_path}" if cluster.zookeeper is not None else ""
+    print(f"zookeeper.connect: {cluster.zookeeper_connect}{zookeeper_log}", file=out)
+    print("Ctrl-C stops the cluster.", file=out, flush=True)
+
+
+def _watch_until_interrupted(cluster: LocalCluster) -> None:
+    """Sleep until KeyboardInterrupt, saying once when a broker dies on its own."""
+    reported: set[int] = set()
+    while True:
+        time.sleep(1.0)
+        for node in cluster.brokers.values():
+            if node.proc is not None and node.proc.poll() is not None and node.broker_id not in reported:
+                reported.add(node.broker_id)
+                log.error("broker %d exited with code %s; see %s", node.broker_id, node.proc.returncode,
+                          node.log_path)
+
+
+def _interrupt_on_sigterm() -> Callable[[], None]:
+    """Make SIGTERM stop `run_cluster` as Ctrl-C does, instead of the kill-everything fallback."""
+    global _sigterm_handled
+
+    def on_sigterm(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, on_sigterm)
+    was_handled, _sigterm_handled = _sigterm_handled, True
+
+    def restore() -> None:
+        global _sigterm_handled
+        signal.signal(signal.SIGTERM, previous)
+        _sigterm_handled = was_handled
+
+    return restore
+
+
+@contextlib.contextmanager
+def _zookeeper_session(connect: str, timeout: float) -> Iterator[KazooClient | None]:
+    """A short ZooKeeper session on `connect` (chroot included), or None if it cannot be had in time."""
+    client = KazooClient(hosts=connect, logger=_zookeeper_log)
+    try:
+        try:
+            client.start(timeout=timeout)
+        except KazooTimeoutError:
+            log.warning("cannot reach ZooKeeper at %s within %.0f s", connect, timeout)
+            yield None
+            return
+        try:
+            yield client
+        except KazooException as exc:
+            log.warning("ZooKeeper at %s: %s", connect, exc)
+    finally:
+        client.stop()
+        client.close()
+
+
+# ------------------------------------------------------------------ leftovers
+
+# Started and not yet stopped; whatever is in here when the interpreter ends is killed.
+_live_brokers: set[BrokerNode] = set()
+_live_clusters: set[LocalCluster] = set()
+_sigterm_handled = False
+
+
+def _kill_session(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+@atexit.register
+def _kill_leftovers() -> None:
+    """SIGKILL every broker, then every ZooKeeper, this process started and did not stop."""
+    for node in list(_live_brokers):
+        if node.pid is not None:
+            _kill_session(node.pid)
+    for cluster in list(_live_clusters):
+        cluster._kill()
+    _live_brokers.clear()
+    _live_clusters.clear()
+
+
+def _install_sigterm_cleanup() -> None:
+    """Kill the leftovers on SIGTERM too (e.g. a CI timeout), which skips atexit by default.
+
+    Children run in their own sessions, so a signal to our process group misses them. The
+    handler then passes the signal on to whatever handled it before (another harness's cleanup,
+    or the default action), so it composes with other cleanups in either order.
+    """
+    global _sigterm_handled
+    if _sigterm_handled or threading.current_thread() is not threading.main_thread():
+        return
+    previous = signal.getsignal(signal.SIGTERM)
+    if previous is signal.SIG_IGN:
+        return
+
+    def on_sigterm(signum: int, frame: object) -> None:
+        _kill_leftovers()
+        if callable(previous):
+            previous(signum, frame)
+            return
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+    _sigterm_handled = True
