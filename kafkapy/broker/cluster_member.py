@@ -211,6 +211,8 @@ class ClusterMember:
 
     def apply_update_metadata(self, request) -> None:
         self.metadata.apply_update_metadata(request)
+        if request.controller_id >= 0:
+            self.broker.producer_ids.prefetch()
 
     # -- shutting down --------------------------------------------------------------------------
     async def controlled_shutdown(self) -> None:

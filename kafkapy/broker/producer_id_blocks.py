@@ -52,6 +52,11 @@ class ProducerIdBlocks:
             self._fetch()
         return producer_id
 
+    def prefetch(self) -> None:
+        """Get the first block as soon as a controller is known, so the first InitProducerId is served."""
+        if self._next >= self._end and self._pending is None:
+            self._fetch()
+
     def _fetch(self) -> None:
         if self._fetching is not None and not self._fetching.done():
             return

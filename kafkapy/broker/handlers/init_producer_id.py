@@ -33,8 +33,11 @@ async def _init_transactional(ctx: RequestContext, request: InitProducerIdReques
     if (pid == -1) != (epoch == -1):
         return InitProducerIdResponse(throttle_time_ms=0, error_code=ErrorCode.INVALID_REQUEST,
                                       producer_id=-1, producer_epoch=-1)
-    result = broker.transaction_coordinator.handle_init_producer_id(
-        request.transactional_id, request.transaction_timeout_ms, pid, epoch)
+    try:
+        result = broker.transaction_coordinator.handle_init_producer_id(
+            request.transactional_id, request.transaction_timeout_ms, pid, epoch)
+    except KafkaError as exc:  # cluster mode: no producer id block from the controller yet
+        return InitProducerIdResponse(throttle_time_ms=0, error_code=exc.code, producer_id=-1, producer_epoch=-1)
     error = result.error
     if error == ErrorCode.NONE:
         await durable_state(broker, request.transactional_id)

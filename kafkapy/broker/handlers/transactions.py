@@ -319,7 +319,8 @@ async def handle_txn_offset_commit(ctx: RequestContext, request: TxnOffsetCommit
         offsets_partition = group_coordinator.partition_for(request.group_id)
         error = ErrorCode.NONE
         if broker.transaction_coordinator.config.transaction_partition_verification_enable \
-                and group_coordinator.group_status(request.group_id) is None:
+                and group_coordinator.group_status(request.group_id) is None \
+                and coordinated_here(broker, request.transactional_id):
             # KIP-890: the group's offsets partition must be in the transaction (AddOffsetsToTxn)
             verified = broker.transaction_coordinator.handle_verify_partitions(
                 request.transactional_id, request.producer_id, request.producer_epoch,
@@ -440,6 +441,18 @@ _RETRIABLE_VERIFICATION = {ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COORDINA
                            ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR}
 
 
+def coordinated_here(broker, transactional_id: str) -> bool:
+    """Whether this broker's transaction coordinator owns `transactional_id` (always on one node).
+
+    In cluster mode the coordinator may be another broker, which Kafka's KIP-890 verification asks
+    with AddPartitionsToTxn v4; kafkapy does not send that yet, so verification happens only where
+    the coordinator is local (docs/cluster.md)."""
+    if broker.replicas is None:
+        return True
+    error, node_id = broker.transaction_coordinator.find_coordinator(transactional_id)
+    return error == ErrorCode.NONE and node_id == broker.node_id
+
+
 def verify_transactional_produce(broker, transactional_id: str | None, topic: str, partition: int, plog,
                                  headers, version: int) -> None:
     """Before the first transactional batch of a transaction reaches a partition, check with the
@@ -454,6 +467,8 @@ def verify_transactional_produce(broker, transactional_id: str | None, topic: st
                          ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     coordinator = broker.transaction_coordinator
     if not coordinator.config.transaction_partition_verification_enable:
+        return
+    if not coordinated_here(broker, transactional_id):
         return
     first = txn_headers[0]
     if any(h.producer_id != first.producer_id for h in txn_headers):

@@ -1,0 +1,188 @@
+"""Coordinators in a three-broker cluster follow partition leadership.
+
+A consumer group and a transactional consume-transform-produce loop (confluent-kafka, exactly-once:
+read_committed input, transactional producer, offsets sent to the transaction) keep going while the
+broker hosting their group coordinator -- and then the one hosting their transaction coordinator --
+is killed with SIGKILL. Afterwards the committed offsets are where the loop left them, and a
+read_committed consumer sees every input record transformed exactly once.
+"""
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+import uuid
+
+import pytest
+
+from conformance.cluster_harness import cluster_fixture, wait_for_isr, wait_until
+
+confluent_kafka = pytest.importorskip("confluent_kafka")
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+
+pytestmark = pytest.mark.timeout(420)
+
+cluster = cluster_fixture(3, {
+    "offsets.topic.num.partitions": "6",
+    "transaction.state.log.num.partitions": "6",
+    "min.insync.replicas": "2",
+    "controlled.shutdown.retry.backoff.ms": "500",
+    "zookeeper.session.timeout.ms": "6000",
+    "replica.lag.time.max.ms": "10000",
+    "group.initial.rebalance.delay.ms": "0",
+})
+
+RECORDS = 3000
+PARTITIONS = 3
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def find_coordinator(cluster, key: str, key_type: int) -> int:
+    """The coordinator's broker id, asked of any running broker (FindCoordinator v4)."""
+    from kafkapy.net.client import BrokerConnection, BrokerConnectionError
+    from kafkapy.protocol.messages import FindCoordinatorRequest
+
+    async def ask(bootstrap: str) -> int:
+        host, port = bootstrap.split(":")
+        connection = BrokerConnection(host, int(port), request_timeout_s=5)
+        try:
+            response = await connection.send(FindCoordinatorRequest(key_type=key_type, coordinator_keys=[key]), 4)
+        finally:
+            connection.close()
+        found = response.coordinators[0]
+        return found.node_id if found.error_code == 0 else -1
+
+    def lookup() -> int | None:
+        for node in cluster.brokers.values():
+            if node.is_running():
+                try:
+                    node_id = asyncio.run(ask(node.bootstrap))
+                except BrokerConnectionError:
+                    continue
+                if node_id >= 0:
+                    return node_id
+        return None
+
+    return wait_until(lookup, 60, interval=0.5, message=f"coordinator of {key!r}")
+
+
+class TransformLoop(threading.Thread):
+    """read_committed consumer + transactional producer: upper-cases every input value exactly once."""
+
+    def __init__(self, bootstrap: str, group: str, source: str, sink: str, transactional_id: str):
+        super().__init__(daemon=True)
+        self.bootstrap, self.group, self.source, self.sink = bootstrap, group, source, sink
+        self.transactional_id = transactional_id
+        self.stop_event = threading.Event()
+        self.committed = 0
+        self.errors: list[str] = []
+
+    def run(self) -> None:
+        consumer = confluent_kafka.Consumer({
+            "bootstrap.servers": self.bootstrap, "group.id": self.group, "enable.auto.commit": False,
+            "auto.offset.reset": "earliest", "isolation.level": "read_committed",
+            "session.timeout.ms": 10000})
+        producer = confluent_kafka.Producer({
+            "bootstrap.servers": self.bootstrap, "transactional.id": self.transactional_id,
+            "transaction.timeout.ms": 30000})
+        try:
+            producer.init_transactions(60)
+            consumer.subscribe([self.source])
+            while not self.stop_event.is_set():
+                batch = consumer.consume(200, 0.5)
+                batch = [m for m in batch if m.error() is None]
+                if not batch:
+                    continue
+                try:
+                    producer.begin_transaction()
+                    for msg in batch:
+                        producer.produce(self.sink, key=msg.key(), value=msg.value().upper(),
+                                         partition=msg.partition())
+                    offsets = consumer.position(consumer.assignment())
+                    producer.send_offsets_to_transaction(offsets, consumer.consumer_group_metadata(), 60)
+                    producer.commit_transaction(60)
+                    self.committed += len(batch)
+                except confluent_kafka.KafkaException as exc:
+                    error = exc.args[0]
+                    if error.txn_requires_abort():
+                        producer.abort_transaction(60)
+                    elif not error.retriable():
+                        raise
+                    # rewind to the committed offsets: the aborted batch is read again
+                    committed = consumer.committed(consumer.assignment(), 30)
+                    for tp in committed:
+                        consumer.seek(tp if tp.offset >= 0 else confluent_kafka.TopicPartition(
+                            tp.topic, tp.partition, confluent_kafka.OFFSET_BEGINNING))
+        except Exception as exc:  # reported by the test
+            self.errors.append(repr(exc))
+        finally:
+            consumer.close()
+
+
+def read_all(bootstrap: str, topic: str, expected: int, isolation: str = "read_committed") -> list[bytes]:
+    consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": unique("reader"),
+                                         "enable.auto.commit": False, "isolation.level": isolation,
+                                         "auto.offset.reset": "earliest"})
+    consumer.assign([confluent_kafka.TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+    values = []
+    deadline = time.monotonic() + 60
+    idle_until = None
+    while time.monotonic() < deadline:
+        msg = consumer.poll(0.5)
+        if msg is None:
+            if len(values) >= expected:
+                idle_until = idle_until or time.monotonic() + 2
+                if time.monotonic() > idle_until:
+                    break
+            continue
+        if msg.error() is None:
+            values.append(msg.value())
+    consumer.close()
+    return values
+
+
+def test_group_and_transactions_survive_coordinator_kills(cluster):
+    source, sink = unique("in"), unique("out")
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    for future in admin.create_topics([NewTopic(t, PARTITIONS, 3) for t in (source, sink)],
+                                      request_timeout=30).values():
+        future.result(60)
+    wait_for_isr(cluster, source, 3)
+    wait_for_isr(cluster, sink, 3)
+    producer = confluent_kafka.Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    for i in range(RECORDS):
+        producer.produce(source, value=f"record-{i:05d}".encode(), partition=i % PARTITIONS)
+    assert producer.flush(60) == 0
+
+    group, transactional_id = unique("group"), unique("txn")
+    loop = TransformLoop(cluster.bootstrap, group, source, sink, transactional_id)
+    loop.start()
+    try:
+        wait_until(lambda: loop.committed > 0 or loop.errors, 90, message="the loop's first commit")
+        assert not loop.errors
+        for key, key_type in ((group, 0), (transactional_id, 1)):
+            victim = find_coordinator(cluster, key, key_type)
+            before = loop.committed
+            cluster.broker(victim).kill9()
+            time.sleep(3)
+            cluster.broker(victim).start()
+            wait_until(lambda: loop.committed > before or loop.committed >= RECORDS or loop.errors, 120,
+                       message=f"progress after killing coordinator broker {victim}")
+            assert not loop.errors, loop.errors
+        wait_until(lambda: loop.committed >= RECORDS or loop.errors, 180, message="every input record processed")
+        assert not loop.errors, loop.errors
+    finally:
+        loop.stop_event.set()
+        loop.join(60)
+    out = read_all(cluster.bootstrap, sink, RECORDS)
+    expected = sorted(f"RECORD-{i:05d}".encode() for i in range(RECORDS))
+    assert len(out) == len(set(out)), "a record was transformed twice"
+    assert sorted(out) == expected
+    # the group's committed offsets are the end of the input
+    consumer = confluent_kafka.Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group})
+    committed = consumer.committed([confluent_kafka.TopicPartition(source, p) for p in range(PARTITIONS)], 30)
+    consumer.close()
+    assert sum(tp.offset for tp in committed) == RECORDS
