@@ -258,7 +258,11 @@ class KafkaController:
                 batch.add_leader_and_isr(self._live_replicas(info), info, state, zk_version)
         batch.add_update_metadata(self.live, self._metadata_entries(self.states))
         self._send(batch)
-        # 3. leaders for new and offline partitions
+        # 3. replicas on brokers that are gone leave the ISRs (OfflineReplica), leaders are elected
+        # where they were the leader, and new partitions get their first leader
+        dead = {r for state, _ in self.states.values() for r in state.isr if r not in self.live}
+        if dead:
+            await self._on_brokers_failed(dead)
         await self._elect_offline_and_new()
         await self._on_topic_deletion()
         if self.auto_leader_rebalance:
@@ -471,12 +475,15 @@ class KafkaController:
         self._send(batch)
 
     async def _on_brokers_started(self, started: list[int]) -> None:
-        # the new brokers get every partition; the others only the new broker list
+        # the new brokers get every partition, before any LeaderAndIsr (a follower needs its
+        # leader in its cache); the others only the new broker list
         batch = self._batch()
         batch.add_update_metadata([b for b in self.live if b not in started])
         self._send(batch)
         batch = self._batch()
         batch.add_update_metadata(started, self._metadata_entries(self.states))
+        self._send(batch)
+        batch = self._batch()
         for key, (state, version) in self.states.items():
             if key[0] in self.deleting or key[0] not in self.topics:
                 continue
