@@ -1,0 +1,588 @@
+"""The replica manager of a cluster broker: the partitions the controller assigned to it.
+
+Kafka's ReplicaManager in ZooKeeper mode (the sheet, sections 3 and 4):
+- LeaderAndIsr: per partition, accepted only with a leader epoch newer than ours (equal or older:
+  STALE_CONTROLLER_EPOCH), a topic id matching the log's `partition.metadata`
+  (INCONSISTENT_TOPIC_ID), this broker among the replicas (UNKNOWN_TOPIC_OR_PARTITION) and an
+  online log (KAFKA_STORAGE_ERROR). A leader stops fetching and takes the ISR; a follower (whose
+  leader must be alive in the metadata) starts fetching from its log end, or from its high
+  watermark after truncating to it when it keeps no leader epochs.
+- StopReplica: leader epoch -2 (deletion), -1 (not sent) or at least ours is accepted, else
+  FENCED_LEADER_EPOCH; fetching stops, and delete=true also drops the partition and its log.
+- Leaders: follower fetches move follower progress and the high watermark (`read_for_follower`),
+  an ISR-shrink task runs every replica.lag.time.max.ms/2, ISR changes go to the controller through
+  the AlterPartitionManager, acks=all produces wait in `wait_for_replication`.
+- High watermarks are restored from `<logdir>/replication-offset-checkpoint` at start and written
+  there every replica.high.watermark.checkpoint.interval.ms once the first LeaderAndIsr arrived.
+
+Waiters park in the broker's purgatory: consumer and follower fetches on (topic, partition), which
+is notified on appends and high-watermark changes; acks=all produces and coordinator writes on
+`replicated_key(topic, partition)`, notified on high-watermark, ISR and leadership changes only.
+`leadership_listeners` are called with (topic, partition, is_leader, leader_epoch) after each
+become-leader, become-follower and stop (is_leader False); the coordinators hook in there.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from pathlib import Path
+from typing import Callable
+
+from ..controller.ids import uuid_from_kafka_str, uuid_to_kafka_str
+from ..log.checkpoints import (
+    REPLICATION_OFFSET_CHECKPOINT,
+    CheckpointError,
+    read_offset_checkpoint,
+    write_atomically,
+    write_offset_checkpoint,
+)
+from ..log.errors import KafkaStorageError
+from ..log.partition_log import PartitionLog
+from ..protocol.errors import ErrorCode, KafkaError
+from ..protocol.messages import FetchResponse, LeaderAndIsrResponse, StopReplicaResponse
+from .alter_partition import AlterPartitionManager
+from .fetcher import FetchPosition, ReplicaFetcherManager
+from .partition import IsrChange, IsrChangeOutcome, Partition
+
+__all__ = ["PARTITION_METADATA_FILE", "ReplicaManager", "read_partition_topic_id", "replicated_key",
+           "write_partition_topic_id"]
+
+log = logging.getLogger(__name__)
+
+PARTITION_METADATA_FILE = "partition.metadata"
+DELETION_EPOCH = -2  # StopReplica's leader epoch for a topic being deleted
+NO_EPOCH = -1        # StopReplica before v3 carries no epoch
+_ZERO_UUID = uuid.UUID(int=0)
+
+PartitionData = FetchResponse.PartitionData
+LeadershipListener = Callable[[str, int, bool, int], None]
+
+
+def replicated_key(topic: str, partition: int) -> tuple:
+    """The purgatory key acks=all waiters watch: the high watermark, ISR or leadership changed."""
+    return ("replicated", topic, partition)
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+# ---------------------------------------------------------------------- partition.metadata
+def read_partition_topic_id(partition_dir: Path) -> uuid.UUID | None:
+    """The topic id in a partition dir's `partition.metadata` (Kafka's format), None if absent.
+
+    Raises KafkaStorageError on a file that cannot be read or parsed."""
+    path = Path(partition_dir) / PARTITION_METADATA_FILE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise KafkaStorageError(f"cannot read {path}: {exc}") from None
+    fields = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep:
+            fields[key.strip()] = value.strip()
+    try:
+        if fields.get("version") != "0":
+            raise ValueError(f"unsupported version {fields.get('version')!r}")
+        return uuid_from_kafka_str(fields["topic_id"])
+    except (KeyError, ValueError) as exc:
+        raise KafkaStorageError(f"malformed {path}: {exc}") from None
+
+
+def write_partition_topic_id(partition_dir: Path, topic_id: uuid.UUID) -> None:
+    write_atomically(Path(partition_dir) / PARTITION_METADATA_FILE,
+                     f"version: 0\ntopic_id: {uuid_to_kafka_str(topic_id)}\n".encode())
+
+
+def _leader_and_isr_states(request, version: int):
+    """(topic, topic id or None, partition state) of every partition in a LeaderAndIsr request."""
+    if version < 2:
+        for state in request.ungrouped_partition_states:
+            yield state.topic_name, None, state
+        return
+    for topic in request.topic_states:
+        topic_id = topic.topic_id if version >= 5 and topic.topic_id != _ZERO_UUID else None
+        for state in topic.partition_states:
+            yield topic.topic_name, topic_id, state
+
+
+def _stop_replica_states(request, version: int):
+    """(topic, partition, leader epoch, delete) of every partition in a StopReplica request."""
+    if version == 0:
+        for p in request.ungrouped_partitions:
+            yield p.topic_name, p.partition_index, NO_EPOCH, request.delete_partitions
+    elif version <= 2:
+        for topic in request.topics:
+            for index in topic.partition_indexes:
+                yield topic.name, index, NO_EPOCH, request.delete_partitions
+    else:
+        for topic in request.topic_states:
+            for p in topic.partition_states:
+                yield topic.topic_name, p.partition_index, p.leader_epoch, p.delete_partition
+
+
+class ReplicaManager:
+    """The partitions this cluster broker hosts, as leader or follower, and their replication."""
+
+    def __init__(self, broker):
+        self.broker = broker
+        self.node_id: int = broker.node_id
+        self._partitions: dict[tuple[str, int], Partition] = {}
+        self._topic_names: dict[uuid.UUID, str] = {}
+        self.leadership_listeners: list[LeadershipListener] = []
+        self.fetchers = ReplicaFetcherManager(broker, self._high_watermark_changed)
+        self.alter_partition = AlterPartitionManager(broker, self._isr_change_answered)
+        self._lag_ms: int = broker.config.get("replica.lag.time.max.ms")
+        self._checkpoint_task: asyncio.Task | None = None
+        self._shrink_task: asyncio.Task | None = None
+        self._closed = False
+
+    # ------------------------------------------------------------------ lookups
+    def partition(self, topic: str, partition: int) -> Partition | None:
+        return self._partitions.get((topic, partition))
+
+    def partitions(self) -> list[Partition]:
+        return list(self._partitions.values())
+
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        """The name of a hosted topic by id (the metadata cache may not know it yet)."""
+        return self._topic_names.get(topic_id)
+
+    def _metadata_has(self, topic: str, partition: int) -> bool:
+        meta = self.broker.metadata.get_topic(topic)
+        return meta is not None and 0 <= partition < len(meta.partitions)
+
+    def leader_error(self, topic: str, partition: int, current_leader_epoch: int = -1) -> int:
+        """NONE when this broker leads the partition and the request's leader epoch (if sent)
+        is ours; else the error Kafka answers: UNKNOWN_TOPIC_OR_PARTITION for a partition the
+        metadata does not know, the epoch fence, or NOT_LEADER_OR_FOLLOWER."""
+        part = self._partitions.get((topic, partition))
+        if part is None:
+            return (ErrorCode.NOT_LEADER_OR_FOLLOWER if self._metadata_has(topic, partition)
+                    else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        if part.log.is_offline:
+            return ErrorCode.KAFKA_STORAGE_ERROR
+        code = part.leader_epoch_error(current_leader_epoch)
+        if code:
+            return code
+        return ErrorCode.NONE if part.is_leader else ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+    def leader_hint(self, topic: str, partition: int) -> tuple[int, int]:
+        """(leader id, leader epoch) to tell a client that asked the wrong broker (KIP-951): the
+        metadata cache's view, or what the last LeaderAndIsr told us."""
+        meta = self.broker.metadata.get_topic(topic)
+        if meta is not None and 0 <= partition < len(meta.partitions):
+            state = meta.partitions[partition]
+            return state.leader, state.leader_epoch
+        part = self._partitions.get((topic, partition))
+        if part is not None:
+            return part.leader_id, part.leader_epoch
+        return -1, -1
+
+    def node_endpoint(self, node_id: int) -> tuple[str, int] | None:
+        return self.broker.metadata.broker_endpoint(node_id) if node_id >= 0 else None
+
+    # ------------------------------------------------------------------ start and stop
+    async def start(self) -> None:
+        """Restore high watermarks of the loaded logs and start the ISR-shrink task."""
+        self._restore_high_watermarks()
+        self._ensure_shrink_task()
+
+    async def shutdown(self) -> None:
+        self._closed = True
+        for task in (self._checkpoint_task, self._shrink_task):
+            if task is not None:
+                task.cancel()
+        for task in (self._checkpoint_task, self._shrink_task):
+            if task is not None:
+                try:
+                    await task
+                except (asyncio.CancelledError, Exception):
+                    pass
+        self._checkpoint_task = self._shrink_task = None
+        await self.fetchers.shutdown()
+        await self.alter_partition.shutdown()
+        for part in self._partitions.values():
+            self._high_watermark_changed(part.topic, part.partition)
+        try:
+            await self.checkpoint_high_watermarks()
+        except Exception:
+            log.exception("writing the final high-watermark checkpoint failed")
+
+    def _ensure_shrink_task(self) -> None:
+        if self._shrink_task is None and not self._closed:
+            self._shrink_task = asyncio.get_running_loop().create_task(self._shrink_loop(), name="isr-shrink")
+
+    def _ensure_checkpoint_task(self) -> None:
+        # As Kafka: from the first LeaderAndIsr on, when there is something hosted to record.
+        if self._checkpoint_task is None and not self._closed:
+            self._checkpoint_task = asyncio.get_running_loop().create_task(self._checkpoint_loop(),
+                                                                           name="hw-checkpoint")
+
+    # ------------------------------------------------------------------ high-watermark checkpoints
+    def _online_logs(self) -> dict[tuple[str, int], PartitionLog]:
+        return {key: plog for key, plog in self.broker.logs.all_logs().items()
+                if isinstance(plog, PartitionLog) and not plog.is_offline}
+
+    def _restore_high_watermarks(self) -> None:
+        """Every loaded log gets the high watermark it had (0 when unrecorded): in a cluster a
+        log's end is not committed just because it is on disk."""
+        logs = self._online_logs()
+        for log_dir in self.broker.logs.log_dirs:
+            path = Path(log_dir) / REPLICATION_OFFSET_CHECKPOINT
+            try:
+                marks = read_offset_checkpoint(path)
+            except (CheckpointError, OSError) as exc:
+                log.warning("ignoring unreadable high-watermark checkpoint %s: %s", path, exc)
+                marks = {}
+            for key, plog in logs.items():
+                if plog.log_dir == Path(log_dir):
+                    plog.auto_high_watermark = False
+                    plog.high_watermark = marks.get(key, 0)
+
+    async def checkpoint_high_watermarks(self) -> None:
+        """Write every log dir's replication-offset-checkpoint (on the log flusher's thread, which
+        also writes the log manager's checkpoints, so the two never write the file at once)."""
+        by_dir: dict[Path, dict[tuple[str, int], int]] = {Path(d): {} for d in self.broker.logs.log_dirs}
+        for key, plog in self._online_logs().items():
+            by_dir.setdefault(plog.log_dir, {})[key] = plog.high_watermark
+
+        def write() -> None:
+            for log_dir, marks in by_dir.items():
+                try:
+                    write_offset_checkpoint(log_dir / REPLICATION_OFFSET_CHECKPOINT, marks)
+                except OSError as exc:
+                    log.error("could not write %s: %s", log_dir / REPLICATION_OFFSET_CHECKPOINT, exc)
+
+        # Shielded: cancelling the wrapper would cancel the flusher's Future, which its work
+        # thread does not expect (it then fails to set the result and stops).
+        await asyncio.shield(asyncio.wrap_future(self.broker.logs.flusher.submit(write)))
+
+    async def _checkpoint_loop(self) -> None:
+        interval_s = self.broker.config.get("replica.high.watermark.checkpoint.interval.ms") / 1000
+        while True:
+            await asyncio.sleep(interval_s)
+            try:
+                await self.checkpoint_high_watermarks()
+            except Exception:
+                log.exception("high-watermark checkpoint failed")
+
+    # ------------------------------------------------------------------ ISR maintenance
+    async def _shrink_loop(self) -> None:
+        interval_s = self._lag_ms / 2 / 1000
+        while True:
+            await asyncio.sleep(interval_s)
+            self.maybe_shrink_isrs()
+
+    def maybe_shrink_isrs(self, now_ms: int | None = None) -> None:
+        """One pass of the ISR-shrink task over the partitions led here."""
+        now = _now_ms() if now_ms is None else now_ms
+        for part in list(self._partitions.values()):
+            if not part.is_leader:
+                continue
+            try:
+                part.maybe_shrink_isr(now)
+                # a replica that stopped being caught up no longer holds the high watermark back
+                if part.maybe_increment_hw(now):
+                    self._high_watermark_changed(part.topic, part.partition)
+            except Exception:
+                log.exception("ISR check of %s failed", part.name)
+
+    def _is_eligible(self, replica_id: int) -> bool:
+        return self.broker.metadata.is_live(replica_id)
+
+    def _isr_change_answered(self, part: Partition, change: IsrChange, error_code: int, data) -> bool:
+        """The controller's answer to an ISR proposal; returns True to send it again."""
+        if data is not None and error_code == ErrorCode.NONE:
+            outcome = part.apply_isr_change_result(change, error_code, isr=data.isr, leader_epoch=data.leader_epoch,
+                                                   partition_epoch=data.partition_epoch, now_ms=_now_ms())
+        else:
+            outcome = part.apply_isr_change_result(change, error_code, now_ms=_now_ms())
+        if outcome in (IsrChangeOutcome.COMMITTED, IsrChangeOutcome.REVERTED):
+            # the high watermark may have moved, and acks=all waiters re-check the ISR size
+            self._high_watermark_changed(part.topic, part.partition)
+        return outcome is IsrChangeOutcome.RETRY
+
+    # ------------------------------------------------------------------ notifications
+    def _high_watermark_changed(self, topic: str, partition: int) -> None:
+        purgatory = self.broker.purgatory
+        purgatory.notify((topic, partition))
+        purgatory.notify(replicated_key(topic, partition))
+
+    def _tell_listeners(self, topic: str, partition: int, is_leader: bool, leader_epoch: int) -> None:
+        for listener in list(self.leadership_listeners):
+            try:
+                listener(topic, partition, is_leader, leader_epoch)
+            except Exception:
+                log.exception("leadership listener %r failed for %s-%d", listener, topic, partition)
+
+    # ------------------------------------------------------------------ LeaderAndIsr
+    async def apply_leader_and_isr(self, request, version: int) -> LeaderAndIsrResponse:
+        """Apply a (screened) LeaderAndIsr request; per-partition errors in the response."""
+        now = _now_ms()
+        results: list[list] = []  # [topic, topic id, partition, error code]
+        leaders, followers = [], []
+        for topic, topic_id, state in _leader_and_isr_states(request, version):
+            code = self._screen(topic, topic_id, state)
+            entry = [topic, topic_id, state.partition_index, code]
+            results.append(entry)
+            if code == ErrorCode.NONE:
+                (leaders if state.leader == self.node_id else followers).append((topic, topic_id, state, entry))
+        changed: list[tuple[Partition, bool]] = []
+        for topic, topic_id, state, entry in leaders:
+            try:
+                part = self._host(topic, state.partition_index, topic_id)
+                self.fetchers.remove([(topic, state.partition_index)])
+                if part.make_leader(state, now):
+                    changed.append((part, True))
+                    log.info("broker %d leads %s at epoch %d (partition epoch %d, ISR %s, replicas %s, log end %d, "
+                             "high watermark %d)", self.node_id, part.name, part.leader_epoch, part.partition_epoch,
+                             list(part.isr), list(part.replicas), part.log.log_end_offset, part.log.high_watermark)
+            except Exception as exc:
+                entry[3] = self._transition_failed(topic, state, exc)
+        for topic, topic_id, state, entry in followers:
+            try:
+                self._become_follower(topic, topic_id, state, changed)
+            except Exception as exc:
+                entry[3] = self._transition_failed(topic, state, exc)
+        for part, is_leader in changed:
+            self._high_watermark_changed(part.topic, part.partition)
+        for part, is_leader in changed:
+            self._tell_listeners(part.topic, part.partition, is_leader, part.leader_epoch)
+        self.fetchers.shutdown_idle()
+        self._ensure_checkpoint_task()
+        self._ensure_shrink_task()
+        return self._leader_and_isr_response(results, version)
+
+    def _screen(self, topic: str, topic_id: uuid.UUID | None, state) -> int:
+        part = self._partitions.get((topic, state.partition_index))
+        plog = part.log if part is not None else self.broker.partitions.get_log(topic, state.partition_index)
+        if plog is not None and plog.is_offline:
+            return ErrorCode.KAFKA_STORAGE_ERROR
+        if topic_id is not None:
+            try:
+                local = part.topic_id if part is not None else (
+                    read_partition_topic_id(plog.dir) if plog is not None else None)
+            except KafkaStorageError as exc:
+                log.error("%s-%d: %s", topic, state.partition_index, exc)
+                return ErrorCode.KAFKA_STORAGE_ERROR
+            if local is not None and local != topic_id:
+                log.error("%s-%d: LeaderAndIsr names topic id %s but the local log has %s", topic,
+                          state.partition_index, uuid_to_kafka_str(topic_id), uuid_to_kafka_str(local))
+                return ErrorCode.INCONSISTENT_TOPIC_ID
+        local_epoch = part.leader_epoch if part is not None else -1
+        if state.leader_epoch <= local_epoch:
+            log.debug("%s-%d: ignoring LeaderAndIsr at leader epoch %d (ours is %d)", topic, state.partition_index,
+                      state.leader_epoch, local_epoch)
+            return ErrorCode.STALE_CONTROLLER_EPOCH
+        if self.node_id not in state.replicas:
+            log.warning("%s-%d: LeaderAndIsr lists replicas %s without broker %d", topic, state.partition_index,
+                        list(state.replicas), self.node_id)
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        return ErrorCode.NONE
+
+    def _host(self, topic: str, index: int, topic_id: uuid.UUID | None) -> Partition:
+        """The hosted Partition, created (with its log) on first use; records the topic id."""
+        key = (topic, index)
+        part = self._partitions.get(key)
+        if part is None:
+            plog = self.broker.partitions.open_log(topic, index)
+            if plog.is_offline:
+                raise KafkaStorageError(f"log of {topic}-{index} is offline: {plog.offline_reason}")
+            plog.auto_high_watermark = False
+            part = Partition(topic, index, self.node_id, plog, topic_id=read_partition_topic_id(plog.dir),
+                             lag_ms=self._lag_ms, is_eligible=self._is_eligible,
+                             submit_isr_change=self.alter_partition.submit)
+            self._partitions[key] = part
+        if topic_id is not None and part.topic_id is None:
+            write_partition_topic_id(part.log.dir, topic_id)
+            part.topic_id = topic_id
+        if part.topic_id is not None:
+            self._topic_names[part.topic_id] = topic
+        return part
+
+    def _become_follower(self, topic: str, topic_id, state, changed: list) -> None:
+        index = state.partition_index
+        if not self.broker.metadata.is_live(state.leader):
+            # As Kafka: no change without a reachable leader, but the log exists so that its high
+            # watermark is checkpointed; a later LeaderAndIsr (same epoch) completes the change.
+            log.error("broker %d cannot follow %s-%d at epoch %d: leader %d is not alive in the metadata",
+                      self.node_id, topic, index, state.leader_epoch, state.leader)
+            self._host(topic, index, topic_id)
+            return
+        part = self._host(topic, index, topic_id)
+        if not part.make_follower(state):
+            return
+        self.fetchers.remove([(topic, index)])
+        plog = part.log
+        if plog.leader_epochs.latest_epoch < 0 and plog.log_end_offset > plog.high_watermark:
+            # without epochs the leader cannot tell us where we diverge: keep only what was committed
+            log.info("%s has no leader epochs; truncating to its high watermark %d", part.name, plog.high_watermark)
+            plog.truncate_to(plog.high_watermark)
+        changed.append((part, False))
+        self.fetchers.add(FetchPosition(topic, index, part.topic_id, state.leader, state.leader_epoch,
+                                        plog.log_end_offset, plog.leader_epochs.latest_epoch, plog))
+
+    def _transition_failed(self, topic: str, state, exc: Exception) -> int:
+        if isinstance(exc, KafkaError):
+            log.error("%s-%d: LeaderAndIsr at epoch %d failed: %s", topic, state.partition_index,
+                      state.leader_epoch, exc)
+            return exc.code
+        log.exception("%s-%d: LeaderAndIsr at epoch %d failed", topic, state.partition_index, state.leader_epoch)
+        return ErrorCode.UNKNOWN_SERVER_ERROR
+
+    @staticmethod
+    def _leader_and_isr_response(results, version: int) -> LeaderAndIsrResponse:
+        Error = LeaderAndIsrResponse.LeaderAndIsrPartitionError
+        if version < 5:
+            return LeaderAndIsrResponse(error_code=0, partition_errors=[
+                Error(topic_name=topic, partition_index=index, error_code=code) for topic, _, index, code in results])
+        topics: dict[object, LeaderAndIsrResponse.LeaderAndIsrTopicError] = {}
+        for topic, topic_id, index, code in results:
+            key = topic_id if topic_id is not None else topic
+            entry = topics.get(key)
+            if entry is None:
+                entry = topics[key] = LeaderAndIsrResponse.LeaderAndIsrTopicError(
+                    topic_id=topic_id or _ZERO_UUID, partition_errors=[])
+            entry.partition_errors.append(Error(topic_name=topic, partition_index=index, error_code=code))
+        return LeaderAndIsrResponse(error_code=0, topics=list(topics.values()))
+
+    # ------------------------------------------------------------------ StopReplica
+    async def apply_stop_replica(self, request, version: int) -> StopReplicaResponse:
+        """Apply a (screened) StopReplica request."""
+        Error = StopReplicaResponse.StopReplicaPartitionError
+        errors = []
+        stopping = []
+        for topic, index, epoch, delete in _stop_replica_states(request, version):
+            part = self._partitions.get((topic, index))
+            if part is not None and part.log.is_offline:
+                code = ErrorCode.KAFKA_STORAGE_ERROR
+            elif part is None or epoch in (DELETION_EPOCH, NO_EPOCH) or epoch >= part.leader_epoch:
+                code = ErrorCode.NONE
+                stopping.append((topic, index, delete, len(errors)))
+            else:
+                log.info("%s-%d: ignoring StopReplica at leader epoch %d (ours is %d)", topic, index, epoch,
+                         part.leader_epoch)
+                code = ErrorCode.FENCED_LEADER_EPOCH
+            errors.append(Error(topic_name=topic, partition_index=index, error_code=code))
+        self.fetchers.remove([(topic, index) for topic, index, _, _ in stopping])
+        for topic, index, delete, position in stopping:
+            key = (topic, index)
+            part = self._partitions.get(key)
+            epoch = part.leader_epoch if part is not None else -1
+            try:
+                if part is not None:
+                    part.stop()
+                if delete:
+                    self._partitions.pop(key, None)
+                    if part is not None and part.topic_id is not None \
+                            and self._topic_names.get(part.topic_id) == topic \
+                            and not any(p.topic == topic for p in self._partitions.values()):
+                        del self._topic_names[part.topic_id]
+                    self.broker.partitions.remove_log(topic, index, delete=True)
+                log.info("broker %d stopped replica %s-%d%s", self.node_id, topic, index,
+                         " and deleted its log" if delete else "")
+            except Exception as exc:
+                if isinstance(exc, KafkaError):
+                    log.error("stopping replica %s-%d failed: %s", topic, index, exc)
+                    errors[position].error_code = exc.code
+                else:
+                    log.exception("stopping replica %s-%d failed", topic, index)
+                    errors[position].error_code = ErrorCode.KAFKA_STORAGE_ERROR
+            self._high_watermark_changed(topic, index)
+            self._tell_listeners(topic, index, False, epoch)
+        self.fetchers.shutdown_idle()
+        return StopReplicaResponse(error_code=0, partition_errors=errors)
+
+    # ------------------------------------------------------------------ leader reads and writes
+    def on_leader_append(self, part: Partition) -> None:
+        """After an append to a partition led here: the high watermark may move (the leader's
+        end counts as soon as enough followers have it)."""
+        if part.maybe_increment_hw(_now_ms()):
+            self._high_watermark_changed(part.topic, part.partition)
+
+    def refresh_high_watermark(self, topic: str, partition: int) -> None:
+        """Recompute a led partition's high watermark if the log is ahead of it. Appends made
+        outside the produce path (coordinators, markers) do not do it themselves."""
+        part = self._partitions.get((topic, partition))
+        if part is not None and part.is_leader and part.log.high_watermark < part.log.log_end_offset:
+            self.on_leader_append(part)
+
+    def read_for_follower(self, replica_id: int, topic: str, partition: int, fetch_offset: int,
+                          follower_log_start: int, current_leader_epoch: int, last_fetched_epoch: int,
+                          max_bytes: int, min_one_batch: bool, update_progress: bool) -> PartitionData:
+        """A follower's fetch of one partition led here: fenced by the leader epoch, answered
+        with a diverging epoch or records up to our log end, and counted as follower progress
+        (only when `update_progress`: the first read of a fetch, not the re-reads of a long poll)."""
+        data = PartitionData(partition_index=partition, error_code=ErrorCode.NONE, high_watermark=-1,
+                             last_stable_offset=-1, log_start_offset=-1, records=b"", aborted_transactions=None)
+        part = self._partitions.get((topic, partition))
+        if part is None:
+            data.error_code = (ErrorCode.NOT_LEADER_OR_FOLLOWER if self._metadata_has(topic, partition)
+                               else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            return data
+        code = part.leader_epoch_error(current_leader_epoch)
+        if code == ErrorCode.NONE and not part.is_leader:
+            code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+        if code == ErrorCode.NONE and (replica_id == self.node_id or replica_id not in part.replicas):
+            code = ErrorCode.UNKNOWN_LEADER_EPOCH if current_leader_epoch >= 0 else ErrorCode.NOT_LEADER_OR_FOLLOWER
+        if code:
+            data.error_code = code
+            return data
+        plog = part.log
+        # Measured before the read: appends racing this fetch must not count against the
+        # follower's caught-up time.
+        leader_end = plog.log_end_offset
+        data.high_watermark = plog.high_watermark
+        data.log_start_offset = plog.log_start_offset
+        data.last_stable_offset = plog.last_stable_offset
+        try:
+            if last_fetched_epoch >= 0:
+                diverging = part.diverging_epoch(last_fetched_epoch, fetch_offset)
+                if diverging is not None:
+                    data.diverging_epoch = FetchResponse.EpochEndOffset(epoch=diverging[0], end_offset=diverging[1])
+                    return data
+            result = plog.read(fetch_offset, max_bytes, min_one_batch=min_one_batch)
+        except KafkaError as exc:
+            data.error_code = exc.code
+            return data
+        data.records = result.records
+        if update_progress and part.update_follower_fetch(replica_id, fetch_offset, follower_log_start, _now_ms(),
+                                                          leader_end):
+            self._high_watermark_changed(topic, partition)
+        return data
+
+    async def wait_for_replication(self, topic: str, partition: int, required_offset: int,
+                                   timeout_s: float) -> int:
+        """acks=all: wait until the high watermark reaches `required_offset` (the offset after the
+        last one appended). NONE, NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR is (or fell) below
+        the minimum, REQUEST_TIMED_OUT, or NOT_LEADER_OR_FOLLOWER once leadership is lost."""
+        key = (topic, partition)
+        part = self._partitions.get(key)
+        if part is None or not part.is_leader:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        epoch = part.leader_epoch
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max(timeout_s, 0.0)
+        self.on_leader_append(part)  # the write may not have been through the produce path
+        watch = (replicated_key(topic, partition),)
+        while True:
+            if self._closed or self._partitions.get(key) is not part or not part.is_leader \
+                    or part.leader_epoch != epoch:
+                return ErrorCode.NOT_LEADER_OR_FOLLOWER
+            if part.log.is_offline:
+                return ErrorCode.KAFKA_STORAGE_ERROR
+            if part.log.high_watermark >= required_offset:
+                return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND if part.under_min_isr() else ErrorCode.NONE
+            if part.under_min_isr():
+                # the high watermark cannot move below the minimum ISR: waiting cannot succeed
+                return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return ErrorCode.REQUEST_TIMED_OUT
+            await self.broker.purgatory.wait_any(watch, remaining)
