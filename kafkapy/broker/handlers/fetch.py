@@ -28,15 +28,22 @@ class _Wanted:
     fetch_offset: int
     max_bytes: int
     current_leader_epoch: int = -1
+    # sent by followers (v12+ / v5+); used in cluster mode only
+    last_fetched_epoch: int = -1
+    log_start_offset: int = -1
 
 
 def _requested(broker, request: FetchRequest, version: int) -> tuple[list[_Wanted], list]:
     """The partitions named in the request, with topic names resolved from ids (v13+)."""
     wanted = []
+    replicas = broker.replicas
     for topic in request.topics:
         if version >= 13:
             meta = broker.partitions.topic_by_id(topic.topic_id)
             name = meta.name if meta is not None else None
+            if name is None and replicas is not None:
+                # a new leader may be asked before the controller's UpdateMetadata arrives
+                name = replicas.topic_name(topic.topic_id)
             topic_id = topic.topic_id
         else:
             name = topic.topic
@@ -44,7 +51,7 @@ def _requested(broker, request: FetchRequest, version: int) -> tuple[list[_Wante
             topic_id = meta.topic_id if meta is not None else _NULL_UUID
         for p in topic.partitions:
             wanted.append(_Wanted(name, topic_id, p.partition, p.fetch_offset, p.partition_max_bytes,
-                                  p.current_leader_epoch))
+                                  p.current_leader_epoch, p.last_fetched_epoch, p.log_start_offset))
     forgotten = []
     for topic in request.forgotten_topics_data:
         if version >= 13:
@@ -94,20 +101,58 @@ def _read_partition(broker, want: _Wanted, max_bytes: int, min_one: bool, isolat
     return data
 
 
+def _read_partition_in_cluster(broker, want: _Wanted, max_bytes: int, min_one: bool, isolation_level: int,
+                               version: int, replica_id: int, first_read: bool, leaders: dict) -> PartitionData:
+    """Cluster mode: followers read up to the log end through the replica manager (fencing,
+    diverging epochs, follower progress); consumers only from the leader, up to the high watermark."""
+    replicas = broker.replicas
+    if want.topic is None:
+        return _read_partition(broker, want, max_bytes, min_one, isolation_level, version)
+    if replica_id >= 0:
+        return replicas.read_for_follower(replica_id, want.topic, want.partition, want.fetch_offset,
+                                          want.log_start_offset, want.current_leader_epoch, want.last_fetched_epoch,
+                                          max_bytes, min_one, first_read)
+    code = replicas.leader_error(want.topic, want.partition, want.current_leader_epoch)
+    if code:
+        data = PartitionData(partition_index=want.partition, error_code=code, high_watermark=-1, records=b"")
+        if version >= 12 and code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH):
+            # KIP-951: name the leader we know of (and, v16+, its endpoint)
+            leader_id, leader_epoch = replicas.leader_hint(want.topic, want.partition)
+            data.current_leader = FetchResponse.LeaderIdAndEpoch(leader_id=leader_id, leader_epoch=leader_epoch)
+            endpoint = replicas.node_endpoint(leader_id)
+            if endpoint is not None:
+                leaders[leader_id] = FetchResponse.NodeEndpoint(node_id=leader_id, host=endpoint[0], port=endpoint[1])
+        return data
+    replicas.refresh_high_watermark(want.topic, want.partition)
+    return _read_partition(broker, want, max_bytes, min_one, isolation_level, version)
+
+
+def _diverged(data: PartitionData) -> bool:
+    return data.diverging_epoch is not None and data.diverging_epoch.epoch >= 0
+
+
 @handles(FetchRequest)
 async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
     broker = ctx.broker
     version = ctx.api_version
     wanted, forgotten = _requested(broker, request, version)
+    cluster = broker.replicas is not None
+    replica_id = -1
+    if cluster:
+        replica_id = request.replica_state.replica_id if version >= 15 else request.replica_id
+    leaders: dict = {}
     cache = broker.fetch_sessions
     session = None
     created = False
     session_id = request.session_id if version >= 7 else 0
     epoch = request.session_epoch if version >= 7 else FINAL_EPOCH
     if session_id == 0:
+        # Followers get no session (answered with session id 0, they fetch in full every time), so
+        # that their last fetched epochs and log start offsets are always in the request.
         if epoch == INITIAL_EPOCH:
-            session = cache.new_session()
-            created = True
+            if replica_id < 0:
+                session = cache.new_session()
+                created = True
         elif epoch != FINAL_EPOCH:
             return FetchResponse(error_code=ErrorCode.INVALID_FETCH_SESSION_EPOCH, session_id=0, responses=[])
     elif epoch == FINAL_EPOCH:
@@ -116,8 +161,9 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
         # a full fetch naming an existing session closes it and opens a new one (Kafka's
         # FetchSession: clients do this to reset a session after an error)
         cache.remove(session_id)
-        session = cache.new_session()
-        created = True
+        if replica_id < 0:
+            session = cache.new_session()
+            created = True
     else:
         try:
             session = cache.get(session_id, epoch)
@@ -155,6 +201,7 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
     max_total = request.max_bytes if version >= 3 else 0x7FFFFFFF
     isolation = request.isolation_level if version >= 4 else 0
     keys = [(w.topic, w.partition) for w in wanted]
+    first_read = True
     while True:
         remaining = max_total
         results = []
@@ -162,12 +209,19 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
         errors = False
         for want in wanted:
             limit = min(want.max_bytes, remaining)
-            data = _read_partition(broker, want, limit, total == 0, isolation, version)
+            if cluster:
+                data = _read_partition_in_cluster(broker, want, limit, total == 0, isolation, version, replica_id,
+                                                  first_read, leaders)
+                # a diverging epoch answers at once, like an error
+                errors = errors or _diverged(data)
+            else:
+                data = _read_partition(broker, want, limit, total == 0, isolation, version)
             size = len(data.records) if data.records is not None else 0
             total += size
             remaining = max(remaining - size, 0)
             errors = errors or data.error_code != 0
             results.append((want, data))
+        first_read = False
         timeout = deadline - time.monotonic()
         if total >= min_bytes or errors or timeout <= 0 or not wanted:
             break
@@ -201,4 +255,4 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
         topic_resp.partitions.append(data)
     return FetchResponse(throttle_time_ms=0, error_code=0,
                          session_id=session.session_id if session is not None else 0,
-                         responses=responses)
+                         responses=responses, node_endpoints=list(leaders.values()))

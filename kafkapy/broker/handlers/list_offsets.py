@@ -14,8 +14,15 @@ LATEST_TIERED = -5
 PartitionResponse = ListOffsetsResponse.ListOffsetsPartitionResponse
 
 
-def _lookup(broker, topic: str, p, version: int, isolation_level: int) -> PartitionResponse:
+def _lookup(broker, topic: str, p, version: int, isolation_level: int, replica_id: int = -1) -> PartitionResponse:
     index = p.partition_index
+    replicas = broker.replicas
+    if replicas is not None:
+        # cluster mode: only the leader answers, consumers and followers alike
+        code = replicas.leader_error(topic, index, p.current_leader_epoch)
+        if code:
+            return PartitionResponse(partition_index=index, error_code=code)
+        replicas.refresh_high_watermark(topic, index)
     plog = broker.partitions.get_log(topic, index)
     if plog is None:
         return PartitionResponse(partition_index=index, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
@@ -25,8 +32,11 @@ def _lookup(broker, topic: str, p, version: int, isolation_level: int) -> Partit
     epoch = broker.partitions.leader_epoch(topic, index)
     ts = p.timestamp
     if ts == LATEST:
-        # read_committed consumers start at the last stable offset
-        offset = plog.last_stable_offset if isolation_level == 1 else plog.high_watermark
+        if replicas is not None and replica_id >= 0:
+            offset = plog.log_end_offset  # a follower resolving an out-of-range fetch wants our log end
+        else:
+            # read_committed consumers start at the last stable offset
+            offset = plog.last_stable_offset if isolation_level == 1 else plog.high_watermark
         found_ts = -1
     elif ts in (EARLIEST, EARLIEST_LOCAL):
         offset, found_ts = plog.log_start_offset, -1
@@ -40,6 +50,11 @@ def _lookup(broker, topic: str, p, version: int, isolation_level: int) -> Partit
     else:
         found = plog.offset_for_timestamp(ts)
         offset, found_ts = found if found is not None else (-1, -1)
+    if replicas is not None and replica_id < 0 and ts not in (LATEST, EARLIEST, EARLIEST_LOCAL, LATEST_TIERED):
+        # a consumer is never pointed at an offset it cannot fetch yet
+        visible = plog.last_stable_offset if isolation_level == 1 else plog.high_watermark
+        if offset >= visible:
+            offset, found_ts = -1, -1
     if version == 0:
         offsets = [offset] if offset >= 0 else []
         return PartitionResponse(partition_index=index, error_code=0, old_style_offsets=offsets)
@@ -54,6 +69,7 @@ async def handle_list_offsets(ctx: RequestContext, request: ListOffsetsRequest) 
     isolation = request.isolation_level if version >= 2 else 0
     topics = []
     for topic in request.topics:
-        partitions = [_lookup(broker, topic.name, p, version, isolation) for p in topic.partitions]
+        partitions = [_lookup(broker, topic.name, p, version, isolation, request.replica_id)
+                      for p in topic.partitions]
         topics.append(ListOffsetsResponse.ListOffsetsTopicResponse(name=topic.name, partitions=partitions))
     return ListOffsetsResponse(throttle_time_ms=0, topics=topics)

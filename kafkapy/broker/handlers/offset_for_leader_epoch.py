@@ -12,10 +12,17 @@ EpochEndOffset = OffsetForLeaderEpochResponse.EpochEndOffset
 async def handle_offset_for_leader_epoch(
         ctx: RequestContext, request: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse:
     partitions = ctx.broker.partitions
+    replicas = ctx.broker.replicas  # None on a single node
     topics = []
     for topic in request.topics:
         results = []
         for p in topic.partitions:
+            if replicas is not None:
+                # cluster mode: only the leader answers (Kafka fetches only from the leader here)
+                code = replicas.leader_error(topic.topic, p.partition, p.current_leader_epoch)
+                if code:
+                    results.append(EpochEndOffset(error_code=code, partition=p.partition))
+                    continue
             plog = partitions.get_log(topic.topic, p.partition)
             if plog is None:
                 results.append(EpochEndOffset(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,

@@ -5,6 +5,7 @@ with one write. In fsync-on-ack mode the acknowledgement waits for a group-commi
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from ...protocol.errors import CorruptRecordError, ErrorCode, KafkaError
@@ -24,6 +25,31 @@ def _error(index: int, code: int, message: str | None = None) -> PartitionRespon
     return PartitionResponse(index=index, error_code=code, base_offset=-1, error_message=message)
 
 
+_INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
+def _not_led_here(replicas, name: str, index: int, code: int, version: int,
+                  leaders: dict[int, object]) -> PartitionResponse:
+    """Cluster mode: the partition is not led here. v10+ also names the leader we know of and
+    collects its endpoint for the response (KIP-951), so the client need not refresh metadata."""
+    response = _error(index, code)
+    if code == ErrorCode.NOT_LEADER_OR_FOLLOWER and version >= 10:
+        leader_id, leader_epoch = replicas.leader_hint(name, index)
+        response.current_leader = ProduceResponse.LeaderIdAndEpoch(leader_id=leader_id, leader_epoch=leader_epoch)
+        endpoint = replicas.node_endpoint(leader_id)
+        if endpoint is not None:
+            leaders[leader_id] = ProduceResponse.NodeEndpoint(node_id=leader_id, host=endpoint[0], port=endpoint[1])
+    return response
+
+
+async def _replicated(replicas, response: PartitionResponse, name: str, index: int, required: int,
+                      timeout_s: float) -> None:
+    """acks=all in cluster mode: the answer waits for the ISR (Kafka's delayed produce)."""
+    code = await replicas.wait_for_replication(name, index, required, timeout_s)
+    if code:
+        response.error_code = code
+
+
 def _to_v2(records, version: int, max_size: int) -> bytearray:
     """Produce v0-2 carry magic 0/1 message sets; the log only stores magic 2."""
     if version <= 2 and len(records) > MAGIC_POS and records[MAGIC_POS] < 2:
@@ -37,8 +63,11 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
     version = ctx.api_version
     acks = request.acks
     partitions = broker.partitions
+    replicas = broker.replicas  # None on a single node
     responses = []
     syncs = []
+    waits = []
+    leaders: dict[int, object] = {}
     failed = False
     if acks not in (-1, 0, 1):
         for topic in request.topic_data:
@@ -49,18 +78,33 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
         return ProduceResponse(responses=responses)
     for topic in request.topic_data:
         name = topic.name
-        meta = partitions.topic(name)
-        if meta is None:
-            meta = partitions.auto_create(name)
+        if replicas is None:
+            meta = partitions.topic(name)
+            if meta is None:
+                meta = partitions.auto_create(name)
+        else:
+            meta = None  # the hosted partition is the truth; the metadata cache may lag behind
         results = []
         for pdata in topic.partition_data:
             index = pdata.index
-            plog = partitions.get_log(name, index) if meta is not None else None
-            if plog is None:
-                results.append(_error(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
-                failed = True
-                continue
-            if meta.internal:
+            hosted = None
+            if replicas is None:
+                plog = partitions.get_log(name, index) if meta is not None else None
+                if plog is None:
+                    results.append(_error(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+                    failed = True
+                    continue
+                internal = meta.internal
+            else:
+                code = replicas.leader_error(name, index)
+                if code:
+                    results.append(_not_led_here(replicas, name, index, code, version, leaders))
+                    failed = True
+                    continue
+                hosted = replicas.partition(name, index)
+                plog = hosted.log
+                internal = name in _INTERNAL_TOPICS
+            if internal:
                 results.append(_error(index, ErrorCode.INVALID_TOPIC_EXCEPTION,
                                       f"cannot produce to internal topic {name}"))
                 failed = True
@@ -85,11 +129,18 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
                 if request.transactional_id is not None or headers[0].is_transactional:
                     verify_transactional_produce(broker, request.transactional_id, name, index, plog, headers,
                                                  version)
-                if acks == -1 and plog.config.min_insync_replicas > len(meta.partitions[index].isr):
-                    raise KafkaError("fewer in-sync replicas than min.insync.replicas",
-                                     ErrorCode.NOT_ENOUGH_REPLICAS)
-                result = plog.append(buf, leader_epoch=meta.partitions[index].leader_epoch,
-                                     validated=headers)
+                if hosted is None:
+                    if acks == -1 and plog.config.min_insync_replicas > len(meta.partitions[index].isr):
+                        raise KafkaError("fewer in-sync replicas than min.insync.replicas",
+                                         ErrorCode.NOT_ENOUGH_REPLICAS)
+                    result = plog.append(buf, leader_epoch=meta.partitions[index].leader_epoch,
+                                         validated=headers)
+                else:
+                    if acks == -1 and hosted.under_min_isr():
+                        raise KafkaError(f"ISR {list(hosted.isr)} is smaller than the minimum {hosted.min_isr}",
+                                         ErrorCode.NOT_ENOUGH_REPLICAS)
+                    result = plog.append(buf, leader_epoch=hosted.leader_epoch, validated=headers)
+                    replicas.on_leader_append(hosted)
             except KafkaError as exc:
                 if exc.code != ErrorCode.CORRUPT_MESSAGE:
                     log.debug("produce to %s-%d failed: %s", name, index, exc)
@@ -102,15 +153,23 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
                 broker.purgatory.notify((name, index))
             if plog.config.fsync_on_ack and acks != 0:
                 syncs.append(plog.sync_until(result.last_offset))
-            results.append(PartitionResponse(
+            response = PartitionResponse(
                 index=index, error_code=0, base_offset=result.base_offset,
-                log_append_time_ms=result.log_append_time, log_start_offset=result.log_start_offset))
+                log_append_time_ms=result.log_append_time, log_start_offset=result.log_start_offset)
+            results.append(response)
+            if hosted is not None and acks == -1:
+                waits.append(_replicated(replicas, response, name, index, result.last_offset + 1,
+                                         request.timeout_ms / 1000))
         responses.append(ProduceResponse.TopicProduceResponse(name=name, partition_responses=results))
     if acks == 0:
         if failed:
             # Kafka closes the connection so that an acks=0 producer notices and refreshes metadata.
             raise ConnectionClosed("acks=0 produce failed; closing so the client refreshes metadata")
         return None
-    if syncs:
+    if waits:
+        if syncs:
+            waits.append(wait_durable(*syncs))
+        await asyncio.gather(*waits)
+    elif syncs:
         await wait_durable(*syncs)
-    return ProduceResponse(responses=responses, throttle_time_ms=0)
+    return ProduceResponse(responses=responses, throttle_time_ms=0, node_endpoints=list(leaders.values()))
