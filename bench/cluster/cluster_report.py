@@ -1,0 +1,253 @@
+"""Results of the cluster benchmark, and their rendering as the docs' Cluster section."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DOCS_HEADING = "## Cluster (bench/cluster)"
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """One throughput configuration: a topic's replication factor and the producer's acks."""
+
+    replication_factor: int
+    acks: str
+
+    @property
+    def label(self) -> str:
+        return f"RF{self.replication_factor}, acks={self.acks}"
+
+
+# The headline ratio is LAYOUTS[-1] / LAYOUTS[0]; RF3 acks=1 sits between them (replication traffic
+# on the same cores, but the producer does not wait for the followers).
+LAYOUTS = (Layout(1, "1"), Layout(3, "1"), Layout(3, "all"))
+BASELINE, REPLICATED = LAYOUTS[0], LAYOUTS[-1]
+
+
+@dataclass
+class Phase:
+    """One produce or consume phase against one topic."""
+
+    records: int = 0
+    seconds: float = 0.0
+    error: str | None = None
+    brokers_cpu_s: float | None = None  # CPU (user + system) of all broker processes over the phase
+    client_cpu_s: float | None = None  # CPU of this process (the client: Python + librdkafka threads)
+    wall_s: float | None = None
+
+    @property
+    def records_per_s(self) -> float:
+        return self.records / self.seconds if self.seconds > 0 else 0.0
+
+    def cpu_pct(self, cpu_s: float | None) -> float | None:
+        return None if cpu_s is None or not self.wall_s else 100 * cpu_s / self.wall_s
+
+
+@dataclass
+class FailoverSample:
+    """One leader stopped while a paced acks=all producer writes to its partition."""
+
+    signal: str  # "SIGKILL" or "SIGTERM"
+    broker: int  # the leader that was stopped
+    partition: int
+    was_controller: bool
+    failover_s: float | None = None  # signal sent -> first ack of a record sent after the signal
+    exit_s: float | None = None  # signal sent -> process gone (controlled shutdown takes a while)
+    new_leader: int | None = None
+    acked: int = 0  # records acknowledged during the sample (before and after the stop)
+    failed: int = 0  # delivery reports with an error
+    last_error: str | None = None
+    recovery_s: float | None = None  # restart + ISR full again (not part of the failover time)
+    error: str | None = None  # the sample did not complete
+
+
+@dataclass
+class Results:
+    settings: dict = field(default_factory=dict)
+    cluster_errors: list[str] = field(default_factory=list)
+    # "produce RF3, acks=all" -> every repetition
+    phases: dict[str, list[Phase]] = field(default_factory=dict)
+    failover: list[FailoverSample] = field(default_factory=list)
+    acked_total: int = 0  # distinct records acknowledged during the failover part
+    acked_missing: int | None = None  # of those, not found when the topic was read back at the end
+    read_back: int | None = None  # records read back (duplicates from retries included)
+    problems: list[str] = field(default_factory=list)  # what went wrong in the run (shown in the table)
+    log_alarms: list[str] = field(default_factory=list)  # broker log lines worth a look (JSON and stderr only)
+
+
+def median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def median_phase(phases: list[Phase]) -> Phase | None:
+    """The repetition with the median rate; a failed repetition wins so errors stay visible."""
+    if not phases:
+        return None
+    failed = [p for p in phases if p.error]
+    if failed:
+        return failed[0]
+    return sorted(phases, key=lambda p: p.records_per_s)[len(phases) // 2]
+
+
+def _fmt_ms(seconds: float | None) -> str:
+    return "—" if seconds is None else f"{seconds * 1000:,.0f} ms"
+
+
+def _fmt_phase(phase: Phase | None, record_bytes: int) -> str:
+    if phase is None:
+        return "—"
+    if phase.records == 0:
+        return "error"
+    mb_s = phase.records_per_s * record_bytes / 1e6
+    text = f"{phase.records_per_s / 1000:.1f}k rec/s ({mb_s:.1f} MB/s)"
+    brokers, client = phase.cpu_pct(phase.brokers_cpu_s), phase.cpu_pct(phase.client_cpu_s)
+    if brokers is not None and client is not None:
+        text += f", CPU brokers {brokers:.0f}% + client {client:.0f}%"
+    return text + " ⚠" if phase.error else text
+
+
+def failover_stats(samples: list[FailoverSample]) -> dict:
+    times = [s.failover_s for s in samples if s.failover_s is not None]
+    return {
+        "samples": len(samples),
+        "measured": len(times),
+        "median_s": median(times),
+        "best_s": min(times) if times else None,
+        "worst_s": max(times) if times else None,
+        "controller_median_s": median([s.failover_s for s in samples if s.was_controller and s.failover_s is not None]),
+        "other_median_s": median([s.failover_s for s in samples if not s.was_controller and s.failover_s is not None]),
+        "exit_median_s": median([s.exit_s for s in samples if s.exit_s is not None]),
+    }
+
+
+def render_markdown(results: Results) -> str:
+    s = results.settings
+    lines: list[str] = []
+    lines.append(
+        f"Run {s['date']} on {s['machine']}. **All three brokers, ZooKeeper and the client share these 2 cores**, "
+        f"so replication's CPU cost comes straight out of the throughput. kafkapy brokers are "
+        f"`python -m kafkapy serve` processes started by `kafkapy.devcluster.LocalCluster` on loopback, "
+        f"disk log dirs, ZooKeeper {s.get('zookeeper', '(Debian package)')}, "
+        f"`zookeeper.session.timeout.ms={s['session_timeout_ms']}` (Kafka's default is 18000); client "
+        f"confluent-kafka {s['client']}.")
+    lines.append("")
+    for error in results.cluster_errors:
+        lines.append(f"- **did not run**: {error}")
+    if results.cluster_errors:
+        lines.append("")
+
+    record_bytes = s["record_bytes"]
+    size = "1 KiB" if record_bytes == 1024 else f"{record_bytes} B"
+    if results.phases:
+        lines.append(
+            f"Throughput: one cluster of 3 brokers, {s['partitions']} partitions per topic (the controller spreads "
+            f"their leaders over the 3 brokers), {size} records, the same producer and consumer code and settings "
+            f"as bench/broker (linger.ms=5, no compression, no idempotence). Each phase stops at "
+            f"{s['records']:,} records or {s['seconds']:.0f} s; median of {s['repeat']} repetitions, the three "
+            f"layouts interleaved in each. Consume reads the topic just produced from the beginning (leaders only; "
+            f"the rate excludes the client's start-up). Ratio = RF3 acks=all / RF1 acks=1 (< 1: replication costs).")
+        lines.append("")
+        lines.append("| phase | " + " | ".join(layout.label for layout in LAYOUTS)
+                     + f" | ratio {REPLICATED.label} / {BASELINE.label} |")
+        lines.append("|---|" + "---|" * (len(LAYOUTS) + 1))
+        for phase_name in ("produce", "consume"):
+            chosen = {layout: median_phase(results.phases.get(f"{phase_name} {layout.label}", []))
+                      for layout in LAYOUTS}
+            base, repl = chosen[BASELINE], chosen[REPLICATED]
+            ratio = (f"**{repl.records_per_s / base.records_per_s:.2f}**"
+                     if base and repl and base.records and repl.records else "—")
+            lines.append(f"| {phase_name} {s['partitions']} part, {size} | "
+                         + " | ".join(_fmt_phase(chosen[layout], record_bytes) for layout in LAYOUTS)
+                         + f" | {ratio} |")
+        lines.append("")
+        spread = []
+        for label, phases in results.phases.items():
+            rates = [p.records_per_s for p in phases]
+            spread.append(f"{label}: " + ", ".join(f"{rate / 1000:.1f}k" for rate in rates))
+        lines.append("Every repetition (rec/s): " + "; ".join(spread) + ".")
+        lines.append("")
+
+    if results.failover or s.get("kills"):
+        lines.append(
+            f"Failover: a second 3-broker cluster, topic with {s['partitions']} partitions, replication factor 3 "
+            f"(min.insync.replicas=1). Before each sample the preferred leaders are restored (ElectLeaders) and the "
+            f"ISR is full; a confluent-kafka producer with acks=all (linger.ms=0, no idempotence, "
+            f"message.timeout.ms=120000) sends one record every {s['interval_ms']:g} ms to the partition led by the "
+            f"broker to be stopped; then that broker gets the signal. **Failover time = from the signal to the first "
+            f"acknowledgement of a record sent after the signal.** The stopped broker is started again and the ISR "
+            f"waited for before the next sample; the stopped broker rotates 1, 2, 3, 1, …")
+        lines.append("")
+        lines.append("| leader stopped by | samples | median | best | worst | median when it was the controller | "
+                     "median otherwise | signal → process gone (median) |")
+        lines.append("|---|---|---|---|---|---|---|---|")
+        for sig, label in (("SIGKILL", "kill -9 (ZooKeeper session expiry)"),
+                           ("SIGTERM", "SIGTERM (controlled shutdown)")):
+            samples = [x for x in results.failover if x.signal == sig]
+            if not samples:
+                continue
+            st = failover_stats(samples)
+            count = f"{st['measured']}" + (f" of {st['samples']}" if st["measured"] != st["samples"] else "")
+            lines.append(f"| {label} | {count} | **{_fmt_ms(st['median_s'])}** | {_fmt_ms(st['best_s'])} | "
+                         f"{_fmt_ms(st['worst_s'])} | {_fmt_ms(st['controller_median_s'])} | "
+                         f"{_fmt_ms(st['other_median_s'])} | {_fmt_ms(st['exit_median_s'])} |")
+        lines.append("")
+        for sig in ("SIGKILL", "SIGTERM"):
+            samples = [x for x in results.failover if x.signal == sig]
+            if samples:
+                cells = []
+                for x in samples:
+                    mark = "*" if x.was_controller else ""
+                    cells.append(f"b{x.broker}{mark} {_fmt_ms(x.failover_s) if x.failover_s is not None else 'none'}")
+                lines.append(f"All {sig} samples (broker stopped, * = it was the controller): " + ", ".join(cells) + ".")
+                lines.append("")
+        if results.acked_missing is not None:
+            lines.append(f"Acknowledged records lost over all stops: **{results.acked_missing} of "
+                         f"{results.acked_total:,}** (the topic read back at the end holds {results.read_back:,} "
+                         f"records, retried duplicates included).")
+            lines.append("")
+        failed = [x for x in results.failover if x.error]
+        if failed:
+            lines.append("⚠ samples with a problem (a failover time measured before the problem still counts):")
+            lines.extend(f"- {x.signal} broker {x.broker}: {x.error}" for x in failed)
+            lines.append("")
+    problems = list(results.problems)
+    for label, phases in results.phases.items():
+        for p in phases:
+            if p.error:
+                problems.append(f"{label}: {p.error}")
+    if problems:
+        lines.append("⚠ problems seen during the run:")
+        lines.extend(f"- {p}" for p in problems)
+        lines.append("")
+
+    lines.append(
+        "Reading the tables: with replication factor 3 every record is written three times on the same disk and "
+        "followers fetch it over loopback, all on the 2 cores the brokers and the client share; \"CPU\" is the sum "
+        "over the three broker processes (and separately this client process) as a share of one core, so "
+        "200% is the whole machine. RF3 acks=1 shows the cost of the replication traffic alone; RF3 acks=all adds "
+        "the wait for the followers (the high watermark) before each acknowledgement. On a real cluster each "
+        "broker has its own cores and disk, so the ratio here is a lower bound. Consume rates of RF1 and RF3 "
+        "should match: consumers read from leaders only. Failover with kill -9 is dominated by the ZooKeeper "
+        f"session timeout ({s['session_timeout_ms']} ms): the controller only learns that the leader is gone when "
+        "its ephemeral /brokers/ids znode expires; with Kafka's default 18000 ms expect about 12 s more. "
+        "SIGTERM goes through controlled shutdown: the controller moves leadership away before the broker exits.")
+    lines.append("")
+    lines.append(f"Reproduce: `python bench/cluster/bench_cluster.py{s['args']}`")
+    return "\n".join(lines)
+
+
+def write_docs(markdown: str, docs_path: Path) -> None:
+    """Replace the body of the Cluster section of docs/benchmarks.md, leaving other sections alone."""
+    text = docs_path.read_text()  # re-read right before editing: other sections change concurrently
+    start = text.find(DOCS_HEADING)
+    if start < 0:
+        text = text.rstrip("\n") + f"\n\n{DOCS_HEADING}\n\n{markdown}\n"
+    else:
+        body_start = start + len(DOCS_HEADING)
+        next_heading = text.find("\n## ", body_start)
+        tail = text[next_heading:] if next_heading >= 0 else "\n"
+        text = text[:body_start] + "\n\n" + markdown.rstrip("\n") + "\n" + tail
+    docs_path.write_text(text)
