@@ -39,6 +39,7 @@ from ..store import (
     TopicConfigValidator,
     TopicMetadata,
 )
+from ..replica_assignment import assign_replicas
 from ..topic_rules import check_new_topic_name, is_internal_topic, plan_assignments, plan_new_partitions
 from .client import KafkaZkClient, TopicExistsError
 from .paths import TopicAssignment
@@ -171,6 +172,9 @@ class ZkMetadataStore(MetadataStore):
     def _registered_brokers(self) -> list[int]:
         return sorted(self.zk.get_all_brokers())
 
+    def _registered_racks(self) -> dict[int, str | None]:
+        return {broker_id: registration.rack for broker_id, (registration, _) in self.zk.get_all_brokers().items()}
+
     def create_topic(self, name: str, num_partitions: int = -1, replication_factor: int = -1, *,
                      assignments: Mapping[int, Sequence[int]] | None = None,
                      configs: Mapping[str, str] | None = None, internal: bool = False,
@@ -180,9 +184,12 @@ class ZkMetadataStore(MetadataStore):
         configs = dict(configs or {})
         if self.topic_config_validator is not None:
             self.topic_config_validator(configs, None)
-        replica_lists = plan_assignments(num_partitions, replication_factor, assignments,
-                                         self._registered_brokers(), self.default_num_partitions,
-                                         self.default_replication_factor)
+        racks = self._registered_racks()
+        replica_lists = plan_assignments(num_partitions, replication_factor, assignments, sorted(racks),
+                                         self.default_num_partitions, self.default_replication_factor)
+        if not assignments:  # Kafka's placement: random start, rack-aware when every broker has a rack
+            placed = assign_replicas(sorted(racks), len(replica_lists), len(replica_lists[0]), racks=racks)
+            replica_lists = [placed[p] for p in range(len(replica_lists))]
         topic_id = new_topic_id()
         partitions = tuple(PartitionMetadata(p, tuple(replicas), (), -1, 0, 0)
                            for p, replicas in enumerate(replica_lists))
@@ -228,8 +235,15 @@ class ZkMetadataStore(MetadataStore):
         if assignment.adding or assignment.removing:
             raise KafkaError(f"A partition reassignment is in progress for the topic '{name}'.",
                              ErrorCode.REASSIGNMENT_IN_PROGRESS)
-        replica_lists = plan_new_partitions(name, current, new_total, factor, assignments,
-                                            self._registered_brokers())
+        racks = self._registered_racks()
+        replica_lists = plan_new_partitions(name, current, new_total, factor, assignments, sorted(racks))
+        if assignments is None:  # continue the existing layout, as Kafka's AdminZkClient does
+            brokers = sorted(racks)
+            first = assignment.partitions.get(0, [brokers[0]])[0]
+            start = next((i for i, b in enumerate(brokers) if b >= first), 0)
+            placed = assign_replicas(brokers, new_total - current, factor, racks=racks, start_partition=current,
+                                     fixed_start=start)
+            replica_lists = [placed[current + i] for i in range(new_total - current)]
         partitions = dict(assignment.partitions)
         for offset, replicas in enumerate(replica_lists):
             partitions[current + offset] = list(replicas)
