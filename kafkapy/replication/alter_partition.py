@@ -119,7 +119,8 @@ class AlterPartitionManager:
         controller_id = metadata.controller_id()
         endpoint = metadata.broker_endpoint(controller_id) if controller_id >= 0 else None
         if endpoint is None:
-            self._report("no controller known yet" if controller_id < 0 else f"controller {controller_id} has no endpoint")
+            self._report("no controller known yet" if controller_id < 0
+                         else f"controller {controller_id} has no endpoint")
             return True
         # Proposals that a LeaderAndIsr or an earlier answer has replaced are not sent.
         batch = {key: item for key, item in self._unsent.items() if item[0].pending_isr is item[1]}
