@@ -680,6 +680,7 @@ class KafkaController:
         log.info("controller %d: broker %d is shutting down", self.node_id, broker_id)
         live = self._live_ids()
         changes: dict[TopicPartition, LeaderIsr] = {}
+        stopped: list[TopicPartition] = []
         batch = self._batch()
         for key, (state, _) in list(self.states.items()):
             if key[0] in self.deleting or key[0] not in self.topics:
@@ -693,12 +694,17 @@ class KafkaController:
                                                            self.epoch)
                     if elected is not None:
                         changes[key] = elected
-            elif broker_id in state.isr:
-                shrunk = remove_replicas_from_isr(state, {broker_id}, self.epoch)
-                if shrunk is not None:
-                    changes[key] = shrunk
-                batch.add_stop_replica(broker_id, key[0], key[1], False, state.leader_epoch)
+            else:
+                if broker_id in state.isr:
+                    shrunk = remove_replicas_from_isr(state, {broker_id}, self.epoch)
+                    if shrunk is not None:
+                        changes[key] = shrunk
+                stopped.append(key)
         await self._apply(changes)
+        # StopReplica (keep the log) with the epoch the ISR change just wrote, which the broker has
+        # already accepted through LeaderAndIsr
+        for key in stopped:
+            batch.add_stop_replica(broker_id, key[0], key[1], False, self.states[key][0].leader_epoch)
         self._send(batch)
         remaining = [key for key, (state, _) in self.states.items()
                      if state.leader == broker_id and len(self._info(*key).replicas) > 1]

@@ -204,6 +204,14 @@ class Flusher:
                     log.error("background flush of %s failed, partition goes offline: %s", plog.dir.name, exc)
                     plog._mark_offline(f"flush failed: {exc}")
             for fn, future in tasks:
+                # a caller that gave up may have cancelled its Future: the work still runs (a
+                # checkpoint or a deletion must not be lost), and the thread must live on
+                if not future.set_running_or_notify_cancel():
+                    try:
+                        fn()
+                    except Exception:
+                        log.exception("flusher task %s failed", getattr(fn, "__name__", fn))
+                    continue
                 try:
                     future.set_result(fn())
                 except BaseException as exc:  # noqa: BLE001 - handed to the caller
