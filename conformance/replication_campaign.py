@@ -277,7 +277,7 @@ def run_campaign(work_dir: Path | str, rounds: int = 8, kinds: Sequence[str] = F
         if kind not in FAULT_KINDS:
             raise ValueError(f"unknown fault kind {kind!r}; expected some of {FAULT_KINDS}")
     say = progress or (lambda line: log.info("%s", line))
-    work_dir = Path(work_dir)
+    work_dir = Path(work_dir).resolve()  # ZooKeeper runs in another directory: a relative path breaks it
     began = time.monotonic()
     topic = f"replication-{uuid.uuid4().hex[:8]}"
     result = CampaignResult(work_dir=str(work_dir), topic=topic, rounds_planned=rounds, settings={
