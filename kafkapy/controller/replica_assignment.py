@@ -51,29 +51,18 @@ def assign_replicas(brokers: Sequence[int], partitions: int, replication_factor:
     rng = rng or random.Random()
     rack_of = {b: r for b, r in (racks or {}).items() if r is not None}
     if brokers and all(b in rack_of for b in brokers):
-        return _rack_aware(brokers, partitions, replication_factor, rack_of, start_partition, fixed_start, rng)
-    ordered = sorted(brokers)
-    count = len(ordered)
-    start = fixed_start if fixed_start >= 0 else rng.randrange(count)
-    shift = fixed_start if fixed_start >= 0 else rng.randrange(count)
-    result: dict[int, list[int]] = {}
-    partition = max(0, start_partition)
-    for _ in range(partitions):
-        if partition > 0 and partition % count == 0:
-            shift += 1
-        first = (partition + start) % count
-        replicas = [ordered[first]]
-        replicas += [ordered[_replica_index(first, shift, j, count)] for j in range(replication_factor - 1)]
-        result[partition] = replicas
-        partition += 1
-    return result
+        arranged = rack_alternated({b: rack_of[b] for b in brokers})
+        rack_count = len(set(rack_of[b] for b in brokers))
 
+        def followers(first: int, shift: int) -> list[int]:
+            return _rack_aware_followers(arranged, first, shift * rack_count, replication_factor, rack_of,
+                                         rack_count)
+    else:
+        arranged = sorted(brokers)
 
-def _rack_aware(brokers: Sequence[int], partitions: int, replication_factor: int, racks: Mapping[int, str],
-                start_partition: int, fixed_start: int, rng: random.Random) -> dict[int, list[int]]:
-    arranged = rack_alternated({b: racks[b] for b in brokers})
+        def followers(first: int, shift: int) -> list[int]:
+            return [arranged[_replica_index(first, shift, j, len(arranged))] for j in range(replication_factor - 1)]
     count = len(arranged)
-    rack_count = len(set(racks[b] for b in brokers))
     start = fixed_start if fixed_start >= 0 else rng.randrange(count)
     shift = fixed_start if fixed_start >= 0 else rng.randrange(count)
     result: dict[int, list[int]] = {}
@@ -82,22 +71,30 @@ def _rack_aware(brokers: Sequence[int], partitions: int, replication_factor: int
         if partition > 0 and partition % count == 0:
             shift += 1
         first = (partition + start) % count
-        leader = arranged[first]
-        replicas = [leader]
-        used_racks = {racks[leader]}
-        used_brokers = {leader}
-        k = 0
-        for _ in range(replication_factor - 1):
-            while True:
-                broker = arranged[_replica_index(first, shift * rack_count, k, count)]
-                k += 1
-                rack = racks[broker]
-                if (rack not in used_racks or len(used_racks) == rack_count) and \
-                        (broker not in used_brokers or len(used_brokers) == count):
-                    replicas.append(broker)
-                    used_racks.add(rack)
-                    used_brokers.add(broker)
-                    break
-        result[partition] = replicas
+        result[partition] = [arranged[first], *followers(first, shift)]
         partition += 1
     return result
+
+
+def _rack_aware_followers(arranged: Sequence[int], first: int, shift: int, replication_factor: int,
+                          racks: Mapping[int, str], rack_count: int) -> list[int]:
+    """Each next replica skips brokers whose rack (or itself) already holds one, until every rack
+    (or broker) does."""
+    count = len(arranged)
+    leader = arranged[first]
+    used_racks = {racks[leader]}
+    used_brokers = {leader}
+    chosen = []
+    k = 0
+    for _ in range(replication_factor - 1):
+        while True:
+            broker = arranged[_replica_index(first, shift, k, count)]
+            k += 1
+            rack = racks[broker]
+            if (rack not in used_racks or len(used_racks) == rack_count) and \
+                    (broker not in used_brokers or len(used_brokers) == count):
+                chosen.append(broker)
+                used_racks.add(rack)
+                used_brokers.add(broker)
+                break
+    return chosen
