@@ -148,6 +148,7 @@ class ClusterMember:
         self.zk.add_state_listener(self._on_zk_state)
         self.zk.watch_config_changes(
             lambda paths: self._loop.call_soon_threadsafe(self._on_config_changes, list(paths)))
+        await asyncio.to_thread(self.metadata.watch_acl_changes)
         await self.controller.start()
 
     def _registration(self) -> BrokerRegistration:

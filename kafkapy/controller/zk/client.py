@@ -39,7 +39,8 @@ from .paths import (ACL_CHANGE_PREFIX, BROKER_IDS_PATH, CONFIG_CHANGE_PREFIX, CO
                     EXTENDED_ACL_CHANGES_PATH, FEATURE_PATH, LITERAL_ACL_CHANGES_PATH, PERSISTENT_PATHS,
                     PRODUCER_ID_BLOCK_PATH, PRODUCER_ID_BLOCK_SIZE, TOPICS_PATH, BrokerRegistration,
                     FinalizedFeatures, LeaderIsr, ProducerIdBlock, TopicAssignment, ZnodeDecodeError,
-                    acl_change_path, acl_path, acl_resource_type_enum_name, acl_root_path, broker_path,
+                    acl_change_path, acl_path, acl_persistent_paths, acl_resource_type_enum_name, acl_root_path,
+                    broker_path,
                     config_entity_path, config_entity_type_path, decode_acl_change, decode_acls, decode_broker,
                     decode_cluster_id, decode_config, decode_config_change, decode_controller,
                     decode_controller_epoch, decode_feature, decode_partition_state, decode_producer_id_block,
@@ -784,6 +785,11 @@ class KafkaZkClient:
 
     # -- ACLs ------------------------------------------------------------------------------------------
 
+    def ensure_acl_paths(self) -> None:
+        """The znodes Kafka's AclAuthorizer creates before it loads (KafkaZkClient.createAclPaths)."""
+        for path in acl_persistent_paths():
+            self._ensure_path(path)
+
     def get_acls(self, resource_type: Any, name: str, pattern: Any = "literal") -> tuple[list[dict[str, str]], int]:
         """(ACL entries, znode version) of one resource pattern; ([], UNKNOWN_VERSION) if it has none."""
         found = self._get(acl_path(resource_type, name, pattern))
@@ -792,11 +798,13 @@ class KafkaZkClient:
         return decode_acls(found[0]), found[1].version
 
     def set_acls(self, resource_type: Any, name: str, acls: Iterable[Mapping[str, str]], expected_version: int,
-                 pattern: Any = "literal") -> int:
+                 pattern: Any = "literal", *, notify: bool = True) -> int:
         """Compare-and-set of a resource's ACLs (empty list deletes the znode), then a change notification.
 
         `expected_version` is what get_acls returned (UNKNOWN_VERSION to create); returns the new
         version (UNKNOWN_VERSION once deleted). Raises BadVersionError when another writer got there first.
+        With notify=False the caller writes the notification (AclAuthorizer writes one only when the
+        ACLs really changed).
         """
         path = acl_path(resource_type, name, pattern)
         entries = list(acls)
@@ -813,12 +821,20 @@ class KafkaZkClient:
                 new_version = stat.version
         except (kz.BadVersionError, kz.NodeExistsError, kz.NoNodeError):
             raise BadVersionError(f"{path}: ACLs changed since they were read") from None
-        self._create(f"{acl_change_path(pattern)}/{ACL_CHANGE_PREFIX}",
-                     encode_acl_change(resource_type, name, pattern), sequence=True)
+        if notify:
+            self.create_acl_change_notification(resource_type, name, pattern)
         return new_version
 
+    def create_acl_change_notification(self, resource_type: Any, name: str, pattern: Any = "literal") -> None:
+        """Tells every broker to re-read this resource pattern's ACLs (an acl_changes_ node)."""
+        self._create(f"{acl_change_path(pattern)}/{ACL_CHANGE_PREFIX}", encode_acl_change(resource_type, name, pattern),
+                     sequence=True)
+
     def get_all_acls(self) -> dict[tuple[str, str, str], tuple[list[dict[str, str]], int]]:
-        """Every stored ACL: (RESOURCE_TYPE, name, LITERAL|PREFIXED) -> (entries, znode version)."""
+        """Every stored ACL: (RESOURCE_TYPE, name, LITERAL|PREFIXED) -> (entries, znode version).
+
+        A znode whose JSON cannot be read is left out with a warning rather than failing the load.
+        """
         result = {}
         for pattern in ("LITERAL", "PREFIXED"):
             root = acl_root_path(pattern)
@@ -828,8 +844,12 @@ class KafkaZkClient:
                 resource_type = acl_resource_type_enum_name(type_name)
                 for name in names:
                     got = found.get(f"{root}/{type_name}/{name}")
-                    if got is not None:
+                    if got is None:
+                        continue
+                    try:
                         result[(resource_type, name, pattern)] = (decode_acls(got[0]), got[1].version)
+                    except ZnodeDecodeError as exc:
+                        log.warning("ignoring unreadable ACL znode %s/%s/%s: %s", root, type_name, name, exc)
         return result
 
     def watch_acl_changes(self, callback: Callable[[list[tuple[str, str, str]]], None], *,

@@ -28,8 +28,8 @@ __all__ = [
     "ISR_CHANGE_PREFIX", "LITERAL_ACL_CHANGES_PATH", "LITERAL_ACL_PATH", "LOG_DIR_EVENT_PATH", "LOG_DIR_EVENT_PREFIX",
     "LeaderIsr", "PERSISTENT_PATHS", "PREFERRED_REPLICA_ELECTION_PATH", "PRODUCER_ID_BLOCK_PATH",
     "PRODUCER_ID_BLOCK_SIZE", "ProducerIdBlock", "REASSIGN_PARTITIONS_PATH", "TOPICS_PATH", "TopicAssignment",
-    "ZnodeDecodeError", "acl_change_path", "acl_path", "acl_resource_type_enum_name", "acl_resource_type_name",
-    "acl_root_path",
+    "ACL_RESOURCE_TYPE_NAMES", "ZnodeDecodeError", "acl_change_path", "acl_path", "acl_persistent_paths",
+    "acl_resource_type_enum_name", "acl_resource_type_name", "acl_root_path",
     "broker_path", "config_entity_path", "config_entity_type_path", "decode_acl_change", "decode_acls",
     "decode_broker", "decode_cluster_id", "decode_config", "decode_config_change", "decode_controller",
     "decode_controller_epoch", "decode_feature", "decode_isr_change", "decode_log_dir_event",
@@ -595,6 +595,18 @@ def decode_feature(data: bytes) -> FinalizedFeatures:
 
 # -- ACLs ------------------------------------------------------------------------------------------------
 
+# The resource types AclAuthorizer gives a child znode under each ACL root (AclEntry.ResourceTypes).
+ACL_RESOURCE_TYPE_NAMES = ("Topic", "Group", "Cluster", "TransactionalId", "DelegationToken", "User")
+
+
+def acl_persistent_paths() -> tuple[str, ...]:
+    """What Kafka's createAclPaths makes before AclAuthorizer loads: every ACL root with one child
+    per resource type, and both change-notification parents."""
+    roots = (acl_root_path("LITERAL"), acl_root_path("PREFIXED"))
+    return (*(f"{root}/{name}" for root in roots for name in ACL_RESOURCE_TYPE_NAMES),
+            LITERAL_ACL_CHANGES_PATH, EXTENDED_ACL_CHANGES_PATH)
+
+
 def acl_resource_type_name(resource_type: Any) -> str:
     """The znode spelling of a resource type: TRANSACTIONAL_ID (or the enum) -> "TransactionalId".
 
@@ -651,7 +663,13 @@ def acl_resource_type_enum_name(resource_type: Any) -> str:
 
 
 def encode_acl_change(resource_type: Any, name: str, pattern: Any = "literal") -> bytes:
-    """A change notification: text `TOPIC:name` for literal patterns, JSON for the others."""
+    """A change notification: text `TOPIC:name` for literal patterns, JSON for the others.
+
+    Both spell the resource type as the Java enum name (TOPIC, TRANSACTIONAL_ID), unlike the ACL
+    znode paths: LiteralAclChangeStore writes `ResourceType.toString`, ExtendedAclChangeStore
+    `ResourceType.name`, and readers parse them with `ResourceType.fromString`, which accepts
+    only that spelling (upper-cased).
+    """
     if _pattern_name(pattern) == "LITERAL":
         return f"{acl_resource_type_enum_name(resource_type)}:{name}".encode("utf-8")
     return _dump({"version": 1, "resourceType": acl_resource_type_enum_name(resource_type), "name": name,

@@ -41,6 +41,7 @@ from ..store import (
 )
 from ..replica_assignment import assign_replicas
 from ..topic_rules import check_new_topic_name, is_internal_topic, plan_assignments, plan_new_partitions
+from .acl_store import ZkAclCache
 from .client import KafkaZkClient, TopicExistsError
 from .paths import TopicAssignment
 
@@ -72,7 +73,7 @@ class ZkMetadataStore(MetadataStore):
         self._listeners: list[MetadataListener] = []
         self._topic_configs: dict[str, MappingProxyType] = {}
         self._topics: dict[str, TopicMetadata] = {}
-        self._acls: set[AclBinding] = set()
+        self._acls = ZkAclCache(zk, on_change=self._on_acls_changed)
         self.registration_hook = None  # set by the cluster member: (host, port, rack) -> None
 
     # -- the cache ------------------------------------------------------------------------------
@@ -301,24 +302,22 @@ class ZkMetadataStore(MetadataStore):
                                      replicas: Sequence[int] | None) -> PartitionMetadata:
         raise self._controller_only()
 
-    # -- ACLs (kept per broker for now; see docs/cluster.md) -----------------------------------
+    # -- ACLs: in ZooKeeper as Kafka's AclAuthorizer keeps them, shared by every broker ---------
+    def watch_acl_changes(self) -> None:
+        """Load every ACL from ZooKeeper and follow the other brokers' changes (once, at start)."""
+        self._acls.start()
+
     def describe_acls(self, acl_filter: AclBindingFilter) -> list[AclBinding]:
-        with self._lock:
-            return sorted((acl for acl in self._acls if acl_filter.matches(acl)), key=AclBinding.sort_key)
+        return self._acls.describe(acl_filter)
 
     def create_acls(self, acls: Sequence[AclBinding]) -> None:
-        with self._lock:
-            self._acls.update(acls)
-        self._notify(MetadataChange(ChangeKind.ACLS_CHANGED))
+        self._acls.create(acls)
 
     def delete_acls(self, filters: Sequence[AclBindingFilter]) -> list[list[AclBinding]]:
-        with self._lock:
-            before = list(self._acls)
-            results = [[acl for acl in before if f.matches(acl)] for f in filters]
-            for matched in results:
-                self._acls.difference_update(matched)
+        return self._acls.delete(filters)
+
+    def _on_acls_changed(self) -> None:
         self._notify(MetadataChange(ChangeKind.ACLS_CHANGED))
-        return results
 
     # -- dynamic broker configs ----------------------------------------------------------------
     def get_broker_configs(self, resource: str) -> dict[str, str]:
