@@ -13,6 +13,7 @@ on the wire). Then the broker is started again. Every wait is bounded.
 
 from __future__ import annotations
 
+import re
 import signal as signals
 import threading
 import time
@@ -28,6 +29,7 @@ WARMUP_TIMEOUT_S = 30.0
 FAILOVER_TIMEOUT_S = 60.0
 EXIT_TIMEOUT_S = 30.0  # a controlled shutdown may take a while; after this, SIGKILL
 FLUSH_TIMEOUT_S = 10.0
+STALL_WINDOW_S = 1.0  # produced after the old leader's exit, to see the whole disruption
 ISR_TIMEOUT_S = 30.0  # restarted broker back in every ISR (it takes well under a second when it works)
 ADMIN_TIMEOUT_S = 15.0
 
@@ -106,6 +108,31 @@ class PacedProducer:
         return None
 
 
+# The controller's line for every leader change it writes (kafkapy/controller/kafka_controller.py):
+# "[2026-11-24 02:28:26,176] INFO partition t-0: leader 2, leader epoch 1, ISR [2, 3] (...)"
+_ELECTION_LINE = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3})\] INFO partition (\S+): leader (\d+),")
+
+
+def leader_elected_after(cluster: LocalCluster, topic: str, partition: int, since_wall: float) -> float | None:
+    """Seconds from `since_wall` (time.time()) to the first new leader of the partition that a
+    controller logged after it, whichever broker was the controller; None if none is logged."""
+    name = f"{topic}-{partition}"
+    found = None
+    for node in cluster.brokers.values():
+        try:
+            text = node.log_path.read_text(errors="replace")
+        except OSError:
+            continue
+        for line in text.splitlines():
+            match = _ELECTION_LINE.match(line)
+            if match is None or match.group(3) != name:
+                continue
+            at = time.mktime(time.strptime(match.group(1), "%Y-%m-%d %H:%M:%S")) + int(match.group(2)) / 1000
+            if at >= since_wall - 0.001 and (found is None or at < found):
+                found = at
+    return None if found is None else max(0.0, found - since_wall)
+
+
 def restore_preferred_leaders(cluster: LocalCluster, topic: str, partitions: int) -> bool:
     """Ask for a preferred-leader election and wait until every partition is led by its first replica."""
     from confluent_kafka import ElectionType, TopicPartition
@@ -166,7 +193,7 @@ def one_sample(cluster: LocalCluster, topic: str, partitions: int, target: int, 
         except AssertionError as error:
             sample.error = f"{error} (failed deliveries: {producer.failed}, last: {producer.last_error})"
             return _finish(sample, producer, acked_values)
-        signalled = time.perf_counter()
+        signalled, signalled_wall = time.perf_counter(), time.time()
         node.send_signal(getattr(signals, sig))
         node.wait_stopped(EXIT_TIMEOUT_S)
         sample.exit_s = time.perf_counter() - signalled
@@ -180,8 +207,13 @@ def one_sample(cluster: LocalCluster, topic: str, partitions: int, target: int, 
             sample.error = f"no acknowledgement within {FAILOVER_TIMEOUT_S:.0f} s of the {sig}"
         else:
             sample.failover_s = ack.acked_at - signalled
-            time.sleep(0.2)  # a few more acknowledgements from the new leader
+            # keep producing a while after the old leader is gone, then find the longest silence
+            time.sleep(max(0.0, signalled + sample.exit_s - time.perf_counter()) + STALL_WINDOW_S)
+            moments = sorted([signalled] + [a.acked_at for a in list(producer.acks) if a.acked_at >= signalled])
+            sample.stall_s = max(b - a for a, b in zip(moments, moments[1:])) if len(moments) > 1 else None
     _finish(sample, producer, acked_values)
+    if sample.exit_s is not None:  # the signal was sent
+        sample.elected_s = leader_elected_after(cluster, topic, partition, signalled_wall)
     try:
         sample.new_leader = describe(cluster, topic).get(partition).leader  # type: ignore[union-attr]
     except (ClusterUnreachable, AttributeError):
@@ -196,6 +228,10 @@ def one_sample(cluster: LocalCluster, topic: str, partitions: int, target: int, 
     except (AssertionError, LocalClusterStartError) as error:
         sample.error = f"after the failover: {str(error).splitlines()[0]}"
     return sample
+
+
+def _ms(seconds: float | None) -> str:
+    return "—" if seconds is None else f"{seconds * 1000:.0f} ms"
 
 
 def _finish(sample: FailoverSample, producer: PacedProducer, acked_values: set[bytes]) -> FailoverSample:
@@ -231,7 +267,9 @@ def measure_failover(cluster: LocalCluster, topic: str, partitions: int, signal_
         progress(f"    {sig} broker {sample.broker}{' (controller)' if sample.was_controller else ''} "
                  f"p{sample.partition}: failover "
                  f"{'—' if sample.failover_s is None else f'{sample.failover_s * 1000:.0f} ms'}, "
-                 f"new leader {sample.new_leader}, acked {sample.acked}, failed {sample.failed}"
+                 f"(elected {_ms(sample.elected_s)}, longest ack gap {_ms(sample.stall_s)}, "
+                 f"exit {_ms(sample.exit_s)}), new leader {sample.new_leader}, acked {sample.acked}, "
+                 f"failed {sample.failed}"
                  f"{', recovery %.1f s' % sample.recovery_s if sample.recovery_s is not None else ''}"
                  f"{' ERROR ' + sample.error if sample.error else ''}")
     return samples

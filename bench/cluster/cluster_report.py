@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 DOCS_HEADING = "## Cluster (bench/cluster)"
+OTHER_CPU_NOTE_PCT = 20  # other processes' CPU worth showing next to a rate (of 200% on 2 cores)
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +37,7 @@ class Phase:
     error: str | None = None
     brokers_cpu_s: float | None = None  # CPU (user + system) of all broker processes over the phase
     client_cpu_s: float | None = None  # CPU of this process (the client: Python + librdkafka threads)
+    other_cpu_s: float | None = None  # CPU of everything else on the machine meanwhile (competing work)
     wall_s: float | None = None
 
     @property
@@ -56,6 +58,8 @@ class FailoverSample:
     was_controller: bool
     failover_s: float | None = None  # signal sent -> first ack of a record sent after the signal
     exit_s: float | None = None  # signal sent -> process gone (controlled shutdown takes a while)
+    elected_s: float | None = None  # signal sent -> the controller logs the partition's new leader
+    stall_s: float | None = None  # longest time without any acknowledgement, from the signal until 1 s after exit
     new_leader: int | None = None
     acked: int = 0  # records acknowledged during the sample (before and after the stop)
     failed: int = 0  # delivery reports with an error
@@ -104,8 +108,11 @@ def _fmt_phase(phase: Phase | None, record_bytes: int) -> str:
     mb_s = phase.records_per_s * record_bytes / 1e6
     text = f"{phase.records_per_s / 1000:.1f}k rec/s ({mb_s:.1f} MB/s)"
     brokers, client = phase.cpu_pct(phase.brokers_cpu_s), phase.cpu_pct(phase.client_cpu_s)
+    other = phase.cpu_pct(phase.other_cpu_s)
     if brokers is not None and client is not None:
         text += f", CPU brokers {brokers:.0f}% + client {client:.0f}%"
+        if other is not None and other >= OTHER_CPU_NOTE_PCT:
+            text += f" (other processes {other:.0f}%)"
     return text + " ⚠" if phase.error else text
 
 
@@ -120,6 +127,9 @@ def failover_stats(samples: list[FailoverSample]) -> dict:
         "controller_median_s": median([s.failover_s for s in samples if s.was_controller and s.failover_s is not None]),
         "other_median_s": median([s.failover_s for s in samples if not s.was_controller and s.failover_s is not None]),
         "exit_median_s": median([s.exit_s for s in samples if s.exit_s is not None]),
+        "elected_median_s": median([s.elected_s for s in samples if s.elected_s is not None]),
+        "stall_median_s": median([s.stall_s for s in samples if s.stall_s is not None]),
+        "stall_worst_s": max([s.stall_s for s in samples if s.stall_s is not None], default=None),
     }
 
 
@@ -169,6 +179,14 @@ def render_markdown(results: Results) -> str:
             spread.append(f"{label}: " + ", ".join(f"{rate / 1000:.1f}k" for rate in rates))
         lines.append("Every repetition (rec/s): " + "; ".join(spread) + ".")
         lines.append("")
+        for phase_name in ("produce", "consume"):
+            pairs = zip(results.phases.get(f"{phase_name} {REPLICATED.label}", []),
+                        results.phases.get(f"{phase_name} {BASELINE.label}", []))
+            ratios = [a.records_per_s / b.records_per_s for a, b in pairs if a.records and b.records]
+            if len(ratios) > 1:
+                lines.append(f"{phase_name.capitalize()} ratio within each repetition: "
+                             + ", ".join(f"{r:.2f}" for r in ratios) + f" (median {median(ratios):.2f}).")
+        lines.append("")
 
     if results.failover or s.get("kills"):
         lines.append(
@@ -177,12 +195,16 @@ def render_markdown(results: Results) -> str:
             f"ISR is full; a confluent-kafka producer with acks=all (linger.ms=0, no idempotence, "
             f"message.timeout.ms=120000) sends one record every {s['interval_ms']:g} ms to the partition led by the "
             f"broker to be stopped; then that broker gets the signal. **Failover time = from the signal to the first "
-            f"acknowledgement of a record sent after the signal.** The stopped broker is started again and the ISR "
+            f"acknowledgement of a record sent after the signal.** \"Longest ack gap\" is the longest time without "
+            f"any acknowledgement from the signal until 1 s after the old leader's process is gone: with SIGTERM the "
+            f"old leader keeps answering until the controller has moved the partition, so the first acknowledgement "
+            f"can come before the move and the gap shows the disruption. The stopped broker is started again and the ISR "
             f"waited for before the next sample; the stopped broker rotates 1, 2, 3, 1, …")
         lines.append("")
-        lines.append("| leader stopped by | samples | median | best | worst | median when it was the controller | "
-                     "median otherwise | signal → process gone (median) |")
-        lines.append("|---|---|---|---|---|---|---|---|")
+        lines.append("| leader stopped by | samples | failover median | best | worst | median when it was the "
+                     "controller | median otherwise | longest ack gap, median / worst | signal → new leader in the "
+                     "controller's log (median) | signal → process gone (median) |")
+        lines.append("|---|---|---|---|---|---|---|---|---|---|")
         for sig, label in (("SIGKILL", "kill -9 (ZooKeeper session expiry)"),
                            ("SIGTERM", "SIGTERM (controlled shutdown)")):
             samples = [x for x in results.failover if x.signal == sig]
@@ -192,7 +214,9 @@ def render_markdown(results: Results) -> str:
             count = f"{st['measured']}" + (f" of {st['samples']}" if st["measured"] != st["samples"] else "")
             lines.append(f"| {label} | {count} | **{_fmt_ms(st['median_s'])}** | {_fmt_ms(st['best_s'])} | "
                          f"{_fmt_ms(st['worst_s'])} | {_fmt_ms(st['controller_median_s'])} | "
-                         f"{_fmt_ms(st['other_median_s'])} | {_fmt_ms(st['exit_median_s'])} |")
+                         f"{_fmt_ms(st['other_median_s'])} | {_fmt_ms(st['stall_median_s'])} / "
+                         f"{_fmt_ms(st['stall_worst_s'])} | {_fmt_ms(st['elected_median_s'])} | "
+                         f"{_fmt_ms(st['exit_median_s'])} |")
         lines.append("")
         for sig in ("SIGKILL", "SIGTERM"):
             samples = [x for x in results.failover if x.signal == sig]
@@ -227,13 +251,19 @@ def render_markdown(results: Results) -> str:
         "Reading the tables: with replication factor 3 every record is written three times on the same disk and "
         "followers fetch it over loopback, all on the 2 cores the brokers and the client share; \"CPU\" is the sum "
         "over the three broker processes (and separately this client process) as a share of one core, so "
-        "200% is the whole machine. RF3 acks=1 shows the cost of the replication traffic alone; RF3 acks=all adds "
+        "200% is the whole machine; \"other processes\" is what the rest of the machine used meanwhile (shown from "
+        f"{OTHER_CPU_NOTE_PCT}%: the run competed for the cores). RF3 acks=1 shows the cost of the replication traffic alone; RF3 acks=all adds "
         "the wait for the followers (the high watermark) before each acknowledgement. On a real cluster each "
         "broker has its own cores and disk, so the ratio here is a lower bound. Consume rates of RF1 and RF3 "
         "should match: consumers read from leaders only. Failover with kill -9 is dominated by the ZooKeeper "
         f"session timeout ({s['session_timeout_ms']} ms): the controller only learns that the leader is gone when "
-        "its ephemeral /brokers/ids znode expires; with Kafka's default 18000 ms expect about 12 s more. "
-        "SIGTERM goes through controlled shutdown: the controller moves leadership away before the broker exits.")
+        "its ephemeral /brokers/ids znode expires, which ZooKeeper counts from the broker's last heartbeat (so a "
+        "sample can come in under the timeout); with Kafka's default of 18000 ms it grows accordingly. What "
+        "follows the expiry is the controller's election (the \"new leader in the controller's log\" column; when "
+        "the killed leader was also the controller, a new controller is elected first) and the client finding the "
+        "new leader (librdkafka refreshes its metadata after the connection to the old leader fails). SIGTERM goes "
+        "through controlled shutdown: the controller moves leadership away before the broker exits, so there is no "
+        "session to wait for.")
     lines.append("")
     lines.append(f"Reproduce: `python bench/cluster/bench_cluster.py{s['args']}`")
     return "\n".join(lines)
