@@ -58,6 +58,7 @@ __all__ = [
     "main",
     "round_plan",
     "run_campaign",
+    "wait_for_controller_everywhere",
 ]
 
 log = logging.getLogger(__name__)
@@ -215,6 +216,20 @@ def _pick_broker(cluster: LocalCluster, topic: str, target: str) -> int:
     raise ValueError(f"unknown target {target!r}; expected one of {TARGETS}")
 
 
+def wait_for_controller_everywhere(cluster: LocalCluster, timeout: float = 30.0) -> int:
+    """Wait until every running broker names the same controller; returns its id.
+
+    A broker serves requests before the controller's first UpdateMetadata reaches it, and until
+    then its Metadata lists no brokers and no controller; librdkafka's admin client does not
+    retry such an answer soon enough, so a topic created at that moment times out.
+    """
+    def agreed() -> int:
+        seen = {controller_id(cluster, via=n.broker_id) for n in cluster.brokers.values() if n.is_running()}
+        return seen.pop() if len(seen) == 1 and -1 not in seen else 0
+
+    return wait_until(agreed, timeout, message="every broker knows the controller", ignore=(ClusterUnreachable,))
+
+
 def _failed_over(cluster: LocalCluster, topic: str, broker: int) -> bool:
     """No partition is led by `broker`, and a broker other than it is the controller."""
     state = describe(cluster, topic)
@@ -287,6 +302,7 @@ def run_campaign(work_dir: Path | str, rounds: int = 8, kinds: Sequence[str] = F
                            python=python or os.environ.get(PYTHON_ENV) or None)
     with cluster:
         say(f"cluster up: {cluster.bootstrap} (logs {work_dir}/broker-*.log)")
+        wait_for_controller_everywhere(cluster)
         _create_topic(cluster, topic)
         wait_for_isr(cluster, topic, REPLICATION_FACTOR, timeout=ISR_TIMEOUT_S)
         producer = SequenceProducer(cluster.bootstrap, topic, PARTITIONS, rate=rate)

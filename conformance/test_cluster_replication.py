@@ -33,7 +33,13 @@ confluent_kafka = pytest.importorskip("confluent_kafka")
 from confluent_kafka import ElectionType, KafkaError, KafkaException, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
-from conformance.replication_campaign import CLUSTER_OVERRIDES, FAULT_KINDS, TARGETS, run_campaign  # noqa: E402
+from conformance.replication_campaign import (  # noqa: E402
+    CLUSTER_OVERRIDES,
+    FAULT_KINDS,
+    TARGETS,
+    run_campaign,
+    wait_for_controller_everywhere,
+)
 from conformance.replication_workload import SequenceProducer, check_records, read_topic  # noqa: E402
 
 # The campaign takes about 2-3 minutes when the cluster behaves; each of its waits is bounded, so a
@@ -69,6 +75,7 @@ def test_replication_campaign_each_fault_on_leader_and_controller(tmp_path):
 
 
 def test_leader_failover_keeps_every_acknowledged_record(cluster):
+    wait_for_controller_everywhere(cluster)
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
     topic = unique("leader-failover")
     create_topic(admin, topic, PARTITIONS, 3)
@@ -110,6 +117,7 @@ def _agreed_controller(cluster, brokers: list[int], not_this: int) -> int | None
 
 
 def test_controller_failover_then_create_topic_and_elect_preferred_leaders(cluster):
+    wait_for_controller_everywhere(cluster)
     bootstrap = cluster.bootstrap
     admin = AdminClient({"bootstrap.servers": bootstrap})
     topic = unique("before-failover")
