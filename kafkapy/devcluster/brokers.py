@@ -90,6 +90,37 @@ def answers_requests(port: int, timeout: float = 0.5) -> bool:
         return False
 
 
+def known_controller(port: int, timeout: float = 0.5) -> int:
+    """The controller id a broker on 127.0.0.1:port reports in Metadata (-1: none yet or no answer).
+
+    A broker learns the controller from the controller's first UpdateMetadata, shortly after it
+    registers; a client that asks before then is told -1 (and librdkafka's admin client then waits
+    for its next metadata refresh before it sends CreateTopics anywhere)."""
+    from ..net.client import encode_request
+    from ..protocol.messages import MetadataRequest, MetadataResponse
+
+    version = 1
+    frame = b"".join(encode_request(MetadataRequest(topics=[]), version, 1, "kafkapy-devcluster"))
+    try:
+        with socket.create_connection((HOST, port), timeout=timeout) as sock:
+            sock.sendall(frame)
+            size = struct.unpack(">i", _recv_exactly(sock, 4))[0]
+            body = _recv_exactly(sock, size)
+        return MetadataResponse.decode(body, version, 4).controller_id
+    except (OSError, ValueError, struct.error):
+        return -1
+
+
+def _recv_exactly(sock: socket.socket, size: int) -> bytes:
+    data = bytearray()
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        if not chunk:
+            raise OSError("connection closed")
+        data += chunk
+    return bytes(data)
+
+
 def free_ports(count: int) -> list[int]:
     """`count` distinct loopback ports that nothing listens on at this moment."""
     sockets: list[socket.socket] = []
@@ -366,6 +397,11 @@ class LocalCluster:
                 node.launch()
             for node in waiting:
                 node.wait_ready(max(1.0, deadline - time.monotonic()))
+            if waiting and all(node.await_registration for node in waiting):
+                # ready for clients once every broker knows the controller (bounded: a cluster
+                # whose controller cannot be elected still starts, and its tests say why)
+                while time.monotonic() < deadline and any(known_controller(n.port) < 0 for n in waiting):
+                    time.sleep(0.05)
         except BaseException:
             self.stop()
             raise
