@@ -1,10 +1,13 @@
-"""Transaction markers for partitions led by other brokers (cluster mode): WriteTxnMarkers v1.
+"""Transaction markers in cluster mode: sent to leaders on other brokers, and replicated.
 
 Kafka's TransactionMarkerChannelManager sends each marker to the partition's current leader over
-the inter-broker listener, with the coordinator epoch. The transaction coordinator here asks for
-markers synchronously and retries after a back-off whatever is not done yet, so this keeps one
-request in flight per (producer, partition) and answers "not yet" (REQUEST_TIMED_OUT, retried) until
-the leader has answered; the leader's answer is then given to the coordinator's next attempt.
+the inter-broker listener (WriteTxnMarkers v1, with the coordinator epoch), and a leader answers
+only once its ISR has the marker (acks=all); the transaction completes after every marker is
+answered. The transaction coordinator here asks for markers synchronously and retries after a
+back-off whatever is not done yet, so this keeps one delivery in flight per (producer, partition)
+and answers "not yet" (REQUEST_TIMED_OUT, retried) until it is done: for a remote leader until it
+answered, for a partition led here until the high watermark passed the marker. The outcome is then
+given to the coordinator's next attempt.
 """
 from __future__ import annotations
 
@@ -28,13 +31,33 @@ MarkerKey = tuple[int, int, bool, str, int]  # producer id, epoch, commit, topic
 
 
 class RemoteMarkers:
-    """WriteTxnMarkers to other brokers, one request per leader and marker batch."""
+    """Marker deliveries: WriteTxnMarkers to other brokers, replication waits for local ones."""
 
     def __init__(self, broker: Broker):
         self.broker = broker
         self._results: dict[MarkerKey, int] = {}
         self._in_flight: set[MarkerKey] = set()
         self._connections: dict[int, BrokerConnection] = {}
+
+    def outcome(self, key: MarkerKey) -> int | None:
+        """A finished delivery's result (taken), REQUEST_TIMED_OUT while one is in flight, else None."""
+        done = self._results.pop(key, None)
+        if done is not None:
+            return done
+        return ErrorCode.REQUEST_TIMED_OUT if key in self._in_flight else None
+
+    def await_local(self, key: MarkerKey, topic: str, partition: int, end_offset: int) -> None:
+        """A marker was appended here: it is delivered once the ISR has it."""
+        self._in_flight.add(key)
+        asyncio.get_running_loop().create_task(self._replicate(key, topic, partition, end_offset))
+
+    async def _replicate(self, key: MarkerKey, topic: str, partition: int, end_offset: int) -> None:
+        timeout_s = self.broker.config.get("request.timeout.ms") / 1000
+        try:
+            self._results[key] = await self.broker.replicas.wait_for_replication(topic, partition, end_offset,
+                                                                                 timeout_s)
+        finally:
+            self._in_flight.discard(key)
 
     def write(self, leader: int, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool,
               partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:

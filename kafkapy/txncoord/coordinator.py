@@ -387,8 +387,10 @@ class TransactionCoordinator:
                                 tp[0], tp[1], ErrorCode(code).name)
                     metadata.partitions.discard(tp)
                 else:
-                    log.info("marker of %s for %s-%d failed with %s; retrying", transactional_id, tp[0], tp[1],
-                             ErrorCode(code).name)
+                    # REQUEST_TIMED_OUT is also "still being delivered" (cluster mode): not news
+                    log.log(logging.DEBUG if code == ErrorCode.REQUEST_TIMED_OUT else logging.INFO,
+                            "marker of %s for %s-%d failed with %s; retrying", transactional_id, tp[0], tp[1],
+                            ErrorCode(code).name)
                     retry = True
         if retry:
             self._later(self.config.marker_retry_backoff_ms, self._complete_transaction, transactional_id,

@@ -125,6 +125,15 @@ def transaction_state_leaders(broker, create: bool) -> list[int] | None:
     return partition_leaders(broker, meta)
 
 
+def marker_deliveries(broker):
+    """The broker's marker deliveries (cluster mode), made on first use."""
+    if broker.txn_markers is None:
+        from ..txn_marker_sender import RemoteMarkers
+
+        broker.txn_markers = RemoteMarkers(broker)
+    return broker.txn_markers
+
+
 def write_txn_markers(broker, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool,
                       partitions: list[TopicPartition], local_only: bool = False) -> dict[TopicPartition, int]:
     """Append a transaction marker to each local partition; an error code per partition.
@@ -156,6 +165,13 @@ def write_txn_markers(broker, producer_id: int, producer_epoch: int, coordinator
         if plog is None:
             results[tp] = ErrorCode.NOT_LEADER_OR_FOLLOWER
             continue
+        key = (producer_id, producer_epoch, commit, topic, partition)
+        deliveries = marker_deliveries(broker) if broker.replicas is not None and not local_only else None
+        if deliveries is not None:
+            outcome = deliveries.outcome(key)
+            if outcome is not None:  # appended on an earlier attempt: done, or still replicating
+                results[tp] = outcome
+                continue
         try:
             plog.append_txn_marker(producer_id, producer_epoch, coordinator_epoch, commit,
                                    leader_epoch=broker.partitions.leader_epoch(topic, partition))
@@ -165,14 +181,15 @@ def write_txn_markers(broker, producer_id: int, producer_epoch: int, coordinator
             continue
         results[tp] = ErrorCode.NONE
         broker.purgatory.notify(tp)
+        if deliveries is not None:  # cluster mode: done once the ISR has the marker (acks=all)
+            broker.replicas.on_leader_append(broker.replicas.partition(topic, partition))
+            deliveries.await_local(key, topic, partition, plog.log_end_offset)
+            results[tp] = ErrorCode.REQUEST_TIMED_OUT
         if topic == OFFSETS_TOPIC:
             offsets_partitions.append(partition)
     for leader, tps in remote.items():
-        if broker.txn_markers is None:
-            from ..txn_marker_sender import RemoteMarkers
-
-            broker.txn_markers = RemoteMarkers(broker)
-        results.update(broker.txn_markers.write(leader, producer_id, producer_epoch, coordinator_epoch, commit, tps))
+        results.update(marker_deliveries(broker).write(leader, producer_id, producer_epoch, coordinator_epoch,
+                                                       commit, tps))
     if offsets_partitions:
         try:
             broker.group_coordinator.on_transaction_completed(producer_id, offsets_partitions, commit)
@@ -359,6 +376,14 @@ async def handle_write_txn_markers(ctx: RequestContext, request: WriteTxnMarkers
         partitions = [(t.name, p) for t in marker.topics for p in t.partition_indexes]
         errors = write_txn_markers(broker, marker.producer_id, marker.producer_epoch, marker.coordinator_epoch,
                                    marker.transaction_result, partitions, local_only=True)
+        if broker.replicas is not None:  # cluster mode: answer once the ISR has the markers (acks=all)
+            timeout_s = broker.config.get("request.timeout.ms") / 1000
+            for tp, error in list(errors.items()):
+                plog = broker.partitions.get_log(*tp) if error == ErrorCode.NONE else None
+                if plog is not None:
+                    broker.replicas.on_leader_append(broker.replicas.partition(*tp))
+                    errors[tp] = await broker.replicas.wait_for_replication(tp[0], tp[1], plog.log_end_offset,
+                                                                            timeout_s)
         by_topic: dict[str, list] = {}
         for (topic, partition), error in errors.items():
             by_topic.setdefault(topic, []).append(
