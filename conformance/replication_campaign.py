@@ -85,6 +85,9 @@ ISR_TIMEOUT_S = 60.0
 PROGRESS_TIMEOUT_S = 60.0
 WARMUP_ACKS_PER_PARTITION = 50
 LOG_LINES_IN_REPORT = 12
+SESSION_TIMEOUT_S = int(CLUSTER_OVERRIDES["zookeeper.session.timeout.ms"]) / 1000
+# What a broker says when its id is still registered by the session of its killed predecessor.
+REGISTERED_ELSEWHERE = "already registered in zookeeper"
 
 
 class CampaignViolation(AssertionError):
@@ -102,6 +105,7 @@ class RoundResult:
     started_s: float  # since the campaign started
     stop_s: float = 0.0  # how long the broker took to exit
     exit_code: int | None = None
+    start_attempts: int = 0  # >1: the restart was refused while the killed broker's session lived
     failover_s: float | None = None  # fault until no partition led by the broker and a live controller
     recovery_s: float | None = None  # fault until ISR 3 everywhere and every partition acked again
     acked_before: int = 0
@@ -149,11 +153,11 @@ class CampaignResult:
         return {**asdict(self), "ok": self.ok}
 
     def summary_table(self) -> str:
-        lines = [f"{'#':>3}  {'kind':<15}{'target':<11}{'broker':>6}{'stop s':>8}{'exit':>6}{'failover s':>11}"
-                 f"{'recovery s':>11}{'acked':>9}  error"]
+        lines = [f"{'#':>3}  {'kind':<15}{'target':<11}{'broker':>6}{'stop s':>8}{'exit':>6}{'starts':>7}"
+                 f"{'failover s':>11}{'recovery s':>11}{'acked':>9}  error"]
         for r in self.rounds:
             lines.append(f"{r.index:>3}  {r.kind:<15}{r.target:<11}{r.broker:>6}{r.stop_s:>8.1f}"
-                         f"{_fmt(r.exit_code):>6}{_fmt(r.failover_s):>11}{_fmt(r.recovery_s):>11}"
+                         f"{_fmt(r.exit_code):>6}{r.start_attempts:>7}{_fmt(r.failover_s):>11}{_fmt(r.recovery_s):>11}"
                          f"{r.acked_after:>9}  {r.error or ''}")
         recoveries = [s for s in self.recovery_seconds if s is not None]
         lines.append(
@@ -260,9 +264,30 @@ def _inject(cluster: LocalCluster, topic: str, kind: str, node: BrokerNode, resu
             result.failover_s = round(time.monotonic() - fault_at, 3)
         finally:
             time.sleep(max(0.0, fault_at + MIN_DOWNTIME_S - time.monotonic()))
-            node.start(START_TIMEOUT_S)
+            _start_again(node, result)
     else:
-        node.start(START_TIMEOUT_S)
+        _start_again(node, result)
+
+
+def _start_again(node: BrokerNode, result: RoundResult) -> None:
+    """Start the broker, at once.
+
+    After a kill -9 the dead broker's ZooKeeper session holds /brokers/ids/<id> until it expires,
+    and meanwhile a new process with that id refuses to start, as Kafka 3.7's does (Kafka's own
+    hard_bounce waits for the deregistration). LocalCluster's brokers wait for that themselves
+    when they await their registration; otherwise a refused start is retried here until the
+    session timeout has surely passed.
+    """
+    deadline = time.monotonic() + SESSION_TIMEOUT_S + 5.0
+    while True:
+        result.start_attempts += 1
+        try:
+            node.start(START_TIMEOUT_S)
+            return
+        except LocalClusterStartError as exc:
+            if REGISTERED_ELSEWHERE not in str(exc).lower() or time.monotonic() > deadline:
+                raise
+        time.sleep(0.5)
 
 
 def _recover(cluster: LocalCluster, topic: str, producer: SequenceProducer, acked_at_fault: list[int]) -> None:
@@ -404,7 +429,7 @@ def _check_topic(cluster: LocalCluster, topic: str, producer: SequenceProducer, 
     if producer.unflushed:
         result.notes.append(f"{producer.unflushed} record(s) had no delivery report even after a purge")
     try:
-        wait_for_isr(cluster, topic, REPLICATION_FACTOR, timeout=ISR_TIMEOUT_S)
+        wait_for_isr(cluster, topic, REPLICATION_FACTOR, timeout=30.0)
     except AssertionError as exc:
         result.notes.append(f"before the read-back: {exc}")
     try:
