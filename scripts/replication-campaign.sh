@@ -5,9 +5,9 @@
 # x {leader of partition 0, controller}; then every acknowledged record must be in the log exactly
 # once, in order. See conformance/replication_campaign.py.
 #
-# HOW LONG: about 8 s per round when the cluster behaves (hard kills wait for the 6 s ZooKeeper
-# session timeout), so the default 50 rounds take about 7 minutes (6 min 48 s measured: 50 rounds,
-# 114,821 records acknowledged); 200 rounds about 27 minutes.
+# HOW LONG: about 6-8 s per round when the cluster behaves (hard kills wait for the 6 s ZooKeeper
+# session timeout), so the default 50 rounds take 5-7 minutes (measured: 5 min 25 s and 6 min 48 s,
+# 93,593 and 114,821 records acknowledged); 200 rounds about 25 minutes.
 # Every wait is bounded; the whole run is killed after ROUNDS x 30 s + 15 min at the latest.
 #
 #   bash scripts/replication-campaign.sh                 # 50 rounds -> build/replication-campaign.json
