@@ -45,6 +45,7 @@ class Broker:
         self.controller = None
         self.broker_epoch = -1
         self.txn_markers = None  # RemoteMarkers, made on first use (cluster mode)
+        self.txn_verifier = None  # TxnVerifier, made on first use (cluster mode)
         self.metadata = self._open_metadata_store()
         self.readvertise()  # a stored dynamic advertised.listeners wins over the static one
         self.logs = LogManager(self.log_dirs, config.default_log_config(),
@@ -173,6 +174,8 @@ class Broker:
             conn.close()
         if self.txn_markers is not None:
             self.txn_markers.close()
+        if self.txn_verifier is not None:
+            self.txn_verifier.close()
         if self.cluster is not None:
             await self.replicas.shutdown()
             await self.cluster.stop()

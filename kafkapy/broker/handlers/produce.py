@@ -14,7 +14,7 @@ from ...protocol.legacy_records import legacy_to_v2
 from ...protocol.records import MAGIC_POS, iter_batch_headers
 from ..durability import wait_durable
 from ..dispatch import ConnectionClosed, RequestContext, handles
-from .transactions import verify_transactional_produce
+from .transactions import verify_transactional_produce, verify_with_remote_coordinator
 
 log = logging.getLogger(__name__)
 
@@ -127,8 +127,10 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
                         raise KafkaError(f"clients are not allowed to write control records to {name}-{index}",
                                          ErrorCode.INVALID_RECORD)
                 if request.transactional_id is not None or headers[0].is_transactional:
-                    verify_transactional_produce(broker, request.transactional_id, name, index, plog, headers,
-                                                 version)
+                    remote = verify_transactional_produce(broker, request.transactional_id, name, index, plog,
+                                                          headers, version)
+                    if remote is not None:  # cluster mode: the coordinator is another broker
+                        await verify_with_remote_coordinator(broker, *remote, name, index, version)
                 if hosted is None:
                     if acks == -1 and plog.config.min_insync_replicas > len(meta.partitions[index].isr):
                         raise KafkaError("fewer in-sync replicas than min.insync.replicas",

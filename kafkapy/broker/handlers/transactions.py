@@ -336,13 +336,17 @@ async def handle_txn_offset_commit(ctx: RequestContext, request: TxnOffsetCommit
         offsets_partition = group_coordinator.partition_for(request.group_id)
         error = ErrorCode.NONE
         if broker.transaction_coordinator.config.transaction_partition_verification_enable \
-                and group_coordinator.group_status(request.group_id) is None \
-                and coordinated_here(broker, request.transactional_id):
+                and group_coordinator.group_status(request.group_id) is None:
             # KIP-890: the group's offsets partition must be in the transaction (AddOffsetsToTxn)
-            verified = broker.transaction_coordinator.handle_verify_partitions(
-                request.transactional_id, request.producer_id, request.producer_epoch,
-                [(OFFSETS_TOPIC, offsets_partition)])
-            error = verification_error(verified[(OFFSETS_TOPIC, offsets_partition)], version >= 4)
+            if coordinated_here(broker, request.transactional_id):
+                verified = broker.transaction_coordinator.handle_verify_partitions(
+                    request.transactional_id, request.producer_id, request.producer_epoch,
+                    [(OFFSETS_TOPIC, offsets_partition)])
+                error = verified[(OFFSETS_TOPIC, offsets_partition)]
+            else:  # cluster mode: the transaction coordinator is another broker
+                error = await txn_verifier(broker).verify(request.transactional_id, request.producer_id,
+                                                         request.producer_epoch, OFFSETS_TOPIC, offsets_partition)
+            error = verification_error(error, version >= 4)
         if error != ErrorCode.NONE:
             errors.update((tp, error) for tp in offsets)
         else:
@@ -466,12 +470,17 @@ _RETRIABLE_VERIFICATION = {ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COORDINA
                            ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR}
 
 
-def coordinated_here(broker, transactional_id: str) -> bool:
-    """Whether this broker's transaction coordinator owns `transactional_id` (always on one node).
+def txn_verifier(broker):
+    """The broker's TxnVerifier (cluster mode), made on first use."""
+    if broker.txn_verifier is None:
+        from ..txn_verification import TxnVerifier
 
-    In cluster mode the coordinator may be another broker, which Kafka's KIP-890 verification asks
-    with AddPartitionsToTxn v4; kafkapy does not send that yet, so verification happens only where
-    the coordinator is local (docs/cluster.md)."""
+        broker.txn_verifier = TxnVerifier(broker)
+    return broker.txn_verifier
+
+
+def coordinated_here(broker, transactional_id: str) -> bool:
+    """Whether this broker's transaction coordinator owns `transactional_id` (always on one node)."""
     if broker.replicas is None:
         return True
     error, node_id = broker.transaction_coordinator.find_coordinator(transactional_id)
@@ -479,32 +488,46 @@ def coordinated_here(broker, transactional_id: str) -> bool:
 
 
 def verify_transactional_produce(broker, transactional_id: str | None, topic: str, partition: int, plog,
-                                 headers, version: int) -> None:
+                                 headers, version: int) -> tuple[str, int, int] | None:
     """Before the first transactional batch of a transaction reaches a partition, check with the
     coordinator that the partition was added to the transaction (so that a late batch cannot
-    open a transaction nobody will ever end). Raises KafkaError with the client's error code."""
+    open a transaction nobody will ever end). Raises KafkaError with the client's error code.
+
+    Returns (transactional id, producer id, epoch) when the coordinator is another broker (cluster
+    mode): the caller then awaits `verify_with_remote_coordinator`."""
     txn_headers = [h for h in headers if h.is_transactional and h.producer_id >= 0]
     if not txn_headers:
-        return
+        return None
     if transactional_id is None:
         # Kafka authorizes transactional records by their request's transactional id
         raise KafkaError("transactional records in a produce request without a transactional id",
                          ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     coordinator = broker.transaction_coordinator
     if not coordinator.config.transaction_partition_verification_enable:
-        return
-    if not coordinated_here(broker, transactional_id):
-        return
+        return None
     first = txn_headers[0]
     if any(h.producer_id != first.producer_id for h in txn_headers):
         raise KafkaError("transactional records contained more than one producer id",
                          ErrorCode.INVALID_PRODUCER_ID_MAPPING)
     entry = plog.producer_state.last_entry(first.producer_id)
     if entry is not None and entry.current_txn_first_offset >= 0 and entry.producer_epoch == first.producer_epoch:
-        return  # this transaction already has data here: it was verified then
+        return None  # this transaction already has data here: it was verified then
+    if not coordinated_here(broker, transactional_id):
+        return transactional_id, first.producer_id, first.producer_epoch
     verified = coordinator.handle_verify_partitions(transactional_id, first.producer_id, first.producer_epoch,
                                                     [(topic, partition)])
-    error = verified[(topic, partition)]
+    _raise_unverified(verified[(topic, partition)], transactional_id, topic, partition, version)
+    return None
+
+
+async def verify_with_remote_coordinator(broker, transactional_id: str, producer_id: int, producer_epoch: int,
+                                         topic: str, partition: int, version: int) -> None:
+    """verify_transactional_produce's check, asked of the coordinator on another broker."""
+    error = await txn_verifier(broker).verify(transactional_id, producer_id, producer_epoch, topic, partition)
+    _raise_unverified(error, transactional_id, topic, partition, version)
+
+
+def _raise_unverified(error: int, transactional_id: str, topic: str, partition: int, version: int) -> None:
     if error == ErrorCode.NONE:
         return
     if error in _RETRIABLE_VERIFICATION:
