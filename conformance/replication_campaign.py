@@ -364,7 +364,11 @@ def _run_rounds(cluster: LocalCluster, topic: str, producer: SequenceProducer, p
         if time_budget_s is not None and time.monotonic() - began > time_budget_s:
             result.notes.append(f"time budget of {time_budget_s:.0f} s used up after {index - 1} round(s)")
             return
-        broker = _pick_broker(cluster, topic, target)
+        try:
+            broker = _pick_broker(cluster, topic, target)
+        except AssertionError as exc:
+            result.violations.append(f"round {index} ({kind} of the {target}): no broker to pick: {exc}")
+            return
         fault_at = time.monotonic()
         acked_at_fault = producer.acked_counts()
         current = RoundResult(index=index, kind=kind, target=target, broker=broker,

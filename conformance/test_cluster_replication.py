@@ -18,6 +18,7 @@ import uuid
 
 import pytest
 
+from conformance.broker_process import _install_sigterm_cleanup as _install_single_broker_cleanup
 from conformance.cluster_harness import (
     ClusterUnreachable,
     cluster_fixture,
@@ -67,6 +68,8 @@ def test_replication_campaign_each_fault_on_leader_and_controller(tmp_path):
     available, reason = ZooKeeperServer.available()
     if not available:
         pytest.skip(f"!!! ZooKeeper is not available, cluster tests cannot run: {reason}")
+    # As start_cluster does: single-broker cleanup first, so that a SIGTERM kills both kinds.
+    _install_single_broker_cleanup()
     result = run_campaign(tmp_path / "campaign", rounds=CAMPAIGN_ROUNDS, kinds=FAULT_KINDS, target=TARGETS,
                           time_budget_s=CAMPAIGN_BUDGET_S)
     assert result.ok, result.report()
