@@ -340,7 +340,7 @@ class LocalCluster:
                  python: str | None = None, await_registration: bool = True) -> None:
         if brokers < 1:
             raise ValueError(f"a cluster needs at least one broker, not {brokers}")
-        self.work_dir = Path(work_dir)
+        self.work_dir = Path(work_dir).resolve()  # processes run with other working dirs
         self._given_connect = zookeeper_connect
         self.zookeeper: ZooKeeperServer | None = (
             None if zookeeper_connect else ZooKeeperServer(self.work_dir / "zookeeper"))

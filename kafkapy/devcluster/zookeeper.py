@@ -86,7 +86,7 @@ class ZooKeeperServer:
     def __init__(self, data_dir: Path, port: int = 0, host: str = "127.0.0.1"):
         if host not in _LOOPBACK_HOSTS:
             raise ValueError(f"ZooKeeperServer listens on loopback only, not {host!r}")
-        self.data_dir = Path(data_dir)
+        self.data_dir = Path(data_dir).resolve()  # ZooKeeper runs with cwd=data_dir
         self.host = "127.0.0.1"
         self.port = port
         self._auto_port = port == 0
