@@ -66,6 +66,7 @@ from cluster_report import (  # noqa: E402
     Results,
     failover_stats,
     render_markdown,
+    results_from_json,
     write_docs,
 )
 
@@ -77,6 +78,7 @@ DOCS_PATH = REPO_ROOT / "docs" / "benchmarks.md"
 DEFAULT_JSON = REPO_ROOT / "build" / "bench" / "cluster.json"
 CLIENT_TIMEOUT_S = 15.0
 BROKERS = 3
+QUIET_BUSY_PCT = 25.0  # "quiet": the whole machine below a quarter of one core (the idle cluster included)
 # Lines in a broker's output that deserve a look after a run (errors, tracebacks, ZooKeeper trouble).
 LOG_ALARMS = ("Traceback", " ERROR ", " CRITICAL ", "session expired", "SESSION_EXPIRED", "Expired")
 
@@ -153,8 +155,21 @@ def machine_busy_s() -> float:
     return (sum(fields[:8]) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
 
 
-def measured(cluster: LocalCluster, run) -> Phase:
+def wait_quiet(max_wait_s: float, busy_pct: float = QUIET_BUSY_PCT, window_s: float = 0.5) -> float:
+    """Wait (at most `max_wait_s`) until the whole machine uses less than `busy_pct` of one core over
+    `window_s`: other work on the shared cores otherwise decides the rate. Returns the seconds waited."""
+    started = time.monotonic()
+    while time.monotonic() - started < max_wait_s:
+        before = machine_busy_s()
+        time.sleep(window_s)
+        if 100 * (machine_busy_s() - before) / window_s < busy_pct:
+            break
+    return time.monotonic() - started
+
+
+def measured(cluster: LocalCluster, run, quiet_wait_s: float = 0.0) -> Phase:
     """Run one produce/consume phase (a bench/broker PhaseResult) and add the CPU used meanwhile."""
+    waited = wait_quiet(quiet_wait_s) if quiet_wait_s > 0 else 0.0
     brokers_before, client_before, wall_before = cluster_cpu_s(cluster), time.process_time(), time.perf_counter()
     busy_before = machine_busy_s()
     outcome = run()
@@ -164,6 +179,7 @@ def measured(cluster: LocalCluster, run) -> Phase:
     phase.client_cpu_s = time.process_time() - client_before
     # everything else on the machine (ZooKeeper included, which is idle here): other work competing for the cores
     phase.other_cpu_s = max(0.0, machine_busy_s() - busy_before - phase.brokers_cpu_s - phase.client_cpu_s)
+    phase.quiet_wait_s = waited
     return phase
 
 
@@ -173,12 +189,13 @@ def run_layout(cluster: LocalCluster, layout: Layout, args: argparse.Namespace, 
     try:
         check_running(cluster)
         create_topic(cluster, topic, args.partitions, layout.replication_factor, results.log_alarms)
-        produced = measured(cluster, lambda: run_produce(cluster.bootstrap, topic, case, args.records, args.seconds))
+        produced = measured(cluster, lambda: run_produce(cluster.bootstrap, topic, case, args.records, args.seconds),
+                            args.quiet_wait)
         check_running(cluster)
         if produced.records == 0:
             return produced, Phase(error="nothing produced")
         consumed = measured(cluster, lambda: run_consume(cluster.bootstrap, topic, case, produced.records,
-                                                         args.seconds + 10))
+                                                         args.seconds + 10), args.quiet_wait)
         check_running(cluster)
     except Exception as error:  # noqa: BLE001  one failing phase must not end the run
         message = one_line(error)
@@ -187,8 +204,8 @@ def run_layout(cluster: LocalCluster, layout: Layout, args: argparse.Namespace, 
     return produced, consumed
 
 
-def start_cluster(work_dir: Path, args: argparse.Namespace) -> LocalCluster:
-    overrides = {"zookeeper.session.timeout.ms": args.session_timeout_ms}
+def start_cluster(work_dir: Path, args: argparse.Namespace, session_timeout_ms: int | None = None) -> LocalCluster:
+    overrides = {"zookeeper.session.timeout.ms": session_timeout_ms or args.session_timeout_ms}
     return LocalCluster(work_dir, brokers=BROKERS, overrides=overrides, await_registration=True)
 
 
@@ -197,7 +214,8 @@ def throughput_part(args: argparse.Namespace, results: Results, work_dir: Path) 
         # Not measured: the first consumer makes the cluster create __consumer_offsets (50 partitions,
         # RF3), which would otherwise land in whichever phase comes first; also warms the page cache.
         print("[throughput] warm-up (not measured) ...", file=sys.stderr)
-        warm = argparse.Namespace(**{**vars(args), "records": min(args.records, 5_000), "seconds": 3.0})
+        warm = argparse.Namespace(**{**vars(args), "records": min(args.records, 5_000), "seconds": 3.0,
+                                     "quiet_wait": 0.0})
         produced, consumed = run_layout(cluster, REPLICATED, warm, results)
         if produced.error or consumed.error:
             results.problems.append(f"warm-up: {produced.error or consumed.error}")
@@ -217,6 +235,7 @@ def throughput_part(args: argparse.Namespace, results: Results, work_dir: Path) 
                           f"brokers CPU {phase.cpu_pct(phase.brokers_cpu_s) or 0:.0f}%, "
                           f"client CPU {phase.cpu_pct(phase.client_cpu_s) or 0:.0f}%, "
                           f"other processes {phase.cpu_pct(phase.other_cpu_s) or 0:.0f}%"
+                          f"{f' (waited {phase.quiet_wait_s:.1f} s for quiet)' if phase.quiet_wait_s else ''}"
                           f"{' ERROR ' + phase.error if phase.error else ''}", file=sys.stderr)
 
 
@@ -246,28 +265,43 @@ def read_back(cluster: LocalCluster, topic: str, partitions: int, timeout_s: flo
     return count, values
 
 
-def failover_part(args: argparse.Namespace, results: Results, work_dir: Path) -> None:
+def failover_part(args: argparse.Namespace, results: Results, work_dir: Path, session_timeout_ms: int | None = None,
+                  kills: int | None = None, terms: int | None = None) -> None:
+    """One cluster, one RF3 topic, `kills` kill -9 samples then `terms` SIGTERM samples; at the end the
+    topic is read back and every acknowledged record must be in it (counted over all failover parts)."""
+    session_timeout_ms = args.session_timeout_ms if session_timeout_ms is None else session_timeout_ms
+    kills = args.kills if kills is None else kills
+    terms = args.terms if terms is None else terms
     topic = f"bench-failover-{uuid.uuid4().hex[:6]}"
-    signal_names = ["SIGKILL"] * args.kills + ["SIGTERM"] * args.terms
+    signal_names = ["SIGKILL"] * kills + ["SIGTERM"] * terms
     acked: set[bytes] = set()
-    with start_cluster(work_dir, args) as cluster:
+    with start_cluster(work_dir, args, session_timeout_ms) as cluster:
         create_topic(cluster, topic, args.partitions, 3, results.log_alarms)
-        print(f"[failover] {args.kills} x kill -9, {args.terms} x SIGTERM, "
-              f"zookeeper.session.timeout.ms={args.session_timeout_ms} ...", file=sys.stderr)
-        results.failover = measure_failover(
-            cluster, topic, args.partitions, signal_names, args.interval_ms / 1000, args.session_timeout_ms / 1000,
+        print(f"[failover] {kills} x kill -9, {terms} x SIGTERM, "
+              f"zookeeper.session.timeout.ms={session_timeout_ms} ...", file=sys.stderr)
+        samples = measure_failover(
+            cluster, topic, args.partitions, signal_names, args.interval_ms / 1000, session_timeout_ms / 1000,
             acked, progress=lambda line: print(line, file=sys.stderr))
-        results.acked_total = len(acked)
+        for sample in samples:
+            sample.session_timeout_ms = session_timeout_ms
+        results.failover.extend(samples)
+        results.acked_total += len(acked)
         try:
             wait_for_isr(cluster, topic, 3, timeout=30)
         except AssertionError as error:
             results.problems.append(f"before reading the failover topic back: {str(error).splitlines()[0]}")
         try:
             count, values = read_back(cluster, topic, args.partitions, timeout_s=120)
-            results.read_back = count
-            results.acked_missing = len(acked - values)
+            results.read_back = (results.read_back or 0) + count
+            results.acked_missing = (results.acked_missing or 0) + len(acked - values)
         except Exception as error:  # noqa: BLE001
             results.problems.append(f"reading the failover topic back: {one_line(error)}")
+
+
+def compare_part(args: argparse.Namespace, results: Results, work_dir: Path) -> None:
+    """A few kill -9 samples with another session timeout (Kafka's default 18000 ms), in a third cluster."""
+    failover_part(args, results, work_dir, session_timeout_ms=args.compare_session_timeout_ms,
+                  kills=args.compare_kills, terms=0)
 
 
 def scan_logs(work_dir: Path, results: Results, limit: int = 12) -> None:
@@ -316,8 +350,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, help="throughput repetitions, median reported (default 5, --quick 1)")
     parser.add_argument("--kills", type=int, help="kill -9 failover samples (default 21, --quick 2)")
     parser.add_argument("--terms", type=int, help="SIGTERM failover samples (default 9, --quick 1)")
+    parser.add_argument("--quiet-wait", type=float, help="before each throughput phase wait up to this many s for "
+                        f"the machine to go quiet (< {QUIET_BUSY_PCT:.0f}%% of a core busy; default 20, --quick 0)")
     parser.add_argument("--interval-ms", type=float, default=5.0, help="failover producer: ms between records")
     parser.add_argument("--session-timeout-ms", type=int, default=6000, help="zookeeper.session.timeout.ms")
+    parser.add_argument("--compare-session-timeout-ms", type=int, default=18000,
+                        help="a third cluster with this zookeeper.session.timeout.ms (default 18000, Kafka's)")
+    parser.add_argument("--compare-kills", type=int, help="kill -9 samples in that cluster (default 6, --quick 0)")
     parser.add_argument("--skip-throughput", action="store_true")
     parser.add_argument("--skip-failover", action="store_true")
     parser.add_argument("--quick", action="store_true",
@@ -325,13 +364,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=DEFAULT_JSON, help=f"raw results (default {DEFAULT_JSON})")
     parser.add_argument("--keep-logs", action="store_true", help="keep the clusters' work directories")
     parser.add_argument("--write-docs", action="store_true", help=f"update '{DOCS_HEADING}' in docs/benchmarks.md")
+    parser.add_argument("--render", type=Path, metavar="JSON",
+                        help="measure nothing: print the tables of an earlier run's JSON (with --write-docs: into the docs)")
     args = parser.parse_args(argv)
+    if args.render:
+        markdown = render_markdown(results_from_json(json.loads(args.render.read_text())))
+        print(markdown)
+        if args.write_docs:
+            write_docs(markdown, DOCS_PATH)
+            print(f"updated {DOCS_PATH.relative_to(REPO_ROOT)} ({DOCS_HEADING})", file=sys.stderr)
+        return 0
     if args.quick:
         args.records, args.seconds = min(args.records, 20_000), min(args.seconds, 3.0)
     if args.repeat is None:
         args.repeat = 1 if args.quick else 5
+    if args.quiet_wait is None:
+        args.quiet_wait = 0.0 if args.quick else 20.0
     if args.kills is None:
         args.kills = 2 if args.quick else 21
+    if args.compare_kills is None:
+        args.compare_kills = 0 if args.quick else 6
     if args.terms is None:
         args.terms = 1 if args.quick else 9
     if args.partitions < BROKERS:
@@ -349,7 +401,8 @@ def main(argv: list[str] | None = None) -> int:
     results = Results()
     work_root = Path(tempfile.mkdtemp(prefix="kafkapy-bench-cluster-"))
     print(f"cluster work directories (broker logs) under {work_root}", file=sys.stderr)
-    parts = [("throughput", throughput_part, args.skip_throughput), ("failover", failover_part, args.skip_failover)]
+    parts = [("throughput", throughput_part, args.skip_throughput), ("failover", failover_part, args.skip_failover),
+             ("failover-compare", compare_part, args.skip_failover or not args.compare_kills)]
     for name, part, skipped in parts:
         if skipped:
             continue
@@ -385,7 +438,10 @@ def main(argv: list[str] | None = None) -> int:
         "kills": args.kills if not args.skip_failover else 0,
         "terms": args.terms if not args.skip_failover else 0,
         "interval_ms": args.interval_ms,
+        "quiet_wait_s": args.quiet_wait,
         "session_timeout_ms": args.session_timeout_ms,
+        "compare_session_timeout_ms": args.compare_session_timeout_ms if args.compare_kills else None,
+        "compare_kills": args.compare_kills if not args.skip_failover else 0,
         "duration_s": round(time.monotonic() - started, 1),
         "work_dir": str(work_root),
         "args": (" " + " ".join(passed)) if passed else "",

@@ -38,6 +38,7 @@ class Phase:
     brokers_cpu_s: float | None = None  # CPU (user + system) of all broker processes over the phase
     client_cpu_s: float | None = None  # CPU of this process (the client: Python + librdkafka threads)
     other_cpu_s: float | None = None  # CPU of everything else on the machine meanwhile (competing work)
+    quiet_wait_s: float | None = None  # waited before the phase for the machine to go quiet
     wall_s: float | None = None
 
     @property
@@ -66,6 +67,7 @@ class FailoverSample:
     last_error: str | None = None
     recovery_s: float | None = None  # restart + ISR full again (not part of the failover time)
     error: str | None = None  # the sample did not complete
+    session_timeout_ms: int | None = None  # the cluster's zookeeper.session.timeout.ms
 
 
 @dataclass
@@ -80,6 +82,16 @@ class Results:
     read_back: int | None = None  # records read back (duplicates from retries included)
     problems: list[str] = field(default_factory=list)  # what went wrong in the run (shown in the table)
     log_alarms: list[str] = field(default_factory=list)  # broker log lines worth a look (JSON and stderr only)
+
+
+def results_from_json(data: dict) -> Results:
+    """The Results that bench_cluster.py wrote as JSON (to render them again)."""
+    return Results(
+        settings=data["settings"], cluster_errors=data["cluster_errors"],
+        phases={label: [Phase(**p) for p in phases] for label, phases in data["phases"].items()},
+        failover=[FailoverSample(**x) for x in data["failover"]], acked_total=data["acked_total"],
+        acked_missing=data["acked_missing"], read_back=data["read_back"], problems=data["problems"],
+        log_alarms=data.get("log_alarms", []))
 
 
 def median(values: list[float]) -> float | None:
@@ -133,6 +145,21 @@ def failover_stats(samples: list[FailoverSample]) -> dict:
     }
 
 
+def _timeout(sample: FailoverSample, settings: dict) -> int:
+    return sample.session_timeout_ms or settings["session_timeout_ms"]
+
+
+def _failover_rows(results: Results, settings: dict) -> list[tuple[str, int, str]]:
+    """(signal, session timeout, label) for every group of failover samples, main cluster first."""
+    main = settings["session_timeout_ms"]
+    rows = [("SIGKILL", main, f"kill -9, session timeout {main} ms"),
+            ("SIGTERM", main, "SIGTERM (controlled shutdown)")]
+    others = sorted({_timeout(x, settings) for x in results.failover} - {main})
+    rows += [(sig, t, f"kill -9, session timeout {t} ms" if sig == "SIGKILL" else f"SIGTERM, session timeout {t} ms")
+             for t in others for sig in ("SIGKILL", "SIGTERM")]
+    return rows
+
+
 def render_markdown(results: Results) -> str:
     s = results.settings
     lines: list[str] = []
@@ -152,12 +179,16 @@ def render_markdown(results: Results) -> str:
     record_bytes = s["record_bytes"]
     size = "1 KiB" if record_bytes == 1024 else f"{record_bytes} B"
     if results.phases:
+        quiet = ""
+        if s.get("quiet_wait_s"):
+            quiet = (f"; before each phase the run waits up to {s['quiet_wait_s']:.0f} s for the machine to go "
+                     f"quiet (under a quarter of a core busy), so other work on the shared cores disturbs less")
         lines.append(
             f"Throughput: one cluster of 3 brokers, {s['partitions']} partitions per topic (the controller spreads "
             f"their leaders over the 3 brokers), {size} records, the same producer and consumer code and settings "
             f"as bench/broker (linger.ms=5, no compression, no idempotence). Each phase stops at "
             f"{s['records']:,} records or {s['seconds']:.0f} s; median of {s['repeat']} repetitions, the three "
-            f"layouts interleaved in each. Consume reads the topic just produced from the beginning (leaders only; "
+            f"layouts interleaved in each{quiet}. Consume reads the topic just produced from the beginning (leaders only; "
             f"the rate excludes the client's start-up). Ratio = RF3 acks=all / RF1 acks=1 (< 1: replication costs).")
         lines.append("")
         lines.append("| phase | " + " | ".join(layout.label for layout in LAYOUTS)
@@ -199,15 +230,16 @@ def render_markdown(results: Results) -> str:
             f"any acknowledgement from the signal until 1 s after the old leader's process is gone: with SIGTERM the "
             f"old leader keeps answering until the controller has moved the partition, so the first acknowledgement "
             f"can come before the move and the gap shows the disruption. The stopped broker is started again and the ISR "
-            f"waited for before the next sample; the stopped broker rotates 1, 2, 3, 1, …")
+            f"waited for before the next sample; the stopped broker rotates 1, 2, 3, 1, …" + (
+                f" A third cluster with zookeeper.session.timeout.ms={s['compare_session_timeout_ms']} (Kafka's "
+                f"default) gives {s['compare_kills']} kill -9 samples for comparison." if s.get("compare_kills") else ""))
         lines.append("")
         lines.append("| leader stopped by | samples | failover median | best | worst | median when it was the "
                      "controller | median otherwise | longest ack gap, median / worst | signal → new leader in the "
                      "controller's log (median) | signal → process gone (median) |")
         lines.append("|---|---|---|---|---|---|---|---|---|---|")
-        for sig, label in (("SIGKILL", "kill -9 (ZooKeeper session expiry)"),
-                           ("SIGTERM", "SIGTERM (controlled shutdown)")):
-            samples = [x for x in results.failover if x.signal == sig]
+        for sig, timeout, label in _failover_rows(results, s):
+            samples = [x for x in results.failover if x.signal == sig and _timeout(x, s) == timeout]
             if not samples:
                 continue
             st = failover_stats(samples)
@@ -218,14 +250,15 @@ def render_markdown(results: Results) -> str:
                          f"{_fmt_ms(st['stall_worst_s'])} | {_fmt_ms(st['elected_median_s'])} | "
                          f"{_fmt_ms(st['exit_median_s'])} |")
         lines.append("")
-        for sig in ("SIGKILL", "SIGTERM"):
-            samples = [x for x in results.failover if x.signal == sig]
+        for sig, timeout, label in _failover_rows(results, s):
+            samples = [x for x in results.failover if x.signal == sig and _timeout(x, s) == timeout]
             if samples:
                 cells = []
                 for x in samples:
                     mark = "*" if x.was_controller else ""
                     cells.append(f"b{x.broker}{mark} {_fmt_ms(x.failover_s) if x.failover_s is not None else 'none'}")
-                lines.append(f"All {sig} samples (broker stopped, * = it was the controller): " + ", ".join(cells) + ".")
+                lines.append(f"All samples, {label} (broker stopped, * = it was the controller): "
+                             + ", ".join(cells) + ".")
                 lines.append("")
         if results.acked_missing is not None:
             lines.append(f"Acknowledged records lost over all stops: **{results.acked_missing} of "
@@ -257,8 +290,9 @@ def render_markdown(results: Results) -> str:
         "broker has its own cores and disk, so the ratio here is a lower bound. Consume rates of RF1 and RF3 "
         "should match: consumers read from leaders only. Failover with kill -9 is dominated by the ZooKeeper "
         f"session timeout ({s['session_timeout_ms']} ms): the controller only learns that the leader is gone when "
-        "its ephemeral /brokers/ids znode expires, which ZooKeeper counts from the broker's last heartbeat (so a "
-        "sample can come in under the timeout); with Kafka's default of 18000 ms it grows accordingly. What "
+        "its ephemeral /brokers/ids znode expires. ZooKeeper counts the timeout from the broker's last heartbeat and "
+        "expires sessions on its tick (tickTime=2000 ms here), so the expiry lands between a bit under the "
+        "timeout and 2 s over it. What "
         "follows the expiry is the controller's election (the \"new leader in the controller's log\" column; when "
         "the killed leader was also the controller, a new controller is elected first) and the client finding the "
         "new leader (librdkafka refreshes its metadata after the connection to the old leader fails). SIGTERM goes "
