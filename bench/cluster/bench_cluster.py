@@ -9,22 +9,24 @@ Two ZooKeeper-mode clusters of 3 kafkapy brokers (kafkapy.devcluster.LocalCluste
     record size), interleaved per repetition; each phase stops at --records records or --seconds
     seconds. Reported: records/s, MB/s, CPU of the brokers and of the client, and the ratio
     RF3 acks=all / RF1 acks=1.
-  * failover: a fresh cluster and an RF3 topic; a producer with acks=all sends one record every
+  * failover: a second cluster and an RF3 topic; a producer with acks=all sends one record every
     --interval-ms to the partition led by the broker about to be stopped; failover time = from
     the signal to the first acknowledgement of a record sent after it. --kills samples with
     kill -9 (the controller notices through ZooKeeper session expiry, so
     zookeeper.session.timeout.ms, --session-timeout-ms, dominates) and --terms samples with
     SIGTERM (controlled shutdown). The stopped broker rotates; it is started again and the ISR
     waited for between samples. At the end the topic is read back and every acknowledged
-    record must be there.
+    record must be there. A third cluster repeats a few kill -9 samples with Kafka's default
+    session timeout of 18000 ms (--compare-session-timeout-ms, --compare-kills).
 
 All brokers, ZooKeeper and the client run on the same machine (2 cores here); everything listens
 on loopback only, every wait is bounded and every process is stopped on the way out.
 
-    python bench/cluster/bench_cluster.py                  # full run (about 10-15 min)
+    python bench/cluster/bench_cluster.py                  # full run (about 15 min)
     python bench/cluster/bench_cluster.py --quick          # smoke run (< 2 min)
     python bench/cluster/bench_cluster.py --skip-failover  # throughput only
     python bench/cluster/bench_cluster.py --write-docs     # also update docs/benchmarks.md
+    python bench/cluster/bench_cluster.py --render build/bench/cluster.json --write-docs  # docs from a saved run
 
 Results: a markdown table on stdout, raw results as JSON in build/bench/cluster.json (--json).
 A broker log that shows a problem is kept: the cluster work directories are printed and are

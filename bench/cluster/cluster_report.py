@@ -160,6 +160,42 @@ def _failover_rows(results: Results, settings: dict) -> list[tuple[str, int, str
     return rows
 
 
+def _summary(results: Results) -> str:
+    """One sentence per measurement with the headline numbers."""
+    s = results.settings
+    parts = []
+    rates = {}
+    for phase_name in ("produce", "consume"):
+        for layout in (BASELINE, REPLICATED):
+            chosen = median_phase(results.phases.get(f"{phase_name} {layout.label}", []))
+            rates[phase_name, layout] = chosen.records_per_s if chosen and chosen.records else None
+    if rates.get(("produce", BASELINE)) and rates.get(("produce", REPLICATED)):
+        parts.append(f"producing with acks=all to replication factor 3 runs at "
+                     f"{rates['produce', REPLICATED] / rates['produce', BASELINE]:.2f}x the rate of acks=1 to "
+                     f"replication factor 1 (median {rates['produce', REPLICATED] / 1000:.0f}k vs "
+                     f"{rates['produce', BASELINE] / 1000:.0f}k records/s)")
+    if rates.get(("consume", BASELINE)) and rates.get(("consume", REPLICATED)):
+        parts.append(f"consuming the RF3 topic runs at {rates['consume', REPLICATED] / rates['consume', BASELINE]:.2f}x "
+                     f"the RF1 rate")
+    for sig, timeout, label in _failover_rows(results, s):
+        samples = [x for x in results.failover if x.signal == sig and _timeout(x, s) == timeout]
+        st = failover_stats(samples)
+        if st["median_s"] is None:
+            continue
+        what = (f"after kill -9 of a partition leader (session timeout {timeout} ms) an acks=all producer gets its "
+                f"next acknowledgement after a median {st['median_s']:.1f} s (worst {st['worst_s']:.1f} s, "
+                f"{st['measured']} kills)" if sig == "SIGKILL" else
+                f"after SIGTERM (controlled shutdown) the longest gap between acknowledgements is a median "
+                f"{st['stall_median_s'] * 1000:.0f} ms (worst {st['stall_worst_s'] * 1000:,.0f} ms, "
+                f"{st['measured']} stops)" if st["stall_median_s"] is not None else "")
+        if what:
+            parts.append(what)
+    if results.acked_missing is not None:
+        parts.append(f"no acknowledged record was lost" if results.acked_missing == 0 else
+                     f"**{results.acked_missing} acknowledged records were lost**")
+    return "; ".join(parts) + "." if parts else ""
+
+
 def render_markdown(results: Results) -> str:
     s = results.settings
     lines: list[str] = []
@@ -178,6 +214,10 @@ def render_markdown(results: Results) -> str:
 
     record_bytes = s["record_bytes"]
     size = "1 KiB" if record_bytes == 1024 else f"{record_bytes} B"
+    summary = _summary(results)
+    if summary:
+        lines.append("In short: " + summary)
+        lines.append("")
     if results.phases:
         quiet = ""
         if s.get("quiet_wait_s"):
@@ -287,7 +327,8 @@ def render_markdown(results: Results) -> str:
         "200% is the whole machine; \"other processes\" is what the rest of the machine used meanwhile (shown from "
         f"{OTHER_CPU_NOTE_PCT}%: the run competed for the cores). RF3 acks=1 shows the cost of the replication traffic alone; RF3 acks=all adds "
         "the wait for the followers (the high watermark) before each acknowledgement. On a real cluster each "
-        "broker has its own cores and disk, so the ratio here is a lower bound. Consume rates of RF1 and RF3 "
+        "broker has its own cores and disk (and a real network between them), so the ratio here mostly shows the "
+        "extra work replication costs on one small machine, not what separate machines would see. Consume rates of RF1 and RF3 "
         "should match: consumers read from leaders only. Failover with kill -9 is dominated by the ZooKeeper "
         f"session timeout ({s['session_timeout_ms']} ms): the controller only learns that the leader is gone when "
         "its ephemeral /brokers/ids znode expires. ZooKeeper counts the timeout from the broker's last heartbeat and "
@@ -295,11 +336,13 @@ def render_markdown(results: Results) -> str:
         "timeout and 2 s over it. What "
         "follows the expiry is the controller's election (the \"new leader in the controller's log\" column; when "
         "the killed leader was also the controller, a new controller is elected first) and the client finding the "
-        "new leader (librdkafka refreshes its metadata after the connection to the old leader fails). SIGTERM goes "
+        "new leader (librdkafka refreshes its metadata after the connection to the old leader fails; the difference "
+        "between the failover and election columns, about a second here). SIGTERM goes "
         "through controlled shutdown: the controller moves leadership away before the broker exits, so there is no "
         "session to wait for.")
     lines.append("")
-    lines.append(f"Reproduce: `python bench/cluster/bench_cluster.py{s['args']}`")
+    lines.append(f"Reproduce: `python bench/cluster/bench_cluster.py{s['args']}` (about {s['duration_s'] / 60:.0f} min; "
+                 f"raw results in build/bench/cluster.json; `--quick` is a smoke run of under 2 minutes)")
     return "\n".join(lines)
 
 
@@ -312,6 +355,6 @@ def write_docs(markdown: str, docs_path: Path) -> None:
     else:
         body_start = start + len(DOCS_HEADING)
         next_heading = text.find("\n## ", body_start)
-        tail = text[next_heading:] if next_heading >= 0 else "\n"
+        tail = text[next_heading:] if next_heading >= 0 else ""
         text = text[:body_start] + "\n\n" + markdown.rstrip("\n") + "\n" + tail
     docs_path.write_text(text)
