@@ -363,7 +363,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-failover", action="store_true")
     parser.add_argument("--quick", action="store_true",
                         help="smoke run: <= 20k records, <= 3 s per phase, 1 repetition, 2 + 1 failover samples")
-    parser.add_argument("--json", type=Path, default=DEFAULT_JSON, help=f"raw results (default {DEFAULT_JSON})")
+    parser.add_argument("--json", type=Path, help="raw results (default build/bench/cluster.json, with --quick "
+                        "build/bench/cluster-quick.json)")
     parser.add_argument("--keep-logs", action="store_true", help="keep the clusters' work directories")
     parser.add_argument("--write-docs", action="store_true", help=f"update '{DOCS_HEADING}' in docs/benchmarks.md")
     parser.add_argument("--render", type=Path, metavar="JSON",
@@ -380,6 +381,8 @@ def main(argv: list[str] | None = None) -> int:
         args.records, args.seconds = min(args.records, 20_000), min(args.seconds, 3.0)
     if args.repeat is None:
         args.repeat = 1 if args.quick else 5
+    if args.json is None:
+        args.json = DEFAULT_JSON.with_name("cluster-quick.json") if args.quick else DEFAULT_JSON
     if args.quiet_wait is None:
         args.quiet_wait = 0.0 if args.quick else 20.0
     if args.kills is None:
