@@ -244,6 +244,12 @@ class ClusterMember:
                 if error == 0 and not remaining:
                     log.info("broker %d: controlled shutdown succeeded", self.node_id)
                     return
+                if error == 0 and not any(b != self.node_id for b in self.metadata.cache.brokers):
+                    # no other broker is live to take the partitions over: retrying cannot help
+                    # (Kafka retries anyway; the last broker of a cluster then waits for nothing)
+                    log.info("broker %d: no other live broker can lead its %d partition(s); stopping",
+                             self.node_id, len(remaining))
+                    return
                 log.info("broker %d: controlled shutdown not complete (error %s, %d partition(s) remaining)",
                          self.node_id, error, len(remaining))
             if attempt < retries:
