@@ -71,6 +71,11 @@ class LogTruncation:
         self._check_online()
         with self._lock:
             if offset >= self._log_end_offset:
+                # No batch to remove, but (as Kafka's UnifiedLog.truncateTo) the epoch cache still
+                # drops entries at the log end: one recorded on becoming leader with no batch
+                # written would else stay the follower's last fetched epoch, and every fetch
+                # would diverge again.
+                self.leader_epochs.truncate_from_end(self._log_end_offset)
                 return
             if offset < self._segments[0].base_offset:
                 self._truncate_fully_locked(offset)

@@ -499,3 +499,17 @@ def test_roll_on_segment_ms_by_clock_without_timestamps(make_log):
     time.sleep(0.01)
     plog.append(bytearray(build_batch([(b"k", b"w")], base_timestamp=-1)))
     assert [s.base_offset for s in plog.segments] == [0, 1]
+
+
+def test_truncate_to_the_end_drops_an_epoch_recorded_there(make_log):
+    # A broker that became leader (epoch 3 recorded at its end) and wrote nothing, then follows
+    # again: truncating to its end must forget epoch 3, as Kafka's UnifiedLog.truncateTo does,
+    # or it keeps fetching with last fetched epoch 3 and the leader keeps reporting divergence.
+    plog = make_log(small_config())
+    for i in range(3):
+        plog.append(batch(2, 40, seed=i), leader_epoch=1)
+    plog.assign_epoch(3, plog.log_end_offset)
+    assert plog.leader_epochs.latest_epoch == 3
+    plog.truncate_to(plog.log_end_offset)
+    assert plog.log_end_offset == 6
+    assert plog.leader_epochs.entries() == [(1, 0)]
