@@ -154,3 +154,44 @@ def test_divergent_follower_truncates_to_the_new_leader(cluster):
     wait_until(lambda: partition_log_bytes(old_dir, topic) == partition_log_bytes(leader_dir, topic), 30,
                message="the old leader's log equals the new leader's, byte for byte")
     assert read_values(cluster.bootstrap, topic, 80) == common + fresh
+
+
+def elect_preferred(cluster, topic: str, partition: int) -> int:
+    """ElectLeaders (preferred) sent to the controller; the partition's error code."""
+    import asyncio
+
+    from conformance.cluster_harness import controller_id
+    from kafkapy.net.client import BrokerConnection
+    from kafkapy.protocol.messages import ElectLeadersRequest
+
+    async def send() -> int:
+        host, port = cluster.broker(controller_id(cluster)).bootstrap.split(":")
+        connection = BrokerConnection(host, int(port))
+        try:
+            response = await connection.send(ElectLeadersRequest(
+                election_type=0, timeout_ms=10000,
+                topic_partitions=[ElectLeadersRequest.TopicPartitions(topic=topic, partitions=[partition])]), 2)
+        finally:
+            connection.close()
+        return response.replica_election_results[0].partition_result[0].error_code
+
+    return asyncio.run(send())
+
+
+def test_leadership_round_trip_on_an_idle_partition(cluster):
+    """A broker that led an idle partition for a while (its epoch recorded at its log end, no batch
+    written) follows again after a preferred election and stays in the ISR."""
+    topic = unique("idle")
+    create_topic(cluster, topic)
+    assert all(e is None for e in produce(cluster.bootstrap, topic, [b"a", b"b", b"c"], "all"))
+    preferred = describe(cluster, topic)[0].leader
+    cluster.broker(preferred).kill9()
+    interim = wait_for_leader(cluster, topic, 0, not_in=(preferred,), timeout=60)
+    cluster.broker(preferred).start()
+    wait_for_isr(cluster, topic, 3, timeout=60)
+    assert elect_preferred(cluster, topic, 0) == 0
+    wait_until(lambda: describe(cluster, topic)[0].leader == preferred, 30, message="preferred leader back")
+    time.sleep(6)  # past replica.lag.time.max.ms (4000): a follower stuck diverging would be dropped
+    state = wait_for_isr(cluster, topic, 3, timeout=20)
+    assert interim in state[0].isr
+    assert read_values(cluster.bootstrap, topic, 3) == [b"a", b"b", b"c"]

@@ -363,11 +363,12 @@ class ReplicaFetcher:
         else:
             target = min(epoch_end, leader_end, end)
         before = (position.fetch_offset, position.last_fetched_epoch)
-        if target < end:
-            if target < plog.high_watermark:
-                log.warning("%s-%d: truncating below the high watermark %d to %d", position.topic,
-                            position.partition, plog.high_watermark, target)
-            plog.truncate_to(target)
+        if target < plog.high_watermark:
+            log.warning("%s-%d: truncating below the high watermark %d to %d", position.topic,
+                        position.partition, plog.high_watermark, target)
+        # also when target == end: the epoch cache may hold an entry at our end (recorded when we
+        # last became leader) that the leader never had; truncate_to drops it, as Kafka's does
+        plog.truncate_to(target)
         log.info("broker %d: %s-%d diverges from leader %d after epoch %d at offset %d; log truncated to %d",
                  self._broker.node_id, position.topic, position.partition, self.leader_id, leader_epoch,
                  leader_end, plog.log_end_offset)
