@@ -103,14 +103,13 @@ class TransformLoop(threading.Thread):
                                          partition=msg.partition())
                     offsets = consumer.position(consumer.assignment())
                     producer.send_offsets_to_transaction(offsets, consumer.consumer_group_metadata(), 60)
-                    producer.commit_transaction(60)
+                    self._commit(producer)
                     self.committed += len(batch)
                 except confluent_kafka.KafkaException as exc:
                     error = exc.args[0]
-                    if error.txn_requires_abort():
-                        producer.abort_transaction(60)
-                    elif not error.retriable():
+                    if not error.txn_requires_abort():
                         raise
+                    producer.abort_transaction(60)
                     # rewind to the committed offsets: the aborted batch is read again
                     committed = consumer.committed(consumer.assignment(), 30)
                     for tp in committed:
@@ -120,6 +119,17 @@ class TransformLoop(threading.Thread):
             self.errors.append(repr(exc))
         finally:
             consumer.close()
+
+    @staticmethod
+    def _commit(producer) -> None:
+        """commit_transaction, retried while librdkafka says the error is retriable (its contract)."""
+        for attempt in range(5):
+            try:
+                producer.commit_transaction(30)
+                return
+            except confluent_kafka.KafkaException as exc:
+                if not exc.args[0].retriable() or attempt == 4:
+                    raise
 
 
 def read_all(bootstrap: str, topic: str, expected: int, isolation: str = "read_committed") -> list[bytes]:
