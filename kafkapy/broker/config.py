@@ -786,13 +786,11 @@ def alter_broker_configs(config: BrokerConfig, store: MetadataStore, resource_na
 
 
 def open_metadata_store(config: BrokerConfig) -> MetadataStore:
-    """Open the metadata store for `config`, wired to its topic-config validation and defaults, and
-    install the dynamic broker configs kept in it."""
+    """Open the single node's embedded metadata store for `config`, wired to its topic-config
+    validation and defaults, and install the dynamic broker configs kept in it. (In cluster mode
+    the broker opens the ZooKeeper store instead: kafkapy/broker/cluster_member.py.)"""
     from ..controller.embedded import EmbeddedMetadataStore
 
-    if config.get("zookeeper.connect"):
-        log.warning("zookeeper.connect is set, but the ZooKeeper metadata backend is not implemented yet; "
-                    "using the embedded metadata store in %s", config.metadata_dir)
     store = EmbeddedMetadataStore(
         config.metadata_dir, cluster_id=config.cluster_id,
         topic_config_validator=lambda configs, existing: validate_topic_configs(configs, config, existing),
