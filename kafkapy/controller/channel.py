@@ -150,12 +150,7 @@ class RequestBatch:
                          leader_epoch: int) -> None:
         self._stop_replica.setdefault(broker_id, {})[(topic, partition)] = (leader_epoch, delete)
 
-    @property
-    def empty(self) -> bool:
-        return not (self._leader_and_isr or self._update_metadata_brokers or self._stop_replica)
-
     def send(self, channel: ControllerChannel, live: dict[int, tuple[BrokerRegistration, int]],
-             stop_replica_callback: Callable[[int, object], None] | None = None,
              leader_and_isr_callback: Callable[[int, object], None] | None = None) -> None:
         """Send everything collected, LeaderAndIsr before UpdateMetadata before StopReplica."""
         live_leaders = self._live_leaders(live, channel.listener_name)
@@ -218,10 +213,7 @@ class RequestBatch:
             request = StopReplicaRequest(
                 controller_id=self.controller_id, is_k_raft_controller=False, controller_epoch=self.controller_epoch,
                 broker_epoch=live[broker_id][1], topic_states=list(by_topic.values()))
-            callback = None
-            if stop_replica_callback is not None:
-                callback = (lambda bid: lambda resp: stop_replica_callback(bid, resp))(broker_id)
-            channel.send(broker_id, request, STOP_REPLICA_VERSION, callback)
+            channel.send(broker_id, request, STOP_REPLICA_VERSION)
         self._leader_and_isr.clear()
         self._update_metadata_brokers.clear()
         self._update_metadata.clear()

@@ -82,7 +82,6 @@ class KafkaController(BrokerRequests):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task | None = None
         self._rebalance_task: asyncio.Task | None = None
-        self.on_activation: list[Callable[[bool], None]] = []
 
     # -- life cycle ---------------------------------------------------------------------------
     async def start(self) -> None:
@@ -185,8 +184,6 @@ class KafkaController(BrokerRequests):
             return await self._on_topic_deletion()
         if name == "rebalance":
             return await self._rebalance_leaders()
-        if name == "stop_replica_response":
-            return None
         log.warning("controller %d: unknown event %s", self.node_id, name)
         return None
 
@@ -210,8 +207,6 @@ class KafkaController(BrokerRequests):
             await self._on_failover()
         except ControllerMovedError:
             raise
-        for callback in self.on_activation:
-            callback(True)
 
     def _resign(self) -> None:
         if not self.active:
@@ -228,8 +223,6 @@ class KafkaController(BrokerRequests):
         if self._rebalance_task is not None:
             self._rebalance_task.cancel()
             self._rebalance_task = None
-        for callback in self.on_activation:
-            callback(False)
 
     async def _on_failover(self) -> None:
         await self._zk(self.zk.ensure_feature_znode, self.epoch_zk_version)
