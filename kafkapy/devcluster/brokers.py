@@ -344,6 +344,7 @@ class LocalCluster:
         self._given_connect = zookeeper_connect
         self.zookeeper: ZooKeeperServer | None = (
             None if zookeeper_connect else ZooKeeperServer(self.work_dir / "zookeeper"))
+        self._auto_ports = base_port is None
         ports = free_ports(brokers) if base_port is None else list(range(base_port, base_port + brokers))
         settings = {**cluster_defaults(brokers),
                     **{key: None if value is None else str(value) for key, value in (overrides or {}).items()}}
@@ -387,6 +388,10 @@ class LocalCluster:
         _live_clusters.add(self)
         try:
             for node in self.brokers.values():  # fail before starting anything if a port is taken
+                if self._auto_ports and node.proc is None and port_accepts(node.port):
+                    # a port picked as free was taken since by another program: pick again (a
+                    # broker that ran already keeps its port, clients know it)
+                    node.port = free_ports(1)[0]
                 node.check_port_free()
             if self.zookeeper is not None and not self.zookeeper.running:
                 self.zookeeper.start(timeout)
