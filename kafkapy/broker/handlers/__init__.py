@@ -11,6 +11,7 @@ from . import (  # noqa: F401
     groups,
     init_producer_id,
     list_offsets,
+    log_dirs,
     metadata,
     offset_for_leader_epoch,
     offsets,

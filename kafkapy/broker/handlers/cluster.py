@@ -1,14 +1,10 @@
-"""DescribeCluster, DescribeLogDirs: what the cluster and its disks hold."""
+"""DescribeCluster: which brokers the cluster has (what their disks hold is kafkapy.broker.handlers.log_dirs)."""
 from __future__ import annotations
-
-import shutil
 
 from ...protocol.errors import ErrorCode
 from ...protocol.messages import (
     DescribeClusterRequest,
     DescribeClusterResponse,
-    DescribeLogDirsRequest,
-    DescribeLogDirsResponse,
 )
 from ..dispatch import RequestContext, handles
 
@@ -34,29 +30,3 @@ async def handle_describe_cluster(ctx: RequestContext, request: DescribeClusterR
     if request.include_cluster_authorized_operations:
         response.cluster_authorized_operations = ALL_CLUSTER_OPERATIONS
     return response
-
-
-@handles(DescribeLogDirsRequest)
-async def handle_describe_log_dirs(ctx: RequestContext, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
-    broker = ctx.broker
-    wanted = None
-    if request.topics is not None:
-        wanted = {(t.topic, p) for t in request.topics for p in t.partitions}
-    by_dir: dict[str, dict[str, list]] = {d: {} for d in broker.log_dirs}
-    for (topic, partition), plog in broker.logs.all_logs().items():
-        if wanted is not None and (topic, partition) not in wanted:
-            continue
-        log_dir = str(plog.dir.parent)
-        by_dir.setdefault(log_dir, {}).setdefault(topic, []).append(
-            DescribeLogDirsResponse.DescribeLogDirsPartition(
-                partition_index=partition, partition_size=plog.size_in_bytes(), offset_lag=0,
-                is_future_key=False))
-    results = []
-    for log_dir, topics in by_dir.items():
-        usage = shutil.disk_usage(log_dir)
-        results.append(DescribeLogDirsResponse.DescribeLogDirsResult(
-            error_code=0, log_dir=log_dir, total_bytes=usage.total, usable_bytes=usage.free,
-            topics=[DescribeLogDirsResponse.DescribeLogDirsTopic(name=name, partitions=parts)
-                    for name, parts in sorted(topics.items())]))
-    return DescribeLogDirsResponse(throttle_time_ms=0, error_code=0, results=results)
-

@@ -1,21 +1,17 @@
-"""ElectLeaders, AlterPartitionReassignments, ListPartitionReassignments, AlterReplicaLogDirs: where replicas live.
+"""ElectLeaders, AlterPartitionReassignments, ListPartitionReassignments: which brokers hold replicas.
 
 Elections and reassignments are decided by the metadata store with the KRaft controller's rules
-(kafkapy.controller.partition_changes). AlterReplicaLogDirs answers as Kafka does for a replica that is
-already in the requested log dir; kafkapy does not move a partition between log dirs.
+(kafkapy.controller.partition_changes). Where a replica lives on a broker's disks (AlterReplicaLogDirs,
+DescribeLogDirs) is kafkapy.broker.handlers.log_dirs.
 """
 from __future__ import annotations
 
 import logging
-import os
 
-from ...log.manager import OfflinePartitionLog
 from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
-    AlterReplicaLogDirsRequest,
-    AlterReplicaLogDirsResponse,
     ElectLeadersRequest,
     ElectLeadersResponse,
     ListPartitionReassignmentsRequest,
@@ -27,10 +23,6 @@ log = logging.getLogger(__name__)
 
 PREFERRED_ELECTION = 0
 UNCLEAN_ELECTION = 1
-# Kafka names a partition's future log dir "<topic>-<partition>.<32 hex digits>-future"; it refuses
-# to move a partition whose future dir name would exceed the file-name limit (KAFKA-4893).
-_FUTURE_DIR_SUFFIX_LENGTH = len(".") + 32 + len("-future")
-_MAX_DIR_NAME_LENGTH = 255
 
 
 # -- ElectLeaders -------------------------------------------------------------------------------
@@ -174,44 +166,3 @@ async def handle_list_partition_reassignments(
         if ongoing:
             topics.append(Topic(name=meta.name, partitions=ongoing))
     return ListPartitionReassignmentsResponse(throttle_time_ms=0, error_code=0, error_message=None, topics=topics)
-
-
-# -- AlterReplicaLogDirs --------------------------------------------------------------------------
-
-@handles(AlterReplicaLogDirsRequest)
-async def handle_alter_replica_log_dirs(ctx: RequestContext,
-                                        request: AlterReplicaLogDirsRequest) -> AlterReplicaLogDirsResponse:
-    broker = ctx.broker
-    # Kafka keys the request by partition, so a partition named twice takes its last destination.
-    destinations: dict[tuple[str, int], str] = {}
-    for log_dir in request.dirs:
-        for topic in log_dir.topics:
-            for partition in topic.partitions:
-                destinations[(topic.name, partition)] = log_dir.path
-    by_topic: dict[str, list] = {}
-    for (topic, partition), path in destinations.items():
-        code = _alter_log_dir(broker, topic, partition, path)
-        by_topic.setdefault(topic, []).append(AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult(
-            partition_index=partition, error_code=code))
-    return AlterReplicaLogDirsResponse(throttle_time_ms=0, results=[
-        AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult(topic_name=topic, partitions=partitions)
-        for topic, partitions in by_topic.items()])
-
-
-def _alter_log_dir(broker, topic: str, partition: int, path: str) -> int:
-    """One partition's outcome, checked in ReplicaManager.alterReplicaLogDirs's order."""
-    if len(f"{topic}-{partition}") + _FUTURE_DIR_SUFFIX_LENGTH > _MAX_DIR_NAME_LENGTH:
-        return ErrorCode.INVALID_TOPIC_EXCEPTION
-    configured = {os.path.abspath(d) for d in broker.log_dirs}
-    if os.path.abspath(path) not in configured:  # the absolute paths of log.dirs, as Kafka compares
-        return ErrorCode.LOG_DIR_NOT_FOUND
-    plog = broker.logs.get(topic, partition)
-    if isinstance(plog, OfflinePartitionLog):
-        return ErrorCode.KAFKA_STORAGE_ERROR
-    if plog is None or broker.metadata.get_topic(topic) is None:
-        return ErrorCode.REPLICA_NOT_AVAILABLE
-    if os.path.abspath(plog.dir.parent) == os.path.abspath(path):
-        return ErrorCode.NONE
-    log.warning("AlterReplicaLogDirs: not moving %s-%d from %s to %s (kafkapy does not move partitions between "
-                "log dirs)", topic, partition, plog.dir.parent, path)
-    return ErrorCode.INVALID_REQUEST

@@ -1,0 +1,92 @@
+"""AlterReplicaLogDirs, DescribeLogDirs: which of a broker's log.dirs holds each replica."""
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+
+from ...log.manager import OfflinePartitionLog
+from ...protocol.errors import ErrorCode
+from ...protocol.messages import (
+    AlterReplicaLogDirsRequest,
+    AlterReplicaLogDirsResponse,
+    DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
+)
+from ..dispatch import RequestContext, handles
+
+log = logging.getLogger(__name__)
+
+# Kafka names a partition's future log dir "<topic>-<partition>.<32 hex digits>-future"; it refuses
+# to move a partition whose future dir name would exceed the file-name limit (KAFKA-4893).
+_FUTURE_DIR_SUFFIX_LENGTH = len(".") + 32 + len("-future")
+_MAX_DIR_NAME_LENGTH = 255
+
+
+# -- AlterReplicaLogDirs --------------------------------------------------------------------------
+
+@handles(AlterReplicaLogDirsRequest)
+async def handle_alter_replica_log_dirs(ctx: RequestContext,
+                                        request: AlterReplicaLogDirsRequest) -> AlterReplicaLogDirsResponse:
+    broker = ctx.broker
+    # Kafka keys the request by partition, so a partition named twice takes its last destination.
+    destinations: dict[tuple[str, int], str] = {}
+    for log_dir in request.dirs:
+        for topic in log_dir.topics:
+            for partition in topic.partitions:
+                destinations[(topic.name, partition)] = log_dir.path
+    by_topic: dict[str, list] = {}
+    for (topic, partition), path in destinations.items():
+        code = _alter_log_dir(broker, topic, partition, path)
+        by_topic.setdefault(topic, []).append(AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult(
+            partition_index=partition, error_code=code))
+    return AlterReplicaLogDirsResponse(throttle_time_ms=0, results=[
+        AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult(topic_name=topic, partitions=partitions)
+        for topic, partitions in by_topic.items()])
+
+
+def _alter_log_dir(broker, topic: str, partition: int, path: str) -> int:
+    """One partition's outcome, checked in ReplicaManager.alterReplicaLogDirs's order."""
+    if len(f"{topic}-{partition}") + _FUTURE_DIR_SUFFIX_LENGTH > _MAX_DIR_NAME_LENGTH:
+        return ErrorCode.INVALID_TOPIC_EXCEPTION
+    configured = {os.path.abspath(d) for d in broker.log_dirs}
+    if os.path.abspath(path) not in configured:  # the absolute paths of log.dirs, as Kafka compares
+        return ErrorCode.LOG_DIR_NOT_FOUND
+    plog = broker.logs.get(topic, partition)
+    if isinstance(plog, OfflinePartitionLog):
+        return ErrorCode.KAFKA_STORAGE_ERROR
+    if plog is None or broker.metadata.get_topic(topic) is None:
+        return ErrorCode.REPLICA_NOT_AVAILABLE
+    if os.path.abspath(plog.dir.parent) == os.path.abspath(path):
+        return ErrorCode.NONE
+    log.warning("AlterReplicaLogDirs: not moving %s-%d from %s to %s (kafkapy does not move partitions between "
+                "log dirs)", topic, partition, plog.dir.parent, path)
+    return ErrorCode.INVALID_REQUEST
+
+
+# -- DescribeLogDirs ------------------------------------------------------------------------------
+
+@handles(DescribeLogDirsRequest)
+async def handle_describe_log_dirs(ctx: RequestContext, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
+    broker = ctx.broker
+    wanted = None
+    if request.topics is not None:
+        wanted = {(t.topic, p) for t in request.topics for p in t.partitions}
+    by_dir: dict[str, dict[str, list]] = {d: {} for d in broker.log_dirs}
+    for (topic, partition), plog in broker.logs.all_logs().items():
+        if wanted is not None and (topic, partition) not in wanted:
+            continue
+        log_dir = str(plog.dir.parent)
+        by_dir.setdefault(log_dir, {}).setdefault(topic, []).append(
+            DescribeLogDirsResponse.DescribeLogDirsPartition(
+                partition_index=partition, partition_size=plog.size_in_bytes(), offset_lag=0,
+                is_future_key=False))
+    results = []
+    for log_dir, topics in by_dir.items():
+        usage = shutil.disk_usage(log_dir)
+        results.append(DescribeLogDirsResponse.DescribeLogDirsResult(
+            error_code=0, log_dir=log_dir, total_bytes=usage.total, usable_bytes=usage.free,
+            topics=[DescribeLogDirsResponse.DescribeLogDirsTopic(name=name, partitions=parts)
+                    for name, parts in sorted(topics.items())]))
+    return DescribeLogDirsResponse(throttle_time_ms=0, error_code=0, results=results)
+
