@@ -107,6 +107,7 @@ class BrokerRequests:
             batch = self._batch()
             batch.add_update_metadata(self.live, self._metadata_entries(written))
             self._send(batch)
+            await self._maybe_complete_reassignments(written)
         return AlterPartitionResponse(throttle_time_ms=0, error_code=0, topics=topics_out)
 
     async def allocate_producer_ids(self, broker_id: int, broker_epoch: int) -> AllocateProducerIdsResponse:

@@ -26,6 +26,7 @@ from ..protocol.errors import ErrorCode
 from .broker_requests import BrokerRequests, NotController
 from .channel import ControllerChannel, PartitionInfo, RequestBatch
 from .ids import new_topic_id
+from .reassignment import Reassignments
 from .leader_election import (
     NO_LEADER,
     RECOVERING,
@@ -52,7 +53,7 @@ class _Event:
     future: asyncio.Future | None = None
 
 
-class KafkaController(BrokerRequests):
+class KafkaController(BrokerRequests, Reassignments):
     """The controller of one broker; active only while it holds `/controller`."""
 
     def __init__(self, zk: KafkaZkClient, node_id: int, *, listener_name: str,
@@ -97,6 +98,7 @@ class KafkaController(BrokerRequests):
         self.zk.watch_broker_ids(lambda *_: self.post("broker_change"))
         self.zk.watch_topics(lambda *_: self.post("topic_change"))
         self.zk.watch_topic_deletions(lambda *_: self.post("topic_deletion"))
+        self.zk.watch_reassignment(lambda *_: self.post("zk_reassignment"))
 
     def post(self, name: str, payload: Any = None) -> None:
         """Queue an event; safe to call from any thread (kazoo's watch callbacks)."""
@@ -172,6 +174,10 @@ class KafkaController(BrokerRequests):
             return await self._controlled_shutdown(*event.payload)
         if name == "elect_leaders":
             return await self._elect_leaders(*event.payload)
+        if name == "alter_reassignments":
+            return await self._alter_reassignments(event.payload)
+        if name == "list_reassignments":
+            return await self._list_reassignments(event.payload)
         if not self.active:
             return None
         if name == "broker_change":
@@ -184,6 +190,8 @@ class KafkaController(BrokerRequests):
             return await self._on_topic_deletion()
         if name == "rebalance":
             return await self._rebalance_leaders()
+        if name == "zk_reassignment":
+            return await self._on_zk_reassignment()
         log.warning("controller %d: unknown event %s", self.node_id, name)
         return None
 
@@ -251,6 +259,7 @@ class KafkaController(BrokerRequests):
         if dead:
             await self._on_brokers_failed(dead)
         await self._elect_offline_and_new()
+        await self._resume_reassignments()
         await self._on_topic_deletion()
         if self.auto_leader_rebalance:
             self._rebalance_task = asyncio.get_running_loop().create_task(self._rebalance_timer())
@@ -337,9 +346,9 @@ class KafkaController(BrokerRequests):
         return True
 
     async def _apply(self, changes: dict[TopicPartition, LeaderIsr], *, is_new: bool = False,
-                     extra_leader_and_isr: Iterable[int] = ()) -> list[TopicPartition]:
-        """Write each change, then send LeaderAndIsr to the partition's live replicas and UpdateMetadata
-        to every broker. Returns the partitions written."""
+                     new_replicas: Iterable[int] = ()) -> list[TopicPartition]:
+        """Write each change, then send LeaderAndIsr to the partition's live replicas (`new_replicas`
+        marked as new ones) and UpdateMetadata to every broker. Returns the partitions written."""
         written = []
         for key, state in changes.items():
             if await self._write_state(key, state):
@@ -347,10 +356,14 @@ class KafkaController(BrokerRequests):
         if not written:
             return written
         batch = self._batch()
+        new_replicas = set(new_replicas)
         for key in written:
             state, version = self.states[key]
             info = self._info(*key)
-            batch.add_leader_and_isr(self._live_replicas(info), info, state, version, is_new=is_new)
+            targets = self._live_replicas(info)
+            batch.add_leader_and_isr([r for r in targets if r not in new_replicas], info, state, version,
+                                     is_new=is_new)
+            batch.add_leader_and_isr([r for r in targets if r in new_replicas], info, state, version, is_new=True)
         batch.add_update_metadata(self.live, self._metadata_entries(written))
         self._send(batch)
         for key in written:
@@ -480,6 +493,7 @@ class KafkaController(BrokerRequests):
                 batch.add_leader_and_isr(targets, info, state, version)
         self._send(batch)
         await self._elect_offline_and_new()
+        await self._resume_reassignments(only_on=started)
         await self._on_topic_deletion()
 
     # -- topics -------------------------------------------------------------------------------
@@ -524,6 +538,9 @@ class KafkaController(BrokerRequests):
                                    self.epoch_zk_version)
                 continue
             self.deleting.add(name)
+            if self.reassigning_topic(name):
+                log.info("controller %d: deletion of topic %s waits for its reassignments", self.node_id, name)
+                continue
             assignment = self.topics[name]
             replicas = {r for rs in assignment.partitions.values() for r in rs}
             dead = sorted(r for r in replicas if r not in self.live)

@@ -244,6 +244,25 @@ def test_partition_state_compare_and_set(new_client):
     assert client.get_all_partition_states("t") == {0: (shrunk, 1), 1: (recovering, 1)}
 
 
+def test_legacy_reassignment_znode_is_read_rewritten_and_deleted_by_the_controller(new_client):
+    client, tool = new_client(), new_client()
+    client.ensure_persistent_paths()
+    fired = []
+    client.watch_reassignment(lambda: fired.append(1))
+    assert client.get_reassignment() is None
+    tool._create("/admin/reassign_partitions", json.dumps({"version": 1, "partitions": [
+        {"topic": "t", "partition": 0, "replicas": [3, 1]}, {"topic": "u", "partition": 2, "replicas": [2]}]}).encode())
+    wait_for(lambda: len(fired) >= 2)
+    assert client.get_reassignment() == {("t", 0): [3, 1], ("u", 2): [2]}
+    _, token = elected(client, 1)
+    client.set_or_delete_reassignment({("u", 2): [2]}, token)
+    data, _ = client.get_data("/admin/reassign_partitions")
+    assert json.loads(data) == {"version": 1, "partitions": [{"topic": "u", "partition": 2, "replicas": [2]}]}
+    client.set_or_delete_reassignment({}, token)
+    assert client.get_reassignment() is None
+    client.set_or_delete_reassignment({}, token)  # already gone: fine
+
+
 # -- topics ------------------------------------------------------------------------------------------
 
 def test_topic_create_read_exists_and_delete(new_client):

@@ -1,7 +1,9 @@
 """ElectLeaders, AlterPartitionReassignments, ListPartitionReassignments: which brokers hold replicas.
 
-Elections and reassignments are decided by the metadata store with the KRaft controller's rules
-(kafkapy.controller.partition_changes). Where a replica lives on a broker's disks (AlterReplicaLogDirs,
+On a single node, elections and reassignments are decided by the metadata store with the KRaft
+controller's rules (kafkapy.controller.partition_changes); in a cluster, by the controller
+(kafkapy.controller.kafka_controller and .reassignment), reached through this broker's controller
+object, which answers NOT_CONTROLLER unless it is the active one. Where a replica lives on a broker's disks (AlterReplicaLogDirs,
 DescribeLogDirs) is kafkapy.broker.handlers.log_dirs.
 """
 from __future__ import annotations
@@ -119,6 +121,8 @@ async def handle_alter_partition_reassignments(
     store = ctx.broker.metadata
     TopicResponse = AlterPartitionReassignmentsResponse.ReassignableTopicResponse
     PartitionResponse = AlterPartitionReassignmentsResponse.ReassignablePartitionResponse
+    if ctx.broker.controller is not None:
+        return await _reassign_in_cluster(ctx.broker, request)
     responses = []
     for topic in request.topics:
         partitions = []
@@ -129,6 +133,27 @@ async def handle_alter_partition_reassignments(
         responses.append(TopicResponse(name=topic.name, partitions=partitions))
     return AlterPartitionReassignmentsResponse(throttle_time_ms=0, error_code=0, error_message=None,
                                                responses=responses)
+
+
+async def _reassign_in_cluster(broker, request: AlterPartitionReassignmentsRequest
+                               ) -> AlterPartitionReassignmentsResponse:
+    """Cluster mode: only the active controller reassigns; the others answer NOT_CONTROLLER for the
+    whole request, as Kafka's ZooKeeper-mode brokers do. The answer does not wait for the data to move."""
+    TopicResponse = AlterPartitionReassignmentsResponse.ReassignableTopicResponse
+    PartitionResponse = AlterPartitionReassignmentsResponse.ReassignablePartitionResponse
+    targets = {(t.name, p.partition_index): (list(p.replicas) if p.replicas is not None else None)
+               for t in request.topics for p in t.partitions}
+    outcomes = await broker.controller.alter_partition_reassignments(targets)
+    if outcomes is None:
+        return AlterPartitionReassignmentsResponse(throttle_time_ms=0, error_code=ErrorCode.NOT_CONTROLLER,
+                                                   error_message="This is not the correct controller for this "
+                                                                 "cluster.", responses=[])
+    by_topic: dict[str, list] = {}
+    for (topic, partition), (code, message) in outcomes.items():
+        by_topic.setdefault(topic, []).append(PartitionResponse(partition_index=partition, error_code=code,
+                                                                error_message=message))
+    return AlterPartitionReassignmentsResponse(throttle_time_ms=0, error_code=0, error_message=None, responses=[
+        TopicResponse(name=topic, partitions=parts) for topic, parts in by_topic.items()])
 
 
 def _reassign(store, topic: str, partition: int, replicas: list[int] | None) -> tuple[int, str | None]:
@@ -150,6 +175,8 @@ def _reassign(store, topic: str, partition: int, replicas: list[int] | None) -> 
 async def handle_list_partition_reassignments(
         ctx: RequestContext, request: ListPartitionReassignmentsRequest) -> ListPartitionReassignmentsResponse:
     store = ctx.broker.metadata
+    if ctx.broker.controller is not None:
+        return await _list_in_cluster(ctx.broker, request)
     if request.topics is None:
         wanted = [(meta, range(meta.partition_count)) for meta in store.list_topics()]
     else:  # unknown topics and partitions are left out, as in Kafka
@@ -166,3 +193,21 @@ async def handle_list_partition_reassignments(
         if ongoing:
             topics.append(Topic(name=meta.name, partitions=ongoing))
     return ListPartitionReassignmentsResponse(throttle_time_ms=0, error_code=0, error_message=None, topics=topics)
+
+
+async def _list_in_cluster(broker, request: ListPartitionReassignmentsRequest) -> ListPartitionReassignmentsResponse:
+    wanted = None if request.topics is None else [(t.name, p) for t in request.topics for p in t.partition_indexes]
+    ongoing = await broker.controller.list_partition_reassignments(wanted)
+    if ongoing is None:
+        return ListPartitionReassignmentsResponse(throttle_time_ms=0, error_code=ErrorCode.NOT_CONTROLLER,
+                                                  error_message="This is not the correct controller for this "
+                                                                "cluster.", topics=[])
+    Topic = ListPartitionReassignmentsResponse.OngoingTopicReassignment
+    Partition = ListPartitionReassignmentsResponse.OngoingPartitionReassignment
+    by_topic: dict[str, list] = {}
+    for (topic, partition), assignment in sorted(ongoing.items()):
+        by_topic.setdefault(topic, []).append(Partition(
+            partition_index=partition, replicas=list(assignment.replicas), adding_replicas=list(assignment.adding),
+            removing_replicas=list(assignment.removing)))
+    return ListPartitionReassignmentsResponse(throttle_time_ms=0, error_code=0, error_message=None, topics=[
+        Topic(name=topic, partitions=parts) for topic, parts in by_topic.items()])

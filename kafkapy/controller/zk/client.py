@@ -37,17 +37,18 @@ from .errors import (BadVersionError, BrokerIdInUseError, ControllerMovedError, 
 from .paths import (ACL_CHANGE_PREFIX, BROKER_IDS_PATH, CONFIG_CHANGE_PREFIX, CONFIG_CHANGES_PATH,
                     CONTROLLER_EPOCH_PATH, CONTROLLER_PATH, CLUSTER_ID_PATH, DELETE_TOPICS_PATH,
                     EXTENDED_ACL_CHANGES_PATH, FEATURE_PATH, LITERAL_ACL_CHANGES_PATH, PERSISTENT_PATHS,
-                    PRODUCER_ID_BLOCK_PATH, PRODUCER_ID_BLOCK_SIZE, TOPICS_PATH, BrokerRegistration,
+                    PRODUCER_ID_BLOCK_PATH, PRODUCER_ID_BLOCK_SIZE, REASSIGN_PARTITIONS_PATH, TOPICS_PATH,
+                    BrokerRegistration,
                     FinalizedFeatures, LeaderIsr, ProducerIdBlock, TopicAssignment, ZnodeDecodeError,
                     acl_change_path, acl_path, acl_persistent_paths, acl_resource_type_enum_name, acl_root_path,
                     broker_path,
                     config_entity_path, config_entity_type_path, decode_acl_change, decode_acls, decode_broker,
                     decode_cluster_id, decode_config, decode_config_change, decode_controller,
                     decode_controller_epoch, decode_feature, decode_partition_state, decode_producer_id_block,
-                    decode_topic, delete_topic_path, encode_acl_change, encode_acls, encode_broker,
+                    decode_reassignment, decode_topic, delete_topic_path, encode_acl_change, encode_acls, encode_broker,
                     encode_cluster_id, encode_config, encode_config_change, encode_controller,
                     encode_controller_epoch, encode_feature, encode_partition_state, encode_producer_id_block,
-                    encode_topic, partition_state_path, sequence_number, topic_partition_path,
+                    encode_reassignment, encode_topic, partition_state_path, sequence_number, topic_partition_path,
                     topic_partitions_path, topic_path)
 
 __all__ = ["BadVersionError", "BrokerIdInUseError", "ControllerMovedError", "KafkaZkClient", "NoNodeError",
@@ -741,6 +742,33 @@ class KafkaZkClient:
 
     def watch_topic_deletions(self, callback: Callable[[], None]) -> WatchHandle:
         return self.watch_children(DELETE_TOPICS_PATH, lambda _children: callback())
+
+    # -- legacy reassignment znode ---------------------------------------------------------------------
+
+    def get_reassignment(self) -> dict[tuple[str, int], list[int]] | None:
+        """The targets in /admin/reassign_partitions (kafka-reassign-partitions before 2.4), None if absent."""
+        found = self._get(REASSIGN_PARTITIONS_PATH)
+        if found is None:
+            return None
+        return decode_reassignment(found[0])
+
+    def watch_reassignment(self, callback: Callable[[], None]) -> WatchHandle:
+        """callback() when /admin/reassign_partitions is created, changed or deleted (and once now)."""
+        return self.watch_data(REASSIGN_PARTITIONS_PATH, lambda _data, _stat: callback())
+
+    def set_or_delete_reassignment(self, targets: Mapping[tuple[str, int], Iterable[int]],
+                                   epoch_zk_version: int) -> None:
+        """Rewrites /admin/reassign_partitions as controller with what is left of it, or deletes it
+        when nothing is."""
+        path = REASSIGN_PARTITIONS_PATH
+        if not targets:
+            self.delete_admin_path(path, epoch_zk_version)
+            return
+        op = "set" if self._exists(path) is not None else "create"
+        try:
+            self._fenced(epoch_zk_version, [_Op(op, path, encode_reassignment(targets))])
+        except _OpFailed as failed:
+            raise _translate(failed.error, path) from None
 
     # -- generic reads (admin znodes, notifications) ---------------------------------------------------
 
