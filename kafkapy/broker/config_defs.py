@@ -242,11 +242,13 @@ class ThrottledReplicas:
     """'*' or a list of partitionId:brokerId pairs (Kafka's ThrottledReplicaListValidator)."""
 
     def __call__(self, name: str, value: Any) -> None:
-        items = [v.strip() for v in value]
-        if items == ["*"] or all(re.fullmatch(r"[0-9]+:[0-9]+", v) for v in items):
+        # Kafka's check, empty elements included ("0:1," is valid) and '*' spelled by all of them
+        items = [java_trim(v) for v in value]
+        if all(re.fullmatch(r"([0-9]+:[0-9]+)?", v) for v in items) or "".join(items) == "*":
             return
-        raise ConfigError.invalid_value(name, ",".join(value), f"{name} must be the literal '*' or a list of "
-                                        "replicas in the following format: "
+        # the value as Java prints a List
+        raise ConfigError.invalid_value(name, "[" + ", ".join(value) + "]", f"{name} must be the literal '*' or a "
+                                        "list of replicas in the following format: "
                                         "[partitionId]:[brokerId],[partitionId]:[brokerId],...")
 
     def __str__(self) -> str:
@@ -413,10 +415,12 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = _table(
       Range(0), ("log.message.timestamp.before.max.ms",)),
     T("message.timestamp.after.max.ms", LG, LONG_MAX, "How far a CreateTime timestamp may lie in the future.",
       Range(0), ("log.message.timestamp.after.max.ms",)),
-    T("leader.replication.throttled.replicas", LS, [], "Replicas whose leader-side replication is throttled.",
+    T("leader.replication.throttled.replicas", LS, [], "Replicas whose replication is throttled on the leader "
+      "side (leader.replication.throttled.rate): partitionId:brokerId pairs, or '*' for all replicas.",
       ThrottledReplicas()),
-    T("follower.replication.throttled.replicas", LS, [], "Replicas whose follower-side replication is "
-      "throttled.", ThrottledReplicas()),
+    T("follower.replication.throttled.replicas", LS, [], "Replicas whose replication is throttled on the "
+      "follower side (follower.replication.throttled.rate): partitionId:brokerId pairs, or '*' for all "
+      "replicas.", ThrottledReplicas()),
     T("message.downconversion.enable", B, True, "Whether fetches by old consumers may down-convert batches.",
       None, ("log.message.downconversion.enable",), L),
     T("remote.storage.enable", B, False, "Enable tiered storage for the topic."),
@@ -443,6 +447,8 @@ _DYNAMIC = _DYNAMIC_LOG | {
     "max.connections", "max.connection.creation.rate", "producer.id.expiration.ms",
     "transaction.partition.verification.enable", "kafkapy.log.fsync.on.ack",
     "advertised.listeners",
+    # Kafka's DynamicConfig.Broker (KIP-73), not in AllDynamicConfigs but changed the same way
+    "leader.replication.throttled.rate", "follower.replication.throttled.rate",
 }
 # Configs kafkapy honours; everything else is accepted for compatibility and warned about when set.
 _USED = {
@@ -481,6 +487,9 @@ _USED = {
     "controlled.shutdown.retry.backoff.ms", "controller.socket.timeout.ms", "auto.leader.rebalance.enable",
     "leader.imbalance.per.broker.percentage", "leader.imbalance.check.interval.seconds",
     "num.replica.fetchers",
+    # replication throttles (kafkapy/replication/throttle.py)
+    "leader.replication.throttled.rate", "follower.replication.throttled.rate", "replication.quota.window.num",
+    "replication.quota.window.size.seconds",
 }
 # Kafka's per-broker-only dynamic configs are listener/security ones; kafkapy can re-advertise
 # itself, but not rebind its sockets, so only advertised.listeners is among them.
@@ -742,6 +751,13 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _table(
     K("quota.window.size.seconds", I, 1, L, "Time span of a client quota sample.", Range(1)),
     K("replication.quota.window.num", I, 11, L, "Samples kept for replication quotas.", Range(1)),
     K("replication.quota.window.size.seconds", I, 1, L, "Time span of a replication quota sample.", Range(1)),
+    K("leader.replication.throttled.rate", LG, LONG_MAX, M, "Upper bound (bytes/sec) on the replication "
+      "traffic this broker sends as leader of the replicas listed in leader.replication.throttled.replicas "
+      "(per topic). It is suggested that the limit be kept above 1MB/s for accurate behaviour.", Range(0)),
+    K("follower.replication.throttled.rate", LG, LONG_MAX, M, "Upper bound (bytes/sec) on the replication "
+      "traffic this broker fetches as follower of the replicas listed in "
+      "follower.replication.throttled.replicas (per topic). It is suggested that the limit be kept above "
+      "1MB/s for accurate behaviour.", Range(0)),
     K("client.quota.callback.class", C, None, L, "Class of the client quota callback."),
     K("metric.reporters", LS, [], L, "Classes used as metrics reporters."),
     K("metrics.num.samples", I, 2, L, "Samples kept to compute metrics.", Range(1)),
