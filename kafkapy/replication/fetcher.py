@@ -17,6 +17,11 @@ What a response does to a partition (the sheet, section 4):
 - network errors: back off and retry; the leader's address is looked up before every request (it
   may re-register elsewhere), and a leader not in the metadata yet is waited for.
 
+Replication throttles (throttle.py): a partition this broker throttles as follower is left out of
+a request while it has not caught up and the follower quota is exceeded (when every ready partition
+is, the fetcher sleeps replica.fetch.backoff.ms, as Kafka's does on an empty fetch); the bytes
+received for throttled partitions are recorded against the quota.
+
 Every response is checked against the partition's current state before it is applied: a
 LeaderAndIsr, StopReplica or truncation while the request was out replaces or moves that state,
 and the stale answer is dropped. Failures are logged once per change of state, not per fetch.
@@ -38,6 +43,7 @@ from ..protocol.records import iter_batch_headers
 
 if TYPE_CHECKING:
     from ..log.partition_log import PartitionLog
+    from .throttle import ReplicationThrottle
 
 __all__ = ["FetchPosition", "ReplicaFetcher", "ReplicaFetcherManager"]
 
@@ -69,6 +75,9 @@ class FetchPosition:
     log: PartitionLog
     delayed_until: float = 0.0
     error: int = ErrorCode.NONE  # the last problem logged for this partition
+    # Kafka's PartitionFetchState.isReplicaInSync: the last response that brought records left us
+    # at (or past) the leader's high watermark; unknown (False) until then
+    caught_up: bool = False
 
     @property
     def key(self) -> tuple[str, int]:
@@ -105,11 +114,12 @@ class ReplicaFetcher:
     """Fetches every partition this broker follows from one leader, one request at a time."""
 
     def __init__(self, broker, leader_id: int, settings: _FetchSettings,
-                 on_high_watermark: Callable[[str, int], None]):
+                 on_high_watermark: Callable[[str, int], None], throttle: ReplicationThrottle | None = None):
         self._broker = broker
         self.leader_id = leader_id
         self._settings = settings
         self._on_high_watermark = on_high_watermark
+        self._throttle = throttle
         self.positions: dict[tuple[str, int], FetchPosition] = {}
         self._wake = asyncio.Event()
         self._conn: BrokerConnection | None = None
@@ -197,6 +207,12 @@ class ReplicaFetcher:
             soonest = min((p.delayed_until for p in self.positions.values()), default=None)
             await self._sleep(None if soonest is None else soonest - now)
             return
+        throttle = self._throttle
+        if throttle is not None:
+            ready = [p for p in ready if not throttle.should_follower_throttle(p.topic, p.partition, p.caught_up)]
+            if not ready:
+                await self._sleep(self._settings.backoff_s)
+                return
         endpoint = self._broker.metadata.broker_endpoint(self.leader_id)
         if endpoint is None:
             self._report("the leader is not in the metadata (yet)")
@@ -307,7 +323,13 @@ class ReplicaFetcher:
             return
         records = data.records
         if records is not None and len(records) > 0:
+            throttle = self._throttle
+            if throttle is not None and throttle.follower_throttled(position.topic, position.partition):
+                throttle.follower.record(len(records))
+            before = position.fetch_offset
             self._append(position, records)
+            if position.fetch_offset != before:
+                position.caught_up = data.high_watermark <= position.fetch_offset
         # The follower's high watermark: the leader's, bounded by what we hold.
         old_hw = plog.high_watermark
         plog.high_watermark = min(data.high_watermark, plog.log_end_offset)
@@ -436,9 +458,11 @@ class ReplicaFetcher:
 class ReplicaFetcherManager:
     """The fetchers of this broker, one per leader broker with partitions to fetch."""
 
-    def __init__(self, broker, on_high_watermark: Callable[[str, int], None]):
+    def __init__(self, broker, on_high_watermark: Callable[[str, int], None],
+                 throttle: ReplicationThrottle | None = None):
         self._broker = broker
         self._on_high_watermark = on_high_watermark
+        self.throttle = throttle
         self._settings: _FetchSettings | None = None
         self.fetchers: dict[int, ReplicaFetcher] = {}
         self._stopping: set[asyncio.Task] = set()
@@ -451,7 +475,7 @@ class ReplicaFetcherManager:
             if self._settings is None:
                 self._settings = _FetchSettings(self._broker.config)
             fetcher = self.fetchers[position.leader_id] = ReplicaFetcher(
-                self._broker, position.leader_id, self._settings, self._on_high_watermark)
+                self._broker, position.leader_id, self._settings, self._on_high_watermark, self.throttle)
             fetcher.start()
         fetcher.add(position)
 

@@ -45,6 +45,7 @@ from ..protocol.messages import FetchResponse, LeaderAndIsrResponse, StopReplica
 from .alter_partition import AlterPartitionManager
 from .fetcher import FetchPosition, ReplicaFetcherManager
 from .partition import IsrChange, IsrChangeOutcome, Partition
+from .throttle import ReplicationThrottle
 
 __all__ = ["PARTITION_METADATA_FILE", "ReplicaManager", "read_partition_topic_id", "replicated_key",
            "write_partition_topic_id"]
@@ -135,7 +136,9 @@ class ReplicaManager:
         self._partitions: dict[tuple[str, int], Partition] = {}
         self._topic_names: dict[uuid.UUID, str] = {}
         self.leadership_listeners: list[LeadershipListener] = []
-        self.fetchers = ReplicaFetcherManager(broker, self._high_watermark_changed)
+        # replication throttles: consulted by read_for_follower (leader side) and the fetchers
+        self.throttle = ReplicationThrottle(broker.node_id, broker.config, broker.metadata)
+        self.fetchers = ReplicaFetcherManager(broker, self._high_watermark_changed, self.throttle)
         self.alter_partition = AlterPartitionManager(broker, self._isr_change_answered)
         self._lag_ms: int = broker.config.get("replica.lag.time.max.ms")
         self._checkpoint_task: asyncio.Task | None = None
@@ -518,7 +521,9 @@ class ReplicaManager:
                           max_bytes: int, min_one_batch: bool, update_progress: bool) -> PartitionData:
         """A follower's fetch of one partition led here: fenced by the leader epoch, answered
         with a diverging epoch or records up to our log end, and counted as follower progress
-        (only when `update_progress`: the first read of a fetch, not the re-reads of a long poll)."""
+        (only when `update_progress`: the first read of a fetch, not the re-reads of a long poll).
+        A throttled partition's records are left out for a follower outside the ISR while the
+        leader quota is exceeded (Kafka's shouldLeaderThrottle); the caller records the bytes sent."""
         data = PartitionData(partition_index=partition, error_code=ErrorCode.NONE, high_watermark=-1,
                              last_stable_offset=-1, log_start_offset=-1, records=b"", aborted_transactions=None)
         part = self._partitions.get((topic, partition))
@@ -551,7 +556,8 @@ class ReplicaManager:
         except KafkaError as exc:
             data.error_code = exc.code
             return data
-        data.records = result.records
+        if not self.throttle.should_leader_throttle(topic, partition, replica_id in part.isr):
+            data.records = result.records
         if update_progress and part.update_follower_fetch(replica_id, fetch_offset, follower_log_start, _now_ms(),
                                                           leader_end):
             self._high_watermark_changed(topic, partition)

@@ -127,6 +127,16 @@ def _read_partition_in_cluster(broker, want: _Wanted, max_bytes: int, min_one: b
     return _read_partition(broker, want, max_bytes, min_one, isolation_level, version)
 
 
+def _record_throttled_bytes(throttle, results) -> None:
+    """A follower fetch's answer: the bytes of the partitions this leader throttles count against
+    the leader quota, whether they went to an in-sync follower or not (Kafka's KafkaApis)."""
+    sent = 0
+    for want, data in results:
+        if data.records and throttle.leader_throttled(want.topic, want.partition):
+            sent += len(data.records)
+    throttle.leader.record(sent)
+
+
 def _diverged(data: PartitionData) -> bool:
     return data.diverging_epoch is not None and data.diverging_epoch.epoch >= 0
 
@@ -226,6 +236,8 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
         if total >= min_bytes or errors or timeout <= 0 or not wanted:
             break
         await broker.purgatory.wait_any(keys, timeout)
+    if replica_id >= 0:
+        _record_throttled_bytes(broker.replicas.throttle, results)
 
     responses: list = []
     by_topic: dict = {}
