@@ -7,7 +7,8 @@ kafka-python's admin client (the Java AdminClient's run is conformance/java/test
 - Raise a topic's replication factor from 1 to 3 and lower it back.
 - Cancel a reassignment halfway (a target broker that is down never catches up): the partition
   goes back to its original replicas and the adding replica's data is removed.
-- The legacy /admin/reassign_partitions znode (kafka-reassign-partitions before 2.4) works too.
+- The legacy /admin/reassign_partitions and /admin/preferred_replica_election znodes (the tools
+  before 2.4) work too; unreadable JSON in them is ignored, as Kafka does.
 - Bad requests (unknown broker, duplicate replica, unknown partition, cancel with nothing running)
   get Kafka's error codes and change nothing.
 """
@@ -214,6 +215,57 @@ def test_legacy_reassign_partitions_znode(cluster, admin):
         znode = json.loads(data)
         assert znode["partitions"] == {"0": [3], "1": [2, 1]}
         assert znode["adding_replicas"] == {} and znode["removing_replicas"] == {}
+
+        # a reordering only changes the preferred replica; the legacy election znode then moves the leader
+        assert reassign(admin, {(topic, 1): [1, 2]}) == {1: 0}
+        wait_until(lambda: describe(cluster, topic)[1].replicas == (1, 2), 30)
+        assert describe(cluster, topic)[1].leader == 2
+        zk.create("/admin/preferred_replica_election", json.dumps({"version": 1, "partitions": [
+            {"topic": topic, "partition": 1}, {"topic": "no-such-topic", "partition": 0}]}).encode())
+        wait_until(lambda: zk.exists("/admin/preferred_replica_election") is None, 30,
+                   message="the controller deleted /admin/preferred_replica_election")
+        wait_until(lambda: describe(cluster, topic)[1].leader == 1, 30, message="preferred leader 1")
+
+        # unreadable JSON is ignored with a warning, as Kafka does; the controller carries on
+        zk.create("/admin/reassign_partitions", b"{not json")
+        time.sleep(1)
+        assert reassign(admin, {(topic, 1): [2, 1]}) == {1: 0}
+        wait_until(lambda: describe(cluster, topic)[1].replicas == (2, 1), 30)
+        zk.delete("/admin/reassign_partitions")
     finally:
         zk.stop()
         zk.close()
+
+
+def test_a_reassignment_survives_controller_failover_and_completes_when_its_broker_returns(cluster, admin):
+    controller = controller_id(cluster)
+    victim, other = [b for b in (1, 2, 3) if b != controller]
+    topic = unique("failover")
+    create(admin, topic, {0: [other]})
+    wait_until(lambda: describe(cluster, topic).get(0) and describe(cluster, topic)[0].leader == other, 30)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    for i in range(1000):
+        producer.produce(topic, value=str(i).encode(), partition=0)
+    producer.flush(30)
+    cluster.broker(victim).kill9()  # still alive for the controller until its session expires
+    try:
+        assert reassign(admin, {(topic, 0): [other, victim]}) == {0: 0}
+        cluster.broker(controller).restart()  # SIGTERM: another broker takes over as controller
+        wait_until(lambda: controller_id(cluster, via=other) not in (-1, controller), 60,
+                   message="a new controller")
+        # the new controller knows the reassignment from the topic znode
+        fresh = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, request_timeout_ms=30000)
+        try:
+            entry = wait_until(lambda: ongoing(fresh, topic).get(0), 30, ignore=(Exception,),
+                               message="the reassignment listed by the new controller")
+            assert entry["adding_replicas"] == [victim]
+        finally:
+            fresh.close()
+    finally:
+        cluster.broker(victim).start()
+    wait_until(lambda: not ongoing(admin, topic), 60, ignore=(Exception,), message="reassignment finished")
+    state = wait_until(lambda: (s := describe(cluster, topic)[0]).replicas == (other, victim) and
+                       len(s.isr) == 2 and s, 30)
+    assert state.leader == other
+    records = read_topic(cluster.bootstrap, topic, 1)[0]
+    assert [v for _, v in records] == [str(i).encode() for i in range(1000)]

@@ -99,6 +99,7 @@ class KafkaController(BrokerRequests, Reassignments):
         self.zk.watch_topics(lambda *_: self.post("topic_change"))
         self.zk.watch_topic_deletions(lambda *_: self.post("topic_deletion"))
         self.zk.watch_reassignment(lambda *_: self.post("zk_reassignment"))
+        self.zk.watch_preferred_replica_election(lambda *_: self.post("zk_preferred_election"))
 
     def post(self, name: str, payload: Any = None) -> None:
         """Queue an event; safe to call from any thread (kazoo's watch callbacks)."""
@@ -192,6 +193,8 @@ class KafkaController(BrokerRequests, Reassignments):
             return await self._rebalance_leaders()
         if name == "zk_reassignment":
             return await self._on_zk_reassignment()
+        if name == "zk_preferred_election":
+            return await self._on_zk_preferred_election()
         log.warning("controller %d: unknown event %s", self.node_id, name)
         return None
 
@@ -261,6 +264,7 @@ class KafkaController(BrokerRequests, Reassignments):
         await self._elect_offline_and_new()
         await self._resume_reassignments()
         await self._on_topic_deletion()
+        await self._on_zk_preferred_election()
         if self.auto_leader_rebalance:
             self._rebalance_task = asyncio.get_running_loop().create_task(self._rebalance_timer())
 
@@ -568,6 +572,22 @@ class KafkaController(BrokerRequests, Reassignments):
         if assignment is not None:
             for partition in assignment.partitions:
                 self.states.pop((name, partition), None)
+
+    async def _on_zk_preferred_election(self) -> None:
+        """/admin/preferred_replica_election (the tools before 2.4): elect the preferred leaders of
+        the partitions it names (those of topics being deleted are skipped), then delete it."""
+        partitions = await self._zk(self.zk.get_preferred_replica_election)
+        if partitions is None:
+            return
+        wanted = sorted(key for key in partitions if key[0] not in self.deleting)
+        if wanted:
+            outcomes = await self._elect_leaders(wanted, False)
+            failed = {f"{t}-{p}": ErrorCode(code).name for (t, p), (code, _) in outcomes.items()
+                      if code not in (ErrorCode.NONE, ErrorCode.ELECTION_NOT_NEEDED)}
+            if failed:
+                log.warning("controller %d: preferred replica election from %s failed for %s", self.node_id,
+                            "/admin/preferred_replica_election", failed)
+        await self._zk(self.zk.delete_admin_path, "/admin/preferred_replica_election", self.epoch_zk_version)
 
     # -- automatic preferred-leader balancing ---------------------------------------------------
     async def _rebalance_timer(self) -> None:

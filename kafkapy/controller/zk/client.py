@@ -37,7 +37,8 @@ from .errors import (BadVersionError, BrokerIdInUseError, ControllerMovedError, 
 from .paths import (ACL_CHANGE_PREFIX, BROKER_IDS_PATH, CONFIG_CHANGE_PREFIX, CONFIG_CHANGES_PATH,
                     CONTROLLER_EPOCH_PATH, CONTROLLER_PATH, CLUSTER_ID_PATH, DELETE_TOPICS_PATH,
                     EXTENDED_ACL_CHANGES_PATH, FEATURE_PATH, LITERAL_ACL_CHANGES_PATH, PERSISTENT_PATHS,
-                    PRODUCER_ID_BLOCK_PATH, PRODUCER_ID_BLOCK_SIZE, REASSIGN_PARTITIONS_PATH, TOPICS_PATH,
+                    PREFERRED_REPLICA_ELECTION_PATH, PRODUCER_ID_BLOCK_PATH, PRODUCER_ID_BLOCK_SIZE,
+                    REASSIGN_PARTITIONS_PATH, TOPICS_PATH,
                     BrokerRegistration,
                     FinalizedFeatures, LeaderIsr, ProducerIdBlock, TopicAssignment, ZnodeDecodeError,
                     acl_change_path, acl_path, acl_persistent_paths, acl_resource_type_enum_name, acl_root_path,
@@ -45,7 +46,7 @@ from .paths import (ACL_CHANGE_PREFIX, BROKER_IDS_PATH, CONFIG_CHANGE_PREFIX, CO
                     config_entity_path, config_entity_type_path, decode_acl_change, decode_acls, decode_broker,
                     decode_cluster_id, decode_config, decode_config_change, decode_controller,
                     decode_controller_epoch, decode_feature, decode_partition_state, decode_producer_id_block,
-                    decode_reassignment, decode_topic, delete_topic_path, encode_acl_change, encode_acls, encode_broker,
+                    decode_preferred_replica_election, decode_reassignment, decode_topic, delete_topic_path, encode_acl_change, encode_acls, encode_broker,
                     encode_cluster_id, encode_config, encode_config_change, encode_controller,
                     encode_controller_epoch, encode_feature, encode_partition_state, encode_producer_id_block,
                     encode_reassignment, encode_topic, partition_state_path, sequence_number, topic_partition_path,
@@ -750,7 +751,11 @@ class KafkaZkClient:
         found = self._get(REASSIGN_PARTITIONS_PATH)
         if found is None:
             return None
-        return decode_reassignment(found[0])
+        try:
+            return decode_reassignment(found[0])
+        except ZnodeDecodeError as exc:  # as Kafka: ignored (and left in place), with a warning
+            log.warning("Ignoring partition reassignment due to invalid json: %s", exc)
+            return {}
 
     def watch_reassignment(self, callback: Callable[[], None]) -> WatchHandle:
         """callback() when /admin/reassign_partitions is created, changed or deleted (and once now)."""
@@ -769,6 +774,21 @@ class KafkaZkClient:
             self._fenced(epoch_zk_version, [_Op(op, path, encode_reassignment(targets))])
         except _OpFailed as failed:
             raise _translate(failed.error, path) from None
+
+    def get_preferred_replica_election(self) -> set[tuple[str, int]] | None:
+        """The partitions in /admin/preferred_replica_election (kafka-preferred-replica-election
+        before 2.4), None if absent; an unreadable znode counts as empty."""
+        found = self._get(PREFERRED_REPLICA_ELECTION_PATH)
+        if found is None:
+            return None
+        try:
+            return decode_preferred_replica_election(found[0])
+        except ZnodeDecodeError as exc:
+            log.warning("Ignoring preferred replica election due to invalid json: %s", exc)
+            return set()
+
+    def watch_preferred_replica_election(self, callback: Callable[[], None]) -> WatchHandle:
+        return self.watch_data(PREFERRED_REPLICA_ELECTION_PATH, lambda _data, _stat: callback())
 
     # -- generic reads (admin znodes, notifications) ---------------------------------------------------
 
