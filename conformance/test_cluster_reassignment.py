@@ -2,7 +2,7 @@
 kafka-python's admin client (the Java AdminClient's run is conformance/java/test_java_cluster.py).
 
 - Move a replication-factor-1 topic from broker 1 to brokers 2 and 3 while an idempotent acks=all
-  producer and a consumer run: ListPartitionReassignments shows the move, then nothing; nothing
+  producer and a consumer run, the copy throttled as `kafka-reassign-partitions --throttle` does: ListPartitionReassignments shows the move, then nothing; nothing
   acknowledged is lost or duplicated; broker 1's files are gone.
 - Raise a topic's replication factor from 1 to 3 and lower it back.
 - Cancel a reassignment halfway (a target broker that is down never catches up): the partition
@@ -25,7 +25,7 @@ from conformance.cluster_harness import cluster_fixture, controller_id, describe
 kafka = pytest.importorskip("kafka")
 pytest.importorskip("confluent_kafka")
 from kafka import TopicPartition  # noqa: E402
-from kafka.admin import KafkaAdminClient  # noqa: E402
+from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient  # noqa: E402
 from confluent_kafka import Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient  # noqa: E402
 
@@ -37,6 +37,7 @@ pytestmark = pytest.mark.timeout(300)
 NO_REASSIGNMENT_IN_PROGRESS = 85
 INVALID_REPLICA_ASSIGNMENT = 39
 UNKNOWN_TOPIC_OR_PARTITION = 3
+PREFILL = b"f" * 1000
 
 cluster = cluster_fixture(3, {**CLUSTER_OVERRIDES, "auto.leader.rebalance.enable": "false"})
 
@@ -64,6 +65,17 @@ def ongoing(admin: KafkaAdminClient, topic: str) -> dict[int, dict]:
     return {tp.partition: entry for tp, entry in listed.items() if tp.topic == topic}
 
 
+def set_configs(admin: KafkaAdminClient, changes: dict[tuple, dict[str, str | None]]) -> None:
+    """IncrementalAlterConfigs: SET each value, DELETE each None."""
+    resources = [ConfigResource(kind, name, configs={k: (("DELETE", None) if v is None else ("SET", v))
+                                                       for k, v in configs.items()})
+                 for (kind, name), configs in changes.items()]
+    result = admin.alter_configs(resources, incremental=True)
+    failed = {kind: {name: err for name, err in by_name.items() if err is not None and
+                     getattr(err, "errno", 0)} for kind, by_name in result.items()}
+    assert not any(failed.values()), failed
+
+
 def partition_dirs(cluster, broker_id: int, topic: str) -> list[str]:
     return sorted(p.name for p in cluster.broker(broker_id).log_dir.glob(f"{topic}-*") if p.is_dir())
 
@@ -80,20 +92,33 @@ def test_move_rf1_topic_to_two_other_brokers_under_load(cluster, admin):
     create(admin, topic, {p: [1] for p in range(partitions)})
     wait_until(lambda: all(s.leader == 1 for s in describe(cluster, topic).values()) and
                len(describe(cluster, topic)) == partitions, 30, message="topic on broker 1")
+    # about 3 MB to copy, throttled to 1 MB/s per follower as kafka-reassign-partitions --throttle
+    # sets it, so that the move is seen in progress
+    prefill = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "linger.ms": 20})
+    for i in range(3000):
+        prefill.produce(topic, value=PREFILL, partition=i % partitions)
+    assert prefill.flush(30) == 0
+    set_configs(admin, {(ConfigResourceType.BROKER, str(b)): {"follower.replication.throttled.rate": "1000000"}
+                        for b in (2, 3)})
+    set_configs(admin, {(ConfigResourceType.TOPIC, topic): {"follower.replication.throttled.replicas": "*"}})
     producer = SequenceProducer(cluster.bootstrap, topic, partitions, rate=400.0)
     consumer = TailingConsumer(cluster.bootstrap, topic, partitions)
     producer.start()
     consumer.start()
     try:
         wait_until(lambda: min(producer.acked_counts()) >= 200, 60, message="first acknowledgements")
-        errors = (reassign(admin, {(topic, p): [2, 3] for p in range(partitions)}))
+        errors = reassign(admin, {(topic, p): [2, 3] for p in range(partitions)})
         assert set(errors.values()) == {0}, errors
-        # while it runs: RS = target + original, adding [2, 3], removing [1] (unless already done)
+        # while it runs: RS = target + original, adding [2, 3], removing [1]
         seen = ongoing(admin, topic)
+        assert sorted(seen) == list(range(partitions)), seen
         for entry in seen.values():
-            assert list(entry["replicas"]) == [2, 3, 1] and list(entry["adding_replicas"]) == [2, 3] \
-                and list(entry["removing_replicas"]) == [1], entry
+            assert entry == {"replicas": [2, 3, 1], "adding_replicas": [2, 3], "removing_replicas": [1]}, entry
+        started = time.monotonic()
         wait_until(lambda: not ongoing(admin, topic), 60, message="reassignment finished")
+        assert time.monotonic() - started > 1.0  # the throttle held the copy back
+        set_configs(admin, {(ConfigResourceType.BROKER, str(b)): {"follower.replication.throttled.rate": None}
+                            for b in (2, 3)})
         final = wait_until(lambda: (d := describe(cluster, topic)) and all(
             s.replicas == (2, 3) and sorted(s.isr) == [2, 3] for s in d.values()) and d, 30,
             message="replicas [2, 3] in sync")
@@ -105,7 +130,10 @@ def test_move_rf1_topic_to_two_other_brokers_under_load(cluster, admin):
         producer.stop(flush_timeout=30.0)
     consumer.stop()
     assert not producer.fatal_errors, producer.fatal_errors
-    check = check_records(read_topic(cluster.bootstrap, topic, partitions), producer.acked(), producer.sent())
+    records = read_topic(cluster.bootstrap, topic, partitions)
+    assert sum(1 for part in records for _, v in part if v == PREFILL) == 3000
+    check = check_records([[(o, v) for o, v in part if v != PREFILL] for part in records], producer.acked(),
+                          producer.sent())
     assert check.ok, check.violations
     assert check.acked == producer.acked_total() > 0 and check.missing == 0 and check.duplicates == 0
     assert not consumer.changed, consumer.changed
