@@ -600,7 +600,7 @@ class KafkaController(BrokerRequests, Reassignments):
         live = self._live_ids()
         by_preferred: dict[int, list[TopicPartition]] = {}
         for key in self.states:
-            if key[0] in self.deleting or key[0] not in self.topics:
+            if key[0] in self.deleting or key[0] not in self.topics or self._assignment(key).being_reassigned:
                 continue
             replicas = self.topics[key[0]].partitions.get(key[1], [])
             if replicas:
