@@ -3,6 +3,7 @@
 Each log dir holds `<topic>-<partition>` directories, Kafka's recovery-point,
 log-start-offset and replication-offset checkpoints, and the `.kafka_cleanshutdown`
 marker written by `close()` and removed once the next `load()` has opened every log.
+A partition moves between log dirs (AlterReplicaLogDirs) through `move`, see dir_move.py.
 """
 from __future__ import annotations
 
@@ -10,11 +11,12 @@ import json
 import logging
 import os
 import shutil
+import threading
 import time
 import uuid
 from pathlib import Path
 
-from kafkapy.protocol.errors import KafkaError
+from kafkapy.protocol.errors import ErrorCode, KafkaError
 
 from .checkpoints import (
     CLEAN_SHUTDOWN_MARKER,
@@ -29,7 +31,8 @@ from .checkpoints import (
 )
 from .cleaner import LogCleaner
 from .config import LogConfig
-from .errors import LogOfflineError
+from .dir_move import FUTURE_SUFFIX, MOVED_SUFFIX, LogDirMover, clean_interrupted_moves
+from .errors import KafkaStorageError, LogOfflineError
 from .flusher import Flusher
 from .partition_log import PartitionLog
 from .recovery import parse_partition_dir_name
@@ -94,9 +97,15 @@ class LogManager:
         self._topic_configs: dict[str, LogConfig] = {}
         self._last_checkpoint = time.monotonic()
         self._last_producer_expiry = time.monotonic()
+        # Checkpoint writes may be queued on the flusher: one computed earlier never overwrites a later one.
+        self._checkpoint_lock = threading.Lock()
+        self._checkpoint_seq = 0
+        self._checkpoint_written = 0
         self._closed = False
+        # Kafka's default for num.replica.alter.log.dirs.threads: one per log dir.
+        self.mover = LogDirMover(self, threads=len(self.log_dirs))
         # log.cleaner.enable / log.cleaner.backoff.ms: compaction of cleanup.policy=compact logs.
-        self.cleaner = LogCleaner(self._online_logs, cleaner_backoff_ms) if cleaner_enable else None
+        self.cleaner = LogCleaner(self._cleanable_logs, cleaner_backoff_ms) if cleaner_enable else None
         if self.cleaner is not None:
             self.cleaner.start()
 
@@ -105,6 +114,7 @@ class LogManager:
         """Open every `<topic>-<partition>` dir of every log dir, recovering as needed."""
         if topic_configs:
             self._topic_configs.update(topic_configs)
+        clean_interrupted_moves(self.log_dirs)
         for log_dir in self.log_dirs:
             self._load_dir(log_dir)
 
@@ -126,8 +136,8 @@ class LogManager:
                 log.info("removing partition dir %s left by a topic deletion", path)
                 shutil.rmtree(path, ignore_errors=True)
                 continue
-            if name.endswith(("-future", "-stray")):
-                log.warning("ignoring partition dir %s (future/stray replicas are not supported)", path)
+            if name.endswith((FUTURE_SUFFIX, MOVED_SUFFIX, "-stray")):
+                log.warning("ignoring partition dir %s (stray replicas are not supported)", path)
                 continue
             try:
                 key = parse_partition_dir_name(name)
@@ -174,6 +184,10 @@ class LogManager:
         return [plog for plog in self._logs.values()
                 if isinstance(plog, PartitionLog) and not plog.is_offline]
 
+    def _cleanable_logs(self) -> list[PartitionLog]:
+        # As Kafka pauses cleaning during a move: a swap would land in the dir being left.
+        return [plog for plog in self._online_logs() if not self.mover.is_moving(plog)]
+
     # ---------------------------------------------------------------- create / delete / config
     def create(self, topic: str, partition: int, config: LogConfig | None = None) -> PartitionLog:
         """The log of (topic, partition), created in the least loaded log dir if missing."""
@@ -206,6 +220,7 @@ class LogManager:
     def delete(self, topic: str, partition: int) -> None:
         """Close the log and remove its directory (renamed `...-delete` first, like Kafka)."""
         key = (topic, partition)
+        self.mover.cancel(topic, partition, "the partition is deleted")
         plog = self._logs.pop(key, None)
         self.offline.pop(key, None)
         if plog is None:
@@ -221,6 +236,30 @@ class LogManager:
             return
         self.flusher.submit(lambda: shutil.rmtree(target, ignore_errors=True))
         log.info("deleted log of partition %s-%d", topic, partition)
+
+    def move(self, topic: str, partition: int, log_dir: str | os.PathLike) -> None:
+        """Move the partition's log into `log_dir`, one of the log dirs (AlterReplicaLogDirs), in
+        the background (dir_move.py); nothing to do if it is there or on its way there. As in
+        Kafka, a move toward another dir is cancelled first. Needs a running event loop.
+
+        Raises KafkaError with LOG_DIR_NOT_FOUND, REPLICA_NOT_AVAILABLE or KAFKA_STORAGE_ERROR.
+        """
+        wanted = os.path.abspath(log_dir)
+        target = next((d for d in self.log_dirs if os.path.abspath(d) == wanted), None)
+        if target is None:
+            raise KafkaError(f"{log_dir} is not one of the log dirs", code=ErrorCode.LOG_DIR_NOT_FOUND)
+        plog = self._logs.get((topic, partition))
+        if plog is None:
+            raise KafkaError(f"no log for {topic}-{partition}", code=ErrorCode.REPLICA_NOT_AVAILABLE)
+        if not isinstance(plog, PartitionLog) or plog.is_offline:
+            raise KafkaStorageError(f"partition {topic}-{partition} is offline")
+        current = self.mover.get(topic, partition)
+        if current is not None:
+            if current.log_dir == target:
+                return
+            self.mover.cancel(topic, partition, f"asked to move to {target} instead")
+        if plog.dir.parent != target:
+            self.mover.start(plog, target)
 
     def update_config(self, topic: str, config: LogConfig) -> None:
         self._topic_configs[topic] = config
@@ -254,13 +293,19 @@ class LogManager:
         if time.monotonic() - self._last_checkpoint >= CHECKPOINT_INTERVAL_S:
             self.write_checkpoints(background=True)
 
-    def write_checkpoints(self, background: bool = False) -> None:
-        """Write every log dir's recovery-point, log-start-offset and replication checkpoints."""
+    def write_checkpoints(self, background: bool = False, *,
+                          also_in: dict[tuple[str, int], Path] | None = None) -> None:
+        """Write every log dir's recovery-point, log-start-offset and replication checkpoints;
+        `also_in` lists partitions in a second log dir as well (a move about to switch dirs)."""
         self._last_checkpoint = time.monotonic()
+        self._checkpoint_seq += 1
+        seq = self._checkpoint_seq
+        online = [p for p in self._logs.values() if isinstance(p, PartitionLog) and not p.is_offline]
+        also_in = also_in or {}
         files = []
         for log_dir in self.log_dirs:
-            logs = [p for p in self._logs.values()
-                    if isinstance(p, PartitionLog) and p.dir.parent == log_dir and not p.is_offline]
+            logs = [p for p in online
+                    if p.dir.parent == log_dir or also_in.get((p.topic, p.partition)) == log_dir]
             recovery = {(p.topic, p.partition): p.recovery_point for p in logs}
             # Kafka only records a start offset that differs from the first segment's base.
             starts = {(p.topic, p.partition): p.log_start_offset for p in logs
@@ -271,11 +316,15 @@ class LogManager:
                       (log_dir / REPLICATION_OFFSET_CHECKPOINT, marks)]
 
         def write() -> None:
-            for path, offsets in files:
-                try:
-                    write_offset_checkpoint(path, offsets)
-                except OSError as exc:
-                    log.error("could not write checkpoint %s: %s", path, exc)
+            with self._checkpoint_lock:
+                if seq < self._checkpoint_written:
+                    return  # a later state is on disk already
+                for path, offsets in files:
+                    try:
+                        write_offset_checkpoint(path, offsets)
+                    except OSError as exc:
+                        log.error("could not write checkpoint %s: %s", path, exc)
+                self._checkpoint_written = seq
 
         if background and not self._closed:
             self.flusher.submit(write)
@@ -286,6 +335,7 @@ class LogManager:
         """Flush every log, write checkpoints and the clean-shutdown marker of each log dir."""
         if self._closed:
             return
+        self.mover.close()  # moves are dropped: each log stays where it is
         if self.cleaner is not None:
             self.cleaner.stop()
         failed_dirs = set()

@@ -121,6 +121,8 @@ class PartitionLog(TimestampLookups, SegmentRetention, LogTruncation):
         # once that it skips this log (see cleaner.py).
         self.cleaner_checkpoint = log_start_offset
         self.cleaner_skip_logged = False
+        # Partition dirs this log was moved away from (AlterReplicaLogDirs, dir_move.py).
+        self.moved_from: set[Path] = set()
         # Aborted transactions, for read_committed fetches; entries past the recovered end
         # (index written, log data lost) or before the start (segments deleted) go.
         self.txn_index = TransactionIndex(self.dir)
@@ -556,7 +558,7 @@ class PartitionLog(TimestampLookups, SegmentRetention, LogTruncation):
             segments = [s for s in self._segments_from(self.durable_offset)
                         if s.durable_size < s.size or s.needs_dir_sync]
         if any(s.needs_dir_sync for s in segments):
-            fsync_dir(self.dir)
+            self._sync_dir()
             for s in segments:
                 s.needs_dir_sync = False
         for segment in segments:
@@ -572,6 +574,15 @@ class PartitionLog(TimestampLookups, SegmentRetention, LogTruncation):
                 self.durable_offset = target
         return self.durable_offset
 
+    def _sync_dir(self) -> None:
+        directory = self.dir
+        try:
+            fsync_dir(directory)
+        except FileNotFoundError:
+            # The log moved to another log dir meanwhile (dir_move.py syncs the new one).
+            if directory not in self.moved_from:
+                raise
+
     def _flush_to(self, offset: int) -> None:
         """Full flush (log and indexes) of everything below `offset`; advances the recovery point."""
         with self._lock:
@@ -582,7 +593,7 @@ class PartitionLog(TimestampLookups, SegmentRetention, LogTruncation):
                 return
             segments = [s for s in self._segments_from(self.recovery_point) if s.base_offset < offset]
         if any(s.needs_dir_sync for s in segments):
-            fsync_dir(self.dir)
+            self._sync_dir()
             for s in segments:
                 s.needs_dir_sync = False
         for segment in segments:
@@ -642,6 +653,26 @@ class PartitionLog(TimestampLookups, SegmentRetention, LogTruncation):
         # Kafka flushes the previous segments asynchronously on roll; so do we.
         self._flusher.request_flush(self, new_base)
         return segment
+
+    # ---------------------------------------------------------------- moving between log dirs
+    def _switch_dir_locked(self, directory: Path, segments: list[LogSegment]) -> list[LogSegment]:
+        """Serve from `directory`, a complete, fsynced copy of this log's files whose segments are
+        `segments` (reopened there, same base offsets); returns the segments left behind.
+        The caller holds `_lock` on the event-loop thread, so no append runs meanwhile."""
+        if [s.base_offset for s in segments] != self._bases:
+            raise ValueError(f"segments of {directory} do not match those of {self.dir}")
+        old = self._segments
+        self._segments = segments
+        self._active = segments[-1]
+        self.dir = Path(directory)
+        self.leader_epochs.path = self.dir / self.leader_epochs.path.name
+        self.producer_state.dir = self.dir
+        self.txn_index.dir = self.dir
+        # Every copied file was fsynced, the active segment's indexes included.
+        self.recovery_point = self.durable_offset = self._log_end_offset
+        self._unflushed_messages = 0
+        self.last_flush_ms = _now_ms()
+        return old
 
     # ---------------------------------------------------------------- config and lifecycle
     def _apply_config(self, config: LogConfig) -> None:

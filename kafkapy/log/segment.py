@@ -41,6 +41,9 @@ ROLL_UNKNOWN = -(1 << 63)
 
 _HEADER_CHUNK = 16384
 _RECOVERY_CHUNK = 4 << 20
+# What reopen_copy carries over to the copy of a segment besides its files.
+_MOVED_STATE = ("next_offset", "_max_ts", "_offset_of_max_ts", "_since_index", "roll_jitter_ms",
+                "_first_batch_ts", "index_full", "roll_at_ts")
 
 __all__ = ["LogSegment", "segment_file_name", "INT32_MAX", "LOG_SUFFIX", "INDEX_SUFFIX",
            "TIME_INDEX_SUFFIX", "DELETED_SUFFIX", "CLEANED_SUFFIX", "SWAP_SUFFIX"]
@@ -56,7 +59,7 @@ class LogSegment:
     __slots__ = ("dir", "base_offset", "file", "_fd", "size", "next_offset", "offset_index",
                  "time_index", "_max_ts", "_offset_of_max_ts", "_since_index", "created_ms",
                  "roll_jitter_ms", "_first_batch_ts", "closed", "deleted", "needs_dir_sync",
-                 "durable_size", "flushed_size", "index_interval", "index_full", "roll_at_ts")
+                 "durable_size", "flushed_size", "index_interval", "index_full", "roll_at_ts", "rewrites")
 
     def __init__(self, directory: Path, base_offset: int, *, max_index_size: int, active: bool,
                  now_ms: int, index_interval: int = 4096, jitter_ms: int = 0,
@@ -93,6 +96,9 @@ class LogSegment:
         # commit), `flushed_size` with indexes too (what a recovery point may rely on).
         self.durable_size = self.size if not new_file else 0
         self.flushed_size = self.durable_size
+        # Bumped whenever bytes already written are changed or removed (truncation, index
+        # rebuild), so that a copy of the files (dir_move.py) knows it is stale.
+        self.rewrites = 0
 
     def path(self, suffix: str) -> Path:
         return self.dir / segment_file_name(self.base_offset, suffix)
@@ -312,6 +318,7 @@ class LogSegment:
 
     def rebuild_indexes(self) -> None:
         """Recreate both indexes from the batch headers (no CRC check)."""
+        self.rewrites += 1
         self._since_index = 0
         self._max_ts = -1
         self._offset_of_max_ts = self.base_offset
@@ -433,6 +440,7 @@ class LogSegment:
             return 0
         position = header.position
         removed = self.size - position
+        self.rewrites += 1
         # Entries are last offsets of batches, so this drops the entry of every removed batch.
         try:
             self.offset_index.truncate_to(header.base_offset)
@@ -465,6 +473,37 @@ class LogSegment:
             if header.max_timestamp > ts:
                 ts, ts_off = header.max_timestamp, header.base_offset + header.last_offset_delta
         self._max_ts, self._offset_of_max_ts = ts, ts_off
+
+    # ---------------------------------------------------------------- moving
+    def reopen_copy(self, directory: Path, max_index_size: int) -> LogSegment:
+        """This segment opened from a byte copy of its files in `directory` (a move to another
+        log dir), with the same in-memory state. The copy of the .log must be complete, and for
+        an inactive segment that of the indexes too; an active segment's index entries are
+        written there from memory. Everything is fsynced."""
+        active = self.offset_index.active
+        copy = LogSegment(directory, self.base_offset, max_index_size=max_index_size, active=active,
+                          now_ms=self.created_ms, index_interval=self.index_interval,
+                          fresh_indexes=active)
+        try:
+            if copy.size != self.size:
+                raise OSError(f"{copy.path(LOG_SUFFIX)} holds {copy.size} bytes, {self.size} expected")
+            for name in _MOVED_STATE:
+                setattr(copy, name, getattr(self, name))
+            if active:
+                copy.offset_index.replace_entries(bytes(self.offset_index._load()))
+                copy.time_index.replace_entries(bytes(self.time_index._load()))
+                copy.flush()
+            copy.durable_size = copy.flushed_size = copy.size
+        except BaseException:
+            copy.close()
+            raise
+        return copy
+
+    def dir_renamed(self, directory: Path) -> None:
+        """The segment's directory was renamed to `directory` (its open files stay valid)."""
+        self.dir = Path(directory)
+        self.offset_index.path = self.path(INDEX_SUFFIX)
+        self.time_index.path = self.path(TIME_INDEX_SUFFIX)
 
     # ---------------------------------------------------------------- lifecycle
     def sync_log(self) -> None:

@@ -1,4 +1,9 @@
-"""AlterReplicaLogDirs, DescribeLogDirs: which of a broker's log.dirs holds each replica."""
+"""AlterReplicaLogDirs, DescribeLogDirs: which of a broker's log.dirs holds each replica.
+
+AlterReplicaLogDirs starts moving a replica's log to another log dir in the background, while it is
+written (kafkapy.log.dir_move); until the move is done DescribeLogDirs reports the copy in the
+destination as Kafka's future replica (is_future_key, offset_lag = how far the copy is behind).
+"""
 from __future__ import annotations
 
 import logging
@@ -6,7 +11,7 @@ import os
 import shutil
 
 from ...log.manager import OfflinePartitionLog
-from ...protocol.errors import ErrorCode
+from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages import (
     AlterReplicaLogDirsRequest,
     AlterReplicaLogDirsResponse,
@@ -57,11 +62,12 @@ def _alter_log_dir(broker, topic: str, partition: int, path: str) -> int:
         return ErrorCode.KAFKA_STORAGE_ERROR
     if plog is None or broker.metadata.get_topic(topic) is None:
         return ErrorCode.REPLICA_NOT_AVAILABLE
-    if os.path.abspath(plog.dir.parent) == os.path.abspath(path):
-        return ErrorCode.NONE
-    log.warning("AlterReplicaLogDirs: not moving %s-%d from %s to %s (kafkapy does not move partitions between "
-                "log dirs)", topic, partition, plog.dir.parent, path)
-    return ErrorCode.INVALID_REQUEST
+    try:
+        broker.logs.move(topic, partition, path)
+    except KafkaError as exc:
+        log.warning("AlterReplicaLogDirs: cannot move %s-%d to %s: %s", topic, partition, path, exc)
+        return exc.code
+    return ErrorCode.NONE
 
 
 # -- DescribeLogDirs ------------------------------------------------------------------------------
@@ -72,15 +78,19 @@ async def handle_describe_log_dirs(ctx: RequestContext, request: DescribeLogDirs
     wanted = None
     if request.topics is not None:
         wanted = {(t.topic, p) for t in request.topics for p in t.partitions}
-    by_dir: dict[str, dict[str, list]] = {d: {} for d in broker.log_dirs}
+    Partition = DescribeLogDirsResponse.DescribeLogDirsPartition
+    by_dir: dict[str, dict[str, list]] = {str(d): {} for d in broker.logs.log_dirs}
     for (topic, partition), plog in broker.logs.all_logs().items():
         if wanted is not None and (topic, partition) not in wanted:
             continue
-        log_dir = str(plog.dir.parent)
-        by_dir.setdefault(log_dir, {}).setdefault(topic, []).append(
-            DescribeLogDirsResponse.DescribeLogDirsPartition(
-                partition_index=partition, partition_size=plog.size_in_bytes(), offset_lag=0,
-                is_future_key=False))
+        by_dir.setdefault(str(plog.dir.parent), {}).setdefault(topic, []).append(Partition(
+            partition_index=partition, partition_size=plog.size_in_bytes(), offset_lag=0, is_future_key=False))
+    for move in broker.logs.mover.moves():
+        topic, partition = move.key
+        if wanted is not None and (topic, partition) not in wanted:
+            continue
+        by_dir.setdefault(str(move.log_dir), {}).setdefault(topic, []).append(Partition(
+            partition_index=partition, partition_size=move.size, offset_lag=move.offset_lag, is_future_key=True))
     results = []
     for log_dir, topics in by_dir.items():
         usage = shutil.disk_usage(log_dir)
