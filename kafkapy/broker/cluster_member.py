@@ -24,6 +24,7 @@ from ..controller.zk.client import BrokerIdInUseError, KafkaZkClient, ZkConnecti
 from ..controller.zk.paths import BrokerRegistration, Endpoint
 from ..controller.zk.store import ZkMetadataStore
 from ..net.client import BrokerConnection, BrokerConnectionError
+from ..protocol.errors import ErrorCode
 from ..protocol.messages import ControlledShutdownRequest
 
 if TYPE_CHECKING:
@@ -217,49 +218,80 @@ class ClusterMember:
 
     # -- shutting down --------------------------------------------------------------------------
     async def controlled_shutdown(self) -> None:
-        """Ask the controller to move our leaderships away, as Kafka's controlled shutdown does."""
+        """Ask the controller to move our leaderships away, as Kafka's KafkaServer.controlledShutdown does.
+
+        `controlled.shutdown.max.retries` is the number of attempts (Kafka's count: 3 means three
+        requests, `controlled.shutdown.retry.backoff.ms` apart); an attempt fails when no controller
+        is known, the request fails, or the controller answers an error or partitions we still lead.
+        After the last failed attempt the broker shuts down anyway.
+        """
         if not self.config.get("controlled.shutdown.enable") or self.broker.broker_epoch < 0:
             return
+        log.info("broker %d: starting controlled shutdown", self.node_id)
         retries = self.config.get("controlled.shutdown.max.retries")
         backoff_s = self.config.get("controlled.shutdown.retry.backoff.ms") / 1000
-        request = ControlledShutdownRequest(broker_id=self.node_id, broker_epoch=self.broker.broker_epoch)
-        for attempt in range(retries + 1):
-            controller_id = self.metadata.controller_id()
-            endpoint = self.metadata.broker_endpoint(controller_id) if controller_id >= 0 else None
-            if endpoint is not None:
-                if controller_id == self.node_id:
-                    error, remaining = await self.controller.controlled_shutdown(self.node_id,
-                                                                                 self.broker.broker_epoch)
-                else:
-                    connection = BrokerConnection(*endpoint, client_id=f"kafkapy-broker-{self.node_id}",
-                                                  request_timeout_s=30)
-                    try:
-                        response = await connection.send(request, CONTROLLED_SHUTDOWN_VERSION)
-                        error = response.error_code
-                        remaining = [(p.topic_name, p.partition_index) for p in response.remaining_partitions]
-                    except BrokerConnectionError as exc:
-                        error, remaining = -1, [str(exc)]
-                    finally:
-                        connection.close()
-                if error == 0 and not remaining:
-                    log.info("broker %d: controlled shutdown succeeded", self.node_id)
-                    return
-                if error == 0 and not any(b != self.node_id for b in self.metadata.cache.brokers):
-                    # no other broker is live to take the partitions over: retrying cannot help
-                    # (Kafka retries anyway; the last broker of a cluster then waits for nothing)
-                    log.info("broker %d: no other live broker can lead its %d partition(s); stopping",
-                             self.node_id, len(remaining))
-                    return
-                log.info("broker %d: controlled shutdown not complete (error %s, %d partition(s) remaining)",
-                         self.node_id, error, len(remaining))
+        for attempt in range(1, retries + 1):
+            outcome = await self._controlled_shutdown_attempt()
+            if outcome is None:
+                return
+            log.info("broker %d: controlled shutdown attempt %d of %d did not complete: %s", self.node_id,
+                     attempt, retries, outcome)
             if attempt < retries:
                 await asyncio.sleep(backoff_s)
-        log.warning("broker %d: proceeding with an uncontrolled shutdown after %d attempts", self.node_id,
-                    retries + 1)
+        log.warning("broker %d: proceeding with an unclean shutdown as all %d controlled shutdown attempts failed",
+                    self.node_id, retries)
+
+    async def _controlled_shutdown_attempt(self) -> str | None:
+        """One ControlledShutdown to the controller: None once we may stop, else why not yet."""
+        controller_id = self.metadata.controller_id()
+        if controller_id < 0:
+            return "no controller present in the metadata cache"
+        endpoint = self.metadata.broker_endpoint(controller_id)
+        if endpoint is None:
+            return f"no registration of controller {controller_id} in the metadata cache"
+        if controller_id == self.node_id:
+            error, remaining = await self.controller.controlled_shutdown(self.node_id, self.broker.broker_epoch)
+        else:
+            connection = BrokerConnection(*endpoint, client_id=f"kafkapy-broker-{self.node_id}",
+                                          request_timeout_s=self.config.get("request.timeout.ms") / 1000,
+                                          connect_timeout_s=self.config.get("controller.socket.timeout.ms") / 1000)
+            request = ControlledShutdownRequest(broker_id=self.node_id, broker_epoch=self.broker.broker_epoch)
+            try:
+                response = await connection.send(request, CONTROLLED_SHUTDOWN_VERSION)
+            except BrokerConnectionError as exc:
+                return f"request to controller {controller_id} failed: {exc}"
+            finally:
+                connection.close()
+            error = response.error_code
+            remaining = [(p.topic_name, p.partition_index) for p in response.remaining_partitions]
+        if error:
+            return f"controller {controller_id} answered {_error_name(error)}"
+        if not remaining:
+            log.info("broker %d: controlled shutdown succeeded", self.node_id)
+            return None
+        if not any(b != self.node_id for b in self.metadata.cache.brokers):
+            # no other broker is live to take the partitions over: retrying cannot help
+            # (Kafka retries anyway; the last broker of a cluster then waits for nothing)
+            log.info("broker %d: no other live broker can lead its %d partition(s); stopping",
+                     self.node_id, len(remaining))
+            return None
+        return f"{len(remaining)} partition(s) still led here, e.g. {_names(remaining)}"
 
     async def stop(self) -> None:
         await self.controller.stop()
         await asyncio.to_thread(self.zk.close)
+
+
+def _error_name(code: int) -> str:
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return str(code)
+
+
+def _names(partitions: list[tuple[str, int]], limit: int = 3) -> str:
+    shown = ", ".join(f"{topic}-{index}" for topic, index in partitions[:limit])
+    return shown + (", ..." if len(partitions) > limit else "")
 
 
 def _read_meta_properties(path: Path) -> dict[str, str] | None:
