@@ -346,20 +346,24 @@ class LocalCluster:
             None if zookeeper_connect else ZooKeeperServer(self.work_dir / "zookeeper"))
         self._auto_ports = base_port is None
         ports = free_ports(brokers) if base_port is None else list(range(base_port, base_port + brokers))
-        settings = {**cluster_defaults(brokers),
-                    **{key: None if value is None else str(value) for key, value in (overrides or {}).items()}}
+        # what every broker is started with, brokers added later included
+        self._settings = {**cluster_defaults(brokers),
+                          **{key: None if value is None else str(value) for key, value in (overrides or {}).items()}}
+        self._await_registration = await_registration
+        self._python = python or sys.executable
         self.brokers: dict[int, BrokerNode] = {
-            broker_id: BrokerNode(
-                broker_id=broker_id,
-                port=port,
-                log_dir=self.work_dir / f"broker-{broker_id}",
-                log_path=self.work_dir / f"broker-{broker_id}.log",
-                overrides=dict(settings),
-                await_registration=await_registration,
-                python=python or sys.executable,
-            )
-            for broker_id, port in enumerate(ports, start=1)
-        }
+            broker_id: self._node(broker_id, port) for broker_id, port in enumerate(ports, start=1)}
+
+    def _node(self, broker_id: int, port: int) -> BrokerNode:
+        return BrokerNode(
+            broker_id=broker_id,
+            port=port,
+            log_dir=self.work_dir / f"broker-{broker_id}",
+            log_path=self.work_dir / f"broker-{broker_id}.log",
+            overrides=dict(self._settings),
+            await_registration=self._await_registration,
+            python=self._python,
+        )
 
     @property
     def zookeeper_connect(self) -> str:
@@ -378,6 +382,30 @@ class LocalCluster:
             return self.brokers[broker_id]
         except KeyError:
             raise KeyError(f"no broker {broker_id}; this cluster has brokers {sorted(self.brokers)}") from None
+
+    def add_broker(self, broker_id: int | None = None, overrides: Mapping[str, object] | None = None,
+                   start: bool = True, timeout: float = DEFAULT_START_TIMEOUT_S) -> BrokerNode:
+        """A new broker for the running cluster (next free id unless given), started unless `start`
+        is False; it gets the cluster's settings, `overrides` on top, and a free port.
+
+        Like a broker added to a Kafka cluster it holds no replicas until topics are created, grown or
+        reassigned onto it; the internal-topic settings stay those of the cluster's original size.
+        """
+        if broker_id is None:
+            broker_id = max(self.brokers, default=0) + 1
+        if broker_id in self.brokers:
+            raise ValueError(f"broker {broker_id} is already in this cluster")
+        node = self._node(broker_id, free_ports(1)[0])
+        node.overrides.update({key: None if value is None else str(value) for key, value in (overrides or {}).items()})
+        node.zookeeper_connect = self.zookeeper_connect
+        self.brokers[broker_id] = node
+        if start:  # a node that fails to start stays listed, so its log_path can be read
+            deadline = time.monotonic() + timeout
+            node.start(timeout)
+            if node.await_registration:  # as start(): ready once it knows the controller (bounded)
+                while time.monotonic() < deadline and known_controller(node.port) < 0:
+                    time.sleep(0.05)
+        return node
 
     def start(self, timeout: float = 60.0) -> None:
         """Start ZooKeeper, then all brokers at once; return when every broker is ready.
