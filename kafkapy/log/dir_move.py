@@ -33,6 +33,7 @@ import os
 import re
 import shutil
 import threading
+import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -309,6 +310,7 @@ class LogDirMover:
         old_dir = plog.dir
         final_dir = move.log_dir / old_dir.name
         moved_dir = old_dir.with_name(f"{old_dir.name}.{move.id}{MOVED_SUFFIX}")
+        started = time.monotonic()
         with move.copy_lock, plog._lock:
             if move.cancelled:
                 raise _Cancelled()
@@ -348,13 +350,14 @@ class LogDirMover:
         except OSError as exc:
             log.error("could not sync %s after moving %s into it: %s", final_dir.parent, final_dir.name, exc)
         manager.write_checkpoints()
+        held_ms = (time.monotonic() - started) * 1000
         manager.flusher.submit(lambda: shutil.rmtree(moved_dir, ignore_errors=True))
         # A fetch may still be sending from the old files (as after a segment deletion).
         delay = plog.config.file_delete_delay_ms / 1000
         asyncio.get_running_loop().call_later(delay, _close_segments, old_segments)
-        log.info("moved partition %s-%d from %s to %s (%d bytes, offsets [%d, %d))", plog.topic,
-                 plog.partition, old_dir.parent, move.log_dir, plog.size_in_bytes(), plog.log_start_offset,
-                 plog.log_end_offset)
+        log.info("moved partition %s-%d from %s to %s (%d bytes, offsets [%d, %d); appends waited %.1f ms "
+                 "for the switch)", plog.topic, plog.partition, old_dir.parent, move.log_dir, plog.size_in_bytes(),
+                 plog.log_start_offset, plog.log_end_offset, held_ms)
 
 
 def _current_task() -> asyncio.Task | None:
