@@ -216,17 +216,19 @@ class TimedSequenceProducer(SequenceProducer):
         if err is None and 0 <= msg.partition() < self.partitions:
             self.ack_times[msg.partition()].append(time.monotonic())
 
-    def longest_gap(self, start: float, end: float) -> dict[int, float]:
+    def longest_gap(self, start: float, end: float) -> dict[int, tuple[float, float]]:
         """Per partition: the longest time between consecutive acknowledgements that overlaps
-        [start, end] (the end of the window counts as an acknowledgement if none came since)."""
+        [start, end] (the end of the window counts as an acknowledgement if none came since), and
+        when it began, in seconds from `start` (negative: before it)."""
         gaps = {}
         for partition, times in enumerate(self.ack_times):
             times = list(times)
-            before = [t for t in times if t < start][-1:]
+            before = [t for t in times if t < start][-1:] or [start]
             inside = [t for t in times if start <= t <= end]
             after = [t for t in times if t > end][:1] or [end]
             points = before + inside + after
-            gaps[partition] = round(max((b - a for a, b in zip(points, points[1:])), default=end - start), 3)
+            gap, began = max((b - a, a) for a, b in zip(points, points[1:]))
+            gaps[partition] = (round(gap, 3), round(began - start, 3))
         return gaps
 
 
@@ -311,6 +313,7 @@ class RestartResult:
     rejoined_s: float  # back in every ISR, every broker knows the controller
     unavailable: dict[int, float] = field(default_factory=dict)  # per partition (LeaderWatch)
     ack_gaps: dict[int, float] = field(default_factory=dict)  # per partition (producer)
+    ack_gaps_began: dict[int, float] = field(default_factory=dict)  # when each began, from the SIGTERM
     controlled: bool = False  # its log says the controlled shutdown succeeded
 
     @property
@@ -324,11 +327,12 @@ class RestartResult:
     def line(self) -> str:
         worst = max(self.unavailable, key=self.unavailable.get, default=None)
         gap_at = max(self.ack_gaps, key=self.ack_gaps.get, default=None)
+        gap_began = self.ack_gaps_began.get(gap_at, 0.0)
         return (f"broker {self.broker}{' (controller)' if self.was_controller else ''}: "
                 f"exit {self.exited_s:.2f} s (code {self.exit_code}, controlled {self.controlled}), "
                 f"serving {self.serving_s:.2f} s, full ISR {self.rejoined_s:.2f} s; "
                 f"leaderless max {self.max_unavailable:.3f} s (p{worst}), "
-                f"longest ack gap {self.max_ack_gap:.3f} s (p{gap_at})")
+                f"longest ack gap {self.max_ack_gap:.3f} s (p{gap_at}, from {gap_began:+.2f} s)")
 
 
 def restart_in_turn(cluster: LocalCluster, topic: str, watch: LeaderWatch, producer: TimedSequenceProducer | None,
@@ -356,9 +360,11 @@ def restart_in_turn(cluster: LocalCluster, topic: str, watch: LeaderWatch, produ
         wait_for_controller_everywhere(cluster)
         rejoined = time.monotonic()
         watch.avoid = frozenset()
+        gaps = producer.longest_gap(began, rejoined) if producer is not None else {}
         result = RestartResult(broker_id, was_controller, code, exited - began, serving - began, rejoined - began,
                                watch.unavailable(began, rejoined, broker_id, serving),
-                               producer.longest_gap(began, rejoined) if producer is not None else {}, controlled)
+                               {p: gap for p, (gap, _) in gaps.items()},
+                               {p: at for p, (_, at) in gaps.items()}, controlled)
         progress(result.line())
         results.append(result)
     return results
