@@ -339,8 +339,9 @@ def restart_in_turn(cluster: LocalCluster, topic: str, watch: LeaderWatch, produ
                     brokers: Iterable[int] | None = None, also_wait_for: Iterable[str] = (),
                     sig: int = signal.SIGTERM, progress: Callable[[str], None] = print) -> list[RestartResult]:
     """Restart each broker in turn with `sig`; before the next one, wait until it is back in every ISR
-    of `topic` (and of the topics in `also_wait_for`) and every broker knows the controller. Each
-    restart's numbers go to `progress` as one line."""
+    of `topic` (and of the topics in `also_wait_for`), every broker knows the controller and (with a
+    `producer`) every partition has been acknowledged again, so that each restart starts from a
+    steady state. Each restart's numbers go to `progress` as one line."""
     results = []
     for broker_id in (sorted(cluster.brokers) if brokers is None else brokers):
         node = cluster.broker(broker_id)
@@ -360,7 +361,12 @@ def restart_in_turn(cluster: LocalCluster, topic: str, watch: LeaderWatch, produ
         wait_for_controller_everywhere(cluster)
         rejoined = time.monotonic()
         watch.avoid = frozenset()
-        gaps = producer.longest_gap(began, rejoined) if producer is not None else {}
+        settled = rejoined
+        if producer is not None:
+            wait_until(lambda: all(times and times[-1] > rejoined for times in producer.ack_times), REJOIN_TIMEOUT_S,
+                       message=f"acknowledgements on every partition after broker {broker_id} returned")
+            settled = time.monotonic()
+        gaps = producer.longest_gap(began, settled) if producer is not None else {}
         result = RestartResult(broker_id, was_controller, code, exited - began, serving - began, rejoined - began,
                                watch.unavailable(began, rejoined, broker_id, serving),
                                {p: gap for p, (gap, _) in gaps.items()},
