@@ -718,9 +718,6 @@ def _partition_dirs(log_dir: Path, topic: str) -> list[str]:
                   if d.is_dir() and d.name.startswith(prefix) and d.name[len(prefix):].split(".")[0].isdigit())
 
 
-@pytest.mark.xfail(strict=False, reason="the controller deletes the topic's znodes right after sending StopReplica "
-                   "instead of waiting for every replica's answer (kafka_controller.py _on_topic_deletion), so a "
-                   "replica whose broker dies meanwhile is never deleted and blocks a re-created topic of that name")
 def test_topic_deletion_completes_only_once_every_replica_is_deleted(cluster):
     """A replica that never answers its StopReplica (its broker frozen, then killed) keeps the deletion
     pending, as Kafka's TopicDeletionManager does (ReplicaDeletionIneligible until the broker returns),

@@ -151,8 +151,10 @@ class RequestBatch:
         self._stop_replica.setdefault(broker_id, {})[(topic, partition)] = (leader_epoch, delete)
 
     def send(self, channel: ControllerChannel, live: dict[int, tuple[BrokerRegistration, int]],
-             leader_and_isr_callback: Callable[[int, object], None] | None = None) -> None:
-        """Send everything collected, LeaderAndIsr before UpdateMetadata before StopReplica."""
+             leader_and_isr_callback: Callable[[int, object], None] | None = None,
+             stop_replica_callback: Callable[[int, object], None] | None = None) -> None:
+        """Send everything collected, LeaderAndIsr before UpdateMetadata before StopReplica; the
+        callbacks get (broker id, response) of each LeaderAndIsr and StopReplica."""
         live_leaders = self._live_leaders(live, channel.listener_name)
         for broker_id, partitions in self._leader_and_isr.items():
             if broker_id not in live:
@@ -213,7 +215,10 @@ class RequestBatch:
             request = StopReplicaRequest(
                 controller_id=self.controller_id, is_k_raft_controller=False, controller_epoch=self.controller_epoch,
                 broker_epoch=live[broker_id][1], topic_states=list(by_topic.values()))
-            channel.send(broker_id, request, STOP_REPLICA_VERSION)
+            callback = None
+            if stop_replica_callback is not None:
+                callback = (lambda bid: lambda resp: stop_replica_callback(bid, resp))(broker_id)
+            channel.send(broker_id, request, STOP_REPLICA_VERSION, callback)
         self._leader_and_isr.clear()
         self._update_metadata_brokers.clear()
         self._update_metadata.clear()

@@ -78,6 +78,9 @@ class KafkaController(BrokerRequests, Reassignments):
         self.topics: dict[str, TopicAssignment] = {}
         self.states: dict[TopicPartition, tuple[LeaderIsr, int]] = {}
         self.deleting: set[str] = set()
+        # topics whose deletion started: the (partition, replica) pairs whose StopReplica(delete) has
+        # not been answered without error yet (Kafka's ReplicaDeletionStarted/Ineligible replicas)
+        self.deletion_waiting: dict[str, set[tuple[int, int]]] = {}
         self._watched_topics: set[str] = set()
         self._events: asyncio.Queue[_Event] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -189,6 +192,8 @@ class KafkaController(BrokerRequests, Reassignments):
             return await self._on_partition_modification(event.payload)
         if name == "topic_deletion":
             return await self._on_topic_deletion()
+        if name == "stop_replica_response":
+            return await self._on_stop_replica_response(*event.payload)
         if name == "rebalance":
             return await self._rebalance_leaders()
         if name == "zk_reassignment":
@@ -231,6 +236,7 @@ class KafkaController(BrokerRequests, Reassignments):
         self.topics.clear()
         self.states.clear()
         self.deleting.clear()
+        self.deletion_waiting.clear()
         if self._rebalance_task is not None:
             self._rebalance_task.cancel()
             self._rebalance_task = None
@@ -294,7 +300,9 @@ class KafkaController(BrokerRequests, Reassignments):
         return RequestBatch(self.node_id, self.epoch)
 
     def _send(self, batch: RequestBatch) -> None:
-        batch.send(self.channel, self.live, leader_and_isr_callback=self._on_leader_and_isr_response)
+        batch.send(self.channel, self.live, leader_and_isr_callback=self._on_leader_and_isr_response,
+                   stop_replica_callback=lambda broker_id, response: self.post("stop_replica_response",
+                                                                               (broker_id, response)))
 
     def _on_leader_and_isr_response(self, broker_id: int, response) -> None:
         if response.error_code:
@@ -542,6 +550,18 @@ class KafkaController(BrokerRequests, Reassignments):
                                    self.epoch_zk_version)
                 continue
             self.deleting.add(name)
+            waiting = self.deletion_waiting.get(name)
+            if waiting is not None:
+                # started: ask again the replicas that have not answered, once their brokers are back
+                dead = sorted({replica for _, replica in waiting if replica not in self.live})
+                if dead:
+                    log.info("controller %d: deletion of topic %s waits for brokers %s", self.node_id, name, dead)
+                    continue
+                batch = self._batch()
+                for partition, replica in sorted(waiting):
+                    batch.add_stop_replica(replica, name, partition, True, DELETION_EPOCH)
+                self._send(batch)
+                continue
             if self.reassigning_topic(name):
                 log.info("controller %d: deletion of topic %s waits for its reassignments", self.node_id, name)
                 continue
@@ -561,7 +581,28 @@ class KafkaController(BrokerRequests, Reassignments):
             for partition, rs in assignment.partitions.items():
                 for replica in rs:
                     batch.add_stop_replica(replica, name, partition, True, DELETION_EPOCH)
+            self.deletion_waiting[name] = {(p, r) for p, rs in assignment.partitions.items() for r in rs}
             self._send(batch)
+            log.info("controller %d: deletion of topic %s started", self.node_id, name)
+
+    async def _on_stop_replica_response(self, broker_id: int, response) -> None:
+        """A topic is deleted (its znodes removed) once every replica has answered its StopReplica
+        without error; a replica that fails, or whose broker dies first, is asked again later."""
+        done = set()
+        for result in response.partition_errors:
+            waiting = self.deletion_waiting.get(result.topic_name)
+            if waiting is None or (result.partition_index, broker_id) not in waiting:
+                continue
+            error = response.error_code or result.error_code
+            if error:
+                log.warning("controller %d: broker %d could not delete %s-%d (%s); retrying later", self.node_id,
+                            broker_id, result.topic_name, result.partition_index, ErrorCode(error).name)
+                continue
+            waiting.discard((result.partition_index, broker_id))
+            if not waiting:
+                done.add(result.topic_name)
+        for name in sorted(done):
+            del self.deletion_waiting[name]
             await self._zk(self.zk.delete_topic_znodes, name, self.epoch_zk_version)
             self._forget_topic(name)
             log.info("controller %d: deleted topic %s", self.node_id, name)
@@ -569,6 +610,7 @@ class KafkaController(BrokerRequests, Reassignments):
     def _forget_topic(self, name: str) -> None:
         assignment = self.topics.pop(name, None)
         self.deleting.discard(name)
+        self.deletion_waiting.pop(name, None)
         if assignment is not None:
             for partition in assignment.partitions:
                 self.states.pop((name, partition), None)
