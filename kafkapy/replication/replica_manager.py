@@ -176,16 +176,19 @@ class ReplicaManager:
         return ErrorCode.NONE if part.is_leader else ErrorCode.NOT_LEADER_OR_FOLLOWER
 
     def leader_hint(self, topic: str, partition: int) -> tuple[int, int]:
-        """(leader id, leader epoch) to tell a client that asked the wrong broker (KIP-951): the
-        metadata cache's view, or what the last LeaderAndIsr told us."""
+        """(leader id, leader epoch) to tell a client that asked the wrong broker (KIP-951): what the
+        last LeaderAndIsr told us, as Kafka's getCurrentLeader, unless the metadata cache knows a
+        newer epoch (LeaderAndIsr reaches a broker before the UpdateMetadata that follows it)."""
+        hint = (-1, -1)
+        part = self._partitions.get((topic, partition))
+        if part is not None and part.leader_id >= 0:
+            hint = (part.leader_id, part.leader_epoch)
         meta = self.broker.metadata.get_topic(topic)
         if meta is not None and 0 <= partition < len(meta.partitions):
             state = meta.partitions[partition]
-            return state.leader, state.leader_epoch
-        part = self._partitions.get((topic, partition))
-        if part is not None:
-            return part.leader_id, part.leader_epoch
-        return -1, -1
+            if state.leader_epoch > hint[1]:
+                hint = (state.leader, state.leader_epoch)
+        return hint
 
     def node_endpoint(self, node_id: int) -> tuple[str, int] | None:
         return self.broker.metadata.broker_endpoint(node_id) if node_id >= 0 else None
