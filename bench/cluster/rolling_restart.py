@@ -70,6 +70,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--partitions", type=int, default=6)
     parser.add_argument("--rate", type=float, default=200.0, help="records per second over all partitions")
     parser.add_argument("--rounds", type=int, default=1, help="times every broker is restarted")
+    parser.add_argument("--prefill-gb", type=float, default=0.0,
+                        help="GB of 1 KiB records written to the topic before the restarts (data the brokers "
+                             "reopen and the followers catch up on)")
     parser.add_argument("--baseline-s", type=float, default=5.0, help="quiet producing before the first restart")
     parser.add_argument("--session-timeout-ms", type=int, default=6000, help="zookeeper.session.timeout.ms")
     parser.add_argument("--timeout", type=int, default=600, help="seconds for the whole run, then give up")
@@ -89,6 +92,10 @@ def run(args: argparse.Namespace, work_dir: Path) -> dict:
         new = NewTopic(topic, args.partitions, min(3, args.brokers), config={"min.insync.replicas": "2"})
         admin.create_topics([new], request_timeout=30)[topic].result(timeout=60)
         wait_for_isr(cluster, topic, min(3, args.brokers))
+        if args.prefill_gb > 0:
+            seconds = _prefill(cluster.bootstrap, topic, args.partitions, int(args.prefill_gb * 1e9))
+            wait_for_isr(cluster, topic, min(3, args.brokers), timeout=300)
+            print(f"prefilled {args.prefill_gb:g} GB in {seconds:.1f} s", file=sys.stderr, flush=True)
         producer = TimedSequenceProducer(cluster.bootstrap, topic, args.partitions, rate=args.rate)
         watch = LeaderWatch(cluster, topic)
         watch.start()
@@ -106,10 +113,12 @@ def run(args: argparse.Namespace, work_dir: Path) -> dict:
         finally:
             producer.stop(flush_timeout=30.0)
             watch.stop()
-        check = check_records(read_topic(cluster.bootstrap, topic, args.partitions), producer.acked(),
-                              producer.sent())
+        records = [[(offset, value) for offset, value in part if value != PREFILL]
+                   for part in read_topic(cluster.bootstrap, topic, args.partitions, timeout=600)]
+        check = check_records(records, producer.acked(), producer.sent())
         elapsed = time.monotonic() - began
     return {
+        "prefill_gb": args.prefill_gb,
         "brokers": args.brokers, "partitions": args.partitions, "rate": args.rate, "rounds": args.rounds,
         "session_timeout_ms": args.session_timeout_ms, "elapsed_s": round(elapsed, 1),
         "baseline_max_ack_gap_s": max(baseline.values(), default=0.0),
@@ -122,6 +131,31 @@ def run(args: argparse.Namespace, work_dir: Path) -> dict:
     }
 
 
+PREFILL = b"P" * 1024
+
+
+def _prefill(bootstrap: str, topic: str, partitions: int, total_bytes: int) -> float:
+    """Write `total_bytes` of PREFILL records (acks=all), as fast as the cluster takes them."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 20, "batch.size": 1_000_000,
+                         "queue.buffering.max.messages": 500_000, "logger": client_log})
+    failed: list[object] = []
+    started = time.perf_counter()
+    for i in range(total_bytes // len(PREFILL)):
+        while True:
+            try:
+                producer.produce(topic, PREFILL, partition=i % partitions,
+                                 on_delivery=lambda err, _msg: err is not None and failed.append(err))
+                break
+            except BufferError:
+                producer.poll(0.01)
+    left = producer.flush(300)
+    if left or failed:
+        raise RuntimeError(f"prefill: {left} records not delivered, {len(failed)} failed {failed[:1]}")
+    return time.perf_counter() - started
+
+
 def _internal_topics(cluster: LocalCluster) -> list[str]:
     from conformance.cluster_harness import describe
 
@@ -132,7 +166,8 @@ def render(summary: dict) -> str:
     lines = [
         f"rolling restart: {summary['brokers']} brokers, {summary['partitions']} partitions (RF 3, "
         f"min.insync.replicas=2), idempotent acks=all producer at {summary['rate']:.0f} records/s, "
-        f"{summary['rounds']} round(s), zookeeper.session.timeout.ms={summary['session_timeout_ms']}; "
+        f"{summary['rounds']} round(s), zookeeper.session.timeout.ms={summary['session_timeout_ms']}"
+        f"{', topic prefilled with %g GB' % summary['prefill_gb'] if summary.get('prefill_gb') else ''}; "
         "times from each broker's SIGTERM",
         "",
         "| # | broker | exit | serving | full ISR | leaderless (max over partitions) | longest ack gap (began) |",
