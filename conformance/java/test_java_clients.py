@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -148,3 +149,54 @@ def test_default_producer_then_assign_consumer(broker, java_programs: JavaProgra
     count = str(PRODUCE_COUNT)
     java_programs.run("ProducerCheck", broker.bootstrap, topic, str(PRODUCE_PARTITIONS), count, compression)
     java_programs.run("ConsumerCheck", broker.bootstrap, topic, str(PRODUCE_PARTITIONS), count)
+
+
+# 200000 records of 1 KiB (~200 MB) at 15000/s, the move asked for after a fifth of them: it copies
+# ~40 MB (1 MiB segments) and catches up while the producer still writes; about 20 s in all here.
+LOG_DIR_MOVE_COUNT = 200_000
+LOG_DIR_MOVE_TIMEOUT_S = 150.0
+
+
+@pytest.mark.timeout(240)
+def test_java_admin_moves_a_replica_between_log_dirs(java_programs: JavaPrograms, broker_factory,
+                                                     tmp_path: Path) -> None:
+    """alterReplicaLogDirs moves a partition to the broker's other log dir while a default producer
+    (acks=all, idempotent) writes to it; every record comes back once, byte-exact, in order, and the
+    partition's directory is then in the destination only (LogDirMoveCheck)."""
+    kafka = pytest.importorskip("kafka", reason="!!! kafka-python not installed: pip install -e '.[test]'")
+    from kafka.admin import NewTopic
+
+    broker_id = 1
+    topic = f"java-logdir-move-{uuid.uuid4().hex[:8]}"
+    dirs = [tmp_path / "disk1", tmp_path / "disk2"]
+    broker = broker_factory({"log.dirs": ",".join(map(str, dirs)), "broker.id": str(broker_id),
+                             "offsets.topic.num.partitions": "1"})
+    # Created here, so that the destination is whichever dir the partition did not land in.
+    admin = kafka.KafkaAdminClient(bootstrap_servers=broker.bootstrap, request_timeout_ms=30000)
+    try:
+        admin.create_topics([NewTopic(topic, -1, -1, replica_assignments={0: [broker_id]},
+                                      topic_configs={"segment.bytes": str(1 << 20)})])
+    finally:
+        admin.close()
+
+    def partition_entries(log_dir: Path) -> list[str]:
+        return sorted(p.name for p in log_dir.iterdir() if p.name.startswith(f"{topic}-0"))
+
+    homes = [d for d in dirs if partition_entries(d) == [f"{topic}-0"]]
+    assert len(homes) == 1, {str(d): partition_entries(d) for d in dirs}
+    src = homes[0]
+    dst = next(d for d in dirs if d != src)
+    assert partition_entries(dst) == []
+
+    java_programs.run("LogDirMoveCheck", broker.bootstrap, topic, str(broker_id), str(dst), str(LOG_DIR_MOVE_COUNT),
+                      timeout=LOG_DIR_MOVE_TIMEOUT_S)
+
+    # The files moved: the destination holds the partition (no future dir left), the source nothing of
+    # it once the renamed "-moved" original is deleted in the background.
+    deadline = time.monotonic() + 30
+    while partition_entries(src) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert partition_entries(src) == [], f"left in the old dir {src}"
+    assert partition_entries(dst) == [f"{topic}-0"]
+    segments = list((dst / f"{topic}-0").glob("*.log"))
+    assert len(segments) > 100, f"{len(segments)} segments in {dst / f'{topic}-0'}"
