@@ -108,8 +108,8 @@ def test_java_admin_preferred_election_with_the_preferred_replica_down(
 
 def test_java_admin_describes_log_dirs(cluster, java_programs: JavaPrograms) -> None:  # noqa: F811
     """describeLogDirs/describeReplicaLogDirs name each broker's log.dirs and the replicas in it
-    (ClusterOpsCheck logdirs). Moving a replica between log dirs is not checked: kafkapy does not
-    move partitions between log dirs yet (AlterReplicaLogDirs answers INVALID_REQUEST for a move)."""
+    (ClusterOpsCheck logdirs). Moving a replica between two log dirs while it is written to is
+    test_java_clients.py's test_java_admin_moves_a_replica_between_log_dirs (LogDirMoveCheck)."""
     wait_for_controller_everywhere(cluster)
     dirs = ",".join(f"{broker_id}={node.log_dir}" for broker_id, node in sorted(cluster.brokers.items()))
     java_programs.run("ClusterOpsCheck", "logdirs", cluster.bootstrap, unique("java-logdirs"), dirs)
