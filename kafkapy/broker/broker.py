@@ -24,9 +24,15 @@ log = logging.getLogger(__name__)
 class Broker:
     """One kafkapy broker process: owns the listener, the partitions it leads and their logs."""
 
-    def __init__(self, config, sockets: list | None = None):
+    def __init__(self, config, sockets: dict[str, list] | list | None = None):
         self.config = config
-        self._sockets = sockets
+        # pre-bound listening sockets by listener name (a bare list: the first listener's)
+        if isinstance(sockets, list):
+            sockets = {config.listeners[0].name: sockets}
+        self._sockets = sockets or {}
+        # listener name -> advertised (host, port); ports of port-0 listeners are filled in at start
+        self.endpoints: dict[str, tuple[str, int]] = {
+            lst.name: (lst.host, lst.port) for lst in config.advertised_listeners}
         self.node_id: int = config.node_id
         self.bind_host, self.port = config.listener_address()
         self.advertised_host, self.advertised_port = config.advertised_address()
@@ -46,6 +52,8 @@ class Broker:
         self.broker_epoch = -1
         self.txn_markers = None  # RemoteMarkers, made on first use (cluster mode)
         self.txn_verifier = None  # TxnVerifier, made on first use (cluster mode)
+        # client quotas (security/quotas.py); None when no quota is configured anywhere
+        self.quotas = None
         self.metadata = self._open_metadata_store()
         self.readvertise()  # a stored dynamic advertised.listeners wins over the static one
         self.logs = LogManager(self.log_dirs, config.default_log_config(),
@@ -112,8 +120,16 @@ class Broker:
         loop = asyncio.get_running_loop()
         # The sockets already listen (bound before the imports), so clients queue in the backlog
         # while logs load; requests are served only once everything below is ready.
-        sockets = self._sockets if self._sockets is not None else bind_listener(self.bind_host, self.port)
-        self.port = sockets[0].getsockname()[1]
+        bound: dict[str, list] = {}
+        for listener in self.config.listeners:
+            sockets = self._sockets.get(listener.name) or bind_listener(listener.bind_host, listener.port)
+            bound[listener.name] = sockets
+            port = sockets[0].getsockname()[1]
+            host, advertised_port = self.endpoints.get(listener.name, (None, None))
+            if host is not None and advertised_port == 0:
+                self.endpoints[listener.name] = (host, port)
+        first = self.config.listeners[0]
+        self.port = bound[first.name][0].getsockname()[1]
         if self.advertised_port == 0:
             self.advertised_port = self.port
             self.metadata.register_broker(self.node_id, self.advertised_host, self.port,
@@ -130,18 +146,40 @@ class Broker:
 
         # after the groups: finishing prepared transactions may complete transactional offsets
         start_transaction_coordination(self, loop)
-        for sock in sockets:
-            self._servers.append(await loop.create_server(lambda: KafkaConnection(self), sock=sock))
+        from ..security.tls import server_ssl_context
+
+        for listener in self.config.listeners:
+            context = server_ssl_context(self.config, listener)
+            for sock in bound[listener.name]:
+                self._servers.append(await loop.create_server(
+                    lambda listener=listener: KafkaConnection(self, listener), sock=sock, ssl=context))
         if self.cluster is not None:
             await self.replicas.start()
             await self.cluster.start(self.advertised_host, self.advertised_port)
         self._tasks.append(loop.create_task(self._periodic(
             self.logs.run_retention, self.config.get("log.retention.check.interval.ms") / 1000)))
         self._tasks.append(loop.create_task(self._periodic(self.logs.flush_dirty, 1.0)))
-        log.info("kafkapy broker %d listening on %s:%d (advertised %s:%d), cluster id %s, data in %s,"
-                 " started in %.3f s", self.node_id, self.bind_host, self.port, self.advertised_host,
-                 self.advertised_port, self.cluster_id, ",".join(self.log_dirs),
-                 time.monotonic() - self.started_at)
+        log.info("kafkapy broker %d listening on %s (advertised %s), cluster id %s, data in %s,"
+                 " started in %.3f s", self.node_id,
+                 ", ".join(f"{lst.name}://{lst.host}:{bound[lst.name][0].getsockname()[1]}"
+                           for lst in self.config.listeners),
+                 ", ".join(f"{name}://{host}:{port}" for name, (host, port) in self.endpoints.items()),
+                 self.cluster_id, ",".join(self.log_dirs), time.monotonic() - self.started_at)
+
+    def brokers_for(self, listener_name: str | None):
+        """The brokers as clients connected to `listener_name` must see them (Metadata,
+        DescribeCluster, FindCoordinator): each one's endpoint on that listener; brokers without it
+        are left out, as Kafka does."""
+        if listener_name is None or listener_name == self.config.listeners[0].name:
+            return self.metadata.list_brokers()
+        if self.cluster is not None:
+            return self.metadata.cache.broker_infos(listener_name)
+        from ..controller.store import BrokerInfo
+
+        endpoint = self.endpoints.get(listener_name)
+        if endpoint is None:
+            return []
+        return [BrokerInfo(self.node_id, endpoint[0], endpoint[1], self.config.get("broker.rack"))]
 
     async def _periodic(self, fn, interval_s: float) -> None:
         while True:

@@ -153,11 +153,16 @@ class ClusterMember:
         await self.controller.start()
 
     def _registration(self) -> BrokerRegistration:
-        """Our registration: kafkapy serves one listener, which is also the inter-broker one."""
+        """Our registration: every advertised listener (the first one's address as last advertised)."""
         host, port, rack = self._registered_at
-        listener = next(lst for lst in self.config.listeners if lst.name == self.listener)
-        return BrokerRegistration(self.node_id, [Endpoint(self.listener, listener.security_protocol, host, port)],
-                                  rack, {}, int(time.time() * 1000))
+        protocols = {lst.name: lst.security_protocol for lst in self.config.listeners}
+        first = self.config.listeners[0].name
+        endpoints = []
+        for name, (ep_host, ep_port) in self.broker.endpoints.items():
+            if name == first:
+                ep_host, ep_port = host, port
+            endpoints.append(Endpoint(name, protocols[name], ep_host, ep_port))
+        return BrokerRegistration(self.node_id, endpoints, rack, {}, int(time.time() * 1000))
 
     def _register(self) -> None:
         try:

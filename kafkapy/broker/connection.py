@@ -11,11 +11,14 @@ import asyncio
 import logging
 import os
 import struct
+import time
 from collections import deque
 from typing import TYPE_CHECKING
 
 from ..protocol.errors import DecodeError
 from ..protocol.primitives import ExternalRecords
+from ..security.principal import ANONYMOUS
+from ..security.session import ConnectionSession
 from .dispatch import ConnectionClosed, RequestContext, handle_frame
 
 if TYPE_CHECKING:
@@ -33,8 +36,15 @@ _SENDFILE_MIN_BYTES = 64 * 1024
 class KafkaConnection(asyncio.Protocol):
     """asyncio protocol for one client socket."""
 
-    def __init__(self, broker: Broker):
+    def __init__(self, broker: Broker, listener=None):
         self.broker = broker
+        # the listener this connection came in on (config.Listener: name, security protocol) and
+        # who it is: ANONYMOUS until TLS client auth or SASL says otherwise
+        self.listener = listener
+        self.principal = ANONYMOUS
+        # authentication state (SASL) and what a request may do before it completes
+        self.session = ConnectionSession(self)
+        self._muted_until = 0.0
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
         self._buf = bytearray()
@@ -109,6 +119,10 @@ class KafkaConnection(asyncio.Protocol):
     async def _process(self) -> None:
         try:
             while self._frames and not self._closed:
+                if self._muted_until:
+                    await self._wait_unmuted()
+                    if self._closed:
+                        return
                 frame = self._frames.popleft()
                 self._queued_bytes -= len(frame)
                 if self._reading_paused and self._queued_bytes < _MAX_QUEUED_BYTES // 2:
@@ -139,6 +153,24 @@ class KafkaConnection(asyncio.Protocol):
             self._worker = None
             if self._frames and not self._closed:
                 self._worker = asyncio.get_running_loop().create_task(self._process())
+
+    def mute_for(self, seconds: float) -> None:
+        """Kafka's throttling: read and handle nothing more from this client for `seconds` (the
+        response already sent tells it the throttle time)."""
+        if seconds <= 0 or self._closed:
+            return
+        self._muted_until = max(self._muted_until, time.monotonic() + seconds)
+        if not self._reading_paused and self.transport is not None:
+            self._reading_paused = True
+            self.transport.pause_reading()
+
+    async def _wait_unmuted(self) -> None:
+        while not self._closed and (left := self._muted_until - time.monotonic()) > 0:
+            await asyncio.sleep(left)
+        self._muted_until = 0.0
+        if self._reading_paused and not self._closed and self._queued_bytes < _MAX_QUEUED_BYTES // 2:
+            self._reading_paused = False
+            self.transport.resume_reading()
 
     async def _write(self, parts: list) -> None:
         transport = self.transport

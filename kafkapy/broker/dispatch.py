@@ -7,11 +7,13 @@ framing live here, once, not in the handlers.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from ..protocol.headers import RequestHeader, decode_request_header, encode_response_header
 from ..protocol.messages import REQUEST_TYPES
+from ..security.principal import ANONYMOUS, KafkaPrincipal
 
 if TYPE_CHECKING:
     from .broker import Broker
@@ -49,6 +51,22 @@ class RequestContext:
     def peer(self) -> str:
         return self.connection.peer if self.connection is not None else "-"
 
+    @property
+    def principal(self) -> KafkaPrincipal:
+        """Who sent the request (User:ANONYMOUS without authentication; in-process calls too)."""
+        return self.connection.principal if self.connection is not None else ANONYMOUS
+
+    @property
+    def listener_name(self) -> str | None:
+        listener = self.connection.listener if self.connection is not None else None
+        return listener.name if listener is not None else None
+
+    @property
+    def client_host(self) -> str:
+        """The client's address without the port (ACL host matching)."""
+        peer = self.peer
+        return peer.rsplit(":", 1)[0] if ":" in peer else peer
+
 
 def handles(request_cls: type) -> Callable[[Handler], Handler]:
     """Register the decorated coroutine as the handler of `request_cls`'s api key."""
@@ -78,8 +96,17 @@ async def handle_frame(ctx: RequestContext, frame: bytes) -> list | None:
         raise ConnectionClosed(
             f"unsupported version {version} of api key {key} (supported {versions[0]}-{versions[1]},"
             f" client {header.client_id!r})")
+    connection = ctx.connection
+    if connection is not None:
+        # SASL: before authentication only ApiVersions and the SASL requests pass (security/session.py)
+        connection.session.check_request(key, version)
     request = REQUEST_TYPES[key].decode(frame, version, pos)
+    started = time.monotonic()
     response = await HANDLERS[key](ctx, request)
+    quotas = ctx.broker.quotas
+    if quotas is not None and connection is not None:
+        # client quotas: may set the response's throttle_time_ms and mute the connection
+        quotas.after_request(ctx, key, request, response, len(frame), time.monotonic() - started)
     if response is None:
         return None
     return [encode_response_header(header.correlation_id, key, version)] + response.encode_parts(version)

@@ -12,8 +12,8 @@ log = logging.getLogger(__name__)
 
 def run(config) -> None:
     """Run a broker in this process until SIGTERM or SIGINT, then shut down cleanly."""
-    hosts, port = config.listener_address()
-    sockets = bind_listener(hosts, port)
+    # every listener, in the order of `listeners` (the first is the broker's main address)
+    sockets = {listener.name: bind_listener(listener.bind_host, listener.port) for listener in config.listeners}
     try:
         import uvloop
     except ImportError:  # pragma: no cover - uvloop is a dependency; keep running without it

@@ -23,7 +23,7 @@ async def handle_describe_cluster(ctx: RequestContext, request: DescribeClusterR
                                        endpoint_type=request.endpoint_type, cluster_id=broker.cluster_id)
     brokers = [DescribeClusterResponse.DescribeClusterBroker(broker_id=b.node_id, host=b.host, port=b.port,
                                                              rack=b.rack)
-               for b in broker.metadata.list_brokers()]
+               for b in broker.brokers_for(ctx.listener_name)]
     response = DescribeClusterResponse(throttle_time_ms=0, error_code=0, cluster_id=broker.cluster_id,
                                        controller_id=broker.metadata.controller_id(), brokers=brokers,
                                        endpoint_type=request.endpoint_type if ctx.api_version >= 1 else 1)

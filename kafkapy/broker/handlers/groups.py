@@ -125,14 +125,15 @@ def on_leadership_change(broker, loop: asyncio.AbstractEventLoop, topic: str, re
     broker.replicas.leadership_listeners.append(changed)
 
 
-def _node(broker, node_id: int) -> tuple[str, int] | None:
-    for info in broker.metadata.list_brokers():
+def _node(broker, node_id: int, listener_name: str | None = None) -> tuple[str, int] | None:
+    for info in broker.brokers_for(listener_name):
         if info.node_id == node_id:
             return info.host, info.port
     return None
 
 
-def find_coordinator(broker, key: str, key_type: int) -> tuple[int, str | None, int, str, int]:
+def find_coordinator(broker, key: str, key_type: int,
+                     listener_name: str | None = None) -> tuple[int, str | None, int, str, int]:
     """(error, message, node id, host, port) of the coordinator for one key."""
     if key_type == TRANSACTION_KEY_TYPE:
         txn = getattr(broker, "transaction_coordinator", None)
@@ -151,7 +152,7 @@ def find_coordinator(broker, key: str, key_type: int) -> tuple[int, str | None, 
         return ErrorCode.INVALID_REQUEST, f"unknown coordinator key type {key_type}", -1, "", -1
     if error != ErrorCode.NONE:
         return error, ErrorCode(error).name, -1, "", -1
-    address = _node(broker, node_id) if node_id >= 0 else None
+    address = _node(broker, node_id, listener_name) if node_id >= 0 else None
     if address is None:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, "the coordinator has no live leader", -1, "", -1
     return ErrorCode.NONE, "NONE", node_id, address[0], address[1]
@@ -164,11 +165,13 @@ async def handle_find_coordinator(ctx: RequestContext,
     if ctx.api_version >= 4:
         coordinators = []
         for key in request.coordinator_keys:
-            error, message, node_id, host, port = find_coordinator(broker, key, request.key_type)
+            error, message, node_id, host, port = find_coordinator(broker, key, request.key_type,
+                                                                   ctx.listener_name)
             coordinators.append(FindCoordinatorResponse.Coordinator(
                 key=key, node_id=node_id, host=host, port=port, error_code=error, error_message=message))
         return FindCoordinatorResponse(throttle_time_ms=0, coordinators=coordinators)
-    error, message, node_id, host, port = find_coordinator(broker, request.key, request.key_type)
+    error, message, node_id, host, port = find_coordinator(broker, request.key, request.key_type,
+                                                           ctx.listener_name)
     return FindCoordinatorResponse(throttle_time_ms=0, error_code=error, error_message=message,
                                    node_id=node_id, host=host, port=port)
 

@@ -33,9 +33,9 @@ def topic_response(broker, meta, version: int) -> MetadataResponse.MetadataRespo
         partitions=partitions)
 
 
-def broker_entries(broker) -> list:
+def broker_entries(broker, listener_name: str | None = None) -> list:
     return [MetadataResponse.MetadataResponseBroker(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
-            for b in broker.metadata.list_brokers()]
+            for b in broker.brokers_for(listener_name)]
 
 
 @handles(MetadataRequest)
@@ -82,5 +82,5 @@ async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> Meta
             if topic.error_code == 0:
                 topic.topic_authorized_operations = ALL_TOPIC_OPERATIONS
     return MetadataResponse(
-        throttle_time_ms=0, brokers=broker_entries(broker), cluster_id=broker.cluster_id,
+        throttle_time_ms=0, brokers=broker_entries(broker, ctx.listener_name), cluster_id=broker.cluster_id,
         controller_id=broker.metadata.controller_id(), topics=topics)
