@@ -55,6 +55,10 @@ class Broker:
         # client quotas (security/quotas.py); None when no quota is configured anywhere
         self.quotas = None
         self.metadata = self._open_metadata_store()
+        # ACL enforcement (security/authorizer.py); None without authorizer.class.name: nothing is checked
+        from ..security.authorizer import create_authorizer
+
+        self.authorizer = create_authorizer(config.get, self.metadata)
         self.readvertise()  # a stored dynamic advertised.listeners wins over the static one
         self.logs = LogManager(self.log_dirs, config.default_log_config(),
                                cleaner_enable=config.get("log.cleaner.enable"),
@@ -77,6 +81,10 @@ class Broker:
         self._servers: list[asyncio.base_events.Server] = []
         self._tasks: list[asyncio.Task] = []
         self.started_at = time.monotonic()
+        # client quotas: broker.quotas follows the stored quotas (None while there are none)
+        from ..security.quotas import install_client_quotas
+
+        install_client_quotas(self)
 
     def _open_metadata_store(self):
         if self.config.get("zookeeper.connect"):

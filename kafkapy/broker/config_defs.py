@@ -16,6 +16,7 @@ from enum import Enum, IntEnum
 from typing import Any
 
 from ..controller.errors import ConfigError
+from ..security.authorizer import SuperUsers
 
 __all__ = [
     "BROKER_CONFIGS", "TOPIC_CONFIGS", "BrokerSynonym", "ConfigDef", "ConfigType", "Importance", "Password",
@@ -468,7 +469,8 @@ _USED = {
     "producer.id.expiration.check.interval.ms", "log.retention.check.interval.ms",
     "log.flush.offset.checkpoint.interval.ms", "log.flush.start.offset.checkpoint.interval.ms",
     "log.roll.hours", "log.retention.minutes", "log.retention.hours", "kafkapy.cluster.id",
-    "request.timeout.ms", "queued.max.requests", "authorizer.class.name",
+    "request.timeout.ms", "queued.max.requests", "authorizer.class.name", "super.users",
+    "allow.everyone.if.no.acl.found",
     # server defaults of the topic configs the partition logs implement
     "log.segment.bytes", "log.roll.ms", "log.index.size.max.bytes", "log.index.interval.bytes",
     "log.retention.ms", "log.retention.bytes", "log.flush.interval.messages", "log.flush.interval.ms",
@@ -601,8 +603,12 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _table(
     K("default.replication.factor", I, 1, M, "Default replication factor of a new topic."),
     K("fetch.max.bytes", I, 57671680, M, "Most bytes returned by one fetch request.", Range(1024)),
     K("max.incremental.fetch.session.cache.slots", I, 1000, M, "Incremental fetch sessions kept.", Range(0)),
-    K("authorizer.class.name", S, "", L, "Class of the authorizer; empty for none. kafkapy: any value "
-      "enables the ACL APIs (ACLs are stored, not enforced).", NonNull()),
+    K("authorizer.class.name", S, "", L, "Class of the authorizer; empty for none. kafkapy enforces ACLs "
+      "(security/authorizer.py) with Kafka's AclAuthorizer semantics; any other class name is served the same "
+      "way, with a warning.", NonNull()),
+    K("super.users", S, "", L, "Principals allowed everything by the authorizer (User:a;User:b).", SuperUsers()),
+    K("allow.everyone.if.no.acl.found", B, False, L, "With an authorizer: allow an action on a resource that "
+      "no ACL matches."),
     K("controlled.shutdown.enable", B, True, M, "Enable controlled shutdown."),
     K("controlled.shutdown.max.retries", I, 3, M, "Controlled shutdown retries."),
     K("controlled.shutdown.retry.backoff.ms", LG, 5000, M, "Backoff between controlled shutdown retries."),

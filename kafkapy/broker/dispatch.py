@@ -9,10 +9,12 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable
 
 from ..protocol.headers import RequestHeader, decode_request_header, encode_response_header
 from ..protocol.messages import REQUEST_TYPES
+from ..controller.acls import CLUSTER_RESOURCE_NAME, AclOperation, ResourceType
+from ..security.authorizer import SUPPORTED_OPERATIONS
 from ..security.principal import ANONYMOUS, KafkaPrincipal
 
 if TYPE_CHECKING:
@@ -66,6 +68,49 @@ class RequestContext:
         """The client's address without the port (ACL host matching)."""
         peer = self.peer
         return peer.rsplit(":", 1)[0] if ":" in peer else peer
+
+    # -- authorization (security/authorizer.py); without authorizer.class.name every check is True, and
+    # so it is for a context without a connection: a call from inside the process, not a client's request
+    @property
+    def _authorizer(self):
+        return getattr(self.broker, "authorizer", None) if self.connection is not None else None
+
+    def authorized(self, operation: AclOperation, resource_type: ResourceType, name: str,
+                   log_if_denied: bool = True) -> bool:
+        """May this request's principal, from its host, perform `operation` on the resource?"""
+        authorizer = self._authorizer
+        if authorizer is None:
+            return True
+        return authorizer.authorize(self.principal, self.client_host, operation, resource_type, name,
+                                    log_if_denied)
+
+    def authorized_cluster(self, operation: AclOperation, log_if_denied: bool = True) -> bool:
+        """`authorized` on the CLUSTER resource (kafka-cluster)."""
+        return self.authorized(operation, ResourceType.CLUSTER, CLUSTER_RESOURCE_NAME, log_if_denied)
+
+    def authorized_names(self, operation: AclOperation, resource_type: ResourceType,
+                         names: Iterable[str], log_if_denied: bool = True) -> set[str]:
+        """The names among `names` this request may perform `operation` on (KafkaApis' filterByAuthorized)."""
+        authorizer = self._authorizer
+        if authorizer is None:
+            return set(names)
+        principal, host = self.principal, self.client_host
+        return {name for name in set(names)
+                if authorizer.authorize(principal, host, operation, resource_type, name, log_if_denied)}
+
+    def authorized_by_resource_type(self, operation: AclOperation, resource_type: ResourceType) -> bool:
+        """May the principal perform `operation` on some resource of the type (Kafka's authorizeByResourceType)?"""
+        authorizer = self._authorizer
+        if authorizer is None:
+            return True
+        return authorizer.authorize_by_resource_type(self.principal, self.client_host, operation, resource_type)
+
+    def authorized_operations(self, resource_type: ResourceType, name: str) -> int:
+        """The authorized-operations bit field for a response (every supported operation without an authorizer)."""
+        authorizer = self._authorizer
+        if authorizer is None:
+            return sum(1 << op for op in SUPPORTED_OPERATIONS[resource_type])
+        return authorizer.authorized_operations(self.principal, self.client_host, resource_type, name)
 
 
 def handles(request_cls: type) -> Callable[[Handler], Handler]:
