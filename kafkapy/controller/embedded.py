@@ -17,6 +17,7 @@ from types import MappingProxyType
 from typing import Any
 
 from . import partition_changes
+from ..security.quotas import QuotaEntity, apply_quota_ops
 from .acls import AclBinding, AclBindingFilter
 from .errors import InconsistentClusterIdError, UnknownTopicIdError, UnknownTopicOrPartitionError
 from .ids import new_cluster_id, new_topic_id, uuid_to_kafka_str
@@ -65,6 +66,7 @@ class EmbeddedMetadataStore(MetadataStore):
         self._live: set[int] = set()
         self._broker_configs: dict[str, dict[str, str]] = {}
         self._acls: set[AclBinding] = set()
+        self._client_quotas: dict[QuotaEntity, dict[str, float]] = {}
         self._closed = False
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._cluster_id = self._load(cluster_id)
@@ -96,6 +98,8 @@ class EmbeddedMetadataStore(MetadataStore):
                 self._topics_by_id[topic.topic_id] = topic
             self._broker_configs = {k: dict(v) for k, v in data.get("broker_configs", {}).items()}
             self._acls = {AclBinding.from_json(raw) for raw in data.get("acls", [])}
+            self._client_quotas = {QuotaEntity.of(raw["entity"]): {k: float(v) for k, v in raw["quotas"].items()}
+                                   for raw in data.get("client_quotas", [])}
         except (OSError, ValueError, KeyError, TypeError) as exc:
             # Never start from empty metadata over a file we could not read: that would orphan every log.
             raise RuntimeError(f"cannot read kafkapy metadata file {self.path}: {exc}") from exc
@@ -116,6 +120,9 @@ class EmbeddedMetadataStore(MetadataStore):
         }
         if self._acls:
             data["acls"] = [acl.to_json() for acl in sorted(self._acls, key=AclBinding.sort_key)]
+        if self._client_quotas:
+            data["client_quotas"] = [{"entity": entity.as_dict(), "quotas": quotas}
+                                     for entity, quotas in sorted(self._client_quotas.items(), key=lambda e: str(e[0]))]
         tmp = self.data_dir / (METADATA_FILE + ".tmp")
         with open(tmp, "w", encoding="utf-8") as f:
             json.dump(data, f, indent=1, sort_keys=True)
@@ -321,6 +328,23 @@ class EmbeddedMetadataStore(MetadataStore):
                 self._broker_configs.pop(resource, None)
             self._persist()
             self._notify(MetadataChange(ChangeKind.BROKER_CONFIGS_CHANGED, resource=resource))
+
+    # -- client quotas ----------------------------------------------------------------------------
+    def describe_client_quotas(self) -> dict[QuotaEntity, dict[str, float]]:
+        with self._lock:
+            return {entity: dict(quotas) for entity, quotas in self._client_quotas.items()}
+
+    def alter_client_quotas(self, changes: Mapping[QuotaEntity, Mapping[str, float | None]]) -> None:
+        with self._lock:
+            for entity, ops in changes.items():
+                updated = apply_quota_ops(self._client_quotas.get(entity, {}), ops.items())
+                if updated:
+                    self._client_quotas[entity] = updated
+                else:
+                    self._client_quotas.pop(entity, None)
+                log.info("client quotas of %s now %s", entity, updated or "none")
+            self._persist()
+            self._notify(MetadataChange(ChangeKind.CLIENT_QUOTAS_CHANGED))
 
     # -- lifecycle --------------------------------------------------------------------------------
     def add_listener(self, listener: MetadataListener) -> None:

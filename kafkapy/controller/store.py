@@ -17,6 +17,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from ..security.quotas import QuotaEntity
     from .acls import AclBinding, AclBindingFilter
 
 __all__ = ["BrokerInfo", "ChangeKind", "MetadataChange", "MetadataListener", "MetadataStore", "PartitionMetadata",
@@ -72,6 +73,7 @@ class ChangeKind(Enum):
     PARTITION_CHANGED = "partition_changed"
     BROKER_CONFIGS_CHANGED = "broker_configs_changed"
     ACLS_CHANGED = "acls_changed"
+    CLIENT_QUOTAS_CHANGED = "client_quotas_changed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,6 +203,15 @@ class MetadataStore(abc.ABC):
     @abc.abstractmethod
     def set_broker_configs(self, resource: str, configs: Mapping[str, str]) -> None:
         """Replace the dynamic broker configs of `resource` (already validated by the caller)."""
+
+    # -- client quotas ----------------------------------------------------------------------------
+    @abc.abstractmethod
+    def describe_client_quotas(self) -> dict[QuotaEntity, dict[str, float]]:
+        """Every quota entity (kafkapy.security.quotas.QuotaEntity) that has quotas, with them."""
+
+    @abc.abstractmethod
+    def alter_client_quotas(self, changes: Mapping[QuotaEntity, Mapping[str, float | None]]) -> None:
+        """Set (value) or remove (None) quotas of entities, already validated, in one change."""
 
     # -- lifecycle ------------------------------------------------------------------------------
     @abc.abstractmethod

@@ -70,6 +70,9 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     43: (0, 2),
     # IncrementalAlterConfigs: v0 postdates Kafka 2.1 (added in 2.3), so it stays.
     44: (0, 1),
+    # DescribeClientQuotas, AlterClientQuotas (KIP-546): every version Kafka 3.9 defines.
+    48: (0, 1),
+    49: (0, 1),
     # AlterPartitionReassignments, ListPartitionReassignments, OffsetDelete, DescribeCluster,
     # ConsumerGroupDescribe, DescribeTopicPartitions: newer than Kafka 2.1, every version.
     45: (0, 0),

@@ -16,6 +16,7 @@ from . import (  # noqa: F401
     offset_for_leader_epoch,
     offsets,
     produce,
+    quotas,
     replicas,
     topics,
     transactions,

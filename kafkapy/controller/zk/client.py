@@ -820,6 +820,32 @@ class KafkaZkClient:
         return {name: decode_config(found[config_entity_path(entity_type, name)][0])
                 for name in sorted(names) if config_entity_path(entity_type, name) in found}
 
+    def get_quota_entity_configs(self) -> dict[str, dict[str, str]]:
+        """The client quota znodes by entity path ("users/<u>", "users/<u>/clients/<c>", "clients/<c>";
+        names sanitized as in ZooKeeper, `<default>` for defaults), in two pipelined rounds."""
+        users = self._children(config_entity_type_path("users"))
+        clients = self._children(config_entity_type_path("clients"))
+        user_clients = self._children_many([f"{config_entity_path('users', u)}/clients" for u in users])
+        entity_paths = ([f"users/{u}" for u in users] + [f"clients/{c}" for c in clients]
+                        + [f"users/{u}/clients/{c}" for u in users
+                           for c in user_clients.get(f"{config_entity_path('users', u)}/clients", [])])
+        znodes = {p: config_entity_path(*p.split("/", 1)) for p in entity_paths}
+        found = self._get_many(list(znodes.values()))
+        return {p: decode_config(found[z][0]) for p, z in znodes.items() if z in found}
+
+    def _children_many(self, paths: list[str]) -> dict[str, list[str]]:
+        """Pipelined get_children; absent znodes are left out."""
+        def get_all(client: KazooClient) -> dict[str, list[str]]:
+            pending = [(path, client.get_children_async(path)) for path in paths]
+            found = {}
+            for path, result in pending:
+                try:
+                    found[path] = result.get()
+                except kz.NoNodeError:
+                    pass
+            return found
+        return self._retry(get_all) if paths else {}
+
     def watch_config_changes(self, callback: Callable[[list[str]], None], *,
                              purge_after_ms: int = CONFIG_CHANGE_EXPIRY_MS) -> WatchHandle:
         """callback(entity paths such as "topics/foo") for each batch of new config_change_ nodes.

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 
 from ...protocol.errors import ErrorCode, KafkaError
+from ...security.quotas import CLIENT_ID, USER, QuotaEntity, format_quota_value, quota_values
 from ..acls import AclBinding, AclBindingFilter
 from ..errors import (
     InvalidPartitionsError,
@@ -43,7 +44,7 @@ from ..replica_assignment import assign_replicas
 from ..topic_rules import check_new_topic_name, is_internal_topic, plan_assignments, plan_new_partitions
 from .acl_store import ZkAclCache
 from .client import KafkaZkClient, TopicExistsError
-from .paths import TopicAssignment
+from .paths import TopicAssignment, desanitize_entity_name, sanitize_entity_name
 
 __all__ = ["ZkMetadataStore"]
 
@@ -134,6 +135,8 @@ class ZkMetadataStore(MetadataStore):
             elif entity_type == "brokers":
                 resource = "" if name == _DEFAULT_ENTITY else name
                 self._notify(MetadataChange(ChangeKind.BROKER_CONFIGS_CHANGED, resource=resource))
+        if any(path.startswith(("users/", "clients/")) for path in entity_paths):
+            self._notify(MetadataChange(ChangeKind.CLIENT_QUOTAS_CHANGED))
 
     def topic_configs(self, name: str) -> Mapping[str, str]:
         """A topic's config overrides (read from ZooKeeper the first time)."""
@@ -326,6 +329,27 @@ class ZkMetadataStore(MetadataStore):
     def set_broker_configs(self, resource: str, configs: Mapping[str, str]) -> None:
         self.zk.set_entity_config("brokers", resource or _DEFAULT_ENTITY, dict(configs))
 
+    # -- client quotas: /config/users/<u>, /config/clients/<c>, /config/users/<u>/clients/<c> --------
+    def describe_client_quotas(self) -> dict[QuotaEntity, dict[str, float]]:
+        quotas = {}
+        for path, configs in self.zk.get_quota_entity_configs().items():
+            values = quota_values(configs)
+            if values:
+                quotas[_quota_entity(path)] = values
+        return quotas
+
+    def alter_client_quotas(self, changes: Mapping[QuotaEntity, Mapping[str, float | None]]) -> None:
+        # As Kafka's AdminZkClient: each entity's znode is rewritten whole (other keys kept) and
+        # announced with its own config_change_ notification.
+        for entity, ops in changes.items():
+            entity_type, name = _quota_znode(entity)
+            current = self.zk.get_entity_config(entity_type, name)
+            updated = {k: v for k, v in current.items() if k not in ops}
+            updated.update({k: format_quota_value(k, v) for k, v in ops.items() if v is not None})
+            self.zk.set_entity_config(entity_type, name, updated)
+            log.info("client quotas of %s now %s", entity, updated or "none")
+        self._notify(MetadataChange(ChangeKind.CLIENT_QUOTAS_CHANGED))
+
     # -- lifecycle ------------------------------------------------------------------------------
     def add_listener(self, listener: MetadataListener) -> None:
         self._listeners.append(listener)
@@ -343,3 +367,32 @@ class ZkMetadataStore(MetadataStore):
 
     def close(self) -> None:
         """The cluster member closes the ZooKeeper client."""
+
+
+def _znode_name(name: str | None) -> str:
+    return _DEFAULT_ENTITY if name is None else sanitize_entity_name(name)
+
+
+def _entity_name(znode_name: str) -> str | None:
+    return None if znode_name == _DEFAULT_ENTITY else desanitize_entity_name(znode_name)
+
+
+def _quota_znode(entity: QuotaEntity) -> tuple[str, str]:
+    """(entity type, znode name below it) of a quota entity, as Kafka's ZooKeeper layout."""
+    components = entity.as_dict()
+    if USER in components:
+        name = _znode_name(components[USER])
+        if CLIENT_ID in components:
+            name += f"/clients/{_znode_name(components[CLIENT_ID])}"
+        return "users", name
+    return "clients", _znode_name(components[CLIENT_ID])
+
+
+def _quota_entity(path: str) -> QuotaEntity:
+    """The entity of "users/<u>", "users/<u>/clients/<c>" or "clients/<c>"."""
+    parts = path.split("/")
+    if parts[0] == "clients":
+        return QuotaEntity.client(_entity_name(parts[1]))
+    if len(parts) == 4:
+        return QuotaEntity.user_client(_entity_name(parts[1]), _entity_name(parts[3]))
+    return QuotaEntity.user(_entity_name(parts[1]))

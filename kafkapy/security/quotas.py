@@ -1,0 +1,490 @@
+"""Client quotas as Kafka enforces them: byte rates, request time and controller mutations.
+
+Entities and precedence are Kafka's DefaultQuotaCallback (KIP-55): for a request from user U with
+client id C the first configured entity of
+
+    /config/users/U/clients/C, /config/users/U/clients/<default>, /config/users/U,
+    /config/users/<default>/clients/C, /config/users/<default>/clients/<default>,
+    /config/users/<default>, /config/clients/C, /config/clients/<default>
+
+gives the quota, and every connection that resolves to the same entity shares one rate sensor
+(the entity's components filled in with U and C: `users/<default>` gives each user its own).
+
+Rates are Kafka's `Rate` over `SampledStat`: 11 samples of 1 s; a sample starts when a value
+arrives after the previous sample's second is over; the rate is the samples' sum over the span
+since the oldest one, padded to 10 full windows while fewer are retained. A recorded value that
+takes the rate above the bound throttles the client for ((rate - bound) / bound) * window span
+(ClientQuotaManager.throttleTime), capped at one window for request_percentage
+(RequestQuotaManager) and not capped for byte rates. controller_mutation_rate is Kafka's token
+bucket (KIP-599): a burst of rate * 11 s of partitions, throttle = deficit / rate.
+
+The broker holds a `ClientQuotas` only while some quota exists (`broker.quotas is None`
+otherwise): dispatch calls `after_request` after every handler, which sets the response's
+throttle_time_ms and mutes the connection (KIP-219).
+"""
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..broker.broker import Broker
+    from ..broker.dispatch import RequestContext
+
+log = logging.getLogger(__name__)
+
+__all__ = ["CLIENT_ID", "ClientQuotas", "QUOTA_KEYS", "QuotaEntity", "QuotaError", "Rate", "TokenBucket", "USER",
+           "install_client_quotas", "resolve_quota", "throttle_time_ms"]
+
+USER = "user"
+CLIENT_ID = "client-id"
+IP = "ip"
+
+PRODUCER_BYTE_RATE = "producer_byte_rate"
+CONSUMER_BYTE_RATE = "consumer_byte_rate"
+REQUEST_PERCENTAGE = "request_percentage"
+CONTROLLER_MUTATION_RATE = "controller_mutation_rate"
+QUOTA_KEYS = (PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE, REQUEST_PERCENTAGE, CONTROLLER_MUTATION_RATE)
+# Kafka's QuotaConfigs: the byte rates are LONG configs, the other two DOUBLE.
+INTEGER_KEYS = frozenset({PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE})
+
+QUOTA_WINDOW_NUM = 11  # quota.window.num
+QUOTA_WINDOW_SIZE_S = 1.0  # quota.window.size.seconds
+SENSOR_EXPIRY_S = 3600.0  # Kafka's INACTIVE_SENSOR_EXPIRATION_TIME_SECONDS
+
+_PRODUCE, _FETCH = 0, 1
+_CREATE_TOPICS, _DELETE_TOPICS, _CREATE_PARTITIONS = 19, 20, 37
+# Broker-to-broker requests (Kafka's ClusterAction) are exempt from the request quota.
+_CLUSTER_ACTIONS = frozenset({4, 5, 6, 7, 27, 56, 57, 63, 67})
+
+
+class QuotaError(ValueError):
+    """An entity or quota an AlterClientQuotas request may not set (INVALID_REQUEST)."""
+
+
+@dataclass(frozen=True, slots=True)
+class QuotaEntity:
+    """A quota entity: which of user and client-id it names, each a name or None for `<default>`."""
+
+    components: tuple[tuple[str, str | None], ...]  # sorted by type: ("client-id", ...), ("user", ...)
+
+    @classmethod
+    def of(cls, components: Mapping[str, str | None]) -> QuotaEntity:
+        return cls(tuple(sorted(components.items())))
+
+    @classmethod
+    def user(cls, name: str | None) -> QuotaEntity:
+        return cls(((USER, name),))
+
+    @classmethod
+    def client(cls, name: str | None) -> QuotaEntity:
+        return cls(((CLIENT_ID, name),))
+
+    @classmethod
+    def user_client(cls, user: str | None, client_id: str | None) -> QuotaEntity:
+        return cls(((CLIENT_ID, client_id), (USER, user)))
+
+    def as_dict(self) -> dict[str, str | None]:
+        return dict(self.components)
+
+    def __str__(self) -> str:
+        return ",".join(f"{t}={'<default>' if n is None else n}" for t, n in self.components) or "(empty)"
+
+    def validate(self) -> None:
+        """Kafka's rules: user and/or client-id, each at most once (ip entities are not supported)."""
+        types = [t for t, _ in self.components]
+        if not types:
+            raise QuotaError("Invalid empty client quota entity")
+        if len(set(types)) != len(types):
+            raise QuotaError(f"Duplicate entity type in {self}")
+        for entity_type in types:
+            if entity_type == IP:
+                raise QuotaError("IP connection quotas (connection_creation_rate) are not supported by kafkapy")
+            if entity_type not in (USER, CLIENT_ID):
+                raise QuotaError(f"Unhandled client quota entity type: {entity_type}")
+
+
+def validate_quota(key: str, value: float) -> None:
+    if key not in QUOTA_KEYS:
+        raise QuotaError(f"Invalid configuration key {key}")
+    if not math.isfinite(value) or value <= 0:
+        raise QuotaError(f"Invalid value {value} for {key}: quotas must be positive")
+    if key in INTEGER_KEYS and value != int(value):
+        raise QuotaError(f"Configuration {key} must be a Long value")
+
+
+# -- precedence ----------------------------------------------------------------------------------
+
+def _candidates(user: str, client_id: str) -> list[tuple[QuotaEntity, tuple[str, str]]]:
+    """Kafka's order of entities for (user, client id), each with the sensor's (user, client-id) tags."""
+    return [
+        (QuotaEntity.user_client(user, client_id), (user, client_id)),
+        (QuotaEntity.user_client(user, None), (user, client_id)),
+        (QuotaEntity.user(user), (user, "")),
+        (QuotaEntity.user_client(None, client_id), (user, client_id)),
+        (QuotaEntity.user_client(None, None), (user, client_id)),
+        (QuotaEntity.user(None), (user, "")),
+        (QuotaEntity.client(client_id), ("", client_id)),
+        (QuotaEntity.client(None), ("", client_id)),
+    ]
+
+
+def resolve_quota(quotas: Mapping[QuotaEntity, Mapping[str, float]], key: str, user: str,
+                  client_id: str) -> tuple[float | None, tuple[str, str]]:
+    """The bound of `key` for this user and client id, and the tags of the sensor it is shared on.
+
+    As Kafka, the entity is chosen per quota type: a user's producer_byte_rate does not hide a
+    client's consumer_byte_rate.
+    """
+    for entity, tags in _candidates(user, client_id):
+        configured = quotas.get(entity)
+        if configured is not None and key in configured:
+            return configured[key], tags
+    return None, ("", "")
+
+
+# -- measurement ---------------------------------------------------------------------------------
+
+class Rate:
+    """Kafka's Rate(SampledStat) with quota.window.num samples of quota.window.size.seconds."""
+
+    __slots__ = ("samples", "window", "_starts", "_values", "_current")
+
+    def __init__(self, samples: int = QUOTA_WINDOW_NUM, window_s: float = QUOTA_WINDOW_SIZE_S):
+        self.samples = samples
+        self.window = window_s
+        self._starts: list[float] = []
+        self._values: list[float] = []
+        self._current = 0
+
+    def record(self, value: float, now: float) -> None:
+        if not self._starts:
+            self._starts.append(now)
+            self._values.append(0.0)
+            self._current = 0
+        elif now - self._starts[self._current] >= self.window:
+            self._current = (self._current + 1) % self.samples
+            if self._current >= len(self._starts):
+                self._starts.append(now)
+                self._values.append(0.0)
+            else:
+                self._starts[self._current] = now
+                self._values[self._current] = 0.0
+        self._values[self._current] += value
+
+    def _purge(self, now: float) -> None:
+        expire = self.samples * self.window
+        for i, start in enumerate(self._starts):
+            if now - start >= expire:
+                self._starts[i] = now
+                self._values[i] = 0.0
+
+    def window_size(self, now: float) -> float:
+        """Seconds the rate divides by: since the oldest sample, at least samples - 1 windows."""
+        self._purge(now)
+        oldest = min(self._starts) if self._starts else now
+        elapsed = now - oldest
+        full = int(elapsed // self.window)
+        if full < self.samples - 1:
+            elapsed += (self.samples - 1 - full) * self.window
+        return elapsed
+
+    def measure(self, now: float) -> float:
+        size = self.window_size(now)
+        return sum(self._values) / size if size > 0 else 0.0
+
+
+def throttle_time_ms(observed: float, bound: float, window_s: float) -> int:
+    """ClientQuotaManager.throttleTime: the delay X with observed * W / (W + X) = bound."""
+    if observed <= bound:
+        return 0
+    return int(round((observed - bound) / bound * window_s * 1000.0))
+
+
+class TokenBucket:
+    """Kafka's TokenBucket (KIP-599) for controller_mutation_rate: burst = rate * samples * window."""
+
+    __slots__ = ("tokens", "last", "burst_s")
+
+    def __init__(self, samples: int = QUOTA_WINDOW_NUM, window_s: float = QUOTA_WINDOW_SIZE_S):
+        self.burst_s = samples * window_s
+        self.tokens: float | None = None
+        self.last = 0.0
+
+    def refill(self, rate: float, now: float) -> float:
+        if self.tokens is None:
+            self.tokens = rate * self.burst_s
+        else:
+            self.tokens = min(rate * self.burst_s, self.tokens + rate * max(now - self.last, 0.0))
+        self.last = now
+        return self.tokens
+
+    def record(self, value: float, rate: float, now: float) -> int:
+        """Take `value` tokens; the throttle (ms) until the bucket is back at zero."""
+        self.refill(rate, now)
+        self.tokens -= value
+        return 0 if self.tokens >= 0 else int(math.ceil(-self.tokens / rate * 1000.0))
+
+    def throttle_ms(self, rate: float, now: float) -> int:
+        tokens = self.refill(rate, now)
+        return 0 if tokens >= 0 else int(math.ceil(-tokens / rate * 1000.0))
+
+
+@dataclass(slots=True)
+class _Sensor:
+    rate: Any
+    last_used: float
+
+
+class ClientQuotas:
+    """The quotas in force on this broker and one sensor per (quota key, user tag, client-id tag)."""
+
+    def __init__(self, quotas: Mapping[QuotaEntity, Mapping[str, float]], *, samples: int = QUOTA_WINDOW_NUM,
+                 window_s: float = QUOTA_WINDOW_SIZE_S, clock: Callable[[], float] = time.monotonic):
+        self.samples = samples
+        self.window = window_s
+        self.clock = clock
+        self._sensors: dict[tuple[str, str, str], _Sensor] = {}
+        self._resolved: dict[tuple[str, str, str], tuple[float | None, tuple[str, str]]] = {}
+        self._last_sweep = clock()
+        self.quotas: dict[QuotaEntity, dict[str, float]] = {}
+        self.keys: frozenset[str] = frozenset()
+        self.update(quotas)
+
+    def update(self, quotas: Mapping[QuotaEntity, Mapping[str, float]]) -> None:
+        """New quota values; sensors keep their history, as Kafka's updateQuotaMetricConfigs."""
+        self.quotas = {entity: dict(values) for entity, values in quotas.items() if values}
+        self.keys = frozenset(key for values in self.quotas.values() for key in values)
+        self._resolved.clear()
+
+    # -- recording -------------------------------------------------------------------------------
+    def _bound(self, key: str, user: str, client_id: str) -> tuple[float | None, tuple[str, str]]:
+        cache_key = (key, user, client_id)
+        found = self._resolved.get(cache_key)
+        if found is None:
+            found = self._resolved[cache_key] = resolve_quota(self.quotas, key, user, client_id)
+        return found
+
+    def _sensor(self, key: str, tags: tuple[str, str], now: float, factory: Callable[[], Any]) -> Any:
+        sensor = self._sensors.get((key, *tags))
+        if sensor is None:
+            sensor = self._sensors[(key, *tags)] = _Sensor(factory(), now)
+        sensor.last_used = now
+        return sensor.rate
+
+    def record(self, key: str, user: str, client_id: str, value: float, now: float | None = None) -> int:
+        """Record `value` against the rate quota `key`; the throttle time in ms (0 within quota)."""
+        if key not in self.keys:
+            return 0
+        bound, tags = self._bound(key, user, client_id)
+        if bound is None:
+            return 0
+        now = self.clock() if now is None else now
+        rate = self._sensor(key, tags, now, lambda: Rate(self.samples, self.window))
+        rate.record(value, now)
+        observed = rate.measure(now)
+        if observed <= bound:
+            return 0
+        throttle = throttle_time_ms(observed, bound, rate.window_size(now))
+        if key == REQUEST_PERCENTAGE:  # RequestQuotaManager: boundedThrottleTime, max one window
+            throttle = min(throttle, int(self.window * 1000))
+        return throttle
+
+    def unrecord(self, key: str, user: str, client_id: str, value: float, now: float | None = None) -> None:
+        bound, tags = self._bound(key, user, client_id)
+        sensor = self._sensors.get((key, *tags))
+        if bound is not None and sensor is not None:
+            sensor.rate.record(-value, self.clock() if now is None else now)
+
+    def mutation_throttle_ms(self, user: str, client_id: str, now: float | None = None) -> int:
+        """How long this client's controller_mutation_rate bucket is still in deficit (strict mode)."""
+        if CONTROLLER_MUTATION_RATE not in self.keys:
+            return 0
+        bound, tags = self._bound(CONTROLLER_MUTATION_RATE, user, client_id)
+        if bound is None:
+            return 0
+        now = self.clock() if now is None else now
+        bucket = self._sensor(CONTROLLER_MUTATION_RATE, tags, now,
+                              lambda: TokenBucket(self.samples, self.window))
+        return bucket.throttle_ms(bound, now)
+
+    def record_mutations(self, user: str, client_id: str, partitions: float, now: float | None = None) -> int:
+        if CONTROLLER_MUTATION_RATE not in self.keys or partitions <= 0:
+            return 0
+        bound, tags = self._bound(CONTROLLER_MUTATION_RATE, user, client_id)
+        if bound is None:
+            return 0
+        now = self.clock() if now is None else now
+        bucket = self._sensor(CONTROLLER_MUTATION_RATE, tags, now,
+                              lambda: TokenBucket(self.samples, self.window))
+        return bucket.record(partitions, bound, now)
+
+    def _sweep(self, now: float) -> None:
+        self._last_sweep = now
+        stale = [k for k, s in self._sensors.items() if now - s.last_used > SENSOR_EXPIRY_S]
+        for k in stale:
+            del self._sensors[k]
+
+    # -- the dispatch hook ---------------------------------------------------------------------------
+    def after_request(self, ctx: RequestContext, api_key: int, request: Any, response: Any,
+                      request_size_bytes: int, handler_seconds: float) -> None:
+        """Record the request against its client's quotas; throttle the response and the channel."""
+        now = self.clock()
+        if now - self._last_sweep > 60.0:
+            self._sweep(now)
+        user = ctx.principal.name
+        client_id = ctx.client_id or ""
+        throttle = 0
+        if api_key == _FETCH and _is_replica_fetch(request):
+            return  # followers are governed by replication throttles
+        if api_key == _PRODUCE:
+            throttle = self.record(PRODUCER_BYTE_RATE, user, client_id, request_size_bytes, now)
+        elif api_key == _FETCH and response is not None:
+            throttle = self.record(CONSUMER_BYTE_RATE, user, client_id, _fetch_response_size(response), now)
+        elif api_key in (_CREATE_TOPICS, _DELETE_TOPICS, _CREATE_PARTITIONS) and response is not None:
+            throttle = self.record_mutations(user, client_id, _mutated_partitions(ctx, api_key, request, response),
+                                             now)
+        if api_key not in _CLUSTER_ACTIONS and not (api_key == _PRODUCE and getattr(request, "acks", 1) == 0):
+            throttle = max(throttle, self.record(REQUEST_PERCENTAGE, user, client_id, handler_seconds * 100.0, now))
+        if throttle <= 0:
+            return
+        if response is not None and hasattr(response, "throttle_time_ms"):
+            response.throttle_time_ms = max(response.throttle_time_ms or 0, throttle)
+        # KIP-219: the response goes out now, then the channel is muted. Clients older than
+        # Produce v6 / Fetch v8 expect the broker to hold the response instead; they get it at
+        # once and their next request waits out the mute, which bounds their rate the same way.
+        ctx.connection.mute_for(throttle / 1000.0)
+
+
+def _is_replica_fetch(request: Any) -> bool:
+    if getattr(request, "replica_id", -1) >= 0:
+        return True
+    state = getattr(request, "replica_state", None)
+    return state is not None and getattr(state, "replica_id", -1) >= 0
+
+
+def _fetch_response_size(response: Any) -> int:
+    """Bytes of record data plus a per-partition allowance for the fields around them."""
+    size = 16
+    for topic in response.responses or ():
+        size += 24
+        for part in topic.partitions or ():
+            records = part.records
+            size += 48 + (len(records) if records is not None else 0)
+    return size
+
+
+def _mutated_partitions(ctx: RequestContext, api_key: int, request: Any, response: Any) -> int:
+    """Partitions a CreateTopics / DeleteTopics / CreatePartitions request created or deleted."""
+    count = 0
+    if api_key == _CREATE_TOPICS:
+        if getattr(request, "validate_only", False):
+            return 0
+        wanted = {t.name: t for t in request.topics}
+        default = ctx.broker.config.get("num.partitions")
+        for result in response.topics:
+            if result.error_code:
+                continue
+            n = getattr(result, "num_partitions", -1)
+            if n is None or n < 0:
+                topic = wanted.get(result.name)
+                n = -1 if topic is None else (len(topic.assignments) or topic.num_partitions)
+            count += n if n > 0 else default
+    elif api_key == _DELETE_TOPICS:
+        # The topic is gone by now; Kafka counts its partitions, here each deleted topic counts one.
+        count = sum(1 for result in response.responses if not result.error_code)
+    else:
+        if getattr(request, "validate_only", False):
+            return 0
+        ok = {r.name for r in response.results if not r.error_code}
+        for topic in request.topics:
+            if topic.name in ok:
+                count += len(topic.assignments) if topic.assignments else 1
+    return count
+
+
+# -- wiring -----------------------------------------------------------------------------------------
+
+def install_client_quotas(broker: Broker) -> None:
+    """Keep `broker.quotas` in step with the stored quotas: None while there are none."""
+    from ..controller.store import ChangeKind
+
+    generation = 0
+
+    def apply(quotas: Mapping[QuotaEntity, Mapping[str, float]]) -> None:
+        quotas = {entity: values for entity, values in quotas.items() if values}
+        if not quotas:
+            if broker.quotas is not None:
+                log.info("no client quotas configured any more: quota enforcement off")
+            broker.quotas = None
+        elif broker.quotas is None:
+            broker.quotas = ClientQuotas(quotas)
+            log.info("client quotas in force for %d entities", len(quotas))
+        else:
+            broker.quotas.update(quotas)
+            log.info("client quotas updated: %d entities", len(quotas))
+
+    def reload() -> None:
+        nonlocal generation
+        generation += 1
+        mine = generation
+        store = broker.metadata
+        try:
+            import asyncio
+
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if loop is None or not hasattr(store, "zk"):
+            apply(store.describe_client_quotas())
+            return
+
+        def done(future) -> None:
+            if future.exception() is not None:
+                log.error("could not read client quotas: %s", future.exception())
+            elif mine == generation:  # a later reload supersedes this one
+                apply(future.result())
+
+        loop.run_in_executor(None, store.describe_client_quotas).add_done_callback(
+            lambda f: loop.call_soon_threadsafe(done, f))
+
+    def on_change(change) -> None:
+        if change.kind is ChangeKind.CLIENT_QUOTAS_CHANGED:
+            reload()
+
+    apply(broker.metadata.describe_client_quotas())
+    broker.metadata.add_listener(on_change)
+
+
+def quota_values(raw: Mapping[str, str]) -> dict[str, float]:
+    """Quota overrides as stored in ZooKeeper (strings) -> floats; unknown keys are kept out."""
+    values = {}
+    for key, value in raw.items():
+        if key in QUOTA_KEYS:
+            try:
+                values[key] = float(value)
+            except ValueError:
+                log.warning("ignoring malformed quota %s=%r", key, value)
+    return values
+
+
+def format_quota_value(key: str, value: float) -> str:
+    """A quota as Kafka writes it to ZooKeeper: LONG keys without a fraction."""
+    if key in INTEGER_KEYS or value == int(value):
+        return str(int(value))
+    return repr(value)
+
+
+def apply_quota_ops(current: Mapping[str, float], ops: Iterable[tuple[str, float | None]]) -> dict[str, float]:
+    """The entity's quotas after setting (value) or removing (None) keys."""
+    updated = dict(current)
+    for key, value in ops:
+        if value is None:
+            updated.pop(key, None)
+        else:
+            updated[key] = value
+    return updated
