@@ -492,6 +492,11 @@ _USED = {
     # replication throttles (kafkapy/replication/throttle.py)
     "leader.replication.throttled.rate", "follower.replication.throttled.rate", "replication.quota.window.num",
     "replication.quota.window.size.seconds",
+    # TLS listeners and inter-broker TLS (kafkapy/security/tls.py)
+    "ssl.protocol", "ssl.enabled.protocols", "ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password",
+    "ssl.key.password", "ssl.keystore.certificate.chain", "ssl.keystore.key", "ssl.truststore.type",
+    "ssl.truststore.location", "ssl.truststore.password", "ssl.truststore.certificates", "ssl.client.auth",
+    "ssl.endpoint.identification.algorithm", "ssl.cipher.suites", "ssl.principal.mapping.rules",
 }
 # Kafka's per-broker-only dynamic configs are listener/security ones; kafkapy can re-advertise
 # itself, but not rebind its sockets, so only advertised.listeners is among them.
@@ -794,7 +799,15 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _table(
     K("ssl.client.auth", S, "none", M, "Whether the server asks for client certificates.",
       OneOf(("required", "requested", "none"))),
     K("ssl.endpoint.identification.algorithm", S, "https", L, "Host name verification algorithm."),
-    K("ssl.cipher.suites", LS, [], M, "Enabled cipher suites."),
+    K("ssl.cipher.suites", LS, [], M, "Enabled cipher suites (Java or OpenSSL names; TLS 1.2 and older)."),
+    K("ssl.keystore.certificate.chain", P, None, H, "Certificate chain in PEM, for ssl.keystore.type=PEM."),
+    K("ssl.keystore.key", P, None, H, "Private key in PEM (PKCS#8, encrypted with ssl.key.password if set), for "
+      "ssl.keystore.type=PEM."),
+    K("ssl.truststore.certificates", P, None, H, "Trusted certificates in PEM, for ssl.truststore.type=PEM."),
+    K("ssl.principal.mapping.rules", S, "DEFAULT", L, "Rules mapping a client certificate's subject DN to a "
+      "principal name: RULE:pattern/replacement/[LU], DEFAULT."),
+    K("ssl.keymanager.algorithm", S, "SunX509", L, "Key manager algorithm (Java only; accepted)."),
+    K("ssl.trustmanager.algorithm", S, "PKIX", L, "Trust manager algorithm (Java only; accepted)."),
     K("connections.max.reauth.ms", LG, 0, M, "Maximum session lifetime before SASL re-authentication."),
     K("principal.builder.class", C, "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder",
       M, "Class building the principal of a connection."),

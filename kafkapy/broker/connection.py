@@ -19,6 +19,7 @@ from ..protocol.errors import DecodeError
 from ..protocol.primitives import ExternalRecords
 from ..security.principal import ANONYMOUS
 from ..security.session import ConnectionSession
+from ..security.tls import peer_principal
 from .dispatch import ConnectionClosed, RequestContext, handle_frame
 
 if TYPE_CHECKING:
@@ -31,6 +32,8 @@ _SIZE = struct.Struct(">i")
 _MAX_QUEUED_BYTES = 64 * 1024 * 1024
 # Below this a pread + transport write costs less than the sendfile bookkeeping.
 _SENDFILE_MIN_BYTES = 64 * 1024
+# TLS cannot sendfile: segment slices go through the transport in pieces of this size.
+_TLS_CHUNK_BYTES = 1024 * 1024
 
 
 class KafkaConnection(asyncio.Protocol):
@@ -64,8 +67,24 @@ class KafkaConnection(asyncio.Protocol):
         self.transport = transport
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
-        sock = transport.get_extra_info("socket")
-        self._sock_fd = sock.fileno() if sock is not None else None
+        ssl_object = transport.get_extra_info("ssl_object")
+        if ssl_object is None:
+            sock = transport.get_extra_info("socket")
+            self._sock_fd = sock.fileno() if sock is not None else None
+        else:
+            # TLS: the transport encrypts, so nothing may go to the socket directly (no sendfile)
+            self._sock_fd = None
+            if self.listener is None or self.listener.security_protocol == "SSL":
+                # SASL_SSL: the principal is SASL's, not the certificate's (as Kafka's principal builder)
+                try:
+                    self.principal = peer_principal(ssl_object)
+                except ValueError as exc:  # NoMatchingRule, or a certificate subject that does not parse
+                    log.info("closing TLS connection from %s: authentication failed: %s", self.peer, exc)
+                    self.close()
+                    return
+            log.debug("TLS connection from %s on %s: principal %s, %s, %s", self.peer,
+                      self.listener.name if self.listener else "?", self.principal, ssl_object.version(),
+                      (ssl_object.cipher() or ("?",))[0])
         self.broker.connections.add(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -185,6 +204,25 @@ class KafkaConnection(asyncio.Protocol):
             if pending:
                 transport.write(b"".join(pending))
                 pending = []
+            if self._sock_fd is None and len(part) >= _SENDFILE_MIN_BYTES and hasattr(part, "fileno"):
+                # TLS: read the slice in large pieces (never decoded) and let the transport encrypt
+                # them, waiting for it to drain between pieces so a big fetch holds about one piece
+                # plus the transport's buffer in memory
+                fd, position, end = part.fileno(), part.position, part.position + len(part)
+                while position < end and not self._closed:
+                    data = os.pread(fd, min(_TLS_CHUNK_BYTES, end - position), position)
+                    if not data:
+                        log.warning("closing connection from %s: segment slice at %d+%d was truncated while "
+                                    "being sent", self.peer, part.position, len(part))
+                        self.close()
+                        return
+                    transport.write(data)
+                    position += len(data)
+                    if self._write_paused and not self._closed:
+                        self._drain_waiter = asyncio.get_running_loop().create_future()
+                        await self._drain_waiter
+                        self._drain_waiter = None
+                continue
             sent = self._sendfile(part) if len(part) >= _SENDFILE_MIN_BYTES else 0
             if sent < len(part):
                 data = part.tobytes()
