@@ -98,6 +98,16 @@ class RequestContext:
         return {name for name in set(names)
                 if authorizer.authorize(principal, host, operation, resource_type, name, log_if_denied)}
 
+    def unauthorized_names(self, operation: AclOperation, resource_type: ResourceType,
+                           names: Iterable[str]) -> frozenset[str]:
+        """The names among `names` this request may not perform `operation` on (empty without an authorizer)."""
+        authorizer = self._authorizer
+        if authorizer is None:
+            return frozenset()
+        principal, host = self.principal, self.client_host
+        return frozenset(name for name in set(names)
+                         if not authorizer.authorize(principal, host, operation, resource_type, name))
+
     def authorized_by_resource_type(self, operation: AclOperation, resource_type: ResourceType) -> bool:
         """May the principal perform `operation` on some resource of the type (Kafka's authorizeByResourceType)?"""
         authorizer = self._authorizer

@@ -1,6 +1,7 @@
 """DescribeCluster: which brokers the cluster has (what their disks hold is kafkapy.broker.handlers.log_dirs)."""
 from __future__ import annotations
 
+from ...controller.acls import AclOperation, ResourceType
 from ...protocol.errors import ErrorCode
 from ...protocol.messages import (
     DescribeClusterRequest,
@@ -28,5 +29,5 @@ async def handle_describe_cluster(ctx: RequestContext, request: DescribeClusterR
                                        controller_id=broker.metadata.controller_id(), brokers=brokers,
                                        endpoint_type=request.endpoint_type if ctx.api_version >= 1 else 1)
     if request.include_cluster_authorized_operations:
-        response.cluster_authorized_operations = ALL_CLUSTER_OPERATIONS
+        response.cluster_authorized_operations = ctx.authorized_operations(ResourceType.CLUSTER, "kafka-cluster")
     return response

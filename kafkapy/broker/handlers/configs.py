@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 
+from ...controller.acls import AclOperation, ResourceType
 from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages import (
     AlterConfigsRequest,
@@ -25,6 +26,17 @@ log = logging.getLogger(__name__)
 TOPIC = 2
 BROKER = 4
 BROKER_LOGGER = 8
+
+
+def _authorization_error(ctx: RequestContext, resource, operation: AclOperation) -> int:
+    """KafkaApis: a topic needs `operation` on the topic, the broker (and its loggers) on the cluster."""
+    if resource.resource_type == TOPIC:
+        if not ctx.authorized(operation, ResourceType.TOPIC, resource.resource_name):
+            return ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    elif resource.resource_type in (BROKER, BROKER_LOGGER):
+        if not ctx.authorized_cluster(operation):
+            return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    return ErrorCode.NONE
 
 
 def _describe(broker, resource, version: int, include_synonyms: bool, include_docs: bool) -> list:
@@ -57,6 +69,9 @@ async def handle_describe_configs(ctx: RequestContext, request: DescribeConfigsR
         result = DescribeConfigsResponse.DescribeConfigsResult(
             error_code=0, resource_type=resource.resource_type, resource_name=resource.resource_name, configs=[])
         results.append(result)
+        result.error_code = _authorization_error(ctx, resource, AclOperation.DESCRIBE_CONFIGS)
+        if result.error_code:
+            continue
         try:
             entries = _describe(ctx.broker, resource, version, synonyms, docs)
         except KafkaError as exc:
@@ -99,6 +114,9 @@ async def handle_alter_configs(ctx: RequestContext, request: AlterConfigsRequest
         result = AlterConfigsResponse.AlterConfigsResourceResponse(
             error_code=0, resource_type=resource.resource_type, resource_name=resource.resource_name)
         responses.append(result)
+        result.error_code = _authorization_error(ctx, resource, AclOperation.ALTER_CONFIGS)
+        if result.error_code:
+            continue
         try:
             _alter(ctx.broker, resource, request.validate_only,
                    replace={c.name: c.value for c in resource.configs})
@@ -116,6 +134,9 @@ async def handle_incremental_alter_configs(
         result = IncrementalAlterConfigsResponse.AlterConfigsResourceResponse(
             error_code=0, resource_type=resource.resource_type, resource_name=resource.resource_name)
         responses.append(result)
+        result.error_code = _authorization_error(ctx, resource, AclOperation.ALTER_CONFIGS)
+        if result.error_code:
+            continue
         try:
             _alter(ctx.broker, resource, request.validate_only,
                    ops=[(c.name, c.config_operation, c.value) for c in resource.configs])

@@ -1,6 +1,7 @@
 """DeleteRecords: move a partition's log start offset forward (records below it become unreadable)."""
 from __future__ import annotations
 
+from ...controller.acls import AclOperation, ResourceType
 from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages import DeleteRecordsRequest, DeleteRecordsResponse
 from ..dispatch import RequestContext, handles
@@ -13,9 +14,15 @@ HIGH_WATERMARK = -1
 async def handle_delete_records(ctx: RequestContext, request: DeleteRecordsRequest) -> DeleteRecordsResponse:
     partitions = ctx.broker.partitions
     topics = []
+    # DELETE on each topic (KafkaApis.handleDeleteRecordsRequest)
+    denied = ctx.unauthorized_names(AclOperation.DELETE, ResourceType.TOPIC, (t.name for t in request.topics))
     for topic in request.topics:
         results = []
         for p in topic.partitions:
+            if denied and topic.name in denied:
+                results.append(Result(partition_index=p.partition_index, low_watermark=-1,
+                                      error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                continue
             plog = partitions.get_log(topic.name, p.partition_index)
             if plog is None:
                 results.append(Result(partition_index=p.partition_index, low_watermark=-1,

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import uuid
 
+from ...controller.acls import AclOperation, ResourceType
 from ...protocol.errors import ErrorCode
 from ...protocol.messages import DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse
 from ..dispatch import RequestContext, handles
-from .metadata import ALL_TOPIC_OPERATIONS
 
 Response = DescribeTopicPartitionsResponse
 _NULL_UUID = uuid.UUID(int=0)
@@ -16,10 +16,16 @@ _NULL_UUID = uuid.UUID(int=0)
 async def handle_describe_topic_partitions(
         ctx: RequestContext, request: DescribeTopicPartitionsRequest) -> DescribeTopicPartitionsResponse:
     partitions = ctx.broker.partitions
+    # DESCRIBE on each topic: a named topic answers TOPIC_AUTHORIZATION_FAILED, a listing leaves it out
+    denied: frozenset[str] = frozenset()
     if request.topics:
         names = sorted({t.name for t in request.topics})
+        denied = ctx.unauthorized_names(AclOperation.DESCRIBE, ResourceType.TOPIC, names)
     else:
         names = sorted(meta.name for meta in partitions.topics())
+        if ctx.broker.authorizer is not None:
+            allowed = ctx.authorized_names(AclOperation.DESCRIBE, ResourceType.TOPIC, names, log_if_denied=False)
+            names = [n for n in names if n in allowed]
     cursor = request.cursor
     if cursor is not None:
         names = [n for n in names if n >= cursor.topic_name]
@@ -27,6 +33,10 @@ async def handle_describe_topic_partitions(
     topics = []
     next_cursor = None
     for name in names:
+        if denied and name in denied:
+            topics.append(Response.DescribeTopicPartitionsResponseTopic(
+                error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name, topic_id=_NULL_UUID))
+            continue
         meta = partitions.topic(name)
         if meta is None:
             topics.append(Response.DescribeTopicPartitionsResponseTopic(
@@ -46,7 +56,7 @@ async def handle_describe_topic_partitions(
             budget -= 1
         topics.append(Response.DescribeTopicPartitionsResponseTopic(
             error_code=0, name=name, topic_id=meta.topic_id, is_internal=meta.internal, partitions=parts,
-            topic_authorized_operations=ALL_TOPIC_OPERATIONS))
+            topic_authorized_operations=ctx.authorized_operations(ResourceType.TOPIC, name)))
         if next_cursor is not None:
             break
     return Response(throttle_time_ms=0, topics=topics, next_cursor=next_cursor)

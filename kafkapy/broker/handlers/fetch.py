@@ -9,6 +9,7 @@ import time
 import uuid
 from dataclasses import dataclass
 
+from ...controller.acls import AclOperation, ResourceType
 from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages import FetchRequest, FetchResponse
 from ..dispatch import RequestContext, handles
@@ -211,6 +212,14 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
     max_total = request.max_bytes if version >= 3 else 0x7FFFFFFF
     isolation = request.isolation_level if version >= 4 else 0
     keys = [(w.topic, w.partition) for w in wanted]
+    # Authorization as KafkaApis.handleFetchRequest: a follower needs CLUSTER_ACTION on the cluster,
+    # a consumer READ on each topic; the partitions it may not read answer TOPIC_AUTHORIZATION_FAILED
+    if replica_id >= 0:
+        denied = None if ctx.authorized_cluster(AclOperation.CLUSTER_ACTION) else \
+            frozenset(w.topic for w in wanted)
+    else:
+        denied = ctx.unauthorized_names(AclOperation.READ, ResourceType.TOPIC,
+                                        (w.topic for w in wanted if w.topic is not None))
     first_read = True
     while True:
         remaining = max_total
@@ -219,7 +228,10 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
         errors = False
         for want in wanted:
             limit = min(want.max_bytes, remaining)
-            if cluster:
+            if denied and want.topic in denied:
+                data = PartitionData(partition_index=want.partition, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                     high_watermark=-1, records=b"")
+            elif cluster:
                 data = _read_partition_in_cluster(broker, want, limit, total == 0, isolation, version, replica_id,
                                                   first_read, leaders)
                 # a diverging epoch answers at once, like an error

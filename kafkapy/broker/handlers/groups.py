@@ -11,6 +11,7 @@ import asyncio
 import logging
 from typing import Any, Callable
 
+from ...controller.acls import AclOperation, ResourceType
 from ...groupcoord import OFFSETS_TOPIC, JoinRequest, partition_for
 from ...groupcoord.offsets_topic import offsets_topic_configs
 from ...protocol.errors import ErrorCode, KafkaError
@@ -42,6 +43,7 @@ GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
 # READ | DELETE | DESCRIBE: what a group allows when there is no authorizer
 ALL_GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
+_GROUP = ResourceType.GROUP
 _offsets_topic_warned = False
 
 
@@ -158,6 +160,18 @@ def find_coordinator(broker, key: str, key_type: int,
     return ErrorCode.NONE, "NONE", node_id, address[0], address[1]
 
 
+def _coordinator_key_denied(ctx: RequestContext, key: str, key_type: int) -> tuple | None:
+    """KafkaApis: DESCRIBE on the group or the transactional id, else its *_AUTHORIZATION_FAILED."""
+    if key_type == GROUP_KEY_TYPE and not ctx.authorized(AclOperation.DESCRIBE, _GROUP, key):
+        error = ErrorCode.GROUP_AUTHORIZATION_FAILED
+    elif key_type == TRANSACTION_KEY_TYPE and not ctx.authorized(AclOperation.DESCRIBE,
+                                                                 ResourceType.TRANSACTIONAL_ID, key):
+        error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    else:
+        return None
+    return error, ErrorCode(error).name, -1, "", -1
+
+
 @handles(FindCoordinatorRequest)
 async def handle_find_coordinator(ctx: RequestContext,
                                   request: FindCoordinatorRequest) -> FindCoordinatorResponse:
@@ -165,13 +179,13 @@ async def handle_find_coordinator(ctx: RequestContext,
     if ctx.api_version >= 4:
         coordinators = []
         for key in request.coordinator_keys:
-            error, message, node_id, host, port = find_coordinator(broker, key, request.key_type,
-                                                                   ctx.listener_name)
+            error, message, node_id, host, port = _coordinator_key_denied(ctx, key, request.key_type) or \
+                find_coordinator(broker, key, request.key_type, ctx.listener_name)
             coordinators.append(FindCoordinatorResponse.Coordinator(
                 key=key, node_id=node_id, host=host, port=port, error_code=error, error_message=message))
         return FindCoordinatorResponse(throttle_time_ms=0, coordinators=coordinators)
-    error, message, node_id, host, port = find_coordinator(broker, request.key, request.key_type,
-                                                           ctx.listener_name)
+    error, message, node_id, host, port = _coordinator_key_denied(ctx, request.key, request.key_type) or \
+        find_coordinator(broker, request.key, request.key_type, ctx.listener_name)
     return FindCoordinatorResponse(throttle_time_ms=0, error_code=error, error_message=message,
                                    node_id=node_id, host=host, port=port)
 
@@ -180,6 +194,10 @@ async def handle_find_coordinator(ctx: RequestContext,
 @handles(JoinGroupRequest)
 async def handle_join_group(ctx: RequestContext, request: JoinGroupRequest) -> JoinGroupResponse:
     version = ctx.api_version
+    if not ctx.authorized(AclOperation.READ, _GROUP, request.group_id):
+        return JoinGroupResponse(throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED,
+                                 generation_id=-1, protocol_name=None if version >= 7 else "", leader="",
+                                 member_id="", members=[])
     instance_id = request.group_instance_id if version >= 5 else None
     join = JoinRequest(
         group_id=request.group_id, member_id=request.member_id, group_instance_id=instance_id,
@@ -208,6 +226,9 @@ async def handle_sync_group(ctx: RequestContext, request: SyncGroupRequest) -> S
     if version >= 5 and (request.protocol_type is None or request.protocol_name is None):
         return SyncGroupResponse(throttle_time_ms=0, error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
                                  assignment=b"")
+    if not ctx.authorized(AclOperation.READ, _GROUP, request.group_id):
+        return SyncGroupResponse(throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED,
+                                 assignment=b"")
     assignments = {a.member_id: bytes(a.assignment) for a in request.assignments}
     coordinator = ctx.broker.group_coordinator
     result = await wait_for(lambda done: coordinator.sync_group(
@@ -220,6 +241,8 @@ async def handle_sync_group(ctx: RequestContext, request: SyncGroupRequest) -> S
 
 @handles(HeartbeatRequest)
 async def handle_heartbeat(ctx: RequestContext, request: HeartbeatRequest) -> HeartbeatResponse:
+    if not ctx.authorized(AclOperation.READ, _GROUP, request.group_id):
+        return HeartbeatResponse(throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
     error = ctx.broker.group_coordinator.heartbeat(
         request.group_id, request.member_id,
         request.group_instance_id if ctx.api_version >= 3 else None, request.generation_id)
@@ -229,6 +252,8 @@ async def handle_heartbeat(ctx: RequestContext, request: HeartbeatRequest) -> He
 @handles(LeaveGroupRequest)
 async def handle_leave_group(ctx: RequestContext, request: LeaveGroupRequest) -> LeaveGroupResponse:
     version = ctx.api_version
+    if not ctx.authorized(AclOperation.READ, _GROUP, request.group_id):
+        return LeaveGroupResponse(throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, members=[])
     if version >= 3:
         leaving = [(m.member_id, m.group_instance_id) for m in request.members]
     else:
@@ -250,6 +275,9 @@ async def handle_list_groups(ctx: RequestContext, request: ListGroupsRequest) ->
     version = ctx.api_version
     error, groups = ctx.broker.group_coordinator.list_groups(
         request.states_filter if version >= 4 else None, request.types_filter if version >= 5 else None)
+    # KafkaApis: DESCRIBE on the cluster lists every group, otherwise those the principal may DESCRIBE
+    if groups and not ctx.authorized_cluster(AclOperation.DESCRIBE, log_if_denied=False):
+        groups = [g for g in groups if ctx.authorized(AclOperation.DESCRIBE, _GROUP, g.group_id, log_if_denied=False)]
     return ListGroupsResponse(throttle_time_ms=0, error_code=error, groups=[
         ListGroupsResponse.ListedGroup(group_id=g.group_id, protocol_type=g.protocol_type,
                                        group_state=g.state, group_type=g.group_type) for g in groups])
@@ -261,6 +289,11 @@ async def handle_describe_groups(ctx: RequestContext, request: DescribeGroupsReq
     include_operations = ctx.api_version >= 3 and request.include_authorized_operations
     described = []
     for group_id in request.groups:
+        if not ctx.authorized(AclOperation.DESCRIBE, _GROUP, group_id):
+            described.append(DescribeGroupsResponse.DescribedGroup(
+                error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, group_id=group_id, group_state="",
+                protocol_type="", protocol_data="", members=[]))
+            continue
         error, summary = coordinator.describe_group(group_id)
         group = DescribeGroupsResponse.DescribedGroup(
             error_code=error, group_id=group_id, group_state=summary.state, protocol_type=summary.protocol_type,
@@ -270,14 +303,16 @@ async def handle_describe_groups(ctx: RequestContext, request: DescribeGroupsReq
                     client_host=m.client_host, member_metadata=m.metadata, member_assignment=m.assignment)
                 for m in summary.members])
         if include_operations and error == ErrorCode.NONE:
-            group.authorized_operations = ALL_GROUP_OPERATIONS
+            group.authorized_operations = ctx.authorized_operations(_GROUP, group_id)
         described.append(group)
     return DescribeGroupsResponse(throttle_time_ms=0, groups=described)
 
 
 @handles(DeleteGroupsRequest)
 async def handle_delete_groups(ctx: RequestContext, request: DeleteGroupsRequest) -> DeleteGroupsResponse:
-    results = ctx.broker.group_coordinator.delete_groups(list(request.groups_names))
+    denied = ctx.unauthorized_names(AclOperation.DELETE, _GROUP, request.groups_names)
+    results = ctx.broker.group_coordinator.delete_groups([g for g in request.groups_names if g not in denied])
+    results.update({g: ErrorCode.GROUP_AUTHORIZATION_FAILED for g in denied})
     return DeleteGroupsResponse(throttle_time_ms=0, results=[
         DeleteGroupsResponse.DeletableGroupResult(group_id=g, error_code=results[g])
         for g in request.groups_names])
@@ -295,7 +330,9 @@ async def handle_consumer_group_describe(ctx: RequestContext,
     groups = []
     for group_id in request.group_ids:
         error = coordinator.group_status(group_id)
-        if error is not None:
+        if not ctx.authorized(AclOperation.DESCRIBE, _GROUP, group_id):
+            error, message = ErrorCode.GROUP_AUTHORIZATION_FAILED, None
+        elif error is not None:
             message = None
         elif coordinator.manager.get_group(group_id) is not None:
             error, message = ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group."

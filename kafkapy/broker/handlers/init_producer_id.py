@@ -1,6 +1,7 @@
 """InitProducerId: producer ids and epochs for idempotent producers (KIP-98, KIP-360 epoch bumps)."""
 from __future__ import annotations
 
+from ...controller.acls import AclOperation, ResourceType
 from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages import InitProducerIdRequest, InitProducerIdResponse
 from ..dispatch import RequestContext, handles
@@ -11,8 +12,17 @@ MAX_EPOCH = 32767
 @handles(InitProducerIdRequest)
 async def handle_init_producer_id(ctx: RequestContext, request: InitProducerIdRequest) -> InitProducerIdResponse:
     broker = ctx.broker
+    # KafkaApis: WRITE on the transactional id; an idempotent producer needs IDEMPOTENT_WRITE on the
+    # cluster or WRITE on some topic
     if request.transactional_id is not None:
+        if not ctx.authorized(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
+            return InitProducerIdResponse(throttle_time_ms=0, error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                                          producer_id=-1, producer_epoch=-1)
         return await _init_transactional(ctx, request)
+    if not ctx.authorized_cluster(AclOperation.IDEMPOTENT_WRITE, log_if_denied=False) and \
+            not ctx.authorized_by_resource_type(AclOperation.WRITE, ResourceType.TOPIC):
+        return InitProducerIdResponse(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                                      producer_id=-1, producer_epoch=-1)
     if request.producer_id >= 0 and 0 <= request.producer_epoch < MAX_EPOCH - 1:
         # An idempotent producer resetting its sequences after an error keeps its id with a new epoch.
         return InitProducerIdResponse(throttle_time_ms=0, error_code=0, producer_id=request.producer_id,

@@ -1,6 +1,7 @@
 """ListOffsets: earliest, latest, by timestamp and max-timestamp offsets of partitions."""
 from __future__ import annotations
 
+from ...controller.acls import AclOperation, ResourceType
 from ...protocol.errors import ErrorCode
 from ...protocol.messages import ListOffsetsRequest, ListOffsetsResponse
 from ..dispatch import RequestContext, handles
@@ -68,8 +69,14 @@ async def handle_list_offsets(ctx: RequestContext, request: ListOffsetsRequest) 
     version = ctx.api_version
     isolation = request.isolation_level if version >= 2 else 0
     topics = []
+    # DESCRIBE on each topic (KafkaApis.handleListOffsetRequest)
+    denied = ctx.unauthorized_names(AclOperation.DESCRIBE, ResourceType.TOPIC, (t.name for t in request.topics))
     for topic in request.topics:
-        partitions = [_lookup(broker, topic.name, p, version, isolation, request.replica_id)
-                      for p in topic.partitions]
+        if denied and topic.name in denied:
+            partitions = [PartitionResponse(partition_index=p.partition_index,
+                                            error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED) for p in topic.partitions]
+        else:
+            partitions = [_lookup(broker, topic.name, p, version, isolation, request.replica_id)
+                          for p in topic.partitions]
         topics.append(ListOffsetsResponse.ListOffsetsTopicResponse(name=topic.name, partitions=partitions))
     return ListOffsetsResponse(throttle_time_ms=0, topics=topics)

@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import uuid
 
+from ...controller.acls import AclOperation, ResourceType
 from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages import MetadataRequest, MetadataResponse
 from ..dispatch import RequestContext, handles
 
 _NULL_UUID = uuid.UUID(int=0)
-# Every topic operation bit (READ..ALTER_CONFIGS etc.): there is no authorizer, so all are allowed.
+# Every topic operation bit (READ..ALTER_CONFIGS etc.): what a broker without an authorizer reports.
 ALL_TOPIC_OPERATIONS = 0b0000_1101_1111_1000
 
 
@@ -46,8 +47,16 @@ async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> Meta
     all_topics = request.topics is None or (version == 0 and not request.topics)
     allow_auto_create = request.allow_auto_topic_creation if version >= 4 else True
     topics = []
+    # Authorization as KafkaApis.getTopicMetadata: topics the principal may not DESCRIBE are left out of
+    # an all-topics answer and answer TOPIC_AUTHORIZATION_FAILED when named; auto-creating one needs
+    # CREATE on the cluster or on the topic
     if all_topics:
-        for meta in partitions.topics():
+        metas = partitions.topics()
+        if ctx.broker.authorizer is not None:
+            allowed = ctx.authorized_names(AclOperation.DESCRIBE, ResourceType.TOPIC, (m.name for m in metas),
+                                           log_if_denied=False)
+            metas = [m for m in metas if m.name in allowed]
+        for meta in metas:
             topics.append(topic_response(broker, meta, version))
     else:
         for wanted in request.topics:
@@ -58,8 +67,22 @@ async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> Meta
                     topics.append(MetadataResponse.MetadataResponseTopic(
                         error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=wanted.topic_id))
                     continue
+                if not ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, meta.name):
+                    topics.append(MetadataResponse.MetadataResponseTopic(
+                        error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=None, topic_id=wanted.topic_id))
+                    continue
             else:
+                if not ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, name):
+                    topics.append(MetadataResponse.MetadataResponseTopic(
+                        error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name, topic_id=_NULL_UUID))
+                    continue
                 meta = partitions.topic(name)
+                if meta is None and allow_auto_create and broker.config.get("auto.create.topics.enable") \
+                        and not ctx.authorized_cluster(AclOperation.CREATE, log_if_denied=False) \
+                        and not ctx.authorized(AclOperation.CREATE, ResourceType.TOPIC, name):
+                    topics.append(MetadataResponse.MetadataResponseTopic(
+                        error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name, topic_id=_NULL_UUID))
+                    continue
                 if meta is None and allow_auto_create:
                     try:
                         meta = partitions.auto_create(name)
@@ -80,7 +103,10 @@ async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> Meta
     if request.include_topic_authorized_operations:
         for topic in topics:
             if topic.error_code == 0:
-                topic.topic_authorized_operations = ALL_TOPIC_OPERATIONS
-    return MetadataResponse(
+                topic.topic_authorized_operations = ctx.authorized_operations(ResourceType.TOPIC, topic.name)
+    response = MetadataResponse(
         throttle_time_ms=0, brokers=broker_entries(broker, ctx.listener_name), cluster_id=broker.cluster_id,
         controller_id=broker.metadata.controller_id(), topics=topics)
+    if 8 <= version <= 10 and request.include_cluster_authorized_operations:
+        response.cluster_authorized_operations = ctx.authorized_operations(ResourceType.CLUSTER, "kafka-cluster")
+    return response

@@ -1,6 +1,7 @@
 """OffsetForLeaderEpoch: the end offset of a leader epoch, for consumers' and followers' truncation checks."""
 from __future__ import annotations
 
+from ...controller.acls import AclOperation, ResourceType
 from ...protocol.errors import ErrorCode
 from ...protocol.messages import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
 from ..dispatch import RequestContext, handles
@@ -14,8 +15,16 @@ async def handle_offset_for_leader_epoch(
     partitions = ctx.broker.partitions
     replicas = ctx.broker.replicas  # None on a single node
     topics = []
+    # KafkaApis: CLUSTER_ACTION (a follower) covers every topic, otherwise DESCRIBE on each
+    denied = frozenset() if ctx.authorized_cluster(AclOperation.CLUSTER_ACTION, log_if_denied=False) else \
+        ctx.unauthorized_names(AclOperation.DESCRIBE, ResourceType.TOPIC, (t.topic for t in request.topics))
     for topic in request.topics:
         results = []
+        if denied and topic.topic in denied:
+            topics.append(OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult(topic=topic.topic, partitions=[
+                EpochEndOffset(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, partition=p.partition)
+                for p in topic.partitions]))
+            continue
         for p in topic.partitions:
             if replicas is not None:
                 # cluster mode: only the leader answers (Kafka fetches only from the leader here)

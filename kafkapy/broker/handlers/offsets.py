@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 
+from ...controller.acls import AclOperation, ResourceType
 from ...groupcoord import OFFSETS_TOPIC, OffsetAndMetadata
 from ...protocol.errors import ErrorCode
 from ...protocol.messages import (
@@ -66,9 +67,19 @@ async def handle_offset_commit(ctx: RequestContext, request: OffsetCommitRequest
     expire = now + retention if retention != -1 else -1
     errors: dict[tuple[str, int], int] = {}
     offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
+    # KafkaApis: READ on the group (every partition fails without it), READ on each topic
+    group_denied = not ctx.authorized(AclOperation.READ, ResourceType.GROUP, request.group_id)
+    denied = frozenset() if group_denied else \
+        ctx.unauthorized_names(AclOperation.READ, ResourceType.TOPIC, (t.name for t in request.topics))
     for topic in request.topics:
         for p in topic.partitions:
             tp = (topic.name, p.partition_index)
+            if group_denied:
+                errors[tp] = ErrorCode.GROUP_AUTHORIZATION_FAILED
+                continue
+            if denied and topic.name in denied:
+                errors[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                continue
             if not partition_exists(broker, *tp):
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue
@@ -95,13 +106,26 @@ async def handle_offset_commit(ctx: RequestContext, request: OffsetCommitRequest
         for topic in request.topics])
 
 
-def _fetch_group(broker, group_id: str, topics, require_stable: bool):
-    """(group error, [(topic, [(partition, offset, epoch, metadata, error)])]) for one group."""
+def _fetch_group(ctx: RequestContext, group_id: str, topics, require_stable: bool):
+    """(group error, [(topic, [(partition, offset, epoch, metadata, error)])]) for one group.
+
+    As KafkaApis: DESCRIBE on the group, else GROUP_AUTHORIZATION_FAILED; topics the principal may not
+    DESCRIBE answer TOPIC_AUTHORIZATION_FAILED when named and are left out of an all-topics answer."""
+    broker = ctx.broker
+    if not ctx.authorized(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED, []
     wanted = None if topics is None else [(t.name, p) for t in topics for p in t.partition_indexes]
     error, found = broker.group_coordinator.fetch_offsets(group_id, wanted, require_stable)
     by_topic: dict[str, list] = {}
     if error == ErrorCode.NONE:
-        for (topic, partition) in (wanted if wanted is not None else sorted(found)):
+        listed = wanted if wanted is not None else sorted(found)
+        denied = ctx.unauthorized_names(AclOperation.DESCRIBE, ResourceType.TOPIC, (t for t, _ in listed))
+        for (topic, partition) in listed:
+            if denied and topic in denied:
+                if wanted is not None:
+                    by_topic.setdefault(topic, []).append((partition, INVALID_OFFSET, NO_LEADER_EPOCH, NO_METADATA,
+                                                           ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                continue
             committed, partition_error = found.get((topic, partition), (None, ErrorCode.NONE))
             if committed is None:
                 row = (partition, INVALID_OFFSET, NO_LEADER_EPOCH, NO_METADATA, partition_error)
@@ -119,7 +143,7 @@ async def handle_offset_fetch(ctx: RequestContext, request: OffsetFetchRequest) 
     if version >= 8:
         groups = []
         for group in request.groups:
-            error, topics = _fetch_group(broker, group.group_id, group.topics, require_stable)
+            error, topics = _fetch_group(ctx, group.group_id, group.topics, require_stable)
             groups.append(OffsetFetchResponse.OffsetFetchResponseGroup(
                 group_id=group.group_id, error_code=error, topics=[
                     OffsetFetchResponse.OffsetFetchResponseTopics(name=name, partitions=[
@@ -129,7 +153,7 @@ async def handle_offset_fetch(ctx: RequestContext, request: OffsetFetchRequest) 
                     for name, rows in topics]))
         return OffsetFetchResponse(throttle_time_ms=0, groups=groups)
     topics_wanted = request.topics if version >= 2 else (request.topics or [])
-    error, topics = _fetch_group(broker, request.group_id, topics_wanted, require_stable)
+    error, topics = _fetch_group(ctx, request.group_id, topics_wanted, require_stable)
     if error != ErrorCode.NONE and version < 2:
         # no top-level error field before v2: the group error goes on every partition
         topics = [(t.name, [(p, INVALID_OFFSET, NO_LEADER_EPOCH, NO_METADATA, error)
@@ -147,10 +171,16 @@ async def handle_offset_delete(ctx: RequestContext, request: OffsetDeleteRequest
     broker = ctx.broker
     errors: dict[tuple[str, int], int] = {}
     eligible = []
+    # KafkaApis: DELETE on the group, READ on each topic
+    if not ctx.authorized(AclOperation.DELETE, ResourceType.GROUP, request.group_id):
+        return OffsetDeleteResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, throttle_time_ms=0, topics=[])
+    denied = ctx.unauthorized_names(AclOperation.READ, ResourceType.TOPIC, (t.name for t in request.topics))
     for topic in request.topics:
         for p in topic.partitions:
             tp = (topic.name, p.partition_index)
-            if partition_exists(broker, *tp):
+            if denied and topic.name in denied:
+                errors[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif partition_exists(broker, *tp):
                 eligible.append(tp)
             else:
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION

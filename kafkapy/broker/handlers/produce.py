@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from ...controller.acls import AclOperation, ResourceType
 from ...protocol.errors import CorruptRecordError, ErrorCode, KafkaError
 from ...protocol.messages import ProduceRequest, ProduceResponse
 from ...protocol.legacy_records import legacy_to_v2
@@ -76,8 +77,21 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
                 partition_responses=[_error(p.index, ErrorCode.INVALID_REQUIRED_ACKS)
                                      for p in topic.partition_data]))
         return ProduceResponse(responses=responses)
+    # Authorization as KafkaApis.handleProduceRequest: WRITE on the transactional id for a transactional
+    # producer (the whole request fails), WRITE on each topic (its partitions fail)
+    if request.transactional_id is not None and not ctx.authorized(
+            AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
+        return ProduceResponse(responses=[ProduceResponse.TopicProduceResponse(
+            name=topic.name, partition_responses=[_error(p.index, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+                                                  for p in topic.partition_data]) for topic in request.topic_data])
+    denied = ctx.unauthorized_names(AclOperation.WRITE, ResourceType.TOPIC, (t.name for t in request.topic_data))
     for topic in request.topic_data:
         name = topic.name
+        if denied and name in denied:
+            responses.append(ProduceResponse.TopicProduceResponse(name=name, partition_responses=[
+                _error(p.index, ErrorCode.TOPIC_AUTHORIZATION_FAILED) for p in topic.partition_data]))
+            failed = True
+            continue
         if replicas is None:
             meta = partitions.topic(name)
             if meta is None:

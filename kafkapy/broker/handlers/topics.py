@@ -12,6 +12,7 @@ import logging
 import time
 import uuid
 
+from ...controller.acls import AclOperation, ResourceType
 from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages import (
     CreatePartitionsRequest,
@@ -69,6 +70,9 @@ async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest
     created = []
     for topic in request.topics:
         seen[topic.name] = seen.get(topic.name, 0) + 1
+    # KafkaApis: CREATE on the cluster, or else on each topic
+    denied = frozenset() if ctx.authorized_cluster(AclOperation.CREATE, log_if_denied=False) else \
+        ctx.unauthorized_names(AclOperation.CREATE, ResourceType.TOPIC, seen)
     for topic in request.topics:
         result = CreateTopicsResponse.CreatableTopicResult(name=topic.name, topic_id=_NULL_UUID)
         results.append(result)
@@ -79,6 +83,10 @@ async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest
         if seen[topic.name] > 1:
             result.error_code = ErrorCode.INVALID_REQUEST
             result.error_message = f"Create topics request from client contains duplicate topic {topic.name}"
+            continue
+        if denied and topic.name in denied:
+            result.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            result.error_message = "Authorization failed."
             continue
         assignments = None
         if topic.assignments:
@@ -100,7 +108,10 @@ async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest
         result.topic_id = meta.topic_id if not request.validate_only else _NULL_UUID
         result.num_partitions = len(meta.partitions)
         result.replication_factor = len(meta.partitions[0].replicas) if meta.partitions else -1
-        if version >= 5:
+        if version >= 5 and not ctx.authorized(AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, topic.name,
+                                               log_if_denied=False):
+            result.topic_config_error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED  # created; configs not shown
+        elif version >= 5:
             result.configs = _topic_configs_result(broker, topic.name) if not request.validate_only else []
         if not request.validate_only:
             created.append((result, len(meta.partitions)))
@@ -133,11 +144,18 @@ async def handle_delete_topics(ctx: RequestContext, request: DeleteTopicsRequest
             continue
         if name is None:
             meta = broker.partitions.topic_by_id(topic_id)
-            if meta is None:
+            # KafkaApis: a topic id the principal may not DESCRIBE stays unknown
+            if meta is None or not ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, meta.name):
                 result.error_code = ErrorCode.UNKNOWN_TOPIC_ID
+                continue
+            if not ctx.authorized(AclOperation.DELETE, ResourceType.TOPIC, meta.name):
+                result.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
                 continue
             name = result.name = meta.name
         else:
+            if not ctx.authorized(AclOperation.DELETE, ResourceType.TOPIC, name):
+                result.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                continue
             meta = broker.partitions.topic(name)
             if meta is None:
                 result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -175,6 +193,10 @@ async def handle_create_partitions(ctx: RequestContext,
         if not_controller(broker):
             result.error_code = ErrorCode.NOT_CONTROLLER
             result.error_message = _NOT_CONTROLLER_MESSAGE
+            continue
+        if not ctx.authorized(AclOperation.ALTER, ResourceType.TOPIC, topic.name):
+            result.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            result.error_message = "Authorization failed."
             continue
         assignments = [list(a.broker_ids) for a in topic.assignments] if topic.assignments is not None else None
         try:
