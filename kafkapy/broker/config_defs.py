@@ -497,6 +497,9 @@ _USED = {
     "ssl.key.password", "ssl.keystore.certificate.chain", "ssl.keystore.key", "ssl.truststore.type",
     "ssl.truststore.location", "ssl.truststore.password", "ssl.truststore.certificates", "ssl.client.auth",
     "ssl.endpoint.identification.algorithm", "ssl.cipher.suites", "ssl.principal.mapping.rules",
+    # SASL listeners (kafkapy/security/sasl, security/session.py)
+    "sasl.enabled.mechanisms", "sasl.jaas.config", "connections.max.reauth.ms", "sasl.server.max.receive.size",
+    "sasl.oauthbearer.sub.claim.name", "sasl.oauthbearer.scope.claim.name", "sasl.oauthbearer.clock.skew.seconds",
 }
 # Kafka's per-broker-only dynamic configs are listener/security ones; kafkapy can re-advertise
 # itself, but not rebind its sockets, so only advertised.listeners is among them.
@@ -786,7 +789,20 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _table(
     # -- security (accepted; kafkapy serves PLAINTEXT only) -----------------------------------------------
     K("sasl.enabled.mechanisms", LS, ["GSSAPI"], M, "SASL mechanisms enabled in the server."),
     K("sasl.mechanism.inter.broker.protocol", S, "GSSAPI", M, "SASL mechanism used between brokers."),
-    K("sasl.jaas.config", P, None, M, "JAAS login context for SASL connections."),
+    K("sasl.jaas.config", P, None, M, "JAAS login context for SASL connections (one login module; PLAIN's "
+      "users are its user_<name>=\"<password>\" options). listener.name.<l>.<mechanism>.sasl.jaas.config "
+      "overrides it per listener and mechanism."),
+    K("sasl.server.max.receive.size", I, 524288, L, "Largest SASL frame accepted before authentication.",
+      Range(1)),
+    K("sasl.oauthbearer.sub.claim.name", S, "sub", L, "OAUTHBEARER: claim naming the principal (the JAAS "
+      "option unsecuredValidatorPrincipalClaimName wins)."),
+    K("sasl.oauthbearer.scope.claim.name", S, "scope", L, "OAUTHBEARER: claim holding the scopes (the JAAS "
+      "option unsecuredValidatorScopeClaimName wins)."),
+    K("sasl.oauthbearer.clock.skew.seconds", I, 30, L, "OAUTHBEARER: allowable clock skew for exp and iat (the "
+      "JAAS option unsecuredValidatorAllowableClockSkewMs wins).", Range(0)),
+    K("kafkapy.oauthbearer.validator", S, None, M, "kafkapy: OAUTHBEARER token validator as module:function, "
+      "called with the token and returning a kafkapy.security.sasl.oauthbearer.OAuthBearerToken (or the "
+      "principal name); unset: Kafka's unsecured JWS validator."),
     K("ssl.protocol", S, "TLSv1.3", M, "TLS protocol used to create the SSLContext."),
     K("ssl.enabled.protocols", LS, ["TLSv1.2", "TLSv1.3"], M, "TLS protocols enabled for connections."),
     K("ssl.keystore.type", S, "JKS", M, "Format of the key store file."),

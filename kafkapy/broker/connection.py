@@ -149,7 +149,12 @@ class KafkaConnection(asyncio.Protocol):
                     self.transport.resume_reading()
                 ctx = RequestContext(self.broker, self)
                 try:
-                    parts = await handle_frame(ctx, frame)
+                    if self.session.expects_raw_frame(len(frame)):
+                        # SASL: a raw token after SaslHandshake v0 (no request header), or a frame
+                        # above sasl.server.max.receive.size before authentication
+                        parts = await self.session.handle_raw_frame(frame)
+                    else:
+                        parts = await handle_frame(ctx, frame)
                 except DecodeError as exc:
                     log.warning("closing connection from %s: malformed request: %s", self.peer, exc)
                     self.close()

@@ -67,6 +67,7 @@ class EmbeddedMetadataStore(MetadataStore):
         self._broker_configs: dict[str, dict[str, str]] = {}
         self._acls: set[AclBinding] = set()
         self._client_quotas: dict[QuotaEntity, dict[str, float]] = {}
+        self._scram: dict[str, dict[str, str]] = {}  # user -> {mechanism: Kafka's stored form}
         self._closed = False
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._cluster_id = self._load(cluster_id)
@@ -100,6 +101,7 @@ class EmbeddedMetadataStore(MetadataStore):
             self._acls = {AclBinding.from_json(raw) for raw in data.get("acls", [])}
             self._client_quotas = {QuotaEntity.of(raw["entity"]): {k: float(v) for k, v in raw["quotas"].items()}
                                    for raw in data.get("client_quotas", [])}
+            self._scram = {user: dict(creds) for user, creds in data.get("scram_credentials", {}).items()}
         except (OSError, ValueError, KeyError, TypeError) as exc:
             # Never start from empty metadata over a file we could not read: that would orphan every log.
             raise RuntimeError(f"cannot read kafkapy metadata file {self.path}: {exc}") from exc
@@ -123,6 +125,8 @@ class EmbeddedMetadataStore(MetadataStore):
         if self._client_quotas:
             data["client_quotas"] = [{"entity": entity.as_dict(), "quotas": quotas}
                                      for entity, quotas in sorted(self._client_quotas.items(), key=lambda e: str(e[0]))]
+        if self._scram:
+            data["scram_credentials"] = self._scram
         tmp = self.data_dir / (METADATA_FILE + ".tmp")
         with open(tmp, "w", encoding="utf-8") as f:
             json.dump(data, f, indent=1, sort_keys=True)
@@ -345,6 +349,28 @@ class EmbeddedMetadataStore(MetadataStore):
                 log.info("client quotas of %s now %s", entity, updated or "none")
             self._persist()
             self._notify(MetadataChange(ChangeKind.CLIENT_QUOTAS_CHANGED))
+
+    # -- SCRAM credentials ------------------------------------------------------------------------
+    def scram_users(self) -> list[str]:
+        with self._lock:
+            return sorted(self._scram)
+
+    def scram_credentials(self, user: str) -> dict[str, str]:
+        with self._lock:
+            return dict(self._scram.get(user, {}))
+
+    def alter_scram_credentials(self, changes: Mapping[str, Mapping[str, str | None]]) -> None:
+        with self._lock:
+            for user, by_mechanism in changes.items():
+                creds = self._scram.setdefault(user, {})
+                for mechanism, value in by_mechanism.items():
+                    if value is None:
+                        creds.pop(mechanism, None)
+                    else:
+                        creds[mechanism] = value
+                if not creds:
+                    del self._scram[user]
+            self._persist()
 
     # -- lifecycle --------------------------------------------------------------------------------
     def add_listener(self, listener: MetadataListener) -> None:

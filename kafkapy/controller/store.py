@@ -213,6 +213,21 @@ class MetadataStore(abc.ABC):
     def alter_client_quotas(self, changes: Mapping[QuotaEntity, Mapping[str, float | None]]) -> None:
         """Set (value) or remove (None) quotas of entities, already validated, in one change."""
 
+    # -- SCRAM credentials (KIP-554) ----------------------------------------------------------------
+    # Kafka's stored form per user and mechanism: {"SCRAM-SHA-256": "salt=..,stored_key=..,server_key=..,
+    # iterations=.."}; kafkapy/security/sasl/scram.py reads and writes it.
+    def scram_users(self) -> list[str]:
+        """Users with at least one SCRAM credential, sorted."""
+        return []
+
+    def scram_credentials(self, user: str) -> dict[str, str]:
+        """A user's SCRAM credentials by mechanism name ({} when none)."""
+        return {}
+
+    def alter_scram_credentials(self, changes: Mapping[str, Mapping[str, str | None]]) -> None:
+        """Set (a value) or delete (None) credentials: {user: {mechanism: stored form or None}}."""
+        raise NotImplementedError(f"{type(self).__name__} does not store SCRAM credentials")
+
     # -- lifecycle ------------------------------------------------------------------------------
     @abc.abstractmethod
     def add_listener(self, listener: MetadataListener) -> None: ...

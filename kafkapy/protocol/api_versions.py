@@ -35,6 +35,8 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     14: (0, 5),
     15: (0, 5),
     16: (0, 5),
+    # SaslHandshake: v0 is followed by raw SASL tokens, v1 by SaslAuthenticate (KIP-152).
+    17: (0, 1),
     # ApiVersions: every version from 0, so any client can learn the ranges (KIP-511).
     18: (0, 4),
     # CreateTopics: KIP-896 dropped v0-1.
@@ -63,6 +65,8 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     # AlterReplicaLogDirs, DescribeLogDirs: KIP-896 dropped v0.
     34: (1, 2),
     35: (1, 4),
+    # SaslAuthenticate: v1 carries the session lifetime (KIP-368 re-authentication).
+    36: (0, 2),
     # CreatePartitions, DeleteGroups: untouched by KIP-896.
     37: (0, 3),
     42: (0, 2),
@@ -73,6 +77,9 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     # DescribeClientQuotas, AlterClientQuotas (KIP-546): every version Kafka 3.9 defines.
     48: (0, 1),
     49: (0, 1),
+    # DescribeUserScramCredentials, AlterUserScramCredentials (KIP-554).
+    50: (0, 0),
+    51: (0, 0),
     # AlterPartitionReassignments, ListPartitionReassignments, OffsetDelete, DescribeCluster,
     # ConsumerGroupDescribe, DescribeTopicPartitions: newer than Kafka 2.1, every version.
     45: (0, 0),
@@ -86,8 +93,7 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     69: (0, 0),
     75: (0, 0),
 }
-# Not served (deliberately absent): SaslHandshake (17) and SaslAuthenticate (36) — no SASL
-# listener yet; transactions, quotas, SCRAM, telemetry and share groups — no handlers.
+# Not served (deliberately absent): delegation tokens, telemetry and share groups — no handlers.
 
 # Advertised only by a broker in a ZooKeeper cluster (zookeeper.connect set): the inter-broker APIs of
 # Kafka's ZooKeeper mode at every version Kafka 3.9 defines. A 3.7 controller sends LeaderAndIsr v7,

@@ -100,6 +100,6 @@ def test_supported_versions_policy():
     assert SUPPORTED_VERSIONS[3] == (0, 12)     # Metadata v0-3 re-added
     assert SUPPORTED_VERSIONS[11] == (0, 9)     # JoinGroup v0-1 re-added
     assert SUPPORTED_VERSIONS[18] == (0, 4)
-    assert 17 not in SUPPORTED_VERSIONS and 36 not in SUPPORTED_VERSIONS   # no SASL
+    assert SUPPORTED_VERSIONS[17] == (0, 1) and SUPPORTED_VERSIONS[36] == (0, 2)   # SASL (KIP-152, KIP-368)
     assert {2, 8, 9, 10, 12, 13, 14, 15, 16, 19, 20, 21, 22, 23, 32, 33, 35, 37, 42, 44, 46, 47,
             60, 69, 75} <= set(SUPPORTED_VERSIONS)

@@ -18,6 +18,8 @@ from . import (  # noqa: F401
     produce,
     quotas,
     replicas,
+    sasl,
+    scram,
     topics,
     transactions,
 )

@@ -75,6 +75,8 @@ class ZkMetadataStore(MetadataStore):
         self._topic_configs: dict[str, MappingProxyType] = {}
         self._topics: dict[str, TopicMetadata] = {}
         self._acls = ZkAclCache(zk, on_change=self._on_acls_changed)
+        self._scram: dict[str, dict[str, str]] | None = None  # user -> {mechanism: stored form}
+        self._scram_stale: set[str] = set()  # users' znode names announced changed since read
         self.registration_hook = None  # set by the cluster member: (host, port, rack) -> None
 
     # -- the cache ------------------------------------------------------------------------------
@@ -137,6 +139,9 @@ class ZkMetadataStore(MetadataStore):
                 self._notify(MetadataChange(ChangeKind.BROKER_CONFIGS_CHANGED, resource=resource))
         if any(path.startswith(("users/", "clients/")) for path in entity_paths):
             self._notify(MetadataChange(ChangeKind.CLIENT_QUOTAS_CHANGED))
+        with self._lock:  # SCRAM: read the user's znode again on its next use
+            self._scram_stale.update(path.split("/")[1] for path in entity_paths
+                                     if path.startswith("users/") and path.count("/") == 1)
 
     def topic_configs(self, name: str) -> Mapping[str, str]:
         """A topic's config overrides (read from ZooKeeper the first time)."""
@@ -349,6 +354,47 @@ class ZkMetadataStore(MetadataStore):
             self.zk.set_entity_config(entity_type, name, updated)
             log.info("client quotas of %s now %s", entity, updated or "none")
         self._notify(MetadataChange(ChangeKind.CLIENT_QUOTAS_CHANGED))
+
+    # -- SCRAM credentials: `SCRAM-SHA-256`/`SCRAM-SHA-512` entries of /config/users/<user> ------
+    def _scram_cache(self) -> dict[str, dict[str, str]]:
+        """Every user's SCRAM entries, read once, then per user after its config_change_ (call off the loop)."""
+        with self._lock:
+            if self._scram is None:
+                self._scram = {}
+                self._scram_stale.clear()
+                for znode, configs in self.zk.get_all_entity_configs("users").items():
+                    self._scram_put(znode, configs)
+            for znode in list(self._scram_stale):
+                self._scram_stale.discard(znode)
+                self._scram_put(znode, self.zk.get_entity_config("users", znode))
+            return self._scram
+
+    def _scram_put(self, znode: str, configs: Mapping[str, str]) -> None:
+        user = desanitize_entity_name(znode)
+        creds = {k: v for k, v in configs.items() if k.startswith("SCRAM-")}
+        if creds:
+            self._scram[user] = creds
+        else:
+            self._scram.pop(user, None)
+
+    def scram_users(self) -> list[str]:
+        return sorted(self._scram_cache())
+
+    def scram_credentials(self, user: str) -> dict[str, str]:
+        return dict(self._scram_cache().get(user, {}))
+
+    def alter_scram_credentials(self, changes: Mapping[str, Mapping[str, str | None]]) -> None:
+        # As Kafka's AdminZkClient: the user's znode is rewritten whole (quota keys kept), then a
+        # config_change_ notification makes every broker read it again.
+        for user, by_mechanism in changes.items():
+            znode = sanitize_entity_name(user)
+            current = self.zk.get_entity_config("users", znode)
+            updated = {k: v for k, v in current.items() if k not in by_mechanism}
+            updated.update({k: v for k, v in by_mechanism.items() if v is not None})
+            self.zk.set_entity_config("users", znode, updated)
+            with self._lock:
+                if self._scram is not None:
+                    self._scram_put(znode, updated)
 
     # -- lifecycle ------------------------------------------------------------------------------
     def add_listener(self, listener: MetadataListener) -> None:
