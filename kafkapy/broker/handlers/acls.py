@@ -2,14 +2,15 @@
 
 As in Kafka, the APIs answer SECURITY_DISABLED unless `authorizer.class.name` is set. With it set,
 kafkapy stores, lists and deletes ACLs with Kafka's validation and filter semantics
-(kafkapy.controller.acls), but does not enforce them: every request is still allowed.
+(kafkapy.controller.acls), and kafkapy.security.authorizer enforces them; describing needs DESCRIBE
+on the cluster, creating and deleting ALTER (CLUSTER_AUTHORIZATION_FAILED otherwise).
 """
 from __future__ import annotations
 
 import itertools
 import logging
 
-from ...controller.acls import AclBinding, AclBindingFilter, validate_filter, validate_new_acl
+from ...controller.acls import AclBinding, AclBindingFilter, AclOperation, validate_filter, validate_new_acl
 from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages import (
     CreateAclsRequest,
@@ -24,23 +25,21 @@ from ..dispatch import RequestContext, handles
 log = logging.getLogger(__name__)
 
 _NO_AUTHORIZER = "No Authorizer is configured."
-_warned_not_enforced = False
+_UNAUTHORIZED = "Cluster authorization failed."
 
 
 def authorizer_configured(broker) -> bool:
-    """True when `authorizer.class.name` is set; warns once that kafkapy does not enforce the ACLs."""
-    global _warned_not_enforced
-    name = broker.config.get("authorizer.class.name")
-    if name and not _warned_not_enforced:
-        _warned_not_enforced = True
-        log.warning("authorizer.class.name=%s: kafkapy stores ACLs but does not enforce them; every request is "
-                    "allowed", name)
-    return bool(name)
+    """True when `authorizer.class.name` is set."""
+    return bool(broker.config.get("authorizer.class.name"))
 
 
 @handles(CreateAclsRequest)
 async def handle_create_acls(ctx: RequestContext, request: CreateAclsRequest) -> CreateAclsResponse:
     Result = CreateAclsResponse.AclCreationResult
+    if not ctx.authorized_cluster(AclOperation.ALTER):
+        return CreateAclsResponse(throttle_time_ms=0, results=[
+            Result(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message=_UNAUTHORIZED)
+            for _ in request.creations])
     if not authorizer_configured(ctx.broker):
         return CreateAclsResponse(throttle_time_ms=0, results=[
             Result(error_code=ErrorCode.SECURITY_DISABLED, error_message=_NO_AUTHORIZER) for _ in request.creations])
@@ -63,6 +62,9 @@ async def handle_create_acls(ctx: RequestContext, request: CreateAclsRequest) ->
 
 @handles(DescribeAclsRequest)
 async def handle_describe_acls(ctx: RequestContext, request: DescribeAclsRequest) -> DescribeAclsResponse:
+    if not ctx.authorized_cluster(AclOperation.DESCRIBE):
+        return DescribeAclsResponse(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                                    error_message=_UNAUTHORIZED, resources=[])
     if not authorizer_configured(ctx.broker):
         return DescribeAclsResponse(throttle_time_ms=0, error_code=ErrorCode.SECURITY_DISABLED,
                                     error_message="No Authorizer is configured on the broker", resources=[])
@@ -86,6 +88,10 @@ async def handle_describe_acls(ctx: RequestContext, request: DescribeAclsRequest
 @handles(DeleteAclsRequest)
 async def handle_delete_acls(ctx: RequestContext, request: DeleteAclsRequest) -> DeleteAclsResponse:
     Result = DeleteAclsResponse.DeleteAclsFilterResult
+    if not ctx.authorized_cluster(AclOperation.ALTER):
+        return DeleteAclsResponse(throttle_time_ms=0, filter_results=[
+            Result(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message=_UNAUTHORIZED, matching_acls=[])
+            for _ in request.filters])
     if not authorizer_configured(ctx.broker):
         return DeleteAclsResponse(throttle_time_ms=0, filter_results=[
             Result(error_code=ErrorCode.SECURITY_DISABLED, error_message=_NO_AUTHORIZER, matching_acls=[])

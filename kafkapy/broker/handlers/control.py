@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 
+from ...controller.acls import AclOperation
 from ...protocol.errors import ErrorCode
 from ...protocol.messages import (
     AllocateProducerIdsRequest,
@@ -40,9 +41,18 @@ def _member(ctx: RequestContext):
     return member
 
 
+def _cluster_action(ctx: RequestContext) -> int:
+    """Every inter-broker API needs CLUSTER_ACTION on the cluster (KafkaApis' authorizeClusterOperation):
+    with an authorizer, the brokers' principal must be a super user or be granted it."""
+    return ErrorCode.NONE if ctx.authorized_cluster(AclOperation.CLUSTER_ACTION) else \
+        ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+
+
 def _screen(ctx: RequestContext, request) -> int:
     """Kafka's epoch checks of a control request; NONE when it may be applied."""
     member = _member(ctx)
+    if _cluster_action(ctx):
+        return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
     broker_epoch = getattr(request, "broker_epoch", -1)
     if broker_epoch != -1 and broker_epoch < ctx.broker.broker_epoch:
         log.info("ignoring %s from controller %d: broker epoch %d is older than ours (%d)",
@@ -86,6 +96,8 @@ async def handle_update_metadata(ctx: RequestContext, request: UpdateMetadataReq
 async def handle_controlled_shutdown(ctx: RequestContext,
                                      request: ControlledShutdownRequest) -> ControlledShutdownResponse:
     member = _member(ctx)
+    if _cluster_action(ctx):
+        return ControlledShutdownResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, remaining_partitions=[])
     error, remaining = await member.controller.controlled_shutdown(request.broker_id, request.broker_epoch)
     return ControlledShutdownResponse(error_code=error, remaining_partitions=[
         ControlledShutdownResponse.RemainingPartition(topic_name=topic, partition_index=partition)
@@ -94,10 +106,16 @@ async def handle_controlled_shutdown(ctx: RequestContext,
 
 @handles(AlterPartitionRequest)
 async def handle_alter_partition(ctx: RequestContext, request: AlterPartitionRequest) -> AlterPartitionResponse:
-    return await _member(ctx).controller.alter_partition(request, ctx.api_version)
+    member = _member(ctx)
+    if _cluster_action(ctx):
+        return AlterPartitionResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, topics=[])
+    return await member.controller.alter_partition(request, ctx.api_version)
 
 
 @handles(AllocateProducerIdsRequest)
 async def handle_allocate_producer_ids(ctx: RequestContext,
                                        request: AllocateProducerIdsRequest) -> AllocateProducerIdsResponse:
-    return await _member(ctx).controller.allocate_producer_ids(request.broker_id, request.broker_epoch)
+    member = _member(ctx)
+    if _cluster_action(ctx):
+        return AllocateProducerIdsResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+    return await member.controller.allocate_producer_ids(request.broker_id, request.broker_epoch)

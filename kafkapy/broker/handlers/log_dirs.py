@@ -10,6 +10,7 @@ import logging
 import os
 import shutil
 
+from ...controller.acls import AclOperation
 from ...log.manager import OfflinePartitionLog
 from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages import (
@@ -41,8 +42,9 @@ async def handle_alter_replica_log_dirs(ctx: RequestContext,
             for partition in topic.partitions:
                 destinations[(topic.name, partition)] = log_dir.path
     by_topic: dict[str, list] = {}
+    allowed = ctx.authorized_cluster(AclOperation.ALTER)  # ALTER on the cluster (KafkaApis)
     for (topic, partition), path in destinations.items():
-        code = _alter_log_dir(broker, topic, partition, path)
+        code = _alter_log_dir(broker, topic, partition, path) if allowed else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
         by_topic.setdefault(topic, []).append(AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult(
             partition_index=partition, error_code=code))
     return AlterReplicaLogDirsResponse(throttle_time_ms=0, results=[
@@ -75,6 +77,9 @@ def _alter_log_dir(broker, topic: str, partition: int, path: str) -> int:
 @handles(DescribeLogDirsRequest)
 async def handle_describe_log_dirs(ctx: RequestContext, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
     broker = ctx.broker
+    if not ctx.authorized_cluster(AclOperation.DESCRIBE):  # DESCRIBE on the cluster (KafkaApis): nothing shown
+        return DescribeLogDirsResponse(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                                       results=[])
     wanted = None
     if request.topics is not None:
         wanted = {(t.topic, p) for t in request.topics for p in t.partitions}

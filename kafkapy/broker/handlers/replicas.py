@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 
+from ...controller.acls import AclOperation
 from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages import (
     AlterPartitionReassignmentsRequest,
@@ -35,6 +36,13 @@ async def handle_elect_leaders(ctx: RequestContext, request: ElectLeadersRequest
     election_type = request.election_type if ctx.api_version >= 1 else PREFERRED_ELECTION
     Result = ElectLeadersResponse.ReplicaElectionResult
     Partition = ElectLeadersResponse.PartitionResult
+    if not ctx.authorized_cluster(AclOperation.ALTER):  # ALTER on the cluster (KafkaApis)
+        return ElectLeadersResponse(
+            throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, replica_election_results=[
+                Result(topic=t.topic, partition_result=[
+                    Partition(partition_id=p, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message=None)
+                    for p in t.partitions])
+                for t in request.topic_partitions or ()])
     if election_type not in (PREFERRED_ELECTION, UNCLEAN_ELECTION):
         message = f"Unknown election type {election_type}"
         return ElectLeadersResponse(throttle_time_ms=0, error_code=ErrorCode.INVALID_REQUEST, replica_election_results=[
@@ -121,6 +129,12 @@ async def handle_alter_partition_reassignments(
     store = ctx.broker.metadata
     TopicResponse = AlterPartitionReassignmentsResponse.ReassignableTopicResponse
     PartitionResponse = AlterPartitionReassignmentsResponse.ReassignablePartitionResponse
+    if not ctx.authorized_cluster(AclOperation.ALTER):  # ALTER on the cluster (KafkaApis)
+        code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        return AlterPartitionReassignmentsResponse(throttle_time_ms=0, error_code=code, error_message=None, responses=[
+            TopicResponse(name=t.name, partitions=[PartitionResponse(partition_index=p.partition_index, error_code=code,
+                                                                     error_message=None) for p in t.partitions])
+            for t in request.topics])
     if ctx.broker.controller is not None:
         return await _reassign_in_cluster(ctx.broker, request)
     responses = []
@@ -175,6 +189,9 @@ def _reassign(store, topic: str, partition: int, replicas: list[int] | None) -> 
 async def handle_list_partition_reassignments(
         ctx: RequestContext, request: ListPartitionReassignmentsRequest) -> ListPartitionReassignmentsResponse:
     store = ctx.broker.metadata
+    if not ctx.authorized_cluster(AclOperation.DESCRIBE):  # DESCRIBE on the cluster (KafkaApis)
+        return ListPartitionReassignmentsResponse(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                                                  error_message=None, topics=[])
     if ctx.broker.controller is not None:
         return await _list_in_cluster(ctx.broker, request)
     if request.topics is None:

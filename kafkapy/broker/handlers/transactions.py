@@ -13,6 +13,7 @@ import asyncio
 import logging
 from collections.abc import Iterable
 
+from ...controller.acls import AclOperation, ResourceType
 from ...groupcoord import OFFSETS_TOPIC, OffsetAndMetadata, OffsetsTopicStore
 from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages import (
@@ -234,12 +235,14 @@ def _old_fenced(error: int, version: int, first_version_with_fenced: int) -> int
 
 # -- AddPartitionsToTxn ------------------------------------------------------------------------
 def _add_partitions(broker, transactional_id: str, producer_id: int, producer_epoch: int, verify_only: bool,
-                    topics, version: int) -> APIResult:
+                    topics, version: int, denied: frozenset[str] = frozenset()) -> APIResult:
     partitions: list[TopicPartition] = [(t.name, p) for t in topics for p in t.partitions]
     failed: dict[TopicPartition, int] = {}
     for tp in partitions:
         meta = broker.partitions.topic(tp[0])
-        if version < 4 and meta is not None and meta.internal:
+        if denied and tp[0] in denied:
+            failed[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        elif version < 4 and meta is not None and meta.internal:
             # clients may not write internal topics (Kafka's WRITE authorization skips them)
             failed[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
         elif not partition_exists(broker, *tp):
@@ -267,13 +270,26 @@ async def handle_add_partitions_to_txn(ctx: RequestContext,
     broker = ctx.broker
     version = ctx.api_version
     if version < 4:
+        # KafkaApis: WRITE on the transactional id (every partition fails), WRITE on each topic
+        if not ctx.authorized(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.v3_and_below_transactional_id):
+            return AddPartitionsToTxnResponse(throttle_time_ms=0, results_by_topic_v3_and_below=[
+                TopicResult(name=t.name, results_by_partition=[
+                    PartitionResult(partition_index=p,
+                                    partition_error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+                    for p in t.partitions]) for t in request.v3_and_below_topics])
+        denied = ctx.unauthorized_names(AclOperation.WRITE, ResourceType.TOPIC,
+                                        (t.name for t in request.v3_and_below_topics))
         result = _add_partitions(broker, request.v3_and_below_transactional_id, request.v3_and_below_producer_id,
-                                 request.v3_and_below_producer_epoch, False, request.v3_and_below_topics, version)
+                                 request.v3_and_below_producer_epoch, False, request.v3_and_below_topics, version,
+                                 denied)
         if result.topic_results and any(p.partition_error_code == ErrorCode.NONE
                                         for t in result.topic_results for p in t.results_by_partition):
             await durable_state(broker, request.v3_and_below_transactional_id)
         return AddPartitionsToTxnResponse(throttle_time_ms=0, results_by_topic_v3_and_below=result.topic_results)
-    # v4+: batches of transactions, sent by brokers (KIP-890) -- no authorizer here to check that
+    # v4+: batches of transactions, sent by brokers (KIP-890): CLUSTER_ACTION on the cluster
+    if not ctx.authorized_cluster(AclOperation.CLUSTER_ACTION):
+        return AddPartitionsToTxnResponse(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                                          results_by_transaction=[])
     results = [_add_partitions(broker, t.transactional_id, t.producer_id, t.producer_epoch, t.verify_only,
                                t.topics, version) for t in request.transactions]
     for t in request.transactions:
@@ -286,6 +302,10 @@ async def handle_add_partitions_to_txn(ctx: RequestContext,
 @handles(AddOffsetsToTxnRequest)
 async def handle_add_offsets_to_txn(ctx: RequestContext, request: AddOffsetsToTxnRequest) -> AddOffsetsToTxnResponse:
     broker = ctx.broker
+    if not ctx.authorized(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
+        return AddOffsetsToTxnResponse(throttle_time_ms=0, error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    if not ctx.authorized(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return AddOffsetsToTxnResponse(throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
     partition = broker.group_coordinator.partition_for(request.group_id)
     error = broker.transaction_coordinator.handle_add_partitions(
         request.transactional_id, request.producer_id, request.producer_epoch, [(OFFSETS_TOPIC, partition)])
@@ -297,6 +317,8 @@ async def handle_add_offsets_to_txn(ctx: RequestContext, request: AddOffsetsToTx
 @handles(EndTxnRequest)
 async def handle_end_txn(ctx: RequestContext, request: EndTxnRequest) -> EndTxnResponse:
     broker = ctx.broker
+    if not ctx.authorized(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
+        return EndTxnResponse(throttle_time_ms=0, error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     markers = transaction_partitions(broker, request.transactional_id)
     error = broker.transaction_coordinator.handle_end_txn(
         request.transactional_id, request.producer_id, request.producer_epoch, request.committed)
@@ -322,9 +344,24 @@ async def handle_txn_offset_commit(ctx: RequestContext, request: TxnOffsetCommit
     errors: dict[TopicPartition, int] = {}
     offsets: dict[TopicPartition, OffsetAndMetadata] = {}
     now = broker.transaction_coordinator.clock_ms()
+    # KafkaApis: WRITE on the transactional id, READ on the group (each fails every partition), READ on topics
+    if not ctx.authorized(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
+        everything = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    elif not ctx.authorized(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        everything = ErrorCode.GROUP_AUTHORIZATION_FAILED
+    else:
+        everything = ErrorCode.NONE
+    denied = frozenset() if everything else \
+        ctx.unauthorized_names(AclOperation.READ, ResourceType.TOPIC, (t.name for t in request.topics))
     for topic in request.topics:
         for p in topic.partitions:
             tp = (topic.name, p.partition_index)
+            if everything:
+                errors[tp] = everything
+                continue
+            if denied and topic.name in denied:
+                errors[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                continue
             if not partition_exists(broker, *tp):
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue
@@ -376,8 +413,16 @@ async def handle_txn_offset_commit(ctx: RequestContext, request: TxnOffsetCommit
 async def handle_write_txn_markers(ctx: RequestContext, request: WriteTxnMarkersRequest) -> WriteTxnMarkersResponse:
     broker = ctx.broker
     results = []
+    cluster_action = ctx.authorized_cluster(AclOperation.CLUSTER_ACTION)
     for marker in request.markers:
         partitions = [(t.name, p) for t in marker.topics for p in t.partition_indexes]
+        if not cluster_action:  # inter-broker: CLUSTER_ACTION on the cluster, as KafkaApis
+            results.append(WriteTxnMarkersResponse.WritableTxnMarkerResult(producer_id=marker.producer_id, topics=[
+                WriteTxnMarkersResponse.WritableTxnMarkerTopicResult(name=t.name, partitions=[
+                    WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult(
+                        partition_index=p, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+                    for p in t.partition_indexes]) for t in marker.topics]))
+            continue
         errors = write_txn_markers(broker, marker.producer_id, marker.producer_epoch, marker.coordinator_epoch,
                                    marker.transaction_result, partitions, local_only=True)
         if broker.replicas is not None:  # cluster mode: answer once the ISR has the markers (acks=all)
@@ -405,11 +450,20 @@ async def handle_describe_transactions(ctx: RequestContext,
     coordinator = ctx.broker.transaction_coordinator
     states = []
     for transactional_id in request.transactional_ids:
+        # KafkaApis: DESCRIBE on the transactional id; the topics it may not DESCRIBE are left out
+        if not ctx.authorized(AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+            states.append(DescribeTransactionsResponse.TransactionState(
+                error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, transactional_id=transactional_id))
+            continue
         error, desc = coordinator.describe_transaction(transactional_id)
         state = DescribeTransactionsResponse.TransactionState(error_code=error, transactional_id=transactional_id)
         if desc is not None:
             by_topic: dict[str, list[int]] = {}
+            hidden = ctx.unauthorized_names(AclOperation.DESCRIBE, ResourceType.TOPIC,
+                                            (t for t, _ in desc.partitions))
             for topic, partition in desc.partitions:
+                if hidden and topic in hidden:
+                    continue
                 by_topic.setdefault(topic, []).append(partition)
             state.transaction_state = desc.state
             state.transaction_timeout_ms = desc.timeout_ms
@@ -427,6 +481,9 @@ async def handle_list_transactions(ctx: RequestContext, request: ListTransaction
     error, unknown, found = ctx.broker.transaction_coordinator.list_transactions(
         request.state_filters, request.producer_id_filters,
         request.duration_filter if ctx.api_version >= 1 else -1)
+    # KafkaApis: only the transactional ids the principal may DESCRIBE
+    found = [d for d in found if ctx.authorized(AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID,
+                                                d.transactional_id, log_if_denied=False)]
     return ListTransactionsResponse(throttle_time_ms=0, error_code=error, unknown_state_filters=unknown,
                                     transaction_states=[
                                         ListTransactionsResponse.TransactionState(
@@ -440,13 +497,16 @@ async def handle_describe_producers(ctx: RequestContext,
     """The active producers of partitions, from their logs' producer state (Kafka's activeProducers)."""
     broker = ctx.broker
     topics = []
+    denied = ctx.unauthorized_names(AclOperation.READ, ResourceType.TOPIC, (t.name for t in request.topics))
     for topic in request.topics:
         known = broker.partitions.topic(topic.name) is not None
         partitions = []
         for index in topic.partition_indexes:
             response = DescribeProducersResponse.PartitionResponse(partition_index=index)
             plog = broker.partitions.get_log(topic.name, index) if known else None
-            if not known:
+            if denied and topic.name in denied:  # READ on the topic (KafkaApis)
+                response.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif not known:
                 response.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             elif plog is None or getattr(plog, "is_offline", False):
                 response.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
