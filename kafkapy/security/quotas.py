@@ -323,6 +323,24 @@ class ClientQuotas:
                               lambda: TokenBucket(self.samples, self.window))
         return bucket.record(partitions, bound, now)
 
+    def _consumer_fetch(self, response: Any, user: str, client_id: str, now: float) -> int:
+        """Kafka's handleFetchRequest: the response counts against consumer_byte_rate; a throttled
+        fetch is answered without records and its bytes are taken back out of the rate."""
+        if CONSUMER_BYTE_RATE not in self.keys:
+            return 0
+        bound, _ = self._bound(CONSUMER_BYTE_RATE, user, client_id)
+        if bound is None:
+            return 0
+        # Kafka caps a consumer's fetch at what a quota window can take (maxValueInQuotaWindow),
+        # or a large fetch would be throttled for ever; here the records beyond it are dropped.
+        _trim_records(response, bound * (self.samples - 1) * self.window)
+        size = _fetch_response_size(response)
+        throttle = self.record(CONSUMER_BYTE_RATE, user, client_id, size, now)
+        if throttle > 0:
+            self.unrecord(CONSUMER_BYTE_RATE, user, client_id, size, now)
+            _trim_records(response, 0)
+        return throttle
+
     def _sweep(self, now: float) -> None:
         self._last_sweep = now
         stale = [k for k, s in self._sensors.items() if now - s.last_used > SENSOR_EXPIRY_S]
@@ -344,7 +362,7 @@ class ClientQuotas:
         if api_key == _PRODUCE:
             throttle = self.record(PRODUCER_BYTE_RATE, user, client_id, request_size_bytes, now)
         elif api_key == _FETCH and response is not None:
-            throttle = self.record(CONSUMER_BYTE_RATE, user, client_id, _fetch_response_size(response), now)
+            throttle = self._consumer_fetch(response, user, client_id, now)
         elif api_key in (_CREATE_TOPICS, _DELETE_TOPICS, _CREATE_PARTITIONS) and response is not None:
             throttle = self.record_mutations(user, client_id, _mutated_partitions(ctx, api_key, request, response),
                                              now)
@@ -365,6 +383,22 @@ def _is_replica_fetch(request: Any) -> bool:
         return True
     state = getattr(request, "replica_state", None)
     return state is not None and getattr(state, "replica_id", -1) >= 0
+
+
+def _trim_records(response: Any, limit: float) -> None:
+    """Drop the records of the partitions after the first `limit` bytes (0: every partition's);
+    as KIP-74, the first partition with records keeps them when limit > 0."""
+    total = 0
+    for topic in response.responses or ():
+        for part in topic.partitions or ():
+            size = len(part.records) if part.records is not None else 0
+            if not size:
+                continue
+            if limit <= 0 or (total and total + size > limit):
+                part.records = b""
+                part.aborted_transactions = None if part.aborted_transactions is None else []
+            else:
+                total += size
 
 
 def _fetch_response_size(response: Any) -> int:

@@ -1,0 +1,305 @@
+"""Client quotas: Kafka's rate arithmetic, throttle times, entity precedence and the broker wiring."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kafkapy.controller.zk.store import _quota_entity, _quota_znode
+from kafkapy.protocol.messages import AlterClientQuotasRequest as Alter
+from kafkapy.protocol.messages import DescribeClientQuotasRequest as Describe
+from kafkapy.protocol.messages import FetchResponse, ProduceResponse
+from kafkapy.security.quotas import (
+    ClientQuotas,
+    QuotaEntity,
+    QuotaError,
+    Rate,
+    TokenBucket,
+    resolve_quota,
+    throttle_time_ms,
+    validate_quota,
+)
+from tests.broker.inprocess import InProcessBroker
+
+MB = 1_048_576
+
+
+class Clock:
+    def __init__(self, now: float = 1000.0):
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+# -- Rate and throttle time -------------------------------------------------------------------------
+
+def test_rate_pads_to_ten_full_windows_while_young():
+    rate = Rate()
+    rate.record(1000, 0.0)
+    assert rate.window_size(0.0) == pytest.approx(10.0)
+    assert rate.measure(0.0) == pytest.approx(100.0)
+    rate.record(1000, 3.5)
+    # the oldest sample began at 0: 3.5 s elapsed, 3 full windows, padded by 7 more
+    assert rate.window_size(3.5) == pytest.approx(10.5)
+    assert rate.measure(3.5) == pytest.approx(2000 / 10.5)
+
+
+def test_rate_forgets_samples_older_than_eleven_windows():
+    rate = Rate()
+    rate.record(5000, 0.0)
+    for t in range(1, 11):
+        rate.record(100, float(t))
+    assert rate.measure(10.0) == pytest.approx(6000 / 10.0)
+    rate.record(100, 11.0)  # the 12th sample reuses the slot of the first
+    assert rate.measure(11.0) == pytest.approx(1100 / 10.0)
+    assert rate.measure(30.0) == 0.0
+
+
+def test_throttle_time_is_kafkas_formula():
+    # O * W / (W + X) = T  =>  X = (O - T) / T * W
+    assert throttle_time_ms(2000, 1000, 10.0) == 10_000
+    assert throttle_time_ms(1500, 1000, 10.5) == 5_250
+    assert throttle_time_ms(999, 1000, 10.0) == 0
+
+
+@given(observed=st.floats(1, 1e9), bound=st.floats(1, 1e9), window=st.floats(10, 11))
+def test_throttle_brings_the_rate_back_to_the_bound(observed, bound, window):
+    x = throttle_time_ms(observed, bound, window) / 1000
+    if observed > bound:
+        assert observed * window / (window + x) == pytest.approx(bound, rel=1e-3, abs=1e-3 * bound + 1e-6)
+    else:
+        assert x == 0
+
+
+def test_first_violation_throttles_by_the_excess_over_the_padded_window():
+    clock = Clock()
+    quotas = ClientQuotas({QuotaEntity.client("c"): {"producer_byte_rate": 1000.0}}, clock=clock)
+    assert quotas.record("producer_byte_rate", "ANONYMOUS", "c", 10_000) == 0  # exactly 1000/s over 10 s
+    # 20000 bytes over a 10 s window is 2000/s: (2000 - 1000) / 1000 * 10 s
+    assert quotas.record("producer_byte_rate", "ANONYMOUS", "c", 10_000) == 10_000
+    assert quotas.record("producer_byte_rate", "ANONYMOUS", "other", 10**9) == 0  # no quota for it
+
+
+def test_request_percentage_throttle_is_capped_at_one_window():
+    quotas = ClientQuotas({QuotaEntity.client("c"): {"request_percentage": 10.0}}, clock=Clock())
+    assert quotas.record("request_percentage", "ANONYMOUS", "c", 5 * 100.0) == 1000
+
+
+@settings(max_examples=30, deadline=None)
+@given(bound=st.integers(10_000, 10_000_000), share=st.floats(0.02, 1.0), seconds=st.integers(30, 120))
+def test_a_client_honouring_its_throttle_averages_the_quota(bound, share, seconds):
+    """A client that sends at 10x its quota and waits out every throttle (KIP-219) gets ~the quota."""
+    clock = Clock(0.0)
+    quotas = ClientQuotas({QuotaEntity.client("c"): {"producer_byte_rate": float(bound)}}, clock=clock)
+    size = max(int(bound * share), 1)  # each request is a share of one second's quota
+    sent = 0
+    while clock.now < seconds:
+        throttle = quotas.record("producer_byte_rate", "ANONYMOUS", "c", size)
+        sent += size
+        clock.now += throttle / 1000 + size / (10 * bound)
+    # the first ~10 s may burst one padded window's worth, and one request may overshoot
+    assert sent <= bound * seconds + bound * 11 + 2 * size
+    assert sent >= bound * seconds * 0.9 - size
+
+
+def test_token_bucket_bursts_then_throttles_by_the_deficit():
+    bucket = TokenBucket()
+    assert bucket.record(110, 10.0, 0.0) == 0  # burst: 10/s * 11 s
+    assert bucket.record(20, 10.0, 0.0) == 2000  # 20 partitions short at 10/s
+    assert bucket.throttle_ms(10.0, 1.0) == 1000
+    assert bucket.throttle_ms(10.0, 2.0) == 0
+
+
+# -- precedence --------------------------------------------------------------------------------------
+
+ORDER = [
+    lambda u, c: QuotaEntity.user_client(u, c),
+    lambda u, c: QuotaEntity.user_client(u, None),
+    lambda u, c: QuotaEntity.user(u),
+    lambda u, c: QuotaEntity.user_client(None, c),
+    lambda u, c: QuotaEntity.user_client(None, None),
+    lambda u, c: QuotaEntity.user(None),
+    lambda u, c: QuotaEntity.client(c),
+    lambda u, c: QuotaEntity.client(None),
+]
+TAGS = [("u", "c"), ("u", "c"), ("u", ""), ("u", "c"), ("u", "c"), ("u", ""), ("", "c"), ("", "c")]
+
+
+@given(configured=st.sets(st.integers(0, 7)), others=st.sets(st.sampled_from([0, 1, 2, 3, 6])))
+def test_first_configured_entity_in_kafkas_order_wins(configured, others):
+    quotas = {ORDER[i]("u", "c"): {"producer_byte_rate": float(i + 1)} for i in configured}
+    # entities naming another user or client id never apply
+    for i in others:
+        quotas.setdefault(ORDER[i]("v", "d"), {"producer_byte_rate": 999.0})
+    bound, tags = resolve_quota(quotas, "producer_byte_rate", "u", "c")
+    if configured:
+        first = min(configured)
+        assert bound == first + 1 and tags == TAGS[first]
+    else:
+        assert bound is None
+
+
+def test_precedence_is_per_quota_key():
+    quotas = {QuotaEntity.user("u"): {"producer_byte_rate": 1.0},
+              QuotaEntity.client("c"): {"consumer_byte_rate": 2.0}}
+    assert resolve_quota(quotas, "consumer_byte_rate", "u", "c") == (2.0, ("", "c"))
+    assert resolve_quota(quotas, "producer_byte_rate", "u", "c") == (1.0, ("u", ""))
+
+
+def test_sensors_are_shared_by_the_matched_entity():
+    clock = Clock()
+    quotas = ClientQuotas({QuotaEntity.user("u"): {"producer_byte_rate": 1000.0},
+                           QuotaEntity.client(None): {"producer_byte_rate": 1000.0}}, clock=clock)
+    # two client ids of user u share the user's quota
+    assert quotas.record("producer_byte_rate", "u", "a", 10_000) == 0
+    assert quotas.record("producer_byte_rate", "u", "b", 10_000) > 0
+    # the client default gives each client id its own rate
+    assert quotas.record("producer_byte_rate", "x", "a", 10_000) == 0
+    assert quotas.record("producer_byte_rate", "x", "b", 10_000) == 0
+
+
+# -- validation and the ZooKeeper layout -------------------------------------------------------------
+
+def test_validation_follows_kafka():
+    validate_quota("producer_byte_rate", 1048576)
+    validate_quota("request_percentage", 12.5)
+    for key, value in [("producer_byte_rate", 1.5), ("producer_byte_rate", 0), ("bogus", 1),
+                       ("consumer_byte_rate", -1)]:
+        with pytest.raises(QuotaError):
+            validate_quota(key, value)
+    for components in [{}, {"ip": "1.2.3.4"}, {"group": "g"}]:
+        with pytest.raises(QuotaError):
+            QuotaEntity.of(components).validate()
+
+
+names = st.one_of(st.none(), st.text(min_size=1, max_size=20))
+
+
+@given(user=names, client=names, kind=st.sampled_from(["user", "client", "both"]))
+def test_znode_paths_round_trip(user, client, kind):
+    entity = {"user": QuotaEntity.user(user), "client": QuotaEntity.client(client),
+              "both": QuotaEntity.user_client(user, client)}[kind]
+    entity_type, name = _quota_znode(entity)
+    assert all(part and "/" not in part.replace("/clients/", "", 1) for part in [name])
+    assert _quota_entity(f"{entity_type}/{name}") == entity
+
+
+def test_znode_names_are_kafkas():
+    assert _quota_znode(QuotaEntity.user_client("CN=a b", None)) == ("users", "CN%3Da%20b/clients/<default>")
+    assert _quota_znode(QuotaEntity.client("limited")) == ("clients", "limited")
+    assert _quota_znode(QuotaEntity.user(None)) == ("users", "<default>")
+
+
+# -- the dispatch hook ---------------------------------------------------------------------------------
+
+class FakeConnection:
+    def __init__(self):
+        self.muted: list[float] = []
+
+    def mute_for(self, seconds: float) -> None:
+        self.muted.append(seconds)
+
+
+def _ctx(client_id: str = "c", user: str = "ANONYMOUS"):
+    return SimpleNamespace(principal=SimpleNamespace(name=user), client_id=client_id, connection=FakeConnection(),
+                           broker=None)
+
+
+def test_produce_over_quota_sets_throttle_time_and_mutes():
+    quotas = ClientQuotas({QuotaEntity.client("c"): {"producer_byte_rate": 1000.0}}, clock=Clock())
+    ctx = _ctx()
+    request = SimpleNamespace(acks=1)
+    response = ProduceResponse(responses=[], throttle_time_ms=0)
+    quotas.after_request(ctx, 0, request, response, 10_000, 0.0)
+    assert response.throttle_time_ms == 0 and ctx.connection.muted == []
+    quotas.after_request(ctx, 0, request, response, 10_000, 0.0)
+    assert response.throttle_time_ms == 10_000 and ctx.connection.muted == [10.0]
+
+
+def _fetch_response(*sizes: int) -> FetchResponse:
+    P = FetchResponse.PartitionData
+    return FetchResponse(responses=[FetchResponse.FetchableTopicResponse(
+        topic="t", partitions=[P(partition_index=i, records=b"x" * size) for i, size in enumerate(sizes)])])
+
+
+def test_throttled_fetch_is_answered_without_records_and_not_counted():
+    clock = Clock()
+    quotas = ClientQuotas({QuotaEntity.client("c"): {"consumer_byte_rate": 1000.0}}, clock=clock)
+    ctx = _ctx()
+    request = SimpleNamespace(replica_id=-1, replica_state=None)
+    first = _fetch_response(5000, 4000)
+    quotas.after_request(ctx, 1, request, first, 100, 0.0)
+    assert [len(p.records) for p in first.responses[0].partitions] == [5000, 4000]
+    second = _fetch_response(3000)
+    quotas.after_request(ctx, 1, request, second, 100, 0.0)
+    assert second.responses[0].partitions[0].records == b"" and second.throttle_time_ms > 0
+    # the dropped response was taken back out: a small fetch after the mute passes
+    clock.now += second.throttle_time_ms / 1000
+    third = _fetch_response(100)
+    quotas.after_request(ctx, 1, request, third, 100, 0.0)
+    assert len(third.responses[0].partitions[0].records) == 100
+
+
+def test_a_fetch_larger_than_a_quota_window_is_cut_to_it():
+    quotas = ClientQuotas({QuotaEntity.client("c"): {"consumer_byte_rate": 1000.0}}, clock=Clock())
+    response = _fetch_response(6000, 6000)  # the window takes 10 * 1000
+    quotas.after_request(_ctx(), 1, SimpleNamespace(replica_id=-1, replica_state=None), response, 100, 0.0)
+    assert [len(p.records) for p in response.responses[0].partitions] == [6000, 0]
+
+
+def test_replica_fetches_are_not_counted():
+    quotas = ClientQuotas({QuotaEntity.client(None): {"consumer_byte_rate": 1.0, "request_percentage": 0.01}},
+                          clock=Clock())
+    response = _fetch_response(10_000)
+    ctx = _ctx()
+    quotas.after_request(ctx, 1, SimpleNamespace(replica_id=2, replica_state=None), response, 100, 1.0)
+    assert response.throttle_time_ms == 0 and ctx.connection.muted == []
+
+
+# -- storage, APIs and the broker's switch -------------------------------------------------------------
+
+def test_quotas_switch_on_and_off_and_persist(tmp_path):
+    broker = InProcessBroker(tmp_path)
+    try:
+        assert broker.broker.quotas is None
+        response = broker.call(Alter(entries=[Alter.EntryData(
+            entity=[Alter.EntityData("user", "alice"), Alter.EntityData("client-id", None)],
+            ops=[Alter.OpData("producer_byte_rate", 1048576.0, False)])]), 1)
+        assert response.entries[0].error_code == 0
+        assert broker.broker.quotas is not None
+        assert broker.broker.quotas.quotas == {QuotaEntity.user_client("alice", None): {"producer_byte_rate": MB}}
+    finally:
+        broker.close()
+    broker = InProcessBroker(tmp_path)  # read back from the metadata file
+    try:
+        assert broker.broker.quotas is not None
+        described = broker.call(Describe(components=[Describe.ComponentData("client-id", 1, None)]), 0)
+        assert [[(e.entity_type, e.entity_name) for e in entry.entity] for entry in described.entries] == [
+            [("client-id", None), ("user", "alice")]]
+        broker.call(Alter(entries=[Alter.EntryData(
+            entity=[Alter.EntityData("user", "alice"), Alter.EntityData("client-id", None)],
+            ops=[Alter.OpData("producer_byte_rate", 0.0, True)])]), 0)
+        assert broker.broker.quotas is None
+        assert broker.call(Describe(components=[]), 1).entries == []
+    finally:
+        broker.close()
+
+
+def test_alter_rejects_bad_entries_one_by_one(tmp_path):
+    broker = InProcessBroker(tmp_path)
+    try:
+        response = broker.call(Alter(entries=[
+            Alter.EntryData(entity=[Alter.EntityData("client-id", "a")],
+                            ops=[Alter.OpData("producer_byte_rate", 100.0, False)]),
+            Alter.EntryData(entity=[Alter.EntityData("client-id", "b"), Alter.EntityData("client-id", "c")],
+                            ops=[Alter.OpData("producer_byte_rate", 100.0, False)]),
+            Alter.EntryData(entity=[Alter.EntityData("client-id", "d")],
+                            ops=[Alter.OpData("connection_creation_rate", 1.0, False)]),
+        ]), 1)
+        assert [e.error_code for e in response.entries] == [0, 42, 42]
+        assert list(broker.broker.metadata.describe_client_quotas()) == [QuotaEntity.client("a")]
+    finally:
+        broker.close()
