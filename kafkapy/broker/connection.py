@@ -132,7 +132,8 @@ class KafkaConnection(asyncio.Protocol):
         self._eof = True
         if self._worker is None:
             self.close()
-        return True
+        # TLS cannot stay half-open (asyncio warns on True and closes anyway)
+        return self._sock_fd is not None or self.transport.get_extra_info("ssl_object") is None
 
     # -- processing ---------------------------------------------------------------------
     async def _process(self) -> None:

@@ -39,10 +39,10 @@ ResponseCallback = Callable[[object], None]
 class _BrokerSender:
     """One broker's queue and its sending task (one request in flight)."""
 
-    def __init__(self, broker_id: int, host: str, port: int, socket_timeout_s: float):
+    def __init__(self, broker_id: int, host: str, port: int, socket_timeout_s: float, ssl_context=None):
         self.broker_id = broker_id
         self.connection = BrokerConnection(host, port, client_id=f"kafkapy-controller-to-{broker_id}",
-                                           request_timeout_s=socket_timeout_s)
+                                           request_timeout_s=socket_timeout_s, ssl_context=ssl_context)
         self.queue: asyncio.Queue = asyncio.Queue()
         self.task = asyncio.get_running_loop().create_task(self._run(), name=f"controller-sender-{broker_id}")
 
@@ -72,9 +72,10 @@ class _BrokerSender:
 class ControllerChannel:
     """Senders to the live brokers, keyed by broker id."""
 
-    def __init__(self, listener_name: str, socket_timeout_s: float = 30.0):
+    def __init__(self, listener_name: str, socket_timeout_s: float = 30.0, ssl_context=None):
         self.listener_name = listener_name
         self.socket_timeout_s = socket_timeout_s
+        self.ssl_context = ssl_context  # the inter-broker listener's TLS, None for PLAINTEXT
         self._senders: dict[int, _BrokerSender] = {}
 
     def add_broker(self, registration: BrokerRegistration) -> None:
@@ -89,7 +90,7 @@ class ControllerChannel:
                 return
             old.close()
         self._senders[registration.broker_id] = _BrokerSender(registration.broker_id, endpoint.host, endpoint.port,
-                                                              self.socket_timeout_s)
+                                                              self.socket_timeout_s, self.ssl_context)
 
     def remove_broker(self, broker_id: int) -> None:
         sender = self._senders.pop(broker_id, None)

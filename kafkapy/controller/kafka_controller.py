@@ -60,7 +60,7 @@ class KafkaController(BrokerRequests, Reassignments):
                  unclean_leader_election: Callable[[str], bool] = lambda topic: False,
                  delete_topic_enable: bool = True, socket_timeout_s: float = 30.0,
                  auto_leader_rebalance: bool = True, rebalance_interval_s: float = 300.0,
-                 imbalance_percentage: int = 10):
+                 imbalance_percentage: int = 10, ssl_context=None):
         self.zk = zk
         self.node_id = node_id
         self.listener_name = listener_name
@@ -69,7 +69,7 @@ class KafkaController(BrokerRequests, Reassignments):
         self.auto_leader_rebalance = auto_leader_rebalance
         self.rebalance_interval_s = rebalance_interval_s
         self.imbalance_percentage = imbalance_percentage
-        self.channel = ControllerChannel(listener_name, socket_timeout_s)
+        self.channel = ControllerChannel(listener_name, socket_timeout_s, ssl_context)
         self.active = False
         self.epoch = 0
         self.epoch_zk_version = -1
@@ -230,7 +230,8 @@ class KafkaController(BrokerRequests, Reassignments):
         log.info("broker %d resigns as controller (epoch %d)", self.node_id, self.epoch)
         self.active = False
         self.channel.close()
-        self.channel = ControllerChannel(self.listener_name, self.channel.socket_timeout_s)
+        self.channel = ControllerChannel(self.listener_name, self.channel.socket_timeout_s,
+                                         self.channel.ssl_context)
         self.live.clear()
         self.shutting_down.clear()
         self.topics.clear()

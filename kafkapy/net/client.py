@@ -8,14 +8,18 @@ the sheet names, which callers negotiate with `api_versions`).
 
 One `BrokerConnection` is one socket with pipelined requests; responses are matched to requests
 by correlation id. Any error (connect, timeout, framing) closes the socket and raises
-`BrokerConnectionError`; the next `send` reconnects.
+`BrokerConnectionError`; the next `send` reconnects. With `ssl_context` the socket speaks TLS (the
+inter-broker listener is SSL or SASL_SSL: `security.tls.inter_broker_ssl_context`); `authenticate`
+runs on each new connection before any request (the hook for SASL between brokers).
 """
 from __future__ import annotations
 
 import asyncio
 import itertools
 import logging
+import ssl
 import struct
+from collections.abc import Awaitable, Callable
 
 from ..protocol.headers import request_header_version, response_header_version
 from ..protocol.messages import RESPONSE_TYPES
@@ -54,8 +58,15 @@ class BrokerConnection:
     """A connection to one broker endpoint; `send` is safe to call concurrently."""
 
     def __init__(self, host: str, port: int, *, client_id: str = "kafkapy-broker",
-                 request_timeout_s: float = 30.0, connect_timeout_s: float = 10.0):
+                 request_timeout_s: float = 30.0, connect_timeout_s: float = 10.0,
+                 ssl_context: ssl.SSLContext | None = None,
+                 authenticate: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]] | None = None):
         self.host = host
+        # TLS towards the broker (host names are checked when the context says so)
+        self.ssl_context = ssl_context
+        # run on every new connection before the first request, with the stream to itself (no
+        # request is in flight yet): SASL between brokers authenticates here
+        self.authenticate = authenticate
         self.port = port
         self.client_id = client_id
         self.request_timeout_s = request_timeout_s
@@ -88,10 +99,18 @@ class BrokerConnection:
             if self._closed:
                 raise BrokerConnectionError(f"connection to {self.host}:{self.port} is closed")
             try:
+                tls = {} if self.ssl_context is None else {"ssl": self.ssl_context, "server_hostname": self.host}
                 reader, writer = await asyncio.wait_for(
-                    asyncio.open_connection(self.host, self.port, limit=1 << 20), self.connect_timeout_s)
-            except (OSError, asyncio.TimeoutError) as exc:
+                    asyncio.open_connection(self.host, self.port, limit=1 << 20, **tls), self.connect_timeout_s)
+            except (OSError, asyncio.TimeoutError) as exc:  # ssl.SSLError (handshake, certificate) is an OSError
                 raise BrokerConnectionError(f"cannot connect to {self.host}:{self.port}: {exc!r}") from None
+            if self.authenticate is not None:
+                try:
+                    await asyncio.wait_for(self.authenticate(reader, writer), self.request_timeout_s)
+                except Exception as exc:
+                    writer.close()
+                    raise BrokerConnectionError(
+                        f"authentication to {self.host}:{self.port} failed: {exc!r}") from None
             self._reader, self._writer = reader, writer
             self._read_task = asyncio.get_running_loop().create_task(self._read_loop(reader, writer))
 

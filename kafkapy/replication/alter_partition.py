@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Callable
 from ..net.client import BrokerConnection, BrokerConnectionError
 from ..protocol.errors import ErrorCode
 from ..protocol.messages import AlterPartitionRequest
+from ..security.tls import inter_broker_ssl_context
 
 if TYPE_CHECKING:
     from .partition import IsrChange, Partition
@@ -108,7 +109,8 @@ class AlterPartitionManager:
         if self._conn is None:
             timeout_s = self._broker.config.get("request.timeout.ms") / 1000
             self._conn = BrokerConnection(host, port, client_id=f"broker-{self._broker.node_id}-alter-partition",
-                                          request_timeout_s=timeout_s)
+                                          request_timeout_s=timeout_s,
+                                          ssl_context=inter_broker_ssl_context(self._broker.config))
         else:
             self._conn.retarget(host, port)
         return self._conn
