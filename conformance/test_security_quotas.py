@@ -4,13 +4,17 @@ confluent-kafka clients held to producer_byte_rate and consumer_byte_rate while 
 Neither confluent-kafka nor kafka-python has the client quota admin calls, so they are sent with
 kafkapy's own protocol codecs over a socket. Rates are measured from the first delivery (or the
 first consumed record) over a fixed run, as Kafka's quota is an average over ~10 s windows: a new
-client may burst up to ~10 s worth of quota before it is throttled.
+client may burst up to ~10 s worth of quota before it is throttled. In a two-broker ZooKeeper
+cluster, quotas set through one broker are Kafka's znodes and apply on the other, and a znode an
+older `kafka-configs --zookeeper` wrote is picked up from its config_change_ notification.
 """
 from __future__ import annotations
 
+import json
 import struct
 import threading
 import time
+import uuid
 
 import pytest
 
@@ -20,12 +24,15 @@ from confluent_kafka import Consumer, Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 from conformance.broker_process import start_broker  # noqa: E402
-from conformance.kafka_wire import RawConnection, frame, request_header_v1  # noqa: E402
+from conformance.cluster_harness import cluster_fixture, wait_until  # noqa: E402
+from conformance.kafka_wire import RawConnection, encode_batch, frame, request_header_v1  # noqa: E402
 from kafkapy.protocol.messages import (  # noqa: E402
     AlterClientQuotasRequest,
     AlterClientQuotasResponse,
     DescribeClientQuotasRequest,
     DescribeClientQuotasResponse,
+    ProduceRequest,
+    ProduceResponse,
 )
 
 pytestmark = pytest.mark.timeout(60)
@@ -39,10 +46,11 @@ RUN_S = 12.0
 
 # ---------------------------------------------------------------- the quota APIs over a socket
 
-def _roundtrip(bootstrap: str, request, response_cls, version: int = 0):
+def _roundtrip(bootstrap: str, request, response_cls, version: int = 0, client_id: str = "kafkapy-conformance"):
     """Send one request at a non-flexible version (header v1) and decode its response (header v0)."""
     with RawConnection(bootstrap) as conn:
-        body = conn.roundtrip(frame(request_header_v1(request.API_KEY, version, 7) + request.encode(version)))
+        body = conn.roundtrip(frame(request_header_v1(request.API_KEY, version, 7, client_id)
+                                    + request.encode(version)))
     (correlation_id,) = struct.unpack(">i", body[:4])
     assert correlation_id == 7
     return response_cls.decode(body, version, 4)
@@ -255,3 +263,76 @@ def test_consumer_byte_rate(broker):
     assert other_rate >= 3 * QUOTA
     assert alter_quotas(bootstrap, {"client-id": "limited-consumer"},
                         {"consumer_byte_rate": None}).entries[0].error_code == 0
+
+
+# ---------------------------------------------------------------- cluster mode: ZooKeeper
+
+cluster2 = cluster_fixture(2)
+
+
+def _znode(zk, path: str) -> dict:
+    return json.loads(zk.get(path)[0])
+
+
+def _produce_throttle_ms(bootstrap: str, client_id: str, topic: str, size: int) -> tuple[int, int]:
+    """(error code, throttle_time_ms) of a Produce v3 of one `size`-byte record."""
+    P = ProduceRequest
+    request = P(transactional_id=None, acks=1, timeout_ms=10_000, topic_data=[P.TopicProduceData(
+        name=topic, partition_data=[P.PartitionProduceData(index=0, records=encode_batch([(None, b"x" * size)]))])])
+    response = _roundtrip(bootstrap, request, ProduceResponse, version=3, client_id=client_id)
+    return response.responses[0].partition_responses[0].error_code, response.throttle_time_ms
+
+
+def test_cluster_quotas_live_in_zookeeper_and_apply_on_every_broker(cluster2):
+    kazoo = pytest.importorskip("kazoo.client")
+    one, two = cluster2.broker(1), cluster2.broker(2)
+    tag = uuid.uuid4().hex[:8]
+    client, user = f"zk-limited-{tag}", f"CN=app {tag}"
+    assert alter_quotas(one.bootstrap, {"client-id": client}, {"producer_byte_rate": 1000}).entries[0].error_code == 0
+    assert alter_quotas(one.bootstrap, {"user": user, "client-id": None},
+                        {"consumer_byte_rate": 2000}).entries[0].error_code == 0
+    wanted = {(("client-id", client),): {"producer_byte_rate": 1000.0},
+              (("client-id", None), ("user", user)): {"consumer_byte_rate": 2000.0}}
+    wait_until(lambda: described(describe_quotas(two.bootstrap, [])) == wanted, timeout=30,
+               message="broker 2 describes the quotas set through broker 1")
+
+    zk = kazoo.KazooClient(hosts=cluster2.zookeeper_connect)
+    zk.start(timeout=10)
+    try:
+        # what Kafka 3.7 would have written
+        assert _znode(zk, f"/config/clients/{client}") == {"version": 1, "config": {"producer_byte_rate": "1000"}}
+        assert _znode(zk, f"/config/users/CN%3Dapp%20{tag}/clients/<default>") == {
+            "version": 1, "config": {"consumer_byte_rate": "2000"}}
+        changes = [_znode(zk, f"/config/changes/{c}") for c in zk.get_children("/config/changes")]
+        assert {"version": 2, "entity_path": f"clients/{client}"} in changes
+        assert {"version": 2, "entity_path": f"users/CN%3Dapp%20{tag}/clients/<default>"} in changes
+        # an older kafka-configs --zookeeper writes the znode and the notification itself
+        zk.create("/config/users/<default>", json.dumps(
+            {"version": 1, "config": {"request_percentage": "400"}}).encode(), makepath=True)
+        zk.create("/config/changes/config_change_", json.dumps(
+            {"version": 2, "entity_path": "users/<default>"}).encode(), sequence=True)
+    finally:
+        zk.stop()
+        zk.close()
+    wanted[(("user", None),)] = {"request_percentage": 400.0}
+    for number, node in ((1, one), (2, two)):
+        wait_until(lambda: described(describe_quotas(node.bootstrap, [])) == wanted, timeout=30,
+                   message=f"broker {number} applies a quota written straight to ZooKeeper")
+
+    # broker 2 enforces the quota set through broker 1: 20 kB is two quota windows' worth
+    topic = f"zk-quota-{tag}"
+    admin = AdminClient({"bootstrap.servers": one.bootstrap})
+    admin.create_topics([NewTopic(topic, num_partitions=1, replica_assignment=[[2]])])[topic].result(30)
+    wait_until(lambda: _produce_throttle_ms(two.bootstrap, "someone-else", topic, 100)[0] == 0, timeout=30,
+               message="broker 2 leads the new topic")
+    assert _produce_throttle_ms(two.bootstrap, "someone-else", topic, 20_000) == (0, 0)
+    error, throttle = _produce_throttle_ms(two.bootstrap, client, topic, 20_000)
+    assert error == 0 and throttle > 5_000  # ~(2000 - 1000) / 1000 * 10 s
+
+    for entity, key in [({"client-id": client}, "producer_byte_rate"),
+                        ({"user": user, "client-id": None}, "consumer_byte_rate"),
+                        ({"user": None}, "request_percentage")]:
+        assert alter_quotas(two.bootstrap, entity, {key: None}).entries[0].error_code == 0
+    for number, node in ((1, one), (2, two)):
+        wait_until(lambda: described(describe_quotas(node.bootstrap, [])) == {}, timeout=30,
+                   message=f"broker {number} sees every quota removed")
