@@ -200,3 +200,36 @@ def test_java_admin_moves_a_replica_between_log_dirs(java_programs: JavaPrograms
     assert partition_entries(dst) == [f"{topic}-0"]
     segments = list((dst / f"{topic}-0").glob("*.log"))
     assert len(segments) > 100, f"{len(segments)} segments in {dst / f'{topic}-0'}"
+
+
+@pytest.mark.timeout(180)
+def test_java_clients_over_ssl_and_mtls(java_programs: JavaPrograms, tmp_path: Path) -> None:
+    """SslCheck (Admin, default producer, consumer) over an SSL listener with a PEM trust store, and over
+    an SSL listener that requires client certificates with a PEM key store (CN=alice)."""
+    pytest.importorskip("cryptography")
+    from conformance.broker_process import free_port, start_broker
+    from conformance.tls_certs import make_certs
+
+    certs = make_certs(tmp_path / "certs")
+    alice = certs.client("alice")
+    plain, ssl_port, mtls_port = free_port(), free_port(), free_port()
+    listeners = f"PLAINTEXT://127.0.0.1:{plain},SSL://127.0.0.1:{ssl_port},MTLS://127.0.0.1:{mtls_port}"
+    broker = start_broker({
+        "listeners": listeners, "advertised.listeners": listeners,
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SSL,MTLS:SSL",
+        "ssl.keystore.type": "PEM", "ssl.keystore.location": str(certs.broker_keystore),
+        "ssl.truststore.type": "PEM", "ssl.truststore.location": str(certs.ca_pem),
+        "listener.name.mtls.ssl.client.auth": "required",
+    }, work_dir=tmp_path / "broker", port=plain)
+    try:
+        trust = f"security.protocol=SSL\nssl.truststore.type=PEM\nssl.truststore.location={certs.ca_pem}\n"
+        ssl_props = tmp_path / "ssl.properties"
+        ssl_props.write_text(trust)
+        mtls_props = tmp_path / "mtls.properties"
+        mtls_props.write_text(trust + f"ssl.keystore.type=PEM\nssl.keystore.location={alice.keystore}\n")
+        java_programs.run("SslCheck", f"127.0.0.1:{ssl_port}", f"java-ssl-{uuid.uuid4().hex[:6]}",
+                          str(ssl_props), "500")
+        java_programs.run("SslCheck", f"127.0.0.1:{mtls_port}", f"java-mtls-{uuid.uuid4().hex[:6]}",
+                          str(mtls_props), "500")
+    finally:
+        broker.close()
