@@ -16,6 +16,7 @@ import time
 from enum import Enum
 
 from ..protocol.errors import ErrorCode
+from ..protocol.messages import REQUEST_TYPES
 from .principal import KafkaPrincipal
 from .sasl import SaslAuthenticationError, SaslServer, client_failure_message
 from .sasl.listener_config import SaslListenerConfig
@@ -27,7 +28,6 @@ log = logging.getLogger(__name__)
 
 SASL_PROTOCOLS = frozenset({"SASL_PLAINTEXT", "SASL_SSL"})
 _API_VERSIONS, _SASL_HANDSHAKE, _SASL_AUTHENTICATE = 18, 17, 36
-_API_NAMES = {_API_VERSIONS: "ApiVersions", _SASL_HANDSHAKE: "SaslHandshake", _SASL_AUTHENTICATE: "SaslAuthenticate"}
 
 
 class SaslState(Enum):
@@ -85,7 +85,8 @@ class ConnectionSession:
         allowed = (_API_VERSIONS, _SASL_HANDSHAKE) if state is SaslState.HANDSHAKE else (_SASL_AUTHENTICATE,)
         if api_key not in allowed:
             self.state = SaslState.FAILED
-            name = _API_NAMES.get(api_key, f"api key {api_key}")
+            request_type = REQUEST_TYPES.get(api_key)
+            name = request_type.__name__.removesuffix("Request") if request_type is not None else "unknown"
             raise _closed(f"unexpected {name} request (api key {api_key} v{api_version}) on SASL listener "
                           f"{self._listener_name()} while {state.value}")
 
