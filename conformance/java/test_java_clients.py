@@ -233,3 +233,30 @@ def test_java_clients_over_ssl_and_mtls(java_programs: JavaPrograms, tmp_path: P
                           str(mtls_props), "500")
     finally:
         broker.close()
+
+
+@pytest.mark.timeout(240)
+def test_java_clients_over_sasl(java_programs: JavaPrograms, tmp_path: Path) -> None:
+    """SaslCheck: AdminClient alter/describeUserScramCredentials, then Admin, a default producer and a
+    consumer over SASL_PLAINTEXT with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512; a producer sending across a
+    2 s SCRAM session lifetime (the Java client re-authenticates, KIP-368); a wrong password."""
+    from conformance.broker_process import free_port, start_broker
+
+    password = "alice-java-Pw-8e21"
+    plain, sasl = free_port(), free_port()
+    listeners = f"PLAINTEXT://127.0.0.1:{plain},SASL_PLAINTEXT://127.0.0.1:{sasl}"
+    broker = start_broker({
+        "listeners": listeners, "advertised.listeners": listeners,
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config":
+            f'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="{password}";',
+        "listener.name.sasl_plaintext.scram-sha-256.connections.max.reauth.ms": "2000",
+    }, work_dir=tmp_path / "broker", port=plain)
+    try:
+        java_programs.run("SaslCheck", f"127.0.0.1:{plain}", f"127.0.0.1:{sasl}", f"java-sasl-{uuid.uuid4().hex[:6]}",
+                          password, timeout=180)
+        log = broker.log_path.read_text(errors="replace")
+        assert "expired without re-authentication" not in log
+        assert [line for line in log.splitlines() if password in line and not line.startswith("===== start")] == []
+    finally:
+        broker.close()
