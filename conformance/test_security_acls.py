@@ -1,0 +1,253 @@
+"""ACL enforcement against a real broker process, with confluent-kafka (librdkafka) clients.
+
+One broker with `authorizer.class.name=kafka.security.authorizer.AclAuthorizer` and two listeners:
+SASL_PLAINTEXT with PLAIN users admin (a super user), alice and bob, and PLAINTEXT (User:ANONYMOUS).
+The admin creates the ACLs with the AdminClient; alice and bob produce, consume and administer
+with and without them and get Kafka's errors: TOPIC_AUTHORIZATION_FAILED, GROUP_AUTHORIZATION_FAILED,
+CLUSTER_AUTHORIZATION_FAILED, TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
+"""
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+
+confluent_kafka = pytest.importorskip("confluent_kafka", reason="!!! confluent-kafka not installed: pip install -e '.[test]'")
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer  # noqa: E402
+from confluent_kafka.admin import (  # noqa: E402
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    NewTopic,
+    ResourcePatternType,
+    ResourceType,
+)
+
+from conformance.broker_process import free_port, start_broker  # noqa: E402
+
+pytestmark = pytest.mark.timeout(180)
+
+PASSWORDS = {"admin": "admin-Pw-31f0", "alice": "alice-Pw-8d2a", "bob": "bob-Pw-55c1"}
+JAAS = ("org.apache.kafka.common.security.plain.PlainLoginModule required username=\"admin\" "
+        "password=\"admin-Pw-31f0\" " + " ".join(f'user_{u}="{p}"' for u, p in PASSWORDS.items()) + ";")
+TIMEOUT_S = 20
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    ports = {"PLAINTEXT": free_port(), "SASL_PLAINTEXT": free_port()}
+    listeners = ",".join(f"{n}://127.0.0.1:{p}" for n, p in ports.items())
+    settings = {
+        "listeners": listeners, "advertised.listeners": listeners,
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
+        "sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
+        "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+        "super.users": "User:admin",
+        "broker.id": "0",
+    }
+    b = start_broker(settings, work_dir=tmp_path_factory.mktemp("acl-broker"), port=ports["PLAINTEXT"])
+    b.ports = ports
+    try:
+        yield b
+    finally:
+        _ADMINS.clear()
+        b.close()
+
+
+def conf(broker, user: str | None, **extra) -> dict:
+    """Client settings: `user` over SASL PLAIN, or None for the PLAINTEXT listener (User:ANONYMOUS)."""
+    if user is None:
+        base = {"bootstrap.servers": f"127.0.0.1:{broker.ports['PLAINTEXT']}"}
+    else:
+        base = {"bootstrap.servers": f"127.0.0.1:{broker.ports['SASL_PLAINTEXT']}", "security.protocol": "SASL_PLAINTEXT",
+                "sasl.mechanism": "PLAIN", "sasl.username": user, "sasl.password": PASSWORDS[user]}
+    return {**base, "client.id": f"acl-{user or 'anonymous'}", **extra}
+
+
+_ADMINS: dict[tuple[int, str | None], AdminClient] = {}
+
+
+def admin(broker, user: str | None = "admin") -> AdminClient:
+    """One AdminClient per broker and user, kept alive (a collected client fails its pending futures)."""
+    key = (id(broker), user)
+    if key not in _ADMINS:
+        _ADMINS[key] = AdminClient(conf(broker, user))
+    return _ADMINS[key]
+
+
+def error_of(future) -> int | None:
+    try:
+        future.result(timeout=TIMEOUT_S)
+    except KafkaException as exc:
+        return exc.args[0].code()
+    return None
+
+
+def create_acls(broker, *bindings: AclBinding) -> None:
+    for future in admin(broker).create_acls(list(bindings), request_timeout=TIMEOUT_S).values():
+        future.result(timeout=TIMEOUT_S)
+    time.sleep(0.1)
+
+
+def allow(user: str, rtype: ResourceType, name: str, op: AclOperation,
+          pattern=ResourcePatternType.LITERAL, permission=AclPermissionType.ALLOW) -> AclBinding:
+    return AclBinding(rtype, name, pattern, f"User:{user}", "*", op, permission)
+
+
+def produce(broker, user: str | None, topic: str, count: int = 5, **extra) -> list:
+    """Produce `count` records; the delivery errors (codes), None for each success."""
+    producer = Producer(conf(broker, user, **{"message.timeout.ms": 8000, **extra}))
+    results: list = []
+    for i in range(count):
+        producer.produce(topic, f"v{i}".encode(),
+                         on_delivery=lambda err, msg: results.append(err.code() if err else None))
+    producer.flush(TIMEOUT_S)
+    return results
+
+
+def consume(broker, user: str | None, topic: str, group: str, want: int) -> tuple[int, set[int]]:
+    """(records read, error codes seen) within the timeout."""
+    consumer = Consumer(conf(broker, user, **{"group.id": group, "auto.offset.reset": "earliest"}))
+    consumer.subscribe([topic])
+    read, errors = 0, set()
+    deadline = time.monotonic() + TIMEOUT_S
+    try:
+        while time.monotonic() < deadline and read < want:
+            msg = consumer.poll(0.5)
+            if msg is None:
+                continue
+            if msg.error():
+                if msg.error().code() != KafkaError._PARTITION_EOF:
+                    errors.add(msg.error().code())
+                    if msg.error().code() in (KafkaError.GROUP_AUTHORIZATION_FAILED,
+                                              KafkaError.TOPIC_AUTHORIZATION_FAILED):
+                        break
+                continue
+            read += 1
+    finally:
+        consumer.close()
+    return read, errors
+
+
+@pytest.fixture
+def names():
+    tag = uuid.uuid4().hex[:8]
+    return {"topic": f"acl-t-{tag}", "secret": f"acl-t-{tag}-secret", "group": f"acl-g-{tag}",
+            "other": f"other-{tag}"}
+
+
+def test_super_user_does_everything_and_others_nothing_without_acls(broker, names):
+    admin_client = admin(broker)
+    for future in admin_client.create_topics([NewTopic(names["topic"], 1, 1)], operation_timeout=10).values():
+        future.result(timeout=TIMEOUT_S)
+    assert produce(broker, "admin", names["topic"]) == [None] * 5
+    assert produce(broker, "bob", names["topic"], count=1) == [KafkaError.TOPIC_AUTHORIZATION_FAILED]
+    assert produce(broker, None, names["topic"], count=1) == [KafkaError.TOPIC_AUTHORIZATION_FAILED]
+    # admin APIs: cluster DESCRIBE / ALTER, topic CREATE
+    filter_all = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY,
+                                  AclPermissionType.ANY)
+    # (librdkafka's describe_acls hides the response's top-level error: kafka-python shows it)
+    from kafka import KafkaAdminClient
+    from kafka.admin import ACLFilter, ACLOperation, ACLPermissionType, ACLResourcePatternType, ResourcePatternFilter
+    from kafka.admin import ResourceType as KpResourceType
+    from kafka.errors import ClusterAuthorizationFailedError
+
+    bob = KafkaAdminClient(bootstrap_servers=f"127.0.0.1:{broker.ports['SASL_PLAINTEXT']}",
+                           security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN", sasl_plain_username="bob",
+                           sasl_plain_password=PASSWORDS["bob"])
+    try:
+        with pytest.raises(ClusterAuthorizationFailedError):
+            bob.describe_acls(ACLFilter(principal=None, host="*", operation=ACLOperation.ANY,
+                                        permission_type=ACLPermissionType.ANY,
+                                        resource_pattern=ResourcePatternFilter(KpResourceType.ANY, None,
+                                                                               ACLResourcePatternType.ANY)))
+    finally:
+        bob.close()
+    assert error_of(admin(broker).describe_acls(filter_all, request_timeout=TIMEOUT_S)) is None
+    created = admin(broker, "bob").create_acls([allow("bob", ResourceType.TOPIC, "*", AclOperation.ALL)],
+                                              request_timeout=TIMEOUT_S)
+    assert [error_of(f) for f in created.values()] == [KafkaError.CLUSTER_AUTHORIZATION_FAILED]
+    made = admin(broker, "bob").create_topics([NewTopic(names["other"], 1, 1)], operation_timeout=10)
+    assert [error_of(f) for f in made.values()] == [KafkaError.TOPIC_AUTHORIZATION_FAILED]
+
+
+def test_prefixed_allow_a_deny_and_a_group(broker, names):
+    admin_client = admin(broker)
+    for future in admin_client.create_topics([NewTopic(names["topic"], 1, 1), NewTopic(names["secret"], 1, 1)],
+                                             operation_timeout=10).values():
+        future.result(timeout=TIMEOUT_S)
+    prefix = names["topic"]
+    create_acls(broker,
+                allow("alice", ResourceType.TOPIC, prefix, AclOperation.WRITE, ResourcePatternType.PREFIXED),
+                allow("alice", ResourceType.TOPIC, prefix, AclOperation.READ, ResourcePatternType.PREFIXED),
+                allow("alice", ResourceType.GROUP, names["group"], AclOperation.READ),
+                allow("alice", ResourceType.TOPIC, names["secret"], AclOperation.READ,
+                      permission=AclPermissionType.DENY))
+    assert produce(broker, "alice", names["topic"]) == [None] * 5
+    assert produce(broker, "alice", names["secret"]) == [None] * 5  # only READ is denied there
+    read, errors = consume(broker, "alice", names["topic"], names["group"], 5)
+    assert (read, errors) == (5, set())
+    read, errors = consume(broker, "alice", names["secret"], names["group"], 5)
+    assert read == 0 and KafkaError.TOPIC_AUTHORIZATION_FAILED in errors
+    # a group alice has no ACL for
+    read, errors = consume(broker, "alice", names["topic"], names["group"] + "-x", 5)
+    assert read == 0 and KafkaError.GROUP_AUTHORIZATION_FAILED in errors
+    # bob has none of it
+    assert produce(broker, "bob", names["topic"], count=1) == [KafkaError.TOPIC_AUTHORIZATION_FAILED]
+    read, errors = consume(broker, "bob", names["topic"], names["group"], 5)
+    assert read == 0 and errors & {KafkaError.GROUP_AUTHORIZATION_FAILED, KafkaError.TOPIC_AUTHORIZATION_FAILED}
+
+
+def test_idempotent_and_transactional_producers(broker, names):
+    for future in admin(broker).create_topics([NewTopic(names["topic"], 1, 1)], operation_timeout=10).values():
+        future.result(timeout=TIMEOUT_S)
+    create_acls(broker, allow("alice", ResourceType.TOPIC, names["topic"], AclOperation.WRITE))
+    # WRITE on a topic is enough for InitProducerId without IDEMPOTENT_WRITE (Kafka 3.x)
+    assert produce(broker, "alice", names["topic"], **{"enable.idempotence": True}) == [None] * 5
+    # a transactional producer needs WRITE on its transactional id
+    txn = f"txn-{names['topic']}"
+    producer = Producer(conf(broker, "alice", **{"transactional.id": txn, "transaction.timeout.ms": 10000}))
+    with pytest.raises(KafkaException) as denied:
+        producer.init_transactions(TIMEOUT_S)
+    assert denied.value.args[0].code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    create_acls(broker, allow("alice", ResourceType.TRANSACTIONAL_ID, txn, AclOperation.WRITE),
+                allow("alice", ResourceType.TRANSACTIONAL_ID, txn, AclOperation.DESCRIBE))
+    producer = Producer(conf(broker, "alice", **{"transactional.id": txn, "transaction.timeout.ms": 10000}))
+    producer.init_transactions(TIMEOUT_S)
+    producer.begin_transaction()
+    producer.produce(names["topic"], b"in-txn")
+    producer.commit_transaction(TIMEOUT_S)
+
+
+def test_anonymous_on_plaintext_is_granted_and_denied_by_acls(broker, names):
+    for future in admin(broker).create_topics([NewTopic(names["topic"], 1, 1)], operation_timeout=10).values():
+        future.result(timeout=TIMEOUT_S)
+    assert produce(broker, None, names["topic"], count=1) == [KafkaError.TOPIC_AUTHORIZATION_FAILED]
+    create_acls(broker, allow("ANONYMOUS", ResourceType.TOPIC, names["topic"], AclOperation.WRITE))
+    assert produce(broker, None, names["topic"]) == [None] * 5
+    # a DENY for everyone wins over the ALLOW
+    create_acls(broker, AclBinding(ResourceType.TOPIC, names["topic"], ResourcePatternType.LITERAL, "User:*", "*",
+                                   AclOperation.ALL, AclPermissionType.DENY))
+    assert produce(broker, None, names["topic"], count=1) == [KafkaError.TOPIC_AUTHORIZATION_FAILED]
+    # deleting the DENY takes effect at once
+    deleted = admin(broker).delete_acls([AclBindingFilter(
+        ResourceType.TOPIC, names["topic"], ResourcePatternType.LITERAL, "User:*", None, AclOperation.ANY,
+        AclPermissionType.DENY)], request_timeout=TIMEOUT_S)
+    for future in deleted.values():
+        assert len(future.result(timeout=TIMEOUT_S)) == 1
+    assert produce(broker, None, names["topic"]) == [None] * 5
+
+
+def test_metadata_lists_only_describable_topics(broker, names):
+    for future in admin(broker).create_topics([NewTopic(names["topic"], 1, 1), NewTopic(names["other"], 1, 1)],
+                                              operation_timeout=10).values():
+        future.result(timeout=TIMEOUT_S)
+    create_acls(broker, allow("bob", ResourceType.TOPIC, names["other"], AclOperation.DESCRIBE))
+    listed = set(admin(broker, "bob").list_topics(timeout=TIMEOUT_S).topics)
+    assert names["other"] in listed and names["topic"] not in listed
+    assert {names["topic"], names["other"]} <= set(admin(broker).list_topics(timeout=TIMEOUT_S).topics)
