@@ -58,6 +58,11 @@ SENSOR_EXPIRY_S = 3600.0  # Kafka's INACTIVE_SENSOR_EXPIRATION_TIME_SECONDS
 
 _PRODUCE, _FETCH = 0, 1
 _CREATE_TOPICS, _DELETE_TOPICS, _CREATE_PARTITIONS = 19, 20, 37
+_MUTATIONS = frozenset({_CREATE_TOPICS, _DELETE_TOPICS, _CREATE_PARTITIONS})
+# KIP-599: from these versions a request over controller_mutation_rate fails topic by topic.
+STRICT_MUTATION_VERSIONS = {_CREATE_TOPICS: 6, _DELETE_TOPICS: 5, _CREATE_PARTITIONS: 3}
+THROTTLING_QUOTA_EXCEEDED = 89
+THROTTLED_MESSAGE = "The throttling quota has been exceeded."
 # Broker-to-broker requests (Kafka's ClusterAction) are exempt from the request quota.
 _CLUSTER_ACTIONS = frozenset({4, 5, 6, 7, 27, 56, 57, 63, 67})
 
@@ -251,6 +256,9 @@ class ClientQuotas:
         self._sensors: dict[tuple[str, str, str], _Sensor] = {}
         self._resolved: dict[tuple[str, str, str], tuple[float | None, tuple[str, str]]] = {}
         self._last_sweep = clock()
+        # id(request) -> (throttle ms, rejected topic -> throttle ms) for mutation requests that
+        # before_request saw; after_request finishes them
+        self._mutations: dict[int, tuple[int, dict[Any, int], list[Any]]] = {}
         self.quotas: dict[QuotaEntity, dict[str, float]] = {}
         self.keys: frozenset[str] = frozenset()
         self.update(quotas)
@@ -341,6 +349,54 @@ class ClientQuotas:
             _trim_records(response, 0)
         return throttle
 
+    def before_request(self, ctx: RequestContext, api_key: int, request: Any) -> None:
+        """controller_mutation_rate before a CreateTopics / DeleteTopics / CreatePartitions runs.
+
+        As Kafka's ControllerMutationQuotaManager: partitions are counted from the metadata before
+        the change (new partitions; a deleted topic's partitions). Strict versions (KIP-599) check
+        the bucket before each topic and take the topics it cannot afford out of the request;
+        after_request answers them THROTTLING_QUOTA_EXCEEDED. Older versions are recorded whole
+        and throttled after. Needs a call from dispatch before the handler; without it
+        after_request counts what the response shows (permissive only).
+        """
+        if api_key not in _MUTATIONS or CONTROLLER_MUTATION_RATE not in self.keys:
+            return
+        if getattr(request, "validate_only", False):
+            return
+        user, client_id = ctx.principal.name, ctx.client_id or ""
+        bound, tags = self._bound(CONTROLLER_MUTATION_RATE, user, client_id)
+        if bound is None:
+            return
+        now = self.clock()
+        bucket = self._sensor(CONTROLLER_MUTATION_RATE, tags, now, lambda: TokenBucket(self.samples, self.window))
+        if len(self._mutations) > 10_000:  # handlers that raised never reached after_request
+            self._mutations.clear()
+        planned = _planned_mutations(ctx, api_key, request)
+        order = [key for key, _ in planned]
+        rejected: dict[Any, int] = {}
+        throttle = 0
+        if ctx.api_version >= STRICT_MUTATION_VERSIONS[api_key]:
+            for key, partitions in planned:
+                wait = bucket.throttle_ms(bound, now)
+                if wait > 0:
+                    rejected[key] = throttle = wait
+                elif partitions:
+                    bucket.record(partitions, bound, now)
+            if rejected:
+                _drop_topics(api_key, request, rejected)
+        else:
+            throttle = bucket.record(sum(n for _, n in planned), bound, now) if planned else 0
+        self._mutations[id(request)] = (throttle, rejected, order)
+
+    def _finish_mutations(self, api_key: int, request: Any, response: Any) -> int | None:
+        pending = self._mutations.pop(id(request), None)
+        if pending is None:
+            return None
+        throttle, rejected, order = pending
+        if rejected and response is not None:
+            _add_rejected(api_key, response, rejected, order)
+        return throttle
+
     def _sweep(self, now: float) -> None:
         self._last_sweep = now
         stale = [k for k, s in self._sensors.items() if now - s.last_used > SENSOR_EXPIRY_S]
@@ -363,9 +419,11 @@ class ClientQuotas:
             throttle = self.record(PRODUCER_BYTE_RATE, user, client_id, request_size_bytes, now)
         elif api_key == _FETCH and response is not None:
             throttle = self._consumer_fetch(response, user, client_id, now)
-        elif api_key in (_CREATE_TOPICS, _DELETE_TOPICS, _CREATE_PARTITIONS) and response is not None:
-            throttle = self.record_mutations(user, client_id, _mutated_partitions(ctx, api_key, request, response),
-                                             now)
+        elif api_key in _MUTATIONS and response is not None:
+            throttle = self._finish_mutations(api_key, request, response)
+            if throttle is None:  # before_request did not run: count what the response shows
+                throttle = self.record_mutations(user, client_id,
+                                                 _mutated_partitions(ctx, api_key, request, response), now)
         if api_key not in _CLUSTER_ACTIONS and not (api_key == _PRODUCE and getattr(request, "acks", 1) == 0):
             throttle = max(throttle, self.record(REQUEST_PERCENTAGE, user, client_id, handler_seconds * 100.0, now))
         if throttle <= 0:
@@ -410,6 +468,84 @@ def _fetch_response_size(response: Any) -> int:
             records = part.records
             size += 48 + (len(records) if records is not None else 0)
     return size
+
+
+def _topic_key(api_key: int, entry: Any) -> Any:
+    """How a topic is named in a mutation request: a name, or (DeleteTopics v6) a name or an id."""
+    if api_key == _DELETE_TOPICS and not isinstance(entry, str):
+        return entry.name if entry.name else entry.topic_id
+    return entry if isinstance(entry, str) else entry.name
+
+
+def _request_topics(api_key: int, request: Any) -> list[Any]:
+    if api_key == _DELETE_TOPICS:
+        return list(request.topics) if request.topics else list(request.topic_names or ())
+    return list(request.topics)
+
+
+def _planned_mutations(ctx: RequestContext, api_key: int, request: Any) -> list[tuple[Any, int]]:
+    """(topic key, partitions it would create or delete) in request order, from the metadata now."""
+    metadata = ctx.broker.metadata
+    planned = []
+    for entry in _request_topics(api_key, request):
+        key = _topic_key(api_key, entry)
+        if api_key == _CREATE_TOPICS:
+            if metadata.get_topic(entry.name) is not None:
+                count = 0  # TOPIC_ALREADY_EXISTS: nothing created
+            elif entry.assignments:
+                count = len(entry.assignments)
+            else:
+                count = entry.num_partitions if entry.num_partitions > 0 else ctx.broker.config.get("num.partitions")
+        elif api_key == _DELETE_TOPICS:
+            topic = metadata.get_topic(key) if isinstance(key, str) else metadata.topic_by_id(key)
+            count = topic.partition_count if topic is not None else 0
+        else:
+            topic = metadata.get_topic(entry.name)
+            count = max(entry.count - topic.partition_count, 0) if topic is not None else 0
+        planned.append((key, count))
+    return planned
+
+
+def _drop_topics(api_key: int, request: Any, rejected: Mapping[Any, int]) -> None:
+    """Take the rejected topics out of the request so that the handler leaves them alone."""
+    if api_key == _DELETE_TOPICS and not request.topics:
+        request.topic_names = [name for name in request.topic_names if name not in rejected]
+    else:
+        request.topics = [entry for entry in request.topics if _topic_key(api_key, entry) not in rejected]
+
+
+def _add_rejected(api_key: int, response: Any, rejected: Mapping[Any, int], order: list[Any]) -> None:
+    """THROTTLING_QUOTA_EXCEEDED results for the rejected topics, in the request's order."""
+    from ..protocol.messages import CreatePartitionsResponse, CreateTopicsResponse, DeleteTopicsResponse
+
+    if api_key == _CREATE_TOPICS:
+        results = response.topics
+        results += [CreateTopicsResponse.CreatableTopicResult(
+            name=key, error_code=THROTTLING_QUOTA_EXCEEDED, error_message=THROTTLED_MESSAGE) for key in rejected]
+        response.topics = _in_order(results, order, lambda r: r.name)
+    elif api_key == _DELETE_TOPICS:
+        results = response.responses
+        for key in rejected:
+            result = DeleteTopicsResponse.DeletableTopicResult(error_code=THROTTLING_QUOTA_EXCEEDED,
+                                                                error_message=THROTTLED_MESSAGE)
+            if isinstance(key, str):
+                result.name = key
+            else:
+                result.topic_id = key
+            results.append(result)
+        response.responses = _in_order(results, order, lambda r: r.name if r.name else r.topic_id)
+    else:
+        results = response.results
+        results += [CreatePartitionsResponse.CreatePartitionsTopicResult(
+            name=key, error_code=THROTTLING_QUOTA_EXCEEDED, error_message=THROTTLED_MESSAGE) for key in rejected]
+        response.results = _in_order(results, order, lambda r: r.name)
+    if hasattr(response, "throttle_time_ms"):
+        response.throttle_time_ms = max(response.throttle_time_ms or 0, max(rejected.values()))
+
+
+def _in_order(results: list[Any], order: list[Any], key: Callable[[Any], Any]) -> list[Any]:
+    rank = {k: i for i, k in enumerate(order)}
+    return sorted(results, key=lambda r: rank.get(key(r), len(rank)))
 
 
 def _mutated_partitions(ctx: RequestContext, api_key: int, request: Any, response: Any) -> int:

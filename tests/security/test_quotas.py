@@ -303,3 +303,84 @@ def test_alter_rejects_bad_entries_one_by_one(tmp_path):
         assert list(broker.broker.metadata.describe_client_quotas()) == [QuotaEntity.client("a")]
     finally:
         broker.close()
+
+
+# -- controller_mutation_rate (KIP-599) ----------------------------------------------------------------
+
+class MutedConnection(FakeConnection):
+    from kafkapy.security.principal import ANONYMOUS as principal
+
+    listener = None
+    peer = "127.0.0.1:1"
+
+
+def _dispatch(broker, request, version: int):
+    """What dispatch does around a handler, with the before_request call the strict mode needs."""
+    import asyncio
+
+    from kafkapy.broker.dispatch import HANDLERS, RequestContext
+    from kafkapy.protocol.headers import RequestHeader
+
+    key = request.API_KEY
+    request = type(request).decode(request.encode(version), version)
+    connection = MutedConnection()
+    ctx = RequestContext(broker, connection, RequestHeader(key, version, 1, "mutator"))
+    broker.quotas.before_request(ctx, key, request)
+    response = asyncio.run(HANDLERS[key](ctx, request))
+    broker.quotas.after_request(ctx, key, request, response, 100, 0.0)
+    return response, connection.muted
+
+
+def _set_mutation_rate(broker, rate: float | None) -> None:
+    broker.call(Alter(entries=[Alter.EntryData(entity=[Alter.EntityData("client-id", "mutator")], ops=[
+        Alter.OpData("controller_mutation_rate", rate or 0.0, rate is None)])]), 1)
+
+
+def test_strict_create_topics_fails_topic_by_topic_once_the_bucket_is_empty(tmp_path):
+    from kafkapy.protocol.messages import CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest
+
+    broker = InProcessBroker(tmp_path)
+    try:
+        _set_mutation_rate(broker, 1.0)  # a burst of 11 partitions
+        T = CreateTopicsRequest.CreatableTopic
+        request = CreateTopicsRequest(topics=[T(name=f"t{i}", num_partitions=6, replication_factor=1)
+                                              for i in range(3)], timeout_ms=5000)
+        response, muted = _dispatch(broker.broker, request, 7)
+        # t0 takes 6 of 11, t1 takes the other 5 and 1 more (the bucket may go negative once), t2 fails
+        assert [(r.name, r.error_code) for r in response.topics] == [("t0", 0), ("t1", 0), ("t2", 89)]
+        assert response.topics[2].error_message == "The throttling quota has been exceeded."
+        assert 0 < response.throttle_time_ms <= 1000 and muted == [response.throttle_time_ms / 1000]
+        assert broker.broker.metadata.get_topic("t2") is None
+
+        # CreatePartitions v3 and DeleteTopics v5 are strict too
+        P = CreatePartitionsRequest.CreatePartitionsTopic
+        response, _ = _dispatch(broker.broker, CreatePartitionsRequest(
+            topics=[P(name="t0", count=8, assignments=None)], timeout_ms=5000), 3)
+        assert [(r.name, r.error_code) for r in response.results] == [("t0", 89)]
+        response, _ = _dispatch(broker.broker, DeleteTopicsRequest(topic_names=["t0", "t1"], timeout_ms=5000), 5)
+        assert [(r.name, r.error_code) for r in response.responses] == [("t0", 89), ("t1", 89)]
+    finally:
+        broker.close()
+
+
+def test_permissive_versions_mutate_and_throttle_after(tmp_path):
+    from kafkapy.protocol.messages import CreateTopicsRequest, DeleteTopicsRequest
+
+    broker = InProcessBroker(tmp_path)
+    try:
+        _set_mutation_rate(broker, 1.0)
+        T = CreateTopicsRequest.CreatableTopic
+        request = CreateTopicsRequest(topics=[T(name=f"p{i}", num_partitions=6, replication_factor=1)
+                                              for i in range(3)], timeout_ms=5000)
+        response, muted = _dispatch(broker.broker, request, 5)
+        assert [r.error_code for r in response.topics] == [0, 0, 0]
+        assert 6900 < response.throttle_time_ms <= 7000  # 18 - 11 = 7 partitions short at 1/s
+        assert muted == [response.throttle_time_ms / 1000]
+        # a deletion counts the topic's partitions, read before it is gone
+        response, muted = _dispatch(broker.broker, DeleteTopicsRequest(topic_names=["p0"], timeout_ms=5000), 4)
+        assert response.responses[0].error_code == 0
+        assert len(muted) == 1 and 12.0 < muted[0] <= 13.0  # 7 + 6 short, less what refilled since
+        _set_mutation_rate(broker, None)
+        assert broker.broker.quotas is None
+    finally:
+        broker.close()
