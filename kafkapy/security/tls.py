@@ -359,6 +359,8 @@ def server_ssl_context(config, listener) -> ssl.SSLContext | None:
     context = ListenerSSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.listener_name = listener.name
     auth = (settings.get("ssl.client.auth") or "none").lower()
+    if listener.security_protocol == "SASL_SSL" and settings.key("ssl.client.auth") == "ssl.client.auth":
+        auth = "none"  # KIP-684: SASL_SSL listeners take ssl.client.auth only with the listener prefix
     if auth not in _CLIENT_AUTH:
         raise settings.error("ssl.client.auth", "must be one of required, requested, none", auth)
     _apply_protocols(context, settings)

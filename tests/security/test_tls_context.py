@@ -243,3 +243,15 @@ def test_secrets_are_sensitive_in_describe_configs(certs):
         assert entries[name].is_sensitive and entries[name].value is None, name
     assert entries["ssl.keystore.location"].value == str(certs.broker_keystore)
     assert not entries["ssl.principal.mapping.rules"].is_sensitive
+
+
+def test_sasl_ssl_takes_client_auth_only_with_the_listener_prefix(certs):
+    """KIP-684: the broker-wide ssl.client.auth does not apply to SASL_SSL listeners."""
+    props = {"listeners": "PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0", "log.dirs": "/tmp/kafkapy-unused",
+             "ssl.keystore.type": "PEM", "ssl.keystore.location": str(certs.broker_keystore),
+             "ssl.truststore.type": "PEM", "ssl.truststore.location": str(certs.ca_pem), "ssl.client.auth": "required"}
+    cfg = BrokerConfig(props)
+    listener = next(lst for lst in cfg.listeners if lst.name == "SASL_SSL")
+    assert server_ssl_context(cfg, listener).verify_mode == ssl.CERT_NONE
+    cfg = BrokerConfig({**props, "listener.name.sasl_ssl.ssl.client.auth": "required"})
+    assert server_ssl_context(cfg, listener).verify_mode == ssl.CERT_REQUIRED
