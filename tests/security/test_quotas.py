@@ -384,3 +384,24 @@ def test_permissive_versions_mutate_and_throttle_after(tmp_path):
         assert broker.broker.quotas is None
     finally:
         broker.close()
+
+
+def test_quota_apis_need_cluster_configs_permissions(tmp_path):
+    import asyncio
+
+    from kafkapy.broker.dispatch import HANDLERS, RequestContext
+    from kafkapy.protocol.headers import RequestHeader
+
+    def call(request):
+        ctx = RequestContext(broker.broker, MutedConnection(), RequestHeader(request.API_KEY, 1, 1, "admin"))
+        return asyncio.run(HANDLERS[request.API_KEY](ctx, request))
+
+    broker = InProcessBroker(tmp_path, **{"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer"})
+    try:
+        assert call(Describe(components=[])).error_code == 31  # CLUSTER_AUTHORIZATION_FAILED
+        response = call(Alter(entries=[Alter.EntryData(entity=[Alter.EntityData("client-id", "a")],
+                                                       ops=[Alter.OpData("producer_byte_rate", 1.0)])]))
+        assert [e.error_code for e in response.entries] == [31]
+        assert broker.broker.metadata.describe_client_quotas() == {}
+    finally:
+        broker.close()

@@ -2,12 +2,14 @@
 
 Entities are user and/or client-id, each a name or `<default>` (a null entity_name on the wire);
 enforcement is kafkapy.security.quotas, which the broker switches on when the first quota is
-stored and off when the last one is removed.
+stored and off when the last one is removed. As Kafka, describing needs DESCRIBE_CONFIGS and
+altering ALTER_CONFIGS on the cluster resource (when an authorizer is configured).
 """
 from __future__ import annotations
 
 import logging
 
+from ...controller.acls import AclOperation
 from ...protocol.errors import ErrorCode
 from ...protocol.messages import (
     AlterClientQuotasRequest,
@@ -67,6 +69,9 @@ class _Filter:
 async def handle_describe_client_quotas(ctx: RequestContext,
                                         request: DescribeClientQuotasRequest) -> DescribeClientQuotasResponse:
     Response = DescribeClientQuotasResponse
+    if not ctx.authorized_cluster(AclOperation.DESCRIBE_CONFIGS):
+        return Response(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                        error_message=None, entries=None)
     try:
         quota_filter = _Filter(request.components, request.strict)
     except QuotaError as exc:
@@ -87,6 +92,11 @@ async def handle_describe_client_quotas(ctx: RequestContext,
 async def handle_alter_client_quotas(ctx: RequestContext,
                                      request: AlterClientQuotasRequest) -> AlterClientQuotasResponse:
     Response = AlterClientQuotasResponse
+    if not ctx.authorized_cluster(AclOperation.ALTER_CONFIGS):
+        return Response(throttle_time_ms=0, entries=[Response.EntryData(
+            error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message=None,
+            entity=[Response.EntityData(entity_type=e.entity_type, entity_name=e.entity_name) for e in entry.entity])
+            for entry in request.entries])
     results = []
     changes: dict[QuotaEntity, dict[str, float | None]] = {}
     for entry in request.entries:
