@@ -500,6 +500,7 @@ _USED = {
     # SASL listeners (kafkapy/security/sasl, security/session.py)
     "sasl.enabled.mechanisms", "sasl.jaas.config", "connections.max.reauth.ms", "sasl.server.max.receive.size",
     "sasl.oauthbearer.sub.claim.name", "sasl.oauthbearer.scope.claim.name", "sasl.oauthbearer.clock.skew.seconds",
+    "connection.failed.authentication.delay.ms",
 }
 # Kafka's per-broker-only dynamic configs are listener/security ones; kafkapy can re-advertise
 # itself, but not rebind its sockets, so only advertised.listeners is among them.

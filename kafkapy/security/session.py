@@ -214,8 +214,10 @@ class ConnectionSession:
         line = reason if reason.startswith("SASL authentication failed") else (
             f"closing connection from {connection.peer} on listener {self._listener_name()}: {reason}")
         log.warning("%s", line)
-        # the handler's response is written synchronously when the handler returns; close after it
-        asyncio.get_running_loop().call_soon(connection.close)
+        # the response is written when the handler returns; as Kafka, close only after
+        # connection.failed.authentication.delay.ms, so the client reads it before the close
+        delay_ms = connection.broker.config.get("connection.failed.authentication.delay.ms") or 0
+        asyncio.get_running_loop().call_later(delay_ms / 1000, connection.close)
 
     def _listener_name(self) -> str:
         listener = getattr(self.connection, "listener", None)

@@ -34,7 +34,8 @@ class Broker:
         settings = {"listeners": "SASL_PLAINTEXT://127.0.0.1:0", "log.dirs": "/nonexistent",
                     "listener.security.protocol.map": "SASL_PLAINTEXT:SASL_PLAINTEXT",
                     "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,OAUTHBEARER",
-                    "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS}
+                    "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
+                    "connection.failed.authentication.delay.ms": "0"}
         settings.update(props)
         self.config = BrokerConfig(settings)
         self.metadata = Store()
