@@ -25,7 +25,7 @@ from ..protocol.headers import request_header_version, response_header_version
 from ..protocol.messages import RESPONSE_TYPES
 from ..protocol.primitives import skip_tagged_fields
 
-__all__ = ["BrokerConnection", "BrokerConnectionError"]
+__all__ = ["BrokerConnection", "BrokerConnectionError", "sasl_authenticate"]
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +52,51 @@ def encode_request(request, version: int, correlation_id: int, client_id: str | 
     parts = request.encode_parts(version)
     size = len(header) + sum(len(p) for p in parts)
     return [_SIZE.pack(size), bytes(header), *parts]
+
+
+async def sasl_authenticate(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *, mechanism: str,
+                            username: str, password: str, client_id: str | None = "kafkapy-broker") -> None:
+    """Authenticate a new connection (BrokerConnection's `authenticate` hook, built by
+    security.sasl.inter_broker): SaslHandshake v1, then SaslAuthenticate v2 rounds with PLAIN or SCRAM.
+    Raises BrokerConnectionError naming the broker's error (never the password)."""
+    from ..protocol.messages import SaslAuthenticateRequest, SaslHandshakeRequest
+    from ..security.sasl.scram import SCRAM_MECHANISMS, ScramClient
+
+    correlation = itertools.count(1)
+
+    async def call(request, version: int):
+        correlation_id = next(correlation)
+        writer.writelines(encode_request(request, version, correlation_id, client_id))
+        await writer.drain()
+        size = _SIZE.unpack(await reader.readexactly(4))[0]
+        if not 4 <= size <= _MAX_RESPONSE:
+            raise BrokerConnectionError(f"bad SASL response size {size}")
+        frame = await reader.readexactly(size)
+        if _SIZE.unpack_from(frame, 0)[0] != correlation_id:
+            raise BrokerConnectionError("SASL response with an unexpected correlation id")
+        pos = 4
+        if response_header_version(request.API_KEY, version) == 1:
+            pos = skip_tagged_fields(frame, pos)
+        return RESPONSE_TYPES[request.API_KEY].decode(frame, version, pos)
+
+    handshake = await call(SaslHandshakeRequest(mechanism=mechanism), 1)
+    if handshake.error_code:
+        raise BrokerConnectionError(f"SaslHandshake {mechanism}: error {handshake.error_code}, the broker offers "
+                                    f"{', '.join(handshake.mechanisms) or 'nothing'}")
+
+    async def step(token: bytes) -> bytes:
+        response = await call(SaslAuthenticateRequest(auth_bytes=token), 2)
+        if response.error_code:
+            raise BrokerConnectionError(f"SASL {mechanism} authentication as {username} failed: error "
+                                        f"{response.error_code} ({response.error_message})")
+        return response.auth_bytes
+
+    if mechanism == "PLAIN":
+        await step(f"\x00{username}\x00{password}".encode())
+        return
+    client = ScramClient(SCRAM_MECHANISMS[mechanism], username, password)
+    server_first = await step(client.first())
+    client.verify(await step(client.final(server_first)))
 
 
 class BrokerConnection:

@@ -264,3 +264,19 @@ def test_jaas_errors_do_not_quote_values(text):
 def test_hmac_helpers_match_hashlib():
     m = SCRAM_MECHANISMS["SCRAM-SHA-512"]
     assert m.hmac(b"k", b"d") == hmac.new(b"k", b"d", hashlib.sha512).digest()
+
+
+@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "SCRAM-SHA-512"])
+def test_scram_client_against_the_server(mechanism):
+    from kafkapy.security.sasl.scram import ScramClient as Client
+
+    server = scram_server(mechanism)
+    client = Client(SCRAM_MECHANISMS[mechanism], "alice", "pw-alice")
+    client.verify(server.evaluate(client.final(server.evaluate(client.first()))))
+    assert server.authorization_id == "alice"
+    with pytest.raises(SaslAuthenticationError):  # a server that does not know the password
+        other = scram_server(mechanism, password="something-else")
+        liar = Client(SCRAM_MECHANISMS[mechanism], "alice", "pw-alice")
+        first = other.evaluate(liar.first())
+        liar.final(first)
+        liar.verify(b"v=" + base64.b64encode(b"\x00" * SCRAM_MECHANISMS[mechanism].digest_size))

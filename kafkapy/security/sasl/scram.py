@@ -207,3 +207,46 @@ class ScramServer:
         self.authorization_id = self._username
         server_signature = scram.hmac(credential.server_key, auth_message)
         return b"v=" + base64.b64encode(server_signature)
+
+
+class ScramClient:
+    """The client side of one exchange (inter-broker SASL): first() -> final(server_first) -> verify(server_final)."""
+
+    def __init__(self, mechanism: ScramMechanism, username: str, password: str, nonce: str | None = None):
+        self._scram = mechanism
+        self._username = username.replace("=", "=3D").replace(",", "=2C")
+        self._password = password
+        self._nonce = nonce or base64.urlsafe_b64encode(secrets.token_bytes(24)).decode()
+        self._server_key = b""
+        self._auth_message = b""
+
+    def first(self) -> bytes:
+        self._bare = f"n={self._username},r={self._nonce}"
+        return f"n,,{self._bare}".encode()
+
+    def final(self, server_first: bytes) -> bytes:
+        try:
+            text = server_first.decode("utf-8")
+            fields = dict(part.split("=", 1) for part in text.split(","))
+            nonce, salt, iterations = fields["r"], base64.b64decode(fields["s"]), int(fields["i"])
+        except (UnicodeDecodeError, ValueError, KeyError, binascii.Error):
+            raise SaslAuthenticationError(f"{self._scram.name}: invalid server-first message") from None
+        if not nonce.startswith(self._nonce) or len(nonce) == len(self._nonce):
+            raise SaslAuthenticationError(f"{self._scram.name}: the server nonce does not extend ours")
+        if iterations < MIN_ITERATIONS:
+            raise SaslAuthenticationError(f"{self._scram.name}: {iterations} iterations is below {MIN_ITERATIONS}")
+        scram = self._scram
+        salted = scram.salted_password(self._password, salt, iterations)
+        client_key = scram.hmac(salted, b"Client Key")
+        without_proof = f"c=biws,r={nonce}"
+        self._auth_message = f"{self._bare},{text},{without_proof}".encode()
+        signature = scram.hmac(scram.digest(client_key), self._auth_message)
+        self._server_key = scram.hmac(salted, b"Server Key")
+        proof = bytes(a ^ b for a, b in zip(client_key, signature))
+        return f"{without_proof},p={base64.b64encode(proof).decode()}".encode()
+
+    def verify(self, server_final: bytes) -> None:
+        """Check the server signature: the server knew the credential too."""
+        expected = b"v=" + base64.b64encode(self._scram.hmac(self._server_key, self._auth_message))
+        if not hmac.compare_digest(bytes(server_final), expected):
+            raise SaslAuthenticationError(f"{self._scram.name}: invalid server signature")
