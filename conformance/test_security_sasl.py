@@ -611,3 +611,87 @@ def test_reauthentication_on_the_same_connection(broker, raw):
     assert conn.handshake("PLAIN")[0] == 0
     assert conn.authenticate(_plain("alice", ALICE_PW))[0] == 0
     assert conn.metadata_works()
+
+
+# -- cluster mode: SCRAM credentials in ZooKeeper ---------------------------------------------------
+
+def test_cluster_scram_credentials_in_zookeeper(tmp_path):
+    """Two brokers with a SASL_PLAINTEXT listener each: AlterUserScramCredentials answers NOT_CONTROLLER
+    on the other broker, the controller writes /config/users/<user> as Kafka does (with a
+    config_change_ notification), and both brokers authenticate the user, then refuse it once deleted."""
+    from kazoo.client import KazooClient
+
+    from conformance.cluster_harness import wait_until
+    from kafkapy.devcluster.brokers import LocalCluster
+    from kafkapy.devcluster.zookeeper import ZooKeeperServer
+    from kafkapy.net.client import BrokerConnection, BrokerConnectionError, sasl_authenticate
+    from kafkapy.protocol.messages import AlterUserScramCredentialsRequest as Alter
+    from kafkapy.protocol.messages import DescribeUserScramCredentialsRequest as Describe
+    from kafkapy.protocol.messages import MetadataRequest
+
+    available, reason = ZooKeeperServer.available()
+    if not available:
+        pytest.skip(f"!!! ZooKeeper is not available: {reason}")
+    cluster = LocalCluster(tmp_path, brokers=2, overrides={"sasl.enabled.mechanisms": "SCRAM-SHA-256",
+                                                           "inter.broker.listener.name": "PLAINTEXT"})
+    sasl_ports = {}
+    for broker_id, node in cluster.brokers.items():
+        sasl_ports[broker_id] = free_port()
+        listeners = f"PLAINTEXT://127.0.0.1:{node.port},SASL_PLAINTEXT://127.0.0.1:{sasl_ports[broker_id]}"
+        node.overrides.update({"listeners": listeners, "advertised.listeners": listeners})
+    cluster.start()
+    try:
+        controller = cluster.controller_id()
+        other = next(b for b in cluster.brokers if b != controller)
+        salt = os.urandom(16)
+        upsert = Alter.ScramCredentialUpsertion(name="zk-user", mechanism=1, iterations=4096, salt=salt,
+                                                salted_password=hashlib.pbkdf2_hmac("sha256", SCRAM_PW.encode(),
+                                                                                    salt, 4096))
+
+        async def send(broker_id: int, request, version: int):
+            conn = BrokerConnection("127.0.0.1", cluster.brokers[broker_id].port, request_timeout_s=10)
+            try:
+                return await conn.send(request, version)
+            finally:
+                conn.close()
+
+        async def authenticates(broker_id: int) -> bool:
+            def hook(reader, writer):
+                return sasl_authenticate(reader, writer, mechanism="SCRAM-SHA-256", username="zk-user",
+                                         password=SCRAM_PW)
+            conn = BrokerConnection("127.0.0.1", sasl_ports[broker_id], authenticate=hook, request_timeout_s=10)
+            try:
+                await conn.send(MetadataRequest(topics=[]), 1)
+                return True
+            except BrokerConnectionError:
+                return False
+            finally:
+                conn.close()
+
+        refused = asyncio.run(send(other, Alter(deletions=[], upsertions=[upsert]), 0))
+        assert [(r.user, r.error_code) for r in refused.results] == [("zk-user", 41)]  # NOT_CONTROLLER
+        done = asyncio.run(send(controller, Alter(deletions=[], upsertions=[upsert]), 0))
+        assert [(r.user, r.error_code) for r in done.results] == [("zk-user", 0)]
+        zk = KazooClient(hosts=cluster.zookeeper_connect)
+        zk.start(10)
+        try:
+            data, _ = zk.get("/config/users/zk-user")
+            stored = json.loads(data)["config"]["SCRAM-SHA-256"]
+            assert stored.startswith(f"salt={base64.b64encode(salt).decode()},stored_key=")
+            assert stored.endswith(",iterations=4096")
+            assert any(zk.get(f"/config/changes/{c}")[0] == b'{"version":2,"entity_path":"users/zk-user"}'
+                       for c in zk.get_children("/config/changes"))
+        finally:
+            zk.stop()
+        for broker_id in cluster.brokers:
+            wait_until(lambda: asyncio.run(authenticates(broker_id)), 20, message=f"broker {broker_id} knows zk-user")
+        described = asyncio.run(send(other, Describe(users=[Describe.UserName(name="zk-user")]), 0))
+        assert [(i.mechanism, i.iterations) for i in described.results[0].credential_infos] == [(1, 4096)]
+        deleted = asyncio.run(send(controller, Alter(deletions=[Alter.ScramCredentialDeletion(
+            name="zk-user", mechanism=1)], upsertions=[]), 0))
+        assert deleted.results[0].error_code == 0
+        for broker_id in cluster.brokers:
+            wait_until(lambda: not asyncio.run(authenticates(broker_id)), 20,
+                       message=f"broker {broker_id} forgot zk-user")
+    finally:
+        cluster.stop()
