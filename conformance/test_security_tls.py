@@ -327,3 +327,18 @@ def test_cluster_replicates_over_an_ssl_inter_broker_listener(tmp_path, certs):
             assert "cannot connect" not in node.log_tail(200)
     finally:
         cluster.stop()
+
+
+def test_broker_refuses_to_start_with_a_bad_key_store(tmp_path, certs):
+    from conformance.broker_process import BrokerStartError
+
+    garbage = tmp_path / "garbage.pem"
+    garbage.write_bytes(b"not a key store\n")
+    plain, ssl_port = free_port(), free_port()
+    listeners = f"PLAINTEXT://127.0.0.1:{plain},SSL://127.0.0.1:{ssl_port}"
+    with pytest.raises(BrokerStartError) as info:
+        start_broker({"listeners": listeners, "advertised.listeners": listeners, "ssl.keystore.type": "PEM",
+                      "ssl.keystore.location": str(garbage)}, work_dir=tmp_path / "broker", port=plain, timeout=15)
+    lines = [line for line in str(info.value).splitlines() if "invalid configuration" in line]
+    assert lines == [f"kafkapy: invalid configuration: Invalid value {garbage} for configuration "
+                     "ssl.keystore.location: not a PEM file"], str(info.value)

@@ -249,7 +249,8 @@ def _read(settings: _Settings, name: str, location: str) -> bytes:
 
 
 def _password(value: str | None):
-    return value if value else None
+    # never None: OpenSSL would then prompt for the pass phrase on the terminal
+    return value if value else (lambda: b"")
 
 
 def _why(exc: Exception, hint: str, data: bytes | None = None) -> str:

@@ -255,3 +255,11 @@ def test_sasl_ssl_takes_client_auth_only_with_the_listener_prefix(certs):
     assert server_ssl_context(cfg, listener).verify_mode == ssl.CERT_NONE
     cfg = BrokerConfig({**props, "listener.name.sasl_ssl.ssl.client.auth": "required"})
     assert server_ssl_context(cfg, listener).verify_mode == ssl.CERT_REQUIRED
+
+
+def test_encrypted_key_without_password_fails_without_prompting(certs):
+    enc = certs.client("dave", key_password="s3cret")
+    cfg = config(**{"ssl.keystore.type": "PEM", "ssl.keystore.location": str(enc.keystore)})
+    with pytest.raises(ConfigError) as info:
+        server_ssl_context(cfg, ssl_listener(cfg))
+    assert info.value.name == "ssl.keystore.location" and "ssl.key.password" in str(info.value)
