@@ -346,7 +346,8 @@ def test_broker_refuses_to_start_with_a_bad_key_store(tmp_path, certs):
         output_of = lambda: broker.log_path.read_text()  # noqa: E731
         assert broker.proc.wait(15) == 1
     except BrokerStartError as exc:
-        output_of = lambda: str(exc)  # noqa: E731
+        message = str(exc)
+        output_of = lambda: message  # noqa: E731
     finally:
         if broker is not None:
             broker.close()

@@ -120,7 +120,8 @@ def test_subject_dn_is_rfc2253_most_specific_first():
     from cryptography.x509.oid import NameOID
 
     der = _cert_der([NameAttribute(NameOID.COUNTRY_NAME, "US"), NameAttribute(NameOID.ORGANIZATION_NAME, "acme"),
-                     NameAttribute(NameOID.ORGANIZATIONAL_UNIT_NAME, "eng"), NameAttribute(NameOID.COMMON_NAME, "alice")])
+                     NameAttribute(NameOID.ORGANIZATIONAL_UNIT_NAME, "eng"),
+                     NameAttribute(NameOID.COMMON_NAME, "alice")])
     assert subject_dn(der) == "CN=alice,OU=eng,O=acme,C=US"
 
 
