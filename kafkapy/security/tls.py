@@ -310,8 +310,6 @@ def java_cipher_to_openssl(name: str) -> str:
             body = [f"{algo}{bits}", mode.replace("_", "")]
         else:
             body = [f"{algo}{bits}", mode, mac]
-        if algo == "CAMELLIA" and mode == "CBC":
-            body = [f"CAMELLIA{bits}", mac] if mac != "SHA" else [f"CAMELLIA{bits}", "SHA"]
     elif cipher == "CHACHA20_POLY1305_SHA256":
         body = ["CHACHA20", "POLY1305"]
     else:
