@@ -260,3 +260,146 @@ def test_java_clients_over_sasl(java_programs: JavaPrograms, tmp_path: Path) -> 
         assert [line for line in log.splitlines() if password in line and not line.startswith("===== start")] == []
     finally:
         broker.close()
+
+
+_ACL_CHECK_JAVA = r'''
+import java.util.*;
+import java.util.concurrent.*;
+import org.apache.kafka.clients.admin.*;
+import org.apache.kafka.clients.producer.*;
+import org.apache.kafka.common.KafkaFuture;
+import org.apache.kafka.common.acl.*;
+import org.apache.kafka.common.errors.*;
+import org.apache.kafka.common.resource.*;
+import org.apache.kafka.common.serialization.StringSerializer;
+
+/** The Java AdminClient's ACL APIs against an authorizer-enabled broker, and what the ACLs allow. */
+public class AclCheck {
+    static int failures = 0;
+
+    static void check(String step, boolean ok, Object detail) {
+        System.out.println((ok ? "PASS " : "FAIL ") + step + (ok ? "" : ": " + detail));
+        if (!ok) failures++;
+    }
+
+    static Properties conf(String bootstrap, String user, String password) {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", bootstrap);
+        p.put("security.protocol", "SASL_PLAINTEXT");
+        p.put("sasl.mechanism", "PLAIN");
+        p.put("sasl.jaas.config", "org.apache.kafka.common.security.plain.PlainLoginModule required username=\"" + user
+                + "\" password=\"" + password + "\";");
+        p.put("request.timeout.ms", "15000");
+        p.put("default.api.timeout.ms", "20000");
+        return p;
+    }
+
+    static Throwable cause(KafkaFuture<?> future) throws InterruptedException {
+        try {
+            future.get(30, TimeUnit.SECONDS);
+            return null;
+        } catch (ExecutionException e) {
+            return e.getCause();
+        } catch (java.util.concurrent.TimeoutException e) {
+            return e;
+        }
+    }
+
+    public static void main(String[] args) throws Exception {
+        String bootstrap = args[0], topic = args[1], adminPw = args[2], alicePw = args[3];
+        String secret = topic + "-secret";
+        try (Admin admin = Admin.create(conf(bootstrap, "admin", adminPw));
+             Admin alice = Admin.create(conf(bootstrap, "alice", alicePw))) {
+            admin.createTopics(List.of(new NewTopic(topic, 1, (short) 1), new NewTopic(secret, 1, (short) 1))).all()
+                    .get(30, TimeUnit.SECONDS);
+            List<AclBinding> acls = List.of(
+                    new AclBinding(new ResourcePattern(ResourceType.TOPIC, topic, PatternType.PREFIXED),
+                            new AccessControlEntry("User:alice", "*", AclOperation.WRITE, AclPermissionType.ALLOW)),
+                    new AclBinding(new ResourcePattern(ResourceType.TOPIC, secret, PatternType.LITERAL),
+                            new AccessControlEntry("User:alice", "*", AclOperation.WRITE, AclPermissionType.DENY)));
+            check("createAcls as a super user", cause(admin.createAcls(acls).all()) == null, "failed");
+            AclBindingFilter mine = new AclBindingFilter(
+                    new ResourcePatternFilter(ResourceType.TOPIC, topic, PatternType.MATCH), AccessControlEntryFilter.ANY);
+            Collection<AclBinding> described = admin.describeAcls(mine).values().get(30, TimeUnit.SECONDS);
+            check("describeAcls MATCH shows the prefixed ACL", described.size() == 1
+                    && described.iterator().next().pattern().patternType() == PatternType.PREFIXED, described);
+
+            check("describeAcls without DESCRIBE on the cluster", cause(alice.describeAcls(AclBindingFilter.ANY).values())
+                    instanceof ClusterAuthorizationException, "not refused");
+            check("createAcls without ALTER on the cluster", cause(alice.createAcls(acls).all())
+                    instanceof ClusterAuthorizationException, "not refused");
+            check("createTopics without CREATE", cause(alice.createTopics(List.of(new NewTopic(topic + "-new", 1,
+                    (short) 1))).all()) instanceof TopicAuthorizationException, "not refused");
+
+            Properties pc = conf(bootstrap, "alice", alicePw);
+            pc.put("key.serializer", StringSerializer.class.getName());
+            pc.put("value.serializer", StringSerializer.class.getName());
+            pc.put("max.block.ms", "15000");
+            pc.put("delivery.timeout.ms", "20000");
+            try (KafkaProducer<String, String> producer = new KafkaProducer<>(pc)) {
+                Throwable ok = null;
+                try {
+                    producer.send(new ProducerRecord<>(topic, "k", "v")).get(30, TimeUnit.SECONDS);
+                } catch (ExecutionException e) {
+                    ok = e.getCause();
+                }
+                check("the default (idempotent) producer writes under the prefixed ALLOW", ok == null, ok);
+            }
+            try (KafkaProducer<String, String> producer = new KafkaProducer<>(pc)) {
+                Throwable denied = null;
+                try {
+                    producer.send(new ProducerRecord<>(secret, "k", "v")).get(30, TimeUnit.SECONDS);
+                } catch (ExecutionException e) {
+                    denied = e.getCause();
+                }
+                check("the DENY wins over the prefixed ALLOW", denied instanceof TopicAuthorizationException, denied);
+            }
+
+            AclBindingFilter all = new AclBindingFilter(
+                    new ResourcePatternFilter(ResourceType.TOPIC, null, PatternType.ANY),
+                    new AccessControlEntryFilter("User:alice", null, AclOperation.ANY, AclPermissionType.ANY));
+            Collection<AclBinding> deleted = admin.deleteAcls(List.of(all)).all().get(30, TimeUnit.SECONDS);
+            check("deleteAcls returns both", deleted.size() == 2, deleted);
+            check("describeAcls after deleting", admin.describeAcls(all).values().get(30, TimeUnit.SECONDS).isEmpty(),
+                    "not empty");
+        }
+        System.exit(failures == 0 ? 0 : 1);
+    }
+}
+'''
+
+
+@pytest.mark.timeout(240)
+def test_java_admin_acls_against_an_authorizer(java_programs: JavaPrograms, tmp_path: Path) -> None:
+    """The Java AdminClient's createAcls / describeAcls (MATCH) / deleteAcls as a super user over SASL PLAIN;
+    a user without ACLs on the cluster gets ClusterAuthorizationException and TopicAuthorizationException;
+    the default idempotent producer writes under a prefixed ALLOW and is refused by a literal DENY.
+    (The program is compiled from the source above into tmp_path.)"""
+    from conformance.broker_process import free_port, start_broker
+
+    javac = shutil.which("javac")
+    source = tmp_path / "src" / "AclCheck.java"
+    source.parent.mkdir()
+    source.write_text(_ACL_CHECK_JAVA)
+    classes = tmp_path / "classes"
+    compiled = subprocess.run([javac, "-nowarn", "-d", str(classes), "-cp", java_programs.classpath, str(source)],
+                              capture_output=True, text=True, timeout=180)
+    assert compiled.returncode == 0, compiled.stdout + compiled.stderr
+    programs = JavaPrograms(java=java_programs.java, classes_dir=classes, classpath=java_programs.classpath)
+    admin_pw, alice_pw = "admin-java-Pw-1f3c", "alice-java-Pw-77ad"
+    plain, sasl = free_port(), free_port()
+    listeners = f"PLAINTEXT://127.0.0.1:{plain},SASL_PLAINTEXT://127.0.0.1:{sasl}"
+    broker = start_broker({
+        "listeners": listeners, "advertised.listeners": listeners,
+        "sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config":
+            f'org.apache.kafka.common.security.plain.PlainLoginModule required user_admin="{admin_pw}" '
+            f'user_alice="{alice_pw}";',
+        "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+        "super.users": "User:admin",
+    }, work_dir=tmp_path / "broker", port=plain)
+    try:
+        programs.run("AclCheck", f"127.0.0.1:{sasl}", f"java-acl-{uuid.uuid4().hex[:6]}", admin_pw, alice_pw,
+                     timeout=180)
+    finally:
+        broker.close()
