@@ -436,6 +436,37 @@ class ClientQuotas:
         ctx.connection.mute_for(throttle / 1000.0)
 
 
+class BusyTime:
+    """Awaits a handler coroutine and adds up the time it ran, leaving out the time it was parked
+    (a long-poll Fetch, acks=all, JoinGroup): Kafka's request_percentage counts request thread
+    time, not waiting. Dispatch can use `timed = BusyTime(handler(ctx, request));
+    response = await timed` and hand `timed.seconds` to after_request as handler_seconds."""
+
+    __slots__ = ("coro", "seconds")
+
+    def __init__(self, coro):
+        self.coro = coro
+        self.seconds = 0.0
+
+    def __await__(self):
+        coro, send, error = self.coro, None, None
+        while True:
+            started = time.perf_counter()
+            try:
+                yielded = coro.throw(error) if error is not None else coro.send(send)
+            except StopIteration as stop:
+                self.seconds += time.perf_counter() - started
+                return stop.value
+            except BaseException:
+                self.seconds += time.perf_counter() - started
+                raise
+            self.seconds += time.perf_counter() - started
+            try:
+                send, error = (yield yielded), None
+            except BaseException as exc:  # cancellation and the like go into the handler
+                send, error = None, exc
+
+
 def _is_replica_fetch(request: Any) -> bool:
     if getattr(request, "replica_id", -1) >= 0:
         return True

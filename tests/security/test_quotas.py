@@ -405,3 +405,37 @@ def test_quota_apis_need_cluster_configs_permissions(tmp_path):
         assert broker.broker.metadata.describe_client_quotas() == {}
     finally:
         broker.close()
+
+
+def test_busy_time_leaves_out_the_time_a_handler_is_parked():
+    import asyncio
+    import time as _time
+
+    from kafkapy.security.quotas import BusyTime
+
+    async def handler():
+        started = _time.perf_counter()
+        while _time.perf_counter() - started < 0.05:  # 50 ms of work
+            pass
+        await asyncio.sleep(0.3)  # parked, as a long-poll fetch
+        return "done"
+
+    async def main():
+        timed = BusyTime(handler())
+        assert await timed == "done"
+        return timed.seconds
+
+    assert 0.04 <= asyncio.run(main()) < 0.2
+
+    async def cancelled():
+        timed = BusyTime(asyncio.sleep(10))
+        task = asyncio.ensure_future(_wrap(timed))
+        await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    async def _wrap(timed):
+        return await timed
+
+    asyncio.run(cancelled())
