@@ -13,7 +13,8 @@ import uuid
 
 import pytest
 
-confluent_kafka = pytest.importorskip("confluent_kafka", reason="!!! confluent-kafka not installed: pip install -e '.[test]'")
+confluent_kafka = pytest.importorskip("confluent_kafka",
+                                      reason="!!! confluent-kafka not installed: pip install -e '.[test]'")
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer  # noqa: E402
 from confluent_kafka.admin import (  # noqa: E402
@@ -64,8 +65,9 @@ def conf(broker, user: str | None, **extra) -> dict:
     if user is None:
         base = {"bootstrap.servers": f"127.0.0.1:{broker.ports['PLAINTEXT']}"}
     else:
-        base = {"bootstrap.servers": f"127.0.0.1:{broker.ports['SASL_PLAINTEXT']}", "security.protocol": "SASL_PLAINTEXT",
-                "sasl.mechanism": "PLAIN", "sasl.username": user, "sasl.password": PASSWORDS[user]}
+        base = {"bootstrap.servers": f"127.0.0.1:{broker.ports['SASL_PLAINTEXT']}",
+                "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN", "sasl.username": user,
+                "sasl.password": PASSWORDS[user]}
     return {**base, "client.id": f"acl-{user or 'anonymous'}", **extra}
 
 

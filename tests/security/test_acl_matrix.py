@@ -147,7 +147,8 @@ CASES: list[Case] = [
      9, TAF, [(TOPIC, "new", Op.DESCRIBE), (TOPIC, "new", Op.CREATE)]),
     ("offset-for-leader-epoch", lambda: m.OffsetForLeaderEpochRequest(
         replica_id=-1, topics=[m.OffsetForLeaderEpochRequest.OffsetForLeaderTopic(
-            topic="t", partitions=[m.OffsetForLeaderEpochRequest.OffsetForLeaderPartition(partition=0, leader_epoch=0)])]),
+            topic="t", partitions=[
+                m.OffsetForLeaderEpochRequest.OffsetForLeaderPartition(partition=0, leader_epoch=0)])]),
      4, TAF, [(TOPIC, "t", Op.DESCRIBE)]),
     ("offset-commit-group", lambda: m.OffsetCommitRequest(group_id="g", topics=[
         m.OffsetCommitRequest.OffsetCommitRequestTopic(name="t", partitions=[
@@ -163,8 +164,9 @@ CASES: list[Case] = [
     ("offset-fetch-v8", lambda: m.OffsetFetchRequest(groups=[m.OffsetFetchRequest.OffsetFetchRequestGroup(
         group_id="g", topics=[m.OffsetFetchRequest.OffsetFetchRequestTopics(name="t", partition_indexes=[0])])]),
      8, GAF, [(GROUP, "g", Op.READ), (TOPIC, "t", Op.READ)]),
-    ("offset-delete", lambda: m.OffsetDeleteRequest(group_id="g", topics=[m.OffsetDeleteRequest.OffsetDeleteRequestTopic(
-        name="t", partitions=[m.OffsetDeleteRequest.OffsetDeleteRequestPartition(partition_index=0)])]),
+    ("offset-delete", lambda: m.OffsetDeleteRequest(group_id="g", topics=[
+        m.OffsetDeleteRequest.OffsetDeleteRequestTopic(name="t", partitions=[
+            m.OffsetDeleteRequest.OffsetDeleteRequestPartition(partition_index=0)])]),
      0, GAF, [(GROUP, "g", Op.DELETE)]),  # the topic's READ: test_offset_delete_needs_read_on_the_topic
     ("find-coordinator-group", lambda: m.FindCoordinatorRequest(key="g", key_type=0), 3, GAF,
      [(GROUP, "g", Op.DESCRIBE)]),
@@ -260,8 +262,9 @@ CASES: list[Case] = [
         host_filter=None, operation=1, permission_type=1)]), 3, CAF, [(CLUSTER, "kafka-cluster", Op.ALTER)]),
     ("describe-log-dirs", lambda: m.DescribeLogDirsRequest(topics=None), 3, CAF,
      [(CLUSTER, "kafka-cluster", Op.DESCRIBE)]),
-    ("alter-replica-log-dirs", lambda: m.AlterReplicaLogDirsRequest(dirs=[m.AlterReplicaLogDirsRequest.AlterReplicaLogDir(
-        path="/nonexistent", topics=[m.AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic(name="t", partitions=[0])])]),
+    ("alter-replica-log-dirs", lambda: m.AlterReplicaLogDirsRequest(dirs=[
+        m.AlterReplicaLogDirsRequest.AlterReplicaLogDir(path="/nonexistent", topics=[
+            m.AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic(name="t", partitions=[0])])]),
      2, CAF, [(CLUSTER, "kafka-cluster", Op.ALTER)]),
     ("elect-leaders", lambda: m.ElectLeadersRequest(election_type=0, topic_partitions=[
         m.ElectLeadersRequest.TopicPartitions(topic="t", partitions=[0])], timeout_ms=1000), 2, CAF,

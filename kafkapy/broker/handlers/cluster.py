@@ -1,7 +1,7 @@
 """DescribeCluster: which brokers the cluster has (what their disks hold is kafkapy.broker.handlers.log_dirs)."""
 from __future__ import annotations
 
-from ...controller.acls import AclOperation, ResourceType
+from ...controller.acls import ResourceType
 from ...protocol.errors import ErrorCode
 from ...protocol.messages import (
     DescribeClusterRequest,
@@ -9,9 +9,6 @@ from ...protocol.messages import (
 )
 from ..dispatch import RequestContext, handles
 
-# Cluster operations allowed without an authorizer: ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS,
-# ALTER_CONFIGS, IDEMPOTENT_WRITE, CREATE, DESCRIBE_TOKENS... (Kafka's bit positions are the AclOperation codes).
-ALL_CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
 BROKER_ENDPOINT = 1
 
 

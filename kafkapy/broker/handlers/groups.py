@@ -41,8 +41,6 @@ log = logging.getLogger(__name__)
 
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
-# READ | DELETE | DESCRIBE: what a group allows when there is no authorizer
-ALL_GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
 _GROUP = ResourceType.GROUP
 _offsets_topic_warned = False
 

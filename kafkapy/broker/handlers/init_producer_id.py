@@ -16,8 +16,8 @@ async def handle_init_producer_id(ctx: RequestContext, request: InitProducerIdRe
     # cluster or WRITE on some topic
     if request.transactional_id is not None:
         if not ctx.authorized(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
-            return InitProducerIdResponse(throttle_time_ms=0, error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-                                          producer_id=-1, producer_epoch=-1)
+            return InitProducerIdResponse(throttle_time_ms=0, producer_id=-1, producer_epoch=-1,
+                                          error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         return await _init_transactional(ctx, request)
     if not ctx.authorized_cluster(AclOperation.IDEMPOTENT_WRITE, log_if_denied=False) and \
             not ctx.authorized_by_resource_type(AclOperation.WRITE, ResourceType.TOPIC):

@@ -9,8 +9,6 @@ from ...protocol.messages import MetadataRequest, MetadataResponse
 from ..dispatch import RequestContext, handles
 
 _NULL_UUID = uuid.UUID(int=0)
-# Every topic operation bit (READ..ALTER_CONFIGS etc.): what a broker without an authorizer reports.
-ALL_TOPIC_OPERATIONS = 0b0000_1101_1111_1000
 
 
 def topic_response(broker, meta, version: int) -> MetadataResponse.MetadataResponseTopic:

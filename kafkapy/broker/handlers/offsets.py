@@ -137,7 +137,6 @@ def _fetch_group(ctx: RequestContext, group_id: str, topics, require_stable: boo
 
 @handles(OffsetFetchRequest)
 async def handle_offset_fetch(ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetchResponse:
-    broker = ctx.broker
     version = ctx.api_version
     require_stable = version >= 7 and request.require_stable
     if version >= 8:
