@@ -7,7 +7,6 @@ framing live here, once, not in the handlers.
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable
 
@@ -16,6 +15,7 @@ from ..protocol.messages import REQUEST_TYPES
 from ..controller.acls import CLUSTER_RESOURCE_NAME, AclOperation, ResourceType
 from ..security.authorizer import SUPPORTED_OPERATIONS
 from ..security.principal import ANONYMOUS, KafkaPrincipal
+from ..security.quotas import BusyTime
 
 if TYPE_CHECKING:
     from .broker import Broker
@@ -156,12 +156,17 @@ async def handle_frame(ctx: RequestContext, frame: bytes) -> list | None:
         # SASL: before authentication only ApiVersions and the SASL requests pass (security/session.py)
         connection.session.check_request(key, version)
     request = REQUEST_TYPES[key].decode(frame, version, pos)
-    started = time.monotonic()
-    response = await HANDLERS[key](ctx, request)
     quotas = ctx.broker.quotas
-    if quotas is not None and connection is not None:
-        # client quotas: may set the response's throttle_time_ms and mute the connection
-        quotas.after_request(ctx, key, request, response, len(frame), time.monotonic() - started)
+    if quotas is None or connection is None:
+        response = await HANDLERS[key](ctx, request)
+    else:
+        # client quotas (security/quotas.py): strict controller mutation quotas before the handler;
+        # after it, the request's bytes and busy time (not time parked in purgatory) are recorded,
+        # which may set the response's throttle_time_ms and mute the connection
+        quotas.before_request(ctx, key, request)
+        timed = BusyTime(HANDLERS[key](ctx, request))
+        response = await timed
+        quotas.after_request(ctx, key, request, response, len(frame), timed.seconds)
     if response is None:
         return None
     return [encode_response_header(header.correlation_id, key, version)] + response.encode_parts(version)
