@@ -58,6 +58,7 @@ class ConnectionSession:
         self.authenticate_version: int | None = None
         self.reauthenticating = False
         self.expires_at: float | None = None  # time.monotonic() deadline of the session
+        self._lifetime_ms = 0  # the session lifetime told to the client (SaslAuthenticate v1+)
         self._config: SaslListenerConfig | None = None
 
     # -- what the broker asks -----------------------------------------------------------------
@@ -133,8 +134,8 @@ class ConnectionSession:
         try:
             self._server = self.listener_config.create_server(mechanism, self._scram_credential)
         except Exception as exc:  # a JAAS config or validator that does not load: say which, not the secret
-            self._fail_later(f"cannot set up SASL mechanism {mechanism}: {exc.__class__.__name__}: "
-                             f"{exc if isinstance(exc, ValueError) else ''}")
+            detail = f": {exc}" if isinstance(exc, ValueError) else ""  # ours never quote a secret
+            self._fail_later(f"cannot set up SASL mechanism {mechanism}: {exc.__class__.__name__}{detail}")
             return ErrorCode.ILLEGAL_SASL_STATE, enabled
         self.mechanism = mechanism
         self.state = SaslState.RAW_TOKEN if version == 0 else SaslState.AUTHENTICATE
@@ -189,8 +190,6 @@ class ConnectionSession:
         self.reauthenticating = False
         self._server = None
         self.state = SaslState.COMPLETE
-
-    _lifetime_ms = 0
 
     def _scram_credential(self, user: str, mechanism: str) -> ScramCredential | None:
         stored = self.connection.broker.metadata.scram_credentials(user).get(mechanism)
