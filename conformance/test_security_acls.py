@@ -253,3 +253,105 @@ def test_metadata_lists_only_describable_topics(broker, names):
     listed = set(admin(broker, "bob").list_topics(timeout=TIMEOUT_S).topics)
     assert names["other"] in listed and names["topic"] not in listed
     assert {names["topic"], names["other"]} <= set(admin(broker).list_topics(timeout=TIMEOUT_S).topics)
+
+
+# -- cluster mode: the brokers' principal is a super user; ACLs live in ZooKeeper -----------------------
+
+def test_cluster_enforces_acls_written_through_any_broker(tmp_path, names):
+    """Two brokers (ZooKeeper mode) talking PLAINTEXT to each other as User:ANONYMOUS, which super.users
+    names (their LeaderAndIsr, UpdateMetadata, follower fetches and AlterPartition need CLUSTER_ACTION);
+    clients on a SASL_PLAINTEXT listener. ACLs the admin creates through the cluster are enforced by both
+    brokers: alice's acks=all produce to an RF=2 topic with a partition led by each broker succeeds
+    only once she has WRITE, and her consumer reads everything back; bob stays refused."""
+    from conformance.cluster_harness import wait_for_isr, wait_until
+    from kafkapy.devcluster.brokers import LocalCluster
+    from kafkapy.devcluster.zookeeper import ZooKeeperServer
+
+    available, reason = ZooKeeperServer.available()
+    if not available:
+        pytest.skip(f"!!! ZooKeeper is not available, cluster tests cannot run: {reason}")
+    cluster = LocalCluster(tmp_path, brokers=2, overrides={
+        "inter.broker.listener.name": "PLAINTEXT", "default.replication.factor": "2",
+        "sasl.enabled.mechanisms": "PLAIN", "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
+        "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+        "super.users": "User:ANONYMOUS;User:admin"})
+    sasl_ports = {broker_id: free_port() for broker_id in cluster.brokers}
+    for broker_id, node in cluster.brokers.items():
+        listeners = f"PLAINTEXT://127.0.0.1:{node.port},SASL_PLAINTEXT://127.0.0.1:{sasl_ports[broker_id]}"
+        node.overrides.update({"listeners": listeners, "advertised.listeners": listeners,
+                               "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT"})
+    try:
+        cluster.start(90)
+
+        class Ports:  # what conf() reads
+            ports = {"SASL_PLAINTEXT": ",".join(f"127.0.0.1:{p}" for p in sasl_ports.values())}
+
+        def sasl_conf(user: str, **extra) -> dict:
+            settings = conf(Ports, user, **extra)
+            settings["bootstrap.servers"] = Ports.ports["SASL_PLAINTEXT"]
+            return settings
+
+        admin_client = AdminClient(sasl_conf("admin"))
+        topic = names["topic"]
+        wait_until(lambda: admin_client.create_topics([NewTopic(topic, 2, 2)])[topic].result(30) is None, 60,
+                   ignore=(Exception,), message="topic created")
+        wait_for_isr(cluster, topic, 2)
+
+        def produce_as(user: str, count: int) -> list:
+            producer = Producer(sasl_conf(user, **{"acks": "all", "message.timeout.ms": 10000}))
+            results: list = []
+            for i in range(count):
+                producer.produce(topic, f"{user}-{i}".encode(), partition=i % 2,
+                                 on_delivery=lambda err, msg: results.append(err.code() if err else None))
+            producer.flush(TIMEOUT_S)
+            return results
+
+        assert set(produce_as("alice", 2)) == {KafkaError.TOPIC_AUTHORIZATION_FAILED}
+        for future in admin_client.create_acls([
+                allow("alice", ResourceType.TOPIC, topic, AclOperation.WRITE),
+                allow("alice", ResourceType.TOPIC, topic, AclOperation.READ),
+                allow("alice", ResourceType.GROUP, names["group"], AclOperation.READ)],
+                request_timeout=TIMEOUT_S).values():
+            future.result(timeout=TIMEOUT_S)
+        # every broker follows the ZooKeeper change notifications
+        wait_until(lambda: produce_as("alice", 2) == [None, None], 30, message="alice allowed on both brokers")
+        assert produce_as("alice", 20) == [None] * 20
+        assert set(produce_as("bob", 2)) == {KafkaError.TOPIC_AUTHORIZATION_FAILED}
+        consumer = Consumer(sasl_conf("alice", **{"group.id": names["group"], "auto.offset.reset": "earliest"}))
+        consumer.subscribe([topic])
+        read = 0
+        deadline = time.monotonic() + TIMEOUT_S
+        try:
+            while read < 22 and time.monotonic() < deadline:
+                msg = consumer.poll(0.5)
+                if msg is not None and not msg.error():
+                    read += 1
+        finally:
+            consumer.close()
+        assert read == 22
+        for node in cluster.brokers.values():
+            assert "Denied Operation = CLUSTER_ACTION" not in node.log_tail(500)
+    finally:
+        cluster.stop()
+
+
+def test_cluster_brokers_without_cluster_action_are_refused(tmp_path):
+    """As with Kafka: when super.users leaves out the brokers' principal, the controller's requests to
+    the other broker are refused (CLUSTER_AUTHORIZATION_FAILED, one INFO line per refusal)."""
+    from conformance.cluster_harness import wait_until
+    from kafkapy.devcluster.brokers import LocalCluster
+    from kafkapy.devcluster.zookeeper import ZooKeeperServer
+
+    available, reason = ZooKeeperServer.available()
+    if not available:
+        pytest.skip(f"!!! ZooKeeper is not available, cluster tests cannot run: {reason}")
+    cluster = LocalCluster(tmp_path, brokers=2, overrides={
+        "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer", "super.users": "User:admin",
+        "controlled.shutdown.enable": "false"})  # it would be refused too, and retried
+    try:
+        cluster.start(90)
+        wait_until(lambda: any("Principal = User:ANONYMOUS is Denied Operation = CLUSTER_ACTION" in node.log_tail(500)
+                               for node in cluster.brokers.values()), 30,
+                   message="a broker refused the other's inter-broker request")
+    finally:
+        cluster.stop()
