@@ -21,6 +21,7 @@ This module is pure: no asyncio, no sockets.
 from __future__ import annotations
 
 import logging
+import threading
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Callable, Iterable
@@ -141,6 +142,10 @@ class AclAuthorizer:
         self.allow_everyone_if_no_acl_found = allow_everyone_if_no_acl_found
         self._load_acls = load_acls
         self._index: _AclIndex | None = None
+        # ZooKeeper change notifications invalidate from kazoo's thread: an index built from ACLs read
+        # before an invalidation must not be installed after it
+        self._generation = 0
+        self._lock = threading.Lock()
 
     @classmethod
     def for_store(cls, config_get: Callable[[str], object], store) -> AclAuthorizer:
@@ -157,12 +162,18 @@ class AclAuthorizer:
 
     def invalidate(self) -> None:
         """The stored ACLs changed: index them again on the next check (safe from any thread)."""
-        self._index = None
+        with self._lock:
+            self._generation += 1
+            self._index = None
 
     def _acls(self) -> _AclIndex:
         index = self._index
         if index is None:
-            index = self._index = _AclIndex(self._load_acls())
+            generation = self._generation
+            index = _AclIndex(self._load_acls())
+            with self._lock:
+                if generation == self._generation:
+                    self._index = index
         return index
 
     def authorize(self, principal: object, host: str, operation: AclOperation, resource_type: ResourceType,

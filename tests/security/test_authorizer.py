@@ -121,6 +121,25 @@ def test_acl_changes_are_seen_after_invalidate():
     assert a.authorize(ALICE, HOST, Op.READ, TOPIC, "t")
 
 
+def test_a_change_during_indexing_is_not_lost():
+    """A ZooKeeper notification (another thread) arriving while the index is built from older ACLs."""
+    acls: list[AclBinding] = []
+    calls = []
+
+    def load():
+        snapshot = list(acls)
+        if not calls:  # the first load reads, then the ACLs change and the store notifies
+            acls.append(acl("t", Op.READ))
+            a.invalidate()
+        calls.append(1)
+        return snapshot
+
+    a = AclAuthorizer(frozenset(), False, load)
+    assert not a.authorize(ALICE, HOST, Op.READ, TOPIC, "t")  # decided on what it read
+    assert a.authorize(ALICE, HOST, Op.READ, TOPIC, "t")  # the stale index was not kept
+    assert len(calls) == 2
+
+
 def test_config():
     assert parse_super_users(" User:a ; User:b;") == {"User:a", "User:b"}
     with pytest.raises(ConfigError):
