@@ -339,6 +339,14 @@ def test_prefixed_allow_and_deny_as_kafka(acl_broker):
     assert TAF in error_codes(acl_broker.call_as("bob", _produce("secret-1"), 9))
 
 
+def test_produce_creates_a_topic_only_with_create(acl_broker):
+    acl_broker.grant("alice", TOPIC, "new-", Op.WRITE, pattern=PatternType.PREFIXED)
+    assert error_codes(acl_broker.call_as("alice", _produce("new-1"), 9)) == {ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+    assert acl_broker.broker.partitions.topic("new-1") is None
+    acl_broker.grant("alice", TOPIC, "new-", Op.CREATE, pattern=PatternType.PREFIXED)
+    assert error_codes(acl_broker.call_as("alice", _produce("new-1"), 9)) == {0}
+
+
 def test_wildcard_principal_and_hosts(acl_broker):
     acl_broker.grant("*", TOPIC, "t", Op.READ)
     acl_broker.grant("alice", TOPIC, "t2", Op.READ, host="10.0.0.2")

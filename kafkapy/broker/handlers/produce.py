@@ -94,7 +94,9 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
             continue
         if replicas is None:
             meta = partitions.topic(name)
-            if meta is None:
+            # (Kafka does not create topics on produce; kafkapy does, with Metadata's CREATE check)
+            if meta is None and (ctx.authorized_cluster(AclOperation.CREATE, log_if_denied=False)
+                                 or ctx.authorized(AclOperation.CREATE, ResourceType.TOPIC, name)):
                 meta = partitions.auto_create(name)
         else:
             meta = None  # the hosted partition is the truth; the metadata cache may lag behind
