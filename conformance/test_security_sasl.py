@@ -696,3 +696,62 @@ def test_cluster_scram_credentials_in_zookeeper(tmp_path):
                        message=f"broker {broker_id} forgot zk-user")
     finally:
         cluster.stop()
+
+
+def test_cluster_replicates_over_a_sasl_ssl_inter_broker_listener(tmp_path, certs):
+    """Two brokers whose inter-broker listener is SASL_SSL with PLAIN: the controller's requests,
+    replica fetches and AlterPartition authenticate as User:broker over TLS; clients use PLAINTEXT
+    (the first listener), whose Metadata gives the PLAINTEXT endpoints."""
+    if certs is None:
+        pytest.skip("TLS support is not available")
+    from confluent_kafka import Consumer, Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from conformance.cluster_harness import wait_for_isr, wait_until
+    from kafkapy.devcluster.brokers import LocalCluster
+    from kafkapy.devcluster.zookeeper import ZooKeeperServer
+
+    available, reason = ZooKeeperServer.available()
+    if not available:
+        pytest.skip(f"!!! ZooKeeper is not available, cluster tests cannot run: {reason}")
+    broker_pw = "broker-Pw-31aa07"
+    jaas = ("org.apache.kafka.common.security.plain.PlainLoginModule required "
+            f'username="broker" password="{broker_pw}" user_broker="{broker_pw}";')
+    internal = {1: free_port(), 2: free_port()}
+    cluster = LocalCluster(tmp_path, brokers=2, overrides={
+        "inter.broker.listener.name": "INTERNAL", "sasl.mechanism.inter.broker.protocol": "PLAIN",
+        "listener.name.internal.sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.internal.plain.sasl.jaas.config": jaas,
+        "ssl.keystore.type": "PEM", "ssl.keystore.location": str(certs.broker_keystore),
+        "ssl.truststore.type": "PEM", "ssl.truststore.location": str(certs.ca_pem)})
+    for broker_id, node in cluster.brokers.items():
+        listeners = f"PLAINTEXT://127.0.0.1:{node.port},INTERNAL://127.0.0.1:{internal[broker_id]}"
+        node.overrides.update({"listeners": listeners, "advertised.listeners": listeners,
+                               "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:SASL_SSL"})
+    try:
+        cluster.start(90)
+        topic = f"sasl-inter-broker-{uuid.uuid4().hex[:8]}"
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        wait_until(lambda: admin.create_topics([NewTopic(topic, 2, 2)])[topic].result(30) is None, 60,
+                   ignore=(Exception,), message="topic created")
+        wait_for_isr(cluster, topic, 2)
+        producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+        for i in range(COUNT):
+            producer.produce(topic, value=f"{topic}-{i}".encode())
+        assert producer.flush(30) == 0
+        consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": f"g-{topic}",
+                             "auto.offset.reset": "earliest"})
+        consumer.subscribe([topic])
+        got: list[bytes] = []
+        try:
+            wait_until(lambda: got.extend(m.value() for m in consumer.consume(100, 0.5) if not m.error())
+                       or len(got) >= COUNT, 60, message="records consumed")
+        finally:
+            consumer.close()
+        assert sorted(got) == sorted(f"{topic}-{i}".encode() for i in range(COUNT))
+        for node in cluster.brokers.values():
+            tail = node.log_tail(400)
+            assert broker_pw not in tail
+            assert "Authentication failed" not in tail and "SASL_AUTHENTICATION_FAILED" not in tail
+    finally:
+        cluster.stop()

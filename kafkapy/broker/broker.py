@@ -20,6 +20,9 @@ from .purgatory import Purgatory
 
 log = logging.getLogger(__name__)
 
+# How long a TLS client may take to complete its handshake before the connection is closed.
+SSL_HANDSHAKE_TIMEOUT_S = 10.0
+
 
 class Broker:
     """One kafkapy broker process: owns the listener, the partitions it leads and their logs."""
@@ -33,6 +36,11 @@ class Broker:
         # listener name -> advertised (host, port); ports of port-0 listeners are filled in at start
         self.endpoints: dict[str, tuple[str, int]] = {
             lst.name: (lst.host, lst.port) for lst in config.advertised_listeners}
+        # TLS contexts of SSL/SASL_SSL listeners, built before anything else so that bad key
+        # material stops the broker before it loads logs or accepts a connection
+        from ..security.tls import server_ssl_context
+
+        self._ssl_contexts = {lst.name: server_ssl_context(config, lst) for lst in config.listeners}
         self.node_id: int = config.node_id
         self.bind_host, self.port = config.listener_address()
         self.advertised_host, self.advertised_port = config.advertised_address()
@@ -154,13 +162,12 @@ class Broker:
 
         # after the groups: finishing prepared transactions may complete transactional offsets
         start_transaction_coordination(self, loop)
-        from ..security.tls import server_ssl_context
-
         for listener in self.config.listeners:
-            context = server_ssl_context(self.config, listener)
+            context = self._ssl_contexts.get(listener.name)
             for sock in bound[listener.name]:
                 self._servers.append(await loop.create_server(
-                    lambda listener=listener: KafkaConnection(self, listener), sock=sock, ssl=context))
+                    lambda listener=listener: KafkaConnection(self, listener), sock=sock, ssl=context,
+                    ssl_handshake_timeout=SSL_HANDSHAKE_TIMEOUT_S if context is not None else None))
         if self.cluster is not None:
             await self.replicas.start()
             await self.cluster.start(self.advertised_host, self.advertised_port)
@@ -178,10 +185,10 @@ class Broker:
         """The brokers as clients connected to `listener_name` must see them (Metadata,
         DescribeCluster, FindCoordinator): each one's endpoint on that listener; brokers without it
         are left out, as Kafka does."""
+        if self.cluster is not None:
+            return self.metadata.cache.broker_infos(listener_name or self.config.listeners[0].name)
         if listener_name is None or listener_name == self.config.listeners[0].name:
             return self.metadata.list_brokers()
-        if self.cluster is not None:
-            return self.metadata.cache.broker_infos(listener_name)
         from ..controller.store import BrokerInfo
 
         endpoint = self.endpoints.get(listener_name)

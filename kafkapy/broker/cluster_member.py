@@ -26,7 +26,7 @@ from ..controller.zk.store import ZkMetadataStore
 from ..net.client import BrokerConnection, BrokerConnectionError
 from ..protocol.errors import ErrorCode
 from ..protocol.messages import ControlledShutdownRequest
-from ..security.tls import inter_broker_ssl_context
+from ..security.inter_broker import inter_broker_options
 
 if TYPE_CHECKING:
     from .broker import Broker
@@ -84,7 +84,7 @@ class ClusterMember:
             auto_leader_rebalance=config.get("auto.leader.rebalance.enable"),
             rebalance_interval_s=config.get("leader.imbalance.check.interval.seconds"),
             imbalance_percentage=config.get("leader.imbalance.per.broker.percentage"),
-            ssl_context=inter_broker_ssl_context(config))
+            connection_options=inter_broker_options(config))
         config.load_dynamic_configs(self.metadata.get_broker_configs(""),
                                     self.metadata.get_broker_configs(str(self.node_id)))
 
@@ -262,7 +262,7 @@ class ClusterMember:
             connection = BrokerConnection(*endpoint, client_id=f"kafkapy-broker-{self.node_id}",
                                           request_timeout_s=self.config.get("request.timeout.ms") / 1000,
                                           connect_timeout_s=self.config.get("controller.socket.timeout.ms") / 1000,
-                                          ssl_context=inter_broker_ssl_context(self.config))
+                                          **inter_broker_options(self.config))
             request = ControlledShutdownRequest(broker_id=self.node_id, broker_epoch=self.broker.broker_epoch)
             try:
                 response = await connection.send(request, CONTROLLED_SHUTDOWN_VERSION)

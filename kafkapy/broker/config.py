@@ -527,6 +527,8 @@ class BrokerConfig:
         for name, raw in self._static.items():
             definition = BROKER_CONFIGS.get(name)
             if definition is None:
+                if name.startswith("listener.name."):
+                    continue  # per-listener settings (ssl.*, sasl.*), read by the listener's TLS/SASL setup
                 log.warning("unknown broker config %s is ignored", name)
             elif not definition.used and _DEFAULT_STRINGS.get(name) != raw.strip():
                 log.warning("broker config %s=%s is accepted for compatibility but has no effect in kafkapy", name,

@@ -498,7 +498,7 @@ _USED = {
     "ssl.truststore.location", "ssl.truststore.password", "ssl.truststore.certificates", "ssl.client.auth",
     "ssl.endpoint.identification.algorithm", "ssl.cipher.suites", "ssl.principal.mapping.rules",
     # SASL listeners (kafkapy/security/sasl, security/session.py)
-    "sasl.enabled.mechanisms", "sasl.jaas.config", "connections.max.reauth.ms", "sasl.server.max.receive.size",
+    "sasl.enabled.mechanisms", "sasl.mechanism.inter.broker.protocol", "sasl.jaas.config", "connections.max.reauth.ms", "sasl.server.max.receive.size",
     "sasl.oauthbearer.sub.claim.name", "sasl.oauthbearer.scope.claim.name", "sasl.oauthbearer.clock.skew.seconds",
     "connection.failed.authentication.delay.ms",
 }
@@ -787,7 +787,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _table(
     K("delegation.token.expiry.time.ms", LG, 86400000, M, "Renewal interval of delegation tokens.", Range(1)),
     K("delegation.token.expiry.check.interval.ms", LG, 3600000, L, "How often expired tokens are removed.",
       Range(1)),
-    # -- security (accepted; kafkapy serves PLAINTEXT only) -----------------------------------------------
+    # -- security (docs/security.md) ------------------------------------------------------------------
     K("sasl.enabled.mechanisms", LS, ["GSSAPI"], M, "SASL mechanisms enabled in the server."),
     K("sasl.mechanism.inter.broker.protocol", S, "GSSAPI", M, "SASL mechanism used between brokers."),
     K("sasl.jaas.config", P, None, M, "JAAS login context for SASL connections (one login module; PLAIN's "

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from ..net.client import BrokerConnection, BrokerConnectionError
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages import AllocateProducerIdsRequest
-from ..security.tls import inter_broker_ssl_context
+from ..security.inter_broker import inter_broker_options
 
 if TYPE_CHECKING:
     from .broker import Broker
@@ -77,7 +77,7 @@ class ProducerIdBlocks:
                 elif controller_id >= 0 and broker.metadata.broker_endpoint(controller_id) is not None:
                     host, port = broker.metadata.broker_endpoint(controller_id)
                     connection = BrokerConnection(host, port, client_id=f"kafkapy-broker-{broker.node_id}",
-                                                  ssl_context=inter_broker_ssl_context(broker.config))
+                                                  **inter_broker_options(broker.config))
                     try:
                         response = await connection.send(AllocateProducerIdsRequest(
                             broker_id=broker.node_id, broker_epoch=broker.broker_epoch), 0)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from ..net.client import BrokerConnection, BrokerConnectionError
 from ..protocol.errors import ErrorCode
 from ..protocol.messages import WriteTxnMarkersRequest
-from ..security.tls import inter_broker_ssl_context
+from ..security.inter_broker import inter_broker_options
 
 if TYPE_CHECKING:
     from .broker import Broker
@@ -99,7 +99,7 @@ class RemoteMarkers:
             if connection is None:
                 connection = self._connections[leader] = BrokerConnection(
                     *endpoint, client_id=f"kafkapy-txn-markers-{self.broker.node_id}",
-                    ssl_context=inter_broker_ssl_context(self.broker.config))
+                    **inter_broker_options(self.broker.config))
             else:
                 connection.retarget(*endpoint)
             response = await connection.send(request, WRITE_TXN_MARKERS_VERSION)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from ..net.client import BrokerConnection, BrokerConnectionError
 from ..protocol.errors import ErrorCode
 from ..protocol.messages import AddPartitionsToTxnRequest
-from ..security.tls import inter_broker_ssl_context
+from ..security.inter_broker import inter_broker_options
 
 if TYPE_CHECKING:
     from .broker import Broker
@@ -47,7 +47,7 @@ class TxnVerifier:
             connection = self._connections[node_id] = BrokerConnection(
                 *endpoint, client_id=f"kafkapy-txn-verification-{self.broker.node_id}",
                 request_timeout_s=self.broker.config.get("request.timeout.ms") / 1000,
-                ssl_context=inter_broker_ssl_context(self.broker.config))
+                **inter_broker_options(self.broker.config))
         else:
             connection.retarget(*endpoint)
         request = AddPartitionsToTxnRequest(transactions=[AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction(

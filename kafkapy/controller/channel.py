@@ -39,10 +39,11 @@ ResponseCallback = Callable[[object], None]
 class _BrokerSender:
     """One broker's queue and its sending task (one request in flight)."""
 
-    def __init__(self, broker_id: int, host: str, port: int, socket_timeout_s: float, ssl_context=None):
+    def __init__(self, broker_id: int, host: str, port: int, socket_timeout_s: float,
+                 connection_options: dict | None = None):
         self.broker_id = broker_id
         self.connection = BrokerConnection(host, port, client_id=f"kafkapy-controller-to-{broker_id}",
-                                           request_timeout_s=socket_timeout_s, ssl_context=ssl_context)
+                                           request_timeout_s=socket_timeout_s, **(connection_options or {}))
         self.queue: asyncio.Queue = asyncio.Queue()
         self.task = asyncio.get_running_loop().create_task(self._run(), name=f"controller-sender-{broker_id}")
 
@@ -72,10 +73,11 @@ class _BrokerSender:
 class ControllerChannel:
     """Senders to the live brokers, keyed by broker id."""
 
-    def __init__(self, listener_name: str, socket_timeout_s: float = 30.0, ssl_context=None):
+    def __init__(self, listener_name: str, socket_timeout_s: float = 30.0, connection_options: dict | None = None):
         self.listener_name = listener_name
         self.socket_timeout_s = socket_timeout_s
-        self.ssl_context = ssl_context  # the inter-broker listener's TLS, None for PLAINTEXT
+        # BrokerConnection arguments of the inter-broker listener (ssl_context, authenticate)
+        self.connection_options = connection_options or {}
         self._senders: dict[int, _BrokerSender] = {}
 
     def add_broker(self, registration: BrokerRegistration) -> None:
@@ -90,7 +92,7 @@ class ControllerChannel:
                 return
             old.close()
         self._senders[registration.broker_id] = _BrokerSender(registration.broker_id, endpoint.host, endpoint.port,
-                                                              self.socket_timeout_s, self.ssl_context)
+                                                              self.socket_timeout_s, self.connection_options)
 
     def remove_broker(self, broker_id: int) -> None:
         sender = self._senders.pop(broker_id, None)

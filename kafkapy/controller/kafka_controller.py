@@ -60,7 +60,7 @@ class KafkaController(BrokerRequests, Reassignments):
                  unclean_leader_election: Callable[[str], bool] = lambda topic: False,
                  delete_topic_enable: bool = True, socket_timeout_s: float = 30.0,
                  auto_leader_rebalance: bool = True, rebalance_interval_s: float = 300.0,
-                 imbalance_percentage: int = 10, ssl_context=None):
+                 imbalance_percentage: int = 10, connection_options: dict | None = None):
         self.zk = zk
         self.node_id = node_id
         self.listener_name = listener_name
@@ -69,7 +69,8 @@ class KafkaController(BrokerRequests, Reassignments):
         self.auto_leader_rebalance = auto_leader_rebalance
         self.rebalance_interval_s = rebalance_interval_s
         self.imbalance_percentage = imbalance_percentage
-        self.channel = ControllerChannel(listener_name, socket_timeout_s, ssl_context)
+        # BrokerConnection arguments for the inter-broker listener (TLS context, SASL login)
+        self.channel = ControllerChannel(listener_name, socket_timeout_s, connection_options)
         self.active = False
         self.epoch = 0
         self.epoch_zk_version = -1
@@ -231,7 +232,7 @@ class KafkaController(BrokerRequests, Reassignments):
         self.active = False
         self.channel.close()
         self.channel = ControllerChannel(self.listener_name, self.channel.socket_timeout_s,
-                                         self.channel.ssl_context)
+                                         self.channel.connection_options)
         self.live.clear()
         self.shutting_down.clear()
         self.topics.clear()

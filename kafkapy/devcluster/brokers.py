@@ -65,6 +65,18 @@ class LocalClusterStartError(RuntimeError):
     """A broker exited, or was not ready in time, or its port was taken by another program."""
 
 
+_SECRET_KEYS = ("password", "jaas.config", "keystore.key", "secret")
+
+
+def _redacted(argv: list[str]) -> list[str]:
+    """The command line with secret values (passwords, JAAS configs, inline keys) masked, for logs."""
+    out = []
+    for arg in argv:
+        key, sep, _ = arg.partition("=")
+        out.append(f"{key}=[hidden]" if sep and any(s in key for s in _SECRET_KEYS) else arg)
+    return out
+
+
 def port_accepts(port: int, timeout: float = 0.5) -> bool:
     """True if something accepts TCP connections on 127.0.0.1:port right now."""
     try:
@@ -234,7 +246,7 @@ class BrokerNode:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         argv = self.command()
         with open(self.log_path, "ab") as output:
-            output.write(f"===== {time.strftime('%Y-%m-%d %H:%M:%S')} {shlex.join(argv)}\n".encode())
+            output.write(f"===== {time.strftime('%Y-%m-%d %H:%M:%S')} {shlex.join(_redacted(argv))}\n".encode())
             output.flush()
             self._output_start = output.tell()
             self.proc = subprocess.Popen(argv, cwd=REPO_ROOT, stdin=subprocess.DEVNULL, stdout=output,

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Callable
 from ..net.client import BrokerConnection, BrokerConnectionError
 from ..protocol.errors import ErrorCode
 from ..protocol.messages import AlterPartitionRequest
-from ..security.tls import inter_broker_ssl_context
+from ..security.inter_broker import inter_broker_options
 
 if TYPE_CHECKING:
     from .partition import IsrChange, Partition
@@ -110,7 +110,7 @@ class AlterPartitionManager:
             timeout_s = self._broker.config.get("request.timeout.ms") / 1000
             self._conn = BrokerConnection(host, port, client_id=f"broker-{self._broker.node_id}-alter-partition",
                                           request_timeout_s=timeout_s,
-                                          ssl_context=inter_broker_ssl_context(self._broker.config))
+                                          **inter_broker_options(self._broker.config))
         else:
             self._conn.retarget(host, port)
         return self._conn

@@ -40,7 +40,7 @@ from ..net.client import BrokerConnection, BrokerConnectionError
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages import FetchRequest, ListOffsetsRequest
 from ..protocol.records import iter_batch_headers
-from ..security.tls import inter_broker_ssl_context
+from ..security.inter_broker import inter_broker_options
 
 if TYPE_CHECKING:
     from ..log.partition_log import PartitionLog
@@ -249,7 +249,7 @@ class ReplicaFetcher:
             node = self._broker.node_id
             self._conn = BrokerConnection(host, port, client_id=f"broker-{node}-fetcher-{self.leader_id}",
                                           request_timeout_s=self._settings.socket_timeout_s,
-                                          ssl_context=inter_broker_ssl_context(self._broker.config))
+                                          **inter_broker_options(self._broker.config))
         else:
             self._conn.retarget(host, port)
         return self._conn
