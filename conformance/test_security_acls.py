@@ -349,7 +349,9 @@ def test_cluster_brokers_without_cluster_action_are_refused(tmp_path):
         "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer", "super.users": "User:admin",
         "controlled.shutdown.enable": "false"})  # it would be refused too, and retried
     try:
-        cluster.start(90)
+        # start() waits (until its deadline) for every broker to know the controller, which the refused
+        # UpdateMetadata never tells one of them
+        cluster.start(20)
         wait_until(lambda: any("Principal = User:ANONYMOUS is Denied Operation = CLUSTER_ACTION" in node.log_tail(500)
                                for node in cluster.brokers.values()), 30,
                    message="a broker refused the other's inter-broker request")
