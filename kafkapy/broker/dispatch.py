@@ -75,6 +75,11 @@ class RequestContext:
     def _authorizer(self):
         return getattr(self.broker, "authorizer", None) if self.connection is not None else None
 
+    @property
+    def authorizing(self) -> bool:
+        """Whether this request's checks can refuse anything (an authorizer, and a client's connection)."""
+        return self._authorizer is not None
+
     def authorized(self, operation: AclOperation, resource_type: ResourceType, name: str,
                    log_if_denied: bool = True) -> bool:
         """May this request's principal, from its host, perform `operation` on the resource?"""

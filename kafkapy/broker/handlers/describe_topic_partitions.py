@@ -23,7 +23,7 @@ async def handle_describe_topic_partitions(
         denied = ctx.unauthorized_names(AclOperation.DESCRIBE, ResourceType.TOPIC, names)
     else:
         names = sorted(meta.name for meta in partitions.topics())
-        if ctx.broker.authorizer is not None:
+        if ctx.authorizing:
             allowed = ctx.authorized_names(AclOperation.DESCRIBE, ResourceType.TOPIC, names, log_if_denied=False)
             names = [n for n in names if n in allowed]
     cursor = request.cursor

@@ -50,7 +50,7 @@ async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> Meta
     # CREATE on the cluster or on the topic
     if all_topics:
         metas = partitions.topics()
-        if ctx.broker.authorizer is not None:
+        if ctx.authorizing:
             allowed = ctx.authorized_names(AclOperation.DESCRIBE, ResourceType.TOPIC, (m.name for m in metas),
                                            log_if_denied=False)
             metas = [m for m in metas if m.name in allowed]
