@@ -36,7 +36,9 @@ TIMEOUT_S = 30
 
 @pytest.fixture(scope="module")
 def broker_overrides() -> dict[str, str]:
-    return {"broker.id": "0", "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"}
+    # enforcement is on with an authorizer: the test client (User:ANONYMOUS) is a super user
+    return {"broker.id": "0", "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            "super.users": "User:ANONYMOUS"}
 
 
 @pytest.fixture(scope="module")

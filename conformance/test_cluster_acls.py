@@ -33,7 +33,9 @@ from conformance.kafka_wire import RawConnection  # noqa: E402
 pytestmark = pytest.mark.timeout(180)
 
 # Kafka's ZooKeeper-mode authorizer; kafkapy only needs the setting to be non-empty.
-cluster2 = cluster_fixture(2, {"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer"})
+# enforcement is on: the clients and the brokers themselves (User:ANONYMOUS on PLAINTEXT) are super users
+cluster2 = cluster_fixture(2, {"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+                               "super.users": "User:ANONYMOUS"})
 
 ACL_API_VERSION = 3
 TOPIC, GROUP = 2, 3  # resource types

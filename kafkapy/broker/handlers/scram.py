@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from ...controller.acls import AclOperation
 from ...protocol.errors import ErrorCode
 from ...protocol.messages import (
     AlterUserScramCredentialsRequest,
@@ -37,6 +38,10 @@ async def handle_describe_user_scram_credentials(
     Result = DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult
     Info = DescribeUserScramCredentialsResponse.CredentialInfo
     store = ctx.broker.metadata
+    if not ctx.authorized_cluster(AclOperation.DESCRIBE):  # as KafkaApis: DESCRIBE on the cluster
+        return DescribeUserScramCredentialsResponse(
+            throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+            error_message="Cluster authorization failed.", results=[])
     wanted = [u.name for u in request.users] if request.users else None
     users = wanted if wanted is not None else await asyncio.to_thread(store.scram_users)
     results = []
@@ -71,6 +76,10 @@ async def handle_alter_user_scram_credentials(
         ctx: RequestContext, request: AlterUserScramCredentialsRequest) -> AlterUserScramCredentialsResponse:
     Result = AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult
     users = list(dict.fromkeys([d.name for d in request.deletions] + [u.name for u in request.upsertions]))
+    if not ctx.authorized_cluster(AclOperation.ALTER):  # as KafkaApis: ALTER on the cluster
+        return AlterUserScramCredentialsResponse(throttle_time_ms=0, results=[
+            Result(user=u, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                   error_message="Cluster authorization failed.") for u in users])
     if not_controller(ctx.broker):
         return AlterUserScramCredentialsResponse(throttle_time_ms=0, results=[
             Result(user=u, error_code=ErrorCode.NOT_CONTROLLER,
