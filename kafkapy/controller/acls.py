@@ -6,7 +6,7 @@ An ACL binding is a resource pattern (type, name, LITERAL or PREFIXED) plus an a
 wildcard and PREFIXED patterns that cover the name, a null name/principal/host matches any.
 
 These are the records the metadata store keeps and the CreateAcls/DescribeAcls/DeleteAcls handlers
-serve; nothing here authorizes requests (kafkapy stores ACLs but does not enforce them).
+serve; kafkapy.security.authorizer decides requests from them.
 """
 from __future__ import annotations
 
