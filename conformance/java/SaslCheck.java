@@ -35,21 +35,27 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * authenticating with PLAIN (alice / PLAIN_PASSWORD from the broker's JAAS config), SCRAM-SHA-256
  * and SCRAM-SHA-512 over SASL_BOOTSTRAP (SASL_PLAINTEXT); a producer that keeps sending across the
  * listener's session lifetime (it must re-authenticate, KIP-368); a wrong password fails with
- * SaslAuthenticationException.
+ * SaslAuthenticationException. With TRUSTSTORE_PEM (a PEM file of trusted CA certificates) the SASL
+ * clients use SASL_SSL instead (ssl.truststore.type=PEM), everything else unchanged.
  *
- * usage: SaslCheck ADMIN_BOOTSTRAP SASL_BOOTSTRAP PREFIX PLAIN_PASSWORD
+ * usage: SaslCheck ADMIN_BOOTSTRAP SASL_BOOTSTRAP PREFIX PLAIN_PASSWORD [TRUSTSTORE_PEM]
  */
 public final class SaslCheck {
-    private static final String USAGE = "SaslCheck ADMIN_BOOTSTRAP SASL_BOOTSTRAP PREFIX PLAIN_PASSWORD";
+    private static final String USAGE =
+            "SaslCheck ADMIN_BOOTSTRAP SASL_BOOTSTRAP PREFIX PLAIN_PASSWORD [TRUSTSTORE_PEM]";
     private static final String SCRAM_USER = "java-sam";
     private static final String SCRAM_PASSWORD = "java-sam-Pw-31f0";
     private static final int COUNT = 300;
+    /** The PEM trust store of the SASL_SSL listener; null for SASL_PLAINTEXT. */
+    private static String truststorePem;
 
     public static void main(String[] args) throws Exception {
         String adminBootstrap = Conformance.arg(args, 0, USAGE);
         String saslBootstrap = Conformance.arg(args, 1, USAGE);
         String prefix = Conformance.arg(args, 2, USAGE);
         String plainPassword = Conformance.arg(args, 3, USAGE);
+        truststorePem = args.length > 4 ? args[4] : null;
+        System.out.println("SASL clients over " + (truststorePem == null ? "SASL_PLAINTEXT" : "SASL_SSL"));
         Properties plain = sasl(saslBootstrap, "PLAIN", "alice", plainPassword);
         Properties sha256 = sasl(saslBootstrap, "SCRAM-SHA-256", SCRAM_USER, SCRAM_PASSWORD);
         Properties sha512 = sasl(saslBootstrap, "SCRAM-SHA-512", SCRAM_USER, SCRAM_PASSWORD);
@@ -80,7 +86,13 @@ public final class SaslCheck {
                 : "org.apache.kafka.common.security.scram.ScramLoginModule";
         Properties props = new Properties();
         props.put("bootstrap.servers", bootstrap);
-        props.put("security.protocol", "SASL_PLAINTEXT");
+        if (truststorePem == null) {
+            props.put("security.protocol", "SASL_PLAINTEXT");
+        } else {
+            props.put("security.protocol", "SASL_SSL");
+            props.put("ssl.truststore.type", "PEM");
+            props.put("ssl.truststore.location", truststorePem);
+        }
         props.put("sasl.mechanism", mechanism);
         props.put("sasl.jaas.config", module + " required username=\"" + user + "\" password=\"" + password + "\";");
         return props;

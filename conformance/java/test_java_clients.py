@@ -262,6 +262,37 @@ def test_java_clients_over_sasl(java_programs: JavaPrograms, tmp_path: Path) -> 
         broker.close()
 
 
+@pytest.mark.timeout(240)
+def test_java_clients_over_sasl_ssl(java_programs: JavaPrograms, tmp_path: Path) -> None:
+    """SaslCheck as in test_java_clients_over_sasl, the SASL clients over SASL_SSL with a PEM trust store
+    (the CA of conformance/tls_certs.py): PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 round trips, a producer
+    sending across a 2 s SCRAM session lifetime (re-authentication inside TLS), a wrong password."""
+    pytest.importorskip("cryptography")
+    from conformance.broker_process import free_port, start_broker
+    from conformance.tls_certs import make_certs
+
+    certs = make_certs(tmp_path / "certs")
+    password = "alice-java-ssl-Pw-5c07"
+    plain, sasl_ssl = free_port(), free_port()
+    listeners = f"PLAINTEXT://127.0.0.1:{plain},SASL_SSL://127.0.0.1:{sasl_ssl}"
+    broker = start_broker({
+        "listeners": listeners, "advertised.listeners": listeners,
+        "ssl.keystore.type": "PEM", "ssl.keystore.location": str(certs.broker_keystore),
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+        "listener.name.sasl_ssl.plain.sasl.jaas.config":
+            f'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="{password}";',
+        "listener.name.sasl_ssl.scram-sha-256.connections.max.reauth.ms": "2000",
+    }, work_dir=tmp_path / "broker", port=plain)
+    try:
+        java_programs.run("SaslCheck", f"127.0.0.1:{plain}", f"127.0.0.1:{sasl_ssl}",
+                          f"java-sasl-ssl-{uuid.uuid4().hex[:6]}", password, str(certs.ca_pem), timeout=180)
+        log = broker.log_path.read_text(errors="replace")
+        assert "expired without re-authentication" not in log
+        assert [line for line in log.splitlines() if password in line and not line.startswith("===== start")] == []
+    finally:
+        broker.close()
+
+
 _ACL_CHECK_JAVA = r'''
 import java.util.*;
 import java.util.concurrent.*;
