@@ -48,6 +48,11 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--config", "-c", metavar="FILE", help="server.properties file (Kafka syntax)")
     serve.add_argument("config_file", nargs="?", metavar="FILE",
                        help="server.properties file, as kafka-server-start.sh takes it")
+    serve.add_argument("--ephemeral", action="store_true",
+                       help="a throwaway broker for tests: 127.0.0.1 on --port (default: a free one), data in a "
+                            "temporary directory removed on exit; prints KAFKAPY_BOOTSTRAP=host:port on stdout "
+                            "once it serves requests")
+    serve.add_argument("--port", type=int, default=0, help="with --ephemeral: the port (0: a free one)")
     serve.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                        help="set a config, overriding the file (repeatable)")
     cluster = commands.add_parser("cluster", parents=[common], help="run a local ZooKeeper-mode cluster",
@@ -92,8 +97,32 @@ def _serve(args: argparse.Namespace) -> int:
         print("kafkapy: give the config file either with --config or as an argument, not both", file=sys.stderr)
         return 2
     path = args.config or args.config_file
+    overrides = list(args.override)
+    temp_dir = None
+    if args.ephemeral:
+        import tempfile
+
+        listener = f"PLAINTEXT://127.0.0.1:{args.port}"
+        given = {item.partition("=")[0].strip() for item in overrides}
+        defaults = {"listeners": listener, "advertised.listeners": listener}
+        if "log.dirs" not in given and "log.dir" not in given:
+            temp_dir = tempfile.mkdtemp(prefix="kafkapy-ephemeral-")
+            defaults["log.dirs"] = temp_dir
+        overrides = [f"{key}={value}" for key, value in defaults.items() if key not in given] + overrides
     try:
-        config = BrokerConfig.from_properties_file(path, args.override)
+        return _serve_config(args, path, overrides, log)
+    finally:
+        if temp_dir is not None:
+            import shutil
+
+            shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+def _serve_config(args: argparse.Namespace, path, overrides, log) -> int:
+    from .broker.config import BrokerConfig, ConfigError
+
+    try:
+        config = BrokerConfig.from_properties_file(path, overrides)
     except ConfigError as exc:
         print(f"kafkapy: invalid configuration: {exc}", file=sys.stderr)
         return 1
@@ -102,8 +131,14 @@ def _serve(args: argparse.Namespace) -> int:
         return 1
     from .broker.server import run  # imported late: the CLI must load even where the server cannot
 
+    def announce(broker) -> None:
+        print(f"KAFKAPY_BOOTSTRAP=127.0.0.1:{broker.port}", flush=True)
+
     try:
-        run(config)
+        if args.ephemeral:
+            run(config, on_ready=announce)
+        else:
+            run(config)
     except KeyboardInterrupt:
         log.info("interrupted")
         return 130

@@ -237,10 +237,14 @@ class Broker:
         log.info("kafkapy broker %d stopped", self.node_id)
 
 
-async def serve(config, stop_event: asyncio.Event | None = None, sockets: list | None = None) -> None:
-    """Run a broker until `stop_event` is set (or forever); `sockets` are pre-bound listeners."""
+async def serve(config, stop_event: asyncio.Event | None = None, sockets: list | None = None,
+                on_ready=None) -> None:
+    """Run a broker until `stop_event` is set (or forever); `sockets` are pre-bound listeners;
+    `on_ready(broker)` is called once it serves requests."""
     broker = Broker(config, sockets)
     await broker.start()
+    if on_ready is not None:
+        on_ready(broker)
     try:
         await (stop_event.wait() if stop_event is not None else asyncio.Event().wait())
     finally:

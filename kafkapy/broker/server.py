@@ -10,7 +10,7 @@ from .listener import bind_listener
 log = logging.getLogger(__name__)
 
 
-def run(config) -> None:
+def run(config, on_ready=None) -> None:
     """Run a broker in this process until SIGTERM or SIGINT, then shut down cleanly."""
     # every listener, in the order of `listeners` (the first is the broker's main address)
     sockets = {listener.name: bind_listener(listener.bind_host, listener.port) for listener in config.listeners}
@@ -26,7 +26,7 @@ def run(config) -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
-        await serve(config, stop, sockets=sockets)
+        await serve(config, stop, sockets=sockets, on_ready=on_ready)
 
     if uvloop is not None:
         uvloop.run(main())
