@@ -23,6 +23,7 @@ import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.Node;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.TopicPartitionInfo;
+import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
@@ -81,8 +82,20 @@ public final class ClusterCheck {
         long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
         String last = "";
         while (System.nanoTime() < deadline) {
-            TopicDescription description = Conformance.await(
-                    admin.describeTopics(List.of(topic)).allTopicNames(), "describeTopics").get(topic);
+            TopicDescription description;
+            try {
+                description = Conformance.await(
+                        admin.describeTopics(List.of(topic)).allTopicNames(), "describeTopics").get(topic);
+            } catch (Conformance.CheckFailed error) {
+                // the broker asked may not have the new topic's metadata yet (UpdateMetadata from the
+                // controller is on its way), as with Kafka: ask again
+                if (!(error.getCause() instanceof UnknownTopicOrPartitionException)) {
+                    throw error;
+                }
+                last = " (topic not known yet to the broker asked)";
+                Thread.sleep(200);
+                continue;
+            }
             Set<Integer> leaders = new HashSet<>();
             boolean full = description.partitions().size() == partitions;
             StringBuilder text = new StringBuilder();
