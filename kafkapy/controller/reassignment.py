@@ -150,13 +150,12 @@ class Reassignments:
         if not targets:
             return
         to_start: dict[TopicPartition, ReplicaAssignment] = {}
-        failed: dict[TopicPartition, Outcome] = {}
         for key, target in targets.items():
             current = self._assignment(key)
             if list(current.target) == list(target) and current.being_reassigned:
                 continue  # already running (our own rewrite of the znode, or a failover resume)
             to_start[key] = current.reassign_to(target)
-        failed.update({k: v for k, v in (await self._trigger_reassignments(to_start)).items() if v[0]})
+        failed = {key: outcome for key, outcome in (await self._trigger_reassignments(to_start)).items() if outcome[0]}
         if failed:
             log.warning("controller %d: reassignments from %s failed: %s", self.node_id, "/admin/reassign_partitions",
                         {f"{t}-{p}": ErrorCode(code).name for (t, p), (code, _) in failed.items()})

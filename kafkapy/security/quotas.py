@@ -310,26 +310,23 @@ class ClientQuotas:
 
     def mutation_throttle_ms(self, user: str, client_id: str, now: float | None = None) -> int:
         """How long this client's controller_mutation_rate bucket is still in deficit (strict mode)."""
-        if CONTROLLER_MUTATION_RATE not in self.keys:
-            return 0
-        bound, tags = self._bound(CONTROLLER_MUTATION_RATE, user, client_id)
-        if bound is None:
-            return 0
-        now = self.clock() if now is None else now
-        bucket = self._sensor(CONTROLLER_MUTATION_RATE, tags, now,
-                              lambda: TokenBucket(self.samples, self.window))
-        return bucket.throttle_ms(bound, now)
+        found = self._mutation_bucket(user, client_id, now) if CONTROLLER_MUTATION_RATE in self.keys else None
+        return found[1].throttle_ms(found[0], found[2]) if found is not None else 0
 
     def record_mutations(self, user: str, client_id: str, partitions: float, now: float | None = None) -> int:
         if CONTROLLER_MUTATION_RATE not in self.keys or partitions <= 0:
             return 0
+        found = self._mutation_bucket(user, client_id, now)
+        return found[1].record(partitions, found[0], found[2]) if found is not None else 0
+
+    def _mutation_bucket(self, user: str, client_id: str, now: float | None) -> tuple[float, TokenBucket, float] | None:
+        """(bound, the client's controller_mutation_rate bucket, now), None without such a quota."""
         bound, tags = self._bound(CONTROLLER_MUTATION_RATE, user, client_id)
         if bound is None:
-            return 0
+            return None
         now = self.clock() if now is None else now
-        bucket = self._sensor(CONTROLLER_MUTATION_RATE, tags, now,
-                              lambda: TokenBucket(self.samples, self.window))
-        return bucket.record(partitions, bound, now)
+        return bound, self._sensor(CONTROLLER_MUTATION_RATE, tags, now,
+                                   lambda: TokenBucket(self.samples, self.window)), now
 
     def _consumer_fetch(self, response: Any, user: str, client_id: str, now: float) -> int:
         """Kafka's handleFetchRequest: the response counts against consumer_byte_rate; a throttled

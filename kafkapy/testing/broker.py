@@ -5,7 +5,6 @@ import asyncio
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -270,8 +269,3 @@ class KafkaBroker:
                 pass
         self._thread = self._loop = self._stop_event = self._broker = None
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((HOST, 0))
-        return sock.getsockname()[1]

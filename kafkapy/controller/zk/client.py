@@ -280,8 +280,17 @@ class KafkaZkClient:
 
     def _get_many(self, paths: list[str]) -> dict[str, tuple[bytes, ZnodeStat]]:
         """Pipelined reads (one round trip for all); absent znodes are left out."""
-        def get_all(client: KazooClient) -> dict[str, tuple[bytes, ZnodeStat]]:
-            pending = [(path, client.get_async(path)) for path in paths]
+        return self._pipelined(paths, lambda client: client.get_async)
+
+    def _children_many(self, paths: list[str]) -> dict[str, list[str]]:
+        """Pipelined get_children; absent znodes are left out."""
+        return self._pipelined(paths, lambda client: client.get_children_async)
+
+    def _pipelined(self, paths: list[str], call: Callable[[KazooClient], Callable[[str], Any]]) -> dict[str, Any]:
+        """`call(client)(path)` for every path at once, then the results; NoNode ones left out."""
+        def run_all(client: KazooClient) -> dict[str, Any]:
+            start = call(client)
+            pending = [(path, start(path)) for path in paths]
             found = {}
             for path, result in pending:
                 try:
@@ -289,7 +298,7 @@ class KafkaZkClient:
                 except kz.NoNodeError:
                     pass
             return found
-        return self._retry(get_all) if paths else {}
+        return self._retry(run_all) if paths else {}
 
     def _ensure_path(self, path: str) -> None:
         self._retry(lambda client: client.ensure_path(path))
@@ -832,19 +841,6 @@ class KafkaZkClient:
         znodes = {p: config_entity_path(*p.split("/", 1)) for p in entity_paths}
         found = self._get_many(list(znodes.values()))
         return {p: decode_config(found[z][0]) for p, z in znodes.items() if z in found}
-
-    def _children_many(self, paths: list[str]) -> dict[str, list[str]]:
-        """Pipelined get_children; absent znodes are left out."""
-        def get_all(client: KazooClient) -> dict[str, list[str]]:
-            pending = [(path, client.get_children_async(path)) for path in paths]
-            found = {}
-            for path, result in pending:
-                try:
-                    found[path] = result.get()
-                except kz.NoNodeError:
-                    pass
-            return found
-        return self._retry(get_all) if paths else {}
 
     def watch_config_changes(self, callback: Callable[[list[str]], None], *,
                              purge_after_ms: int = CONFIG_CHANGE_EXPIRY_MS) -> WatchHandle:
