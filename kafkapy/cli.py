@@ -53,6 +53,9 @@ def _parser() -> argparse.ArgumentParser:
                             "temporary directory removed on exit; prints KAFKAPY_BOOTSTRAP=host:port on stdout "
                             "once it serves requests")
     serve.add_argument("--port", type=int, default=0, help="with --ephemeral: the port (0: a free one)")
+    serve.add_argument("--storage", choices=("disk", "memory"), default="disk",
+                       help="with --ephemeral: keep the temporary data on disk (default) or on a memory file "
+                            "system (tmpfs: /dev/shm or $KAFKAPY_MEMORY_DIR)")
     serve.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                        help="set a config, overriding the file (repeatable)")
     cluster = commands.add_parser("cluster", parents=[common], help="run a local ZooKeeper-mode cluster",
@@ -100,13 +103,17 @@ def _serve(args: argparse.Namespace) -> int:
     overrides = list(args.override)
     temp_dir = None
     if args.ephemeral:
-        import tempfile
-
         listener = f"PLAINTEXT://127.0.0.1:{args.port}"
         given = {item.partition("=")[0].strip() for item in overrides}
         defaults = {"listeners": listener, "advertised.listeners": listener}
         if "log.dirs" not in given and "log.dir" not in given:
-            temp_dir = tempfile.mkdtemp(prefix="kafkapy-ephemeral-")
+            from .testing.storage import MemoryStorageUnavailable, data_directory
+
+            try:
+                temp_dir = str(data_directory(args.storage, prefix="kafkapy-ephemeral-"))
+            except MemoryStorageUnavailable as exc:
+                print(f"kafkapy: {exc}", file=sys.stderr)
+                return 2
             defaults["log.dirs"] = temp_dir
         overrides = [f"{key}={value}" for key, value in defaults.items() if key not in given] + overrides
     try:

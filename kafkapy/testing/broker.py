@@ -7,11 +7,12 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any
+
+from .storage import STORAGES, MemoryStorageUnavailable, data_directory
 
 __all__ = ["KafkaBroker", "KafkaBrokerError"]
 
@@ -30,15 +31,19 @@ class KafkaBroker:
 
     `isolation`: "thread" (default; the broker runs in this process, in its own event loop on a
     daemon thread) or "process" (`python -m kafkapy serve --ephemeral` as a child process).
-    `data_dir`: where the logs go (default: a temporary directory, removed on stop).
+    `storage`: "disk" (default) or "memory" (the logs on a memory file system, see storage.py).
+    `data_dir`: where the logs go (default: a temporary directory on `storage`, removed on stop).
     Other keyword arguments are broker properties, e.g. `**{"num.partitions": "3"}`.
     """
 
-    def __init__(self, *, isolation: str = "thread", data_dir: str | os.PathLike | None = None,
+    def __init__(self, *, isolation: str = "thread", storage: str = "disk", data_dir: str | os.PathLike | None = None,
                  port: int = 0, **properties: Any):
         if isolation not in ("thread", "process"):
             raise ValueError(f"isolation must be 'thread' or 'process', not {isolation!r}")
+        if storage not in STORAGES:
+            raise ValueError(f"storage must be one of {', '.join(STORAGES)}, not {storage!r}")
         self.isolation = isolation
+        self.storage = storage
         self.properties = {key: str(value) for key, value in properties.items()}
         self._owns_dir = data_dir is None
         self._data_dir = Path(data_dir) if data_dir is not None else None
@@ -99,7 +104,10 @@ class KafkaBroker:
         if self.running:
             return self
         if self._data_dir is None:
-            self._data_dir = Path(tempfile.mkdtemp(prefix="kafkapy-testing-"))
+            try:
+                self._data_dir = data_directory(self.storage)
+            except MemoryStorageUnavailable as exc:
+                raise KafkaBrokerError(str(exc)) from None
         try:
             if self.isolation == "process":
                 self._start_process(timeout)

@@ -1,0 +1,119 @@
+"""storage="memory": a test broker whose logs live on a memory file system, in both isolations and
+from `kafkapy serve --ephemeral --storage memory`, with a real client (confluent-kafka).
+
+The log's own unit, property and conformance tests also run on memory storage: scripts/test.sh runs
+them a second time with their temporary directories under `memory_root()` (docs/testing.md).
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from kafkapy.testing import KafkaBroker, KafkaBrokerError
+from kafkapy.testing.storage import MEMORY_DIR_ENV, _mounts, _on_memory_file_system, memory_root
+
+confluent_kafka = pytest.importorskip("confluent_kafka")
+
+pytestmark = pytest.mark.timeout(120)
+
+try:
+    MEMORY_ROOT: Path | None = memory_root()
+except RuntimeError:
+    MEMORY_ROOT = None
+needs_memory = pytest.mark.skipif(MEMORY_ROOT is None, reason="!!! no memory file system (tmpfs) on this machine")
+
+
+def produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
+    producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True})
+    for value in values:
+        producer.produce(topic, value=value)
+    assert producer.flush(30) == 0
+
+
+def read_all(bootstrap: str, topic: str, count: int) -> list[bytes]:
+    consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4().hex[:6]}",
+                                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.subscribe([topic])
+    got: list[bytes] = []
+    deadline = time.monotonic() + 30
+    try:
+        while len(got) < count and time.monotonic() < deadline:
+            got += [m.value() for m in consumer.consume(100, 0.5) if not m.error()]
+    finally:
+        consumer.close()
+    return got
+
+
+def test_the_memory_root_is_a_memory_file_system():
+    mounts = [("/", "ext4"), ("/dev/shm", "tmpfs"), ("/mnt/ram", "ramfs"), ("/mnt/ram/disk", "xfs")]
+    assert _on_memory_file_system(Path("/dev/shm"), mounts)
+    assert _on_memory_file_system(Path("/mnt/ram/x"), mounts)
+    assert not _on_memory_file_system(Path("/mnt/ram/disk/x"), mounts)  # the longest mount point decides
+    assert not _on_memory_file_system(Path("/tmp"), mounts)
+    if MEMORY_ROOT is not None and not os.environ.get(MEMORY_DIR_ENV):
+        assert _on_memory_file_system(MEMORY_ROOT, _mounts())
+
+
+def test_a_named_memory_dir_must_exist(monkeypatch, tmp_path):
+    monkeypatch.setenv(MEMORY_DIR_ENV, str(tmp_path / "missing"))
+    broker = KafkaBroker(storage="memory")
+    with pytest.raises(KafkaBrokerError, match=MEMORY_DIR_ENV):
+        broker.start()
+    assert not broker.running
+    with pytest.raises(ValueError, match="storage"):
+        KafkaBroker(storage="ram")
+
+
+@needs_memory
+@pytest.mark.parametrize("isolation", ["thread", "process"])
+def test_memory_storage_keeps_records_across_restart_and_kill_and_leaves_nothing(isolation):
+    with KafkaBroker(isolation=isolation, storage="memory") as broker:
+        data_dir = broker.data_dir
+        assert data_dir.parent == MEMORY_ROOT
+        broker.create_topic("mem", partitions=1)
+        values = [f"m{i}".encode() for i in range(50)]
+        produce(broker.bootstrap_servers, "mem", values)
+        assert read_all(broker.bootstrap_servers, "mem", 50) == values
+        assert any((data_dir / "mem-0").glob("*.log"))  # segment files, as on disk
+        broker.restart()
+        assert read_all(broker.bootstrap_servers, "mem", 50) == values
+        broker.kill()
+        broker.start()
+        produce(broker.bootstrap_servers, "mem", [b"after"])
+        assert read_all(broker.bootstrap_servers, "mem", 51) == values + [b"after"]
+    assert not data_dir.exists()
+    assert not list(MEMORY_ROOT.glob(f"{data_dir.name}*"))  # no data dir, no process log
+
+
+@needs_memory
+def test_serve_ephemeral_with_memory_storage():
+    before = set(MEMORY_ROOT.glob("kafkapy-ephemeral-*"))
+    proc = subprocess.Popen([sys.executable, "-m", "kafkapy", "serve", "--ephemeral", "--storage", "memory",
+                             "--log-level", "WARNING"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        line = proc.stdout.readline().decode().strip()
+        assert line.startswith("KAFKAPY_BOOTSTRAP=127.0.0.1:"), (line, proc.stderr.read(2000) if proc.poll() else "")
+        bootstrap = line.split("=", 1)[1]
+        created = set(MEMORY_ROOT.glob("kafkapy-ephemeral-*")) - before
+        assert len(created) == 1
+        produce(bootstrap, "eph", [b"x", b"y"])
+        assert read_all(bootstrap, "eph", 2) == [b"x", b"y"]
+        assert (created.pop() / "eph-0").is_dir()
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(5)
+        proc.stdout.close()
+        proc.stderr.close()
+    assert set(MEMORY_ROOT.glob("kafkapy-ephemeral-*")) == before
