@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .clients import KafkaClients
 from .storage import STORAGES, MemoryStorageUnavailable, data_directory
 
 __all__ = ["KafkaBroker", "KafkaBrokerError"]
@@ -26,7 +27,7 @@ class KafkaBrokerError(RuntimeError):
     """The broker could not start (the message says why) or stopped unexpectedly."""
 
 
-class KafkaBroker:
+class KafkaBroker(KafkaClients):
     """A kafkapy broker for tests; a context manager (sync and async) that starts and stops it.
 
     `isolation`: "thread" (default; the broker runs in this process, in its own event loop on a

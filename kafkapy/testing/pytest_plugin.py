@@ -1,0 +1,155 @@
+"""The pytest plugin of kafkapy's test broker: fixtures `kafka_broker` (one broker for the session) and
+`kafka_broker_factory` (brokers of a test's own), the `kafka_broker` marker and the `kafka_broker_*` ini
+options. Loaded through the `pytest11` entry point as soon as kafkapy is installed (`-p no:kafkapy`
+turns it off). See docs/testing.md, "From pytest".
+
+Under pytest-xdist every worker is a pytest session of its own, so each gets its own session broker;
+brokers listen on port 0 (a port the kernel picks) and keep data in their own temporary directory,
+so workers never clash.
+"""
+from __future__ import annotations
+
+import warnings
+from typing import TYPE_CHECKING, Any, Iterator
+
+import pytest
+
+if TYPE_CHECKING:  # imported by the fixtures: a pytest run that uses none of them pays nothing
+    from .broker import KafkaBroker
+
+__all__ = ["KafkaBrokerFactory"]
+
+MARKER = "kafka_broker"
+INI_PROPERTIES = "kafka_broker_properties"
+INI_ISOLATION = "kafka_broker_isolation"
+INI_CLIENT = "kafka_broker_client"
+_SESSION_BROKER = pytest.StashKey["KafkaBroker"]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addini(INI_PROPERTIES, type="linelist", default=[],
+                  help="kafkapy test brokers: Kafka broker properties, one key=value per line "
+                       "(the kafka_broker fixture and the defaults of kafka_broker_factory)")
+    parser.addini(INI_ISOLATION, default="thread",
+                  help="kafkapy test brokers: 'thread' (in the pytest process, default) or 'process' "
+                       "(a child process each)")
+    parser.addini(INI_CLIENT, default="",
+                  help="kafkapy test brokers: the client library of the producer()/consumer()/admin() "
+                       "helpers: confluent-kafka, kafka-python or aiokafka (default: the first installed)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{MARKER}(isolation=None, **properties): Kafka broker properties (and isolation) for the brokers "
+        "this test starts with kafka_broker_factory; closest marker wins per key (kafkapy)")
+
+
+def _ini_properties(config: pytest.Config) -> dict[str, str]:
+    properties: dict[str, str] = {}
+    for line in config.getini(INI_PROPERTIES):
+        key, sep, value = line.partition("=")
+        if not sep or not key.strip():
+            raise pytest.UsageError(f"{INI_PROPERTIES}: expected key=value, got {line!r}")
+        properties[key.strip()] = value.strip()
+    return properties
+
+
+def _ini_isolation(config: pytest.Config) -> str:
+    isolation = (config.getini(INI_ISOLATION) or "thread").strip()
+    if isolation not in ("thread", "process"):
+        raise pytest.UsageError(f"{INI_ISOLATION} must be 'thread' or 'process', not {isolation!r}")
+    return isolation
+
+
+def _new_broker(config: pytest.Config, isolation: str, properties: dict[str, Any]) -> KafkaBroker:
+    from .broker import KafkaBroker
+
+    broker = KafkaBroker(isolation=isolation, **properties)
+    broker.default_client = config.getini(INI_CLIENT).strip() or None
+    return broker
+
+
+class KafkaBrokerFactory:
+    """What the `kafka_broker_factory` fixture gives: call it to start a broker for this test.
+
+    `factory(**properties)` or `factory(isolation="process", **properties)` returns a started
+    KafkaBroker; its properties are the ini option's, then the test's `kafka_broker` markers', then
+    the call's (later wins). Every broker it started is stopped when the test ends (its clients
+    closed, its temporary directory removed), whether or not the test stopped it itself.
+    """
+
+    def __init__(self, config: pytest.Config, isolation: str, defaults: dict[str, Any]):
+        self._config = config
+        self.isolation = isolation
+        self.defaults = defaults
+        self.brokers: list[KafkaBroker] = []
+
+    def __call__(self, *, isolation: str | None = None, **properties: Any) -> KafkaBroker:
+        broker = _new_broker(self._config, isolation or self.isolation, {**self.defaults, **properties})
+        broker.start()
+        self.brokers.append(broker)
+        return broker
+
+    def stop_all(self) -> None:
+        """Stop every broker started here (newest first); the first error is raised after all stopped."""
+        error: BaseException | None = None
+        while self.brokers:
+            try:
+                self.brokers.pop().stop()
+            except Exception as exc:
+                error = error or exc
+        if error is not None:
+            raise error
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(request: pytest.FixtureRequest) -> Iterator[KafkaBroker]:
+    """One kafkapy broker for the whole session (per xdist worker), with the ini options' properties.
+
+    A test that kill()s or stop()s it gets it back before the next test that uses it (restarted on the
+    same port, with its data if it was killed)."""
+    config = request.config
+    broker = _new_broker(config, _ini_isolation(config), _ini_properties(config))
+    broker.start()
+    config.stash[_SESSION_BROKER] = broker
+    try:
+        yield broker
+    finally:
+        del config.stash[_SESSION_BROKER]
+        broker.stop()
+
+
+@pytest.fixture
+def kafka_broker_factory(request: pytest.FixtureRequest) -> Iterator[KafkaBrokerFactory]:
+    """Start kafkapy brokers for this test: `kafka_broker_factory(**properties)`; all stopped at teardown."""
+    config = request.config
+    isolation = _ini_isolation(config)
+    defaults: dict[str, Any] = _ini_properties(config)
+    # farthest first (module, class, then the function), so the closest marker wins per key
+    for marker in reversed(list(request.node.iter_markers(MARKER))):
+        if marker.args:
+            raise pytest.UsageError(f"@pytest.mark.{MARKER} takes keyword arguments only (Kafka properties "
+                                    f"as **{{'num.partitions': '3'}}), got {marker.args!r}")
+        kwargs = dict(marker.kwargs)
+        isolation = kwargs.pop("isolation", None) or isolation
+        defaults.update(kwargs)
+    factory = KafkaBrokerFactory(config, isolation, defaults)
+    try:
+        yield factory
+    finally:
+        factory.stop_all()
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    fixtures = getattr(item, "fixturenames", ())
+    if MARKER not in fixtures:
+        return
+    # the session broker is shared: one test killing or stopping it must not fail the next ones
+    broker = item.config.stash.get(_SESSION_BROKER, None)
+    if broker is not None and not broker.running:
+        broker.restart()
+    if "kafka_broker_factory" not in fixtures and item.get_closest_marker(MARKER) is not None:
+        warnings.warn(pytest.PytestWarning(
+            f"{item.nodeid}: @pytest.mark.{MARKER} applies to brokers from kafka_broker_factory; the "
+            f"session's kafka_broker takes its properties from the {INI_PROPERTIES} ini option"))
