@@ -1,0 +1,837 @@
+"""An in-memory ZooKeeper server for tests: enough of ZooKeeper's wire protocol (jute) for kazoo, and
+so for kafkapy's KafkaZkClient, with no Java and no ZooKeeper installation.
+
+    from kafkapy.testing.zookeeper import ZooKeeperServer
+
+    with ZooKeeperServer() as zk:                     # 127.0.0.1, a free port, its own thread
+        client = kazoo.client.KazooClient(hosts=zk.connect_string)
+
+What it does as ZooKeeper 3.x does: sessions (negotiated timeout, resumed on reconnect, expired when
+no request or ping arrives within the timeout, closed by closeSession), ephemeral znodes removed with
+their session, persistent/ephemeral/sequential create (create and create2), delete, exists, getData,
+setData, getChildren(2), getACL/setACL (stored, not enforced), sync, multi (check/create/delete/setData,
+all or nothing, per-op results as ZooKeeper returns them), one-shot data/exist/child watches,
+setWatches after a reconnect, a global zxid and the stat fields. What it does not: persistence, a
+quorum, ACL enforcement or authentication (auth packets are accepted), SASL, TTL and container
+znodes, persistent/recursive watches, reconfig. Everything runs on one asyncio loop on a daemon
+thread, so requests are applied one at a time in arrival order.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import struct
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["ZooKeeperServer", "ZnodeStat"]
+
+log = logging.getLogger(__name__)
+
+HOST = "127.0.0.1"
+MAX_FRAME = 16 * 1024 * 1024  # far above ZooKeeper's 1 MB jute.maxbuffer; only a guard against garbage
+
+# op codes (ZooDefs.OpCode)
+OP_NOTIFICATION, OP_CREATE, OP_DELETE, OP_EXISTS, OP_GET_DATA, OP_SET_DATA = 0, 1, 2, 3, 4, 5
+OP_GET_ACL, OP_SET_ACL, OP_GET_CHILDREN, OP_SYNC, OP_PING, OP_GET_CHILDREN2 = 6, 7, 8, 9, 11, 12
+OP_CHECK, OP_MULTI, OP_CREATE2, OP_AUTH, OP_SET_WATCHES, OP_SASL = 13, 14, 15, 100, 101, 102
+OP_CLOSE, OP_ERROR = -11, -1
+
+# error codes (KeeperException.Code)
+OK, RUNTIME_INCONSISTENCY, MARSHALLING_ERROR, UNIMPLEMENTED, BAD_ARGUMENTS = 0, -2, -5, -6, -8
+NO_NODE, BAD_VERSION, NO_CHILDREN_FOR_EPHEMERALS, NODE_EXISTS, NOT_EMPTY = -101, -103, -108, -110, -111
+SESSION_EXPIRED, INVALID_ACL = -112, -114
+
+# watch event types and the connected state (Watcher.Event)
+EVENT_CREATED, EVENT_DELETED, EVENT_CHANGED, EVENT_CHILD = 1, 2, 3, 4
+STATE_SYNC_CONNECTED = 3
+WATCH_XID, PING_XID = -1, -2
+
+_INT = struct.Struct("!i")
+_LONG = struct.Struct("!q")
+_REPLY_HEADER = struct.Struct("!iqi")
+_MULTI_HEADER = struct.Struct("!iBi")
+_STAT = struct.Struct("!qqqqiiiqiiq")
+
+
+class KeeperError(Exception):
+    """A request fails with ZooKeeper error `code` (a negative KeeperException.Code)."""
+
+    def __init__(self, code: int):
+        super().__init__(code)
+        self.code = code
+
+
+@dataclass(slots=True)
+class ZnodeStat:
+    """A znode's Stat, as ZooKeeper returns it (field order is the wire order)."""
+
+    czxid: int
+    mzxid: int
+    ctime: int
+    mtime: int
+    version: int
+    cversion: int
+    aversion: int
+    ephemeral_owner: int
+    data_length: int
+    num_children: int
+    pzxid: int
+
+    def pack(self) -> bytes:
+        return _STAT.pack(self.czxid, self.mzxid, self.ctime, self.mtime, self.version, self.cversion,
+                          self.aversion, self.ephemeral_owner, self.data_length, self.num_children, self.pzxid)
+
+
+@dataclass(slots=True)
+class _Znode:
+    """One znode: data, ACL, children names and the counters behind its Stat."""
+
+    data: bytes
+    acl: list[tuple[int, str, str]]
+    czxid: int
+    ctime: int
+    ephemeral_owner: int = 0
+    mzxid: int = 0
+    mtime: int = 0
+    pzxid: int = 0
+    version: int = 0
+    cversion: int = 0
+    aversion: int = 0
+    children: set[str] = field(default_factory=set)
+
+    def stat(self) -> ZnodeStat:
+        return ZnodeStat(self.czxid, self.mzxid, self.ctime, self.mtime, self.version, self.cversion,
+                         self.aversion, self.ephemeral_owner, len(self.data), len(self.children), self.pzxid)
+
+
+@dataclass(slots=True, eq=False)
+class _Session:
+    """A client session: it outlives connections until it is closed or not heard from in `timeout_ms`."""
+
+    session_id: int
+    password: bytes
+    timeout_ms: int
+    deadline: float
+    connection: _Connection | None = None
+    ephemerals: set[str] = field(default_factory=set)
+    severed: bool = False  # the client is treated as dead: no reply, no reconnect, expiry runs its course
+
+    def touch(self) -> None:
+        self.deadline = time.monotonic() + self.timeout_ms / 1000
+
+
+class _Reader:
+    """Reads jute fields from one request frame."""
+
+    __slots__ = ("buf", "pos")
+
+    def __init__(self, buf: bytes, pos: int = 0):
+        self.buf = buf
+        self.pos = pos
+
+    def int(self) -> int:
+        value = _INT.unpack_from(self.buf, self.pos)[0]
+        self.pos += 4
+        return value
+
+    def long(self) -> int:
+        value = _LONG.unpack_from(self.buf, self.pos)[0]
+        self.pos += 8
+        return value
+
+    def bool(self) -> bool:
+        if self.pos >= len(self.buf):
+            raise struct.error("no byte left")
+        value = self.buf[self.pos] != 0
+        self.pos += 1
+        return value
+
+    def buffer(self) -> bytes | None:
+        length = self.int()
+        if length < 0:
+            return None
+        if self.pos + length > len(self.buf):
+            raise struct.error("buffer runs past the frame")
+        value = self.buf[self.pos:self.pos + length]
+        self.pos += length
+        return bytes(value)
+
+    def string(self) -> str:
+        raw = self.buffer()
+        return "" if raw is None else raw.decode("utf-8")
+
+    def strings(self) -> list[str]:
+        count = self.int()
+        return [self.string() for _ in range(max(count, 0))]
+
+    def acl(self) -> list[tuple[int, str, str]]:
+        count = self.int()
+        return [(self.int(), self.string(), self.string()) for _ in range(max(count, 0))]
+
+
+def _string(value: str) -> bytes:
+    raw = value.encode("utf-8")
+    return _INT.pack(len(raw)) + raw
+
+
+def _buffer(value: bytes | None) -> bytes:
+    return _INT.pack(-1) if value is None else _INT.pack(len(value)) + value
+
+
+def _parent(path: str) -> str:
+    return path.rsplit("/", 1)[0] or "/"
+
+
+def _validate_path(path: str) -> None:
+    """ZooKeeper's PathUtils.validatePath: absolute, no empty, '.' or '..' components, no trailing '/'."""
+    if not path.startswith("/") or "\0" in path:
+        raise KeeperError(BAD_ARGUMENTS)
+    if path == "/":
+        return
+    if path.endswith("/") or any(part in ("", ".", "..") for part in path[1:].split("/")):
+        raise KeeperError(BAD_ARGUMENTS)
+
+
+class _Connection:
+    """One client socket: frames in, replies and watch events out."""
+
+    def __init__(self, server: ZooKeeperServer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+        self.server = server
+        self.reader = reader
+        self.writer = writer
+        self.session: _Session | None = None
+        self.closed = False
+
+    def send(self, payload: bytes) -> None:
+        if not self.closed:
+            self.writer.write(_INT.pack(len(payload)) + payload)
+
+    def reply(self, xid: int, err: int = OK, body: bytes = b"") -> None:
+        self.send(_REPLY_HEADER.pack(xid, self.server.zxid, err) + body)
+
+    def event(self, kind: int, path: str) -> None:
+        # notifications carry zxid -1, as ZooKeeper's do
+        self.send(_REPLY_HEADER.pack(WATCH_XID, -1, OK) + _INT.pack(kind) + _INT.pack(STATE_SYNC_CONNECTED)
+                  + _string(path))
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.writer.close()
+
+    async def read_frame(self) -> bytes:
+        length = _INT.unpack(await self.reader.readexactly(4))[0]
+        if not 0 <= length <= MAX_FRAME:
+            raise ValueError(f"frame of {length} bytes")
+        return await self.reader.readexactly(length)
+
+
+# What a watch is registered for: ZooKeeper keeps exists-watches with data watches (both fire on
+# create, change and delete of the path) and child watches apart.
+_DATA, _CHILD = "data", "child"
+
+
+class ZooKeeperServer:
+    """A single in-memory ZooKeeper server on 127.0.0.1; a context manager that starts and stops it.
+
+    `tick_ms` is ZooKeeper's tickTime: negotiated session timeouts are kept within
+    [`2 * tick_ms`, `20 * tick_ms`] (ZooKeeper's default bounds). `port` 0 picks a free port.
+    """
+
+    def __init__(self, *, port: int = 0, tick_ms: int = 2000, min_session_timeout_ms: int | None = None,
+                 max_session_timeout_ms: int | None = None):
+        self._requested_port = port
+        self.min_session_timeout_ms = min_session_timeout_ms if min_session_timeout_ms is not None else 2 * tick_ms
+        self.max_session_timeout_ms = max_session_timeout_ms if max_session_timeout_ms is not None else 20 * tick_ms
+        self.port: int | None = None
+        self.zxid = 0
+        now = self._now_ms()
+        self._nodes: dict[str, _Znode] = {"/": _Znode(b"", [], 0, now)}
+        self._sessions: dict[int, _Session] = {}
+        # ZooKeeper's session ids: the server id in the top byte, a time-based counter below
+        self._next_session_id = (1 << 56) | ((now << 24) & ((1 << 56) - 1))
+        self._watches: dict[str, dict[str, set[_Session]]] = {_DATA: {}, _CHILD: {}}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._server: asyncio.base_events.Server | None = None
+        self._connections: set[_Connection] = set()
+        self._stopping: asyncio.Event | None = None
+        # the znodes every ZooKeeper has
+        self._apply_create("/zookeeper", b"", [], 0)
+        self._apply_create("/zookeeper/quota", b"", [], 0)
+
+    # -- life cycle --------------------------------------------------------------------------------
+    @property
+    def connect_string(self) -> str:
+        """host:port for zookeeper.connect or KazooClient(hosts=...)."""
+        if self.port is None:
+            raise RuntimeError("the ZooKeeper server is not running")
+        return f"{HOST}:{self.port}"
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def start(self, timeout: float = 10.0) -> ZooKeeperServer:
+        """Start serving (on a daemon thread); returns once the port accepts connections."""
+        if self.running:
+            return self
+        ready = threading.Event()
+        errors: list[BaseException] = []
+
+        async def main() -> None:
+            self._loop = asyncio.get_running_loop()
+            self._stopping = asyncio.Event()
+            try:
+                self._server = await asyncio.start_server(self._serve, HOST, self._requested_port)
+            except BaseException as exc:
+                errors.append(exc)
+                ready.set()
+                return
+            self.port = self._server.sockets[0].getsockname()[1]
+            expiry = asyncio.create_task(self._expire_sessions())
+            ready.set()
+            log.info("in-memory ZooKeeper serving on %s:%d", HOST, self.port)
+            await self._stopping.wait()
+            expiry.cancel()
+            self._server.close()
+            for connection in list(self._connections):
+                connection.close()
+            await self._server.wait_closed()
+
+        self._thread = threading.Thread(target=lambda: asyncio.run(main()), name="kafkapy-zookeeper", daemon=True)
+        self._thread.start()
+        if not ready.wait(timeout) or errors:
+            self.stop()
+            raise RuntimeError(f"the in-memory ZooKeeper did not start: {errors[0] if errors else 'timed out'}")
+        return self
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop serving and drop every connection (the data goes with the object)."""
+        thread, loop, stopping = self._thread, self._loop, self._stopping
+        if thread is None:
+            return
+        if loop is not None and stopping is not None and not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(stopping.set)
+            except RuntimeError:
+                pass
+        thread.join(timeout)
+        self._thread = self._loop = self._stopping = self._server = None
+        log.info("in-memory ZooKeeper on port %s stopped", self.port)
+
+    def __enter__(self) -> ZooKeeperServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- for tests: look inside, make sessions fail --------------------------------------------------
+    def _call(self, fn: Callable[[], Any], timeout: float = 10.0) -> Any:
+        """Run `fn` on the server's loop (where all state lives) and return its result."""
+        loop = self._loop
+        if loop is None or self._thread is None:
+            raise RuntimeError("the ZooKeeper server is not running")
+
+        async def run() -> Any:
+            return fn()
+
+        return asyncio.run_coroutine_threadsafe(run(), loop).result(timeout)
+
+    def get(self, path: str) -> tuple[bytes, ZnodeStat] | None:
+        """A znode's data and stat, or None."""
+        def read() -> tuple[bytes, ZnodeStat] | None:
+            node = self._nodes.get(path)
+            return None if node is None else (node.data, node.stat())
+        return self._call(read)
+
+    def get_children(self, path: str) -> list[str] | None:
+        """A znode's children (sorted), or None if it does not exist."""
+        def read() -> list[str] | None:
+            node = self._nodes.get(path)
+            return None if node is None else sorted(node.children)
+        return self._call(read)
+
+    def sessions(self) -> dict[int, int]:
+        """Open sessions: id -> negotiated timeout in ms."""
+        return self._call(lambda: {s.session_id: s.timeout_ms for s in self._sessions.values()})
+
+    def expire_session(self, session_id: int) -> bool:
+        """Expire a session now, as ZooKeeper would after its timeout; False if there is none."""
+        def expire() -> bool:
+            session = self._sessions.get(session_id)
+            if session is None:
+                return False
+            self._end_session(session, "expired (on request)")
+            return True
+        return self._call(expire)
+
+    def drop_connections(self) -> int:
+        """Close every client connection, as a network blip would; sessions live on (clients
+        reconnect and resume them within their timeout). Returns how many were closed."""
+        def drop() -> int:
+            connections = list(self._connections)
+            for connection in connections:
+                connection.close()
+            return len(connections)
+        return self._call(drop)
+
+    def sever_session(self, session_id: int) -> bool:
+        """Make a session's client look dead: its connection is dropped, later requests and
+        reconnects with that session id are not answered, and the session expires after its
+        timeout with its ephemeral znodes, as for a killed process. False if there is no session."""
+        def sever() -> bool:
+            session = self._sessions.get(session_id)
+            if session is None:
+                return False
+            session.severed = True
+            if session.connection is not None:
+                session.connection.close()
+                session.connection = None
+            log.info("ZooKeeper session 0x%x severed; it expires in %d ms", session_id, session.timeout_ms)
+            return True
+        return self._call(sever)
+
+    # -- connections and sessions ------------------------------------------------------------------
+    @staticmethod
+    def _now_ms() -> int:
+        return int(time.time() * 1000)
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connection = _Connection(self, reader, writer)
+        self._connections.add(connection)
+        try:
+            if not self._connect(connection, await connection.read_frame()):
+                return
+            while not connection.closed:
+                frame = await connection.read_frame()
+                if connection.closed:
+                    return
+                self._handle(connection, frame)
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError, ValueError, struct.error, OSError):
+            pass
+        finally:
+            self._connections.discard(connection)
+            session = connection.session
+            if session is not None and session.connection is connection:
+                # the session lives on until its deadline; its watches go with the connection (the
+                # client re-registers them with setWatches)
+                session.connection = None
+                self._drop_watches(session)
+            connection.close()
+
+    def _connect(self, connection: _Connection, frame: bytes) -> bool:
+        """The ConnectRequest: a new session or the resumption of one; False if refused."""
+        request = _Reader(frame)
+        protocol_version = request.int()
+        last_zxid_seen = request.long()
+        timeout_ms = request.int()
+        session_id = request.long()
+        password = request.buffer() or b""
+        try:
+            read_only = request.bool()
+        except struct.error:
+            read_only = False
+        del protocol_version, read_only
+        if last_zxid_seen > self.zxid:
+            # ZooKeeper refuses a client that has seen a newer state than this server has
+            log.info("refused a ZooKeeper client that has seen zxid 0x%x (this server is at 0x%x)",
+                     last_zxid_seen, self.zxid)
+            connection.close()
+            return False
+        if session_id:
+            session = self._sessions.get(session_id)
+            if session is not None and session.severed:
+                connection.close()
+                return False
+            if session is None or session.password != password:
+                # what ZooKeeper answers for an expired or unknown session: timeout 0, then close
+                connection.send(_INT.pack(0) + _INT.pack(0) + _LONG.pack(0) + _buffer(bytes(16)) + b"\x00")
+                connection.close()
+                return False
+            if session.connection is not None:
+                session.connection.close()
+                self._drop_watches(session)
+        else:
+            timeout_ms = min(max(timeout_ms, self.min_session_timeout_ms), self.max_session_timeout_ms)
+            session = _Session(self._next_session_id, os.urandom(16), timeout_ms, 0.0)
+            self._next_session_id += 1
+            self._sessions[session.session_id] = session
+            log.info("ZooKeeper session 0x%x opened (timeout %d ms)", session.session_id, timeout_ms)
+        session.touch()
+        session.connection = connection
+        connection.session = session
+        connection.send(_INT.pack(0) + _INT.pack(session.timeout_ms) + _LONG.pack(session.session_id)
+                        + _buffer(session.password) + b"\x00")
+        return True
+
+    async def _expire_sessions(self) -> None:
+        while True:
+            await asyncio.sleep(0.05)
+            now = time.monotonic()
+            for session in [s for s in self._sessions.values() if s.deadline < now]:
+                self._end_session(session, "expired")
+
+    def _end_session(self, session: _Session, how: str) -> None:
+        """Close a session: its ephemeral znodes are deleted (firing watches) and its connection closed."""
+        self._sessions.pop(session.session_id, None)
+        self._drop_watches(session)
+        if session.ephemerals:
+            self.zxid += 1
+            events: list[tuple[int, str, str]] = []
+            # children before parents cannot happen (ephemerals have no children), but sort for a stable order
+            for path in sorted(session.ephemerals, reverse=True):
+                if path in self._nodes:
+                    self._apply_delete(path, self.zxid, events)
+            session.ephemerals.clear()
+            self._fire(events)
+        if session.connection is not None:
+            session.connection.close()
+            session.connection = None
+        log.info("ZooKeeper session 0x%x %s", session.session_id, how)
+
+    # -- requests ------------------------------------------------------------------------------------
+    def _handle(self, connection: _Connection, frame: bytes) -> None:
+        session = connection.session
+        assert session is not None
+        if session.severed:
+            return
+        request = _Reader(frame)
+        xid = request.int()
+        op = request.int()
+        session.touch()
+        if op == OP_PING:
+            connection.reply(xid)
+            return
+        if op == OP_CLOSE:
+            # reply first (kazoo waits for it), then end the session, which closes the socket
+            connection.reply(xid)
+            self._end_session(session, "closed by its client")
+            return
+        if op == OP_AUTH:
+            # no ACLs are enforced, so any credential is accepted
+            connection.reply(xid)
+            return
+        events: list[tuple[int, str, str]] = []
+        try:
+            body = self._dispatch(session, op, request, events)
+        except KeeperError as error:
+            connection.reply(xid, error.code)
+        except (struct.error, UnicodeDecodeError):
+            connection.reply(xid, MARSHALLING_ERROR)
+        else:
+            # ZooKeeper delivers a change's notifications before the reply of the request that made it
+            self._fire(events)
+            connection.reply(xid, OK, body)
+            return
+        self._fire(events)
+
+    def _dispatch(self, session: _Session, op: int, request: _Reader, events: list) -> bytes:
+        if op in (OP_CREATE, OP_CREATE2):
+            path, stat = self._create(session, request, events)
+            return _string(path) + (stat.pack() if op == OP_CREATE2 else b"")
+        if op == OP_DELETE:
+            self._delete(request, events)
+            return b""
+        if op == OP_SET_DATA:
+            return self._set_data(request, events).pack()
+        if op == OP_EXISTS:
+            path = request.string()
+            _validate_path(path)
+            watch = request.bool()
+            node = self._nodes.get(path)
+            if watch:
+                # exists registers its watch whether or not the znode is there (then it fires on create)
+                self._watch(_DATA, path, session)
+            if node is None:
+                raise KeeperError(NO_NODE)
+            return node.stat().pack()
+        if op == OP_GET_DATA:
+            path = request.string()
+            node = self._node(path)
+            if request.bool():
+                self._watch(_DATA, path, session)
+            return _buffer(node.data) + node.stat().pack()
+        if op in (OP_GET_CHILDREN, OP_GET_CHILDREN2):
+            path = request.string()
+            node = self._node(path)
+            if request.bool():
+                self._watch(_CHILD, path, session)
+            body = _INT.pack(len(node.children)) + b"".join(_string(c) for c in sorted(node.children))
+            return body + (node.stat().pack() if op == OP_GET_CHILDREN2 else b"")
+        if op == OP_GET_ACL:
+            node = self._node(request.string())
+            acl = node.acl
+            return (_INT.pack(len(acl)) + b"".join(_INT.pack(p) + _string(s) + _string(i) for p, s, i in acl)
+                    + node.stat().pack())
+        if op == OP_SET_ACL:
+            path = request.string()
+            acl = request.acl()
+            version = request.int()
+            node = self._node(path)
+            if version not in (-1, node.aversion):
+                raise KeeperError(BAD_VERSION)
+            if not acl:
+                raise KeeperError(INVALID_ACL)
+            self.zxid += 1
+            node.acl = acl
+            node.aversion += 1
+            return node.stat().pack()
+        if op == OP_SYNC:
+            return _string(request.string())
+        if op == OP_MULTI:
+            return self._multi(session, request, events)
+        if op == OP_SET_WATCHES:
+            self._set_watches(session, request, events)
+            return b""
+        raise KeeperError(UNIMPLEMENTED)
+
+    def _node(self, path: str) -> _Znode:
+        _validate_path(path)
+        node = self._nodes.get(path)
+        if node is None:
+            raise KeeperError(NO_NODE)
+        return node
+
+    # -- the operations that change the tree; each may add an undo step (for multi) -----------------
+    def _create(self, session: _Session, request: _Reader, events: list,
+                undo: list[Callable[[], None]] | None = None, zxid: int | None = None) -> tuple[str, ZnodeStat]:
+        path = request.string()
+        data = request.buffer() or b""
+        acl = request.acl()
+        flags = request.int()
+        if flags not in (0, 1, 2, 3):  # container and TTL znodes are not supported
+            raise KeeperError(UNIMPLEMENTED if flags in (4, 5, 6) else BAD_ARGUMENTS)
+        ephemeral, sequential = bool(flags & 1), bool(flags & 2)
+        _validate_path(path + "1" if sequential else path)
+        if path == "/":
+            raise KeeperError(NODE_EXISTS)
+        if not acl:
+            raise KeeperError(INVALID_ACL)
+        parent_path = _parent(path)
+        parent = self._nodes.get(parent_path)
+        if parent is None:
+            raise KeeperError(NO_NODE)
+        if parent.ephemeral_owner:
+            raise KeeperError(NO_CHILDREN_FOR_EPHEMERALS)
+        if sequential:
+            # ZooKeeper numbers sequential znodes with the parent's cversion
+            path = f"{path}{parent.cversion:010d}"
+        if path in self._nodes:
+            raise KeeperError(NODE_EXISTS)
+        if zxid is None:
+            self.zxid += 1
+            zxid = self.zxid
+        saved = (parent.cversion, parent.pzxid)
+        node = self._apply_create(path, data, acl, zxid, session.session_id if ephemeral else 0)
+        if ephemeral:
+            session.ephemerals.add(path)
+        events.append((EVENT_CREATED, path, _DATA))
+        events.append((EVENT_CHILD, parent_path, _CHILD))
+        if undo is not None:
+            def revert() -> None:
+                del self._nodes[path]
+                parent.children.discard(path.rsplit("/", 1)[1])
+                parent.cversion, parent.pzxid = saved
+                session.ephemerals.discard(path)
+            undo.append(revert)
+        return path, node.stat()
+
+    def _apply_create(self, path: str, data: bytes, acl: list, zxid: int, owner: int = 0) -> _Znode:
+        now = self._now_ms()
+        node = _Znode(data, acl, zxid, now, owner, mzxid=zxid, mtime=now, pzxid=zxid)
+        self._nodes[path] = node
+        parent = self._nodes[_parent(path)]
+        parent.children.add(path.rsplit("/", 1)[1])
+        parent.cversion += 1
+        parent.pzxid = zxid
+        return node
+
+    def _delete(self, request: _Reader, events: list, undo: list | None = None, zxid: int | None = None) -> None:
+        path = request.string()
+        version = request.int()
+        _validate_path(path)
+        if path == "/" or path == "/zookeeper":
+            raise KeeperError(BAD_ARGUMENTS)
+        node = self._nodes.get(path)
+        if node is None:
+            raise KeeperError(NO_NODE)
+        if version not in (-1, node.version):
+            raise KeeperError(BAD_VERSION)
+        if node.children:
+            raise KeeperError(NOT_EMPTY)
+        if zxid is None:
+            self.zxid += 1
+            zxid = self.zxid
+        parent = self._nodes[_parent(path)]
+        saved = (parent.cversion, parent.pzxid)
+        self._apply_delete(path, zxid, events)
+        if undo is not None:
+            def revert() -> None:
+                self._nodes[path] = node
+                parent.children.add(path.rsplit("/", 1)[1])
+                parent.cversion, parent.pzxid = saved
+                if node.ephemeral_owner:
+                    session = self._sessions.get(node.ephemeral_owner)
+                    if session is not None:
+                        session.ephemerals.add(path)
+            undo.append(revert)
+
+    def _apply_delete(self, path: str, zxid: int, events: list) -> None:
+        node = self._nodes.pop(path)
+        parent_path = _parent(path)
+        parent = self._nodes[parent_path]
+        parent.children.discard(path.rsplit("/", 1)[1])
+        parent.cversion += 1
+        parent.pzxid = zxid
+        if node.ephemeral_owner:
+            session = self._sessions.get(node.ephemeral_owner)
+            if session is not None:
+                session.ephemerals.discard(path)
+        events.append((EVENT_DELETED, path, _DATA))
+        events.append((EVENT_DELETED, path, _CHILD))
+        events.append((EVENT_CHILD, parent_path, _CHILD))
+
+    def _set_data(self, request: _Reader, events: list, undo: list | None = None,
+                  zxid: int | None = None) -> ZnodeStat:
+        path = request.string()
+        data = request.buffer() or b""
+        version = request.int()
+        node = self._node(path)
+        if version not in (-1, node.version):
+            raise KeeperError(BAD_VERSION)
+        if zxid is None:
+            self.zxid += 1
+            zxid = self.zxid
+        saved = (node.data, node.version, node.mzxid, node.mtime)
+        node.data, node.version, node.mzxid, node.mtime = data, node.version + 1, zxid, self._now_ms()
+        events.append((EVENT_CHANGED, path, _DATA))
+        if undo is not None:
+            def revert() -> None:
+                node.data, node.version, node.mzxid, node.mtime = saved
+            undo.append(revert)
+        return node.stat()
+
+    def _check(self, request: _Reader) -> None:
+        path = request.string()
+        version = request.int()
+        node = self._node(path)
+        if version not in (-1, node.version):
+            raise KeeperError(BAD_VERSION)
+
+    def _multi(self, session: _Session, request: _Reader, events: list) -> bytes:
+        """All ops or none, under one zxid. On failure every result is an error, as in ZooKeeper: the
+        ops before the failed one report OK (rolled back), the failed one its error, the rest
+        RUNTIMEINCONSISTENCY."""
+        ops: list[tuple[int, _Reader]] = []
+        while True:
+            op, done, _err = _MULTI_HEADER.unpack_from(request.buf, request.pos)
+            request.pos += _MULTI_HEADER.size
+            if done:
+                break
+            # each op's body is read as the op runs; keep a reader positioned at its start and skip it
+            start = _Reader(request.buf, request.pos)
+            self._skip_op(op, request)
+            ops.append((op, start))
+        zxid = self.zxid + 1
+        undo: list[Callable[[], None]] = []
+        staged: list[tuple[int, str, str]] = []
+        results: list[bytes] = []
+        failed_at, failure = -1, OK
+        for index, (op, body) in enumerate(ops):
+            try:
+                if op in (OP_CREATE, OP_CREATE2):
+                    path, stat = self._create(session, body, staged, undo, zxid)
+                    results.append(_MULTI_HEADER.pack(op, 0, 0) + _string(path)
+                                   + (stat.pack() if op == OP_CREATE2 else b""))
+                elif op == OP_DELETE:
+                    self._delete(body, staged, undo, zxid)
+                    results.append(_MULTI_HEADER.pack(op, 0, 0))
+                elif op == OP_SET_DATA:
+                    results.append(_MULTI_HEADER.pack(op, 0, 0) + self._set_data(body, staged, undo, zxid).pack())
+                elif op == OP_CHECK:
+                    self._check(body)
+                    results.append(_MULTI_HEADER.pack(op, 0, 0))
+                else:
+                    raise KeeperError(UNIMPLEMENTED)
+            except KeeperError as error:
+                failed_at, failure = index, error.code
+                break
+        if failed_at >= 0:
+            for revert in reversed(undo):
+                revert()
+            codes = [OK] * failed_at + [failure] + [RUNTIME_INCONSISTENCY] * (len(ops) - failed_at - 1)
+            return (b"".join(_MULTI_HEADER.pack(OP_ERROR, 0, code) + _INT.pack(code) for code in codes)
+                    + _MULTI_HEADER.pack(-1, 1, -1))
+        if undo:
+            self.zxid = zxid
+        events.extend(staged)
+        return b"".join(results) + _MULTI_HEADER.pack(-1, 1, -1)
+
+    @staticmethod
+    def _skip_op(op: int, request: _Reader) -> None:
+        if op in (OP_CREATE, OP_CREATE2):
+            request.string(), request.buffer(), request.acl(), request.int()
+        elif op in (OP_DELETE, OP_CHECK):
+            request.string(), request.int()
+        elif op == OP_SET_DATA:
+            request.string(), request.buffer(), request.int()
+        else:
+            raise KeeperError(UNIMPLEMENTED)
+
+    # -- watches -------------------------------------------------------------------------------------
+    def _watch(self, kind: str, path: str, session: _Session) -> None:
+        self._watches[kind].setdefault(path, set()).add(session)
+
+    def _drop_watches(self, session: _Session) -> None:
+        for table in self._watches.values():
+            for path in [p for p, sessions in table.items() if session in sessions]:
+                table[path].discard(session)
+                if not table[path]:
+                    del table[path]
+
+    def _fire(self, events: list[tuple[int, str, str]]) -> None:
+        """Deliver and forget (watches are one-shot) the watches that `events` trigger."""
+        told: set[tuple[int, int, str]] = set()
+        for kind, path, table in events:
+            for session in self._watches[table].pop(path, None) or ():
+                # a deleted znode's data and child watches of one session make one event (ZooKeeper's
+                # triggerWatch skips the watchers already notified)
+                if session.connection is not None and (id(session), kind, path) not in told:
+                    told.add((id(session), kind, path))
+                    session.connection.event(kind, path)
+
+    def _set_watches(self, session: _Session, request: _Reader, events: list) -> None:
+        """A reconnected client re-registers its watches, naming the last zxid it saw; whatever
+        changed since then fires at once, as in ZooKeeper."""
+        relative_zxid = request.long()
+        data_paths, exist_paths, child_paths = request.strings(), request.strings(), request.strings()
+        connection = session.connection
+        assert connection is not None
+        for path in data_paths:
+            node = self._nodes.get(path)
+            if node is None:
+                connection.event(EVENT_DELETED, path)
+            elif node.mzxid > relative_zxid:
+                connection.event(EVENT_CHANGED, path)
+            else:
+                self._watch(_DATA, path, session)
+        for path in exist_paths:
+            if path in self._nodes:
+                connection.event(EVENT_CREATED, path)
+            else:
+                self._watch(_DATA, path, session)
+        for path in child_paths:
+            node = self._nodes.get(path)
+            if node is None:
+                connection.event(EVENT_DELETED, path)
+            elif node.pzxid > relative_zxid:
+                connection.event(EVENT_CHILD, path)
+            else:
+                self._watch(_CHILD, path, session)
