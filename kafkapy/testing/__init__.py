@@ -13,5 +13,6 @@ removed when they stop. Keyword arguments are Kafka broker properties (dots writ
 pass them with `**{...}`). See docs/testing.md.
 """
 from .broker import KafkaBroker, KafkaBrokerError
+from .cluster import KafkaCluster
 
-__all__ = ["KafkaBroker", "KafkaBrokerError"]
+__all__ = ["KafkaBroker", "KafkaBrokerError", "KafkaCluster"]
