@@ -271,7 +271,8 @@ class KafkaCluster:
         deadline = time.monotonic() + timeout
         self._dir = Path(tempfile.mkdtemp(prefix="kafkapy-cluster-"))
         try:
-            self.zookeeper = ZooKeeperServer().start()
+            # session timeouts from 1 s, so that a test may make kills noticed sooner
+            self.zookeeper = ZooKeeperServer(min_session_timeout_ms=1000, max_session_timeout_ms=60000).start()
             for broker_id in range(1, self.size + 1):
                 self._brokers[broker_id] = self._new_broker(broker_id, 0)
             # started side by side: each waits for its own ZooKeeper session and registration
