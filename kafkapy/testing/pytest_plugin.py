@@ -24,12 +24,17 @@ INI_PROPERTIES = "kafka_broker_properties"
 INI_ISOLATION = "kafka_broker_isolation"
 INI_CLIENT = "kafka_broker_client"
 _SESSION_BROKER = pytest.StashKey["KafkaBroker"]()
+# Test defaults under the ini option's properties: a consumer group's first rebalance at once, not
+# after Kafka's 3 s wait for more members (Kafka's quickstart config and Spring's @EmbeddedKafka do
+# the same); a test's consumer is its group's only member.
+PLUGIN_DEFAULTS = {"group.initial.rebalance.delay.ms": "0"}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini(INI_PROPERTIES, type="linelist", default=[],
                   help="kafkapy test brokers: Kafka broker properties, one key=value per line "
-                       "(the kafka_broker fixture and the defaults of kafka_broker_factory)")
+                       "(the kafka_broker fixture and the defaults of kafka_broker_factory; "
+                       "group.initial.rebalance.delay.ms=0 unless set here)")
     parser.addini(INI_ISOLATION, default="thread",
                   help="kafkapy test brokers: 'thread' (in the pytest process, default) or 'process' "
                        "(a child process each)")
@@ -46,7 +51,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _ini_properties(config: pytest.Config) -> dict[str, str]:
-    properties: dict[str, str] = {}
+    properties = dict(PLUGIN_DEFAULTS)
     for line in config.getini(INI_PROPERTIES):
         key, sep, value = line.partition("=")
         if not sep or not key.strip():

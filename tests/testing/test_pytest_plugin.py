@@ -68,8 +68,8 @@ INI = """
 [pytest]
 kafka_broker_isolation = process
 kafka_broker_properties =
-    group.initial.rebalance.delay.ms=0
     num.partitions=2
+    log.retention.hours=7
 """
 
 # session broker, confluent-kafka helpers, clients left open on purpose, the marker on kafka_broker
@@ -80,6 +80,8 @@ from conftest import poll_one
 def test_confluent_helpers_on_the_session_broker(kafka_broker, report):
     assert kafka_broker.isolation == "process"                  # kafka_broker_isolation
     assert kafka_broker.properties["num.partitions"] == "2"     # kafka_broker_properties
+    assert kafka_broker.properties["log.retention.hours"] == "7"
+    assert kafka_broker.properties["group.initial.rebalance.delay.ms"] == "0"     # the plugin's test default
     producer = kafka_broker.producer()
     producer.produce("orders", b"one")                          # auto-created: 2 partitions
     assert producer.flush(30) == 0
@@ -151,7 +153,7 @@ def test_markers_set_the_factory_defaults(kafka_broker_factory, kafka_broker, re
     assert broker.isolation == "thread"
     assert broker.properties["num.partitions"] == "4"
     assert broker.properties["log.retention.hours"] == "5"
-    assert broker.properties["group.initial.rebalance.delay.ms"] == "0"
+    assert broker.properties["group.initial.rebalance.delay.ms"] == "0"     # the plugin's test default
     other = kafka_broker_factory(isolation="process", **{"num.partitions": "5"})
     assert other.isolation == "process" and other.port not in (broker.port, kafka_broker.port)
     producer = other.producer()
