@@ -53,6 +53,10 @@ def _parser() -> argparse.ArgumentParser:
                             "temporary directory removed on exit; prints KAFKAPY_BOOTSTRAP=host:port on stdout "
                             "once it serves requests")
     serve.add_argument("--port", type=int, default=0, help="with --ephemeral: the port (0: a free one)")
+    serve.add_argument("--control", action="store_true",
+                       help="enable fault injection and its HTTP control endpoint on a free loopback port "
+                            "(kafkapy.control.listener=127.0.0.1:0); prints KAFKAPY_CONTROL=http://host:port "
+                            "before the KAFKAPY_BOOTSTRAP line (docs/testing.md)")
     serve.add_argument("--storage", choices=("disk", "memory"), default="disk",
                        help="with --ephemeral: keep the temporary data on disk (default) or on a memory file "
                             "system (tmpfs: /dev/shm or $KAFKAPY_MEMORY_DIR)")
@@ -101,6 +105,9 @@ def _serve(args: argparse.Namespace) -> int:
         return 2
     path = args.config or args.config_file
     overrides = list(args.override)
+    if getattr(args, "control", False) and not any(
+            item.partition("=")[0].strip() == "kafkapy.control.listener" for item in overrides):
+        overrides.append("kafkapy.control.listener=127.0.0.1:0")
     temp_dir = None
     if args.ephemeral:
         listener = f"PLAINTEXT://127.0.0.1:{args.port}"
@@ -138,11 +145,18 @@ def _serve_config(args: argparse.Namespace, path, overrides, log) -> int:
         return 1
     from .broker.server import run  # imported late: the CLI must load even where the server cannot
 
+    control = config.get("kafkapy.control.listener")
+
     def announce(broker) -> None:
-        print(f"KAFKAPY_BOOTSTRAP=127.0.0.1:{broker.port}", flush=True)
+        if control:  # fault injection and its control endpoint (broker/faults.py), announced first
+            from .broker.faults import install
+
+            print(f"KAFKAPY_CONTROL={install(broker).control.url}", flush=not args.ephemeral)
+        if args.ephemeral:
+            print(f"KAFKAPY_BOOTSTRAP=127.0.0.1:{broker.port}", flush=True)
 
     try:
-        if args.ephemeral:
+        if args.ephemeral or control:
             run(config, on_ready=announce)
         else:
             run(config)

@@ -833,6 +833,8 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _table(
       "stored one afterwards. Generated when unset."),
     K("kafkapy.log.fsync.on.ack", B, False, M, "kafkapy: fsync the log before acknowledging a produce "
       "request (acks != 0); topics can override it."),
+    K("kafkapy.control.listener", S, None, L, "kafkapy: loopback host:port (port 0: a free one) of the fault "
+      "injection control endpoint, HTTP+JSON for tests (docs/testing.md); off when unset."),
 )
 
 

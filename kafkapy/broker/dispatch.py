@@ -161,6 +161,15 @@ async def handle_frame(ctx: RequestContext, frame: bytes) -> list | None:
         # SASL: before authentication only ApiVersions and the SASL requests pass (security/session.py)
         connection.session.check_request(key, version)
     request = REQUEST_TYPES[key].decode(frame, version, pos)
+    faults = getattr(ctx.broker, "faults", None)
+    if faults is not None:
+        # fault injection (broker/faults.py): records the request; may delay it, answer an error
+        # instead of the handler, never answer (DROP) or close the connection
+        injected = await faults.intercept(ctx, request)
+        if injected is not None:
+            if injected is faults.DROP:
+                return None
+            return [encode_response_header(header.correlation_id, key, version)] + injected.encode_parts(version)
     quotas = ctx.broker.quotas
     if quotas is None or connection is None:
         response = await HANDLERS[key](ctx, request)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .clients import KafkaClients
+from .faults import BrokerFaults
 from .storage import STORAGES, MemoryStorageUnavailable, data_directory
 
 __all__ = ["KafkaBroker", "KafkaBrokerError"]
@@ -27,7 +28,7 @@ class KafkaBrokerError(RuntimeError):
     """The broker could not start (the message says why) or stopped unexpectedly."""
 
 
-class KafkaBroker(KafkaClients):
+class KafkaBroker(KafkaClients, BrokerFaults):
     """A kafkapy broker for tests; a context manager (sync and async) that starts and stops it.
 
     `isolation`: "thread" (default; the broker runs in this process, in its own event loop on a
@@ -182,6 +183,7 @@ class KafkaBroker(KafkaClients):
             self._loop = asyncio.get_running_loop()
             self._stop_event = asyncio.Event()
             broker = Broker(config, sockets)
+            self._install_faults(broker)  # inject(), recorded(): testing/faults.py
             try:
                 await broker.start()
             except BaseException as exc:
@@ -219,7 +221,8 @@ class KafkaBroker(KafkaClients):
 
     # -- a child process ------------------------------------------------------------------------
     def _start_process(self, timeout: float) -> None:
-        argv = [sys.executable, "-m", "kafkapy", "serve", "--ephemeral", "--port", str(self._requested_port),
+        argv = [sys.executable, "-m", "kafkapy", "serve", "--ephemeral", "--control",
+                "--port", str(self._requested_port),
                 "--override", f"log.dirs={self._data_dir}"]
         for key, value in self.properties.items():
             argv += ["--override", f"{key}={value}"]
@@ -231,7 +234,8 @@ class KafkaBroker(KafkaClients):
         deadline = time.monotonic() + timeout
         line = b""
         assert self._proc.stdout is not None
-        reader = threading.Thread(target=lambda: setattr(self, "_ready_line", self._proc.stdout.readline()),
+        reader = threading.Thread(target=lambda: setattr(self, "_ready_line",
+                                                          self._read_ready_lines(self._proc.stdout)),
                                   daemon=True)
         reader.start()
         reader.join(timeout)

@@ -1,0 +1,613 @@
+"""Fault injection and request recording for test brokers (issue 12).
+
+A `FaultInjector` is attached to a Broker as `broker.faults` (None unless enabled, so the normal
+request path costs one attribute check in dispatch.handle_frame). Every decoded request passes
+through `FaultInjector.intercept` before its handler: it is recorded, the broker-wide latency is
+waited, and the first matching rule decides what happens instead of (or before) the real handler:
+
+- `error`: answer with a well-formed error response for the request (its topics and partitions
+  mirrored, the code in every error field; see `error_response`); the handler does not run, so an
+  injected Produce error appends nothing.
+- `delay_ms`: wait, then run the real handler (with `error`: wait, then answer the error).
+- `drop`: never answer. Kafka answers a connection's requests in order, so nothing later on that
+  connection is answered either: the connection hangs until the client gives up and closes it.
+- `disconnect`: close the connection without answering.
+
+`fault_control.ControlServer` serves the same operations over HTTP+JSON on a loopback port for tests written in
+other languages (`kafkapy.control.listener`, `kafkapy serve --ephemeral --control`).
+"""
+from __future__ import annotations
+
+import asyncio
+import base64
+import concurrent.futures
+import logging
+import random
+import time
+import uuid
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable
+
+from ..protocol.error_codes import ErrorCode
+from ..protocol.messages import REQUEST_TYPES, RESPONSE_TYPES
+from ..protocol.primitives import ExternalRecords, GeneratedStruct
+
+if TYPE_CHECKING:
+    from .broker import Broker
+    from .dispatch import RequestContext
+
+__all__ = [
+    "API_KEYS", "CONTROL_LISTENER_CONFIG", "DROP", "FaultInjector", "FaultRule", "RecordedRequest",
+    "api_key_of", "api_name_of", "error_code_of", "error_response", "install", "request_partitions", "to_json",
+]
+
+log = logging.getLogger(__name__)
+
+CONTROL_LISTENER_CONFIG = "kafkapy.control.listener"
+DEFAULT_MAX_RECORDED = 10_000
+
+# api name ("Produce", "ApiVersions") -> key, from the generated request classes
+API_KEYS: dict[str, int] = {cls.__name__.removesuffix("Request"): key for key, cls in REQUEST_TYPES.items()}
+_API_KEYS_FOLDED = {name.lower(): key for name, key in API_KEYS.items()}
+
+
+class _Drop:
+    """The marker `intercept` returns for a request that is never answered."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "DROP"
+
+
+DROP: Any = _Drop()
+
+
+def api_key_of(api: str | int) -> int:
+    """The api key of `api`: a name ("Produce", case-insensitive, "ProduceRequest" too) or a number."""
+    if isinstance(api, bool):
+        raise ValueError(f"not an api: {api!r}")
+    if isinstance(api, int) or (isinstance(api, str) and api.strip().lstrip("-").isdigit()):
+        key = int(api)
+        if key not in REQUEST_TYPES:
+            raise ValueError(f"unknown api key {key}")
+        return key
+    folded = str(api).strip().lower().removesuffix("request")
+    if folded not in _API_KEYS_FOLDED:
+        raise ValueError(f"unknown api {api!r} (e.g. Produce, Fetch, Metadata, JoinGroup)")
+    return _API_KEYS_FOLDED[folded]
+
+
+def api_name_of(key: int) -> str:
+    """Kafka's name of an api key ("Produce" for 0)."""
+    cls = REQUEST_TYPES.get(key)
+    return cls.__name__.removesuffix("Request") if cls is not None else str(key)
+
+
+def error_code_of(error: str | int) -> int:
+    """A Kafka error code from its name ("NOT_LEADER_OR_FOLLOWER", case-insensitive) or number."""
+    if isinstance(error, bool):
+        raise ValueError(f"not an error code: {error!r}")
+    if isinstance(error, int) or (isinstance(error, str) and error.strip().lstrip("-").isdigit()):
+        return int(ErrorCode(int(error)))
+    try:
+        return int(ErrorCode[str(error).strip().upper()])
+    except KeyError:
+        raise ValueError(f"unknown Kafka error {error!r} (e.g. NOT_LEADER_OR_FOLLOWER)") from None
+
+
+# -- error responses ------------------------------------------------------------------------------
+# A response array is filled from the request arrays of these names (concatenated; a request has
+# one of them), element by element; arrays not named here (brokers, configs, aborted transactions,
+# members of a JoinGroup...) stay empty.
+_ARRAY_SOURCES: dict[str, tuple[str, ...]] = {
+    "responses": ("topic_data", "topics", "topic_names", "resources"),
+    "partition_responses": ("partition_data",),
+    "partitions": ("partitions", "partition_indexes", "partition_data"),
+    "partition_result": ("partitions",),
+    "topics": ("topics",),
+    "topic_results": ("topics",),
+    "results_by_topic_v3_and_below": ("v3_and_below_topics",),
+    "results_by_transaction": ("transactions",),
+    "results_by_partition": ("partitions",),
+    "groups": ("groups", "group_ids"),
+    "coordinators": ("coordinator_keys",),
+    "results": ("resources", "topics", "groups_names", "creations", "deletions", "upsertions"),
+    "filter_results": ("filters",),
+    "members": ("members",),
+    "markers": ("markers",),
+    "entries": ("entries",),
+    "entity": ("entity",),
+    "transaction_states": ("transactional_ids",),
+    "replica_election_results": ("topic_partitions",),
+}
+# identity fields copied from the request element: response attribute -> request attributes
+_COPIED: dict[str, tuple[str, ...]] = {
+    "name": ("name", "topic"),
+    "topic": ("topic", "name"),
+    "topic_id": ("topic_id",),
+    "partition_index": ("partition_index", "partition", "index"),
+    "partition": ("partition", "partition_index", "index"),
+    "index": ("index", "partition_index", "partition"),
+    "group_id": ("group_id",),
+    "transactional_id": ("transactional_id",),
+    "key": ("key",),
+    "member_id": ("member_id",),
+    "group_instance_id": ("group_instance_id",),
+    "resource_type": ("resource_type",),
+    "resource_name": ("resource_name",),
+    "entity_type": ("entity_type",),
+    "entity_name": ("entity_name",),
+    "user": ("name",),
+    "producer_id": ("producer_id",),
+}
+# where a request array holds bare values (partition numbers, topic names, coordinator keys)
+_INT_IDENTITY = ("partition_index", "partition", "index", "partition_id")
+_STR_IDENTITY = ("name", "topic", "key", "group_id", "transactional_id")
+_ERROR_FIELDS = frozenset({"error_code", "partition_error_code"})
+# Kafka answers "unknown" with -1 in these (Node.noNode, INVALID_OFFSET, NO_PRODUCER_ID, ...)
+_MINUS_ONE = frozenset({
+    "node_id", "port", "leader_id", "leader_epoch", "controller_id", "producer_id", "producer_epoch",
+    "generation_id", "high_watermark", "last_stable_offset", "log_start_offset", "committed_offset",
+    "committed_leader_epoch", "offset", "timestamp", "end_offset", "base_offset", "preferred_read_replica",
+    "low_watermark"})
+_SIGNED = frozenset({"int8", "int16", "int32", "int64"})
+# Fetch's top-level error_code is the fetch session's: set only for these, with no partitions
+# (Kafka's FetchResponse v13+ shape); any other code goes into every partition
+_FETCH_SESSION_ERRORS = frozenset({ErrorCode.FETCH_SESSION_ID_NOT_FOUND, ErrorCode.INVALID_FETCH_SESSION_EPOCH,
+                                   ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR})
+FETCH_KEY, METADATA_KEY, ALTER_REPLICA_LOG_DIRS_KEY = 1, 3, 34
+
+
+def error_response(request: Any, version: int, code: int, message: str | None = None,
+                   broker: Broker | None = None) -> Any:
+    """A well-formed response to `request` (at `version`) that carries error `code` everywhere it can.
+
+    Schema-driven: the response's topics/partitions (or groups, coordinator keys, transactions,
+    resources) mirror the request's, with `code` in each element's error field, and the top-level
+    error_code is set where the response has one; ids nobody has are -1. Metadata gets this broker
+    as its only broker so that a client keeps a place to reconnect to; Fetch keeps its top-level
+    error for fetch-session errors only (elsewhere it means "the whole session failed").
+    """
+    key = request.API_KEY
+    response_cls = RESPONSE_TYPES[key]
+    if key == FETCH_KEY and code in _FETCH_SESSION_ERRORS:
+        response = response_cls(error_code=code, session_id=0)
+        return response
+    response = _mirror(request, response_cls, version, code, message, top=True)
+    if key == FETCH_KEY:
+        response.error_code = 0
+        response.session_id = 0
+    elif key == ALTER_REPLICA_LOG_DIRS_KEY:
+        # results are by topic, the request's topics are by destination dir
+        result_cls = _struct_of(response_cls, "results")
+        partition_cls = _struct_of(result_cls, "partitions")
+        response.results = [
+            result_cls(topic_name=topic.name, partitions=[partition_cls(partition_index=p, error_code=code)
+                                                          for p in topic.partitions])
+            for log_dir in request.dirs for topic in log_dir.topics]
+    elif key == METADATA_KEY and broker is not None:
+        node = _struct_of(response_cls, "brokers")(node_id=broker.node_id, host=broker.advertised_host, port=broker.advertised_port,
+                                   rack=None)
+        response.brokers = [node]
+        response.controller_id = broker.node_id
+        try:
+            response.cluster_id = broker.cluster_id
+        except Exception:  # a store without a cluster id yet: the field is nullable
+            response.cluster_id = None
+    return response
+
+
+def _struct_of(cls: type, attr: str) -> type:
+    return next(f.struct for f in cls.SCHEMA if f.attr == attr)
+
+
+def _mirror(source: Any, cls: type, version: int, code: int, message: str | None, top: bool = False) -> Any:
+    """An instance of `cls` built from the request element `source` (a struct, or a bare value)."""
+    obj = cls()
+    for f in cls.SCHEMA:
+        if not f.present(version):
+            continue
+        attr = f.attr
+        if f.is_array:
+            if f.type != "struct":
+                continue
+            sources = _ARRAY_SOURCES.get(attr)
+            if not sources or not isinstance(source, GeneratedStruct):
+                continue
+            items = [item for name in sources if isinstance(value := getattr(source, name, None), list)
+                     for item in value]
+            setattr(obj, attr, [_mirror(item, f.struct, version, code, message) for item in items])
+        elif attr in _ERROR_FIELDS and f.type == "int16":
+            setattr(obj, attr, code)
+        elif attr == "error_message" and f.type == "string":
+            setattr(obj, attr, message if message is not None else f"{ErrorCode(code).name} (injected by kafkapy)")
+        elif f.type == "struct":
+            continue
+        elif isinstance(source, GeneratedStruct):
+            if not top:
+                for name in _COPIED.get(attr, ()):
+                    if name in source.__match_args__:
+                        setattr(obj, attr, getattr(source, name))
+                        break
+                else:
+                    if attr in _MINUS_ONE and f.type in _SIGNED:
+                        setattr(obj, attr, -1)
+            elif attr in _MINUS_ONE and f.type in _SIGNED:
+                setattr(obj, attr, -1)
+        elif isinstance(source, int) and attr == _first_present(cls, version, _INT_IDENTITY):
+            setattr(obj, attr, source)
+        elif isinstance(source, str) and attr == _first_present(cls, version, _STR_IDENTITY):
+            setattr(obj, attr, source)
+        elif attr in _MINUS_ONE and f.type in _SIGNED:
+            setattr(obj, attr, -1)
+    return obj
+
+
+def _first_present(cls: type, version: int, names: tuple[str, ...]) -> str | None:
+    present = {f.attr for f in cls.SCHEMA if f.present(version) and not f.is_array}
+    return next((name for name in names if name in present), None)
+
+
+# -- what a request is about (topic and partition matching) -----------------------------------------
+_TOPIC_ATTRS = ("name", "topic")
+_PARTITION_ARRAYS = ("partitions", "partition_data", "partition_indexes")
+_PARTITION_ATTRS = ("index", "partition", "partition_index")
+_TOPIC_ARRAYS = ("topics", "topic_data", "topic_names", "v3_and_below_topics")
+
+
+def request_partitions(request: Any, broker: Broker | None = None) -> list[tuple[str | None, int | None]]:
+    """The (topic, partition) pairs a request names; partition None where it names a topic only.
+
+    Walks the request's topic arrays (and AddPartitionsToTxn's transactions); topics given by id
+    only (Fetch v13+) are named through the broker's metadata when a broker is given.
+    """
+    out: list[tuple[str | None, int | None]] = []
+    topics: list = []
+    for name in _TOPIC_ARRAYS:
+        value = getattr(request, name, None)
+        if isinstance(value, list):
+            topics += value
+    for txn in getattr(request, "transactions", None) or ():
+        topics += getattr(txn, "topics", None) or []
+    for topic in topics:
+        if isinstance(topic, str):
+            out.append((topic, None))
+            continue
+        name = next((getattr(topic, a) for a in _TOPIC_ATTRS if a in topic.__match_args__), None)
+        if not name and broker is not None and "topic_id" in topic.__match_args__:
+            name = _topic_name(broker, topic.topic_id)
+        parts = next((getattr(topic, a) for a in _PARTITION_ARRAYS if a in topic.__match_args__), None)
+        if not parts:
+            out.append((name, None))
+            continue
+        for part in parts:
+            if isinstance(part, int):
+                out.append((name, part))
+            else:
+                out.append((name, next((getattr(part, a) for a in _PARTITION_ATTRS if a in part.__match_args__),
+                                       None)))
+    return out
+
+
+def _topic_name(broker: Broker, topic_id: Any) -> str | None:
+    try:
+        meta = broker.partitions.topic_by_id(topic_id)
+    except Exception:
+        return None
+    return getattr(meta, "name", None) if meta is not None else None
+
+
+# -- rules and records -----------------------------------------------------------------------------
+@dataclass(slots=True)
+class FaultRule:
+    """One injected fault: which requests it matches and what happens to them.
+
+    `count`: how many more matching requests it applies to (None: until removed or expired);
+    `probability`: the fraction of matching requests it applies to (each one drawn at random).
+    """
+
+    id: int
+    api_key: int
+    error: int | None = None
+    delay_ms: int | None = None
+    drop: bool = False
+    disconnect: bool = False
+    count: int | None = 1
+    probability: float | None = None
+    topic: str | None = None
+    partition: int | None = None
+    client_id: str | None = None
+    version: int | None = None
+    expires_at: float | None = None     # time.monotonic() deadline
+    hits: int = 0                       # requests it has applied to
+
+    @property
+    def api(self) -> str:
+        return api_name_of(self.api_key)
+
+    def expired(self, now: float) -> bool:
+        return (self.expires_at is not None and now >= self.expires_at) or self.count == 0
+
+    def to_json(self) -> dict[str, Any]:
+        """The rule as the control endpoint reports it (error by name, remaining time in seconds)."""
+        return {
+            "id": self.id, "api": self.api, "api_key": self.api_key,
+            "error": ErrorCode(self.error).name if self.error is not None else None,
+            "delay_ms": self.delay_ms, "drop": self.drop, "disconnect": self.disconnect,
+            "count": self.count, "probability": self.probability, "topic": self.topic,
+            "partition": self.partition, "client_id": self.client_id, "version": self.version,
+            "expires_in_s": (None if self.expires_at is None
+                             else round(max(0.0, self.expires_at - time.monotonic()), 3)),
+            "hits": self.hits,
+        }
+
+
+@dataclass(slots=True)
+class RecordedRequest:
+    """One request as the broker decoded it, in arrival order (`seq` counts from 1 per broker)."""
+
+    seq: int
+    time: float                 # time.time() when it was decoded
+    api_key: int
+    api: str                    # Kafka's name, e.g. "Produce"
+    version: int
+    client_id: str | None
+    correlation_id: int
+    peer: str
+    body: Any = field(repr=False)   # the decoded request message (in-process); a dict in JSON form
+
+    def to_json(self) -> dict[str, Any]:
+        """The record as the control endpoint returns it; bytes in the body are base64."""
+        return {"seq": self.seq, "time": self.time, "api_key": self.api_key, "api": self.api,
+                "version": self.version, "client_id": self.client_id, "correlation_id": self.correlation_id,
+                "peer": self.peer, "body": to_json(self.body)}
+
+
+def to_json(value: Any) -> Any:
+    """A decoded message as JSON-ready data: structs as dicts, bytes and records as base64, UUIDs as text."""
+    if isinstance(value, GeneratedStruct):
+        return {name: to_json(getattr(value, name)) for name in value.__match_args__}
+    if isinstance(value, list):
+        return [to_json(item) for item in value]
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return base64.b64encode(value).decode("ascii")
+    if isinstance(value, ExternalRecords):
+        return base64.b64encode(value.tobytes()).decode("ascii")
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return repr(value)
+
+
+class FaultInjector:
+    """The rules, latency and request recorder of one broker; used on the broker's event loop only.
+
+    Other threads (KafkaBroker, ControlServer) call in through `call`, which runs a method on the
+    loop and waits for its result.
+    """
+
+    DROP = DROP     # what `intercept` returns for a request never answered
+
+    def __init__(self, broker: Broker | None = None, *, max_recorded: int = DEFAULT_MAX_RECORDED,
+                 rng: random.Random | None = None):
+        self.broker = broker
+        self.rules: list[FaultRule] = []
+        self.latency_ms = 0
+        self.recording = True
+        self.recorded: deque[RecordedRequest] = deque(maxlen=max_recorded)
+        self._seq = 0
+        self._next_id = 1
+        self._random = rng or random.Random()
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.control = None     # fault_control.ControlServer when the control endpoint is on
+
+    # -- rules ---------------------------------------------------------------------------------
+    def add_rule(self, api: str | int, *, error: str | int | None = None, delay_ms: float | None = None,
+                 drop: bool = False, disconnect: bool = False, count: int | None = 1,
+                 probability: float | None = None, topic: str | None = None, partition: int | None = None,
+                 client_id: str | None = None, version: int | None = None,
+                 expires_in_s: float | None = None) -> FaultRule:
+        """Add a rule (checked in the order added; the first that matches a request applies)."""
+        key = api_key_of(api)
+        code = error_code_of(error) if error is not None else None
+        if drop and disconnect:
+            raise ValueError("a rule either drops or disconnects, not both")
+        if (drop or disconnect) and code is not None:
+            raise ValueError("an error is an answer; it cannot go with drop or disconnect")
+        if code is None and not drop and not disconnect and delay_ms is None:
+            raise ValueError("a rule needs an action: error, delay_ms, drop or disconnect")
+        if delay_ms is not None and delay_ms < 0:
+            raise ValueError(f"delay_ms must be >= 0, not {delay_ms}")
+        if count is not None and (isinstance(count, bool) or int(count) < 1):
+            raise ValueError(f"count must be a positive number or None, not {count!r}")
+        if probability is not None and not 0.0 <= float(probability) <= 1.0:
+            raise ValueError(f"probability must be between 0 and 1, not {probability}")
+        if expires_in_s is not None and expires_in_s <= 0:
+            raise ValueError(f"expires_in_s must be > 0, not {expires_in_s}")
+        rule = FaultRule(
+            id=self._next_id, api_key=key, error=code, delay_ms=None if delay_ms is None else int(delay_ms),
+            drop=bool(drop), disconnect=bool(disconnect), count=None if count is None else int(count),
+            probability=None if probability is None else float(probability), topic=topic,
+            partition=None if partition is None else int(partition), client_id=client_id,
+            version=None if version is None else int(version),
+            expires_at=None if expires_in_s is None else time.monotonic() + float(expires_in_s))
+        self._next_id += 1
+        self.rules.append(rule)
+        log.info("fault injection: added rule %d: %s", rule.id, _describe(rule))
+        return rule
+
+    def remove_rule(self, rule_id: int) -> bool:
+        """Remove a rule by id; False if there is none (it was removed, used up or expired)."""
+        for i, rule in enumerate(self.rules):
+            if rule.id == rule_id:
+                del self.rules[i]
+                log.info("fault injection: removed rule %d", rule_id)
+                return True
+        return False
+
+    def clear_rules(self) -> int:
+        """Remove every rule; returns how many there were."""
+        n = len(self.rules)
+        self.rules.clear()
+        return n
+
+    def list_rules(self) -> list[FaultRule]:
+        """The active rules (expired and used-up ones are dropped first)."""
+        self._expire(time.monotonic())
+        return list(self.rules)
+
+    def set_latency(self, ms: float) -> None:
+        """Delay every response of this broker by `ms` (0: none)."""
+        if ms < 0:
+            raise ValueError(f"latency must be >= 0 ms, not {ms}")
+        self.latency_ms = int(ms)
+        log.info("fault injection: latency %d ms", self.latency_ms)
+
+    def get_recorded(self, api: str | int | None = None) -> list[RecordedRequest]:
+        """The recorded requests, oldest first; only those of `api` if given."""
+        if api is None:
+            return list(self.recorded)
+        key = api_key_of(api)
+        return [r for r in self.recorded if r.api_key == key]
+
+    def clear_recorded(self) -> None:
+        self.recorded.clear()
+
+    def _expire(self, now: float) -> None:
+        if any(rule.expired(now) for rule in self.rules):
+            self.rules = [rule for rule in self.rules if not rule.expired(now)]
+
+    # -- the request path --------------------------------------------------------------------------
+    def match(self, ctx: RequestContext, request: Any) -> FaultRule | None:
+        """The first rule that applies to this request (counted as applied), or None."""
+        if not self.rules:
+            return None
+        header = ctx.header
+        now = time.monotonic()
+        self._expire(now)
+        partitions = None
+        for rule in self.rules:
+            if rule.api_key != header.api_key:
+                continue
+            if rule.version is not None and rule.version != header.api_version:
+                continue
+            if rule.client_id is not None and rule.client_id != header.client_id:
+                continue
+            if rule.topic is not None or rule.partition is not None:
+                if partitions is None:
+                    partitions = request_partitions(request, self.broker)
+                if not any((rule.topic is None or rule.topic == t)
+                           and (rule.partition is None or rule.partition == p) for t, p in partitions):
+                    continue
+            if rule.probability is not None and self._random.random() >= rule.probability:
+                continue
+            rule.hits += 1
+            if rule.count is not None:
+                rule.count -= 1
+                if rule.count == 0:
+                    self.rules.remove(rule)
+            return rule
+        return None
+
+    async def intercept(self, ctx: RequestContext, request: Any) -> Any:
+        """Record the request and apply latency and the first matching rule.
+
+        Returns None (run the real handler), an error response to send instead, or DROP (send
+        nothing); raises ConnectionClosed for a disconnect.
+        """
+        header = ctx.header
+        if self.recording:
+            self._seq += 1
+            self.recorded.append(RecordedRequest(
+                self._seq, time.time(), header.api_key, api_name_of(header.api_key), header.api_version,
+                header.client_id, header.correlation_id, ctx.peer, request))
+        rule = self.match(ctx, request)
+        delay = self.latency_ms + ((rule.delay_ms or 0) if rule is not None else 0)
+        if delay:
+            await asyncio.sleep(delay / 1000)
+        if rule is None:
+            return None
+        if rule.disconnect:
+            from .dispatch import ConnectionClosed
+
+            raise ConnectionClosed(f"fault injection: rule {rule.id} closes the connection "
+                                   f"({api_name_of(header.api_key)} from {header.client_id!r})")
+        if rule.drop:
+            log.debug("fault injection: rule %d drops %s from %s", rule.id, api_name_of(header.api_key), ctx.peer)
+            connection = ctx.connection
+            # the connection answers in order, so it hangs here until the client closes it (or the
+            # broker stops: its shutdown waits for busy connections)
+            while connection is not None and not getattr(connection, "_closed", True) and self._serving():
+                await asyncio.sleep(0.05)
+            return DROP
+        if rule.error is not None:
+            return error_response(request, header.api_version, rule.error, broker=self.broker)
+        return None
+
+    def _serving(self) -> bool:
+        servers = getattr(self.broker, "_servers", None)
+        return not servers or any(server.is_serving() for server in servers)
+
+    # -- from other threads -----------------------------------------------------------------------
+    def call(self, fn: Callable[..., Any], *args: Any, timeout: float = 10.0, **kwargs: Any) -> Any:
+        """Run `fn(*args, **kwargs)` on the broker's loop (or here when there is none) and return its result."""
+        loop = self.loop
+        if loop is None or loop.is_closed():
+            return fn(*args, **kwargs)
+        try:
+            if asyncio.get_running_loop() is loop:
+                return fn(*args, **kwargs)
+        except RuntimeError:
+            pass
+        future: concurrent.futures.Future = concurrent.futures.Future()
+
+        def run() -> None:
+            try:
+                future.set_result(fn(*args, **kwargs))
+            except BaseException as exc:
+                future.set_exception(exc)
+
+        loop.call_soon_threadsafe(run)
+        return future.result(timeout)
+
+
+def _describe(rule: FaultRule) -> str:
+    what = []
+    if rule.error is not None:
+        what.append(f"error {ErrorCode(rule.error).name}")
+    if rule.delay_ms is not None:
+        what.append(f"delay {rule.delay_ms} ms")
+    if rule.drop:
+        what.append("drop")
+    if rule.disconnect:
+        what.append("disconnect")
+    match = [rule.api] + [f"{name}={value!r}" for name, value in (
+        ("version", rule.version), ("topic", rule.topic), ("partition", rule.partition),
+        ("client_id", rule.client_id)) if value is not None]
+    how = f"count={rule.count}" + (f" probability={rule.probability}" if rule.probability is not None else "")
+    return f"{' '.join(match)}: {', '.join(what)} ({how})"
+
+
+def install(broker: Broker, *, control: str | None = None) -> FaultInjector:
+    """Attach a FaultInjector to `broker` (call on its loop), and start the control endpoint when
+    `control` or the broker's `kafkapy.control.listener` names a loopback host:port."""
+    injector = broker.faults if getattr(broker, "faults", None) is not None else FaultInjector(broker)
+    try:
+        injector.loop = asyncio.get_running_loop()
+    except RuntimeError:
+        injector.loop = None
+    broker.faults = injector
+    if control is None:
+        try:
+            control = broker.config.get(CONTROL_LISTENER_CONFIG)
+        except Exception:
+            control = None
+    if control and injector.control is None:
+        from .fault_control import ControlServer
+
+        injector.control = ControlServer(injector, control)
+        injector.control.start()
+    return injector
