@@ -352,3 +352,14 @@ def test_recorder_keeps_the_newest():
         assert [r.seq for r in faults.get_recorded()] == [3, 4, 5]
 
     run(main())
+
+
+def test_control_listener_must_be_loopback():
+    from kafkapy.broker.fault_control import parse_control_address
+
+    assert parse_control_address("127.0.0.1:0") == ("127.0.0.1", 0)
+    assert parse_control_address("http://localhost:8080") == ("localhost", 8080)
+    assert parse_control_address("[::1]:9") == ("::1", 9)
+    for bad in ("0.0.0.0:80", "example.com:80", "127.0.0.1", ":x"):
+        with pytest.raises(ValueError):
+            parse_control_address(bad)

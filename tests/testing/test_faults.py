@@ -340,6 +340,20 @@ def test_process_isolation_uses_the_control_endpoint():
         drive_control_endpoint(broker.control_url, broker.bootstrap_servers)
 
 
+def test_in_process_broker_with_the_control_listener_property():
+    with KafkaBroker(**{"kafkapy.control.listener": "127.0.0.1:0"}) as broker:
+        assert broker.control_url.startswith("http://127.0.0.1:")
+        status, body = http("POST", broker.control_url + "/rules", {"api": "Metadata", "delay_ms": 10})
+        assert status == 201
+        assert [r.id for r in broker.rules()] == [body["rule"]["id"]]     # the same injector
+        url = broker.control_url
+    with pytest.raises(urllib.error.URLError):     # the endpoint went with the broker
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            http("GET", url + "/rules")
+            time.sleep(0.1)
+
+
 def test_serve_ephemeral_control_prints_both_lines_and_serves_the_api():
     proc = subprocess.Popen([sys.executable, "-m", "kafkapy", "serve", "--ephemeral", "--control"],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
