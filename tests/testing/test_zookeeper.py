@@ -296,3 +296,17 @@ def test_stop_leaves_no_thread_or_port():
     assert not any(t.name == "kafkapy-zookeeper" for t in threading.enumerate())
     with pytest.raises(ConnectionRefusedError):  # nothing listens there any more
         socket.create_connection(("127.0.0.1", port), timeout=2).close()
+
+
+def test_a_silent_client_expires_and_is_disconnected(server):
+    sock = _raw_session(server)  # asks for 2 s; it then sends nothing at all, not even pings
+    try:
+        sessions = server.sessions()
+        assert list(sessions.values()) == [2000]
+        started = time.monotonic()
+        sock.settimeout(5)
+        assert sock.recv(1) == b""  # the server closes the connection when the session expires
+        assert 1.9 < time.monotonic() - started < 4
+        assert server.sessions() == {}
+    finally:
+        sock.close()
