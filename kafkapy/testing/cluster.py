@@ -165,7 +165,8 @@ class KafkaCluster:
         from ..protocol.messages import AlterPartitionReassignmentsRequest, ElectLeadersRequest
 
         deadline = time.monotonic() + timeout
-        self.broker(to)
+        if not self.broker(to).running:
+            raise KafkaBrokerError(f"broker {to} is not running: it cannot become the leader of {topic}-{partition}")
         info = self.describe(topic).get(partition)
         if info is None:
             raise KafkaBrokerError(f"{topic}-{partition} is not known to the cluster")

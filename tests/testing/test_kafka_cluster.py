@@ -132,6 +132,14 @@ def test_leader_moves_while_a_producer_keeps_delivering():
                 producer.wait_for_more()
         assert not producer.errors
         assert read_all(cluster.bootstrap_servers, TOPIC, len(producer.acked)) == producer.acked
+
+        # to a broker that is not a replica: it is added (first), the others stay
+        cluster.create_topic("narrow", replication_factor=2)
+        before = cluster.describe("narrow")[0].replicas
+        outsider = ({1, 2, 3} - set(before)).pop()
+        cluster.move_leader("narrow", 0, to=outsider)
+        after = cluster.describe("narrow")[0]
+        assert after.leader == outsider and after.replicas == (outsider, *before)
     assert_cleaned_up(directory, ports)
 
 
