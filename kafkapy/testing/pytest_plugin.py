@@ -9,7 +9,6 @@ so workers never clash.
 """
 from __future__ import annotations
 
-import warnings
 from typing import TYPE_CHECKING, Any, Iterator
 
 import pytest
@@ -22,6 +21,7 @@ __all__ = ["KafkaBrokerFactory"]
 MARKER = "kafka_broker"
 INI_PROPERTIES = "kafka_broker_properties"
 INI_ISOLATION = "kafka_broker_isolation"
+INI_STORAGE = "kafka_broker_storage"
 INI_CLIENT = "kafka_broker_client"
 _SESSION_BROKER = pytest.StashKey["KafkaBroker"]()
 # Test defaults under the ini option's properties: a consumer group's first rebalance at once, not
@@ -38,6 +38,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini(INI_ISOLATION, default="thread",
                   help="kafkapy test brokers: 'thread' (in the pytest process, default) or 'process' "
                        "(a child process each)")
+    parser.addini(INI_STORAGE, default="disk",
+                  help="kafkapy test brokers: 'disk' (a temporary directory, default) or 'memory' (a memory "
+                       "file system: the same log code, nothing on disk)")
     parser.addini(INI_CLIENT, default="",
                   help="kafkapy test brokers: the client library of the producer()/consumer()/admin() "
                        "helpers: confluent-kafka, kafka-python or aiokafka (default: the first installed)")
@@ -46,8 +49,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        f"{MARKER}(isolation=None, **properties): Kafka broker properties (and isolation) for the brokers "
-        "this test starts with kafka_broker_factory; closest marker wins per key (kafkapy)")
+        f"{MARKER}(isolation=None, storage=None, **properties): Kafka broker properties (and isolation, "
+        "storage) for the brokers this test starts with kafka_broker_factory; the closest marker wins per "
+        "key (kafkapy)")
 
 
 def _ini_properties(config: pytest.Config) -> dict[str, str]:
@@ -60,38 +64,50 @@ def _ini_properties(config: pytest.Config) -> dict[str, str]:
     return properties
 
 
-def _ini_isolation(config: pytest.Config) -> str:
+def _ini_options(config: pytest.Config) -> dict[str, str]:
+    """The KafkaBroker arguments that are not Kafka properties, from the ini options."""
+    from .storage import STORAGES
+
     isolation = (config.getini(INI_ISOLATION) or "thread").strip()
     if isolation not in ("thread", "process"):
         raise pytest.UsageError(f"{INI_ISOLATION} must be 'thread' or 'process', not {isolation!r}")
-    return isolation
+    storage = (config.getini(INI_STORAGE) or "disk").strip()
+    if storage not in STORAGES:
+        raise pytest.UsageError(f"{INI_STORAGE} must be one of {', '.join(STORAGES)}, not {storage!r}")
+    return {"isolation": isolation, "storage": storage}
 
 
-def _new_broker(config: pytest.Config, isolation: str, properties: dict[str, Any]) -> KafkaBroker:
+def _new_broker(config: pytest.Config, options: dict[str, str], properties: dict[str, Any]) -> KafkaBroker:
     from .broker import KafkaBroker
 
-    broker = KafkaBroker(isolation=isolation, **properties)
+    broker = KafkaBroker(**options, **properties)
     broker.default_client = config.getini(INI_CLIENT).strip() or None
     return broker
+
+
+def _given(**options: str | None) -> dict[str, str]:
+    return {key: value for key, value in options.items() if value is not None}
 
 
 class KafkaBrokerFactory:
     """What the `kafka_broker_factory` fixture gives: call it to start a broker for this test.
 
-    `factory(**properties)` or `factory(isolation="process", **properties)` returns a started
-    KafkaBroker; its properties are the ini option's, then the test's `kafka_broker` markers', then
-    the call's (later wins). Every broker it started is stopped when the test ends (its clients
+    `factory(**properties)`, or with `isolation="process"` and/or `storage="memory"`, returns a
+    started KafkaBroker; its properties (and isolation, storage) are the ini options', then the test's
+    `kafka_broker` markers', then the call's (later wins). Every broker it started is stopped when the test ends (its clients
     closed, its temporary directory removed), whether or not the test stopped it itself.
     """
 
-    def __init__(self, config: pytest.Config, isolation: str, defaults: dict[str, Any]):
+    def __init__(self, config: pytest.Config, options: dict[str, str], defaults: dict[str, Any]):
         self._config = config
-        self.isolation = isolation
-        self.defaults = defaults
+        self.options = options        # isolation and storage
+        self.defaults = defaults      # Kafka properties
         self.brokers: list[KafkaBroker] = []
 
-    def __call__(self, *, isolation: str | None = None, **properties: Any) -> KafkaBroker:
-        broker = _new_broker(self._config, isolation or self.isolation, {**self.defaults, **properties})
+    def __call__(self, *, isolation: str | None = None, storage: str | None = None,
+                 **properties: Any) -> KafkaBroker:
+        options = {**self.options, **_given(isolation=isolation, storage=storage)}
+        broker = _new_broker(self._config, options, {**self.defaults, **properties})
         broker.start()
         self.brokers.append(broker)
         return broker
@@ -115,7 +131,7 @@ def kafka_broker(request: pytest.FixtureRequest) -> Iterator[KafkaBroker]:
     A test that kill()s or stop()s it gets it back before the next test that uses it (restarted on the
     same port, with its data if it was killed)."""
     config = request.config
-    broker = _new_broker(config, _ini_isolation(config), _ini_properties(config))
+    broker = _new_broker(config, _ini_options(config), _ini_properties(config))
     broker.start()
     config.stash[_SESSION_BROKER] = broker
     try:
@@ -129,7 +145,7 @@ def kafka_broker(request: pytest.FixtureRequest) -> Iterator[KafkaBroker]:
 def kafka_broker_factory(request: pytest.FixtureRequest) -> Iterator[KafkaBrokerFactory]:
     """Start kafkapy brokers for this test: `kafka_broker_factory(**properties)`; all stopped at teardown."""
     config = request.config
-    isolation = _ini_isolation(config)
+    options = _ini_options(config)
     defaults: dict[str, Any] = _ini_properties(config)
     # farthest first (module, class, then the function), so the closest marker wins per key
     for marker in reversed(list(request.node.iter_markers(MARKER))):
@@ -137,9 +153,9 @@ def kafka_broker_factory(request: pytest.FixtureRequest) -> Iterator[KafkaBroker
             raise pytest.UsageError(f"@pytest.mark.{MARKER} takes keyword arguments only (Kafka properties "
                                     f"as **{{'num.partitions': '3'}}), got {marker.args!r}")
         kwargs = dict(marker.kwargs)
-        isolation = kwargs.pop("isolation", None) or isolation
+        options.update(_given(isolation=kwargs.pop("isolation", None), storage=kwargs.pop("storage", None)))
         defaults.update(kwargs)
-    factory = KafkaBrokerFactory(config, isolation, defaults)
+    factory = KafkaBrokerFactory(config, options, defaults)
     try:
         yield factory
     finally:
@@ -155,6 +171,6 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     if broker is not None and not broker.running:
         broker.restart()
     if "kafka_broker_factory" not in fixtures and item.get_closest_marker(MARKER) is not None:
-        warnings.warn(pytest.PytestWarning(
-            f"{item.nodeid}: @pytest.mark.{MARKER} applies to brokers from kafka_broker_factory; the "
-            f"session's kafka_broker takes its properties from the {INI_PROPERTIES} ini option"))
+        item.warn(pytest.PytestWarning(
+            f"@pytest.mark.{MARKER} applies to brokers from kafka_broker_factory; the session's "
+            f"kafka_broker takes its properties from the {INI_PROPERTIES} ini option"))

@@ -8,7 +8,8 @@ from __future__ import annotations
 import json
 import os
 import socket
-import textwrap
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -47,7 +48,8 @@ def kafkapy_children():
 def report(request):
     def write(broker, **extra):
         record = {"test": request.node.name, "worker": os.environ.get("PYTEST_XDIST_WORKER", "-"),
-                  "isolation": broker.isolation, "port": broker.port, "data_dir": str(broker.data_dir),
+                  "isolation": broker.isolation, "storage": broker.storage, "port": broker.port,
+                  "data_dir": str(broker.data_dir),
                   "children": kafkapy_children(), **extra}
         with open(os.environ["KAFKAPY_PLUGIN_REPORT"], "a") as f:
             f.write(json.dumps(record) + "\\n")
@@ -154,8 +156,9 @@ def test_markers_set_the_factory_defaults(kafka_broker_factory, kafka_broker, re
     assert broker.properties["num.partitions"] == "4"
     assert broker.properties["log.retention.hours"] == "5"
     assert broker.properties["group.initial.rebalance.delay.ms"] == "0"     # the plugin's test default
-    other = kafka_broker_factory(isolation="process", **{"num.partitions": "5"})
-    assert other.isolation == "process" and other.port not in (broker.port, kafka_broker.port)
+    other = kafka_broker_factory(isolation="process", storage="memory", **{"num.partitions": "5"})
+    assert other.isolation == "process" and other.storage == "memory"
+    assert other.port not in (broker.port, kafka_broker.port)
     producer = other.producer()
     producer.produce("five", b"x")
     assert producer.flush(30) == 0
@@ -209,6 +212,9 @@ def test_a_user_project_under_xdist_gets_a_broker_per_worker_and_leaves_nothing_
     report_path = tmp_path / "reports.jsonl"
     temp_dir = tmp_path / "tmp"
     temp_dir.mkdir()
+    memory_dir = tmp_path / "memory"   # any writable directory will do for storage="memory"
+    memory_dir.mkdir()
+    monkeypatch.setenv("KAFKAPY_MEMORY_DIR", str(memory_dir))
     monkeypatch.setenv("KAFKAPY_PLUGIN_REPORT", str(report_path))
     monkeypatch.setenv("TMPDIR", str(temp_dir))   # where the brokers' temporary data dirs go
     pytester.makeini(INI)
@@ -237,11 +243,12 @@ def test_a_user_project_under_xdist_gets_a_broker_per_worker_and_leaves_nothing_
     assert len(children) >= 3, reports
 
     # nothing left behind: no broker process, no listening port, no data dir or log, nothing in TMPDIR
+    # or in the memory storage's directory
     assert [pid for pid in children if is_kafkapy_process(pid)] == []
     assert [r["port"] for r in reports if not port_is_free(r["port"])] == []
     assert [r["data_dir"] for r in reports if os.path.exists(r["data_dir"])] == []
-    assert all(Path(r["data_dir"]).parent == temp_dir for r in reports)
-    assert sorted(os.listdir(temp_dir)) == []
+    assert {Path(r["data_dir"]).parent for r in reports} == {temp_dir, memory_dir}
+    assert sorted(os.listdir(temp_dir)) == [] and sorted(os.listdir(memory_dir)) == []
 
 
 def test_bad_ini_values_are_usage_errors(pytester):
@@ -260,3 +267,13 @@ def test_client_library_names_and_default_order():
     assert client_library("confluent_kafka") == "confluent-kafka"
     with pytest.raises(ValueError, match="kafka-python"):
         client_library("pykafka")
+
+
+def test_loading_the_plugin_imports_no_broker_code():
+    """pytest loads the plugin at every start-up, in every project where kafkapy is installed: that must
+    cost nothing (the broker, the protocol and asyncio are imported when a fixture is first used)."""
+    code = ("import sys, kafkapy.testing.pytest_plugin; "
+            "print(sorted(m for m in sys.modules if m.startswith('kafkapy') or m == 'asyncio'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd="/",
+                         timeout=60).stdout
+    assert out.strip() == str(["kafkapy", "kafkapy.testing", "kafkapy.testing.pytest_plugin"])
