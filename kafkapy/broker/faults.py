@@ -173,8 +173,7 @@ def error_response(request: Any, version: int, code: int, message: str | None = 
     key = request.API_KEY
     response_cls = RESPONSE_TYPES[key]
     if key == FETCH_KEY and code in _FETCH_SESSION_ERRORS:
-        response = response_cls(error_code=code, session_id=0)
-        return response
+        return response_cls(error_code=code, session_id=0)
     response = _mirror(request, response_cls, version, code, message, top=True)
     if key == FETCH_KEY:
         response.error_code = 0
@@ -188,9 +187,9 @@ def error_response(request: Any, version: int, code: int, message: str | None = 
                                                           for p in topic.partitions])
             for log_dir in request.dirs for topic in log_dir.topics]
     elif key == METADATA_KEY and broker is not None:
-        node = _struct_of(response_cls, "brokers")(node_id=broker.node_id, host=broker.advertised_host, port=broker.advertised_port,
-                                   rack=None)
-        response.brokers = [node]
+        node_cls = _struct_of(response_cls, "brokers")
+        response.brokers = [node_cls(node_id=broker.node_id, host=broker.advertised_host,
+                                     port=broker.advertised_port, rack=None)]
         response.controller_id = broker.node_id
         try:
             response.cluster_id = broker.cluster_id
