@@ -63,6 +63,7 @@ class _Tracked:
     client: Any
     close: Callable[[], Any]
     loop: asyncio.AbstractEventLoop | None = None   # aiokafka: the loop the client lives on
+    serial: int = 0                                  # 1, 2, ... in the order the helpers made them
 
 
 class KafkaClients:
@@ -160,13 +161,20 @@ class KafkaClients:
         return self._track("admin", admin, admin.close, loop=asyncio.get_running_loop())
 
     # -- clean-up ----------------------------------------------------------------------------------
-    def close_clients(self, timeout: float = CLOSE_TIMEOUT_S) -> None:
-        """Close every client the helpers made and that is still tracked: consumers first (they leave
-        their groups), then producers (flushed for at most `timeout` seconds), then admin clients.
-        Each close is bounded by `timeout`; one that hangs is left behind on a daemon thread."""
+    @property
+    def clients_made(self) -> int:
+        """How many clients the helpers have made so far; `close_clients(since=n)` closes the later ones."""
+        return self.__dict__.get("_kafkapy_client_serial", 0)
+
+    def close_clients(self, timeout: float = CLOSE_TIMEOUT_S, *, since: int = 0) -> None:
+        """Close the clients the helpers made (after the first `since` of them) and that are still open:
+        consumers first (they leave their groups), then producers (flushed for at most `timeout`
+        seconds), then admin clients. Each close is bounded by `timeout`; one that hangs is left
+        behind on a daemon thread."""
         tracked = self._tracked_clients()
         order = {"consumer": 0, "producer": 1, "admin": 2}
-        pending, tracked[:] = sorted(tracked, key=lambda t: order[t.kind]), []
+        pending = sorted((t for t in tracked if t.serial > since), key=lambda t: order[t.kind])
+        tracked[:] = [t for t in tracked if t.serial <= since]
         for item in pending:
             _close_bounded(item, timeout)
 
@@ -187,7 +195,8 @@ class KafkaClients:
 
     def _track(self, kind: str, client: Any, close: Callable[[], Any],
                loop: asyncio.AbstractEventLoop | None = None) -> Any:
-        self._tracked_clients().append(_Tracked(kind, client, close, loop))
+        serial = self.__dict__["_kafkapy_client_serial"] = self.clients_made + 1
+        self._tracked_clients().append(_Tracked(kind, client, close, loop, serial))
         return client
 
 

@@ -24,6 +24,7 @@ INI_ISOLATION = "kafka_broker_isolation"
 INI_STORAGE = "kafka_broker_storage"
 INI_CLIENT = "kafka_broker_client"
 _SESSION_BROKER = pytest.StashKey["KafkaBroker"]()
+_CLIENTS_BEFORE = pytest.StashKey[int]()
 # Test defaults under the ini option's properties: a consumer group's first rebalance at once, not
 # after Kafka's 3 s wait for more members (Kafka's quickstart config and Spring's @EmbeddedKafka do
 # the same); a test's consumer is its group's only member.
@@ -160,6 +161,25 @@ def kafka_broker_factory(request: pytest.FixtureRequest) -> Iterator[KafkaBroker
         yield factory
     finally:
         factory.stop_all()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_call(item: pytest.Item) -> None:
+    broker = item.config.stash.get(_SESSION_BROKER, None)
+    if broker is not None and MARKER in getattr(item, "fixturenames", ()):
+        item.stash[_CLIENTS_BEFORE] = broker.clients_made
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    # The session broker stops only when the session ends: the clients a test made from it (in its
+    # body; those of fixtures live as long as their fixture) are closed when the test ends, so that a
+    # long session does not pile up open clients and their threads.
+    before = item.stash.get(_CLIENTS_BEFORE, None)
+    broker = item.config.stash.get(_SESSION_BROKER, None)
+    if before is not None and broker is not None and broker.clients_made > before:
+        broker._revive_for_close()   # a test that killed it: its consumers could not close otherwise
+        broker.close_clients(since=before)
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

@@ -79,7 +79,13 @@ TEST_SESSION = '''
 import pytest
 from conftest import poll_one
 
-def test_confluent_helpers_on_the_session_broker(kafka_broker, report):
+LEFT_OPEN = {}
+
+@pytest.fixture(scope="session")
+def shared_producer(kafka_broker):
+    return kafka_broker.producer()                              # lives as long as the session broker
+
+def test_confluent_helpers_on_the_session_broker(kafka_broker, shared_producer, report):
     assert kafka_broker.isolation == "process"                  # kafka_broker_isolation
     assert kafka_broker.properties["num.partitions"] == "2"     # kafka_broker_properties
     assert kafka_broker.properties["log.retention.hours"] == "7"
@@ -92,11 +98,16 @@ def test_confluent_helpers_on_the_session_broker(kafka_broker, report):
     metadata = kafka_broker.admin().list_topics("orders", timeout=30)
     assert len(metadata.topics["orders"].partitions) == 2
     report(kafka_broker, session=True)
-    # producer and consumer are not closed: the plugin closes them when the broker stops
+    # producer and consumer are not closed: the plugin closes them when the test ends
+    LEFT_OPEN["consumer"] = consumer
 
 @pytest.mark.kafka_broker(**{"num.partitions": "9"})
-def test_marker_does_not_apply_to_the_session_broker(kafka_broker, report):
+def test_marker_does_not_apply_to_the_session_broker(kafka_broker, shared_producer, report):
     assert kafka_broker.properties["num.partitions"] == "2"
+    with pytest.raises(RuntimeError, match="closed"):
+        LEFT_OPEN["consumer"].poll(0)                            # closed when the test above ended
+    shared_producer.produce("orders", b"two")                    # a session fixture's client is not
+    assert shared_producer.flush(30) == 0
     report(kafka_broker, session=True)
 '''
 
