@@ -310,3 +310,37 @@ def test_a_silent_client_expires_and_is_disconnected(server):
         assert server.sessions() == {}
     finally:
         sock.close()
+
+
+def test_kafkapy_zookeeper_client_works_unchanged(server):
+    from kafkapy.controller.zk.client import BrokerIdInUseError, KafkaZkClient
+    from kafkapy.controller.zk.paths import BrokerRegistration, Endpoint
+
+    first = KafkaZkClient(server.connect_string, session_timeout_ms=2000)
+    second = KafkaZkClient(f"{server.connect_string}/chroot", session_timeout_ms=2000)
+    other = KafkaZkClient(f"{server.connect_string}/chroot", session_timeout_ms=2000)
+    with first, second, other:
+        assert server.get("/chroot") is not None  # made through a plain session first, as Kafka does
+        first.ensure_persistent_paths()
+        second.ensure_persistent_paths()
+        assert second.get_or_create_cluster_id("cluster-a") == "cluster-a"
+        assert other.get_or_create_cluster_id("cluster-b") == "cluster-a"
+
+        registration = BrokerRegistration(1, [Endpoint("PLAINTEXT", "PLAINTEXT", "127.0.0.1", 9092)])
+        epoch = second.register_broker(registration)
+        assert epoch == server.get("/chroot/brokers/ids/1")[1].czxid
+        with pytest.raises(BrokerIdInUseError):
+            other.register_broker(registration)
+        assert set(other.get_all_brokers()) == {1}
+
+        assert second.try_elect_controller(1) == (1, 1)
+        assert other.try_elect_controller(2) is None  # the multi fails as a whole
+        assert other.get_controller_id() == 1
+        changed = threading.Event()
+        other.watch_controller(changed.set)
+        second.close()  # ends the session: registration and /controller go at once
+        assert changed.wait(5)
+        wait_for(lambda: other.get_controller_id() is None)
+        assert other.get_all_brokers() == {}
+        assert other.try_elect_controller(2) == (2, 2)
+        assert first.get_children("/") and server.get("/brokers/ids") is not None
