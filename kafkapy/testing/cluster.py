@@ -219,6 +219,11 @@ class KafkaCluster:
         merged = [r for i in self._running_ids() for r in self._brokers[i].recorded(api)]
         return sorted(merged, key=lambda r: getattr(r, "time", 0))
 
+    def set_latency(self, ms: float, broker: int | None = None) -> None:
+        """KafkaBroker.set_latency (answer every request `ms` later) on one broker or every running one."""
+        for broker_id in [broker] if broker is not None else self._running_ids():
+            self.broker(broker_id).set_latency(ms)
+
     # -- brokers coming and going ---------------------------------------------------------------------
     def stop_broker(self, broker_id: int, timeout: float = WAIT_TIMEOUT_S) -> None:
         """Stop a broker cleanly (controlled shutdown: its leaderships move first); data kept."""

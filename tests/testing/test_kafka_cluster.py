@@ -203,6 +203,11 @@ def test_async_with_and_fault_injection():
             assert len(cluster.recorded("Produce")) >= 2  # the failed attempt and the retry
             assert read_all(cluster.bootstrap_servers, "faulty", 1) == [b"once"]
             rule.remove()
+            cluster.set_latency(300)
+            started = time.monotonic()
+            assert cluster.leader("faulty", 0) == 1  # a Metadata request, answered 300 ms later
+            assert time.monotonic() - started >= 0.3
+            cluster.set_latency(0)
 
     asyncio.run(main())
 
