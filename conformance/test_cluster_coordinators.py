@@ -85,9 +85,16 @@ class TransformLoop(threading.Thread):
             "bootstrap.servers": self.bootstrap, "group.id": self.group, "enable.auto.commit": False,
             "auto.offset.reset": "earliest", "isolation.level": "read_committed",
             "session.timeout.ms": 10000})
+        # librdkafka (2.10+) drops the handle of a broker missing from a metadata response (the killed
+        # coordinator, while it is down), but a TxnOffsetCommit may still wait for that handle to come
+        # up as the cached group coordinator, and it only looks again on a broker state change: past
+        # send_offsets_to_transaction's timeout, against Apache Kafka as much as kafkapy. Connecting
+        # to every broker (no sparse connections) and refreshing metadata every few seconds makes the
+        # restarted broker's new handle connect, and that state change sends the request on.
         producer = confluent_kafka.Producer({
             "bootstrap.servers": self.bootstrap, "transactional.id": self.transactional_id,
-            "transaction.timeout.ms": 30000})
+            "transaction.timeout.ms": 30000, "enable.sparse.connections": False,
+            "topic.metadata.refresh.interval.ms": 3000})
         try:
             producer.init_transactions(60)
             consumer.subscribe([self.source])
