@@ -288,3 +288,27 @@ def test_loading_the_plugin_imports_no_broker_code():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd="/",
                          timeout=60).stdout
     assert out.strip() == str(["kafkapy", "kafkapy.testing", "kafkapy.testing.pytest_plugin"])
+
+
+def test_helper_clients_are_closed_when_the_broker_stops_even_after_a_kill():
+    """The helpers on KafkaBroker itself, without pytest's fixtures: a consumer left open on a killed
+    broker is closed at stop() (the broker comes back for it), with no closing thread left hanging."""
+    import threading
+
+    from kafkapy.testing import KafkaBroker
+
+    with KafkaBroker(**{"group.initial.rebalance.delay.ms": "0"}) as broker:
+        producer = broker.producer()
+        producer.produce("left-open", b"x")
+        assert producer.flush(30) == 0
+        consumer = broker.consumer(topics="left-open")
+        assert [m.value() for m in consumer.consume(1, timeout=30)] == [b"x"]
+        legacy = broker.consumer(topics="left-open", client="kafka-python")
+        assert broker.clients_made == 3
+        broker.kill()
+    assert not broker.running
+    # first: a poll() would wait for a close still running on another thread
+    assert [t.name for t in threading.enumerate() if t.name.startswith("kafkapy-close")] == []
+    with pytest.raises(RuntimeError, match="closed"):
+        consumer.poll(0)
+    assert legacy._closed
