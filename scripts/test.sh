@@ -21,6 +21,25 @@ timeout --signal=TERM --kill-after=60 "${KAFKAPY_SUITE_TIMEOUT_S:-2400}" \
     "$PYTHON" -m pytest --timeout=300 --durations=25 "$@"
 rc=$?
 
+# storage="memory" (kafkapy/testing/storage.py) keeps a broker's logs on a memory file system; the
+# log's unit and property tests and the client conformance tests below run once more with every
+# temporary directory (and so every broker's log.dirs) there. Only on a whole-suite run.
+if (( $# == 0 )) && [[ "${KAFKAPY_MEMORY_PASS:-1}" == 1 ]]; then
+    if mem_root="$("$PYTHON" -m kafkapy.testing.storage 2>/dev/null)"; then
+        mem_base="$(mktemp -d "$mem_root/kafkapy-memory-pass-XXXXXX")"
+        echo "scripts/test.sh: the log and client conformance tests again on memory storage ($mem_base)"
+        TMPDIR="$mem_base" timeout --signal=TERM --kill-after=60 "${KAFKAPY_MEMORY_PASS_TIMEOUT_S:-900}" \
+            "$PYTHON" -m pytest --timeout=300 -p no:cacheprovider --basetemp="$mem_base/pytest" \
+            tests/log conformance/test_confluent_kafka.py conformance/test_kcat.py \
+            conformance/test_groups.py conformance/test_transactions.py conformance/test_bad_input.py
+        mem_rc=$?
+        rm -rf "$mem_base"
+        (( rc == 0 )) && rc=$mem_rc
+    else
+        echo "!!! scripts/test.sh: no memory file system here; the memory-storage pass is SKIPPED" >&2
+    fi
+fi
+
 case $rc in
     5)
         if [[ "${KAFKAPY_ALLOW_NO_TESTS:-0}" == 1 ]]; then
