@@ -106,16 +106,17 @@ class KafkaClients:
 
             def close() -> None:
                 producer.flush(CLOSE_TIMEOUT_S)
-                if hasattr(producer, "close"):   # confluent-kafka >= 2.13; before, garbage collection closes it
+                if hasattr(producer, "close"):   # newer confluent-kafka; older ones close it when collected
                     producer.close()
             return self._track("producer", producer, close)
         if library == "kafka-python":
             import kafka
             producer = kafka.KafkaProducer(**{"bootstrap_servers": self.bootstrap_servers, **_python_names(config)})
             return self._track("producer", producer, lambda: producer.close(timeout=CLOSE_TIMEOUT_S))
+        loop = _client_loop()   # first: aiokafka would say the same less plainly
         import aiokafka
         producer = aiokafka.AIOKafkaProducer(**{"bootstrap_servers": self.bootstrap_servers, **_python_names(config)})
-        return self._track("producer", producer, producer.stop, loop=asyncio.get_running_loop())
+        return self._track("producer", producer, producer.stop, loop=loop)
 
     def consumer(self, group_id: str | None = None, topics: str | Iterable[str] | None = None, *,
                  client: str | None = None, **config: Any) -> Any:
@@ -138,11 +139,12 @@ class KafkaClients:
                                                              **_python_names(config)})
             return self._track("consumer", consumer,
                                lambda: consumer.close(timeout_ms=int(CLOSE_TIMEOUT_S * 1000)))
+        loop = _client_loop()
         import aiokafka
         consumer = aiokafka.AIOKafkaConsumer(*subscription, **{"bootstrap_servers": self.bootstrap_servers,
                                                                "group_id": group, "auto_offset_reset": "earliest",
                                                                **_python_names(config)})
-        return self._track("consumer", consumer, consumer.stop, loop=asyncio.get_running_loop())
+        return self._track("consumer", consumer, consumer.stop, loop=loop)
 
     def admin(self, *, client: str | None = None, **config: Any) -> Any:
         """An admin client connected to this broker (closed when the broker stops)."""
@@ -156,9 +158,10 @@ class KafkaClients:
             import kafka
             admin = kafka.KafkaAdminClient(**{"bootstrap_servers": self.bootstrap_servers, **_python_names(config)})
             return self._track("admin", admin, admin.close)
+        loop = _client_loop()
         from aiokafka.admin import AIOKafkaAdminClient
         admin = AIOKafkaAdminClient(**{"bootstrap_servers": self.bootstrap_servers, **_python_names(config)})
-        return self._track("admin", admin, admin.close, loop=asyncio.get_running_loop())
+        return self._track("admin", admin, admin.close, loop=loop)
 
     # -- clean-up ----------------------------------------------------------------------------------
     @property
@@ -223,6 +226,15 @@ def _close_bounded(item: _Tracked, timeout: float) -> None:
     closer = threading.Thread(target=run, name=f"kafkapy-close-{item.kind}", daemon=True)
     closer.start()
     closer.join(timeout)
+
+
+def _client_loop() -> asyncio.AbstractEventLoop:
+    """The running event loop an aiokafka client will live on."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        raise RuntimeError("aiokafka clients are made inside a running event loop (an async test or "
+                           "coroutine); pass client='confluent-kafka' or 'kafka-python' for a blocking one") from None
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

@@ -312,3 +312,24 @@ def test_helper_clients_are_closed_when_the_broker_stops_even_after_a_kill():
     with pytest.raises(RuntimeError, match="closed"):
         consumer.poll(0)
     assert legacy._closed
+
+
+def test_aiokafka_clients_left_open_are_stopped_by_async_with():
+    """aiokafka's clients live on the test's event loop: `async with` stops the broker on a worker
+    thread while that loop runs, so their stop() coroutines are run on it."""
+    import asyncio
+
+    from kafkapy.testing import KafkaBroker
+
+    async def main():
+        async with KafkaBroker(**{"group.initial.rebalance.delay.ms": "0"}) as broker:
+            producer = broker.producer(client="aiokafka")
+            await producer.start()
+            await producer.send_and_wait("aio", b"x")
+            consumer = broker.consumer(topics="aio", client="aiokafka")
+            await consumer.start()
+            assert (await asyncio.wait_for(consumer.getone(), 30)).value == b"x"
+        return producer, consumer
+
+    producer, consumer = asyncio.run(asyncio.wait_for(main(), 60))
+    assert producer._closed and consumer._closed
