@@ -18,12 +18,14 @@ import logging
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .broker import HOST, KafkaBroker, KafkaBrokerError
+from .clients import KafkaClients
 from .zookeeper import ZooKeeperServer
 
 __all__ = ["ClusterRule", "KafkaCluster", "PartitionInfo"]
@@ -73,13 +75,15 @@ class ClusterRule:
         return removed
 
 
-class KafkaCluster:
+class KafkaCluster(KafkaClients):
     """Several kafkapy brokers and an in-memory ZooKeeper; a context manager (sync and async).
 
     Brokers have ids 1..`brokers`, listen on 127.0.0.1 on free ports (kept across restarts) and keep
     their data under one temporary directory removed by stop(). `isolation` is KafkaBroker's: "thread"
     (each broker on its own event-loop thread in this process) or "process" (child processes).
     Keyword arguments are broker properties for every broker, e.g. `**{"num.partitions": "3"}`.
+    `producer()`, `consumer()` and `admin()` make clients of the running brokers (KafkaClients),
+    closed when the cluster stops.
     """
 
     def __init__(self, brokers: int = 3, *, isolation: str = "thread", **properties: Any):
@@ -103,6 +107,11 @@ class KafkaCluster:
         if not running:
             raise KafkaBrokerError("no broker of the cluster is running")
         return ",".join(running)
+
+    @property
+    def running(self) -> bool:
+        """True while at least one broker runs."""
+        return any(b.running for b in self._brokers.values())
 
     @property
     def brokers(self) -> dict[int, KafkaBroker]:
@@ -393,11 +402,11 @@ class KafkaCluster:
                 failures.append(f"broker {broker_id}: {exc}")
         raise KafkaBrokerError("no broker answered Metadata: " + ("; ".join(failures) or "none is running"))
 
-    def _everywhere(self, topic: str, check) -> bool:
+    def _everywhere(self, topic: str, check: Callable[[dict[int, PartitionInfo]], bool]) -> bool:
         """True if `check(partitions)` holds for the metadata of every running broker."""
         return all(check(self.describe(topic, via=i)) for i in self._running_ids())
 
-    def _to_controller(self, request: Any, version: int, error_of, timeout: float) -> Any:
+    def _to_controller(self, request: Any, version: int, error_of: Callable[[Any], int], timeout: float) -> Any:
         """Send an admin request to the active controller, following it if it moves."""
         from ..net.client import BrokerConnectionError
 
@@ -418,7 +427,7 @@ class KafkaCluster:
             time.sleep(0.1)
 
     @staticmethod
-    def _wait(predicate, timeout: float, what: str, interval: float = 0.05) -> None:
+    def _wait(predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.05) -> None:
         from ..net.client import BrokerConnectionError
 
         deadline = time.monotonic() + max(timeout, 0.0)
@@ -435,7 +444,7 @@ class KafkaCluster:
             time.sleep(interval)
 
 
-def _zk_client_of(broker: KafkaBroker):
+def _zk_client_of(broker: KafkaBroker) -> Any:
     """The KafkaZkClient of an in-process broker (None if it has none)."""
     server = getattr(broker, "_broker", None)
     member = getattr(server, "cluster", None)

@@ -179,7 +179,7 @@ def test_a_cluster_of_processes():
         pids = [b._proc.pid for b in cluster.brokers.values()]
         cluster.create_topic(TOPIC, partitions=1)
         assert len(cluster.describe(TOPIC)[0].replicas) == 2
-        producer = confluent_kafka.Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
+        producer = cluster.producer(acks="all")  # KafkaClients: closed when the cluster stops
         values = [f"v{i}".encode() for i in range(50)]
         for value in values:
             producer.produce(TOPIC, value=value)
