@@ -416,6 +416,8 @@ class ZooKeeperServer:
                 await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError, ValueError, struct.error, OSError):
             pass
+        except Exception:  # a bug here: say so, and drop only this connection
+            log.exception("in-memory ZooKeeper failed on a request; closing the connection")
         finally:
             self._connections.discard(connection)
             session = connection.session
