@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import shutil
-import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -26,6 +25,7 @@ from typing import Any
 
 from .broker import HOST, KafkaBroker, KafkaBrokerError
 from .clients import KafkaClients
+from .storage import STORAGES, MemoryStorageUnavailable, data_directory
 from .zookeeper import ZooKeeperServer
 
 __all__ = ["ClusterRule", "KafkaCluster", "PartitionInfo"]
@@ -80,19 +80,23 @@ class KafkaCluster(KafkaClients):
 
     Brokers have ids 1..`brokers`, listen on 127.0.0.1 on free ports (kept across restarts) and keep
     their data under one temporary directory removed by stop(). `isolation` is KafkaBroker's: "thread"
-    (each broker on its own event-loop thread in this process) or "process" (child processes).
+    (each broker on its own event-loop thread in this process) or "process" (child processes);
+    `storage` too: "disk" or "memory" (every broker's logs on a memory file system, see storage.py).
     Keyword arguments are broker properties for every broker, e.g. `**{"num.partitions": "3"}`.
     `producer()`, `consumer()` and `admin()` make clients of the running brokers (KafkaClients),
     closed when the cluster stops.
     """
 
-    def __init__(self, brokers: int = 3, *, isolation: str = "thread", **properties: Any):
+    def __init__(self, brokers: int = 3, *, isolation: str = "thread", storage: str = "disk", **properties: Any):
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
         if isolation not in ("thread", "process"):
             raise ValueError(f"isolation must be 'thread' or 'process', not {isolation!r}")
+        if storage not in STORAGES:
+            raise ValueError(f"storage must be one of {', '.join(STORAGES)}, not {storage!r}")
         self.size = brokers
         self.isolation = isolation
+        self.storage = storage
         self.properties = {key: str(value) for key, value in properties.items()}
         self.zookeeper: ZooKeeperServer | None = None
         self._dir: Path | None = None
@@ -284,7 +288,10 @@ class KafkaCluster(KafkaClients):
         if self.zookeeper is not None:
             return self
         deadline = time.monotonic() + timeout
-        self._dir = Path(tempfile.mkdtemp(prefix="kafkapy-cluster-"))
+        try:
+            self._dir = data_directory(self.storage, prefix="kafkapy-cluster-")
+        except MemoryStorageUnavailable as exc:
+            raise KafkaBrokerError(str(exc)) from None
         try:
             # session timeouts from 1 s, so that a test may make kills noticed sooner
             self.zookeeper = ZooKeeperServer(min_session_timeout_ms=1000, max_session_timeout_ms=60000).start()

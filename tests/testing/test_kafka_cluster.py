@@ -210,11 +210,3 @@ def test_async_with_and_fault_injection():
             cluster.set_latency(0)
 
     asyncio.run(main())
-
-
-def test_the_docs_example_runs():
-    text = (Path(__file__).resolve().parents[2] / "docs" / "testing.md").read_text()
-    marker = "<!-- example: KafkaCluster"
-    assert marker in text
-    code = text.split(marker, 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
-    exec(compile(code, "docs/testing.md (KafkaCluster example)", "exec"), {})

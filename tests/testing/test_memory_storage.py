@@ -117,3 +117,19 @@ def test_serve_ephemeral_with_memory_storage():
         proc.stdout.close()
         proc.stderr.close()
     assert set(MEMORY_ROOT.glob("kafkapy-ephemeral-*")) == before
+
+
+@needs_memory
+def test_a_cluster_on_memory_storage_replicates_and_leaves_nothing():
+    from kafkapy.testing import KafkaCluster
+
+    with KafkaCluster(brokers=2, storage="memory", **{"zookeeper.session.timeout.ms": "2000"}) as cluster:
+        cluster_dir = cluster.directory
+        assert cluster_dir.parent == MEMORY_ROOT
+        cluster.create_topic("replicated", partitions=1, replication_factor=2)
+        values = [f"r{i}".encode() for i in range(20)]
+        produce(cluster.bootstrap_servers, "replicated", values)
+        assert read_all(cluster.bootstrap_servers, "replicated", 20) == values
+        for broker_id in (1, 2):  # both replicas hold the partition's files on the memory file system
+            assert any((cluster_dir / f"broker-{broker_id}" / "replicated-0").glob("*.log"))
+    assert not cluster_dir.exists()
