@@ -10,14 +10,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
-import uuid
 from pathlib import Path
 
 import pytest
 
 from kafkapy.testing import KafkaBroker, KafkaBrokerError
 from kafkapy.testing.storage import MEMORY_DIR_ENV, _mounts, _on_memory_file_system, memory_root
+from tests.testing.test_kafka_broker import read_all
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 
@@ -35,20 +34,6 @@ def produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
     for value in values:
         producer.produce(topic, value=value)
     assert producer.flush(30) == 0
-
-
-def read_all(bootstrap: str, topic: str, count: int) -> list[bytes]:
-    consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4().hex[:6]}",
-                                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
-    consumer.subscribe([topic])
-    got: list[bytes] = []
-    deadline = time.monotonic() + 30
-    try:
-        while len(got) < count and time.monotonic() < deadline:
-            got += [m.value() for m in consumer.consume(100, 0.5) if not m.error()]
-    finally:
-        consumer.close()
-    return got
 
 
 def test_the_memory_root_is_a_memory_file_system():
