@@ -99,9 +99,21 @@ def wait_until(predicate, timeout: float = 30.0, what: str = "condition"):
         time.sleep(0.1)
 
 
+_threads_before: set[int] = set()
+
+
+@pytest.fixture(autouse=True)
+def threads_before():
+    """The threads alive before the test: in a whole-suite run, other tests' in-process brokers may
+    have left theirs, and only what this test's cluster started must be gone."""
+    _threads_before.clear()
+    _threads_before.update(t.ident for t in threading.enumerate())
+
+
 def assert_cleaned_up(directory: Path, ports: list[int], pids: list[int] = ()) -> None:
     assert not directory.exists()
-    leftover = [t.name for t in threading.enumerate() if t.name.startswith("kafkapy-") or "zk_loop" in t.name]
+    leftover = [t.name for t in threading.enumerate() if t.ident not in _threads_before and
+                (t.name.startswith("kafkapy-") or "zk_loop" in t.name)]
     assert not leftover, leftover
     for port in ports:
         with pytest.raises(ConnectionRefusedError):
