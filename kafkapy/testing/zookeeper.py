@@ -28,35 +28,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .jute import (
+    EVENT_CREATED, EVENT_DELETED, EVENT_CHANGED, EVENT_CHILD, NO_NODE, BAD_VERSION,
+    NO_CHILDREN_FOR_EPHEMERALS, NODE_EXISTS, NOT_EMPTY, OK, RUNTIME_INCONSISTENCY, MARSHALLING_ERROR,
+    UNIMPLEMENTED, BAD_ARGUMENTS, OP_CHECK, OP_MULTI, OP_CREATE2, OP_AUTH, OP_SET_WATCHES, OP_CLOSE,
+    OP_ERROR, OP_GET_ACL, OP_SET_ACL, OP_GET_CHILDREN, OP_SYNC, OP_PING, OP_GET_CHILDREN2, OP_CREATE,
+    OP_DELETE, OP_EXISTS, OP_GET_DATA, OP_SET_DATA, INVALID_ACL, STATE_SYNC_CONNECTED, WATCH_XID, INT,
+    LONG, REPLY_HEADER, MULTI_HEADER, STAT, JuteReader, jute_buffer, jute_string)
+
 __all__ = ["ZooKeeperServer", "ZnodeStat"]
 
 log = logging.getLogger(__name__)
 
 HOST = "127.0.0.1"
 MAX_FRAME = 16 * 1024 * 1024  # far above ZooKeeper's 1 MB jute.maxbuffer; only a guard against garbage
-
-# op codes (ZooDefs.OpCode)
-OP_NOTIFICATION, OP_CREATE, OP_DELETE, OP_EXISTS, OP_GET_DATA, OP_SET_DATA = 0, 1, 2, 3, 4, 5
-OP_GET_ACL, OP_SET_ACL, OP_GET_CHILDREN, OP_SYNC, OP_PING, OP_GET_CHILDREN2 = 6, 7, 8, 9, 11, 12
-OP_CHECK, OP_MULTI, OP_CREATE2, OP_AUTH, OP_SET_WATCHES, OP_SASL = 13, 14, 15, 100, 101, 102
-OP_CLOSE, OP_ERROR = -11, -1
-
-# error codes (KeeperException.Code)
-OK, RUNTIME_INCONSISTENCY, MARSHALLING_ERROR, UNIMPLEMENTED, BAD_ARGUMENTS = 0, -2, -5, -6, -8
-NO_NODE, BAD_VERSION, NO_CHILDREN_FOR_EPHEMERALS, NODE_EXISTS, NOT_EMPTY = -101, -103, -108, -110, -111
-SESSION_EXPIRED, INVALID_ACL = -112, -114
-
-# watch event types and the connected state (Watcher.Event)
-EVENT_CREATED, EVENT_DELETED, EVENT_CHANGED, EVENT_CHILD = 1, 2, 3, 4
-STATE_SYNC_CONNECTED = 3
-WATCH_XID, PING_XID = -1, -2
-
-_INT = struct.Struct("!i")
-_LONG = struct.Struct("!q")
-_REPLY_HEADER = struct.Struct("!iqi")
-_MULTI_HEADER = struct.Struct("!iBi")
-_STAT = struct.Struct("!qqqqiiiqiiq")
-
 
 class KeeperError(Exception):
     """A request fails with ZooKeeper error `code` (a negative KeeperException.Code)."""
@@ -83,7 +68,7 @@ class ZnodeStat:
     pzxid: int
 
     def pack(self) -> bytes:
-        return _STAT.pack(self.czxid, self.mzxid, self.ctime, self.mtime, self.version, self.cversion,
+        return STAT.pack(self.czxid, self.mzxid, self.ctime, self.mtime, self.version, self.cversion,
                           self.aversion, self.ephemeral_owner, self.data_length, self.num_children, self.pzxid)
 
 
@@ -125,64 +110,6 @@ class _Session:
         self.deadline = time.monotonic() + self.timeout_ms / 1000
 
 
-class _Reader:
-    """Reads jute fields from one request frame."""
-
-    __slots__ = ("buf", "pos")
-
-    def __init__(self, buf: bytes, pos: int = 0):
-        self.buf = buf
-        self.pos = pos
-
-    def int(self) -> int:
-        value = _INT.unpack_from(self.buf, self.pos)[0]
-        self.pos += 4
-        return value
-
-    def long(self) -> int:
-        value = _LONG.unpack_from(self.buf, self.pos)[0]
-        self.pos += 8
-        return value
-
-    def bool(self) -> bool:
-        if self.pos >= len(self.buf):
-            raise struct.error("no byte left")
-        value = self.buf[self.pos] != 0
-        self.pos += 1
-        return value
-
-    def buffer(self) -> bytes | None:
-        length = self.int()
-        if length < 0:
-            return None
-        if self.pos + length > len(self.buf):
-            raise struct.error("buffer runs past the frame")
-        value = self.buf[self.pos:self.pos + length]
-        self.pos += length
-        return bytes(value)
-
-    def string(self) -> str:
-        raw = self.buffer()
-        return "" if raw is None else raw.decode("utf-8")
-
-    def strings(self) -> list[str]:
-        count = self.int()
-        return [self.string() for _ in range(max(count, 0))]
-
-    def acl(self) -> list[tuple[int, str, str]]:
-        count = self.int()
-        return [(self.int(), self.string(), self.string()) for _ in range(max(count, 0))]
-
-
-def _string(value: str) -> bytes:
-    raw = value.encode("utf-8")
-    return _INT.pack(len(raw)) + raw
-
-
-def _buffer(value: bytes | None) -> bytes:
-    return _INT.pack(-1) if value is None else _INT.pack(len(value)) + value
-
-
 def _parent(path: str) -> str:
     return path.rsplit("/", 1)[0] or "/"
 
@@ -209,15 +136,15 @@ class _Connection:
 
     def send(self, payload: bytes) -> None:
         if not self.closed:
-            self.writer.write(_INT.pack(len(payload)) + payload)
+            self.writer.write(INT.pack(len(payload)) + payload)
 
     def reply(self, xid: int, err: int = OK, body: bytes = b"") -> None:
-        self.send(_REPLY_HEADER.pack(xid, self.server.zxid, err) + body)
+        self.send(REPLY_HEADER.pack(xid, self.server.zxid, err) + body)
 
     def event(self, kind: int, path: str) -> None:
         # notifications carry zxid -1, as ZooKeeper's do
-        self.send(_REPLY_HEADER.pack(WATCH_XID, -1, OK) + _INT.pack(kind) + _INT.pack(STATE_SYNC_CONNECTED)
-                  + _string(path))
+        self.send(REPLY_HEADER.pack(WATCH_XID, -1, OK) + INT.pack(kind) + INT.pack(STATE_SYNC_CONNECTED)
+                  + jute_string(path))
 
     def close(self) -> None:
         if not self.closed:
@@ -225,7 +152,7 @@ class _Connection:
             self.writer.close()
 
     async def read_frame(self) -> bytes:
-        length = _INT.unpack(await self.reader.readexactly(4))[0]
+        length = INT.unpack(await self.reader.readexactly(4))[0]
         if not 0 <= length <= MAX_FRAME:
             raise ValueError(f"frame of {length} bytes")
         return await self.reader.readexactly(length)
@@ -430,7 +357,7 @@ class ZooKeeperServer:
 
     def _connect(self, connection: _Connection, frame: bytes) -> bool:
         """The ConnectRequest: a new session or the resumption of one; False if refused."""
-        request = _Reader(frame)
+        request = JuteReader(frame)
         protocol_version = request.int()
         last_zxid_seen = request.long()
         timeout_ms = request.int()
@@ -454,7 +381,7 @@ class ZooKeeperServer:
                 return False
             if session is None or session.password != password:
                 # what ZooKeeper answers for an expired or unknown session: timeout 0, then close
-                connection.send(_INT.pack(0) + _INT.pack(0) + _LONG.pack(0) + _buffer(bytes(16)) + b"\x00")
+                connection.send(INT.pack(0) + INT.pack(0) + LONG.pack(0) + jute_buffer(bytes(16)) + b"\x00")
                 connection.close()
                 return False
             if session.connection is not None:
@@ -469,8 +396,8 @@ class ZooKeeperServer:
         session.touch()
         session.connection = connection
         connection.session = session
-        connection.send(_INT.pack(0) + _INT.pack(session.timeout_ms) + _LONG.pack(session.session_id)
-                        + _buffer(session.password) + b"\x00")
+        connection.send(INT.pack(0) + INT.pack(session.timeout_ms) + LONG.pack(session.session_id)
+                        + jute_buffer(session.password) + b"\x00")
         return True
 
     async def _expire_sessions(self) -> None:
@@ -504,7 +431,7 @@ class ZooKeeperServer:
         assert session is not None
         if session.severed:
             return
-        request = _Reader(frame)
+        request = JuteReader(frame)
         xid = request.int()
         op = request.int()
         session.touch()
@@ -534,10 +461,10 @@ class ZooKeeperServer:
             return
         self._fire(events)
 
-    def _dispatch(self, session: _Session, op: int, request: _Reader, events: list) -> bytes:
+    def _dispatch(self, session: _Session, op: int, request: JuteReader, events: list) -> bytes:
         if op in (OP_CREATE, OP_CREATE2):
             path, stat = self._create(session, request, events)
-            return _string(path) + (stat.pack() if op == OP_CREATE2 else b"")
+            return jute_string(path) + (stat.pack() if op == OP_CREATE2 else b"")
         if op == OP_DELETE:
             self._delete(request, events)
             return b""
@@ -559,18 +486,18 @@ class ZooKeeperServer:
             node = self._node(path)
             if request.bool():
                 self._watch(_DATA, path, session)
-            return _buffer(node.data) + node.stat().pack()
+            return jute_buffer(node.data) + node.stat().pack()
         if op in (OP_GET_CHILDREN, OP_GET_CHILDREN2):
             path = request.string()
             node = self._node(path)
             if request.bool():
                 self._watch(_CHILD, path, session)
-            body = _INT.pack(len(node.children)) + b"".join(_string(c) for c in sorted(node.children))
+            body = INT.pack(len(node.children)) + b"".join(jute_string(c) for c in sorted(node.children))
             return body + (node.stat().pack() if op == OP_GET_CHILDREN2 else b"")
         if op == OP_GET_ACL:
             node = self._node(request.string())
             acl = node.acl
-            return (_INT.pack(len(acl)) + b"".join(_INT.pack(p) + _string(s) + _string(i) for p, s, i in acl)
+            return (INT.pack(len(acl)) + b"".join(INT.pack(p) + jute_string(s) + jute_string(i) for p, s, i in acl)
                     + node.stat().pack())
         if op == OP_SET_ACL:
             path = request.string()
@@ -586,7 +513,7 @@ class ZooKeeperServer:
             node.aversion += 1
             return node.stat().pack()
         if op == OP_SYNC:
-            return _string(request.string())
+            return jute_string(request.string())
         if op == OP_MULTI:
             return self._multi(session, request, events)
         if op == OP_SET_WATCHES:
@@ -602,7 +529,7 @@ class ZooKeeperServer:
         return node
 
     # -- the operations that change the tree; each may add an undo step (for multi) -----------------
-    def _create(self, session: _Session, request: _Reader, events: list,
+    def _create(self, session: _Session, request: JuteReader, events: list,
                 undo: list[Callable[[], None]] | None = None, zxid: int | None = None) -> tuple[str, ZnodeStat]:
         path = request.string()
         data = request.buffer() or b""
@@ -655,7 +582,7 @@ class ZooKeeperServer:
         parent.pzxid = zxid
         return node
 
-    def _delete(self, request: _Reader, events: list, undo: list | None = None, zxid: int | None = None) -> None:
+    def _delete(self, request: JuteReader, events: list, undo: list | None = None, zxid: int | None = None) -> None:
         path = request.string()
         version = request.int()
         _validate_path(path)
@@ -700,7 +627,7 @@ class ZooKeeperServer:
         events.append((EVENT_DELETED, path, _CHILD))
         events.append((EVENT_CHILD, parent_path, _CHILD))
 
-    def _set_data(self, request: _Reader, events: list, undo: list | None = None,
+    def _set_data(self, request: JuteReader, events: list, undo: list | None = None,
                   zxid: int | None = None) -> ZnodeStat:
         path = request.string()
         data = request.buffer() or b""
@@ -720,25 +647,25 @@ class ZooKeeperServer:
             undo.append(revert)
         return node.stat()
 
-    def _check(self, request: _Reader) -> None:
+    def _check(self, request: JuteReader) -> None:
         path = request.string()
         version = request.int()
         node = self._node(path)
         if version not in (-1, node.version):
             raise KeeperError(BAD_VERSION)
 
-    def _multi(self, session: _Session, request: _Reader, events: list) -> bytes:
+    def _multi(self, session: _Session, request: JuteReader, events: list) -> bytes:
         """All ops or none, under one zxid. On failure every result is an error, as in ZooKeeper: the
         ops before the failed one report OK (rolled back), the failed one its error, the rest
         RUNTIMEINCONSISTENCY."""
-        ops: list[tuple[int, _Reader]] = []
+        ops: list[tuple[int, JuteReader]] = []
         while True:
-            op, done, _err = _MULTI_HEADER.unpack_from(request.buf, request.pos)
-            request.pos += _MULTI_HEADER.size
+            op, done, _err = MULTI_HEADER.unpack_from(request.buf, request.pos)
+            request.pos += MULTI_HEADER.size
             if done:
                 break
             # each op's body is read as the op runs; keep a reader positioned at its start and skip it
-            start = _Reader(request.buf, request.pos)
+            start = JuteReader(request.buf, request.pos)
             self._skip_op(op, request)
             ops.append((op, start))
         zxid = self.zxid + 1
@@ -750,16 +677,16 @@ class ZooKeeperServer:
             try:
                 if op in (OP_CREATE, OP_CREATE2):
                     path, stat = self._create(session, body, staged, undo, zxid)
-                    results.append(_MULTI_HEADER.pack(op, 0, 0) + _string(path)
+                    results.append(MULTI_HEADER.pack(op, 0, 0) + jute_string(path)
                                    + (stat.pack() if op == OP_CREATE2 else b""))
                 elif op == OP_DELETE:
                     self._delete(body, staged, undo, zxid)
-                    results.append(_MULTI_HEADER.pack(op, 0, 0))
+                    results.append(MULTI_HEADER.pack(op, 0, 0))
                 elif op == OP_SET_DATA:
-                    results.append(_MULTI_HEADER.pack(op, 0, 0) + self._set_data(body, staged, undo, zxid).pack())
+                    results.append(MULTI_HEADER.pack(op, 0, 0) + self._set_data(body, staged, undo, zxid).pack())
                 elif op == OP_CHECK:
                     self._check(body)
-                    results.append(_MULTI_HEADER.pack(op, 0, 0))
+                    results.append(MULTI_HEADER.pack(op, 0, 0))
                 else:
                     raise KeeperError(UNIMPLEMENTED)
             except KeeperError as error:
@@ -769,15 +696,15 @@ class ZooKeeperServer:
             for revert in reversed(undo):
                 revert()
             codes = [OK] * failed_at + [failure] + [RUNTIME_INCONSISTENCY] * (len(ops) - failed_at - 1)
-            return (b"".join(_MULTI_HEADER.pack(OP_ERROR, 0, code) + _INT.pack(code) for code in codes)
-                    + _MULTI_HEADER.pack(-1, 1, -1))
+            return (b"".join(MULTI_HEADER.pack(OP_ERROR, 0, code) + INT.pack(code) for code in codes)
+                    + MULTI_HEADER.pack(-1, 1, -1))
         if undo:
             self.zxid = zxid
         events.extend(staged)
-        return b"".join(results) + _MULTI_HEADER.pack(-1, 1, -1)
+        return b"".join(results) + MULTI_HEADER.pack(-1, 1, -1)
 
     @staticmethod
-    def _skip_op(op: int, request: _Reader) -> None:
+    def _skip_op(op: int, request: JuteReader) -> None:
         if op in (OP_CREATE, OP_CREATE2):
             request.string(), request.buffer(), request.acl(), request.int()
         elif op in (OP_DELETE, OP_CHECK):
@@ -809,7 +736,7 @@ class ZooKeeperServer:
                     told.add((id(session), kind, path))
                     session.connection.event(kind, path)
 
-    def _set_watches(self, session: _Session, request: _Reader, events: list) -> None:
+    def _set_watches(self, session: _Session, request: JuteReader, events: list) -> None:
         """A reconnected client re-registers its watches, naming the last zxid it saw; whatever
         changed since then fires at once, as in ZooKeeper."""
         relative_zxid = request.long()
