@@ -194,9 +194,19 @@ def test_move_right_after_the_switch_survives_a_crash(tmp_path, passes):
     again.close()
 
 
-def test_move_of_a_follower_with_truncation(tmp_path, passes):
+def test_move_of_a_follower_with_truncation(tmp_path, passes, monkeypatch):
     """Replica-fetcher appends and truncations during the move (the copy of a rewritten segment
     is made again)."""
+    # each 4 KiB copy takes at least 1 ms, so that the move spans several rounds of the loop below
+    # even where copying is nearly free (memory storage: a tmpfs finished it within one round)
+    real_copy = dir_move._copy_range
+
+    def paced_copy(*args):
+        time.sleep(0.001)
+        return real_copy(*args)
+
+    monkeypatch.setattr(dir_move, "_copy_range", paced_copy)
+
     async def main():
         manager = open_manager(tmp_path / "a", tmp_path / "b")
         reference = open_manager(tmp_path / "ref")
