@@ -28,6 +28,39 @@ class KafkaBrokerError(RuntimeError):
     """The broker could not start (the message says why) or stopped unexpectedly."""
 
 
+CREATE_TOPICS_VERSION = 5
+
+
+def create_topic_request(name: str, partitions: int, replication_factor: int, config: dict[str, str] | None,
+                         timeout: float):
+    """The CreateTopics request for one topic (KafkaBroker.create_topic, KafkaCluster.create_topic)."""
+    from ..protocol.messages import CreateTopicsRequest
+
+    topic = CreateTopicsRequest.CreatableTopic(
+        name=name, num_partitions=partitions, replication_factor=replication_factor, assignments=[],
+        configs=[CreateTopicsRequest.CreatableTopicConfig(name=k, value=str(v)) for k, v in (config or {}).items()])
+    return CreateTopicsRequest(topics=[topic], timeout_ms=int(timeout * 1000), validate_only=False)
+
+
+def check_topic_created(name: str, response) -> None:
+    """Raise KafkaBrokerError unless the CreateTopics answer says created (or already there)."""
+    from ..protocol.errors import ErrorCode
+
+    code = response.topics[0].error_code
+    if code not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
+        raise KafkaBrokerError(f"CreateTopics {name}: {error_name(code)}: {response.topics[0].error_message}")
+
+
+def error_name(code: int) -> str:
+    """A Kafka error code's name (the number itself if kafkapy does not know it)."""
+    from ..protocol.errors import ErrorCode
+
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return str(code)
+
+
 class KafkaBroker(KafkaClients, BrokerFaults):
     """A kafkapy broker for tests; a context manager (sync and async) that starts and stops it.
 
@@ -81,25 +114,16 @@ class KafkaBroker(KafkaClients, BrokerFaults):
                      config: dict[str, str] | None = None, timeout: float = 30.0) -> None:
         """Create a topic over the wire (CreateTopics), waiting for the answer."""
         from ..net.client import BrokerConnection
-        from ..protocol.errors import ErrorCode
-        from ..protocol.messages import CreateTopicsRequest
-
-        topic = CreateTopicsRequest.CreatableTopic(
-            name=name, num_partitions=partitions, replication_factor=replication_factor, assignments=[],
-            configs=[CreateTopicsRequest.CreatableTopicConfig(name=k, value=str(v)) for k, v in (config or {}).items()])
-        request = CreateTopicsRequest(topics=[topic], timeout_ms=int(timeout * 1000), validate_only=False)
+        request = create_topic_request(name, partitions, replication_factor, config, timeout)
 
         async def send():
             connection = BrokerConnection(HOST, self.port, client_id="kafkapy-testing", request_timeout_s=timeout)
             try:
-                return await connection.send(request, 5)
+                return await connection.send(request, CREATE_TOPICS_VERSION)
             finally:
                 connection.close()
 
-        response = asyncio.run(send())
-        code = response.topics[0].error_code
-        if code not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
-            raise KafkaBrokerError(f"CreateTopics {name}: {ErrorCode(code).name}: {response.topics[0].error_message}")
+        check_topic_created(name, asyncio.run(send()))
 
     # -- life cycle ----------------------------------------------------------------------------
     def start(self, timeout: float = START_TIMEOUT_S) -> KafkaBroker:

@@ -23,7 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .broker import HOST, KafkaBroker, KafkaBrokerError
+from ..controller.store import PartitionMetadata
+from ..protocol.errors import ErrorCode
+from .broker import (CREATE_TOPICS_VERSION, HOST, KafkaBroker, KafkaBrokerError, check_topic_created,
+                     create_topic_request, error_name)
 from .clients import KafkaClients
 from .storage import STORAGES, MemoryStorageUnavailable, data_directory
 from .zookeeper import ZooKeeperServer
@@ -36,26 +39,13 @@ START_TIMEOUT_S = 60.0
 WAIT_TIMEOUT_S = 30.0
 REQUEST_TIMEOUT_S = 5.0
 METADATA_VERSION = 12
-CREATE_TOPICS_VERSION = 5
 ELECT_LEADERS_VERSION = 2
 ALTER_REASSIGNMENTS_VERSION = 0
-LIST_REASSIGNMENTS_VERSION = 0
 SESSION_TIMEOUT_MS = 6000
-# error codes the cluster's admin calls treat specially
-NOT_CONTROLLER = 41
-ELECTION_NOT_NEEDED = 84
-TOPIC_ALREADY_EXISTS = 36
-NO_REASSIGNMENT_IN_PROGRESS = 85
 
 
-@dataclass(slots=True, frozen=True)
-class PartitionInfo:
-    """One partition as a broker's Metadata answer describes it."""
-
-    leader: int
-    replicas: tuple[int, ...]
-    isr: tuple[int, ...]
-    leader_epoch: int
+# what describe() gives: the controller's record of a partition, filled from a broker's Metadata answer
+PartitionInfo = PartitionMetadata
 
 
 @dataclass(slots=True)
@@ -138,8 +128,9 @@ class KafkaCluster(KafkaClients):
         response = self._metadata([topic], via)
         for entry in response.topics:
             if entry.name == topic and entry.error_code == 0:
-                return {p.partition_index: PartitionInfo(p.leader_id, tuple(p.replica_nodes), tuple(p.isr_nodes),
-                                                         p.leader_epoch) for p in entry.partitions}
+                return {p.partition_index: PartitionInfo(partition=p.partition_index, leader=p.leader_id,
+                                                         replicas=tuple(p.replica_nodes), isr=tuple(p.isr_nodes),
+                                                         leader_epoch=p.leader_epoch) for p in entry.partitions}
         return {}
 
     def leader(self, topic: str, partition: int) -> int | None:
@@ -156,17 +147,10 @@ class KafkaCluster(KafkaClients):
                      config: dict[str, str] | None = None, timeout: float = WAIT_TIMEOUT_S) -> None:
         """Create a topic (CreateTopics to the controller; default replication factor min(3, brokers))
         and wait until every running broker knows a leader for each partition."""
-        from ..protocol.messages import CreateTopicsRequest
-
         factor = replication_factor if replication_factor is not None else min(3, self.size)
-        topic = CreateTopicsRequest.CreatableTopic(
-            name=name, num_partitions=partitions, replication_factor=factor, assignments=[],
-            configs=[CreateTopicsRequest.CreatableTopicConfig(name=k, value=str(v)) for k, v in (config or {}).items()])
-        request = CreateTopicsRequest(topics=[topic], timeout_ms=int(timeout * 1000), validate_only=False)
-        response = self._to_controller(request, CREATE_TOPICS_VERSION, lambda r: r.topics[0].error_code, timeout)
-        code = response.topics[0].error_code
-        if code not in (0, TOPIC_ALREADY_EXISTS):
-            raise KafkaBrokerError(f"CreateTopics {name}: {_error_name(code)}: {response.topics[0].error_message}")
+        request = create_topic_request(name, partitions, factor, config, timeout)
+        check_topic_created(name, self._to_controller(request, CREATE_TOPICS_VERSION,
+                                                      lambda r: r.topics[0].error_code, timeout))
         self._wait(lambda: self._everywhere(name, lambda info: len(info) == partitions
                                             and all(p.leader >= 0 for p in info.values())),
                    timeout, f"topic {name} with a leader for each of its {partitions} partitions on every broker")
@@ -196,7 +180,7 @@ class KafkaCluster(KafkaClients):
             code = response.error_code or response.responses[0].partitions[0].error_code
             if code:
                 raise KafkaBrokerError(f"AlterPartitionReassignments {topic}-{partition} -> {replicas}: "
-                                       f"{_error_name(code)}")
+                                       f"{error_name(code)}")
             # done when the replica list is the new one and the new first replica has caught up
             self._wait(lambda: (lambda i: i is not None and list(i.replicas) == replicas and to in i.isr)(
                 self.describe(topic).get(partition)), deadline - time.monotonic(),
@@ -209,7 +193,7 @@ class KafkaCluster(KafkaClients):
                                            max(1.0, deadline - time.monotonic()))
             results = [p for t in response.replica_election_results for p in t.partition_result]
             code = response.error_code or (results[0].error_code if results else 0)
-            if code not in (0, ELECTION_NOT_NEEDED):
+            if code not in (ErrorCode.NONE, ErrorCode.ELECTION_NOT_NEEDED):
                 return False  # e.g. PREFERRED_LEADER_NOT_AVAILABLE while it catches up: ask again
             return self._everywhere(topic, lambda i: partition in i and i[partition].leader == to)
 
@@ -424,7 +408,7 @@ class KafkaCluster(KafkaClients):
                 controller = self.controller()
                 if controller is not None and controller in self._brokers:
                     response = self._request(controller, request, version, max(1.0, min(timeout, 30.0)))
-                    if error_of(response) != NOT_CONTROLLER:
+                    if error_of(response) != ErrorCode.NOT_CONTROLLER:
                         return response
             except (BrokerConnectionError, KafkaBrokerError, OSError):
                 pass
@@ -456,12 +440,3 @@ def _zk_client_of(broker: KafkaBroker) -> Any:
     server = getattr(broker, "_broker", None)
     member = getattr(server, "cluster", None)
     return getattr(member, "zk", None)
-
-
-def _error_name(code: int) -> str:
-    from ..protocol.errors import ErrorCode
-
-    try:
-        return ErrorCode(code).name
-    except ValueError:
-        return str(code)
