@@ -29,6 +29,7 @@ import uuid
 
 import pytest
 
+from conformance.aiokafka_round_trip import aiokafka_round_trip  # noqa: E402
 from conformance.broker_process import free_port, start_broker
 from conformance.kafka_wire import frame, kbytes, kstring, request_header_v1
 
@@ -279,36 +280,14 @@ def test_kafka_python_wrong_password(broker, certs, caplog):
 
 @pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
 def test_aiokafka(broker, mechanism):
-    aiokafka = pytest.importorskip("aiokafka")
+    pytest.importorskip("aiokafka")
     user, password = CREDENTIALS[mechanism]
     topic = _topic(f"sasl-aiokafka-{mechanism.lower()}")
     common = {"bootstrap_servers": f"127.0.0.1:{broker.ports['SASL_PLAINTEXT']}",
               "security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": mechanism,
               "sasl_plain_username": user, "sasl_plain_password": password}
 
-    async def run() -> list[bytes]:
-        producer = aiokafka.AIOKafkaProducer(acks="all", **common)
-        await producer.start()
-        try:
-            for value in _values(topic):
-                await producer.send(topic, value)
-            await producer.flush()
-        finally:
-            await producer.stop()
-        consumer = aiokafka.AIOKafkaConsumer(topic, group_id=f"g-{topic}", auto_offset_reset="earliest", **common)
-        await consumer.start()
-        got: list[bytes] = []
-        try:
-            async with asyncio.timeout(60):
-                async for message in consumer:
-                    got.append(message.value)
-                    if len(got) == COUNT:
-                        break
-        finally:
-            await consumer.stop()
-        return got
-
-    assert asyncio.run(run()) == _values(topic)
+    assert aiokafka_round_trip(topic, _values(topic), **common) == _values(topic)
 
 
 # -- kcat over SASL_SSL -----------------------------------------------------------------------------

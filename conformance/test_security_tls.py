@@ -13,7 +13,6 @@ while other connections keep working.
 """
 from __future__ import annotations
 
-import asyncio
 import socket
 import ssl
 import struct
@@ -24,8 +23,9 @@ import pytest
 
 pytest.importorskip("cryptography")
 
+from conformance.aiokafka_round_trip import aiokafka_round_trip  # noqa: E402
 from conformance.broker_process import free_port, start_broker  # noqa: E402
-from conformance.tls_certs import make_certs  # noqa: E402
+from conformance.tls_certs import make_certs, tls_listener_overrides  # noqa: E402
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -41,13 +41,8 @@ def certs(tmp_path_factory):
 @pytest.fixture(scope="module")
 def tls_broker(tmp_path_factory, certs):
     plain, ssl_port, mtls_port = free_port(), free_port(), free_port()
-    listeners = f"PLAINTEXT://127.0.0.1:{plain},SSL://127.0.0.1:{ssl_port},MTLS://127.0.0.1:{mtls_port}"
     broker = start_broker({
-        "listeners": listeners, "advertised.listeners": listeners,
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SSL,MTLS:SSL",
-        "ssl.keystore.type": "PEM", "ssl.keystore.location": str(certs.broker_keystore),
-        "ssl.truststore.type": "PEM", "ssl.truststore.location": str(certs.ca_pem),
-        "listener.name.mtls.ssl.client.auth": "required",
+        **tls_listener_overrides(certs, plain, ssl_port, mtls_port),
         "listener.name.mtls.ssl.principal.mapping.rules": RULES,
     }, work_dir=tmp_path_factory.mktemp("tls-broker"), port=plain)
     broker.ssl_port, broker.mtls_port = ssl_port, mtls_port
@@ -171,7 +166,7 @@ def test_kafka_python_over_tls(tls_broker, certs, listener, client):
 
 @pytest.mark.parametrize("listener, client", [("ssl", None), ("mtls", "alice")])
 def test_aiokafka_over_tls(tls_broker, certs, listener, client):
-    aiokafka = pytest.importorskip("aiokafka")
+    pytest.importorskip("aiokafka")
     from aiokafka.helpers import create_ssl_context
 
     port = tls_broker.ssl_port if listener == "ssl" else tls_broker.mtls_port
@@ -180,30 +175,8 @@ def test_aiokafka_over_tls(tls_broker, certs, listener, client):
                                  keyfile=str(files.key_pem) if files else None)
     topic = _topic(f"tls-aiokafka-{listener}")
 
-    async def run() -> list[bytes]:
-        common = {"bootstrap_servers": f"127.0.0.1:{port}", "security_protocol": "SSL", "ssl_context": context}
-        producer = aiokafka.AIOKafkaProducer(acks="all", **common)
-        await producer.start()
-        try:
-            for value in _values(topic):
-                await producer.send(topic, value)
-            await producer.flush()
-        finally:
-            await producer.stop()
-        consumer = aiokafka.AIOKafkaConsumer(topic, group_id=f"g-{topic}", auto_offset_reset="earliest", **common)
-        await consumer.start()
-        got: list[bytes] = []
-        try:
-            async with asyncio.timeout(60):
-                async for message in consumer:
-                    got.append(message.value)
-                    if len(got) == COUNT:
-                        break
-        finally:
-            await consumer.stop()
-        return got
-
-    assert asyncio.run(run()) == _values(topic)
+    common = {"bootstrap_servers": f"127.0.0.1:{port}", "security_protocol": "SSL", "ssl_context": context}
+    assert aiokafka_round_trip(topic, _values(topic), **common) == _values(topic)
 
 
 # -- bad input ---------------------------------------------------------------------------------------

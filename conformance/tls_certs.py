@@ -125,3 +125,16 @@ def make_certs(directory: Path) -> TestCerts:
     ca_pem.write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
     broker = _issue(directory, "broker", ca_key, ca_cert, _name("localhost", "brokers"), server=True)
     return TestCerts(directory, ca_pem, broker, {}, ca_key, ca_cert)
+
+
+def tls_listener_overrides(certs: TestCerts, plain: int, ssl_port: int, mtls_port: int) -> dict[str, str]:
+    """Broker properties for three listeners on 127.0.0.1: PLAINTEXT, SSL (server certificate only)
+    and MTLS (SSL requiring a client certificate), with the test CA's broker key store, as PEM."""
+    listeners = f"PLAINTEXT://127.0.0.1:{plain},SSL://127.0.0.1:{ssl_port},MTLS://127.0.0.1:{mtls_port}"
+    return {
+        "listeners": listeners, "advertised.listeners": listeners,
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SSL,MTLS:SSL",
+        "ssl.keystore.type": "PEM", "ssl.keystore.location": str(certs.broker_keystore),
+        "ssl.truststore.type": "PEM", "ssl.truststore.location": str(certs.ca_pem),
+        "listener.name.mtls.ssl.client.auth": "required",
+    }

@@ -208,19 +208,13 @@ def test_java_clients_over_ssl_and_mtls(java_programs: JavaPrograms, tmp_path: P
     an SSL listener that requires client certificates with a PEM key store (CN=alice)."""
     pytest.importorskip("cryptography")
     from conformance.broker_process import free_port, start_broker
-    from conformance.tls_certs import make_certs
+    from conformance.tls_certs import make_certs, tls_listener_overrides
 
     certs = make_certs(tmp_path / "certs")
     alice = certs.client("alice")
     plain, ssl_port, mtls_port = free_port(), free_port(), free_port()
-    listeners = f"PLAINTEXT://127.0.0.1:{plain},SSL://127.0.0.1:{ssl_port},MTLS://127.0.0.1:{mtls_port}"
-    broker = start_broker({
-        "listeners": listeners, "advertised.listeners": listeners,
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SSL,MTLS:SSL",
-        "ssl.keystore.type": "PEM", "ssl.keystore.location": str(certs.broker_keystore),
-        "ssl.truststore.type": "PEM", "ssl.truststore.location": str(certs.ca_pem),
-        "listener.name.mtls.ssl.client.auth": "required",
-    }, work_dir=tmp_path / "broker", port=plain)
+    broker = start_broker(tls_listener_overrides(certs, plain, ssl_port, mtls_port),
+                          work_dir=tmp_path / "broker", port=plain)
     try:
         trust = f"security.protocol=SSL\nssl.truststore.type=PEM\nssl.truststore.location={certs.ca_pem}\n"
         ssl_props = tmp_path / "ssl.properties"
