@@ -10,8 +10,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import os
-import signal
 import subprocess
 import sys
 import threading
@@ -21,6 +19,8 @@ import urllib.request
 import uuid
 
 import pytest
+
+from tests.testing.children import stop_child
 
 from kafkapy.net.client import BrokerConnection, BrokerConnectionError
 from kafkapy.protocol.error_codes import ErrorCode
@@ -373,11 +373,4 @@ def test_serve_ephemeral_control_prints_both_lines_and_serves_the_api():
         bootstrap = lines[1].split("=", 1)[1]
         drive_control_endpoint(control, bootstrap)
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(5)
-        proc.stdout.close()
+        stop_child(proc, 15)

@@ -7,12 +7,13 @@ them a second time with their temporary directories under `memory_root()` (docs/
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.testing.children import stop_child
 
 from kafkapy.testing import KafkaBroker, KafkaBrokerError
 from kafkapy.testing.storage import MEMORY_DIR_ENV, _mounts, _on_memory_file_system, memory_root
@@ -93,14 +94,7 @@ def test_serve_ephemeral_with_memory_storage():
         assert read_all(bootstrap, "eph", 2) == [b"x", b"y"]
         assert (created.pop() / "eph-0").is_dir()
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(5)
-        proc.stdout.close()
-        proc.stderr.close()
+        stop_child(proc)
     assert set(MEMORY_ROOT.glob("kafkapy-ephemeral-*")) == before
 
 
