@@ -130,6 +130,20 @@ class MessageSpec:
         return lo if lo <= hi else None
 
 
+def null_by_default(f: FieldSpec) -> bool:
+    """Whether a response field without a JSON default starts as null rather than "".
+
+    Kafka's generated classes start such a string as "", but its handlers fill responses from
+    ApiError (ApiError.NONE's message is null) and from optional values, so on the wire a nullable
+    string is null unless the broker has something to say; clients compare with null. Starting
+    every always-nullable response string as None makes that the default for every handler
+    instead of a field each one must remember. Strings that are not nullable in every version
+    they exist in (a topic name, nullable only from some version on) keep "".
+    """
+    return (f.type == "string" and not f.is_array and f.default is None
+            and f.nullable_versions[0] <= f.versions[0] and f.nullable_versions[1] >= f.versions[1])
+
+
 def load_message(path: Path) -> MessageSpec:
     """Parse one message JSON file into a MessageSpec."""
     doc = json.loads(path.read_text())
@@ -166,6 +180,8 @@ def load_message(path: Path) -> MessageSpec:
             tag=raw.get("tag"), default=raw.get("default"),
             flexible_versions=(parse_versions(raw["flexibleVersions"])
                                if "flexibleVersions" in raw else None))
+        if doc["type"] == "response" and null_by_default(spec):
+            spec.default = "null"
         if keyword.iskeyword(spec.attr) or spec.attr in ("encode", "decode", "encode_parts", "self"):
             raise ValueError(f"{path.name}: field name {spec.attr!r} clashes with Python")
         if elem not in PRIMITIVES:

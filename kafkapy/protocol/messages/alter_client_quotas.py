@@ -79,7 +79,7 @@ class _AlterClientQuotasResponse_EntityData(_GeneratedStruct):
     __qualname__ = "AlterClientQuotasResponse.EntityData"
     __slots__ = __match_args__ = ('entity_type', 'entity_name')
 
-    def __init__(self, entity_type: str = '', entity_name: str = ''):
+    def __init__(self, entity_type: str = '', entity_name: str | None = None):
         self.entity_type = entity_type
         self.entity_name = entity_name
 
@@ -93,7 +93,7 @@ class _AlterClientQuotasResponse_EntryData(_GeneratedStruct):
     def __init__(
         self,
         error_code: int = 0,
-        error_message: str = '',
+        error_message: str | None = None,
         entity: list[AlterClientQuotasResponse.EntityData] = _FACTORY,
     ):
         self.error_code = error_code

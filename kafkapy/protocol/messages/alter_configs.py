@@ -71,7 +71,7 @@ class _AlterConfigsResponse_AlterConfigsResourceResponse(_GeneratedStruct):
     def __init__(
         self,
         error_code: int = 0,
-        error_message: str = '',
+        error_message: str | None = None,
         resource_type: int = 0,
         resource_name: str = '',
     ):

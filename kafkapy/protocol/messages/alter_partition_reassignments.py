@@ -66,7 +66,12 @@ class _AlterPartitionReassignmentsResponse_ReassignablePartitionResponse(_Genera
     __qualname__ = "AlterPartitionReassignmentsResponse.ReassignablePartitionResponse"
     __slots__ = __match_args__ = ('partition_index', 'error_code', 'error_message')
 
-    def __init__(self, partition_index: int = 0, error_code: int = 0, error_message: str = ''):
+    def __init__(
+        self,
+        partition_index: int = 0,
+        error_code: int = 0,
+        error_message: str | None = None,
+    ):
         self.partition_index = partition_index
         self.error_code = error_code
         self.error_message = error_message
@@ -103,7 +108,7 @@ class AlterPartitionReassignmentsResponse(_Message):
         self,
         throttle_time_ms: int = 0,
         error_code: int = 0,
-        error_message: str = '',
+        error_message: str | None = None,
         responses: list[AlterPartitionReassignmentsResponse.ReassignableTopicResponse] = _FACTORY,
     ):
         self.throttle_time_ms = throttle_time_ms

@@ -72,7 +72,7 @@ class _AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult(_Genera
     __qualname__ = "AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult"
     __slots__ = __match_args__ = ('user', 'error_code', 'error_message')
 
-    def __init__(self, user: str = '', error_code: int = 0, error_message: str = ''):
+    def __init__(self, user: str = '', error_code: int = 0, error_message: str | None = None):
         self.user = user
         self.error_code = error_code
         self.error_message = error_message

@@ -62,7 +62,7 @@ class _CreateAclsResponse_AclCreationResult(_GeneratedStruct):
     __qualname__ = "CreateAclsResponse.AclCreationResult"
     __slots__ = __match_args__ = ('error_code', 'error_message')
 
-    def __init__(self, error_code: int = 0, error_message: str = ''):
+    def __init__(self, error_code: int = 0, error_message: str | None = None):
         self.error_code = error_code
         self.error_message = error_message
 

@@ -94,7 +94,7 @@ class _CreateTopicsResponse_CreatableTopicConfigs(_GeneratedStruct):
     def __init__(
         self,
         name: str = '',
-        value: str = '',
+        value: str | None = None,
         read_only: bool = False,
         config_source: int = -1,
         is_sensitive: bool = False,
@@ -120,7 +120,7 @@ class _CreateTopicsResponse_CreatableTopicResult(_GeneratedStruct):
         name: str = '',
         topic_id: _uuid.UUID = _ZERO_UUID,
         error_code: int = 0,
-        error_message: str = '',
+        error_message: str | None = None,
         topic_config_error_code: int = 0,
         num_partitions: int = -1,
         replication_factor: int = -1,

@@ -68,7 +68,7 @@ class _DeleteAclsResponse_DeleteAclsMatchingAcl(_GeneratedStruct):
     def __init__(
         self,
         error_code: int = 0,
-        error_message: str = '',
+        error_message: str | None = None,
         resource_type: int = 0,
         resource_name: str = '',
         pattern_type: int = 3,
@@ -97,7 +97,7 @@ class _DeleteAclsResponse_DeleteAclsFilterResult(_GeneratedStruct):
     def __init__(
         self,
         error_code: int = 0,
-        error_message: str = '',
+        error_message: str | None = None,
         matching_acls: list[DeleteAclsResponse.DeleteAclsMatchingAcl] = _FACTORY,
     ):
         self.error_code = error_code

@@ -98,7 +98,7 @@ class DescribeAclsResponse(_Message):
         self,
         throttle_time_ms: int = 0,
         error_code: int = 0,
-        error_message: str = '',
+        error_message: str | None = None,
         resources: list[DescribeAclsResponse.DescribeAclsResource] = _FACTORY,
     ):
         self.throttle_time_ms = throttle_time_ms

@@ -51,7 +51,7 @@ class _DescribeClientQuotasResponse_EntityData(_GeneratedStruct):
     __qualname__ = "DescribeClientQuotasResponse.EntityData"
     __slots__ = __match_args__ = ('entity_type', 'entity_name')
 
-    def __init__(self, entity_type: str = '', entity_name: str = ''):
+    def __init__(self, entity_type: str = '', entity_name: str | None = None):
         self.entity_type = entity_type
         self.entity_name = entity_name
 
@@ -99,7 +99,7 @@ class DescribeClientQuotasResponse(_Message):
         self,
         throttle_time_ms: int = 0,
         error_code: int = 0,
-        error_message: str = '',
+        error_message: str | None = None,
         entries: list[DescribeClientQuotasResponse.EntryData] = _FACTORY,
     ):
         self.throttle_time_ms = throttle_time_ms

@@ -58,7 +58,7 @@ class _DescribeConfigsResponse_DescribeConfigsSynonym(_GeneratedStruct):
     __qualname__ = "DescribeConfigsResponse.DescribeConfigsSynonym"
     __slots__ = __match_args__ = ('name', 'value', 'source')
 
-    def __init__(self, name: str = '', value: str = '', source: int = 0):
+    def __init__(self, name: str = '', value: str | None = None, source: int = 0):
         self.name = name
         self.value = value
         self.source = source
@@ -76,14 +76,14 @@ class _DescribeConfigsResponse_DescribeConfigsResourceResult(_GeneratedStruct):
     def __init__(
         self,
         name: str = '',
-        value: str = '',
+        value: str | None = None,
         read_only: bool = False,
         is_default: bool = False,
         config_source: int = -1,
         is_sensitive: bool = False,
         synonyms: list[DescribeConfigsResponse.DescribeConfigsSynonym] = _FACTORY,
         config_type: int = 0,
-        documentation: str = '',
+        documentation: str | None = None,
     ):
         self.name = name
         self.value = value
@@ -107,7 +107,7 @@ class _DescribeConfigsResponse_DescribeConfigsResult(_GeneratedStruct):
     def __init__(
         self,
         error_code: int = 0,
-        error_message: str = '',
+        error_message: str | None = None,
         resource_type: int = 0,
         resource_name: str = '',
         configs: list[DescribeConfigsResponse.DescribeConfigsResourceResult] = _FACTORY,

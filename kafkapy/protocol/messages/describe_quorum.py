@@ -94,7 +94,7 @@ class _DescribeQuorumResponse_PartitionData(_GeneratedStruct):
         self,
         partition_index: int = 0,
         error_code: int = 0,
-        error_message: str = '',
+        error_message: str | None = None,
         leader_id: int = 0,
         leader_epoch: int = 0,
         high_watermark: int = 0,
@@ -171,7 +171,7 @@ class DescribeQuorumResponse(_Message):
     def __init__(
         self,
         error_code: int = 0,
-        error_message: str = '',
+        error_message: str | None = None,
         topics: list[DescribeQuorumResponse.TopicData] = _FACTORY,
         nodes: list[DescribeQuorumResponse.Node] = _FACTORY,
     ):

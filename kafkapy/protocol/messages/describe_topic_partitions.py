@@ -104,7 +104,7 @@ class _DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic(_Gen
     def __init__(
         self,
         error_code: int = 0,
-        name: str = '',
+        name: str | None = None,
         topic_id: _uuid.UUID = _ZERO_UUID,
         is_internal: bool = False,
         partitions: list[DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition] = _FACTORY,

@@ -59,7 +59,7 @@ class _DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult(_
         self,
         user: str = '',
         error_code: int = 0,
-        error_message: str = '',
+        error_message: str | None = None,
         credential_infos: list[DescribeUserScramCredentialsResponse.CredentialInfo] = _FACTORY,
     ):
         self.user = user
@@ -84,7 +84,7 @@ class DescribeUserScramCredentialsResponse(_Message):
         self,
         throttle_time_ms: int = 0,
         error_code: int = 0,
-        error_message: str = '',
+        error_message: str | None = None,
         results: list[DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult] = _FACTORY,
     ):
         self.throttle_time_ms = throttle_time_ms

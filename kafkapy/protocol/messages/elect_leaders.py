@@ -52,7 +52,12 @@ class _ElectLeadersResponse_PartitionResult(_GeneratedStruct):
     __qualname__ = "ElectLeadersResponse.PartitionResult"
     __slots__ = __match_args__ = ('partition_id', 'error_code', 'error_message')
 
-    def __init__(self, partition_id: int = 0, error_code: int = 0, error_message: str = ''):
+    def __init__(
+        self,
+        partition_id: int = 0,
+        error_code: int = 0,
+        error_message: str | None = None,
+    ):
         self.partition_id = partition_id
         self.error_code = error_code
         self.error_message = error_message

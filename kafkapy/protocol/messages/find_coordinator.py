@@ -41,7 +41,7 @@ class _FindCoordinatorResponse_Coordinator(_GeneratedStruct):
         host: str = '',
         port: int = 0,
         error_code: int = 0,
-        error_message: str = '',
+        error_message: str | None = None,
     ):
         self.key = key
         self.node_id = node_id
@@ -69,7 +69,7 @@ class FindCoordinatorResponse(_Message):
         self,
         throttle_time_ms: int = 0,
         error_code: int = 0,
-        error_message: str = '',
+        error_message: str | None = None,
         node_id: int = 0,
         host: str = '',
         port: int = 0,

@@ -72,7 +72,7 @@ class _IncrementalAlterConfigsResponse_AlterConfigsResourceResponse(_GeneratedSt
     def __init__(
         self,
         error_code: int = 0,
-        error_message: str = '',
+        error_message: str | None = None,
         resource_type: int = 0,
         resource_name: str = '',
     ):

@@ -58,7 +58,12 @@ class _LeaveGroupResponse_MemberResponse(_GeneratedStruct):
     __qualname__ = "LeaveGroupResponse.MemberResponse"
     __slots__ = __match_args__ = ('member_id', 'group_instance_id', 'error_code')
 
-    def __init__(self, member_id: str = '', group_instance_id: str = '', error_code: int = 0):
+    def __init__(
+        self,
+        member_id: str = '',
+        group_instance_id: str | None = None,
+        error_code: int = 0,
+    ):
         self.member_id = member_id
         self.group_instance_id = group_instance_id
         self.error_code = error_code

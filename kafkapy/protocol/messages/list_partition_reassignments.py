@@ -96,7 +96,7 @@ class ListPartitionReassignmentsResponse(_Message):
         self,
         throttle_time_ms: int = 0,
         error_code: int = 0,
-        error_message: str = '',
+        error_message: str | None = None,
         topics: list[ListPartitionReassignmentsResponse.OngoingTopicReassignment] = _FACTORY,
     ):
         self.throttle_time_ms = throttle_time_ms

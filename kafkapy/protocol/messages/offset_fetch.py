@@ -93,7 +93,7 @@ class _OffsetFetchResponse_OffsetFetchResponsePartition(_GeneratedStruct):
         partition_index: int = 0,
         committed_offset: int = 0,
         committed_leader_epoch: int = -1,
-        metadata: str = '',
+        metadata: str | None = None,
         error_code: int = 0,
     ):
         self.partition_index = partition_index
@@ -131,7 +131,7 @@ class _OffsetFetchResponse_OffsetFetchResponsePartitions(_GeneratedStruct):
         partition_index: int = 0,
         committed_offset: int = 0,
         committed_leader_epoch: int = -1,
-        metadata: str = '',
+        metadata: str | None = None,
         error_code: int = 0,
     ):
         self.partition_index = partition_index

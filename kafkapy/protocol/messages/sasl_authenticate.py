@@ -38,7 +38,7 @@ class SaslAuthenticateResponse(_Message):
     def __init__(
         self,
         error_code: int = 0,
-        error_message: str = '',
+        error_message: str | None = None,
         auth_bytes: bytes = b'',
         session_lifetime_ms: int = 0,
     ):

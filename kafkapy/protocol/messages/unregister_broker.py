@@ -33,7 +33,12 @@ class UnregisterBrokerResponse(_Message):
 
     __slots__ = __match_args__ = ('throttle_time_ms', 'error_code', 'error_message')
 
-    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str = ''):
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        error_code: int = 0,
+        error_message: str | None = None,
+    ):
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message

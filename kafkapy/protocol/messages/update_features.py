@@ -60,7 +60,7 @@ class _UpdateFeaturesResponse_UpdatableFeatureResult(_GeneratedStruct):
     __qualname__ = "UpdateFeaturesResponse.UpdatableFeatureResult"
     __slots__ = __match_args__ = ('feature', 'error_code', 'error_message')
 
-    def __init__(self, feature: str = '', error_code: int = 0, error_message: str = ''):
+    def __init__(self, feature: str = '', error_code: int = 0, error_message: str | None = None):
         self.feature = feature
         self.error_code = error_code
         self.error_message = error_message
@@ -81,7 +81,7 @@ class UpdateFeaturesResponse(_Message):
         self,
         throttle_time_ms: int = 0,
         error_code: int = 0,
-        error_message: str = '',
+        error_message: str | None = None,
         results: list[UpdateFeaturesResponse.UpdatableFeatureResult] = _FACTORY,
     ):
         self.throttle_time_ms = throttle_time_ms

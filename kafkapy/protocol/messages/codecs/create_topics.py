@@ -411,7 +411,7 @@ def _decode_create_topics_response_v0(buf, pos):
     for _ in range(n):
         o3 = _new(_CreateTopicsResponse_CreatableTopicResult)
         o3.topic_id = _ZERO_UUID
-        o3.error_message = ''
+        o3.error_message = None
         o3.topic_config_error_code = 0
         o3.num_partitions = -1
         o3.replication_factor = -1

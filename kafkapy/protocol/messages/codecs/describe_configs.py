@@ -360,7 +360,7 @@ def _decode_describe_configs_response_v0(buf, pos):
             o5.config_source = -1
             o5.synonyms = []
             o5.config_type = 0
-            o5.documentation = ''
+            o5.documentation = None
             n = _S_h.unpack_from(buf, pos)[0]
             pos += 2
             if n < 0 or n > end - pos:
@@ -423,7 +423,7 @@ def _decode_describe_configs_response_v1(buf, pos):
             o5 = _new(_DescribeConfigsResponse_DescribeConfigsResourceResult)
             o5.is_default = False
             o5.config_type = 0
-            o5.documentation = ''
+            o5.documentation = None
             n = _S_h.unpack_from(buf, pos)[0]
             pos += 2
             if n < 0 or n > end - pos:

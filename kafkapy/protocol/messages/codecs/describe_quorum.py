@@ -133,7 +133,7 @@ def _encode_describe_quorum_request_v0(o0, ext):
 def _decode_describe_quorum_response_v0(buf, pos):
     end = len(buf)
     o1 = _new(DescribeQuorumResponse)
-    o1.error_message = ''
+    o1.error_message = None
     o1.nodes = []
     o1.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -170,7 +170,7 @@ def _decode_describe_quorum_response_v0(buf, pos):
         l4 = []
         for _ in range(n):
             o5 = _new(_DescribeQuorumResponse_PartitionData)
-            o5.error_message = ''
+            o5.error_message = None
             o5.partition_index, o5.error_code, o5.leader_id, o5.leader_epoch, o5.high_watermark = _S_ihiiq.unpack_from(buf, pos)
             pos += 22
             n = buf[pos] - 1
@@ -257,7 +257,7 @@ def _decode_describe_quorum_response_v0(buf, pos):
 def _decode_describe_quorum_response_v1(buf, pos):
     end = len(buf)
     o1 = _new(DescribeQuorumResponse)
-    o1.error_message = ''
+    o1.error_message = None
     o1.nodes = []
     o1.error_code = _S_h.unpack_from(buf, pos)[0]
     pos += 2
@@ -294,7 +294,7 @@ def _decode_describe_quorum_response_v1(buf, pos):
         l4 = []
         for _ in range(n):
             o5 = _new(_DescribeQuorumResponse_PartitionData)
-            o5.error_message = ''
+            o5.error_message = None
             o5.partition_index, o5.error_code, o5.leader_id, o5.leader_epoch, o5.high_watermark = _S_ihiiq.unpack_from(buf, pos)
             pos += 22
             n = buf[pos] - 1

@@ -173,7 +173,7 @@ def _decode_find_coordinator_response_v0(buf, pos):
     end = len(buf)
     o1 = _new(FindCoordinatorResponse)
     o1.throttle_time_ms = 0
-    o1.error_message = ''
+    o1.error_message = None
     o1.coordinators = []
     o1.error_code, o1.node_id, n = _S_hih.unpack_from(buf, pos)
     pos += 8
@@ -257,7 +257,7 @@ def _decode_find_coordinator_response_v4(buf, pos):
     end = len(buf)
     o1 = _new(FindCoordinatorResponse)
     o1.error_code = 0
-    o1.error_message = ''
+    o1.error_message = None
     o1.node_id = 0
     o1.host = ''
     o1.port = 0
