@@ -102,6 +102,13 @@ class PendingTxnOffsets:
             del self._groups_of_producer[producer_id]
         return applied
 
+    def merge(self, other: PendingTxnOffsets) -> None:
+        """Take over `other`'s pending commits (a loaded partition's; its groups are not here)."""
+        for group_id, by_producer in other._by_group.items():
+            self._by_group.setdefault(group_id, {}).update(by_producer)
+        for producer_id, groups in other._groups_of_producer.items():
+            self._groups_of_producer.setdefault(producer_id, set()).update(groups)
+
     def drop_groups(self, group_ids: Iterable[str]) -> None:
         """Forget the pending commits of groups no longer coordinated here."""
         for group_id in group_ids:
