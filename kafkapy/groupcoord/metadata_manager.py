@@ -6,8 +6,12 @@ taken over (start-up or leadership change), and expires offsets past retention.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Callable, Iterable
+import os
+import time
+from collections.abc import Callable, Generator, Iterable
+from typing import Any
 
 from ..protocol.control_records import ControlRecordType, parse_control_record
 from ..protocol.errors import ErrorCode, KafkaError
@@ -46,6 +50,62 @@ _GROUP_ERRORS = dict(_COMMIT_ERRORS)
 for _code in (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE, ErrorCode.INVALID_FETCH_SIZE):
     _GROUP_ERRORS[_code] = ErrorCode.UNKNOWN_SERVER_ERROR
 
+# Records decoded between two yields to the event loop while a partition loads: small enough
+# that a request waits at most a few milliseconds (bench/groups/offsets_load.py measures it).
+LOAD_CHUNK_RECORDS = 2000
+# "chunks" (the default: the loop decodes, yielding between chunks) or "thread" (a worker thread
+# decodes; the GIL makes it slower for waiting requests, bench/groups/offsets_load.py --mode).
+LOAD_MODE = os.environ.get("KAFKAPY_COORDINATOR_LOAD_MODE", "chunks")
+_CHUNK = "chunk"
+_READ_DONE = "read done"
+
+
+def _step(steps: Generator[object, None, Any]) -> tuple[bool, Any]:
+    """One step of a load: (False, None) after a yield, (True, result) once it has ended."""
+    try:
+        next(steps)
+    except StopIteration as done:
+        return True, done.value
+    return False, None
+
+
+def _run_until_read_done(steps: Generator[object, None, Any]) -> tuple[bool, Any]:
+    """Steps until the log end was reached (`_READ_DONE`) or the load ended."""
+    while True:
+        try:
+            if next(steps) is _READ_DONE:
+                return False, None
+        except StopIteration as done:
+            return True, done.value
+
+
+def _load_batch(header, batch, offsets: dict, metadata: dict, pending: PendingTxnOffsets) -> None:
+    """Fold one data batch of __consumer_offsets into the state being loaded."""
+    transactional = header.is_transactional and header.producer_id >= 0
+    for record in batch:
+        key, value = record.key, record.value
+        if key is None:
+            continue
+        parsed = decode_key(key)
+        if type(parsed) is OffsetCommitKey:
+            tp = (parsed.topic, parsed.partition)
+            if transactional:
+                if value is not None:
+                    pending.add(parsed.group, header.producer_id,
+                                {tp: decode_offset_commit_value(value)}, header.base_offset)
+                continue
+            group_offsets = offsets.get(parsed.group)
+            if group_offsets is None:
+                group_offsets = offsets[parsed.group] = {}
+            if value is None:
+                group_offsets.pop(tp, None)
+            else:
+                group_offsets[tp] = decode_offset_commit_value(value)
+                if pending:
+                    pending.supersede(parsed.group, (tp,))
+        elif type(parsed) is GroupMetadataKey:
+            metadata[parsed.group] = None if value is None else decode_group_metadata_value(value)
+
 
 class GroupMetadataManager:
     """Groups by id for the __consumer_offsets partitions loaded on this broker."""
@@ -59,6 +119,7 @@ class GroupMetadataManager:
         self.groups: dict[str, GroupMetadata] = {}
         self.owned_partitions: set[int] = set()
         self.loading_partitions: set[int] = set()
+        self._load_tasks: dict[int, asyncio.Task] = {}
         # TxnOffsetCommit offsets waiting for their transaction's commit or abort marker
         self.pending_txn = PendingTxnOffsets()
 
@@ -160,7 +221,8 @@ class GroupMetadataManager:
     def complete_txn(self, producer_id: int, partitions: Iterable[int], commit: bool) -> int:
         """The producer's transaction marker was written to these __consumer_offsets partitions:
         its pending offsets there become committed (or are dropped); returns how many applied."""
-        wanted = set(partitions)
+        # a loading partition reads the marker from its log and applies it when the load ends
+        wanted = set(partitions) - self.loading_partitions
         applied = self.pending_txn.complete(producer_id, commit,
                                             lambda group_id: self.partition_for(group_id) in wanted)
         count = 0
@@ -214,58 +276,115 @@ class GroupMetadataManager:
 
     # -- loading --------------------------------------------------------------------------
     def load_partition(self, partition: int) -> list[GroupMetadata]:
-        """Rebuild the groups of one __consumer_offsets partition from its log; returns them."""
-        self.loading_partitions.add(partition)
-        try:
-            return self._load(partition)
-        finally:
-            self.loading_partitions.discard(partition)
-            self.owned_partitions.add(partition)
+        """Rebuild the groups of one __consumer_offsets partition from its log, at once; returns them."""
+        steps = self._load_steps(partition)
+        while True:
+            finished, loaded = _step(steps)
+            if finished:
+                return loaded
 
-    def _load(self, partition: int) -> list[GroupMetadata]:
+    def start_loading(self, partition: int, scheduler: Any,
+                      on_loaded: Callable[[list[GroupMetadata]], None]) -> None:
+        """Load a partition this broker now leads, then call `on_loaded(groups)`.
+
+        On an asyncio loop the read and decode run as a task that yields to the loop every
+        `LOAD_CHUNK_RECORDS` records (or in a worker thread, see `LOAD_MODE`): requests to other
+        partitions and APIs are served meanwhile, and the partition's groups answer
+        COORDINATOR_LOAD_IN_PROGRESS until the loaded state is applied, in one step. Without a
+        loop (a manual scheduler in tests) it loads at once.
+        """
+        if not isinstance(scheduler, asyncio.AbstractEventLoop):
+            on_loaded(self.load_partition(partition))
+            return
+        self._cancel_load(partition)
+        self.loading_partitions.add(partition)
+        self.owned_partitions.add(partition)
+        task = scheduler.create_task(self._load_async(partition, on_loaded))
+        self._load_tasks[partition] = task
+
+    def _cancel_load(self, partition: int) -> None:
+        task = self._load_tasks.pop(partition, None)
+        if task is not None:
+            task.cancel()
+
+    async def _load_async(self, partition: int, on_loaded: Callable[[list[GroupMetadata]], None]) -> None:
+        started = time.monotonic()
+        steps = self._load_steps(partition)
+        try:
+            while True:
+                if LOAD_MODE == "thread":
+                    # read and decode off the loop up to the log end; the rest runs on the loop
+                    finished, loaded = await asyncio.to_thread(_run_until_read_done, steps)
+                    if not finished:
+                        finished, loaded = _step(steps)
+                else:
+                    finished, loaded = _step(steps)
+                if finished:
+                    break
+                await asyncio.sleep(0)
+        except asyncio.CancelledError:
+            steps.close()
+            raise
+        except Exception:
+            log.exception("%s-%d: loading failed; its groups start empty", OFFSETS_TOPIC, partition)
+            self.loading_partitions.discard(partition)
+            return
+        finally:
+            if self._load_tasks.get(partition) is asyncio.current_task():
+                del self._load_tasks[partition]
+        log.info("%s-%d: loaded in %.3f s", OFFSETS_TOPIC, partition, time.monotonic() - started)
+        on_loaded(loaded)
+
+    def _load_steps(self, partition: int) -> Generator[object, None, list[GroupMetadata]]:
+        """The load of one partition as steps: yields `_CHUNK` after every LOAD_CHUNK_RECORDS
+        records and `_READ_DONE` when the log end is reached; the final step (reading what was
+        appended meanwhile, then replacing the partition's groups) runs without yielding, so
+        the cache changes atomically and nothing appended in between is missed."""
+        self.loading_partitions.add(partition)
+        self.owned_partitions.add(partition)
         offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
         metadata: dict[str, object] = {}  # group id -> GroupMetadataValue, or None when deleted
-        pending = self.pending_txn
-        pending.drop_groups([g for g in pending.groups() if self.partition_for(g) == partition])
+        # transactional commits found while loading; merged into self.pending_txn when applied
+        pending = PendingTxnOffsets()
+        in_partition = self.partition_for
         records = 0
+        since_yield = 0
+        position: int | None = None
         try:
-            for header, batch in self.store.read_batches(partition):
-                records += len(batch)
-                if header.is_control:
-                    # a transaction marker decides that producer's transactional commits here
-                    if batch and header.producer_id >= 0:
-                        kind, _ = parse_control_record(batch[0])
-                        if kind in (ControlRecordType.COMMIT, ControlRecordType.ABORT):
-                            applied = pending.complete(header.producer_id, kind == ControlRecordType.COMMIT,
-                                                       lambda g: self.partition_for(g) == partition)
-                            for group_id, group_offsets in applied.items():
-                                offsets.setdefault(group_id, {}).update(group_offsets)
-                    continue
-                transactional = header.is_transactional and header.producer_id >= 0
-                for record in batch:
-                    key, value = record.key, record.value
-                    if key is None:
-                        continue
-                    parsed = decode_key(key)
-                    if isinstance(parsed, OffsetCommitKey):
-                        tp = (parsed.topic, parsed.partition)
-                        if transactional:
-                            if value is not None:
-                                pending.add(parsed.group, header.producer_id,
-                                            {tp: decode_offset_commit_value(value)}, header.base_offset)
-                            continue
-                        group_offsets = offsets.setdefault(parsed.group, {})
-                        if value is None:
-                            group_offsets.pop(tp, None)
-                        else:
-                            group_offsets[tp] = decode_offset_commit_value(value)
-                            if pending:
-                                pending.supersede(parsed.group, (tp,))
-                    elif isinstance(parsed, GroupMetadataKey):
-                        metadata[parsed.group] = None if value is None else decode_group_metadata_value(value)
+            while True:
+                for header, batch in self.store.read_batches(partition, position):
+                    position = header.next_offset
+                    records += len(batch)
+                    since_yield += len(batch)
+                    if header.is_control:
+                        # a transaction marker decides that producer's transactional commits here
+                        if batch and header.producer_id >= 0:
+                            kind, _ = parse_control_record(batch[0])
+                            if kind in (ControlRecordType.COMMIT, ControlRecordType.ABORT):
+                                applied = pending.complete(header.producer_id, kind == ControlRecordType.COMMIT,
+                                                           lambda g: True)
+                                for group_id, group_offsets in applied.items():
+                                    offsets.setdefault(group_id, {}).update(group_offsets)
+                    else:
+                        _load_batch(header, batch, offsets, metadata, pending)
+                    if since_yield >= LOAD_CHUNK_RECORDS:
+                        since_yield = 0
+                        yield _CHUNK
+                end = self.store.log_end_offset(partition)
+                if end is None or position is None or position >= end:
+                    break
+                yield _READ_DONE
+                end = self.store.log_end_offset(partition)
+                if end is None or position >= end:
+                    break
         except KafkaError as exc:
             log.error("%s-%d: stopped loading after %d records: %s", OFFSETS_TOPIC, partition, records, exc)
-        waiting = [g for g in pending.groups() if self.partition_for(g) == partition]
+        # -- apply: no yield from here on
+        self.loading_partitions.discard(partition)
+        self.owned_partitions.add(partition)
+        self.pending_txn.drop_groups([g for g in self.pending_txn.groups() if in_partition(g) == partition])
+        self.pending_txn.merge(pending)
+        waiting = pending.groups()
         if waiting:
             log.info("%s-%d: %d groups have transactional offset commits awaiting their transaction",
                      OFFSETS_TOPIC, partition, len(waiting))
@@ -308,7 +427,10 @@ class GroupMetadataManager:
         return group
 
     def unload_partition(self, partition: int) -> list[GroupMetadata]:
-        """Forget the groups of a partition this broker no longer leads; returns them."""
+        """Forget the groups of a partition this broker no longer leads (stopping its load if
+        one runs); returns them."""
+        self._cancel_load(partition)
+        self.loading_partitions.discard(partition)
         self.owned_partitions.discard(partition)
         removed = self.groups_in(partition)
         for group in removed:

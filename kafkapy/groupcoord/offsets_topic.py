@@ -98,14 +98,21 @@ class OffsetsTopicStore:
                 for record in records:
                     yield record.key, record.value
 
-    def read_batches(self, partition: int) -> Iterator[tuple[BatchHeader, list[Record]]]:
-        """Every batch in the partition (control batches too) with its records, in offset order."""
+    def log_end_offset(self, partition: int) -> int | None:
+        """The partition's current log end offset (None when this broker has no log for it)."""
+        plog = self._log_for(partition)
+        return None if plog is None else plog.log_end_offset
+
+    def read_batches(self, partition: int, start: int | None = None
+                     ) -> Iterator[tuple[BatchHeader, list[Record]]]:
+        """Every batch in the partition (control batches too) with its records, in offset order,
+        from `start` (default: the log start) to the log end as it is when each read is made, so
+        that a loader interleaved with appends (a transaction marker) sees them too."""
         plog = self._log_for(partition)
         if plog is None:
             return
-        offset = plog.log_start_offset
-        end = plog.log_end_offset
-        while offset < end:
+        offset = plog.log_start_offset if start is None else max(start, plog.log_start_offset)
+        while offset < (end := plog.log_end_offset):
             result = plog.read(offset, self._load_buffer_size, max_offset=end)
             data = result.records
             buf = data.tobytes() if hasattr(data, "tobytes") else bytes(data)
