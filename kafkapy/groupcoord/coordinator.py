@@ -112,10 +112,14 @@ class GroupCoordinator:
             self.on_elected(partition)
 
     def on_elected(self, partition: int) -> None:
-        """This broker now leads __consumer_offsets-`partition`: load its groups and offsets."""
-        for group in self.manager.load_partition(partition):
-            for member in group.members.values():
-                self.membership.schedule_heartbeat(group, member)
+        """This broker now leads __consumer_offsets-`partition`: load its groups and offsets
+        (on an event loop without blocking it; COORDINATOR_LOAD_IN_PROGRESS until loaded)."""
+        def loaded(groups) -> None:
+            for group in groups:
+                for member in group.members.values():
+                    self.membership.schedule_heartbeat(group, member)
+
+        self.manager.start_loading(partition, self.scheduler, loaded)
 
     def on_resigned(self, partition: int) -> None:
         """This broker no longer leads the partition: drop its groups, answering waiters."""
