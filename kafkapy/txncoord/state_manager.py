@@ -7,10 +7,14 @@ from the log when a partition is taken over, and finds timed-out and expired tra
 """
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
+from ..groupcoord.metadata_manager import LOAD_CHUNK_RECORDS
 from ..groupcoord.offsets_topic import OffsetsTopicStore, partition_for
 from ..protocol.errors import ErrorCode, KafkaError
 from .metadata import TransactionMetadata, TransactionState, TxnTransitMetadata
@@ -84,6 +88,7 @@ class TransactionStateManager:
         self.clock_ms = clock_ms
         self.partitions: dict[int, PartitionCache] = {}
         self.loading_partitions: set[int] = set()
+        self._load_tasks: dict[int, asyncio.Task] = {}
 
     def partition_for(self, transactional_id: str) -> int:
         return partition_for(transactional_id, self.num_partitions)
@@ -175,13 +180,76 @@ class TransactionStateManager:
 
     # -- loading ----------------------------------------------------------------------------
     def load_partition(self, partition: int, coordinator_epoch: int) -> list[TransactionMetadata]:
-        """Rebuild the transactional ids of one partition from its log; returns them."""
+        """Rebuild the transactional ids of one partition from its log, at once; returns them."""
+        steps = self._load_steps(partition, coordinator_epoch)
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                return done.value
+
+    def start_loading(self, partition: int, coordinator_epoch: int, scheduler: Any,
+                      on_loaded: Callable[[list[TransactionMetadata]], None]) -> None:
+        """Load a partition this broker now leads, then call `on_loaded(transactions)`.
+
+        On an asyncio loop the read and decode run as a task that yields to the loop every
+        LOAD_CHUNK_RECORDS records; the partition's ids answer COORDINATOR_LOAD_IN_PROGRESS until
+        the loaded cache replaces the partition's, in one step. Without a loop it loads at once.
+        """
+        if not isinstance(scheduler, asyncio.AbstractEventLoop):
+            on_loaded(self.load_partition(partition, coordinator_epoch))
+            return
+        self._cancel_load(partition)
+        self.loading_partitions.add(partition)
+        # an empty cache holds the partition's place (sync_leadership sees it as led) until loaded
+        self.partitions[partition] = PartitionCache(coordinator_epoch)
+        self._load_tasks[partition] = scheduler.create_task(
+            self._load_async(partition, coordinator_epoch, on_loaded))
+
+    def _cancel_load(self, partition: int) -> None:
+        task = self._load_tasks.pop(partition, None)
+        if task is not None:
+            task.cancel()
+
+    async def _load_async(self, partition: int, coordinator_epoch: int,
+                          on_loaded: Callable[[list[TransactionMetadata]], None]) -> None:
+        started = time.monotonic()
+        steps = self._load_steps(partition, coordinator_epoch)
+        try:
+            while True:
+                try:
+                    next(steps)
+                except StopIteration as done:
+                    loaded = done.value
+                    break
+                await asyncio.sleep(0)
+        except asyncio.CancelledError:
+            steps.close()
+            raise
+        except Exception:
+            log.exception("%s-%d: loading failed", TRANSACTION_STATE_TOPIC, partition)
+            self.loading_partitions.discard(partition)
+            return
+        finally:
+            if self._load_tasks.get(partition) is asyncio.current_task():
+                del self._load_tasks[partition]
+        log.info("%s-%d: loaded in %.3f s", TRANSACTION_STATE_TOPIC, partition, time.monotonic() - started)
+        on_loaded(loaded)
+
+    def _load_steps(self, partition: int, coordinator_epoch: int
+                    ) -> Generator[None, None, list[TransactionMetadata]]:
+        """The load as steps, yielding every LOAD_CHUNK_RECORDS records; reading the last part
+        and replacing the partition's cache happen in one step."""
         self.loading_partitions.add(partition)
         loaded: dict[str, TransactionMetadata] = {}
-        records = 0
+        records = since_yield = 0
         try:
             for key, value in self.store.read(partition):
                 records += 1
+                since_yield += 1
+                if since_yield >= LOAD_CHUNK_RECORDS:
+                    since_yield = 0
+                    yield
                 if key is None:
                     log.warning("%s-%d: record without a key; skipped", TRANSACTION_STATE_TOPIC, partition)
                     continue
@@ -196,8 +264,7 @@ class TransactionStateManager:
         except (KafkaError, ValueError) as exc:
             log.error("%s-%d: stopped loading after %d records: %s", TRANSACTION_STATE_TOPIC, partition,
                       records, exc)
-        finally:
-            self.loading_partitions.discard(partition)
+        self.loading_partitions.discard(partition)
         self.partitions[partition] = PartitionCache(coordinator_epoch, loaded)
         if records:
             log.info("loaded %d transactional ids from %s-%d (%d records) at coordinator epoch %d",
@@ -205,6 +272,7 @@ class TransactionStateManager:
         return list(loaded.values())
 
     def unload_partition(self, partition: int) -> None:
+        self._cancel_load(partition)
         self.loading_partitions.discard(partition)
         cache = self.partitions.pop(partition, None)
         if cache is not None:
