@@ -190,12 +190,17 @@ class TransactionCoordinator:
         """This broker now leads __transaction_state-`partition`: load it and finish the
         transactions that were between Prepare* and Complete*."""
         epoch = self.coordinator_epoch_for(partition)
-        for metadata in self.state.load_partition(partition, epoch):
-            if metadata.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
-                log.info("completing %s of transactional id %s after loading %s-%d",
-                         metadata.state.display_name, metadata.transactional_id, TRANSACTION_STATE_TOPIC, partition)
-                self._complete_transaction(metadata.transactional_id, epoch,
-                                           metadata.state == S.PREPARE_COMMIT)
+
+        def loaded(transactions: list[TransactionMetadata]) -> None:
+            for metadata in transactions:
+                if metadata.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+                    log.info("completing %s of transactional id %s after loading %s-%d", metadata.state.display_name,
+                             metadata.transactional_id, TRANSACTION_STATE_TOPIC, partition)
+                    self._complete_transaction(metadata.transactional_id, epoch,
+                                               metadata.state == S.PREPARE_COMMIT)
+
+        # on an event loop the load does not block it (COORDINATOR_LOAD_IN_PROGRESS until loaded)
+        self.state.start_loading(partition, epoch, self.scheduler, loaded)
 
     # -- InitProducerId -------------------------------------------------------------------------
     def handle_init_producer_id(self, transactional_id: str, timeout_ms: int,
