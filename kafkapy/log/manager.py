@@ -29,7 +29,7 @@ from .checkpoints import (
     write_atomically,
     write_offset_checkpoint,
 )
-from .cleaner import LogCleaner
+from .cleaner import CleanerConfig, LogCleaner
 from .config import LogConfig
 from .dir_move import FUTURE_SUFFIX, MOVED_SUFFIX, LogDirMover, clean_interrupted_moves
 from .errors import KafkaStorageError, LogOfflineError
@@ -86,7 +86,7 @@ class LogManager:
     """Opens, creates, deletes and maintains every partition log of this broker."""
 
     def __init__(self, log_dirs: list[str], default_config: LogConfig, *, cleaner_enable: bool = True,
-                 cleaner_backoff_ms: int = 15000):
+                 cleaner_backoff_ms: int = 15000, cleaner_config: CleanerConfig | None = None):
         if not log_dirs:
             raise ValueError("at least one log dir is needed")
         self.log_dirs = [Path(d) for d in log_dirs]
@@ -104,10 +104,13 @@ class LogManager:
         self._closed = False
         # Kafka's default for num.replica.alter.log.dirs.threads: one per log dir.
         self.mover = LogDirMover(self, threads=len(self.log_dirs))
-        # log.cleaner.enable / log.cleaner.backoff.ms: compaction of cleanup.policy=compact logs.
-        self.cleaner = LogCleaner(self._cleanable_logs, cleaner_backoff_ms) if cleaner_enable else None
-        if self.cleaner is not None:
-            self.cleaner.start()
+        # log.cleaner.*: compaction of cleanup.policy=compact logs; its checkpoints are kept
+        # (cleaner-offset-checkpoint) even when it does not run.
+        if cleaner_config is None:
+            cleaner_config = CleanerConfig(enable=cleaner_enable, backoff_ms=cleaner_backoff_ms)
+        self.cleaner = LogCleaner(self._cleanable_logs, config=cleaner_config, all_logs=self.all_logs,
+                                  log_dirs=self.log_dirs)
+        self.cleaner.start()
 
     # ---------------------------------------------------------------- loading
     def load(self, topic_configs: dict[str, LogConfig] | None = None) -> None:
@@ -126,6 +129,7 @@ class LogManager:
         if recovery_points is None:
             recovery_points, clean = {}, False  # unreadable: recover everything from the start
         start_offsets = self._read_checkpoint(log_dir / LOG_START_OFFSET_CHECKPOINT) or {}
+        cleaned_up_to = self.cleaner.load_checkpoint(log_dir)
         started = time.monotonic()
         count = 0
         for name in sorted(os.listdir(log_dir)):
@@ -151,6 +155,8 @@ class LogManager:
                 self._logs[key] = PartitionLog.open(
                     path, config, recovery_point=recovery_points.get(key, 0),
                     log_start_offset=start_offsets.get(key), clean_shutdown=clean, flusher=self.flusher)
+                if key in cleaned_up_to:
+                    self._logs[key].cleaner_checkpoint = cleaned_up_to[key]
                 count += 1
             except Exception as exc:  # one bad partition must not stop the others
                 reason = f"{type(exc).__name__}: {exc}"
@@ -235,6 +241,7 @@ class LogManager:
             log.error("could not rename %s for deletion: %s", plog.dir, exc)
             return
         self.flusher.submit(lambda: shutil.rmtree(target, ignore_errors=True))
+        self.cleaner.forget(topic, partition)
         log.info("deleted log of partition %s-%d", topic, partition)
 
     def move(self, topic: str, partition: int, log_dir: str | os.PathLike) -> None:
@@ -336,8 +343,7 @@ class LogManager:
         if self._closed:
             return
         self.mover.close()  # moves are dropped: each log stays where it is
-        if self.cleaner is not None:
-            self.cleaner.stop()
+        self.cleaner.stop()
         failed_dirs = set()
         for key, plog in self._logs.items():
             if not isinstance(plog, PartitionLog) or plog.is_offline:
@@ -350,6 +356,7 @@ class LogManager:
                 log.error("closing log %s-%d failed: %s", key[0], key[1], exc)
         self._closed = True
         self.write_checkpoints()
+        self.cleaner.write_checkpoints()
         self.flusher.stop()
         for log_dir in self.log_dirs:
             if log_dir in failed_dirs:

@@ -118,7 +118,23 @@ class TransactionIndex:
             return
         touched = set(self._segments[i:])
         del self._entries[i:], self._last_offsets[i:], self._segments[i:]
-        for base in touched:
+        self._rewrite(touched)
+
+    def remove_markers(self, marker_offsets: list[int]) -> None:
+        """Forget the entries whose abort marker is at one of `marker_offsets` (the log cleaner
+        removed those markers, their transactions' batches having gone earlier)."""
+        gone = set(marker_offsets)
+        touched = {b for e, b in zip(self._entries, self._segments) if e.last_offset in gone}
+        if not touched:
+            return
+        keep = [i for i, e in enumerate(self._entries) if e.last_offset not in gone]
+        self._entries = [self._entries[i] for i in keep]
+        self._last_offsets = [self._last_offsets[i] for i in keep]
+        self._segments = [self._segments[i] for i in keep]
+        self._rewrite(touched)
+
+    def _rewrite(self, segment_bases: set[int]) -> None:
+        for base in segment_bases:
             kept = b"".join(e.encode() for e, b in zip(self._entries, self._segments) if b == base)
             path = self._path(base)
             try:
@@ -129,7 +145,7 @@ class TransactionIndex:
                 else:
                     path.unlink(missing_ok=True)
             except OSError as exc:
-                log.warning("cannot rewrite transaction index %s after truncation: %s", path, exc)
+                log.warning("cannot rewrite transaction index %s: %s", path, exc)
 
     def clear(self, segment_bases: list[int] = ()) -> None:
         """Forget every entry (the log was emptied); `segment_bases` are the surviving segments,
