@@ -120,6 +120,7 @@ class LogTruncation:
         self.leader_epochs.clear()
         self.producer_state.truncate_fully_and_start_at(offset)
         self.txn_index.clear([offset])
+        self.cleaner_checkpoint = min(self.cleaner_checkpoint, offset)  # Kafka's maybeTruncateCheckpoint
         self._log_end_offset = offset
         self._high_watermark = offset
         self.recovery_point = offset
@@ -136,6 +137,7 @@ class LogTruncation:
             self._log_start_offset = end_offset
         self.leader_epochs.truncate_from_end(end_offset)
         self.txn_index.truncate_to(end_offset)
+        self.cleaner_checkpoint = min(self.cleaner_checkpoint, end_offset)  # Kafka's maybeTruncateCheckpoint
         replay_from = self.producer_state.truncate_to(end_offset, self._log_start_offset)
         self.replay_producer_state(replay_from, end_offset)
         self._flusher.cancel_waiters(self, end_offset, KafkaError("log was truncated"))
