@@ -143,19 +143,6 @@ def test_old_slices_stay_readable_after_swap(tmp_path):
     assert PartitionLog.open(tmp_path / "t-0", compact_config()).log_end_offset == plog.log_end_offset
 
 
-def test_transactional_partitions_are_skipped(tmp_path):
-    plog = PartitionLog.open(tmp_path / "t-0", compact_config())
-    fill(plog, rounds=5)
-    plog.append(bytearray(build_batch([(b"key0", b"txn")], producer_id=7, producer_epoch=0, base_sequence=0,
-                                      is_transactional=True)))
-    plog.append_txn_marker(7, 0, 0, commit=True)
-    plog.roll()
-    before = read_all(plog)
-    assert clean_log(plog, NOW) is None
-    assert read_all(plog) == before
-    plog.close()
-
-
 def _crash_during_swap(tmp_path, leftover_suffix, original_renamed=True):
     """Clean a log's copy by hand and leave the cleaned file as `.cleaned` or `.swap`."""
     directory = tmp_path / "t-0"
