@@ -68,9 +68,14 @@ class Broker:
 
         self.authorizer = create_authorizer(config.get, self.metadata)
         self.readvertise()  # a stored dynamic advertised.listeners wins over the static one
-        self.logs = LogManager(self.log_dirs, config.default_log_config(),
-                               cleaner_enable=config.get("log.cleaner.enable"),
-                               cleaner_backoff_ms=config.get("log.cleaner.backoff.ms"))
+        from ..log.cleaner import CleanerConfig
+
+        self.logs = LogManager(self.log_dirs, config.default_log_config(), cleaner_config=CleanerConfig(
+            enable=config.get("log.cleaner.enable"), threads=config.get("log.cleaner.threads"),
+            backoff_ms=config.get("log.cleaner.backoff.ms"),
+            dedupe_buffer_size=config.get("log.cleaner.dedupe.buffer.size"),
+            io_buffer_load_factor=config.get("log.cleaner.io.buffer.load.factor"),
+            io_max_bytes_per_second=config.get("log.cleaner.io.max.bytes.per.second")))
         self.partitions = PartitionManager(self)
         if self.cluster is not None:
             from ..replication.replica_manager import ReplicaManager

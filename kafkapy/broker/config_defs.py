@@ -480,6 +480,8 @@ _USED = {
     # the log cleaner (kafkapy/log/cleaner.py)
     "log.cleaner.enable", "log.cleaner.backoff.ms", "log.cleaner.min.cleanable.ratio",
     "log.cleaner.delete.retention.ms", "log.cleaner.min.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms",
+    "log.cleaner.threads", "log.cleaner.dedupe.buffer.size", "log.cleaner.io.buffer.load.factor",
+    "log.cleaner.io.max.bytes.per.second",
     # cluster mode (kafkapy/controller, kafkapy/replication; docs/cluster.md)
     "zookeeper.connect", "zookeeper.session.timeout.ms", "zookeeper.connection.timeout.ms",
     "inter.broker.listener.name", "security.inter.broker.protocol", "unclean.leader.election.enable",
