@@ -37,12 +37,25 @@ def broker_entries(broker, listener_name: str | None = None) -> list:
             for b in broker.brokers_for(listener_name)]
 
 
+def _invalid_request_response(request: MetadataRequest) -> MetadataResponse:
+    """KafkaApis refuses a null topic name or a topic id before v12 with InvalidRequestException, which
+    MetadataRequest.getErrorResponse answers: INVALID_REQUEST per topic, a null name sent as "" (the
+    response cannot carry null before v12), no brokers."""
+    return MetadataResponse(throttle_time_ms=0, brokers=[], cluster_id=None, controller_id=-1, topics=[
+        MetadataResponse.MetadataResponseTopic(
+            error_code=ErrorCode.INVALID_REQUEST, name=t.name if t.name is not None else "",
+            topic_id=t.topic_id, is_internal=False, partitions=[])
+        for t in request.topics])
+
+
 @handles(MetadataRequest)
 async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
     broker = ctx.broker
     version = ctx.api_version
     partitions = broker.partitions
     all_topics = request.topics is None or (version == 0 and not request.topics)
+    if not all_topics and version < 12 and any(t.name is None or t.topic_id != _NULL_UUID for t in request.topics):
+        return _invalid_request_response(request)
     allow_auto_create = request.allow_auto_topic_creation if version >= 4 else True
     topics = []
     # Authorization as KafkaApis.getTopicMetadata: topics the principal may not DESCRIBE are left out of
