@@ -1,5 +1,12 @@
-"""ListOffsets: earliest, latest, by timestamp and max-timestamp offsets of partitions."""
+"""ListOffsets: earliest, latest, by timestamp and max-timestamp offsets of partitions.
+
+v0 is Kafka's legacy form: up to max_num_offsets offsets per partition, newest first, taken
+from the segments' base offsets and the log end offset (KafkaApis.handleListOffsetRequestV0).
+"""
 from __future__ import annotations
+
+import os
+import time
 
 from ...controller.acls import AclOperation, ResourceType
 from ...protocol.errors import ErrorCode
@@ -11,6 +18,8 @@ EARLIEST = -2
 MAX_TIMESTAMP = -3
 EARLIEST_LOCAL = -4
 LATEST_TIERED = -5
+CONSUMER_REPLICA_ID = -1
+DEBUGGING_REPLICA_ID = -2
 
 PartitionResponse = ListOffsetsResponse.ListOffsetsPartitionResponse
 
@@ -56,11 +65,67 @@ def _lookup(broker, topic: str, p, version: int, isolation_level: int, replica_i
         visible = plog.last_stable_offset if isolation_level == 1 else plog.high_watermark
         if offset >= visible:
             offset, found_ts = -1, -1
-    if version == 0:
-        offsets = [offset] if offset >= 0 else []
-        return PartitionResponse(partition_index=index, error_code=0, old_style_offsets=offsets)
     return PartitionResponse(partition_index=index, error_code=0, timestamp=found_ts, offset=offset,
                              leader_epoch=epoch if offset >= 0 else -1)
+
+
+def _segment_mtime_ms(segment, now_ms: int) -> int:
+    try:
+        return int(os.stat(segment.path(".log")).st_mtime * 1000)
+    except OSError:  # memory storage, or a segment deleted meanwhile
+        return now_ms
+
+
+def legacy_offsets_before(plog, timestamp: int, max_num_offsets: int, now_ms: int) -> list[int]:
+    """Kafka's UnifiedLog.legacyFetchOffsetsBefore: candidate offsets are each segment's base
+    offset (at least the log start offset), dated by the segment file's modification time, plus
+    the log end offset dated now when the last segment holds data. LATEST starts from the newest
+    candidate, EARLIEST from the oldest, a timestamp from the newest dated at or before it; up to
+    `max_num_offsets` candidates from there towards older ones, in descending order."""
+    segments = plog.segments
+    start = plog.log_start_offset
+    candidates = [(max(s.base_offset, start), _segment_mtime_ms(s, now_ms)) for s in segments]
+    if segments and segments[-1].size > 0:
+        candidates.append((plog.log_end_offset, now_ms))
+    if timestamp == LATEST:
+        index = len(candidates) - 1
+    elif timestamp == EARLIEST:
+        index = 0 if candidates else -1
+    else:
+        index = len(candidates) - 1
+        while index >= 0 and candidates[index][1] > timestamp:
+            index -= 1
+    count = min(max_num_offsets, index + 1)
+    offsets = [candidates[index - j][0] for j in range(max(count, 0))]
+    return sorted(offsets, reverse=True)
+
+
+def _lookup_v0(broker, topic: str, p, replica_id: int) -> PartitionResponse:
+    """One partition of a v0 request (KafkaApis.handleListOffsetRequestV0)."""
+    index = p.partition_index
+    if p.timestamp < EARLIEST:
+        # v0 knows only LATEST and EARLIEST among the negative timestamps
+        return PartitionResponse(partition_index=index, error_code=ErrorCode.UNSUPPORTED_VERSION)
+    if p.max_num_offsets < 0:
+        # Kafka fails allocating a negative-sized array and answers with the generic error
+        return PartitionResponse(partition_index=index, error_code=ErrorCode.UNKNOWN_SERVER_ERROR)
+    replicas = broker.replicas
+    if replicas is not None and replica_id != DEBUGGING_REPLICA_ID:
+        # only the leader answers, except to the debugging replica id
+        code = replicas.leader_error(topic, index, -1)
+        if code:
+            return PartitionResponse(partition_index=index, error_code=code)
+        replicas.refresh_high_watermark(topic, index)
+    plog = broker.partitions.get_log(topic, index)
+    if plog is None:
+        return PartitionResponse(partition_index=index, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    offsets = legacy_offsets_before(plog, p.timestamp, p.max_num_offsets, int(time.time() * 1000))
+    if replica_id == CONSUMER_REPLICA_ID:
+        # a consumer is never given an offset past the high watermark: the high watermark replaces them
+        hw = plog.high_watermark
+        if any(o > hw for o in offsets):
+            offsets = [hw] + [o for o in offsets if o <= hw]
+    return PartitionResponse(partition_index=index, error_code=0, old_style_offsets=offsets)
 
 
 @handles(ListOffsetsRequest)
@@ -76,7 +141,8 @@ async def handle_list_offsets(ctx: RequestContext, request: ListOffsetsRequest) 
             partitions = [PartitionResponse(partition_index=p.partition_index,
                                             error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED) for p in topic.partitions]
         else:
-            partitions = [_lookup(broker, topic.name, p, version, isolation, request.replica_id)
+            partitions = [_lookup_v0(broker, topic.name, p, request.replica_id) if version == 0 else
+                          _lookup(broker, topic.name, p, version, isolation, request.replica_id)
                           for p in topic.partitions]
         topics.append(ListOffsetsResponse.ListOffsetsTopicResponse(name=topic.name, partitions=partitions))
     return ListOffsetsResponse(throttle_time_ms=0, topics=topics)
