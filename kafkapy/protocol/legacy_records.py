@@ -268,7 +268,23 @@ def v2_to_legacy(batches, magic: int, first_offset: int = 0,
     return b"".join(parts)
 
 
+def truncate_message_set(buf: bytes, limit: int) -> bytes:
+    """The longest prefix of whole top-level messages within `limit` bytes, but at least the first.
+
+    Fetch v0-3 answers are bounded like Kafka's LazyDownConversionRecords: by the size of the
+    batches read, or by the first converted message if that alone is larger.
+    """
+    pos = 0
+    end = len(buf)
+    while pos + LOG_OVERHEAD <= end:
+        next_pos = pos + LOG_OVERHEAD + _I.unpack_from(buf, pos + 8)[0]
+        if next_pos > limit and pos > 0:
+            break
+        pos = next_pos
+    return buf if pos >= end else buf[:pos]
+
+
 __all__ = [
     "MAGIC_V0", "MAGIC_V1", "LegacyMessage", "iter_message_set", "iter_legacy_records", "encode_message",
-    "build_message_set", "legacy_to_v2", "v2_to_legacy",
+    "build_message_set", "legacy_to_v2", "v2_to_legacy", "truncate_message_set",
 ]

@@ -1,7 +1,9 @@
 """Fetch: serve whole batches as segment-file slices, long-poll for min_bytes, KIP-227 sessions.
 
-Records are never decoded: each partition's answer is a FileSlice the connection writes
-straight from the segment file.
+Records are never decoded from v4 on: each partition's answer is a FileSlice the connection writes
+straight from the segment file. v0-3 clients predate record batches: as Kafka does, their answers
+are down-converted to message sets (magic 0 for v0-1, magic 1 for v2-3), the only per-record
+work of this handler, done for those old versions alone.
 """
 from __future__ import annotations
 
@@ -10,8 +12,11 @@ import uuid
 from dataclasses import dataclass
 
 from ...controller.acls import AclOperation, ResourceType
-from ...protocol.errors import ErrorCode, KafkaError
+from ...protocol.compression import UnsupportedCompressionTypeError
+from ...protocol.errors import CorruptRecordError, ErrorCode, KafkaError
+from ...protocol.legacy_records import MAGIC_V0, MAGIC_V1, truncate_message_set, v2_to_legacy
 from ...protocol.messages import FetchRequest, FetchResponse
+from ..config import effective_topic_properties
 from ..dispatch import RequestContext, handles
 from ..fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, SessionPartition
 
@@ -19,6 +24,8 @@ PartitionData = FetchResponse.PartitionData
 AbortedTransaction = FetchResponse.AbortedTransaction
 _NULL_UUID = uuid.UUID(int=0)
 READ_COMMITTED = 1
+# The last Fetch version without record batches.
+LAST_LEGACY_VERSION = 3
 
 
 @dataclass(slots=True)
@@ -138,6 +145,53 @@ def _record_throttled_bytes(throttle, results) -> None:
     throttle.leader.record(sent)
 
 
+def _legacy_settings(broker, topic: str) -> tuple[bool, bool]:
+    """(topic compressed with zstd, message.downconversion.enable) for a v0-3 fetch."""
+    if broker.partitions.cluster_mode:
+        overrides = broker.metadata.topic_configs(topic)
+    else:
+        meta = broker.metadata.get_topic(topic)
+        overrides = meta.configs if meta is not None else {}
+    props = effective_topic_properties(overrides, broker.config)
+    return props.get("compression.type") == "zstd", props.get("message.downconversion.enable") == "true"
+
+
+def _down_convert(broker, want: _Wanted, data: PartitionData, version: int, follower: bool,
+                  settings: dict) -> PartitionData:
+    """A v0-3 answer, as KafkaApis.maybeConvertFetchedData: a zstd topic answers
+    UNSUPPORTED_COMPRESSION_TYPE, a topic with message.downconversion.enable=false answers
+    UNSUPPORTED_VERSION to consumers, otherwise the batches become a magic 0 (v0-1) or magic 1
+    (v2-3) message set without control batches and headers. Like Kafka's lazy down-conversion the
+    answer is at most as large as the batches read, or as the first converted message if that is
+    larger, cut at a whole message."""
+    if want.topic is None or broker.partitions.get_log(want.topic, want.partition) is None:
+        return data
+    found = settings.get(want.topic)
+    if found is None:
+        found = settings[want.topic] = _legacy_settings(broker, want.topic)
+    zstd_topic, enabled = found
+    if zstd_topic:
+        return PartitionData(partition_index=want.partition, error_code=ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
+                             high_watermark=-1, records=b"")
+    if not enabled and not follower:
+        return PartitionData(partition_index=want.partition, error_code=ErrorCode.UNSUPPORTED_VERSION,
+                             high_watermark=-1, records=b"")
+    if not data.records:
+        return data
+    records = data.records
+    try:
+        raw = records.tobytes() if hasattr(records, "tobytes") else bytes(records)
+        converted = v2_to_legacy(raw, MAGIC_V0 if version <= 1 else MAGIC_V1, want.fetch_offset)
+    except UnsupportedCompressionTypeError:
+        return PartitionData(partition_index=want.partition, error_code=ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
+                             high_watermark=-1, records=b"")
+    except (EOFError, CorruptRecordError):
+        # the segment was truncated under the read, or holds what cannot be converted: nothing this time
+        converted = b""
+    data.records = truncate_message_set(converted, len(raw))
+    return data
+
+
 def _diverged(data: PartitionData) -> bool:
     return data.diverging_epoch is not None and data.diverging_epoch.epoch >= 0
 
@@ -221,6 +275,7 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
         denied = ctx.unauthorized_names(AclOperation.READ, ResourceType.TOPIC,
                                         (w.topic for w in wanted if w.topic is not None))
     first_read = True
+    legacy_settings: dict = {}
     while True:
         remaining = max_total
         results = []
@@ -238,6 +293,11 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
                 errors = errors or _diverged(data)
             else:
                 data = _read_partition(broker, want, limit, total == 0, isolation, version)
+            if data.error_code == ErrorCode.KAFKA_STORAGE_ERROR and version <= 5:
+                # clients before v6 don't know it as retriable: they refresh metadata on this one
+                data.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+            if version <= LAST_LEGACY_VERSION:
+                data = _down_convert(broker, want, data, version, replica_id >= 0, legacy_settings)
             size = len(data.records) if data.records is not None else 0
             total += size
             remaining = max(remaining - size, 0)
