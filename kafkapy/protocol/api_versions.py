@@ -1,11 +1,13 @@
 """The api versions this broker serves: the single source of its ApiVersions answer.
 
-Policy (/work/shared/kafka-protocol-3.9/VERSION-POLICY.md): serve both Kafka 2.1-era clients and
-4.x clients. Minimums are Kafka 4.x's (KIP-896 raised them to what Kafka 2.1 spoke), plus the
-ranges 4.x re-added because real clients broke; maximums are Kafka 3.9's. The broker advertises
-the intersection of this table with the APIs it has handlers for, and must implement every
-version it advertises (kafka-python 2.0.x picks request versions by guessing the broker release
-from these maxima).
+Policy (/work/shared/kafka-protocol-3.9/VERSION-POLICY.md): serve the union of old and new
+clients, i.e. every version Kafka 3.9 serves — from v0 for every API, although Kafka 4.0
+(KIP-896) dropped the versions older than Kafka 2.1's. Maximums are Kafka 3.9's (kafka-python
+2.0.x guesses the broker release from them: never raise one alone). The broker advertises the
+intersection of this table with the APIs it has handlers for, and implements every version it
+advertises: old versions are served with their own semantics (ListOffsets v0's offset lists,
+Fetch v0-3's down-converted message sets, ...), tested on the wire by
+conformance/test_old_versions.py.
 """
 from __future__ import annotations
 
@@ -15,16 +17,17 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     # Produce: Kafka 4.0 still advertises v0; older librdkafka disables gzip/snappy/lz4 when the
     # minimum is above 0 (it never sends v0-2 itself).
     0: (0, 11),
-    # Fetch: KIP-896 dropped v0-3; v4 is the first with message format v2 (librdkafka needs ≥4).
-    1: (4, 17),
-    # ListOffsets: KIP-896 dropped v0 (Kafka 2.1 used v1+).
-    2: (1, 9),
+    # Fetch: v0-3 answer with message sets down-converted to magic 0 (v0-1) or 1 (v2-3), as Kafka 3.9
+    # does; v4 is the first with message format v2 (librdkafka needs ≥4 for it).
+    1: (0, 17),
+    # ListOffsets: v0 answers with offset lists (max_num_offsets), Kafka's legacy form.
+    2: (0, 9),
     # Metadata: 4.0 re-added v0-3 (kafka-python 2.0.x probes with Metadata v0).
     3: (0, 12),
-    # OffsetCommit: KIP-896 dropped v0-1.
-    8: (2, 9),
-    # OffsetFetch: KIP-896 dropped v0.
-    9: (1, 9),
+    # OffsetCommit: v0 (no generation) and v1 (commit_timestamp) go through the group coordinator.
+    8: (0, 9),
+    # OffsetFetch: v0 reads what the group coordinator keeps, like every other version.
+    9: (0, 9),
     # FindCoordinator: untouched by KIP-896.
     10: (0, 6),
     # JoinGroup: KIP-896 raised it to 2; Kafka 4.1 re-added v0-1.
@@ -39,15 +42,14 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     17: (0, 1),
     # ApiVersions: every version from 0, so any client can learn the ranges (KIP-511).
     18: (0, 4),
-    # CreateTopics: KIP-896 dropped v0-1.
-    19: (2, 7),
-    # DeleteTopics: KIP-896 dropped v0.
-    20: (1, 6),
+    # CreateTopics, DeleteTopics: every version Kafka 3.9 serves.
+    19: (0, 7),
+    20: (0, 6),
     # DeleteRecords, InitProducerId: untouched by KIP-896.
     21: (0, 2),
     22: (0, 5),
-    # OffsetForLeaderEpoch: KIP-896 dropped v0-1.
-    23: (2, 4),
+    # OffsetForLeaderEpoch: v0 has no leader epoch in its answer, v0-1 no current leader epoch.
+    23: (0, 4),
     # Transactions, Kafka 3.9's ranges (librdkafka still sends v0 of the client-facing ones).
     # AddPartitionsToTxn v4-5 (KIP-890) batch transactions and come from brokers only.
     24: (0, 5),
@@ -55,16 +57,16 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     26: (0, 4),
     27: (0, 1),
     28: (0, 4),
-    # DescribeAcls, CreateAcls, DeleteAcls: KIP-896 dropped v0 of the ACL APIs.
-    29: (1, 3),
-    30: (1, 3),
-    31: (1, 3),
-    # DescribeConfigs, AlterConfigs: KIP-896 dropped v0 of the config APIs.
-    32: (1, 4),
-    33: (1, 2),
-    # AlterReplicaLogDirs, DescribeLogDirs: KIP-896 dropped v0.
-    34: (1, 2),
-    35: (1, 4),
+    # DescribeAcls, CreateAcls, DeleteAcls: v0 has no pattern type (LITERAL implied).
+    29: (0, 3),
+    30: (0, 3),
+    31: (0, 3),
+    # DescribeConfigs, AlterConfigs: every version Kafka 3.9 serves.
+    32: (0, 4),
+    33: (0, 2),
+    # AlterReplicaLogDirs, DescribeLogDirs: every version Kafka 3.9 serves.
+    34: (0, 2),
+    35: (0, 4),
     # SaslAuthenticate: v1 carries the session lifetime (KIP-368 re-authentication).
     36: (0, 2),
     # CreatePartitions, DeleteGroups: untouched by KIP-896.

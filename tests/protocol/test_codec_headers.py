@@ -95,10 +95,14 @@ def test_supported_versions_policy():
         vlo, vhi = REQUEST_TYPES[key].VALID_VERSIONS
         assert vlo <= lo <= hi <= vhi, key
         assert RESPONSE_TYPES[key].VALID_VERSIONS == (vlo, vhi)
-    assert SUPPORTED_VERSIONS[0] == (0, 11)     # Produce from v0 (librdkafka compression)
-    assert SUPPORTED_VERSIONS[1] == (4, 17)     # Fetch
-    assert SUPPORTED_VERSIONS[3] == (0, 12)     # Metadata v0-3 re-added
-    assert SUPPORTED_VERSIONS[11] == (0, 9)     # JoinGroup v0-1 re-added
+    # the union of old and new clients: every version Kafka 3.9 serves, from v0 (ListOffsets v0,
+    # Fetch v0-3 down-converted, OffsetCommit v0-1, ... as well)
+    assert all(lo == REQUEST_TYPES[key].VALID_VERSIONS[0] == 0 for key, (lo, _) in SUPPORTED_VERSIONS.items())
+    assert SUPPORTED_VERSIONS[0] == (0, 11)
+    assert SUPPORTED_VERSIONS[1] == (0, 17)
+    assert SUPPORTED_VERSIONS[2] == (0, 9)
+    assert SUPPORTED_VERSIONS[3] == (0, 12)
+    assert SUPPORTED_VERSIONS[11] == (0, 9)
     assert SUPPORTED_VERSIONS[18] == (0, 4)
     assert SUPPORTED_VERSIONS[17] == (0, 1) and SUPPORTED_VERSIONS[36] == (0, 2)   # SASL (KIP-152, KIP-368)
     assert {2, 8, 9, 10, 12, 13, 14, 15, 16, 19, 20, 21, 22, 23, 32, 33, 35, 37, 42, 44, 46, 47,
