@@ -281,6 +281,39 @@ def decode_records(data: bytes, count: int, base_offset: int = 0, base_timestamp
     return list(_decode_records(bytes(data), count, base_offset, base_timestamp, log_append_time))
 
 
+def keyless_record_indexes(batch, header: BatchHeader,
+                           max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> list[int]:
+    """Indexes (within the batch) of the records whose key is null; [] if every record has one.
+
+    For the produce path of compacted topics only (Kafka's LogValidator.validateKey): each
+    record is skipped by its length after reading its key length, so values and headers are
+    never copied. The batch is decompressed first if needed (at most `max_size` bytes).
+    Raises CorruptRecordError for records that do not fit their declared lengths.
+    """
+    start = header.position
+    payload = memoryview(batch)[start + HEADER_SIZE : start + header.size]
+    data = decompress(header.compression, payload, max_size) if header.compression else payload
+    end = len(data)
+    pos = 0
+    keyless = []
+    for index in range(header.records_count):
+        length, pos = read_varint(data, pos)
+        record_end = pos + length
+        if length < 6 or record_end > end:
+            raise CorruptRecordError(f"record {index} has invalid length {length}")
+        # attributes byte, timestamp delta (varlong), offset delta (varint), then the key length
+        _, field_pos = read_varlong(data, pos + 1)
+        _, field_pos = read_varint(data, field_pos)
+        key_length, _ = read_varint(data, field_pos)
+        if key_length < 0:
+            keyless.append(index)
+        pos = record_end
+    if pos != end:
+        raise CorruptRecordError(
+            f"record batch declares {header.records_count} records but {end - pos} bytes remain after them")
+    return keyless
+
+
 def _decode_records(data: bytes, count: int, base_offset: int, base_timestamp: int,
                     log_append_time: int | None) -> Iterator[Record]:
     # Varints are decoded inline with one- and two-byte fast paths (record lengths and

@@ -2,6 +2,8 @@
 
 The hot path: batches stay opaque bytes; the log patches offsets in place and writes them
 with one write. In fsync-on-ack mode the acknowledgement waits for a group-commit fsync.
+Compacted topics are the one exception: as Kafka's LogValidator does, their records' keys are
+read (decompressing if needed) and a batch holding a record without a key is refused whole.
 """
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from ...controller.acls import AclOperation, ResourceType
 from ...protocol.errors import CorruptRecordError, ErrorCode, KafkaError
 from ...protocol.messages import ProduceRequest, ProduceResponse
 from ...protocol.legacy_records import legacy_to_v2
-from ...protocol.records import MAGIC_POS, iter_batch_headers
+from ...protocol.records import MAGIC_POS, iter_batch_headers, keyless_record_indexes
 from ..durability import wait_durable
 from ..dispatch import ConnectionClosed, RequestContext, handles
 from .transactions import verify_transactional_produce, verify_with_remote_coordinator
@@ -27,6 +29,31 @@ def _error(index: int, code: int, message: str | None = None) -> PartitionRespon
 
 
 _INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+# Decompression bound for the key check of compacted topics (Kafka streams the records
+# instead, unbounded); a batch that inflates beyond it is refused as corrupt.
+_KEY_CHECK_MAX_DECOMPRESSED = 256 * 1024 * 1024
+
+
+class RecordValidationError(KafkaError):
+    """Some records of a batch are invalid (Kafka's RecordValidationException): the whole batch
+    fails with INVALID_RECORD and the response lists each record's error (Produce v8+)."""
+
+    def __init__(self, record_errors: list[tuple[int, str]]):
+        shown = ", ".join(f"RecordError(batchIndex={i}, message='{m}')" for i, m in record_errors[:3])
+        super().__init__(f"One or more records have been rejected due to {len(record_errors)} record errors in"
+                         f" total, and only showing the first three errors at most: [{shown}]",
+                         ErrorCode.INVALID_RECORD)
+        self.record_errors = record_errors
+
+
+def _check_keys(buf, headers, name: str, index: int) -> None:
+    """cleanup.policy=compact: every record needs a key (LogValidator.validateKey)."""
+    message = f"Compacted topic cannot accept message without key in topic partition {name}-{index}."
+    for header in headers:
+        keyless = keyless_record_indexes(buf, header, _KEY_CHECK_MAX_DECOMPRESSED)
+        if keyless:
+            raise RecordValidationError([(i, message) for i in keyless])
 
 
 def _not_led_here(replicas, name: str, index: int, code: int, version: int,
@@ -151,12 +178,16 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
                     if acks == -1 and plog.config.min_insync_replicas > len(meta.partitions[index].isr):
                         raise KafkaError("fewer in-sync replicas than min.insync.replicas",
                                          ErrorCode.NOT_ENOUGH_REPLICAS)
+                    if "compact" in plog.config.cleanup_policy and plog.config.compact_enabled:
+                        _check_keys(buf, headers, name, index)
                     result = plog.append(buf, leader_epoch=meta.partitions[index].leader_epoch,
                                          validated=headers)
                 else:
                     if acks == -1 and hosted.under_min_isr():
                         raise KafkaError(f"ISR {list(hosted.isr)} is smaller than the minimum {hosted.min_isr}",
                                          ErrorCode.NOT_ENOUGH_REPLICAS)
+                    if "compact" in plog.config.cleanup_policy and plog.config.compact_enabled:
+                        _check_keys(buf, headers, name, index)
                     result = plog.append(buf, leader_epoch=hosted.leader_epoch, validated=headers)
                     replicas.on_leader_append(hosted)
             except KafkaError as exc:
@@ -164,7 +195,13 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
                     log.debug("produce to %s-%d failed: %s", name, index, exc)
                 else:
                     log.warning("rejected corrupt batch for %s-%d from %s: %s", name, index, ctx.peer, exc)
-                results.append(_error(index, exc.code, str(exc) if version >= 8 else None))
+                response = _error(index, exc.code, str(exc) if version >= 8 else None)
+                if isinstance(exc, RecordValidationError):
+                    response.log_start_offset = plog.log_start_offset
+                    response.record_errors = [
+                        ProduceResponse.BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
+                        for i, m in exc.record_errors]
+                results.append(response)
                 failed = True
                 continue
             if not result.duplicate:
