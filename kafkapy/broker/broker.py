@@ -11,10 +11,12 @@ from ..log.manager import LogManager
 from ..log.producer_ids import ProducerIdAllocator
 from ..protocol.api_versions import CLUSTER_VERSIONS, SUPPORTED_VERSIONS
 from . import handlers  # noqa: F401  (registers every handler)
-from .connection import KafkaConnection
+from .connection import KafkaConnection, peer_log
+from .connection_quotas import ConnectionQuotas
 from .dispatch import HANDLERS
 from .fetch_sessions import FetchSessionCache
 from .listener import bind_listener
+from .memory_pool import MemoryPool, pool_capacity
 from .partitions import PartitionManager
 from .purgatory import Purgatory
 
@@ -48,6 +50,11 @@ class Broker:
         self.data_dir = Path(self.log_dirs[0])
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.connections: set[KafkaConnection] = set()
+        # bytes of requests held in memory (queued.max.request.bytes) and the connection limits
+        self.memory_pool = MemoryPool(pool_capacity(config.get("queued.max.request.bytes"),
+                                                    config.get("socket.request.max.bytes")))
+        self.connection_quotas = ConnectionQuotas(config, config.get("inter.broker.listener.name") or (
+            config.get("security.inter.broker.protocol") if config.get("zookeeper.connect") else None))
         self.purgatory = Purgatory()
         self.fetch_sessions = FetchSessionCache(
             max_sessions=config.get("max.incremental.fetch.session.cache.slots"))
@@ -179,6 +186,12 @@ class Broker:
         self._tasks.append(loop.create_task(self._periodic(
             self.logs.run_retention, self.config.get("log.retention.check.interval.ms") / 1000)))
         self._tasks.append(loop.create_task(self._periodic(self.logs.flush_dirty, 1.0)))
+        idle_ms = self.config.get("connections.max.idle.ms")
+        if idle_ms >= 0:
+            self._tasks.append(loop.create_task(self._periodic(
+                lambda: self.connection_quotas.close_idle(self.connections, idle_ms),
+                min(max(idle_ms / 4000, 0.05), 30.0))))
+        self._tasks.append(loop.create_task(self._periodic(peer_log.flush_due, 5.0)))
         log.info("kafkapy broker %d listening on %s (advertised %s), cluster id %s, data in %s,"
                  " started in %.3f s", self.node_id,
                  ", ".join(f"{lst.name}://{lst.host}:{bound[lst.name][0].getsockname()[1]}"
@@ -239,6 +252,7 @@ class Broker:
             await self.cluster.stop()
         self.logs.close()
         self.metadata.close()
+        peer_log.flush_all()
         log.info("kafkapy broker %d stopped", self.node_id)
 
 

@@ -4,6 +4,13 @@ Requests on one connection are handled one at a time, in arrival order, like Kaf
 muted-channel model: a fetch that waits for data delays the requests queued behind it on the
 same connection only, never other connections. Frames keep arriving while a request is being
 handled; reading pauses when too many bytes are queued.
+
+Memory: a frame is kept as the chunks read so far (never a growing buffer copied on every read)
+and every byte held is charged to the broker's MemoryPool (queued.max.request.bytes, see
+memory_pool.py); a connection holding more than its small allowance pauses reading while the pool
+is exhausted. Connection limits and idle expiry: connection_quotas.py. Warnings about a peer's
+bad input go through a PeerLogThrottle (log_throttle.py): a few lines per peer, then one
+aggregate line per minute.
 """
 from __future__ import annotations
 
@@ -21,6 +28,8 @@ from ..security.principal import ANONYMOUS
 from ..security.session import ConnectionSession
 from ..security.tls import peer_principal
 from .dispatch import ConnectionClosed, RequestContext, handle_frame
+from .log_throttle import PeerLogThrottle, peer_ip
+from .memory_pool import SMALL_ALLOWANCE, MemoryPool
 
 if TYPE_CHECKING:
     from .broker import Broker
@@ -30,6 +39,12 @@ log = logging.getLogger(__name__)
 _SIZE = struct.Struct(">i")
 # Stop reading from a client whose unprocessed requests exceed this many bytes.
 _MAX_QUEUED_BYTES = 64 * 1024 * 1024
+# Why reading is paused (a bit each): too much queued on this connection, the memory pool is
+# exhausted, the client is throttled (mute_for), the connection waits for a connection-quota slot.
+_PAUSE_QUEUE, _PAUSE_MEMORY, _PAUSE_MUTE, _PAUSE_ADMISSION = 1, 2, 4, 8
+# Warnings about peers' bad input: a few lines per peer IP per minute, then one aggregate line.
+peer_log = PeerLogThrottle(log)
+_UNLIMITED_POOL = MemoryPool(2**62)
 # Below this a pread + transport write costs less than the sendfile bookkeeping.
 _SENDFILE_MIN_BYTES = 64 * 1024
 # TLS cannot sendfile: segment slices go through the transport in pieces of this size.
@@ -50,11 +65,24 @@ class KafkaConnection(asyncio.Protocol):
         self._muted_until = 0.0
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
-        self._buf = bytearray()
+        self.peer_ip = "?"
+        # the frame being read: its body chunks so far and the bytes it still needs, or the first
+        # 1-3 bytes of a length prefix
+        self._chunks: list[bytes] = []
+        self._need = 0
+        self._head = b""
         self._frames: deque[bytes] = deque()
         self._queued_bytes = 0
+        # bytes of requests this connection holds (partial frame, queued and in-progress frames),
+        # all charged to the broker's memory pool
+        self._held = 0
+        self._pool: MemoryPool = getattr(broker, "memory_pool", None) or _UNLIMITED_POOL
         self._worker: asyncio.Task | None = None
-        self._reading_paused = False
+        self._pause_reasons = 0
+        # connection quotas: (listener name, ip) while counted, and whether it may be read from yet
+        self.quota_state: tuple[str, str] | None = None
+        self.admitted = True
+        self._last_active = time.monotonic()
         self._closed = False
         self._eof = False
         self._drain_waiter: asyncio.Future | None = None
@@ -85,11 +113,25 @@ class KafkaConnection(asyncio.Protocol):
             log.debug("TLS connection from %s on %s: principal %s, %s, %s", self.peer,
                       self.listener.name if self.listener else "?", self.principal, ssl_object.version(),
                       (ssl_object.cipher() or ("?",))[0])
+        self.peer_ip = peer[0] if peer else "?"
         self.broker.connections.add(self)
+        quotas = getattr(self.broker, "connection_quotas", None)
+        if quotas is not None:
+            quotas.on_connect(self, self.listener.name if self.listener else "", self.peer_ip)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
         self.broker.connections.discard(self)
+        self._chunks = []
+        self._frames.clear()
+        if self._held:
+            held, self._held = self._held, 0
+            self._pool.release(held)
+        if self._pause_reasons & _PAUSE_MEMORY:
+            self._pool.forget(self)
+        quotas = getattr(self.broker, "connection_quotas", None)
+        if quotas is not None:
+            quotas.on_close(self)
         if self._drain_waiter is not None and not self._drain_waiter.done():
             self._drain_waiter.set_result(None)
 
@@ -102,30 +144,116 @@ class KafkaConnection(asyncio.Protocol):
             self._drain_waiter.set_result(None)
 
     def data_received(self, data: bytes) -> None:
-        buf = self._buf
-        buf += data
+        self._last_active = time.monotonic()
+        n = len(data)
         pos = 0
-        end = len(buf)
-        while end - pos >= 4:
-            (size,) = _SIZE.unpack_from(buf, pos)
-            if size < 0 or size > self._max_request:
-                log.warning("closing connection from %s: request size %d outside 0..%d "
-                            "(socket.request.max.bytes)", self.peer, size, self._max_request)
+        added = 0
+        frames = self._frames
+        need = self._need
+        if need:  # inside a frame body
+            if n < need:
+                self._chunks.append(data)
+                self._need = need - n
+                self._held += n
+                self._pool.charge(n)
+                self._check_memory()
+                return
+            chunks = self._chunks
+            chunks.append(data[:need] if need < n else data)
+            frame = b"".join(chunks)
+            self._chunks = []
+            self._need = 0
+            frames.append(frame)
+            self._queued_bytes += len(frame)
+            added = need
+            pos = need
+        elif self._head:
+            data = self._head + data
+            self._head = b""
+            n = len(data)
+        max_request = self._max_request
+        while n - pos >= 4:
+            (size,) = _SIZE.unpack_from(data, pos)
+            if size < 0 or size > max_request:
+                self._held += added
+                self._pool.charge(added)
+                peer_log.warning(self.peer_ip, "closing connection from %s: request size %d outside 0..%d "
+                                 "(socket.request.max.bytes)", self.peer, size, max_request)
                 self.close()
                 return
-            if end - pos - 4 < size:
+            end = pos + 4 + size
+            if end > n:  # a partial frame: keep what came, wait for the rest
+                body = data[pos + 4:]
+                self._chunks = [body]
+                self._need = size - len(body)
+                added += len(body)
+                pos = n
                 break
-            frame = bytes(buf[pos + 4 : pos + 4 + size])
-            pos += 4 + size
-            self._frames.append(frame)
+            frames.append(data[pos + 4:end])
             self._queued_bytes += size
-        if pos:
-            del buf[:pos]
-        if self._frames and self._worker is None:
+            added += size
+            pos = end
+        if pos < n:
+            self._head = data[pos:]
+        if added:
+            self._held += added
+            self._pool.charge(added)
+        if frames and self._worker is None:
             self._worker = asyncio.get_running_loop().create_task(self._process())
-        if self._queued_bytes > _MAX_QUEUED_BYTES and not self._reading_paused:
-            self._reading_paused = True
+        if self._queued_bytes > _MAX_QUEUED_BYTES:
+            self._pause(_PAUSE_QUEUE)
+        self._check_memory()
+
+    def _check_memory(self) -> None:
+        pool = self._pool
+        if pool.used > pool.capacity and self._held > SMALL_ALLOWANCE \
+                and not self._pause_reasons & _PAUSE_MEMORY and not self._closed:
+            self._pause(_PAUSE_MEMORY)
+            pool.wait(self)
+
+    def resume_after_memory(self) -> None:
+        """The memory pool has room again (called by MemoryPool.release)."""
+        self._unpause(_PAUSE_MEMORY)
+
+    def _release(self, n: int) -> None:
+        n = min(n, self._held)
+        if n <= 0:
+            return
+        self._held -= n
+        pool = self._pool
+        pool.release(n)
+        if self._pause_reasons & _PAUSE_MEMORY and (self._held <= SMALL_ALLOWANCE or pool.used < pool.capacity):
+            pool.forget(self)
+            self._unpause(_PAUSE_MEMORY)
+
+    def _pause(self, reason: int) -> None:
+        if not self._pause_reasons and self.transport is not None and not self._closed:
             self.transport.pause_reading()
+        self._pause_reasons |= reason
+
+    def _unpause(self, reason: int) -> None:
+        if self._pause_reasons & reason:
+            self._pause_reasons &= ~reason
+            if not self._pause_reasons and self.transport is not None and not self._closed:
+                self.transport.resume_reading()
+
+    # -- connection quotas (connection_quotas.py) -------------------------------------------------
+    def wait_for_admission(self) -> None:
+        """Read nothing until ConnectionQuotas admits this connection (max.connections, creation rate)."""
+        self.admitted = False
+        self._pause(_PAUSE_ADMISSION)
+
+    def admit(self) -> None:
+        self.admitted = True
+        self._last_active = time.monotonic()
+        self._unpause(_PAUSE_ADMISSION)
+
+    def idle_since(self) -> float:
+        """When this connection last read or wrote, or +inf while a request is in progress
+        (connections.max.idle.ms)."""
+        if not self.admitted or self._worker is not None or self._frames:
+            return float("inf")
+        return self._last_active
 
     def eof_received(self) -> bool:
         # The client finished sending: answer what it queued, then close (the worker does).
@@ -144,32 +272,36 @@ class KafkaConnection(asyncio.Protocol):
                     if self._closed:
                         return
                 frame = self._frames.popleft()
-                self._queued_bytes -= len(frame)
-                if self._reading_paused and self._queued_bytes < _MAX_QUEUED_BYTES // 2:
-                    self._reading_paused = False
-                    self.transport.resume_reading()
+                size = len(frame)
+                self._queued_bytes -= size
+                if self._pause_reasons & _PAUSE_QUEUE and self._queued_bytes < _MAX_QUEUED_BYTES // 2:
+                    self._unpause(_PAUSE_QUEUE)
                 ctx = RequestContext(self.broker, self)
                 try:
-                    if self.session.expects_raw_frame(len(frame)):
+                    if self.session.expects_raw_frame(size):
                         # SASL: a raw token after SaslHandshake v0 (no request header), or a frame
                         # above sasl.server.max.receive.size before authentication
                         parts = await self.session.handle_raw_frame(frame)
                     else:
                         parts = await handle_frame(ctx, frame)
                 except DecodeError as exc:
-                    log.warning("closing connection from %s: malformed request: %s", self.peer, exc)
+                    peer_log.warning(self.peer_ip, "closing connection from %s: malformed request: %s",
+                                     self.peer, exc)
                     self.close()
                     return
                 except ConnectionClosed as exc:
                     if str(exc):
-                        log.warning("closing connection from %s: %s", self.peer, exc)
+                        peer_log.warning(self.peer_ip, "closing connection from %s: %s", self.peer, exc)
                     self.close()
                     return
                 except Exception:
-                    log.exception("closing connection from %s: unexpected error handling request",
-                                  self.peer)
+                    peer_log.log(logging.ERROR, self.peer_ip, "closing connection from %s: unexpected error "
+                                 "handling request", self.peer, exc_info=True)
                     self.close()
                     return
+                finally:
+                    frame = None
+                    self._release(size)
                 if parts is not None and not self._closed:
                     await self._write(parts)
             if self._eof and not self._frames:
@@ -185,17 +317,13 @@ class KafkaConnection(asyncio.Protocol):
         if seconds <= 0 or self._closed:
             return
         self._muted_until = max(self._muted_until, time.monotonic() + seconds)
-        if not self._reading_paused and self.transport is not None:
-            self._reading_paused = True
-            self.transport.pause_reading()
+        self._pause(_PAUSE_MUTE)
 
     async def _wait_unmuted(self) -> None:
         while not self._closed and (left := self._muted_until - time.monotonic()) > 0:
             await asyncio.sleep(left)
         self._muted_until = 0.0
-        if self._reading_paused and not self._closed and self._queued_bytes < _MAX_QUEUED_BYTES // 2:
-            self._reading_paused = False
-            self.transport.resume_reading()
+        self._unpause(_PAUSE_MUTE)
 
     async def _write(self, parts: list) -> None:
         transport = self.transport
@@ -218,7 +346,7 @@ class KafkaConnection(asyncio.Protocol):
                 while position < end and not self._closed:
                     data = os.pread(fd, min(_TLS_CHUNK_BYTES, end - position), position)
                     if not data:
-                        log.warning("closing connection from %s: segment slice at %d+%d was truncated while "
+                        peer_log.warning(self.peer_ip, "closing connection from %s: segment slice at %d+%d was truncated while "
                                     "being sent", self.peer, part.position, len(part))
                         self.close()
                         return
@@ -239,6 +367,7 @@ class KafkaConnection(asyncio.Protocol):
             self._drain_waiter = asyncio.get_running_loop().create_future()
             await self._drain_waiter
             self._drain_waiter = None
+        self._last_active = time.monotonic()
 
     def _sendfile(self, part) -> int:
         """Send a segment slice straight from the file while the transport has nothing queued.

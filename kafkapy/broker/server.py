@@ -10,8 +10,23 @@ from .listener import bind_listener
 log = logging.getLogger(__name__)
 
 
+def raise_fd_limit() -> None:
+    """Raise the soft limit of open files to the hard limit, as the JVM does for Kafka
+    (-XX:+MaxFDLimit): every client connection is a file descriptor."""
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if hard == resource.RLIM_INFINITY or soft < hard:
+            target = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 20)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    except (ImportError, ValueError, OSError) as exc:  # pragma: no cover - platform dependent
+        log.info("could not raise the open-files limit: %s", exc)
+
+
 def run(config, on_ready=None) -> None:
     """Run a broker in this process until SIGTERM or SIGINT, then shut down cleanly."""
+    raise_fd_limit()
     # every listener, in the order of `listeners` (the first is the broker's main address)
     sockets = {listener.name: bind_listener(listener.bind_host, listener.port) for listener in config.listeners}
     try:
