@@ -50,11 +50,11 @@ _GROUP_ERRORS = dict(_COMMIT_ERRORS)
 for _code in (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE, ErrorCode.INVALID_FETCH_SIZE):
     _GROUP_ERRORS[_code] = ErrorCode.UNKNOWN_SERVER_ERROR
 
-# Records decoded between two yields to the event loop while a partition loads: small enough
-# that a request waits at most a few milliseconds (bench/groups/offsets_load.py measures it).
-LOAD_CHUNK_RECORDS = 2000
-# "chunks" (the default: the loop decodes, yielding between chunks) or "thread" (a worker thread
-# decodes; the GIL makes it slower for waiting requests, bench/groups/offsets_load.py --mode).
+# How long a loading partition decodes before it yields to the event loop (checked after each
+# batch): a request arriving meanwhile waits about two slices (bench/groups/offsets_load.py).
+LOAD_SLICE_S = 0.004
+# For bench/groups/offsets_load.py --mode only: "chunks" (the default: the loop decodes, yielding
+# between chunks), "thread" (a worker thread decodes) or "blocking" (all at once, as before).
 LOAD_MODE = os.environ.get("KAFKAPY_COORDINATOR_LOAD_MODE", "chunks")
 _CHUNK = "chunk"
 _READ_DONE = "read done"
@@ -288,12 +288,12 @@ class GroupMetadataManager:
         """Load a partition this broker now leads, then call `on_loaded(groups)`.
 
         On an asyncio loop the read and decode run as a task that yields to the loop every
-        `LOAD_CHUNK_RECORDS` records (or in a worker thread, see `LOAD_MODE`): requests to other
+        `LOAD_SLICE_S` seconds of work (or in a worker thread, see `LOAD_MODE`): requests to other
         partitions and APIs are served meanwhile, and the partition's groups answer
         COORDINATOR_LOAD_IN_PROGRESS until the loaded state is applied, in one step. Without a
         loop (a manual scheduler in tests) it loads at once.
         """
-        if not isinstance(scheduler, asyncio.AbstractEventLoop):
+        if not isinstance(scheduler, asyncio.AbstractEventLoop) or LOAD_MODE == "blocking":
             on_loaded(self.load_partition(partition))
             return
         self._cancel_load(partition)
@@ -336,8 +336,7 @@ class GroupMetadataManager:
         on_loaded(loaded)
 
     def _load_steps(self, partition: int) -> Generator[object, None, list[GroupMetadata]]:
-        """The load of one partition as steps: yields `_CHUNK` after every LOAD_CHUNK_RECORDS
-        records and `_READ_DONE` when the log end is reached; the final step (reading what was
+        """The load of one partition as steps: yields `_CHUNK` after each LOAD_SLICE_S of work and `_READ_DONE` when the log end is reached; the final step (reading what was
         appended meanwhile, then replacing the partition's groups) runs without yielding, so
         the cache changes atomically and nothing appended in between is missed."""
         self.loading_partitions.add(partition)
@@ -348,14 +347,14 @@ class GroupMetadataManager:
         pending = PendingTxnOffsets()
         in_partition = self.partition_for
         records = 0
-        since_yield = 0
+        clock = time.monotonic
+        slice_end = clock() + LOAD_SLICE_S
         position: int | None = None
         try:
             while True:
                 for header, batch in self.store.read_batches(partition, position):
                     position = header.next_offset
                     records += len(batch)
-                    since_yield += len(batch)
                     if header.is_control:
                         # a transaction marker decides that producer's transactional commits here
                         if batch and header.producer_id >= 0:
@@ -367,9 +366,9 @@ class GroupMetadataManager:
                                     offsets.setdefault(group_id, {}).update(group_offsets)
                     else:
                         _load_batch(header, batch, offsets, metadata, pending)
-                    if since_yield >= LOAD_CHUNK_RECORDS:
-                        since_yield = 0
+                    if clock() >= slice_end:
                         yield _CHUNK
+                        slice_end = clock() + LOAD_SLICE_S
                 end = self.store.log_end_offset(partition)
                 if end is None or position is None or position >= end:
                     break

@@ -14,7 +14,7 @@ from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..groupcoord.metadata_manager import LOAD_CHUNK_RECORDS
+from ..groupcoord.metadata_manager import LOAD_SLICE_S
 from ..groupcoord.offsets_topic import OffsetsTopicStore, partition_for
 from ..protocol.errors import ErrorCode, KafkaError
 from .metadata import TransactionMetadata, TransactionState, TxnTransitMetadata
@@ -193,7 +193,7 @@ class TransactionStateManager:
         """Load a partition this broker now leads, then call `on_loaded(transactions)`.
 
         On an asyncio loop the read and decode run as a task that yields to the loop every
-        LOAD_CHUNK_RECORDS records; the partition's ids answer COORDINATOR_LOAD_IN_PROGRESS until
+        LOAD_SLICE_S of work; the partition's ids answer COORDINATOR_LOAD_IN_PROGRESS until
         the loaded cache replaces the partition's, in one step. Without a loop it loads at once.
         """
         if not isinstance(scheduler, asyncio.AbstractEventLoop):
@@ -238,18 +238,19 @@ class TransactionStateManager:
 
     def _load_steps(self, partition: int, coordinator_epoch: int
                     ) -> Generator[None, None, list[TransactionMetadata]]:
-        """The load as steps, yielding every LOAD_CHUNK_RECORDS records; reading the last part
+        """The load as steps, yielding every LOAD_SLICE_S of work; reading the last part
         and replacing the partition's cache happen in one step."""
         self.loading_partitions.add(partition)
         loaded: dict[str, TransactionMetadata] = {}
-        records = since_yield = 0
+        records = 0
+        clock = time.monotonic
+        slice_end = clock() + LOAD_SLICE_S
         try:
             for key, value in self.store.read(partition):
                 records += 1
-                since_yield += 1
-                if since_yield >= LOAD_CHUNK_RECORDS:
-                    since_yield = 0
+                if not records & 63 and clock() >= slice_end:
                     yield
+                    slice_end = clock() + LOAD_SLICE_S
                 if key is None:
                     log.warning("%s-%d: record without a key; skipped", TRANSACTION_STATE_TOPIC, partition)
                     continue
