@@ -57,6 +57,7 @@ from typing import TYPE_CHECKING, Callable, Iterable
 from kafkapy.protocol.records import (
     COMPRESSION_MASK,
     DELETE_HORIZON_MASK,
+    TIMESTAMP_TYPE_MASK,
     BatchHeader,
     build_batch,
     iter_batch_headers,
@@ -306,13 +307,14 @@ def _filter_segment(job: CleaningJob, data: bytes, headers: list[BatchHeader], l
             discard_records = can_discard and horizon is not None and horizon <= now
         else:
             can_discard = discard_records = txns.on_batch(header)
-        retain_empty = i == last_index
-        if header.producer_id >= 0 and not retain_empty:
+        retain_empty = False
+        if header.producer_id >= 0:
             last_record = job.last_records.get(header.producer_id)
             if last_record is not None:
                 last_data, epoch = last_record
                 retain_empty = header.last_offset == last_data if last_data >= 0 else \
                     header.is_control and header.producer_epoch == epoch
+        segment_end = i == last_index and not retain_empty
         records = list(iter_records(data, header))
         if discard_records:
             kept = []
@@ -339,17 +341,24 @@ def _filter_segment(job: CleaningJob, data: bytes, headers: list[BatchHeader], l
             continue
         changed = True
         removed += len(records) - len(kept)
+        if not kept and header.is_control and kind == _ABORT:
+            dropped_aborts.append(header.base_offset)
         if not kept and not retain_empty:
-            if header.is_control and kind == _ABORT:
-                dropped_aborts.append(header.base_offset)
+            if segment_end:
+                # Kept only so that the segment still ends where the next begins: an empty
+                # batch of no producer, which neither the producer state nor a later
+                # cleaning's transaction tracking will mistake for the producer's.
+                parts.append(build_batch(
+                    [], base_offset=header.base_offset, base_timestamp=header.base_timestamp,
+                    attributes=header.attributes & TIMESTAMP_TYPE_MASK,
+                    partition_leader_epoch=header.partition_leader_epoch,
+                    max_timestamp=header.max_timestamp, last_offset_delta=header.last_offset_delta))
             continue
         attributes = header.attributes & ~COMPRESSION_MASK
         base_timestamp = header.base_timestamp
         if needs_horizon and kept:
             attributes |= DELETE_HORIZON_MASK
             base_timestamp = now + job.delete_retention_ms
-        if not kept and header.is_control and kind == _ABORT:
-            dropped_aborts.append(header.base_offset)
         parts.append(build_batch(
             kept, base_offset=header.base_offset, base_timestamp=base_timestamp,
             attributes=attributes, compression=header.compression,
