@@ -204,30 +204,70 @@ class _Reader:
                 self._take(self.uvarint())
 
 
+def _corrupt(what: str) -> CorruptRecordError:
+    return CorruptRecordError(f"__consumer_offsets {what} truncated or malformed")
+
+
 def decode_key(key: bytes) -> OffsetCommitKey | GroupMetadataKey | None:
-    """The key's meaning; None for record types a classic coordinator ignores (KIP-848 etc.)."""
-    reader = _Reader(bytes(key))
-    version = reader.int16()
-    if version in (0, 1):
-        return OffsetCommitKey(reader.string(), reader.string(), reader.int32())
-    if version == 2:
-        return GroupMetadataKey(reader.string())
-    return None
+    """The key's meaning; None for record types a classic coordinator ignores (KIP-848 etc.).
+
+    Hand-written with unpack_from (no reader object): one key per offset commit is decoded when
+    a partition loads, and this is most of the load's time (docs/architecture.md)."""
+    try:
+        (version,) = _h.unpack_from(key, 0)
+        if version > 2 or version < 0:
+            return None
+        (n,) = _h.unpack_from(key, 2)
+        end = 4 + n
+        if n < 0 or end > len(key):
+            raise _corrupt("key")
+        group = str(key[4:end], "utf-8")
+        if version == 2:
+            return GroupMetadataKey(group)
+        (n,) = _h.unpack_from(key, end)
+        start, end = end + 2, end + 2 + n
+        if n < 0 or end > len(key):
+            raise _corrupt("key")
+        return OffsetCommitKey(group, str(key[start:end], "utf-8"), _i.unpack_from(key, end)[0])
+    except (struct.error, UnicodeDecodeError) as exc:
+        raise CorruptRecordError(f"malformed __consumer_offsets key: {exc}") from None
+
+
+_V3_HEAD = struct.Struct(">hqih")  # version, offset, leader epoch, metadata length
+_V01_HEAD = struct.Struct(">hqh")  # version, offset, metadata length
 
 
 def decode_offset_commit_value(value: bytes) -> OffsetAndMetadata:
-    reader = _Reader(bytes(value))
-    version = reader.int16()
-    if not 0 <= version <= 4:
+    """OffsetCommitValue v0-v4; v3 (what Kafka and kafkapy write) takes the short path."""
+    try:
+        (version,) = _h.unpack_from(value, 0)
+        if version == 3:
+            _, offset, leader_epoch, n = _V3_HEAD.unpack_from(value, 0)
+            pos = 16 + max(n, 0)
+            if pos + 8 > len(value):
+                raise _corrupt("OffsetCommitValue")
+            metadata = str(value[16:pos], "utf-8") if n > 0 else ""
+            return OffsetAndMetadata(offset, leader_epoch, metadata, _q.unpack_from(value, pos)[0], -1)
+        if version in (0, 1, 2):
+            _, offset, n = _V01_HEAD.unpack_from(value, 0)
+            pos = 12 + max(n, 0)
+            if pos + 8 > len(value):
+                raise _corrupt("OffsetCommitValue")
+            metadata = str(value[12:pos], "utf-8") if n > 0 else ""
+            commit_timestamp = _q.unpack_from(value, pos)[0]
+            expire_timestamp = _q.unpack_from(value, pos + 8)[0] if version == 1 else -1
+            return OffsetAndMetadata(offset, -1, metadata, commit_timestamp, expire_timestamp)
+    except (struct.error, UnicodeDecodeError) as exc:
+        raise CorruptRecordError(f"malformed __consumer_offsets OffsetCommitValue: {exc}") from None
+    if version != 4:
         raise CorruptRecordError(f"unknown OffsetCommitValue version {version}")
-    reader.flexible = version >= 4
+    reader = _Reader(bytes(value), 2, flexible=True)
     offset = reader.int64()
-    leader_epoch = reader.int32() if version >= 3 else -1
+    leader_epoch = reader.int32()
     metadata = reader.nullable_string() or ""
     commit_timestamp = reader.int64()
-    expire_timestamp = reader.int64() if version == 1 else -1
     reader.skip_tags()
-    return OffsetAndMetadata(offset, leader_epoch, metadata, commit_timestamp, expire_timestamp)
+    return OffsetAndMetadata(offset, leader_epoch, metadata, commit_timestamp, -1)
 
 
 def decode_group_metadata_value(value: bytes) -> GroupMetadataValue:
