@@ -24,6 +24,7 @@ from kafkapy.protocol.messages import (
     CreateTopicsRequest,
     DescribeConfigsRequest,
     FetchRequest,
+    FindCoordinatorRequest,
     ListOffsetsRequest,
     OffsetCommitRequest,
     OffsetFetchRequest,
@@ -260,13 +261,19 @@ def test_offset_commit_v0_v1_and_offset_fetch_v0(broker, topic_name):
     Part = OffsetCommitRequest.OffsetCommitRequestPartition
     v0 = OffsetCommitRequest(group_id=group, topics=[Topic(name=topic_name, partitions=[
         Part(partition_index=0, committed_offset=17, committed_metadata="m0")])])
+    # the first FindCoordinator creates __consumer_offsets; commits answer NOT_COORDINATOR until then
+    deadline = time.monotonic() + 20
+    while call(broker.bootstrap, FindCoordinatorRequest(key=group), 0).error_code != 0:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
     response = call(broker.bootstrap, v0, 0)
     assert response.topics[0].partitions[0].error_code == 0
     FetchTopic = OffsetFetchRequest.OffsetFetchRequestTopic
     fetch_v0 = OffsetFetchRequest(group_id=group, topics=[FetchTopic(name=topic_name, partition_indexes=[0, 7])])
     parts = call(broker.bootstrap, fetch_v0, 0).topics[0].partitions
+    # a partition without a commit (here one that does not exist) answers -1 without an error, as Kafka
     assert [(p.partition_index, p.committed_offset, p.metadata, p.error_code) for p in parts] == [
-        (0, 17, "m0", 0), (7, -1, "", 0)] or parts[1].error_code == UNKNOWN_TOPIC_OR_PARTITION
+        (0, 17, "m0", 0), (7, -1, "", 0)]
     # v1: a simple group (generation -1) with a commit timestamp; newer versions read it too
     v1 = OffsetCommitRequest(group_id=group, generation_id_or_member_epoch=-1, member_id="", topics=[
         Topic(name=topic_name, partitions=[Part(partition_index=0, committed_offset=23, commit_timestamp=1234)])])
@@ -306,3 +313,44 @@ def test_create_topics_v0_and_describe_configs_v0(broker, topic_name):
     by_name = {c.name: c for c in result.configs}
     assert (by_name["retention.ms"].value, by_name["retention.ms"].is_default) == ("12345", False)
     assert by_name["segment.bytes"].is_default is True
+
+
+def test_delete_topics_v0_and_describe_log_dirs_v0(broker, topic_name):
+    from kafkapy.protocol.messages import DeleteTopicsRequest, DescribeLogDirsRequest
+
+    create_topic(broker.bootstrap, topic_name)
+    results = call(broker.bootstrap, DescribeLogDirsRequest(topics=None), 0).results
+    assert [r.error_code for r in results] == [0]
+    assert topic_name in {t.name for t in results[0].topics}
+    response = call(broker.bootstrap, DeleteTopicsRequest(topic_names=[topic_name], timeout_ms=10_000), 0)
+    assert [(r.name, r.error_code) for r in response.responses] == [(topic_name, 0)]
+
+
+def test_acl_apis_v0_imply_literal_patterns(broker_factory):
+    from kafkapy.protocol.messages import CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest
+
+    b = broker_factory({"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                        "super.users": "User:ANONYMOUS"})
+    TOPIC, READ, ALLOW, LITERAL, PREFIXED, ANY = 2, 3, 3, 3, 4, 1
+    Creation = CreateAclsRequest.AclCreation
+    prefixed = Creation(resource_type=TOPIC, resource_name="pre", resource_pattern_type=PREFIXED,
+                        principal="User:p", host="*", operation=READ, permission_type=ALLOW)
+    assert [r.error_code for r in call(b.bootstrap, CreateAclsRequest(creations=[prefixed]), 1).results] == [0]
+    # v0 carries no pattern type: LITERAL
+    literal = Creation(resource_type=TOPIC, resource_name="lit", principal="User:l", host="*", operation=READ,
+                       permission_type=ALLOW)
+    assert [r.error_code for r in call(b.bootstrap, CreateAclsRequest(creations=[literal]), 0).results] == [0]
+    describe = DescribeAclsRequest(resource_type_filter=TOPIC, resource_name_filter=None, principal_filter=None,
+                                   host_filter=None, operation=ANY, permission_type=ANY)
+    v0 = call(b.bootstrap, describe, 0)
+    assert v0.error_code == 0 and [(r.resource_name, r.pattern_type) for r in v0.resources] == [("lit", LITERAL)]
+    describe.pattern_type_filter = ANY
+    v1 = call(b.bootstrap, describe, 1)
+    assert sorted((r.resource_name, r.pattern_type) for r in v1.resources) == [("lit", LITERAL), ("pre", PREFIXED)]
+    delete = DeleteAclsRequest(filters=[DeleteAclsRequest.DeleteAclsFilter(
+        resource_type_filter=TOPIC, resource_name_filter=None, principal_filter=None, host_filter=None,
+        operation=ANY, permission_type=ANY)])
+    deleted = call(b.bootstrap, delete, 0).filter_results
+    assert [[a.resource_name for a in r.matching_acls] for r in deleted] == [["lit"]]
+    describe.pattern_type_filter = ANY
+    assert [r.resource_name for r in call(b.bootstrap, describe, 1).resources] == ["pre"]
