@@ -17,6 +17,7 @@ from conformance.kafka_wire import RawConnection
 from kafkapy.net.client import encode_request
 from kafkapy.protocol.compression import GZIP, LZ4, NONE, SNAPPY, ZSTD
 from kafkapy.protocol.headers import response_header_version
+from kafkapy.protocol.legacy_records import build_message_set
 from kafkapy.protocol.messages import (
     RESPONSE_TYPES,
     CreateTopicsRequest,
@@ -129,6 +130,19 @@ def test_before_v8_only_the_error_code(broker) -> None:
             (INVALID_RECORD, -1, [], None)
     assert produce(bs, 3, {(topic, 0): build_batch([(b"k", b"v")])})[(topic, 0)].error_code == 0
     assert fetch_keys(bs, topic) == [b"k"]
+
+
+@pytest.mark.parametrize("magic,codec", [(0, NONE), (1, NONE), (1, GZIP)], ids=["v0", "v1", "v1-gzip"])
+def test_legacy_message_sets_are_checked_too(broker, magic: int, codec: int) -> None:
+    """Produce v2 with magic 0/1 message sets: converted, then checked like v2 batches."""
+    bs = broker.bootstrap
+    topic = create_topic(bs, "compact")
+    ts = int(time.time() * 1000)
+    keyless = build_message_set([(b"k", b"v", ts), (None, b"v", ts)], magic, compression=codec)
+    assert produce(bs, 2, {(topic, 0): keyless})[(topic, 0)].error_code == INVALID_RECORD
+    keyed = build_message_set([(b"k", b"v", ts), (b"k2", None, ts)], magic, compression=codec)
+    assert produce(bs, 2, {(topic, 0): keyed})[(topic, 0)].error_code == 0
+    assert fetch_keys(bs, topic) == [b"k", b"k2"]
 
 
 def test_confluent_kafka_producer_gets_invalid_record(broker) -> None:
