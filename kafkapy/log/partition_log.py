@@ -117,10 +117,9 @@ class PartitionLog(TimestampLookups, SegmentRetention, LogTruncation):
         self._pending_deletes: list[tuple[float, LogSegment]] = []
         self._pending_lock = threading.Lock()  # guards _pending_deletes only
         self._closed = False
-        # The log cleaner's first dirty offset (in memory only) and whether it has said
-        # once that it skips this log (see cleaner.py).
+        # The log cleaner's first dirty offset (LogManager loads it from and the cleaner
+        # writes it to cleaner-offset-checkpoint; see cleaner.py).
         self.cleaner_checkpoint = log_start_offset
-        self.cleaner_skip_logged = False
         # Partition dirs this log was moved away from (AlterReplicaLogDirs, dir_move.py).
         self.moved_from: set[Path] = set()
         # Aborted transactions, for read_committed fetches; entries past the recovered end
@@ -409,7 +408,12 @@ class PartitionLog(TimestampLookups, SegmentRetention, LogTruncation):
 
     def _time_to_roll(self, segment: LogSegment, now_ms: int, max_ts: int) -> bool:
         """segment.ms: Kafka measures from the first batch's timestamp when it has one."""
-        roll_ms = self.config.segment_ms - segment.roll_jitter_ms
+        config = self.config
+        # Kafka's LogConfig.maxSegmentMs: a compacted log rolls by max.compaction.lag.ms too,
+        # so that its active segment becomes cleanable in time.
+        segment_ms = min(config.segment_ms, config.max_compaction_lag_ms) if config.compact_enabled \
+            else config.segment_ms
+        roll_ms = segment_ms - segment.roll_jitter_ms
         first = segment._first_batch_ts
         if first is None:
             first = segment.first_batch_timestamp()
