@@ -158,27 +158,30 @@ class _Pacer:
     """log.cleaner.io.max.bytes.per.second (Kafka's Throttler), and in a thread, short sleeps
     so that the cleaner gives the GIL back to the event loop."""
 
+    clock = staticmethod(time.monotonic)
+    sleep = staticmethod(time.sleep)
+
     def __init__(self, bytes_per_second: float, yield_every_s: float):
         self.rate = bytes_per_second
         self.yield_every = yield_every_s
-        self.start = time.monotonic()
+        self.start = self.clock()
         self.done = 0
         self.slice_start = self.start
 
     def account(self, nbytes: int) -> None:
         self.done += nbytes
         if self.rate != float("inf") and self.rate > 0:
-            ahead = self.done / self.rate - (time.monotonic() - self.start)
+            ahead = self.done / self.rate - (self.clock() - self.start)
             if ahead > 0.005:
-                time.sleep(ahead)
+                self.sleep(ahead)
         self.tick()
 
     def tick(self) -> None:
         if self.yield_every:
-            now = time.monotonic()
+            now = self.clock()
             if now - self.slice_start >= self.yield_every:
-                time.sleep(self.yield_every)
-                self.slice_start = time.monotonic()
+                self.sleep(self.yield_every)
+                self.slice_start = self.clock()
 
 
 def _read(path: str, size: int, pacer: _Pacer) -> tuple[bytes, list[BatchHeader]]:
