@@ -292,22 +292,40 @@ def keyless_record_indexes(batch, header: BatchHeader,
     """
     start = header.position
     payload = memoryview(batch)[start + HEADER_SIZE : start + header.size]
-    data = decompress(header.compression, payload, max_size) if header.compression else payload
+    data = decompress(header.compression, payload, max_size) if header.compression else bytes(payload)
     end = len(data)
     pos = 0
+    index = 0
     keyless = []
-    for index in range(header.records_count):
-        length, pos = read_varint(data, pos)
-        record_end = pos + length
-        if length < 6 or record_end > end:
-            raise CorruptRecordError(f"record {index} has invalid length {length}")
-        # attributes byte, timestamp delta (varlong), offset delta (varint), then the key length
-        _, field_pos = read_varlong(data, pos + 1)
-        _, field_pos = read_varint(data, field_pos)
-        key_length, _ = read_varint(data, field_pos)
-        if key_length < 0:
-            keyless.append(index)
-        pos = record_end
+    # One-byte varints are read inline (the common case for the deltas); the rest go to
+    # read_varint/read_varlong. The key's size is not decoded: its sign is its lowest bit.
+    try:
+        for index in range(header.records_count):
+            b = data[pos]
+            if b < 0x80:
+                length = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                length, pos = read_varint(data, pos)
+            record_end = pos + length
+            if length < 6 or record_end > end:
+                raise CorruptRecordError(f"record {index} has invalid length {length}")
+            field = pos + 1  # after the attributes byte: timestamp delta, offset delta, key length
+            if data[field] < 0x80:
+                field += 1
+            else:
+                _, field = read_varlong(data, field)
+            if data[field] < 0x80:
+                field += 1
+            else:
+                _, field = read_varint(data, field)
+            if field >= record_end:
+                raise CorruptRecordError(f"record {index} ends before its key")
+            if data[field] & 1:  # a zig-zag varint's lowest bit is its sign: a negative size is a null key
+                keyless.append(index)
+            pos = record_end
+    except IndexError:
+        raise CorruptRecordError(f"record {index} truncated at byte {pos}") from None
     if pos != end:
         raise CorruptRecordError(
             f"record batch declares {header.records_count} records but {end - pos} bytes remain after them")
