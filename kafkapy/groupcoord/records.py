@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 from ..protocol.errors import CorruptRecordError
 from .group import GroupMetadata, OffsetAndMetadata
-from .layouts import GROUP_METADATA_VALUE
 
 OFFSET_COMMIT_KEY_VERSION = 1
 GROUP_METADATA_KEY_VERSION = 2
@@ -107,7 +106,11 @@ def group_metadata_value(group: GroupMetadata, assignment: dict[str, bytes]) -> 
     """GroupMetadataValue v3 of `group` with the given member assignments.
 
     Built from the declarative layout (layouts.py): written once per generation, so the
-    layout's clarity costs nothing that matters (bench/groups/offsets_decode.py)."""
+    layout's clarity costs nothing that matters (bench/groups/offsets_decode.py). construct is
+    imported here, not at start-up (it takes ~0.1 s); the loader warms it in a thread.
+    """
+    from .layouts import GROUP_METADATA_VALUE
+
     members = [{
         "member_id": member.member_id, "group_instance_id": member.group_instance_id,
         "client_id": member.client_id, "client_host": member.client_host,
