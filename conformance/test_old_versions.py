@@ -354,3 +354,30 @@ def test_acl_apis_v0_imply_literal_patterns(broker_factory):
     assert [[a.resource_name for a in r.matching_acls] for r in deleted] == [["lit"]]
     describe.pattern_type_filter = ANY
     assert [r.resource_name for r in call(b.bootstrap, describe, 1).resources] == ["pre"]
+
+
+def test_librdkafka_with_kafka_0_9_fallback_round_trip(broker, topic_name):
+    """librdkafka without ApiVersions, as against Kafka 0.9: Produce v1, Fetch v1 (magic 0 message sets),
+    ListOffsets v0, JoinGroup v0, OffsetCommit v2, OffsetFetch v1."""
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    conf = {"bootstrap.servers": broker.bootstrap, "api.version.request": False, "broker.version.fallback": "0.9.0",
+            "log_level": 3}
+    producer = confluent_kafka.Producer(conf)
+    for i in range(5):
+        producer.produce(topic_name, key=b"k%d" % i, value=b"v%d" % i)
+    assert producer.flush(20) == 0
+    consumer = confluent_kafka.Consumer({**conf, "group.id": topic_name, "auto.offset.reset": "earliest",
+                                         "enable.auto.commit": False})
+    try:
+        consumer.subscribe([topic_name])
+        got = []
+        deadline = time.monotonic() + 30
+        while len(got) < 5 and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is not None and not message.error():
+                got.append((message.offset(), message.key(), message.value()))
+        assert got == [(i, b"k%d" % i, b"v%d" % i) for i in range(5)]
+        consumer.commit(asynchronous=False)
+        assert [tp.offset for tp in consumer.committed(consumer.assignment(), timeout=10)] == [5]
+    finally:
+        consumer.close()
