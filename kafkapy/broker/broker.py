@@ -11,7 +11,7 @@ from ..log.manager import LogManager
 from ..log.producer_ids import ProducerIdAllocator
 from ..protocol.api_versions import CLUSTER_VERSIONS, SUPPORTED_VERSIONS
 from . import handlers  # noqa: F401  (registers every handler)
-from .connection import KafkaConnection, peer_log
+from .connection import KafkaConnection, close_hung_up, peer_log
 from .connection_quotas import ConnectionQuotas
 from .dispatch import HANDLERS
 from .fetch_sessions import FetchSessionCache
@@ -192,6 +192,7 @@ class Broker:
                 lambda: self.connection_quotas.close_idle(self.connections, idle_ms),
                 min(max(idle_ms / 4000, 0.05), 30.0))))
         self._tasks.append(loop.create_task(self._periodic(peer_log.flush_due, 5.0)))
+        self._tasks.append(loop.create_task(self._periodic(lambda: close_hung_up(self.connections), 1.0)))
         log.info("kafkapy broker %d listening on %s (advertised %s), cluster id %s, data in %s,"
                  " started in %.3f s", self.node_id,
                  ", ".join(f"{lst.name}://{lst.host}:{bound[lst.name][0].getsockname()[1]}"

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import select
 import struct
 import time
 from collections import deque
@@ -400,3 +401,35 @@ class KafkaConnection(asyncio.Protocol):
             if self.transport is not None:
                 self.transport.close()
 
+
+
+def close_hung_up(connections) -> int:
+    """Close paused connections whose peer has gone (memory pool or connection-quota wait).
+
+    A transport that does not read never sees the peer's FIN behind the unread bytes, so a client
+    that gave up on a large request would hold its part of the memory pool forever; poll() with
+    POLLRDHUP sees the hang-up without reading. Returns how many were closed.
+    """
+    rdhup = getattr(select, "POLLRDHUP", 0)
+    if not rdhup:
+        return 0
+    poller = select.poll()
+    by_fd: dict[int, KafkaConnection] = {}
+    for conn in connections:
+        if conn._closed or not conn._pause_reasons & (_PAUSE_MEMORY | _PAUSE_ADMISSION) or conn.transport is None:
+            continue
+        sock = conn.transport.get_extra_info("socket")
+        fd = sock.fileno() if sock is not None else -1
+        if fd >= 0:
+            poller.register(fd, rdhup)
+            by_fd[fd] = conn
+    closed = 0
+    if by_fd:
+        for fd, events in poller.poll(0):
+            if events & (rdhup | select.POLLHUP | select.POLLERR):
+                conn = by_fd[fd]
+                log.debug("closing connection from %s: the peer hung up while reading was paused", conn.peer)
+                conn.transport.abort()
+                conn.close()
+                closed += 1
+    return closed
