@@ -237,7 +237,7 @@ def legacy_to_v2(message_set, max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> 
 
 
 def v2_to_legacy(batches, magic: int, first_offset: int = 0,
-                 max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> bytes:
+                 max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE, size_limit: int | None = None) -> bytes:
     """Down-convert v2 batches to a magic 0/1 message set for Fetch v0-v3.
 
     Like Kafka's RecordsUtil.downConvert: control batches are dropped, headers
@@ -245,10 +245,15 @@ def v2_to_legacy(batches, magic: int, first_offset: int = 0,
     (zstd raises UnsupportedCompressionTypeError, as Kafka answers old fetches),
     records before `first_offset` in uncompressed batches are skipped, and
     magic 1 keeps the batch's timestamp type.
+
+    With `size_limit`, the answer is bounded as Kafka's LazyDownConversionRecords
+    bounds a Fetch v0-3 answer: at most max(size_limit, the first converted
+    batch) bytes, here cut at a whole top-level message; conversion stops there.
     """
     if magic not in (MAGIC_V0, MAGIC_V1):
         raise ValueError(f"legacy magic must be 0 or 1, not {magic}")
     parts = []
+    converted = 0
     for header in iter_batch_headers(batches, validate=False):
         if header.is_control:
             continue
@@ -265,15 +270,19 @@ def v2_to_legacy(batches, magic: int, first_offset: int = 0,
         log_append_time = header.max_timestamp if timestamp_type else None
         parts.append(build_message_set(records, magic, compression=codec, timestamp_type=timestamp_type,
                                        log_append_time=log_append_time))
-    return b"".join(parts)
+        if size_limit is not None:
+            if len(parts) == 1:
+                size_limit = max(size_limit, len(parts[0]))
+            converted += len(parts[-1])
+            if converted >= size_limit:
+                break
+    if size_limit is None:
+        return b"".join(parts)
+    return truncate_message_set(b"".join(parts), size_limit)
 
 
 def truncate_message_set(buf: bytes, limit: int) -> bytes:
-    """The longest prefix of whole top-level messages within `limit` bytes, but at least the first.
-
-    Fetch v0-3 answers are bounded like Kafka's LazyDownConversionRecords: by the size of the
-    batches read, or by the first converted message if that alone is larger.
-    """
+    """The longest prefix of whole top-level messages within `limit` bytes, but at least the first."""
     pos = 0
     end = len(buf)
     while pos + LOG_OVERHEAD <= end:

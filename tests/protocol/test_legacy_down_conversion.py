@@ -15,7 +15,7 @@ from kafkapy.protocol.records import build_batch
 
 
 def message_set(n: int, value_size: int = 3) -> bytes:
-    return v2_to_legacy(build_batch([(None, b"v" * value_size)] * n), 1)
+    return v2_to_legacy(build_batch([(None, b"v" * value_size, (), 1_700_000_000_000)] * n), 1)
 
 
 @settings(max_examples=200, deadline=None)
@@ -37,6 +37,22 @@ def test_truncate_message_set_keeps_whole_messages_within_the_limit(n, size, lim
 
 def _size_of_next(buf: bytes, pos: int) -> int:
     return int.from_bytes(buf[pos + 8:pos + 12], "big")
+
+
+@settings(max_examples=100, deadline=None)
+@given(sizes=st.lists(st.integers(1, 20), min_size=1, max_size=6), limit=st.integers(0, 4000),
+       magic=st.sampled_from([0, 1]))
+def test_v2_to_legacy_size_limit_is_kafkas_lazy_down_conversion_bound(sizes, limit, magic):
+    record = (None, b"v" * 10, (), 1_700_000_000_000)
+    batches = b"".join(build_batch([record] * n, base_offset=sum(sizes[:i])) for i, n in enumerate(sizes))
+    whole = v2_to_legacy(batches, magic)
+    first = v2_to_legacy(build_batch([record] * sizes[0]), magic)
+    cut = v2_to_legacy(batches, magic, size_limit=limit)
+    assert whole.startswith(cut)
+    # at least the first batch converted, at most max(limit, that), whole messages
+    assert cut.startswith(first)
+    assert len(cut) <= max(limit, len(first))
+    assert cut == truncate_message_set(whole, max(limit, len(first)))
 
 
 def test_truncate_empty_message_set():

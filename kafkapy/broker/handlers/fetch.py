@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from ...controller.acls import AclOperation, ResourceType
 from ...protocol.compression import UnsupportedCompressionTypeError
 from ...protocol.errors import CorruptRecordError, ErrorCode, KafkaError
-from ...protocol.legacy_records import MAGIC_V0, MAGIC_V1, truncate_message_set, v2_to_legacy
+from ...protocol.legacy_records import MAGIC_V0, MAGIC_V1, v2_to_legacy
 from ...protocol.messages import FetchRequest, FetchResponse
 from ..config import effective_topic_properties
 from ..dispatch import RequestContext, handles
@@ -162,8 +162,8 @@ def _down_convert(broker, want: _Wanted, data: PartitionData, version: int, foll
     UNSUPPORTED_COMPRESSION_TYPE, a topic with message.downconversion.enable=false answers
     UNSUPPORTED_VERSION to consumers, otherwise the batches become a magic 0 (v0-1) or magic 1
     (v2-3) message set without control batches and headers. Like Kafka's lazy down-conversion the
-    answer is at most as large as the batches read, or as the first converted message if that is
-    larger, cut at a whole message."""
+    answer is at most as large as the batches read, or as the first converted batch if that is
+    larger (cut at a whole message, where Kafka sends a partial one old clients skip)."""
     if want.topic is None or broker.partitions.get_log(want.topic, want.partition) is None:
         return data
     found = settings.get(want.topic)
@@ -181,14 +181,14 @@ def _down_convert(broker, want: _Wanted, data: PartitionData, version: int, foll
     records = data.records
     try:
         raw = records.tobytes() if hasattr(records, "tobytes") else bytes(records)
-        converted = v2_to_legacy(raw, MAGIC_V0 if version <= 1 else MAGIC_V1, want.fetch_offset)
+        converted = v2_to_legacy(raw, MAGIC_V0 if version <= 1 else MAGIC_V1, want.fetch_offset, size_limit=len(raw))
     except UnsupportedCompressionTypeError:
         return PartitionData(partition_index=want.partition, error_code=ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
                              high_watermark=-1, records=b"")
     except (EOFError, CorruptRecordError):
         # the segment was truncated under the read, or holds what cannot be converted: nothing this time
         converted = b""
-    data.records = truncate_message_set(converted, len(raw))
+    data.records = converted
     return data
 
 
