@@ -389,7 +389,11 @@ class PartitionLog(TimestampLookups, SegmentRetention, LogTruncation):
         for header in headers:
             if header.is_control:
                 continue
-            low = min(header.base_timestamp, header.max_timestamp)
+            # records without a timestamp (-1, e.g. converted magic 0 messages) are not checked
+            low = header.max_timestamp if header.base_timestamp == -1 else min(header.base_timestamp,
+                                                                               header.max_timestamp)
+            if low == -1:
+                continue
             if now_ms - low > before or header.max_timestamp - now_ms > after:
                 raise InvalidTimestampError(
                     f"timestamp of a batch for {self.dir.name} is out of range "
