@@ -2,19 +2,22 @@
 
 The hot path: batches stay opaque bytes; the log patches offsets in place and writes them
 with one write. In fsync-on-ack mode the acknowledgement waits for a group-commit fsync.
-Compacted topics are the one exception: as Kafka's LogValidator does, their records' keys are
-read (decompressing if needed) and a batch holding a record without a key is refused whole.
+Records are read only where Kafka's LogValidator must look at them: the keys on compacted
+topics, each record's timestamp on topics with message.timestamp.{before,after}.max.ms set; an
+invalid record fails its whole batch, with per-record errors (Produce v8+).
 """
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
 from ...controller.acls import AclOperation, ResourceType
 from ...protocol.errors import CorruptRecordError, ErrorCode, KafkaError
 from ...protocol.messages import ProduceRequest, ProduceResponse
 from ...protocol.legacy_records import legacy_to_v2
-from ...protocol.records import MAGIC_POS, iter_batch_headers, keyless_record_indexes
+from ...log.config import LONG_MAX
+from ...protocol.records import MAGIC_POS, NO_TIMESTAMP, iter_batch_headers, iter_records, keyless_record_indexes
 from ..durability import wait_durable
 from ..dispatch import ConnectionClosed, RequestContext, handles
 from .transactions import verify_transactional_produce, verify_with_remote_coordinator
@@ -37,23 +40,60 @@ _KEY_CHECK_MAX_DECOMPRESSED = 256 * 1024 * 1024
 
 class RecordValidationError(KafkaError):
     """Some records of a batch are invalid (Kafka's RecordValidationException): the whole batch
-    fails with INVALID_RECORD and the response lists each record's error (Produce v8+)."""
+    fails and the response lists each record's error (Produce v8+)."""
 
-    def __init__(self, record_errors: list[tuple[int, str]]):
-        shown = ", ".join(f"RecordError(batchIndex={i}, message='{m}')" for i, m in record_errors[:3])
-        super().__init__(f"One or more records have been rejected due to {len(record_errors)} record errors in"
-                         f" total, and only showing the first three errors at most: [{shown}]",
-                         ErrorCode.INVALID_RECORD)
+    def __init__(self, record_errors: list[tuple[int, str]], code: int = ErrorCode.INVALID_RECORD):
+        if code == ErrorCode.INVALID_TIMESTAMP:
+            message = "One or more records have been rejected due to invalid timestamp"
+        else:
+            shown = ", ".join(f"RecordError(batchIndex={i}, message='{m}')" for i, m in record_errors[:3])
+            message = (f"One or more records have been rejected due to {len(record_errors)} record errors in"
+                       f" total, and only showing the first three errors at most: [{shown}]")
+        super().__init__(message, code)
         self.record_errors = record_errors
 
 
-def _check_keys(buf, headers, name: str, index: int) -> None:
-    """cleanup.policy=compact: every record needs a key (LogValidator.validateKey)."""
-    message = f"Compacted topic cannot accept message without key in topic partition {name}-{index}."
+def _java_long(value: int) -> int:
+    """Kafka prints the bounds as Java longs, which wrap (now + Long.MAX_VALUE is negative)."""
+    return (value + (1 << 63)) % (1 << 64) - (1 << 63)
+
+
+def _timestamp_errors(buf, header, config) -> dict[int, str]:
+    """CreateTime with message.timestamp.{before,after}.max.ms set: every record's timestamp
+    (but NO_TIMESTAMP) must lie within them (LogValidator.validateTimestamp)."""
+    before, after = config.message_timestamp_before_max_ms, config.message_timestamp_after_max_ms
+    now = int(time.time() * 1000)
+    errors = {}
+    for i, record in enumerate(iter_records(buf, header, _KEY_CHECK_MAX_DECOMPRESSED)):
+        ts = record.timestamp
+        if ts != NO_TIMESTAMP and (now - ts > before or ts - now > after):
+            errors[i] = (f"Timestamp {ts} of message with offset {record.offset} is out of range. The timestamp "
+                         f"should be within [{_java_long(now - before)}, {_java_long(now + after)}]")
+    return errors
+
+
+def _validate_records(buf, headers, config, name: str, index: int) -> None:
+    """The record-level checks of Kafka's LogValidator, on the topics that need them: keys on
+    compacted topics, timestamps where limits are set. Other topics' batches stay opaque."""
+    compacted = "compact" in config.cleanup_policy and config.compact_enabled
+    timestamps = (config.message_timestamp_before_max_ms != LONG_MAX
+                  or config.message_timestamp_after_max_ms != LONG_MAX) \
+        and config.message_timestamp_type == "CreateTime"
+    if not (compacted or timestamps):
+        return
     for header in headers:
-        keyless = keyless_record_indexes(buf, header, _KEY_CHECK_MAX_DECOMPRESSED)
-        if keyless:
-            raise RecordValidationError([(i, message) for i in keyless])
+        if header.is_control:
+            continue
+        errors = _timestamp_errors(buf, header, config) if timestamps else {}
+        code = ErrorCode.INVALID_TIMESTAMP if errors else ErrorCode.INVALID_RECORD
+        if compacted:
+            message = f"Compacted topic cannot accept message without key in topic partition {name}-{index}."
+            for i in keyless_record_indexes(buf, header, _KEY_CHECK_MAX_DECOMPRESSED):
+                errors[i] = message  # a record's key error comes before its timestamp error
+            if code == ErrorCode.INVALID_TIMESTAMP and not any(m.startswith("Timestamp") for m in errors.values()):
+                code = ErrorCode.INVALID_RECORD
+        if errors:
+            raise RecordValidationError(sorted(errors.items()), code)
 
 
 def _not_led_here(replicas, name: str, index: int, code: int, version: int,
@@ -178,16 +218,14 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
                     if acks == -1 and plog.config.min_insync_replicas > len(meta.partitions[index].isr):
                         raise KafkaError("fewer in-sync replicas than min.insync.replicas",
                                          ErrorCode.NOT_ENOUGH_REPLICAS)
-                    if "compact" in plog.config.cleanup_policy and plog.config.compact_enabled:
-                        _check_keys(buf, headers, name, index)
+                    _validate_records(buf, headers, plog.config, name, index)
                     result = plog.append(buf, leader_epoch=meta.partitions[index].leader_epoch,
                                          validated=headers)
                 else:
                     if acks == -1 and hosted.under_min_isr():
                         raise KafkaError(f"ISR {list(hosted.isr)} is smaller than the minimum {hosted.min_isr}",
                                          ErrorCode.NOT_ENOUGH_REPLICAS)
-                    if "compact" in plog.config.cleanup_policy and plog.config.compact_enabled:
-                        _check_keys(buf, headers, name, index)
+                    _validate_records(buf, headers, plog.config, name, index)
                     result = plog.append(buf, leader_epoch=hosted.leader_epoch, validated=headers)
                     replicas.on_leader_append(hosted)
             except KafkaError as exc:
