@@ -457,7 +457,10 @@ _USED = {
     "log.dir", "log.dirs", "metadata.log.dir", "num.partitions", "default.replication.factor",
     "auto.create.topics.enable", "delete.topic.enable", "socket.request.max.bytes", "message.max.bytes",
     "socket.send.buffer.bytes", "socket.receive.buffer.bytes", "socket.listen.backlog.size",
-    "connections.max.idle.ms", "broker.rack", "fetch.max.bytes", "max.incremental.fetch.session.cache.slots",
+    "connections.max.idle.ms", "broker.rack", "fetch.max.bytes",
+    # connection limits and the request memory budget (broker/connection_quotas.py, broker/memory_pool.py)
+    "max.connections.per.ip", "max.connections.per.ip.overrides", "max.connections", "max.connection.creation.rate",
+    "queued.max.request.bytes", "max.incremental.fetch.session.cache.slots",
     "offsets.topic.num.partitions", "offsets.topic.replication.factor", "offsets.topic.segment.bytes",
     "offsets.retention.minutes", "offsets.retention.check.interval.ms", "offset.metadata.max.bytes",
     "offsets.commit.timeout.ms", "group.initial.rebalance.delay.ms", "group.min.session.timeout.ms",
@@ -594,8 +597,9 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _table(
     K("connection.failed.authentication.delay.ms", I, 100, L, "Delay before closing a connection that failed "
       "authentication.", Range(0)),
     K("queued.max.requests", I, 500, H, "Requests queued per connection before reading pauses.", Range(1)),
-    K("queued.max.request.bytes", LG, -1, M, "Bytes of queued requests before reading pauses; -1 for no "
-      "limit."),
+    K("queued.max.request.bytes", LG, -1, M, "Bytes of requests held in memory by all connections before "
+      "reading pauses. kafkapy never runs unbounded: -1 (Kafka: no limit) means an eighth of physical memory, "
+      "at most 256 MiB and at least socket.request.max.bytes."),
     K("num.network.threads", I, 3, H, "Threads handling network requests (accepted; kafkapy uses one event "
       "loop).", Range(1)),
     K("num.io.threads", I, 8, H, "Threads processing requests (accepted; kafkapy uses one event loop).",
