@@ -199,7 +199,7 @@ class KafkaConnection(asyncio.Protocol):
         if added:
             self._held += added
             self._pool.charge(added)
-        if frames and self._worker is None:
+        if frames and self._worker is None and self.admitted:
             self._worker = asyncio.get_running_loop().create_task(self._process())
         if self._queued_bytes > _MAX_QUEUED_BYTES:
             self._pause(_PAUSE_QUEUE)
@@ -243,11 +243,19 @@ class KafkaConnection(asyncio.Protocol):
         """Read nothing until ConnectionQuotas admits this connection (max.connections, creation rate)."""
         self.admitted = False
         self._pause(_PAUSE_ADMISSION)
+        # uvloop starts reading after connection_made returns: pause again once it has
+        asyncio.get_running_loop().call_soon(self._pause_again)
+
+    def _pause_again(self) -> None:
+        if self._pause_reasons and self.transport is not None and not self._closed:
+            self.transport.pause_reading()
 
     def admit(self) -> None:
         self.admitted = True
         self._last_active = time.monotonic()
         self._unpause(_PAUSE_ADMISSION)
+        if self._frames and self._worker is None and not self._closed:
+            self._worker = asyncio.get_running_loop().create_task(self._process())
 
     def idle_since(self) -> float:
         """When this connection last read or wrote, or +inf while a request is in progress
