@@ -42,8 +42,10 @@ class PeerLogThrottle:
         self._global_started = clock()
         self._global_logged = 0
 
-    def log(self, level: int, ip: str, msg: str, *args, exc_info: bool = False) -> None:
-        """Log `msg % args` about `ip` now, or count it for the peer's aggregate line."""
+    def log(self, level: int, ip: str, msg: str, *args, exc_info: bool = False,
+            logger: logging.Logger | None = None) -> None:
+        """Log `msg % args` about `ip` now (to `logger`, default the throttle's), or count it for the
+        peer's aggregate line."""
         now = self.clock()
         window = self._peers.get(ip)
         if window is not None and now - window.started >= self.interval_s:
@@ -56,13 +58,13 @@ class PeerLogThrottle:
         if window.logged < self.first and self._global_logged < self.global_first:
             window.logged += 1
             self._global_logged += 1
-            self.logger.log(level, msg, *args, exc_info=exc_info)
+            (logger or self.logger).log(level, msg, *args, exc_info=exc_info)
             return
         window.suppressed += 1
         window.last_reason = (msg % args) if args else msg
 
-    def warning(self, ip: str, msg: str, *args, exc_info: bool = False) -> None:
-        self.log(logging.WARNING, ip, msg, *args, exc_info=exc_info)
+    def warning(self, ip: str, msg: str, *args, exc_info: bool = False, logger: logging.Logger | None = None) -> None:
+        self.log(logging.WARNING, ip, msg, *args, exc_info=exc_info, logger=logger)
 
     def flush_due(self) -> None:
         """Write the aggregate lines of every peer whose interval has passed (call periodically)."""
