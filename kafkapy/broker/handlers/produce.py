@@ -19,7 +19,9 @@ from ...protocol.legacy_records import legacy_to_v2
 from ...log.config import LONG_MAX
 from ...protocol.records import MAGIC_POS, NO_TIMESTAMP, iter_batch_headers, iter_records, keyless_record_indexes
 from ..durability import wait_durable
+from ..connection import peer_log
 from ..dispatch import ConnectionClosed, RequestContext, handles
+from ..log_throttle import peer_ip
 from .transactions import verify_transactional_produce, verify_with_remote_coordinator
 
 log = logging.getLogger(__name__)
@@ -239,7 +241,9 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
                 if exc.code != ErrorCode.CORRUPT_MESSAGE:
                     log.debug("produce to %s-%d failed: %s", name, index, exc)
                 else:
-                    log.warning("rejected corrupt batch for %s-%d from %s: %s", name, index, ctx.peer, exc)
+                    # rate limited per client IP (log_throttle.py): corrupt batches are hostile input too
+                    peer_log.warning(peer_ip(ctx.peer), "rejected corrupt batch for %s-%d from %s: %s", name, index,
+                                     ctx.peer, exc, logger=log)
                 response = _error(index, exc.code, str(exc) if version >= 8 else None)
                 if isinstance(exc, RecordValidationError):
                     response.log_start_offset = plog.log_start_offset
