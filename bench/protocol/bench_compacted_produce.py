@@ -1,13 +1,15 @@
 """What the compacted-topic key check costs on the produce path, per batch, in one process.
 
-Run: python bench/protocol/bench_compacted_produce.py [--records 100] [--value-size 100]
+Run: python bench/protocol/bench_compacted_produce.py [--records 100] [--value-size 100] [--broker N]
 
 Prints, per codec, microseconds per batch for what produce already does to every batch
 (header parse + CRC32C: validate_batch) and for the key check that compacted topics add
 (keyless_record_indexes: decompress + walk the record lengths), next to a full record decode
 (iter_records) for scale. Also the cost of the test every non-compacted partition now pays
 (the inline test in handle_produce that decides whether records are read). Best of several
-rounds; other processes add noise.
+rounds; other processes add noise. With --broker N, also N keyed records produced with
+confluent-kafka (lz4, acks=1) to a plain and to a compacted topic of one kafkapy process,
+alternating, best rate of 3 rounds each.
 """
 from __future__ import annotations
 
@@ -46,6 +48,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=100)
     parser.add_argument("--value-size", type=int, default=100)
+    parser.add_argument("--broker", type=int, default=0, help="also produce this many records through a broker")
     args = parser.parse_args()
     value = bytes(range(256)) * (args.value_size // 256 + 1)
     records = [(f"key-{i}".encode(), value[i % 7: i % 7 + args.value_size]) for i in range(args.records)]
@@ -70,6 +73,44 @@ def main() -> None:
     assert not gate()
     cost = best_us(gate) - best_us(lambda: None)
     print(f"\nnon-compacted partition without timestamp limits, added per produced partition: {cost * 1000:.0f} ns")
+    if args.broker:
+        broker_rates(args.broker, args.value_size)
+
+
+def broker_rates(count: int, value_size: int) -> None:
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from conformance.broker_process import start_broker
+
+    broker = start_broker(overrides={"num.partitions": "1"})
+    try:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        topics = {"plain": "delete", "compacted": "compact"}
+        for future in admin.create_topics([NewTopic(f"bench-{name}", 1, 1, config={"cleanup.policy": policy})
+                                           for name, policy in topics.items()]).values():
+            future.result(30)
+        del admin
+        value = b"v" * value_size
+        best = {name: 0.0 for name in topics}
+        for _ in range(3):
+            for name in topics:
+                producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5, "acks": 1,
+                                     "compression.type": "lz4", "queue.buffering.max.messages": count + 1})
+                start = time.perf_counter()
+                for i in range(count):
+                    producer.produce(f"bench-{name}", value, key=b"key-%d" % (i % 1000))
+                    if i % 10_000 == 0:
+                        producer.poll(0)
+                assert producer.flush(120) == 0
+                best[name] = max(best[name], count / (time.perf_counter() - start))
+                del producer  # librdkafka's handle is destroyed here, before the broker stops
+        print(f"\nconfluent-kafka, {count} records of {value_size} B, lz4, acks=1 (records/s, best of 3):")
+        for name, rate in best.items():
+            print(f"  {name}: {rate:,.0f}")
+        print(f"  compacted / plain: {best['compacted'] / best['plain']:.2f}")
+    finally:
+        broker.close()
 
 if __name__ == "__main__":
     main()
