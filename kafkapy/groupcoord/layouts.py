@@ -30,7 +30,7 @@ from construct import (
 )
 
 __all__ = [
-    "GROUP_METADATA_KEY", "OFFSET_COMMIT_KEY", "compact_bytes", "compact_nullable_string", "group_metadata_value",
+    "GROUP_METADATA_KEY", "GROUP_METADATA_VALUE", "OFFSET_COMMIT_KEY", "OFFSET_COMMIT_VALUE", "compact_bytes", "compact_nullable_string", "group_metadata_value",
     "kafka_bytes", "nullable_string", "offset_commit_value", "string", "tagged_fields",
 ]
 
@@ -76,7 +76,7 @@ compact_bytes = _sized(_CompactLength(VarInt), text=False)
 
 # tagged fields: count, then (tag, size, data) each; Kafka's coordinator records define none yet
 tagged_fields = Default(Struct(
-    "count" / Rebuild(VarInt, len_(this.fields)),
+    "count" / Rebuild(VarInt, lambda ctx: len(ctx.get("fields") or ())),
     "fields" / Default(Array(this.count, Struct(
         "tag" / VarInt, "size" / Rebuild(VarInt, len_(this.data)), "data" / Bytes(this.size))), []),
 ), {})
