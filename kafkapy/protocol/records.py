@@ -297,8 +297,9 @@ def keyless_record_indexes(batch, header: BatchHeader,
     pos = 0
     index = 0
     keyless = []
-    # One-byte varints are read inline (the common case for the deltas); the rest go to
-    # read_varint/read_varlong. The key's size is not decoded: its sign is its lowest bit.
+    # Short varints are read inline (one or two bytes for the record length, one for the
+    # deltas); the rest go to read_varint/read_varlong. The key's size is not decoded: its
+    # sign is its lowest bit.
     try:
         for index in range(header.records_count):
             b = data[pos]
@@ -306,7 +307,13 @@ def keyless_record_indexes(batch, header: BatchHeader,
                 length = (b >> 1) ^ -(b & 1)
                 pos += 1
             else:
-                length, pos = read_varint(data, pos)
+                b2 = data[pos + 1]
+                if b2 < 0x80:  # two bytes: records of 64 B to 8 KiB
+                    b = (b & 0x7F) | (b2 << 7)
+                    length = (b >> 1) ^ -(b & 1)
+                    pos += 2
+                else:
+                    length, pos = read_varint(data, pos)
             record_end = pos + length
             if length < 6 or record_end > end:
                 raise CorruptRecordError(f"record {index} has invalid length {length}")
