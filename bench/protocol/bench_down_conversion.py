@@ -13,7 +13,9 @@ Python work per record (as Kafka's down-conversion pays Java work); v4+ fetches 
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -26,7 +28,9 @@ from kafkapy.net.client import encode_request  # noqa: E402
 from kafkapy.protocol.compression import GZIP, LZ4, NONE, SNAPPY  # noqa: E402
 from kafkapy.protocol.headers import response_header_version  # noqa: E402
 from kafkapy.protocol.legacy_records import v2_to_legacy  # noqa: E402
-from kafkapy.protocol.messages import RESPONSE_TYPES, CreateTopicsRequest, FetchRequest, ProduceRequest  # noqa: E402
+from kafkapy.protocol.messages import (  # noqa: E402
+    RESPONSE_TYPES, ApiVersionsRequest, CreateTopicsRequest, FetchRequest, ProduceRequest,
+)
 from kafkapy.protocol.primitives import skip_tagged_fields  # noqa: E402
 from kafkapy.protocol.records import build_batch  # noqa: E402
 
@@ -95,6 +99,39 @@ def next_offset(raw: bytes, version: int) -> int:
     return last + 1
 
 
+class LatencyProbe:
+    """ApiVersions round trips on a second connection while the fetches run: does the broker keep
+    answering other clients while it converts?"""
+
+    def __init__(self, bootstrap: str):
+        self.conn = RawConnection(bootstrap, 30)
+        self.samples: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            started = time.perf_counter()
+            call(self.conn, ApiVersionsRequest(), 0)
+            self.samples.append((time.perf_counter() - started) * 1000)
+            time.sleep(0.002)
+
+    def __enter__(self) -> "LatencyProbe":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(10)
+        self.conn.close()
+
+    def summary(self) -> str:
+        if len(self.samples) < 2:
+            return "n/a"
+        cuts = statistics.quantiles(self.samples, n=100, method="inclusive")
+        return f"{cuts[49]:.1f} / {cuts[98]:.1f} / {max(self.samples):.1f}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--records", type=int, default=100_000)
@@ -109,13 +146,18 @@ def main() -> None:
         stored = fill(conn, "bench", args.records, args.value_size, args.batch, codec)
         print(f"{args.records} records of {args.value_size} B, batches of {args.batch}, codec {args.codec}: "
               f"{stored / 1e6:.1f} MB stored")
-        print("| Fetch version | seconds | records/s | stored MB/s | answer MB |")
-        print("|---|---|---|---|---|")
+        with LatencyProbe(broker.bootstrap) as idle:
+            time.sleep(1)
+        print(f"ApiVersions round trip on an idle broker, p50 / p99 / max ms: {idle.summary()}")
+        print("| Fetch version | seconds | records/s | stored MB/s | answer MB | other client's ApiVersions "
+              "p50 / p99 / max ms |")
+        print("|---|---|---|---|---|---|")
         for version in versions:
             read_all(conn, "bench", version, args.records)  # warm the page cache and the code
-            seconds, received = read_all(conn, "bench", version, args.records)
+            with LatencyProbe(broker.bootstrap) as probe:
+                seconds, received = read_all(conn, "bench", version, args.records)
             print(f"| v{version} | {seconds:.2f} | {args.records / seconds:,.0f} | {stored / 1e6 / seconds:.1f} | "
-                  f"{received / 1e6:.1f} |")
+                  f"{received / 1e6:.1f} | {probe.summary()} |")
     value = b"x" * args.value_size
     chunk = b"".join(build_batch([(b"k", value, (), 1_700_000_000_000)] * args.batch, base_offset=i * args.batch,
                                  compression=codec) for i in range(max(1, 10_000 // args.batch)))

@@ -7,6 +7,7 @@ work of this handler, done for those old versions alone.
 """
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from dataclasses import dataclass
@@ -26,6 +27,8 @@ _NULL_UUID = uuid.UUID(int=0)
 READ_COMMITTED = 1
 # The last Fetch version without record batches.
 LAST_LEGACY_VERSION = 3
+# v0-3 answers up to this many bytes of batches are converted on the event loop (a few ms at most).
+INLINE_CONVERSION_BYTES = 64 * 1024
 
 
 @dataclass(slots=True)
@@ -156,14 +159,10 @@ def _legacy_settings(broker, topic: str) -> tuple[bool, bool]:
     return props.get("compression.type") == "zstd", props.get("message.downconversion.enable") == "true"
 
 
-def _down_convert(broker, want: _Wanted, data: PartitionData, version: int, follower: bool,
-                  settings: dict) -> PartitionData:
-    """A v0-3 answer, as KafkaApis.maybeConvertFetchedData: a zstd topic answers
+def _legacy_answer(broker, want: _Wanted, data: PartitionData, follower: bool, settings: dict) -> PartitionData:
+    """A v0-3 answer before conversion, as KafkaApis.maybeConvertFetchedData: a zstd topic answers
     UNSUPPORTED_COMPRESSION_TYPE, a topic with message.downconversion.enable=false answers
-    UNSUPPORTED_VERSION to consumers, otherwise the batches become a magic 0 (v0-1) or magic 1
-    (v2-3) message set without control batches and headers. Like Kafka's lazy down-conversion the
-    answer is at most as large as the batches read, or as the first converted batch if that is
-    larger (cut at a whole message, where Kafka sends a partial one old clients skip)."""
+    UNSUPPORTED_VERSION to consumers; otherwise the data as read, to be converted."""
     if want.topic is None or broker.partitions.get_log(want.topic, want.partition) is None:
         return data
     found = settings.get(want.topic)
@@ -176,20 +175,58 @@ def _down_convert(broker, want: _Wanted, data: PartitionData, version: int, foll
     if not enabled and not follower:
         return PartitionData(partition_index=want.partition, error_code=ErrorCode.UNSUPPORTED_VERSION,
                              high_watermark=-1, records=b"")
-    if not data.records:
-        return data
-    records = data.records
+    return data
+
+
+def _convert(records, magic: int, fetch_offset: int) -> bytes | None:
+    """Batches read from the log as a magic 0/1 message set, without control batches and headers
+    (RecordsUtil.downConvert). Like Kafka's lazy down-conversion the answer is at most as large as
+    the batches read, or as the first converted batch if that is larger (cut at a whole message,
+    where Kafka sends a partial one old clients skip). None if a batch is zstd-compressed."""
     try:
         raw = records.tobytes() if hasattr(records, "tobytes") else bytes(records)
-        converted = v2_to_legacy(raw, MAGIC_V0 if version <= 1 else MAGIC_V1, want.fetch_offset, size_limit=len(raw))
+        return v2_to_legacy(raw, magic, fetch_offset, size_limit=len(raw))
     except UnsupportedCompressionTypeError:
-        return PartitionData(partition_index=want.partition, error_code=ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
-                             high_watermark=-1, records=b"")
+        return None
     except (EOFError, CorruptRecordError):
         # the segment was truncated under the read, or holds what cannot be converted: nothing this time
-        converted = b""
-    data.records = converted
-    return data
+        return b""
+
+
+def _convert_all(jobs: list) -> list:
+    return [_convert(records, magic, offset) for records, magic, offset in jobs]
+
+
+async def _down_convert(broker, results: list, version: int, follower: bool) -> None:
+    """Turn the v0-3 answers in `results` into message sets (magic 0 for v0-1, 1 for v2-3).
+
+    As in Kafka, the long poll counted the bytes read; conversion happens on the way out. It is
+    per-record Python work (tens of thousands of records a second, bench/protocol/
+    bench_down_conversion.py), so beyond a few batches it runs in a worker thread and the event
+    loop keeps serving other connections meanwhile."""
+    settings: dict = {}
+    magic = MAGIC_V0 if version <= 1 else MAGIC_V1
+    jobs, slots = [], []
+    for i, (want, data) in enumerate(results):
+        data = _legacy_answer(broker, want, data, follower, settings)
+        results[i] = (want, data)
+        if data.records:
+            jobs.append((data.records, magic, want.fetch_offset))
+            slots.append(i)
+    if not jobs:
+        return
+    if sum(len(records) for records, _, _ in jobs) > INLINE_CONVERSION_BYTES:
+        converted = await asyncio.to_thread(_convert_all, jobs)
+    else:
+        converted = _convert_all(jobs)
+    for i, records in zip(slots, converted):
+        want, data = results[i]
+        if records is None:
+            results[i] = (want, PartitionData(partition_index=want.partition,
+                                              error_code=ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
+                                              high_watermark=-1, records=b""))
+        else:
+            data.records = records
 
 
 def _diverged(data: PartitionData) -> bool:
@@ -275,7 +312,6 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
         denied = ctx.unauthorized_names(AclOperation.READ, ResourceType.TOPIC,
                                         (w.topic for w in wanted if w.topic is not None))
     first_read = True
-    legacy_settings: dict = {}
     while True:
         remaining = max_total
         results = []
@@ -296,8 +332,6 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
             if data.error_code == ErrorCode.KAFKA_STORAGE_ERROR and version <= 5:
                 # clients before v6 don't know it as retriable: they refresh metadata on this one
                 data.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
-            if version <= LAST_LEGACY_VERSION:
-                data = _down_convert(broker, want, data, version, replica_id >= 0, legacy_settings)
             size = len(data.records) if data.records is not None else 0
             total += size
             remaining = max(remaining - size, 0)
@@ -310,6 +344,8 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
         await broker.purgatory.wait_any(keys, timeout)
     if replica_id >= 0:
         _record_throttled_bytes(broker.replicas.throttle, results)
+    if version <= LAST_LEGACY_VERSION:
+        await _down_convert(broker, results, version, replica_id >= 0)
 
     responses: list = []
     by_topic: dict = {}
