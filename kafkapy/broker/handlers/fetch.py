@@ -17,7 +17,6 @@ from ...protocol.compression import UnsupportedCompressionTypeError
 from ...protocol.errors import CorruptRecordError, ErrorCode, KafkaError
 from ...protocol.legacy_records import MAGIC_V0, MAGIC_V1, v2_to_legacy
 from ...protocol.messages import FetchRequest, FetchResponse
-from ..config import effective_topic_properties
 from ..dispatch import RequestContext, handles
 from ..fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, SessionPartition
 
@@ -25,8 +24,9 @@ PartitionData = FetchResponse.PartitionData
 AbortedTransaction = FetchResponse.AbortedTransaction
 _NULL_UUID = uuid.UUID(int=0)
 READ_COMMITTED = 1
-# The last Fetch version without record batches.
+# The last Fetch version without record batches, and the last before zstd (KIP-110).
 LAST_LEGACY_VERSION = 3
+LAST_VERSION_WITHOUT_ZSTD = 9
 # v0-3 answers up to this many bytes of batches are converted on the event loop (a few ms at most).
 INLINE_CONVERSION_BYTES = 64 * 1024
 
@@ -148,26 +148,32 @@ def _record_throttled_bytes(throttle, results) -> None:
     throttle.leader.record(sent)
 
 
-def _legacy_settings(broker, topic: str) -> tuple[bool, bool]:
-    """(topic compressed with zstd, message.downconversion.enable) for a v0-3 fetch."""
+def _topic_config(broker, topic: str, name: str):
+    """One topic config's value: the topic's override, else the broker's default for it."""
     if broker.partitions.cluster_mode:
         overrides = broker.metadata.topic_configs(topic)
     else:
         meta = broker.metadata.get_topic(topic)
         overrides = meta.configs if meta is not None else {}
-    props = effective_topic_properties(overrides, broker.config)
-    return props.get("compression.type") == "zstd", props.get("message.downconversion.enable") == "true"
+    raw = overrides.get(name)
+    if raw is not None:
+        return raw
+    return broker.config.topic_default(name)
 
 
-def _legacy_answer(broker, want: _Wanted, data: PartitionData, follower: bool, settings: dict) -> PartitionData:
-    """A v0-3 answer before conversion, as KafkaApis.maybeConvertFetchedData: a zstd topic answers
-    UNSUPPORTED_COMPRESSION_TYPE, a topic with message.downconversion.enable=false answers
-    UNSUPPORTED_VERSION to consumers; otherwise the data as read, to be converted."""
+def _old_client_answer(broker, want: _Wanted, data: PartitionData, version: int, follower: bool,
+                       settings: dict) -> PartitionData:
+    """KafkaApis.maybeConvertFetchedData's checks for versions before zstd (v0-9) and before record
+    batches (v0-3): a topic with compression.type=zstd answers UNSUPPORTED_COMPRESSION_TYPE, and for
+    v0-3 one with message.downconversion.enable=false answers UNSUPPORTED_VERSION to consumers."""
     if want.topic is None or broker.partitions.get_log(want.topic, want.partition) is None:
         return data
     found = settings.get(want.topic)
     if found is None:
-        found = settings[want.topic] = _legacy_settings(broker, want.topic)
+        zstd = str(_topic_config(broker, want.topic, "compression.type")) == "zstd"
+        enabled = version > LAST_LEGACY_VERSION or \
+            str(_topic_config(broker, want.topic, "message.downconversion.enable")).lower() == "true"
+        found = settings[want.topic] = (zstd, enabled)
     zstd_topic, enabled = found
     if zstd_topic:
         return PartitionData(partition_index=want.partition, error_code=ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
@@ -197,19 +203,16 @@ def _convert_all(jobs: list) -> list:
     return [_convert(records, magic, offset) for records, magic, offset in jobs]
 
 
-async def _down_convert(broker, results: list, version: int, follower: bool) -> None:
+async def _down_convert(results: list, version: int) -> None:
     """Turn the v0-3 answers in `results` into message sets (magic 0 for v0-1, 1 for v2-3).
 
     As in Kafka, the long poll counted the bytes read; conversion happens on the way out. It is
     per-record Python work (tens of thousands of records a second, bench/protocol/
     bench_down_conversion.py), so beyond a few batches it runs in a worker thread and the event
     loop keeps serving other connections meanwhile."""
-    settings: dict = {}
     magic = MAGIC_V0 if version <= 1 else MAGIC_V1
     jobs, slots = [], []
     for i, (want, data) in enumerate(results):
-        data = _legacy_answer(broker, want, data, follower, settings)
-        results[i] = (want, data)
         if data.records:
             jobs.append((data.records, magic, want.fetch_offset))
             slots.append(i)
@@ -344,8 +347,12 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
         await broker.purgatory.wait_any(keys, timeout)
     if replica_id >= 0:
         _record_throttled_bytes(broker.replicas.throttle, results)
-    if version <= LAST_LEGACY_VERSION:
-        await _down_convert(broker, results, version, replica_id >= 0)
+    if version <= LAST_VERSION_WITHOUT_ZSTD:
+        settings: dict = {}
+        results = [(want, _old_client_answer(broker, want, data, version, replica_id >= 0, settings))
+                   for want, data in results]
+        if version <= LAST_LEGACY_VERSION:
+            await _down_convert(results, version)
 
     responses: list = []
     by_topic: dict = {}
