@@ -6,6 +6,7 @@ delete.retention.ms: test_cleaner_transactions.py.)"""
 from __future__ import annotations
 
 import itertools
+import os
 import time
 
 from kafkapy.log import PartitionLog
@@ -144,4 +145,24 @@ def test_cleaning_in_a_worker_process(tmp_path):
     finally:
         cleaner.stop()
     assert all(len(v) == 1 for v in latest_values(plog).values())
+    plog.close()
+
+
+def test_stop_during_a_cleaning_ends_the_worker_at_once(tmp_path):
+    plog = PartitionLog.open(tmp_path / "t-0", compact_config())
+    fill(plog, 40, 200)
+    # ~4 s of cleaning at this rate: stop() must not wait for it.
+    config = CleanerConfig(backoff_ms=0, io_max_bytes_per_second=plog.size_bytes / 2)
+    cleaner = LogCleaner(lambda: [plog], config=config, worker="process")
+    cleaner.start()
+    deadline = time.monotonic() + 20
+    while cleaner._pool is None or not getattr(cleaner._pool, "_processes", None):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    time.sleep(0.5)
+    started = time.monotonic()
+    cleaner.stop()
+    assert time.monotonic() - started < 3
+    assert plog.cleaner_checkpoint == 0  # the cleaning was dropped
+    assert not any(name.endswith(".cleaned") for name in os.listdir(tmp_path / "t-0"))
     plog.close()
