@@ -5,10 +5,12 @@ One layout per schema version, read like Kafka's JSON message definitions
 Kafka's primitive types. Versions at or above a schema's first flexible version use compact
 lengths (unsigned varint of length + 1, 0 for null) and end with tagged fields.
 
-Which layouts decode in production and which only check the hand-written code is decided by
-measurement (bench/groups/offsets_decode.py; docs/architecture.md, "Binary layouts"): the
-GroupMetadataValue decoder is this one, read once per group; offset-commit keys and values,
-read once per commit, stay hand-written in records.py because construct is several times slower.
+The broker runs the hand-written codecs of records.py, not these: construct is 16-37x slower
+per record (bench/groups/offsets_decode.py), which would double the load of a compacted
+__consumer_offsets even if used only for GroupMetadataValue, and stall the event loop at each
+rebalance if used to write it. These layouts are the executable reference the hand-written code
+is tested against, byte for byte, for every version (tests/groupcoord/test_record_layouts.py).
+construct comes with the `test` extra; the broker never imports this module.
 """
 from __future__ import annotations
 

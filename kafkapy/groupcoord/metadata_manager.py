@@ -7,10 +7,8 @@ taken over (start-up or leadership change), and expires offsets past retention.
 from __future__ import annotations
 
 import asyncio
-import importlib
 import logging
 import os
-import sys
 import time
 from collections.abc import Callable, Generator, Iterable
 from typing import Any
@@ -301,10 +299,6 @@ class GroupMetadataManager:
         self._cancel_load(partition)
         self.loading_partitions.add(partition)
         self.owned_partitions.add(partition)
-        if "kafkapy.groupcoord.layouts" not in sys.modules:
-            # group metadata is written with construct (~0.1 s to import): import it off the loop
-            # now rather than on the loop at the first rebalance
-            scheduler.run_in_executor(None, importlib.import_module, "kafkapy.groupcoord.layouts")
         task = scheduler.create_task(self._load_async(partition, on_loaded))
         self._load_tasks[partition] = task
 

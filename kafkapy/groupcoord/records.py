@@ -5,6 +5,11 @@ Keys start with an int16 "version" that says what the record is: 0/1 an OffsetCo
 with their own int16 version. Kafka writes OffsetCommitValue v3 (v1 when the commit carries an
 explicit retention) and GroupMetadataValue v3; every version Kafka ever wrote (0-4, v4 being
 flexible) is read back, so a data directory copied from Kafka loads. A null value is a tombstone.
+
+The same schemas are declared with construct in layouts.py, the readable reference that
+tests/groupcoord/test_record_layouts.py holds this code to for every version. This code stays
+hand-written because it is what runs: construct decodes 16-17x slower and encodes 37x slower
+(bench/groups/offsets_decode.py; docs/architecture.md, "Binary layouts").
 """
 from __future__ import annotations
 
@@ -71,6 +76,11 @@ def _string(out: bytearray, text: str | None) -> None:
     out += raw
 
 
+def _bytes(out: bytearray, data: bytes) -> None:
+    out += _i.pack(len(data))
+    out += data
+
+
 def offset_commit_key(group: str, topic: str, partition: int) -> bytes:
     out = bytearray(_h.pack(OFFSET_COMMIT_KEY_VERSION))
     _string(out, group)
@@ -103,27 +113,24 @@ def offset_commit_value(committed: OffsetAndMetadata) -> bytes:
 
 
 def group_metadata_value(group: GroupMetadata, assignment: dict[str, bytes]) -> bytes:
-    """GroupMetadataValue v3 of `group` with the given member assignments.
-
-    Built from the declarative layout (layouts.py): written once per generation, so the
-    layout's clarity costs nothing that matters (bench/groups/offsets_decode.py). construct is
-    imported here, not at start-up (it takes ~0.1 s); the loader warms it in a thread.
-    """
-    from .layouts import GROUP_METADATA_VALUE
-
-    members = [{
-        "member_id": member.member_id, "group_instance_id": member.group_instance_id,
-        "client_id": member.client_id, "client_host": member.client_host,
-        "rebalance_timeout": member.rebalance_timeout_ms, "session_timeout": member.session_timeout_ms,
-        "subscription": member.metadata(group.protocol_name) if group.protocol_name is not None else b"",
-        "assignment": assignment.get(member.member_id, member.assignment),
-    } for member in group.members.values()]
-    return GROUP_METADATA_VALUE[GROUP_METADATA_VALUE_VERSION].build({
-        "protocol_type": group.protocol_type or "", "generation": group.generation_id,
-        "protocol": group.protocol_name, "leader": group.leader_id,
-        "current_state_timestamp": group.current_state_timestamp
-        if group.current_state_timestamp is not None else -1,
-        "members": members})
+    """GroupMetadataValue v3 of `group` with the given member assignments."""
+    out = bytearray(_h.pack(GROUP_METADATA_VALUE_VERSION))
+    _string(out, group.protocol_type or "")
+    out += _i.pack(group.generation_id)
+    _string(out, group.protocol_name)
+    _string(out, group.leader_id)
+    out += _q.pack(group.current_state_timestamp if group.current_state_timestamp is not None else -1)
+    out += _i.pack(len(group.members))
+    for member in group.members.values():
+        _string(out, member.member_id)
+        _string(out, member.group_instance_id)
+        _string(out, member.client_id)
+        _string(out, member.client_host)
+        out += _i.pack(member.rebalance_timeout_ms)
+        out += _i.pack(member.session_timeout_ms)
+        _bytes(out, member.metadata(group.protocol_name) if group.protocol_name is not None else b"")
+        _bytes(out, assignment.get(member.member_id, member.assignment))
+    return bytes(out)
 
 
 # -- reading -------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ The broker encodes and decodes these records with the hand-written code in recor
 transition of every transaction writes one, and the load reads them all back, where construct
 is several times slower (bench/groups/offsets_decode.py). These layouts are the readable
 reference that tests/txncoord/test_record_layouts.py holds the hand-written code to, byte for byte.
+construct comes with the `test` extra; the broker never imports this module.
 """
 from __future__ import annotations
 
