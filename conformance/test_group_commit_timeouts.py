@@ -2,14 +2,13 @@
 
 Issue 15 reported that a member joining with rebalance_timeout_ms=0 (JoinGroup v5: an empty
 member id, MEMBER_ID_REQUIRED, then the returned id), syncing and committing (OffsetCommit v5)
-gets UNKNOWN_MEMBER_ID. The cause is the pending-sync deadline, which Kafka 3.7 computes the same
-way: after a join completes, GroupCoordinator.schedulePendingSync arms a DelayedSync of
-group.rebalanceTimeoutMs (the largest rebalance timeout of the members, here 0); it expires at
-once, onExpirePendingSync removes every member that has not sent SyncGroup yet and rebalances
-the group, which, empty, moves to the next generation. So in Kafka too the SyncGroup answers
-UNKNOWN_MEMBER_ID and so does the commit. kafkapy keeps Kafka's behaviour; these tests pin it,
-and show that the same sequence succeeds with any rebalance timeout that leaves the member time
-to sync, including JoinGroup v0, where Kafka takes the session timeout as rebalance timeout.
+gets UNKNOWN_MEMBER_ID from kafkapy while Kafka 3.7 accepts the commit. The cause was the
+pending-sync deadline: after a join completes, the coordinator (like Kafka 3.7's
+GroupCoordinator.schedulePendingSync) armed a timer of the group's rebalance timeout, here 0, so
+the member was removed before its SyncGroup arrived. Kafka's source reads the same way; the issue
+reports Kafka accepting the commit, and kafkapy follows the issue: a rebalance timeout of 0 gives
+the members the session timeout to sync. Any other rebalance timeout is used as Kafka uses it;
+JoinGroup v0 takes the session timeout as rebalance timeout, as Kafka does.
 Requests are kafka-python's protocol classes (not kafkapy's codec); one socket per member.
 """
 from __future__ import annotations
@@ -75,13 +74,21 @@ class Member:
         return self.call(self.join_request(member_id, rebalance_timeout_ms, session_timeout_ms), JoinGroupResponse,
                          version)
 
-    def sync(self, generation: int, member_id: str, assignments: dict[str, bytes]):
-        from kafka.protocol.consumer.group import SyncGroupRequest, SyncGroupResponse
+    def sync_request(self, generation: int, member_id: str, assignments: dict[str, bytes]):
+        from kafka.protocol.consumer.group import SyncGroupRequest
 
         A = SyncGroupRequest.SyncGroupRequestAssignment
-        return self.call(SyncGroupRequest(group_id=self.group, generation_id=generation, member_id=member_id,
-                                          assignments=[A(member_id=m, assignment=a) for m, a in assignments.items()]),
-                         SyncGroupResponse, 3)
+        return SyncGroupRequest(group_id=self.group, generation_id=generation, member_id=member_id,
+                                assignments=[A(member_id=m, assignment=a) for m, a in assignments.items()])
+
+    def receive_sync(self, version: int = 3):
+        from kafka.protocol.consumer.group import SyncGroupResponse
+
+        return self.receive(SyncGroupResponse, version)
+
+    def sync(self, generation: int, member_id: str, assignments: dict[str, bytes]):
+        self.send(self.sync_request(generation, member_id, assignments), 3)
+        return self.receive_sync(3)
 
     def commit(self, topic: str, generation: int, member_id: str, offset: int = 5) -> int:
         from kafka.protocol.consumer.group import OffsetCommitRequest, OffsetCommitResponse
@@ -156,22 +163,23 @@ def test_join_sync_commit_with_a_rebalance_timeout(setup, rebalance_timeout_ms: 
     assert group_state(bootstrap, group) == ("Stable", 1)
 
 
-def test_rebalance_timeout_zero_expires_the_pending_sync_as_kafka_does(setup) -> None:
+def test_rebalance_timeout_zero_join_sync_commit(setup) -> None:
+    """The issue's exact sequence with rebalance_timeout_ms 0: the commit is accepted. Kafka 3.7's
+    source expires a DelayedSync(0) at once (the member would be gone before its SyncGroup); the
+    issue reports Kafka accepting the commit, and kafkapy follows the issue: a rebalance timeout of
+    0 gives the members their session timeout to sync (membership.pending_sync_timeout_ms)."""
     bootstrap, topic, group, member = setup
     m = member()
     joined = m.join(rebalance_timeout_ms=0)
     assert (joined.error_code, joined.generation_id) == (NONE, 1)
-    # Kafka's DelayedSync(rebalanceTimeoutMs=0) has expired: the member is gone, the group empty
     sync = m.sync(joined.generation_id, joined.member_id, {joined.member_id: b"own"})
-    assert sync.error_code == UNKNOWN_MEMBER_ID
-    assert m.commit(topic, joined.generation_id, joined.member_id) == UNKNOWN_MEMBER_ID
-    assert group_state(bootstrap, group) == ("Empty", 0)
-    # an empty group takes a commit without generation or member id, as Kafka's validateOffsetCommit
-    assert m.commit(topic, -1, "") == NONE
+    assert (sync.error_code, sync.assignment) == (NONE, b"own")
+    assert m.commit(topic, joined.generation_id, joined.member_id) == NONE
+    assert group_state(bootstrap, group) == ("Stable", 1)
 
 
 def test_rebalance_timeout_zero_with_two_members(setup) -> None:
-    """Two members join the same generation with rebalance timeout 0: neither can sync in time."""
+    """Two members join the same generation with rebalance timeout 0; both sync and commit."""
     from kafka.protocol.consumer.group import JoinGroupResponse
 
     bootstrap, topic, group, member = setup
@@ -186,12 +194,16 @@ def test_rebalance_timeout_zero_with_two_members(setup) -> None:
     b.send(b.join_request(ids[1], 0), 5)
     ja, jb = a.receive(JoinGroupResponse, 5), b.receive(JoinGroupResponse, 5)
     assert (ja.error_code, jb.error_code) == (NONE, NONE) and ja.generation_id == jb.generation_id == 1
-    leader = a if ja.leader == ja.member_id else b
-    leader_join = ja if leader is a else jb
+    leader, follower = (a, b) if ja.leader == ja.member_id else (b, a)
+    leader_join, follower_join = (ja, jb) if leader is a else (jb, ja)
     assert len(leader_join.members) == 2
-    sync = leader.sync(1, leader_join.member_id, {mid: b"x" for mid in ids})
-    assert sync.error_code == UNKNOWN_MEMBER_ID
-    assert group_state(bootstrap, group) == ("Empty", 0)
+    leader.send(leader.sync_request(1, leader_join.member_id, {mid: mid.encode() for mid in ids}), 3)
+    follower.send(follower.sync_request(1, follower_join.member_id, {}), 3)
+    for m, joined in ((leader, leader_join), (follower, follower_join)):
+        sync = m.receive_sync(3)
+        assert (sync.error_code, sync.assignment) == (NONE, joined.member_id.encode())
+        assert m.commit(topic, 1, joined.member_id) == NONE
+    assert group_state(bootstrap, group) == ("Stable", 2)
 
 
 def test_join_group_v0_uses_the_session_timeout_as_rebalance_timeout(setup) -> None:

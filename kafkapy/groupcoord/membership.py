@@ -206,7 +206,7 @@ class GroupMembership:
 
     def _schedule_pending_sync(self, group: GroupMetadata) -> None:
         self._cancel_sync_timer(group)
-        group.sync_timer = self._schedule(group.rebalance_timeout_ms(), self._on_pending_sync_expired,
+        group.sync_timer = self._schedule(pending_sync_timeout_ms(group), self._on_pending_sync_expired,
                                           group, group.generation_id)
 
     def _on_pending_sync_expired(self, group: GroupMetadata, generation_id: int) -> None:
@@ -626,3 +626,14 @@ class GroupMembership:
         elif group.is_in(PREPARING):
             self._try_complete_join(group)
 
+
+def pending_sync_timeout_ms(group: GroupMetadata) -> int:
+    """How long the members of a new generation have to send SyncGroup: the group's rebalance
+    timeout, as in Kafka, except that a rebalance timeout of 0 (clients that leave the field unset)
+    gives them the longest session timeout instead. Kafka 3.7's DelayedSync(0) expires at once, so
+    such a member is removed before its SyncGroup arrives and its commits fail with
+    UNKNOWN_MEMBER_ID; issue 15 asks for the commit to be accepted (docs/compatibility.md)."""
+    timeout = group.rebalance_timeout_ms()
+    if timeout > 0:
+        return timeout
+    return max((m.session_timeout_ms for m in group.members.values()), default=0)
