@@ -289,6 +289,17 @@ def _shown(value: Any) -> str:
 Validator = Callable[[str, Any], None]
 
 
+def _ip_count_map(name: str, value: Any) -> None:
+    """max.connections.per.ip.overrides: comma-separated host:count (Kafka's getMap + count >= 0)."""
+    for entry in (value or "").split(","):
+        if not entry.strip():
+            continue
+        host, sep, count = entry.strip().rpartition(":")
+        if not sep or not host.strip() or not count.strip().isdigit():
+            raise ConfigError.invalid_value(name, value, f"Invalid entry {entry.strip()!r}: expected host:count "
+                                            "with a count of at least 0")
+
+
 # -- definitions ---------------------------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)
@@ -590,7 +601,8 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _table(
     K("socket.connection.setup.timeout.ms", LG, 10000, M, "Client connection setup timeout."),
     K("socket.connection.setup.timeout.max.ms", LG, 30000, M, "Maximum connection setup timeout."),
     K("max.connections.per.ip", I, INT_MAX, M, "Connections allowed from one IP address.", Range(0)),
-    K("max.connections.per.ip.overrides", S, "", M, "Per-IP or per-host overrides of max.connections.per.ip."),
+    K("max.connections.per.ip.overrides", S, "", M, "Per-IP or per-host overrides of max.connections.per.ip.",
+      _ip_count_map),
     K("max.connections", I, INT_MAX, M, "Connections allowed in the broker at any time.", Range(0)),
     K("max.connection.creation.rate", I, INT_MAX, M, "New connections per second allowed.", Range(0)),
     K("connections.max.idle.ms", LG, 600000, M, "Idle connections are closed after this long."),
