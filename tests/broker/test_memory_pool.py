@@ -108,3 +108,14 @@ def test_peer_ip():
     assert peer_ip("127.0.0.1:5555") == "127.0.0.1"
     assert peer_ip("::1:5555") == "::1"
     assert peer_ip("?") == "?"
+
+
+def test_overrides_config_is_validated_as_kafka_does():
+    from kafkapy.broker.config import BrokerConfig
+    from kafkapy.broker.config_defs import ConfigError
+
+    assert BrokerConfig({"max.connections.per.ip.overrides": "localhost:2,[::1]:0"}).get(
+        "max.connections.per.ip.overrides") == "localhost:2,[::1]:0"
+    for bad in ("localhost", "localhost:x", ":3", "h:-1"):
+        with pytest.raises(ConfigError):
+            BrokerConfig({"max.connections.per.ip.overrides": bad})
