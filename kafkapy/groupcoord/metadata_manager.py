@@ -369,12 +369,10 @@ class GroupMetadataManager:
                     if clock() >= slice_end:
                         yield _CHUNK
                         slice_end = clock() + LOAD_SLICE_S
+                yield _READ_DONE
+                # back on the loop: read what was appended meanwhile, or apply without yielding
                 end = self.store.log_end_offset(partition)
                 if end is None or position is None or position >= end:
-                    break
-                yield _READ_DONE
-                end = self.store.log_end_offset(partition)
-                if end is None or position >= end:
                     break
         except KafkaError as exc:
             log.error("%s-%d: stopped loading after %d records: %s", OFFSETS_TOPIC, partition, records, exc)
