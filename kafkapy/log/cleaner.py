@@ -347,9 +347,12 @@ def _filter_segment(job: CleaningJob, data: bytes, headers: list[BatchHeader], l
                 kept.append(record)
         needs_horizon = horizon is None and (
             (header.is_control and can_discard) or any(r.value is None for r in kept))
-        if len(kept) == len(records) and not needs_horizon:
+        if len(kept) == len(records) and not needs_horizon and (
+                kept or retain_empty or (segment_end and header.producer_id < 0)):
             parts.append(data[header.position:header.position + header.size])
             continue
+        # (an empty batch goes unless it is the producer's last or a segment's end filler,
+        # Kafka's DELETE_EMPTY)
         changed = True
         removed += len(records) - len(kept)
         if not kept and header.is_control and kind == _ABORT:

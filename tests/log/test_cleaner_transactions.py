@@ -176,3 +176,30 @@ def test_tombstone_gets_delete_horizon_then_goes(tmp_path):
     clean_log(plog, NOW + RETENTION + 1)
     assert not any(r.key == b"gone" for _, recs in batches(plog) for r in recs)
     plog.close()
+
+
+def test_emptied_batch_goes_once_its_producer_wrote_again(tmp_path):
+    plog = PartitionLog.open(tmp_path / "t-0", compact_config())
+    pid = 21
+
+    def idempotent(seq, value):
+        return plog.append(bytearray(build_batch([(b"k", value, (), BASE_TS)], base_timestamp=BASE_TS,
+                                                 producer_id=pid, producer_epoch=0, base_sequence=seq)))
+
+    idempotent(0, b"a")
+    first_last = idempotent(1, b"b")
+    plain(plog, b"other", b"x")
+    plog.roll()
+    plain(plog, b"k", b"plain")  # "k"'s latest is no longer the producer's
+    plog.roll()
+    clean_log(plog, NOW)
+    # The producer's last batch stays, emptied (its sequence is what the producer state needs).
+    kept = [(h, recs) for h, recs in batches(plog) if h.producer_id == pid]
+    assert [(h.base_offset, h.base_sequence, len(recs)) for h, recs in kept] == [(first_last.base_offset, 1, 0)]
+    # Once the producer wrote again, the emptied batch is no longer its last: it goes.
+    idempotent(2, b"c")
+    plog.roll()
+    dirty_round(plog, b"r1")
+    clean_log(plog, NOW + 1)
+    assert [h.base_sequence for h, _ in batches(plog) if h.producer_id == pid] == [2]
+    plog.close()
