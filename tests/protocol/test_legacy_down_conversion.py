@@ -8,7 +8,6 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafkapy.broker.handlers.list_offsets import EARLIEST, LATEST, legacy_offsets_before
 from kafkapy.protocol.control_records import build_control_batch
 from kafkapy.protocol.legacy_records import iter_legacy_records, iter_message_set, truncate_message_set, v2_to_legacy
 from kafkapy.protocol.records import build_batch
@@ -69,49 +68,3 @@ def test_old_consumers_read_uncommitted_aborted_data_without_markers():
     for magic in (0, 1):
         got = [(m.offset, m.value) for m in iter_legacy_records(v2_to_legacy(aborted + marker + plain, magic))]
         assert got == [(0, b"aborted"), (2, b"plain")]
-
-
-class _Segment:
-    def __init__(self, base_offset: int, size: int, path: str):
-        self.base_offset = base_offset
-        self.size = size
-        self._path = path
-
-    def path(self, suffix: str) -> str:
-        return self._path
-
-
-class _Log:
-    def __init__(self, segments, log_start_offset: int, log_end_offset: int):
-        self.segments = segments
-        self.log_start_offset = log_start_offset
-        self.log_end_offset = log_end_offset
-
-
-def test_legacy_offsets_before(tmp_path):
-    import os
-    files = []
-    for i, mtime in enumerate((1000, 2000, 3000)):
-        f = tmp_path / f"{i}.log"
-        f.write_bytes(b"x")
-        os.utime(f, (mtime, mtime))
-        files.append(str(f))
-    log = _Log([_Segment(0, 10, files[0]), _Segment(10, 10, files[1]), _Segment(20, 10, files[2])],
-               log_start_offset=5, log_end_offset=25)
-    now = 10_000_000
-    # newest first; the first segment's base is raised to the log start offset
-    assert legacy_offsets_before(log, LATEST, 10, now) == [25, 20, 10, 5]
-    assert legacy_offsets_before(log, LATEST, 2, now) == [25, 20]
-    assert legacy_offsets_before(log, EARLIEST, 10, now) == [5]
-    # by time: the newest candidate modified at or before the timestamp, then older ones
-    assert legacy_offsets_before(log, 2_500_000, 10, now) == [10, 5]
-    assert legacy_offsets_before(log, 1_500_000, 10, now) == [5]
-    assert legacy_offsets_before(log, 999_999, 10, now) == []
-    assert legacy_offsets_before(log, now, 1, now) == [25]
-    assert legacy_offsets_before(log, LATEST, 0, now) == []
-    # an empty active segment adds no log end entry
-    log.segments[-1].size = 0
-    assert legacy_offsets_before(log, LATEST, 10, now) == [20, 10, 5]
-    # a segment file that is gone (memory storage) is dated now
-    log.segments[0]._path = str(tmp_path / "missing.log")
-    assert legacy_offsets_before(log, 1_500_000, 10, now) == []
