@@ -853,6 +853,10 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _table(
       "request (acks != 0); topics can override it."),
     K("kafkapy.control.listener", S, None, L, "kafkapy: loopback host:port (port 0: a free one) of the fault "
       "injection control endpoint, HTTP+JSON for tests (docs/testing.md); off when unset."),
+    K("kafkapy.console.listener", S, None, L, "kafkapy: http://host:port of the built-in web console "
+      "(docs/console.md); off when unset."),
+    K("kafkapy.console.writes.enable", B, False, L, "kafkapy: allow the web console's write actions "
+      "(offset reset); read-only when false."),
 )
 
 
