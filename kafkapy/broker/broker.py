@@ -50,6 +50,11 @@ class Broker:
         self.data_dir = Path(self.log_dirs[0])
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.connections: set[KafkaConnection] = set()
+        # request and topic counters (kafkapy/metrics); the Prometheus endpoint when configured
+        from ..metrics import BrokerMetrics
+
+        self.metrics = BrokerMetrics()
+        self.metrics_server = None
         # bytes of requests held in memory (queued.max.request.bytes) and the connection limits
         self.memory_pool = MemoryPool(pool_capacity(config.get("queued.max.request.bytes"),
                                                     config.get("socket.request.max.bytes")))
