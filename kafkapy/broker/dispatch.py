@@ -7,6 +7,7 @@ framing live here, once, not in the handlers.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable
 
@@ -40,6 +41,8 @@ class RequestContext:
     broker: Broker
     connection: KafkaConnection | None
     header: RequestHeader | None = None
+    # metrics (kafkapy/metrics): what the connection reports once the response is written
+    timing: Any = None
 
     @property
     def api_version(self) -> int:
@@ -140,6 +143,7 @@ def handles(request_cls: type) -> Callable[[Handler], Handler]:
 
 async def handle_frame(ctx: RequestContext, frame: bytes) -> list | None:
     """Handle one request frame; returns the response as buffers, or None for no response."""
+    started = time.perf_counter()
     header, pos = decode_request_header(frame)
     ctx.header = header
     key = header.api_key
@@ -171,8 +175,16 @@ async def handle_frame(ctx: RequestContext, frame: bytes) -> list | None:
                 return None
             return [encode_response_header(header.correlation_id, key, version)] + injected.encode_parts(version)
     quotas = ctx.broker.quotas
+    metrics = getattr(ctx.broker, "metrics", None)
+    busy = None
     if quotas is None or connection is None:
-        response = await HANDLERS[key](ctx, request)
+        if metrics is not None and metrics.detailed:
+            # local (busy) against remote (parked) time for the request metrics
+            timed = BusyTime(HANDLERS[key](ctx, request))
+            response = await timed
+            busy = timed.seconds
+        else:
+            response = await HANDLERS[key](ctx, request)
     else:
         # client quotas (security/quotas.py): strict controller mutation quotas before the handler;
         # after it, the request's bytes and busy time (not time parked in purgatory) are recorded,
@@ -181,6 +193,9 @@ async def handle_frame(ctx: RequestContext, frame: bytes) -> list | None:
         timed = BusyTime(HANDLERS[key](ctx, request))
         response = await timed
         quotas.after_request(ctx, key, request, response, len(frame), timed.seconds)
+        busy = timed.seconds
+    if metrics is not None:
+        ctx.timing = metrics.on_response(ctx, key, version, request, response, started, busy)
     if response is None:
         return None
     return [encode_response_header(header.correlation_id, key, version)] + response.encode_parts(version)
