@@ -313,6 +313,8 @@ class KafkaConnection(asyncio.Protocol):
                     self._release(size)
                 if parts is not None and not self._closed:
                     await self._write(parts)
+                    if ctx.timing is not None:
+                        self.broker.metrics.response_sent(ctx.timing)
             if self._eof and not self._frames:
                 self.close()
         finally:
