@@ -252,9 +252,12 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
                         for i, m in exc.record_errors]
                 results.append(response)
                 failed = True
+                broker.metrics.produce_failed(name)
                 continue
             if not result.duplicate:
                 broker.purgatory.notify((name, index))
+                # counted from the batch headers' offsets, never per record (kafkapy/metrics)
+                broker.metrics.produced(name, result.last_offset - result.base_offset + 1, len(buf))
             if plog.config.fsync_on_ack and acks != 0:
                 syncs.append(plog.sync_until(result.last_offset))
             response = PartitionResponse(
