@@ -53,6 +53,32 @@ async def wait_for_cache(broker, done, timeout_ms: int) -> bool:
     return True
 
 
+# KRaft's ReplicationControlManager.MAX_PARTITIONS_PER_BATCH: a request that would create more
+# partitions than this fails as a whole with POLICY_VIOLATION instead of planning billions of them
+MAX_PARTITIONS_PER_REQUEST = 10_000
+_TOO_MANY_PARTITIONS = "Excessively large number of partitions per request."
+
+
+def _new_partitions_in_create(broker, request: CreateTopicsRequest) -> int:
+    total = 0
+    for topic in request.topics:
+        if topic.assignments:
+            total += len(topic.assignments)
+        elif topic.num_partitions == -1:
+            total += broker.config.get("num.partitions")
+        elif topic.num_partitions > 0:
+            total += topic.num_partitions
+    return total
+
+
+def _new_partitions_in_grow(broker, request: CreatePartitionsRequest) -> int:
+    total = 0
+    for topic in request.topics:
+        meta = broker.partitions.topic(topic.name)
+        total += max(topic.count - (len(meta.partitions) if meta is not None else 0), 0)
+    return total
+
+
 def _has_leaders(broker, name: str, count: int) -> bool:
     meta = broker.partitions.topic(name)
     return meta is not None and len(meta.partitions) >= count and all(p.leader >= 0 for p in meta.partitions)
@@ -73,6 +99,7 @@ async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest
     # KafkaApis: CREATE on the cluster, or else on each topic
     denied = frozenset() if ctx.authorized_cluster(AclOperation.CREATE, log_if_denied=False) else \
         ctx.unauthorized_names(AclOperation.CREATE, ResourceType.TOPIC, seen)
+    too_many = _new_partitions_in_create(broker, request) > MAX_PARTITIONS_PER_REQUEST
     for topic in request.topics:
         result = CreateTopicsResponse.CreatableTopicResult(name=topic.name, topic_id=_NULL_UUID)
         results.append(result)
@@ -87,6 +114,10 @@ async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest
         if denied and topic.name in denied:
             result.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
             result.error_message = "Authorization failed."
+            continue
+        if too_many:
+            result.error_code = ErrorCode.POLICY_VIOLATION
+            result.error_message = _TOO_MANY_PARTITIONS
             continue
         assignments = None
         if topic.assignments:
@@ -187,6 +218,7 @@ async def handle_create_partitions(ctx: RequestContext,
                                    request: CreatePartitionsRequest) -> CreatePartitionsResponse:
     broker = ctx.broker
     results = []
+    too_many = _new_partitions_in_grow(broker, request) > MAX_PARTITIONS_PER_REQUEST
     for topic in request.topics:
         result = CreatePartitionsResponse.CreatePartitionsTopicResult(name=topic.name, error_code=0)
         results.append(result)
@@ -197,6 +229,10 @@ async def handle_create_partitions(ctx: RequestContext,
         if not ctx.authorized(AclOperation.ALTER, ResourceType.TOPIC, topic.name):
             result.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
             result.error_message = "Authorization failed."
+            continue
+        if too_many:
+            result.error_code = ErrorCode.POLICY_VIOLATION
+            result.error_message = _TOO_MANY_PARTITIONS
             continue
         assignments = [list(a.broker_ids) for a in topic.assignments] if topic.assignments is not None else None
         try:
