@@ -7,6 +7,7 @@ taken over (start-up or leadership change), and expires offsets past retention.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import time
@@ -58,6 +59,35 @@ LOAD_SLICE_S = 0.004
 LOAD_MODE = os.environ.get("KAFKAPY_COORDINATOR_LOAD_MODE", "chunks")
 _CHUNK = "chunk"
 _READ_DONE = "read done"
+
+
+class CollectorPause:
+    """The cyclic garbage collector is off while partitions load, and what they loaded is frozen.
+
+    A load creates millions of long-lived objects; with the collector on, each time they grow
+    by a quarter a full collection walks all of them (~0.1-1 s on the loop, about half the load
+    time: bench/groups/offsets_load.py). gc.freeze() at the end moves them to the permanent
+    generation, so later collections never walk them. The cost: cyclic garbage made by other
+    work during the load is frozen too (bounded by what a few seconds of requests leave).
+    """
+
+    loads = 0
+    was_enabled = False
+
+    @classmethod
+    def begin(cls) -> None:
+        if cls.loads == 0:
+            cls.was_enabled = gc.isenabled()
+            gc.disable()
+        cls.loads += 1
+
+    @classmethod
+    def end(cls) -> None:
+        cls.loads -= 1
+        if cls.loads == 0:
+            gc.freeze()
+            if cls.was_enabled:
+                gc.enable()
 
 
 def _step(steps: Generator[object, None, Any]) -> tuple[bool, Any]:
@@ -310,6 +340,7 @@ class GroupMetadataManager:
     async def _load_async(self, partition: int, on_loaded: Callable[[list[GroupMetadata]], None]) -> None:
         started = time.monotonic()
         steps = self._load_steps(partition)
+        CollectorPause.begin()
         try:
             while True:
                 if LOAD_MODE == "thread":
@@ -330,6 +361,7 @@ class GroupMetadataManager:
             self.loading_partitions.discard(partition)
             return
         finally:
+            CollectorPause.end()
             if self._load_tasks.get(partition) is asyncio.current_task():
                 del self._load_tasks[partition]
         log.info("%s-%d: loaded in %.3f s", OFFSETS_TOPIC, partition, time.monotonic() - started)

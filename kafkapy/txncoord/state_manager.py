@@ -14,7 +14,7 @@ from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..groupcoord.metadata_manager import LOAD_SLICE_S
+from ..groupcoord.metadata_manager import LOAD_SLICE_S, CollectorPause
 from ..groupcoord.offsets_topic import OffsetsTopicStore, partition_for
 from ..protocol.errors import ErrorCode, KafkaError
 from .metadata import TransactionMetadata, TransactionState, TxnTransitMetadata
@@ -215,6 +215,7 @@ class TransactionStateManager:
                           on_loaded: Callable[[list[TransactionMetadata]], None]) -> None:
         started = time.monotonic()
         steps = self._load_steps(partition, coordinator_epoch)
+        CollectorPause.begin()
         try:
             while True:
                 try:
@@ -231,6 +232,7 @@ class TransactionStateManager:
             self.loading_partitions.discard(partition)
             return
         finally:
+            CollectorPause.end()
             if self._load_tasks.get(partition) is asyncio.current_task():
                 del self._load_tasks[partition]
         log.info("%s-%d: loaded in %.3f s", TRANSACTION_STATE_TOPIC, partition, time.monotonic() - started)
