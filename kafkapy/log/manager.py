@@ -233,7 +233,10 @@ class LogManager:
             return
         if isinstance(plog, PartitionLog):
             plog.close()
-        target = plog.dir.with_name(f"{plog.dir.name}.{uuid.uuid4().hex}-delete")
+        # as Kafka's UnifiedLog.logDeleteDirName: the topic is cut so that the name stays within the
+        # file system's 255 bytes (a 249-character topic plus the suffix would not)
+        suffix = f"-{partition}.{uuid.uuid4().hex}-delete"
+        target = plog.dir.with_name(topic[:max(0, 255 - len(suffix))] + suffix)
         try:
             os.rename(plog.dir, target)
             fsync_dir(target.parent)
