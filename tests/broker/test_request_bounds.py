@@ -49,3 +49,19 @@ def test_create_partitions_over_the_partition_batch_limit_is_a_policy_violation(
     request = CreatePartitionsRequest(topics=[CreatePartitionsRequest.CreatePartitionsTopic(
         name="grown", count=3, assignments=None)], timeout_ms=1000)
     assert broker.call(request, 3).results[0].error_code == 0
+
+
+def test_deleting_a_topic_with_the_longest_legal_name(broker, caplog):
+    """A 249-character topic (Kafka's limit): its `-delete` dir name is cut to 255 bytes as Kafka's
+    UnifiedLog.logDeleteDirName does (found by the fuzz campaign: ENAMETOOLONG, an ERROR line, the
+    partition dir left behind)."""
+    from kafkapy.protocol.messages import DeleteTopicsRequest
+
+    name = "x" * 249
+    broker.create_topic(name, 1)
+    log_dir = broker.broker.logs.get(name, 0).dir.parent
+    assert (log_dir / f"{name}-0").is_dir()
+    [result] = broker.call(DeleteTopicsRequest(topic_names=[name], timeout_ms=1000), 5).responses
+    assert result.error_code == 0
+    assert not (log_dir / f"{name}-0").exists()
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]
