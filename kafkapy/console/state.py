@@ -1,0 +1,230 @@
+"""What the console shows, read from the broker's own state: metadata store, partition logs, the
+group coordinator and the DescribeConfigs logic. No network, no record decoding (see messages.py).
+
+Each function returns plain dicts and lists for the templates and the JSON API, and is cheap
+enough to run on the event loop: O(partitions) or O(committed offsets), never O(records).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..broker.config import ConfigSource, describe_topic_configs
+from ..groupcoord.consumer_protocol import decode_assignment
+from ..groupcoord.group import GroupState
+
+__all__ = [
+    "ConsoleError", "PartitionOffsets", "cluster_overview", "topic_summaries", "topic_detail",
+    "partition_offsets", "group_summaries", "group_detail", "group_lag_sum",
+]
+
+OFFSETS_TOPIC = "__consumer_offsets"
+
+
+class ConsoleError(Exception):
+    """A request the console answers with an HTTP error and a one-line message (no traceback)."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+@dataclass(slots=True)
+class PartitionOffsets:
+    """Offsets and size of one partition's local log (None fields: no log here)."""
+
+    log_start: int | None
+    log_end: int | None  # the high watermark: what consumers can read, Kafka's LOG-END-OFFSET
+    size: int | None
+    leader_here: bool
+
+
+def partition_offsets(broker, topic: str, partition: int, leader: int) -> PartitionOffsets:
+    log = broker.partitions.get_log(topic, partition)
+    if log is None or log.is_offline:
+        return PartitionOffsets(None, None, None, False)
+    return PartitionOffsets(log.log_start_offset, log.high_watermark, log.size_bytes, leader == broker.node_id)
+
+
+def cluster_overview(broker) -> dict:
+    """Cluster id, controller, brokers and topic/partition counts (under-replicated, offline)."""
+    brokers = broker.brokers_for(None)
+    live = {b.node_id for b in brokers}
+    partitions = under_replicated = offline = internal = 0
+    topics = broker.partitions.topics()
+    for meta in topics:
+        internal += meta.internal
+        for p in meta.partitions:
+            partitions += 1
+            if p.leader < 0 or p.leader not in live:
+                offline += 1
+            elif len(p.isr) < len(p.replicas):
+                under_replicated += 1
+    try:
+        controller = broker.metadata.controller_id()
+    except Exception:  # a ZooKeeper store between sessions
+        controller = -1
+    return {
+        "cluster_id": broker.cluster_id,
+        "node_id": broker.node_id,
+        "mode": "ZooKeeper cluster" if broker.cluster is not None else "single node",
+        "controller": controller,
+        "brokers": [{"id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack or "",
+                     "controller": b.node_id == controller, "this": b.node_id == broker.node_id}
+                    for b in sorted(brokers, key=lambda b: b.node_id)],
+        "topics": len(topics),
+        "internal_topics": internal,
+        "partitions": partitions,
+        "under_replicated": under_replicated,
+        "offline": offline,
+        "groups": len(broker.group_coordinator.manager.groups),
+    }
+
+
+def topic_summaries(broker, query: str = "", include_internal: bool = True) -> list[dict]:
+    """One row per topic matching `query` (substring, case-insensitive), sorted by name."""
+    query = query.strip().lower()
+    rows = []
+    for meta in broker.partitions.topics():
+        if query and query not in meta.name.lower():
+            continue
+        if meta.internal and not include_internal:
+            continue
+        size = messages = under = 0
+        for p in meta.partitions:
+            log = broker.partitions.get_log(meta.name, p.partition)
+            if log is not None and not log.is_offline:
+                size += log.size_bytes
+                messages += max(log.high_watermark - log.log_start_offset, 0)
+            if len(p.isr) < len(p.replicas):
+                under += 1
+        rows.append({"name": meta.name, "internal": meta.internal, "partitions": meta.partition_count,
+                     "replication_factor": len(meta.partitions[0].replicas) if meta.partitions else 0,
+                     "under_replicated": under, "size": size, "messages": messages})
+    rows.sort(key=lambda r: r["name"])
+    return rows
+
+
+def _topic(broker, name: str):
+    meta = broker.partitions.topic(name)
+    if meta is None:
+        raise ConsoleError(404, f"unknown topic {name!r} (UNKNOWN_TOPIC_OR_PARTITION)")
+    return meta
+
+
+def topic_detail(broker, name: str) -> dict:
+    """Partitions (leader, replicas, ISR, offsets, size), configs with their source, and the groups
+    that consume the topic (subscribed, or holding committed offsets on it)."""
+    meta = _topic(broker, name)
+    partitions = []
+    for p in meta.partitions:
+        offsets = partition_offsets(broker, name, p.partition, p.leader)
+        partitions.append({
+            "partition": p.partition, "leader": p.leader, "replicas": list(p.replicas), "isr": list(p.isr),
+            "leader_epoch": p.leader_epoch, "log_start": offsets.log_start, "log_end": offsets.log_end,
+            "size": offsets.size, "under_replicated": len(p.isr) < len(p.replicas)})
+    configs = [{"name": e.name, "value": e.value, "source": ConfigSource(e.source).name,
+                "default": e.source == ConfigSource.DEFAULT_CONFIG,
+                "override": e.source == ConfigSource.DYNAMIC_TOPIC_CONFIG}
+               for e in describe_topic_configs(meta.configs, broker.config, None, include_synonyms=False)]
+    return {"name": name, "topic_id": str(meta.topic_id), "internal": meta.internal,
+            "partitions": partitions, "configs": configs, "groups": consuming_groups(broker, name)}
+
+
+def consuming_groups(broker, topic: str) -> list[dict]:
+    rows = []
+    for group in broker.group_coordinator.manager.groups.values():
+        committed = [tp for tp in group.offsets if tp[0] == topic]
+        subscribed = group.subscribed_topics is not None and topic in group.subscribed_topics
+        if committed or subscribed:
+            lag = 0
+            for tp in committed:
+                log = broker.partitions.get_log(*tp)
+                if log is not None and not log.is_offline:
+                    lag += max(log.high_watermark - group.offsets[tp].offset, 0)
+            rows.append({"group": group.group_id, "state": group.state.value, "members": len(group.members),
+                         "lag": lag})
+    rows.sort(key=lambda r: r["group"])
+    return rows
+
+
+def group_lag_sum(broker, group) -> int:
+    lag = 0
+    for tp, committed in group.offsets.items():
+        log = broker.partitions.get_log(*tp)
+        if log is not None and not log.is_offline:
+            lag += max(log.high_watermark - committed.offset, 0)
+    return lag
+
+
+def group_summaries(broker, query: str = "") -> list[dict]:
+    query = query.strip().lower()
+    rows = []
+    for group in broker.group_coordinator.manager.groups.values():
+        if group.is_in(GroupState.DEAD) or (query and query not in group.group_id.lower()):
+            continue
+        rows.append({"group": group.group_id, "state": group.state.value,
+                     "protocol_type": group.protocol_type or "", "protocol": group.protocol_name or "",
+                     "members": len(group.members), "topics": sorted({tp[0] for tp in group.offsets}),
+                     "lag": group_lag_sum(broker, group)})
+    rows.sort(key=lambda r: r["group"])
+    return rows
+
+
+def get_group(broker, group_id: str):
+    group = broker.group_coordinator.manager.get_group(group_id)
+    if group is None or group.is_in(GroupState.DEAD):
+        raise ConsoleError(404, f"unknown group {group_id!r} (GROUP_ID_NOT_FOUND; groups coordinated "
+                                f"by broker {broker.node_id} are listed on /groups)")
+    return group
+
+
+def group_detail(broker, group_id: str) -> dict:
+    """State, members with their assignment, and per partition: committed offset, log end, lag and
+    the member it is assigned to (Kafka's kafka-consumer-groups --describe columns)."""
+    group = get_group(broker, group_id)
+    owner: dict[tuple[str, int], dict] = {}
+    members = []
+    for member in group.members.values():
+        try:
+            assignment = decode_assignment(member.assignment) if group.protocol_type == "consumer" else {}
+        except ValueError:
+            assignment = {}
+        row = {"member_id": member.member_id, "instance_id": member.group_instance_id or "",
+               "client_id": member.client_id, "host": member.client_host,
+               "assignment": ", ".join(f"{t}: {_ranges(ps)}" for t, ps in sorted(assignment.items())),
+               "partitions": sum(len(ps) for ps in assignment.values()),
+               "leader": member.member_id == group.leader_id}
+        members.append(row)
+        for topic, parts in assignment.items():
+            for p in parts:
+                owner[(topic, p)] = row
+    members.sort(key=lambda m: (m["client_id"], m["member_id"]))
+    partitions = []
+    for tp in sorted(set(group.offsets) | set(owner)):
+        committed = group.offsets.get(tp)
+        log = broker.partitions.get_log(*tp)
+        end = log.high_watermark if log is not None and not log.is_offline else None
+        current = committed.offset if committed is not None else None
+        lag = max(end - current, 0) if end is not None and current is not None else None
+        member = owner.get(tp)
+        partitions.append({"topic": tp[0], "partition": tp[1], "current": current, "log_end": end, "lag": lag,
+                           "member_id": member["member_id"] if member else "",
+                           "host": member["host"] if member else "",
+                           "client_id": member["client_id"] if member else ""})
+    return {"group": group.group_id, "state": group.state.value, "protocol_type": group.protocol_type or "",
+            "protocol": group.protocol_name or "", "generation": group.generation_id,
+            "leader": group.leader_id or "", "members": members, "partitions": partitions,
+            "lag": sum(p["lag"] or 0 for p in partitions),
+            "topics": sorted({tp[0] for tp in group.offsets} | set(group.subscribed_topics or ()))}
+
+
+def _ranges(parts: list[int]) -> str:
+    """[0, 1, 2, 5] -> "0-2, 5"."""
+    out: list[str] = []
+    for p in sorted(parts):
+        if out and isinstance(out[-1], list) and out[-1][1] == p - 1:
+            out[-1][1] = p
+        else:
+            out.append([p, p])  # type: ignore[arg-type]
+    return ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in out)  # type: ignore[misc]
