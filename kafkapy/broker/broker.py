@@ -105,6 +105,7 @@ class Broker:
         self.transaction_coordinator = create_transaction_coordinator(self)
         self._servers: list[asyncio.base_events.Server] = []
         self._tasks: list[asyncio.Task] = []
+        self.console = None  # the web console (kafkapy/console), when kafkapy.console.listener is set
         self.started_at = time.monotonic()
         # client quotas: broker.quotas follows the stored quotas (None while there are none)
         from ..security.quotas import install_client_quotas
@@ -198,6 +199,13 @@ class Broker:
                 min(max(idle_ms / 4000, 0.05), 30.0))))
         self._tasks.append(loop.create_task(self._periodic(peer_log.flush_due, 5.0)))
         self._tasks.append(loop.create_task(self._periodic(lambda: close_hung_up(self.connections), 1.0)))
+        from ..metrics.exporter import start_exporter
+
+        self.metrics_server = await start_exporter(self)  # kafkapy.metrics.listener, None when unset
+        if self.config.get("kafkapy.console.listener"):
+            from ..console import start_console  # aiohttp is imported only when the console is on
+
+            self.console = await start_console(self)
         log.info("kafkapy broker %d listening on %s (advertised %s), cluster id %s, data in %s,"
                  " started in %.3f s", self.node_id,
                  ", ".join(f"{lst.name}://{lst.host}:{bound[lst.name][0].getsockname()[1]}"
@@ -231,6 +239,8 @@ class Broker:
     async def stop(self) -> None:
         """Stop accepting, let in-flight requests finish, flush logs and write checkpoints."""
         log.info("kafkapy broker %d shutting down", self.node_id)
+        if self.console is not None:
+            await self.console.stop()
         if self.cluster is not None:
             try:
                 await self.cluster.controlled_shutdown()
@@ -240,6 +250,9 @@ class Broker:
             server.close()
         for task in self._tasks:
             task.cancel()
+        if self.metrics_server is not None:
+            await self.metrics_server.stop()
+        self.metrics.stop_probe()
         self.purgatory.wake_all()
         # answers parked JoinGroup/SyncGroup requests so that their connections can finish
         self.group_coordinator.close()
