@@ -1,5 +1,7 @@
-"""The `kafkapy` command line: `kafkapy serve [--config server.properties] [--override key=value ...]`
-and `kafkapy cluster [--brokers N] [--dir DIR] [--base-port PORT] [--override key=value ...]`."""
+"""The `kafkapy` command line: `kafkapy serve [--config server.properties] [--override key=value ...]`,
+`kafkapy cluster [--brokers N] [--dir DIR] [--base-port PORT] [--override key=value ...]` (a local dev
+cluster) and the admin commands `kafkapy <noun> <verb>` (topics, groups, configs, produce, consume,
+acls, `cluster describe`: kafkapy/admin/)."""
 from __future__ import annotations
 
 import argparse
@@ -35,11 +37,20 @@ def setup_logging(level: str) -> None:
     logging.basicConfig(level=getattr(logging, level.upper()), format=LOG_FORMAT, stream=sys.stderr, force=True)
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one line (and exit code 2), pointing at --help instead of printing the usage."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
 def _parser() -> argparse.ArgumentParser:
+    from .admin.commands import add_admin_commands, add_cluster_verbs  # argparse only: cheap to import
+
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--log-level", type=str.upper, choices=LOG_LEVELS, default=argparse.SUPPRESS,
                         help="logging level (default INFO)")
-    parser = argparse.ArgumentParser(prog="kafkapy", parents=[common],
+    parser = _Parser(prog="kafkapy", parents=[common],
                                      description="A Kafka-compatible broker written in Python.")
     parser.add_argument("--version", action="version", version=f"kafkapy {version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -62,9 +73,12 @@ def _parser() -> argparse.ArgumentParser:
                             "system (tmpfs: /dev/shm or $KAFKAPY_MEMORY_DIR)")
     serve.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                        help="set a config, overriding the file (repeatable)")
-    cluster = commands.add_parser("cluster", parents=[common], help="run a local ZooKeeper-mode cluster",
-                                  description="Run ZooKeeper and N brokers on 127.0.0.1 until SIGINT/SIGTERM, "
-                                              "then stop the brokers and ZooKeeper.")
+    cluster = commands.add_parser("cluster", parents=[common],
+                                  help="run a local ZooKeeper-mode cluster; `cluster describe`: describe a cluster",
+                                  description="Without a verb: run ZooKeeper and N brokers on 127.0.0.1 until "
+                                              "SIGINT/SIGTERM, then stop the brokers and ZooKeeper. "
+                                              "`kafkapy cluster describe -b HOST:PORT`: a running cluster's id, "
+                                              "controller and brokers.")
     cluster.add_argument("--brokers", type=_positive_int, default=3, metavar="N", help="number of brokers (default 3)")
     cluster.add_argument("--dir", type=Path, default=Path("kafkapy-cluster"), metavar="DIR",
                          help="data and logs of ZooKeeper and the brokers (default ./kafkapy-cluster)")
@@ -74,6 +88,8 @@ def _parser() -> argparse.ArgumentParser:
                          help="use this ZooKeeper instead of starting one on a free port")
     cluster.add_argument("--override", action="append", type=_key_value, default=[], metavar="KEY=VALUE",
                          help="set a config on every broker (repeatable)")
+    add_cluster_verbs(cluster)
+    add_admin_commands(commands)
     return parser
 
 
@@ -190,6 +206,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     setup_logging(getattr(args, "log_level", "INFO"))
+    if getattr(args, "admin_target", None):
+        from .admin.commands import run_admin
+
+        return run_admin(args)
     if args.command == "serve":
         return _serve(args)
     if args.command == "cluster":

@@ -1,0 +1,482 @@
+"""`kafkapy groups list|describe|reset-offsets|delete|delete-offsets`: kafka-consumer-groups.sh as verbs."""
+from __future__ import annotations
+
+import argparse
+import re
+import struct
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from ..protocol.error_codes import ErrorCode
+from ..protocol.messages import (
+    DeleteGroupsRequest,
+    DescribeGroupsRequest,
+    ListGroupsRequest,
+    ListOffsetsRequest,
+    OffsetCommitRequest,
+    OffsetDeleteRequest,
+    OffsetFetchRequest,
+)
+from .client import AdminClient
+from .errors import CliError, KafkaApiError
+from .output import Progress, emit, print_json, print_table
+
+__all__ = ["list_groups", "describe_groups", "reset_offsets", "delete_groups", "delete_offsets",
+           "decode_assignment", "list_offsets", "committed_offsets", "parse_duration", "parse_datetime"]
+
+EARLIEST, LATEST = -2, -1
+_INACTIVE = {"Empty", "Dead"}
+
+
+@dataclass(slots=True)
+class Member:
+    member_id: str
+    client_id: str
+    host: str
+    instance_id: str | None
+    assignment: dict[str, list[int]] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Group:
+    group_id: str
+    state: str
+    protocol_type: str
+    protocol: str
+    coordinator: int
+    members: list[Member]
+
+
+def decode_assignment(data: bytes) -> dict[str, list[int]]:
+    """The partitions in a consumer protocol Assignment (any version: they lead every version)."""
+    result: dict[str, list[int]] = {}
+    if not data or len(data) < 6:
+        return result
+    try:
+        pos = 2
+        (count,) = struct.unpack_from(">i", data, pos)
+        pos += 4
+        for _ in range(max(count, 0)):
+            (length,) = struct.unpack_from(">h", data, pos)
+            pos += 2
+            topic = bytes(data[pos:pos + length]).decode()
+            pos += length
+            (n,) = struct.unpack_from(">i", data, pos)
+            pos += 4
+            parts = list(struct.unpack_from(f">{max(n, 0)}i", data, pos))
+            pos += 4 * max(n, 0)
+            result.setdefault(topic, []).extend(parts)
+    except (struct.error, UnicodeDecodeError):
+        return {}
+    return result
+
+
+def _all_group_listings(client: AdminClient) -> list:
+    listings, failure = {}, None
+    for node_id in sorted(client.brokers()):
+        response = client.send(ListGroupsRequest(states_filter=[], types_filter=[]), node=node_id)
+        if response.error_code:
+            failure = KafkaApiError(response.error_code, f"broker {node_id} cannot list its groups")
+            continue
+        for group in response.groups:
+            listings[group.group_id] = group
+    if failure and not listings:
+        raise failure
+    return [listings[g] for g in sorted(listings)]
+
+
+def list_groups(client: AdminClient, args: argparse.Namespace) -> int:
+    version = client.version(ListGroupsRequest)
+    listings = _all_group_listings(client)
+    states = {}
+    if args.state is not None or args.format == "json":
+        if version >= 4:
+            states = {g.group_id: g.group_state for g in listings}
+        else:
+            states = {g.group_id: describe_group(client, g.group_id).state for g in listings}
+    if args.state:
+        wanted = {s.lower() for s in args.state.split(",")}
+        listings = [g for g in listings if states.get(g.group_id, "").lower() in wanted]
+    records = [{"group": g.group_id, "protocol_type": g.protocol_type, "state": states.get(g.group_id)}
+               for g in listings]
+    if args.format == "json":
+        print_json(records)
+    elif args.state is not None:
+        print_table(["GROUP", "STATE"], [[r["group"], r["state"]] for r in records])
+    else:
+        for record in records:
+            print(record["group"])
+    return 0
+
+
+def describe_group(client: AdminClient, group_id: str) -> Group:
+    coordinator = client.coordinator(group_id)
+    response = client.send(DescribeGroupsRequest(groups=[group_id]), node=coordinator)
+    described = response.groups[0]
+    if described.error_code:
+        raise KafkaApiError(described.error_code, f"cannot describe group '{group_id}'")
+    members = [Member(m.member_id, m.client_id, m.client_host, m.group_instance_id,
+                      decode_assignment(m.member_assignment) if described.protocol_type == "consumer" else {})
+               for m in described.members]
+    return Group(group_id, described.group_state, described.protocol_type, described.protocol_data,
+                 coordinator, members)
+
+
+def committed_offsets(client: AdminClient, group_id: str, coordinator: int | None = None) -> dict[tuple[str, int], int]:
+    """The group's committed offsets (every topic), by (topic, partition)."""
+    node = client.coordinator(group_id) if coordinator is None else coordinator
+    version = client.version(OffsetFetchRequest, node=node)
+    if version >= 8:
+        request = OffsetFetchRequest(groups=[OffsetFetchRequest.OffsetFetchRequestGroup(group_id=group_id,
+                                                                                        topics=None)])
+        response = client.send(request, node=node)
+        entry = response.groups[0]
+        code, topics = entry.error_code, entry.topics
+    else:
+        response = client.send(OffsetFetchRequest(group_id=group_id, topics=None), node=node, floor=2)
+        code, topics = response.error_code, response.topics
+    if code:
+        raise KafkaApiError(code, f"cannot fetch the committed offsets of group '{group_id}'")
+    result = {}
+    for topic in topics:
+        for p in topic.partitions:
+            if p.error_code == 0 and p.committed_offset >= 0:
+                result[(topic.name, p.partition_index)] = p.committed_offset
+    return result
+
+
+def list_offsets(client: AdminClient, partitions: list[tuple[str, int]], timestamp: int | dict,
+                 progress: Progress | None = None) -> dict[tuple[str, int], int]:
+    """ListOffsets from each partition's leader: EARLIEST, LATEST or a timestamp (-1 when none is later)."""
+    if not partitions:
+        return {}
+    leaders = client.leaders(sorted({t for t, _ in partitions}))
+    by_leader: dict[int, list[tuple[str, int]]] = {}
+    for tp in partitions:
+        if tp not in leaders:
+            raise KafkaApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"partition {tp[0]}:{tp[1]} does not exist")
+        if leaders[tp] < 0:
+            raise KafkaApiError(ErrorCode.LEADER_NOT_AVAILABLE, f"partition {tp[0]}:{tp[1]} has no leader",
+                                "wait for the broker to come back")
+        by_leader.setdefault(leaders[tp], []).append(tp)
+    result = {}
+    for leader, tps in by_leader.items():
+        topics: dict[str, list] = {}
+        for topic, partition in tps:
+            ts = timestamp[(topic, partition)] if isinstance(timestamp, dict) else timestamp
+            topics.setdefault(topic, []).append(ListOffsetsRequest.ListOffsetsPartition(
+                partition_index=partition, current_leader_epoch=-1, timestamp=ts, max_num_offsets=1))
+        request = ListOffsetsRequest(replica_id=-1, isolation_level=0, topics=[
+            ListOffsetsRequest.ListOffsetsTopic(name=t, partitions=ps) for t, ps in topics.items()])
+        response = client.send(request, node=leader, floor=1)
+        for topic in response.topics:
+            for p in topic.partitions:
+                if p.error_code:
+                    raise KafkaApiError(p.error_code, f"cannot list the offsets of {topic.name}:{p.partition_index}")
+                result[(topic.name, p.partition_index)] = p.offset
+        if progress:
+            progress.advance(len(tps))
+    return result
+
+
+def _group_ids(client: AdminClient, args: argparse.Namespace) -> list[str]:
+    groups = list(args.group or [])
+    if getattr(args, "all_groups", False):
+        groups = [g.group_id for g in _all_group_listings(client)]
+    elif not groups:
+        raise CliError("give --group G (or GROUP), or --all-groups", exit_code=2)
+    return groups
+
+
+def _offset_rows(client: AdminClient, group: Group, committed: dict) -> list[dict]:
+    owners: dict[tuple[str, int], Member] = {}
+    for member in group.members:
+        for topic, parts in member.assignment.items():
+            for p in parts:
+                owners[(topic, p)] = member
+    partitions = sorted(set(committed) | set(owners))
+    ends = list_offsets(client, partitions, LATEST) if partitions else {}
+    rows = []
+    for tp in partitions:
+        member = owners.get(tp)
+        current = committed.get(tp)
+        end = ends.get(tp)
+        rows.append({"group": group.group_id, "topic": tp[0], "partition": tp[1], "current_offset": current,
+                     "log_end_offset": end, "lag": None if current is None or end is None else max(end - current, 0),
+                     "consumer_id": member.member_id if member else None, "host": member.host if member else None,
+                     "client_id": member.client_id if member else None})
+    for member in group.members:  # members with nothing assigned, as Kafka lists them
+        if not member.assignment:
+            rows.append({"group": group.group_id, "topic": None, "partition": None, "current_offset": None,
+                         "log_end_offset": None, "lag": None, "consumer_id": member.member_id, "host": member.host,
+                         "client_id": member.client_id})
+    return rows
+
+
+_OFFSET_HEADERS = ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID",
+                   "HOST", "CLIENT-ID"]
+_OFFSET_KEYS = ["group", "topic", "partition", "current_offset", "log_end_offset", "lag", "consumer_id", "host",
+                "client_id"]
+
+
+def describe_groups(client: AdminClient, args: argparse.Namespace) -> int:
+    output = []
+    missing = []
+    for group_id in _group_ids(client, args):
+        group = describe_group(client, group_id)
+        if group.state == "Dead":
+            missing.append(group_id)
+            continue
+        if args.state:
+            record = {"group": group_id, "coordinator": group.coordinator, "assignment_strategy": group.protocol,
+                      "state": group.state, "members": len(group.members)}
+            output.append(("state", record))
+        elif args.members:
+            records = [{"group": group_id, "consumer_id": m.member_id, "group_instance_id": m.instance_id,
+                        "host": m.host, "client_id": m.client_id,
+                        "partitions": sum(len(p) for p in m.assignment.values()),
+                        "assignment": {t: sorted(p) for t, p in sorted(m.assignment.items())}}
+                       for m in group.members]
+            output.append(("members", (group, records)))
+        else:
+            rows = _offset_rows(client, group, committed_offsets(client, group_id, group.coordinator))
+            output.append(("offsets", (group, rows)))
+    if args.format == "json":
+        records = []
+        for kind, value in output:
+            if kind == "state":
+                records.append(value)
+            else:
+                group, rows = value
+                records.append({"group": group.group_id, "state": group.state,
+                                "members" if kind == "members" else "partitions": rows})
+        print_json(records)
+    else:
+        for kind, value in output:
+            print()
+            if kind == "state":
+                print_table(["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"],
+                            [[value["group"], f"{_host(client, value['coordinator'])} ({value['coordinator']})",
+                              value["assignment_strategy"] or "", value["state"], value["members"]]])
+                continue
+            group, rows = value
+            if group.state == "Empty" or not group.members:
+                print(f"Consumer group '{group.group_id}' has no active members.", file=sys.stderr)
+            if kind == "members":
+                headers = ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS"]
+                keys = ["group", "consumer_id", "host", "client_id", "partitions"]
+                if args.verbose:
+                    headers.append("ASSIGNMENT")
+                    for row in rows:
+                        row["assignment_text"] = ",".join(
+                            f"{t}({','.join(map(str, p))})" for t, p in row["assignment"].items()) or "-"
+                    keys.append("assignment_text")
+                if rows:
+                    emit("table", rows, headers, keys)
+            elif rows:
+                emit("table", rows, _OFFSET_HEADERS, _OFFSET_KEYS)
+    if missing:
+        raise KafkaApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"consumer group '{missing[0]}' does not exist")
+    return 0
+
+
+def _host(client: AdminClient, node_id: int) -> str:
+    address = client.brokers().get(node_id)
+    return str(address) if address else "?"
+
+
+# -- reset-offsets ---------------------------------------------------------------------------
+
+_DURATION = re.compile(r"^(-)?P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$", re.I)
+
+
+def parse_duration(text: str) -> int:
+    """An ISO-8601 duration (Kafka's --by-duration: PnDTnHnMnS) in milliseconds."""
+    match = _DURATION.match(text.strip())
+    if not match or text.strip().upper() in ("P", "PT", "-P", "-PT"):
+        raise CliError(f"bad duration {text!r}: expected ISO-8601 like PT1H30M or P2D", exit_code=2)
+    sign, days, hours, minutes, seconds = match.groups()
+    ms = ((int(days or 0) * 24 + int(hours or 0)) * 60 + int(minutes or 0)) * 60_000 + int(
+        float(seconds or 0) * 1000)
+    return -ms if sign else ms
+
+
+def parse_datetime(text: str) -> int:
+    """Kafka's --to-datetime 'YYYY-MM-DDTHH:mm:SS.sss' (local time unless a zone is given) as epoch ms."""
+    value = text.strip()
+    if value.endswith("Z"):
+        value = value[:-1] + "+00:00"
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise CliError(f"bad datetime {text!r}: expected YYYY-MM-DDTHH:mm:SS.sss[+HH:MM]", exit_code=2) from None
+    if moment.tzinfo is None:
+        moment = moment.astimezone()
+    return int(moment.timestamp() * 1000)
+
+
+def _reset_partitions(client: AdminClient, args: argparse.Namespace, committed: dict) -> list[tuple[str, int]]:
+    from .topics import topic_partitions
+
+    if args.all_topics:
+        partitions = sorted(committed)
+        topics = sorted({t for t, _ in partitions})
+        if topics:
+            existing = client.metadata(topics)
+            alive = {(t.name, p.partition_index) for t in existing.topics if not t.error_code for p in t.partitions}
+            partitions = [tp for tp in partitions if tp in alive]
+        return partitions
+    if not args.topic:
+        raise CliError("say which partitions: --topic TOPIC[:P,P...] (repeatable) or --all-topics", exit_code=2)
+    wanted: list[tuple[str, int]] = []
+    plain = []
+    for spec in args.topic:
+        name, sep, parts = spec.partition(":")
+        if sep:
+            try:
+                wanted += [(name, int(p)) for p in parts.split(",") if p.strip()]
+            except ValueError:
+                raise CliError(f"bad --topic {spec!r}: expected TOPIC:P,P,...", exit_code=2) from None
+        else:
+            plain.append(name)
+    existing = topic_partitions(client, sorted({t for t, _ in wanted} | set(plain)))
+    for name, part in wanted:
+        if part not in existing[name]:
+            raise KafkaApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"partition {name}:{part} does not exist")
+    wanted += [(name, p) for name in plain for p in existing[name]]
+    return sorted(set(wanted))
+
+
+def _target_offsets(client: AdminClient, args: argparse.Namespace, partitions: list, committed: dict,
+                    progress: Progress) -> dict[tuple[str, int], int]:
+    earliest = list_offsets(client, partitions, EARLIEST, progress)
+    latest = list_offsets(client, partitions, LATEST, progress)
+
+    def clamp(tp, offset):  # Kafka moves an out-of-range target to the nearest end
+        return min(max(offset, earliest[tp]), latest[tp])
+
+    if args.to_earliest:
+        return dict(earliest)
+    if args.to_latest:
+        return dict(latest)
+    if args.to_current:
+        return {tp: committed.get(tp, latest[tp]) for tp in partitions}
+    if args.to_offset is not None:
+        return {tp: clamp(tp, args.to_offset) for tp in partitions}
+    if args.shift_by is not None:
+        return {tp: clamp(tp, committed.get(tp, latest[tp]) + args.shift_by) for tp in partitions}
+    if args.to_datetime is not None or args.by_duration is not None:
+        ts = parse_datetime(args.to_datetime) if args.to_datetime is not None else int(
+            time.time() * 1000) - parse_duration(args.by_duration)
+        found = list_offsets(client, partitions, ts, progress)
+        return {tp: latest[tp] if found[tp] < 0 else found[tp] for tp in partitions}
+    raise CliError("say where to: --to-earliest, --to-latest, --to-current, --to-offset N, --shift-by N, "
+                   "--to-datetime DT or --by-duration PnDTnHnMnS", exit_code=2)
+
+
+def reset_offsets(client: AdminClient, args: argparse.Namespace) -> int:
+    if args.execute and args.dry_run:
+        raise CliError("give --dry-run or --execute, not both", exit_code=2)
+    if args.all_topics and args.topic:
+        raise CliError("give --topic or --all-topics, not both", exit_code=2)
+    groups = _group_ids(client, args)
+    results = []
+    for group_id in groups:
+        group = describe_group(client, group_id)
+        if group.state not in _INACTIVE:
+            raise CliError(f"assignments can only be reset if the group '{group_id}' is inactive, but the current "
+                           f"state is {group.state}; stop its consumers first")
+        committed = committed_offsets(client, group_id, group.coordinator)
+        partitions = _reset_partitions(client, args, committed)
+        progress = Progress(len(partitions) * 3, f"reset {group_id}")
+        targets = _target_offsets(client, args, partitions, committed, progress)
+        if args.execute and targets:
+            _commit(client, group, targets)
+            progress.advance(len(partitions))
+        progress.close()
+        results += [{"group": group_id, "topic": t, "partition": p, "previous_offset": committed.get((t, p)),
+                     "new_offset": off} for (t, p), off in sorted(targets.items())]
+    if args.format == "json":
+        print_json(results)
+    else:
+        print()
+        print_table(["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"],
+                    [[r["group"], r["topic"], r["partition"], r["new_offset"]] for r in results])
+        if not args.execute:
+            print("\n(a preview: nothing changed; add --execute to reset the offsets)", file=sys.stderr)
+    return 0
+
+
+def _commit(client: AdminClient, group: Group, targets: dict) -> None:
+    topics: dict[str, list] = {}
+    for (topic, partition), offset in sorted(targets.items()):
+        topics.setdefault(topic, []).append(OffsetCommitRequest.OffsetCommitRequestPartition(
+            partition_index=partition, committed_offset=offset, committed_leader_epoch=-1, commit_timestamp=-1,
+            committed_metadata=""))
+    request = OffsetCommitRequest(group_id=group.group_id, generation_id_or_member_epoch=-1, member_id="",
+                                  group_instance_id=None, retention_time_ms=-1, topics=[
+                                      OffsetCommitRequest.OffsetCommitRequestTopic(name=t, partitions=ps)
+                                      for t, ps in topics.items()])
+    response = client.send(request, node=group.coordinator, cap=8)
+    for topic in response.topics:
+        for p in topic.partitions:
+            if p.error_code:
+                raise KafkaApiError(p.error_code, f"cannot commit the offset of {topic.name}:{p.partition_index} "
+                                                  f"for group '{group.group_id}'")
+
+
+# -- delete ----------------------------------------------------------------------------------
+
+def delete_groups(client: AdminClient, args: argparse.Namespace) -> int:
+    deleted, failure = [], None
+    for group_id in _group_ids(client, args):
+        response = client.send(DeleteGroupsRequest(groups_names=[group_id]), node=client.coordinator(group_id))
+        code = response.results[0].error_code
+        if code:
+            hint = "stop the group's consumers first" if code == ErrorCode.NON_EMPTY_GROUP else None
+            failure = failure or KafkaApiError(code, f"cannot delete group '{group_id}'", hint)
+        else:
+            deleted.append(group_id)
+    if args.format == "json":
+        print_json({"deleted": deleted})
+    else:
+        for group_id in deleted:
+            print(f"Deleted consumer group '{group_id}'.")
+    if failure:
+        raise failure
+    return 0
+
+
+def delete_offsets(client: AdminClient, args: argparse.Namespace) -> int:
+    from .topics import topic_partitions
+
+    group_id = args.group[0] if args.group else None
+    if not group_id or not args.topic:
+        raise CliError("groups delete-offsets needs --group G and --topic TOPIC[:P,P...]", exit_code=2)
+    wanted: dict[str, list[int]] = {}
+    for spec in args.topic:
+        name, sep, parts = spec.partition(":")
+        if sep:
+            wanted.setdefault(name, []).extend(int(p) for p in parts.split(",") if p.strip())
+        else:
+            wanted.setdefault(name, []).extend(topic_partitions(client, [name])[name])
+    request = OffsetDeleteRequest(group_id=group_id, topics=[
+        OffsetDeleteRequest.OffsetDeleteRequestTopic(
+            name=t, partitions=[OffsetDeleteRequest.OffsetDeleteRequestPartition(partition_index=p)
+                                for p in sorted(set(ps))]) for t, ps in wanted.items()])
+    response = client.send(request, node=client.coordinator(group_id))
+    if response.error_code:
+        raise KafkaApiError(response.error_code, f"cannot delete offsets of group '{group_id}'")
+    rows = [{"topic": t.name, "partition": p.partition_index,
+             "status": "Successful" if not p.error_code else f"Error: {ErrorCode(p.error_code).name}"}
+            for t in response.topics for p in t.partitions]
+    emit(args.format, rows, ["TOPIC", "PARTITION", "STATUS"], ["topic", "partition", "status"])
+    failed = [r for r in rows if r["status"] != "Successful"]
+    if failed:
+        raise CliError(f"{len(failed)} offset(s) not deleted; a group that still consumes a topic keeps its "
+                       f"offsets (GROUP_SUBSCRIBED_TO_TOPIC)")
+    return 0
+
+
