@@ -146,6 +146,9 @@ class BrokerMetrics:
         self._errors: deque[dict] = deque(maxlen=_ERROR_LOG_SIZE)
         # detailed only: consumers' fetch positions, the event loop's lag and idle fraction
         self.fetches: dict[tuple[str, str], ClientFetches] = {}
+        # ISR changes committed by the controller (cluster mode; replication/replica_manager.py)
+        self.isr_shrinks = 0
+        self.isr_expands = 0
         self.loop_lag_s = 0.0
         self.loop_idle = 1.0
         self._probe: asyncio.Task | None = None
@@ -184,6 +187,13 @@ class BrokerMetrics:
         for stats in (self.all_topics, self.topics.get(topic) or self.topic(topic)):
             stats.produce_requests += 1
             stats.failed_produce_requests += 1
+
+    def isr_changed(self, expand: bool) -> None:
+        """An ISR change of a partition led here was committed."""
+        if expand:
+            self.isr_expands += 1
+        else:
+            self.isr_shrinks += 1
 
     def api(self, name: str) -> ApiStats:
         stats = self.apis.get(name)
