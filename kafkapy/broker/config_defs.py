@@ -300,6 +300,17 @@ def _ip_count_map(name: str, value: Any) -> None:
                                             "with a count of at least 0")
 
 
+def _http_listener(name: str, value: Any) -> None:
+    """kafkapy.metrics.listener: http://host:port (kafkapy/metrics/http_endpoint.py parses it)."""
+    if value:
+        from ..metrics.http_endpoint import parse_listener_url
+
+        try:
+            parse_listener_url(value)
+        except ValueError as exc:
+            raise ConfigError.invalid_value(name, value, str(exc)) from None
+
+
 # -- definitions ---------------------------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)
@@ -853,6 +864,8 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _table(
       "request (acks != 0); topics can override it."),
     K("kafkapy.control.listener", S, None, L, "kafkapy: loopback host:port (port 0: a free one) of the fault "
       "injection control endpoint, HTTP+JSON for tests (docs/testing.md); off when unset."),
+    K("kafkapy.metrics.listener", S, None, L, "kafkapy: http://host:port of the Prometheus endpoint (GET "
+      "/metrics, docs/operations.md); off when unset.", _http_listener),
     K("kafkapy.console.listener", S, None, L, "kafkapy: http://host:port of the built-in web console "
       "(docs/console.md); off when unset."),
     K("kafkapy.console.writes.enable", B, False, L, "kafkapy: allow the web console's write actions "
