@@ -202,9 +202,6 @@ class Broker:
         from ..metrics.exporter import start_exporter
 
         self.metrics_server = await start_exporter(self)  # kafkapy.metrics.listener, None when unset
-        from ..metrics.exporter import start_exporter
-
-        self.metrics_server = await start_exporter(self)  # kafkapy.metrics.listener, None when unset
         if self.config.get("kafkapy.console.listener"):
             from ..console import start_console  # aiohttp is imported only when the console is on
 
@@ -253,9 +250,6 @@ class Broker:
             server.close()
         for task in self._tasks:
             task.cancel()
-        if self.metrics_server is not None:
-            await self.metrics_server.stop()
-        self.metrics.stop_probe()
         if self.metrics_server is not None:
             await self.metrics_server.stop()
         self.metrics.stop_probe()
