@@ -309,6 +309,8 @@ class ReplicaManager:
                                                    partition_epoch=data.partition_epoch, now_ms=_now_ms())
         else:
             outcome = part.apply_isr_change_result(change, error_code, now_ms=_now_ms())
+        if outcome is IsrChangeOutcome.COMMITTED:
+            self.broker.metrics.isr_changed(change.expand)  # IsrShrinksPerSec / IsrExpandsPerSec
         if outcome in (IsrChangeOutcome.COMMITTED, IsrChangeOutcome.REVERTED):
             # the high watermark may have moved, and acks=all waiters re-check the ISR size
             self._high_watermark_changed(part.topic, part.partition)
