@@ -152,7 +152,7 @@ def observe_load(bootstrap: str, group: str, topic: str, partition: int, started
     def connect() -> socket.socket:
         while True:
             try:
-                return _connect(bootstrap, 30)
+                return _connect(bootstrap, timeout)  # a blocked broker answers after the whole load
             except OSError:
                 if time.monotonic() > deadline:
                     raise
