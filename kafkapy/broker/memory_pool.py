@@ -14,6 +14,8 @@ Bound: capacity + (connections x (SMALL_ALLOWANCE + one read, at most 256 KiB wi
 """
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import os
 from collections import deque
 from typing import Protocol
@@ -25,6 +27,18 @@ READ_CHUNK = 256 * 1024
 # kafkapy's bound when queued.max.request.bytes is -1 (Kafka: unbounded): an eighth of physical
 # memory, at most 256 MiB, and never below socket.request.max.bytes (one largest request fits).
 AUTO_MAX_BYTES = 256 * 1024 * 1024
+
+
+def _malloc_trim():
+    """glibc's malloc_trim, or None: gives freed heap pages back to the OS."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return libc.malloc_trim
+    except (OSError, AttributeError):
+        return None
+
+
+_TRIM = _malloc_trim()
 
 
 class MemoryWaiter(Protocol):
@@ -50,12 +64,13 @@ def pool_capacity(queued_max_request_bytes: int, socket_request_max_bytes: int) 
 class MemoryPool:
     """Bytes of requests held by all connections, against one capacity."""
 
-    __slots__ = ("capacity", "used", "peak", "_waiters")
+    __slots__ = ("capacity", "used", "peak", "_high", "_waiters")
 
     def __init__(self, capacity: int):
         self.capacity = capacity
         self.used = 0
         self.peak = 0
+        self._high = False  # more than half the budget was in use since the last trim
         self._waiters: deque[MemoryWaiter] = deque()
 
     @property
@@ -67,9 +82,17 @@ class MemoryPool:
         self.used = used
         if used > self.peak:
             self.peak = used
+        if used > self.capacity // 2:
+            self._high = True
 
     def release(self, n: int) -> None:
         self.used -= n
+        if self._high and self.used < self.capacity // 8:
+            # the budget was mostly used and is now mostly free: the allocator keeps freed request
+            # buffers in its heap, so give them back to the OS (rare: once per such swing)
+            self._high = False
+            if _TRIM is not None:
+                _TRIM(0)
         if self._waiters and self.used < self.capacity:
             # each resumed connection may read one more chunk before it is paused again
             room = self.capacity - self.used
