@@ -97,8 +97,9 @@ def test_max_connections_per_ip_is_dynamic(broker_with):
         del admin
 
 
-def test_max_connections_makes_new_connections_wait_for_a_slot(broker_with):
-    broker = broker_with(**{"max.connections": 2})
+@pytest.mark.parametrize("limit", ["max.connections", "listener.name.plaintext.max.connections"])
+def test_max_connections_makes_new_connections_wait_for_a_slot(broker_with, limit):
+    broker = broker_with(**{limit: 2})
     conns = _open(broker, 2)
     try:
         assert all(_served(c) for c in conns)
