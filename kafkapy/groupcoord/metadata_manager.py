@@ -320,16 +320,23 @@ class GroupMetadataManager:
         On an asyncio loop the read and decode run as a task that yields to the loop every
         `LOAD_SLICE_S` seconds of work (or in a worker thread, see `LOAD_MODE`): requests to other
         partitions and APIs are served meanwhile, and the partition's groups answer
-        COORDINATOR_LOAD_IN_PROGRESS until the loaded state is applied, in one step. Without a
-        loop (a manual scheduler in tests) it loads at once.
+        COORDINATOR_LOAD_IN_PROGRESS until the loaded state is applied, in one step. The first
+        slice runs at once, so a partition that loads within it (a new or small one) is served
+        without that answer. Without a loop (a manual scheduler in tests) it all loads at once.
         """
         if not isinstance(scheduler, asyncio.AbstractEventLoop) or LOAD_MODE == "blocking":
             on_loaded(self.load_partition(partition))
             return
         self._cancel_load(partition)
-        self.loading_partitions.add(partition)
-        self.owned_partitions.add(partition)
-        task = scheduler.create_task(self._load_async(partition, on_loaded))
+        steps = self._load_steps(partition)
+        while True:
+            try:
+                if next(steps) is _CHUNK:
+                    break  # the first slice is used up: go on in a task
+            except StopIteration as done:
+                on_loaded(done.value)
+                return
+        task = scheduler.create_task(self._load_async(partition, on_loaded, steps))
         self._load_tasks[partition] = task
 
     def _cancel_load(self, partition: int) -> None:
@@ -337,9 +344,9 @@ class GroupMetadataManager:
         if task is not None:
             task.cancel()
 
-    async def _load_async(self, partition: int, on_loaded: Callable[[list[GroupMetadata]], None]) -> None:
+    async def _load_async(self, partition: int, on_loaded: Callable[[list[GroupMetadata]], None],
+                          steps: Generator[object, None, list[GroupMetadata]]) -> None:
         started = time.monotonic()
-        steps = self._load_steps(partition)
         CollectorPause.begin()
         try:
             while True:

@@ -200,11 +200,16 @@ class TransactionStateManager:
             on_loaded(self.load_partition(partition, coordinator_epoch))
             return
         self._cancel_load(partition)
-        self.loading_partitions.add(partition)
+        steps = self._load_steps(partition, coordinator_epoch)
+        try:
+            next(steps)  # the first slice runs at once: a small partition needs no task
+        except StopIteration as done:
+            on_loaded(done.value)
+            return
         # an empty cache holds the partition's place (sync_leadership sees it as led) until loaded
         self.partitions[partition] = PartitionCache(coordinator_epoch)
         self._load_tasks[partition] = scheduler.create_task(
-            self._load_async(partition, coordinator_epoch, on_loaded))
+            self._load_async(partition, coordinator_epoch, on_loaded, steps))
 
     def _cancel_load(self, partition: int) -> None:
         task = self._load_tasks.pop(partition, None)
@@ -212,9 +217,9 @@ class TransactionStateManager:
             task.cancel()
 
     async def _load_async(self, partition: int, coordinator_epoch: int,
-                          on_loaded: Callable[[list[TransactionMetadata]], None]) -> None:
+                          on_loaded: Callable[[list[TransactionMetadata]], None],
+                          steps: Generator[None, None, list[TransactionMetadata]]) -> None:
         started = time.monotonic()
-        steps = self._load_steps(partition, coordinator_epoch)
         CollectorPause.begin()
         try:
             while True:
