@@ -36,6 +36,6 @@ def test_offsets_load_does_not_block_the_loop() -> None:
         during = seen.rtts_during_load()
         assert len(during) >= 10
         # a request waits for at most a chunk of records (a few ms), never for the whole load
-        assert max(during) < 0.25, sorted(during)[-5:]
+        assert max(during) < 0.5, sorted(during)[-5:]
         log_text = broker.log_path.read_text(errors="replace")
         assert "__consumer_offsets-0: loaded in" in log_text
