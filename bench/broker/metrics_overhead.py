@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""Cost of the Prometheus metrics: produce/consume throughput with `kafkapy.metrics.listener` on
+against off, in the same run.
+
+Two kafkapy brokers run side by side (both `python -m kafkapy serve`, fresh disk log dirs, 127.0.0.1
+only): one without the listener (only the always-on counters of broker.metrics), one with it and a
+scraper fetching /metrics every --scrape-interval seconds during the phases (Prometheus scrapes every
+15-30 s; the default of 5 s is pessimistic). The phases are bench/broker's (confluent-kafka producer
+and consumer, linger.ms=5, no compression): each case is run --repeat times, the two brokers
+alternating (off, on, on, off, ...) so that drift on the shared machine hits both alike. Reported per
+case: median records/s of each, their ratio, and the broker's CPU seconds per million records
+(the steadier measure on a busy machine).
+
+    python bench/broker/metrics_overhead.py                 # 3 cases x 5 repetitions
+    python bench/broker/metrics_overhead.py --quick         # 1 case x 2 repetitions (smoke test)
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from bench_broker import create_topic, delete_topic, run_consume, run_produce  # noqa: E402
+from broker_processes import process_tree_cpu_s  # noqa: E402
+from broker_report import Case, PhaseResult  # noqa: E402
+
+from conformance.broker_process import free_port, start_broker  # noqa: E402
+
+
+class Scraper(threading.Thread):
+    """GETs /metrics every `interval` seconds until stopped; counts scrapes and their time."""
+
+    def __init__(self, url: str, interval: float):
+        super().__init__(daemon=True)
+        self.url, self.interval = url, interval
+        self.stop_event = threading.Event()
+        self.scrapes, self.seconds, self.bytes = 0, 0.0, 0
+
+    def run(self) -> None:
+        while not self.stop_event.wait(self.interval):
+            started = time.perf_counter()
+            try:
+                with urllib.request.urlopen(self.url, timeout=10) as response:
+                    self.bytes = len(response.read())
+                self.scrapes += 1
+                self.seconds += time.perf_counter() - started
+            except OSError as exc:
+                print(f"  scrape failed: {exc}", file=sys.stderr)
+
+
+def phase(broker, fn) -> PhaseResult:
+    cpu = process_tree_cpu_s(broker.pid)
+    result = fn()
+    result.broker_cpu_s = process_tree_cpu_s(broker.pid) - cpu
+    return result
+
+
+def run_case(broker, case: Case, records: int, seconds: float) -> tuple[PhaseResult, PhaseResult]:
+    topic = f"overhead-{case.partitions}p-{case.record_bytes}b-{time.monotonic_ns() % 10**8}"
+    create_topic(broker.bootstrap, topic, case.partitions)
+    try:
+        produced = phase(broker, lambda: run_produce(broker.bootstrap, topic, case, records, seconds))
+        consumed = phase(broker, lambda: run_consume(broker.bootstrap, topic, case, produced.records, seconds))
+    finally:
+        delete_topic(broker.bootstrap, topic)
+    return produced, consumed
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=200_000, help="max records per phase")
+    parser.add_argument("--seconds", type=float, default=8.0, help="max seconds per phase")
+    parser.add_argument("--repeat", type=int, default=5, help="repetitions per case and broker")
+    parser.add_argument("--scrape-interval", type=float, default=5.0, help="seconds between scrapes")
+    parser.add_argument("--quick", action="store_true", help="one case, 2 repetitions, 50k records, 3 s")
+    args = parser.parse_args(argv)
+    cases = [Case(1, 100, "1"), Case(8, 100, "1"), Case(8, 1024, "1")]
+    if args.quick:
+        cases, args.repeat, args.records, args.seconds = cases[:1], 2, 50_000, 3.0
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/metrics"
+    with start_broker() as off, start_broker(overrides={"kafkapy.metrics.listener": url.rsplit("/", 1)[0]}) as on:
+        scraper = Scraper(url, args.scrape_interval)
+        scraper.start()
+        rows = []
+        try:
+            for case in cases:
+                results = {"off": [], "on": []}
+                for rep in range(args.repeat):
+                    order = ("off", "on") if rep % 2 == 0 else ("on", "off")
+                    for mode in order:
+                        broker = off if mode == "off" else on
+                        results[mode].append(run_case(broker, case, args.records, args.seconds))
+                rows.append((case, results))
+                print(f"{case.label}: done", file=sys.stderr)
+        finally:
+            scraper.stop_event.set()
+    print(f"Metrics overhead: {args.repeat} repetitions per case and broker, alternating; scrape every "
+          f"{args.scrape_interval:g} s ({scraper.scrapes} scrapes, mean {1000 * scraper.seconds / max(scraper.scrapes, 1):.1f} ms, "
+          f"{scraper.bytes} bytes)\n")
+    print("| case | phase | off rec/s | on rec/s | on/off | broker CPU s per 1M rec off | on |")
+    print("|---|---|---|---|---|---|---|")
+    for case, results in rows:
+        for index, name in ((0, "produce"), (1, "consume")):
+            def rate(mode):
+                rates = [r[index].records_per_s for r in results[mode] if not r[index].error]
+                return statistics.median(rates) if rates else float("nan")
+
+            def cpu(mode):
+                per = [1e6 * r[index].broker_cpu_s / r[index].records for r in results[mode]
+                       if not r[index].error and r[index].records]
+                return statistics.median(per) if per else float("nan")
+
+            errors = [r[index].error for mode in results for r in results[mode] if r[index].error]
+            note = f" ({len(errors)} failed: {errors[0]})" if errors else ""
+            print(f"| {case.label} | {name} | {rate('off'):,.0f} | {rate('on'):,.0f} | "
+                  f"{rate('on') / rate('off'):.3f} | {cpu('off'):.2f} | {cpu('on'):.2f} |{note}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
