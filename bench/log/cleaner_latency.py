@@ -1,20 +1,25 @@
 """Produce latency with the log cleaner busy on a large compacted log, against the cleaner idle.
 
 Run: python bench/log/cleaner_latency.py [--size-mb 1024] [--seconds 30] [--rate 200]
-                                         [--worker process|thread] [--dir DIR]
+         [--pairs 10] [--max-wait 600] [--window-seconds 5] [--worker process|thread] [--dir DIR]
 
 1. A kafkapy broker (a real `python -m kafkapy serve` process) gets a topic "big" with
    cleanup.policy=delete and no retention, and a topic "lat".
 2. The broker is stopped and big-0 is filled directly with --size-mb of keyed records
    (1,000-record batches of 100-byte values, 256 different batches over 1M possible keys,
    about 230k distinct keys), so the cleaner has most of the log to remove; the broker is started again (clean shutdown: no recovery).
-3. Phase "idle": a confluent-kafka producer sends --rate small records per second to "lat"
+3. Phase "before": a confluent-kafka producer sends --rate small records per second to "lat"
    (acks=1, linger.ms=0) for --seconds, timing each from produce() to its delivery report.
-4. big's cleanup.policy becomes compact (IncrementalAlterConfigs); once the cleaner has
-   picked it up (log.cleaner.backoff.ms=500), phase "busy" repeats step 3. The cleaner must
-   still be cleaning when the phase ends (checked in the broker's log), else the run says so.
-5. Prints p50/p99/max of both phases and busy p99 / idle p99 (goal: <= 1.2), then waits for
+4. big's cleanup.policy becomes compact (IncrementalAlterConfigs); the cleaner picks it up
+   (log.cleaner.backoff.ms=500). Then, in the same run, --pairs pairs of --window-second
+   windows alternate "idle" (the cleaner's worker process stopped with SIGSTOP) and "busy"
+   (SIGCONT: cleaning), so that both see the same machine load, which drifts on a shared
+   machine. The cleaner must still be cleaning at the end (checked in the broker's log).
+5. Prints p50/p99/max of each phase and busy p99 / idle p99 (goal: <= 1.2), then waits for
    the cleaning to finish and prints its duration and throughput.
+
+With --worker thread there is no worker process to stop: the phases are then "before" and
+one --seconds "busy" phase, as the first version of this script did.
 
 --worker chooses where the cleaner filters records (KAFKAPY_CLEANER_WORKER): "process" (the
 default: a worker process) or "thread" (the broker's cleaner thread, time-sliced).
@@ -26,6 +31,7 @@ import os
 import random
 import re
 import shutil
+import signal
 import statistics
 import sys
 import tempfile
@@ -111,8 +117,24 @@ def pct(values: list[float], p: float) -> float:
 
 
 def summary(name: str, values: list[float]) -> str:
-    return (f"{name:5s}: {len(values)} records, p50 {statistics.median(values):.2f} ms, "
+    return (f"{name:6s}: {len(values)} records, p50 {statistics.median(values):.2f} ms, "
             f"p99 {pct(values, 99):.2f} ms, max {max(values):.2f} ms")
+
+
+def worker_pid(broker_pid: int) -> int | None:
+    """The cleaner's worker process: a child of the broker started by multiprocessing."""
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{name}/stat").read_text()
+            cmdline = Path(f"/proc/{name}/cmdline").read_bytes()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == broker_pid and b"multiprocessing" in cmdline and b"resource_tracker" not in cmdline:
+            return int(name)
+    return None
 
 
 def cleaned_lines(broker) -> list[str]:
@@ -125,6 +147,9 @@ def main() -> None:
     parser.add_argument("--size-mb", type=int, default=1024)
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--rate", type=int, default=200)
+    parser.add_argument("--pairs", type=int, default=10)
+    parser.add_argument("--max-wait", type=float, default=600.0, help="seconds to wait for the cleaning to end")
+    parser.add_argument("--window-seconds", type=float, default=5.0)
     parser.add_argument("--worker", choices=("process", "thread"), default="process")
     parser.add_argument("--dir", type=Path, default=None, help="work dir (default: a temporary dir)")
     args = parser.parse_args()
@@ -146,24 +171,46 @@ def main() -> None:
         broker.start(timeout=120)
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
 
-        idle = measure(broker.bootstrap, args.seconds, args.rate)
-        print(summary("idle", idle), flush=True)
+        before = measure(broker.bootstrap, args.seconds, args.rate)
+        print(summary("before", before), flush=True)
 
         resource = ConfigResource("TOPIC", "big", incremental_configs=[
             ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.SET)])
         for future in admin.incremental_alter_configs([resource]).values():
             future.result(30)
         clean_started = time.monotonic()
-        time.sleep(1.5)  # a backoff tick: the cleaner is at work on big-0
-        busy = measure(broker.bootstrap, args.seconds, args.rate)
-        busy_end = time.monotonic()
+        idle: list[float] = []
+        busy: list[float] = []
+        worker = None
+        deadline = time.monotonic() + 30
+        while args.worker == "process" and worker is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+            worker = worker_pid(broker.pid)
+        if worker is None:
+            time.sleep(1.5)
+            busy = measure(broker.bootstrap, args.seconds, args.rate)
+            idle = before
+        else:
+            time.sleep(1.0)
+            try:
+                for _ in range(args.pairs):
+                    os.kill(worker, signal.SIGSTOP)
+                    time.sleep(0.2)
+                    idle += measure(broker.bootstrap, args.window_seconds, args.rate)
+                    os.kill(worker, signal.SIGCONT)
+                    time.sleep(0.2)
+                    busy += measure(broker.bootstrap, args.window_seconds, args.rate)
+            finally:
+                os.kill(worker, signal.SIGCONT)
+        print(summary("idle", idle), flush=True)
         print(summary("busy", busy), flush=True)
+        busy_end = time.monotonic()
         still_cleaning = not cleaned_lines(broker)
         ratio = pct(busy, 99) / pct(idle, 99)
         print(f"busy p99 / idle p99 = {ratio:.2f} (goal <= 1.20: {'met' if ratio <= 1.2 else 'NOT met'}); "
               f"cleaner {'still busy at the end of the busy phase' if still_cleaning else 'FINISHED before the busy phase ended'}"
               f" (worker: {args.worker})", flush=True)
-        deadline = time.monotonic() + 3600
+        deadline = time.monotonic() + args.max_wait
         while not cleaned_lines(broker) and time.monotonic() < deadline:
             time.sleep(1)
         lines = cleaned_lines(broker)
@@ -174,6 +221,8 @@ def main() -> None:
                   if match else lines[0])
             if busy_end - clean_started > duration:
                 print("note: the cleaning ended inside the busy phase")
+        else:
+            print(f"cleaning not finished {time.monotonic() - clean_started:.0f} s after it started")
     finally:
         broker.close()
         shutil.rmtree(work, ignore_errors=True)

@@ -586,8 +586,8 @@ def _lower_priority(parent_pid: int) -> None:
     default on desktop and many server kernels): a nice 19 worker in the broker's session
     still spends the session's share, and the broker waits behind other sessions (measured:
     produce p50 x7, p99 x3 with a CPU-bound worker). In a session of its own, with that
-    session's autogroup at nice 19, the worker's load is invisible to the broker's latency
-    (bench/log/cleaner_latency.py)."""
+    session's autogroup at nice 19 and the process in the SCHED_IDLE class, the worker only
+    gets the CPU time the broker leaves (bench/log/cleaner_latency.py)."""
     global _parent_pid
     _parent_pid = parent_pid
     try:
@@ -598,6 +598,12 @@ def _lower_priority(parent_pid: int) -> None:
         with open("/proc/self/autogroup", "w") as f:
             f.write("19")
     except OSError:
+        pass
+    try:
+        # Linux's idle class: preempted at once by any normal task that wakes up, such as
+        # the broker's event loop when a request arrives.
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    except (AttributeError, OSError):
         pass
     try:
         os.nice(19)
