@@ -72,6 +72,11 @@ class KafkaConnection(asyncio.Protocol):
         self._chunks: list[bytes] = []
         self._need = 0
         self._head = b""
+        # the partial frame's announced size and what is charged for it: the whole size once
+        # reserved (frames above SMALL_ALLOWANCE, as Kafka's pool does), else the bytes read
+        self._partial_size = 0
+        self._partial_charged = 0
+        self._reserved = False
         self._frames: deque[bytes] = deque()
         self._queued_bytes = 0
         # bytes of requests this connection holds (partial frame, queued and in-progress frames),
@@ -124,6 +129,8 @@ class KafkaConnection(asyncio.Protocol):
         self._closed = True
         self.broker.connections.discard(self)
         self._chunks = []
+        self._need = self._partial_size = self._partial_charged = 0
+        self._reserved = False
         self._frames.clear()
         if self._held:
             held, self._held = self._held, 0
@@ -155,18 +162,23 @@ class KafkaConnection(asyncio.Protocol):
             if n < need:
                 self._chunks.append(data)
                 self._need = need - n
-                self._held += n
-                self._pool.charge(n)
-                self._check_memory()
+                if not self._reserved:
+                    self._partial_charged += n
+                    self._held += n
+                    self._pool.charge(n)
+                    self._check_memory()
                 return
             chunks = self._chunks
             chunks.append(data[:need] if need < n else data)
             frame = b"".join(chunks)
             self._chunks = []
             self._need = 0
+            # what neither the reservation nor the reads so far have charged
+            added = self._partial_size - self._partial_charged
+            self._partial_size = self._partial_charged = 0
+            self._reserved = False
             frames.append(frame)
             self._queued_bytes += len(frame)
-            added = need
             pos = need
         elif self._head:
             data = self._head + data
@@ -187,7 +199,16 @@ class KafkaConnection(asyncio.Protocol):
                 body = data[pos + 4:]
                 self._chunks = [body]
                 self._need = size - len(body)
-                added += len(body)
+                self._partial_size = size
+                if size > SMALL_ALLOWANCE and self._pool.used + added < self._pool.capacity:
+                    # reserve the whole request while the pool has room, as Kafka's memory pool
+                    # does, so that a request once started always completes
+                    self._reserved = True
+                    self._partial_charged = size
+                else:
+                    self._reserved = False
+                    self._partial_charged = len(body)
+                added += self._partial_charged
                 pos = n
                 break
             frames.append(data[pos + 4:end])
@@ -205,16 +226,39 @@ class KafkaConnection(asyncio.Protocol):
             self._pause(_PAUSE_QUEUE)
         self._check_memory()
 
-    def _check_memory(self) -> None:
+    def _may_read(self) -> bool:
+        """Whether this connection may read with the pool as it is: a large partial frame needs its
+        reservation (taken here when the pool has room); otherwise reading goes on while the pool
+        has room or the connection holds at most SMALL_ALLOWANCE bytes outside a reservation."""
         pool = self._pool
-        if pool.used > pool.capacity and self._held > SMALL_ALLOWANCE \
-                and not self._pause_reasons & _PAUSE_MEMORY and not self._closed:
+        if self._need and not self._reserved and self._partial_size > SMALL_ALLOWANCE:
+            if pool.used >= pool.capacity:
+                return False
+            extra = self._partial_size - self._partial_charged
+            self._reserved = True
+            self._partial_charged = self._partial_size
+            self._held += extra
+            pool.charge(extra)
+            return True
+        if pool.used <= pool.capacity:
+            return True
+        return self._held - (self._partial_charged if self._reserved else 0) <= SMALL_ALLOWANCE
+
+    def _check_memory(self) -> None:
+        if self._closed or self._pause_reasons & _PAUSE_MEMORY:
+            return
+        if not self._may_read():
             self._pause(_PAUSE_MEMORY)
-            pool.wait(self)
+            self._pool.wait(self)
 
     def resume_after_memory(self) -> None:
-        """The memory pool has room again (called by MemoryPool.release)."""
-        self._unpause(_PAUSE_MEMORY)
+        """The memory pool has room again (called by MemoryPool.release, which dequeued us)."""
+        if self._closed:
+            return
+        if self._may_read():
+            self._unpause(_PAUSE_MEMORY)
+        else:
+            self._pool.wait(self)
 
     def _release(self, n: int) -> None:
         n = min(n, self._held)
@@ -223,7 +267,7 @@ class KafkaConnection(asyncio.Protocol):
         self._held -= n
         pool = self._pool
         pool.release(n)
-        if self._pause_reasons & _PAUSE_MEMORY and (self._held <= SMALL_ALLOWANCE or pool.used < pool.capacity):
+        if self._pause_reasons & _PAUSE_MEMORY and not self._closed and self._may_read():
             pool.forget(self)
             self._unpause(_PAUSE_MEMORY)
 

@@ -1,16 +1,21 @@
 """The broker-wide budget of request bytes held in memory (queued.max.request.bytes).
 
 Kafka's SimpleMemoryPool reserves a request's whole announced size when its length prefix
-arrives and mutes every channel while the pool is empty, so a few clients that announce 100 MB
-and send slowly hold the whole budget and every other client waits. kafkapy charges the bytes it
-has actually received (a partial frame is a list of the chunks read so far), so an announced size
-costs nothing until it is sent. When the pool is over its capacity, a connection that holds more
-than `SMALL_ALLOWANCE` bytes stops reading (transport.pause_reading) and waits in FIFO order;
-connections holding less keep reading, so small requests (metadata, heartbeats, small produces)
-are still served while large partial frames hold the budget. Released bytes resume the waiters,
-a few at a time, so that the next reads cannot overshoot the budget by much.
+arrives (any room left in the pool is enough) and mutes every channel while the pool is empty.
+kafkapy does the same for frames above SMALL_ALLOWANCE, so a request once started always
+completes and many concurrent large requests make progress through a small budget, with two
+differences: a reservation is bookkeeping, not an allocation (the frame is kept as the chunks
+that arrived, so 100 MB announced and 1 MB sent costs 1 MB of RSS), and frames up to
+SMALL_ALLOWANCE are never held up by reservations: a connection holding at most SMALL_ALLOWANCE
+bytes outside a reservation keeps reading when the pool is full, so metadata, heartbeats and
+small produce requests are still served while stalled large requests hold the budget. A large
+frame that finds the pool full waits (reading paused, FIFO) holding only the bytes it read;
+released bytes resume the waiters, a few at a time.
 
-Bound: capacity + (connections x (SMALL_ALLOWANCE + one read, at most 256 KiB with uvloop)).
+Bound on bookkeeping: capacity + socket.request.max.bytes (the last reservation may overshoot, as
+in Kafka). Bound on RSS: the bytes actually received under that bookkeeping, plus for each
+waiting connection what it read before pausing (one read, at most 256 KiB with uvloop), plus
+SMALL_ALLOWANCE per connection for small frames.
 """
 from __future__ import annotations
 

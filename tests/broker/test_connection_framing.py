@@ -62,14 +62,35 @@ def test_any_split_gives_the_same_frames(bodies, cuts, tail):
     assert not conn.transport.closed
 
 
-def test_partial_frame_is_charged_as_it_arrives_and_pauses_over_budget():
-    broker, conn = _connection(capacity=100_000)
-    conn.data_received(struct.pack(">i", 500_000) + bytes(50_000))
-    assert broker.memory_pool.used == 50_000 and not conn.transport.paused  # within the small allowance
-    conn.data_received(bytes(60_000))
-    assert broker.memory_pool.used == 110_000 and conn.transport.paused
-    conn.connection_lost(None)
-    assert broker.memory_pool.used == 0 and broker.memory_pool.waiting == 0
+def test_large_frames_reserve_small_ones_keep_flowing_and_release_resumes_waiters():
+    broker, a = _connection(capacity=100_000)
+    pool = broker.memory_pool
+
+    def another():
+        conn = KafkaConnection(broker)
+        conn.transport = _Transport()
+        conn._worker = object()
+        return conn
+
+    b, c = another(), another()
+    # A's large request reserves its whole announced size while the pool has room (as Kafka's pool)
+    a.data_received(struct.pack(">i", 500_000) + bytes(50_000))
+    assert pool.used == 500_000 and not a.transport.paused
+    # B's large request finds the pool full: it holds only what it read and waits
+    b.data_received(struct.pack(">i", 200_000) + bytes(10_000))
+    assert pool.used == 510_000 and b.transport.paused and pool.waiting == 1
+    # C's small requests still flow
+    c.data_received(struct.pack(">i", 1_000) + bytes(1_000))
+    assert list(c._frames) == [bytes(1_000)] and not c.transport.paused and pool.used == 511_000
+    # A completes within its reservation, then its request is handled and released: B gets its turn
+    a.data_received(bytes(450_000))
+    assert list(a._frames) == [bytes(500_000)] and pool.used == 511_000
+    a._frames.popleft()
+    a._release(500_000)
+    assert not b.transport.paused and b._reserved and pool.used == 201_000
+    for conn in (a, b, c):
+        conn.connection_lost(None)
+    assert pool.used == 0 and pool.waiting == 0
 
 
 def test_frame_above_socket_request_max_bytes_closes():
