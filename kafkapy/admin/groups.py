@@ -204,7 +204,7 @@ def _offset_rows(client: AdminClient, group: Group, committed: dict) -> list[dic
         current = committed.get(tp)
         end = ends.get(tp)
         rows.append({"group": group.group_id, "topic": tp[0], "partition": tp[1], "current_offset": current,
-                     "log_end_offset": end, "lag": None if current is None or end is None else max(end - current, 0),
+                     "log_end_offset": end, "lag": None if current is None or end is None else end - current,
                      "consumer_id": member.member_id if member else None, "host": member.host if member else None,
                      "client_id": member.client_id if member else None})
     for member in group.members:  # members with nothing assigned, as Kafka lists them

@@ -105,7 +105,8 @@ def produce(client: AdminClient, args: argparse.Namespace) -> int:
         if args.file:
             source.close()
     if args.format == "json":
-        print_json({"topic": args.topic, "records": total, "offsets": sender.offsets})
+        print_json({"topic": args.topic, "records": total,
+                    "partitions": [{"partition": p, **w} for p, w in sorted(sender.offsets.items())]})
     elif args.verbose:
         print(f"Produced {total} records to {args.topic}.", file=sys.stderr)
     return 0
@@ -134,7 +135,7 @@ class _Sender:
         self.client, self.topic, self.acks, self.codec, self.timeout_ms = client, topic, acks, codec, timeout_ms
         self.pending: dict[int, list] = {}
         self.sizes: dict[int, int] = {}
-        self.offsets: dict[int, list[int]] = {}
+        self.offsets: dict[int, dict[str, int]] = {}  # partition -> first offset written, records
         self.leaders = client.leaders([topic])
 
     def add(self, partition: int, record: tuple) -> None:
@@ -162,8 +163,8 @@ class _Sender:
                                      topic_data=[ProduceRequest.TopicProduceData(name=self.topic, partition_data=data)])
             conn = self.client.node(leader)
             version = conn.version_for(ProduceRequest, cap=9, floor=3)
+            counts = {p: len(self.pending.pop(p)) for p in parts}
             for p in parts:
-                del self.pending[p]
                 self.sizes[p] = 0
             if self.acks == 0:
                 conn.send_only(request, version)
@@ -174,4 +175,5 @@ class _Sender:
                     if p.error_code:
                         raise KafkaApiError(p.error_code, f"cannot produce to {self.topic}:{p.index}",
                                             detail=getattr(p, "error_message", None))
-                    self.offsets.setdefault(p.index, []).append(p.base_offset)
+                    written = self.offsets.setdefault(p.index, {"first_offset": p.base_offset, "records": 0})
+                    written["records"] += counts.get(p.index, 0)
