@@ -206,12 +206,15 @@ class LogManager:
             if config is not existing.config:
                 existing.update_config(config)
             return existing
-        counts = {d: 0 for d in self.log_dirs}
-        for plog in self._logs.values():
-            parent = plog.dir.parent
-            if parent in counts:
-                counts[parent] += 1
-        log_dir = min(self.log_dirs, key=lambda d: counts[d])
+        if len(self.log_dirs) == 1:
+            log_dir = self.log_dirs[0]   # no choice to make: no walk over every log per new partition
+        else:
+            counts = {d: 0 for d in self.log_dirs}
+            for plog in self._logs.values():
+                parent = plog.dir.parent
+                if parent in counts:
+                    counts[parent] += 1
+            log_dir = min(self.log_dirs, key=lambda d: counts[d])
         log_dir.mkdir(parents=True, exist_ok=True)
         path = log_dir / f"{topic}-{partition}"
         created = not path.exists()
