@@ -30,15 +30,18 @@ entries go with their partitions, and truncation below an entry lowers it. An en
 the log end or below the log start falls back to the log start, as in Kafka.
 
 The decoding and filtering (the Python-heavy part) runs in a worker process by default, so
-the broker's event loop never waits for the GIL; the broker's cleaner thread only collects
-what a cleaning needs, and swaps the cleaned files in. Each segment is written by the worker
+the broker's event loop never waits for the GIL, at the lowest CPU priority Linux offers (own
+session and autogroup at nice 19, SCHED_IDLE), so it never waits for the CPU either; the
+broker's cleaner thread only collects what a cleaning needs, and swaps the cleaned files in
+(with worker="thread" the filtering runs in that thread, sleeping 2 ms every 2 ms of work). Each segment is written by the worker
 to `<base>.log.cleaned`, synced; the thread renames it `<base>.log.swap` (the commit point:
 recovery completes a swap, discards a .cleaned), renames the original `.deleted` (readers
 holding a FileSlice keep reading it until its delayed deletion) and the swap file becomes
 `<base>.log` with rebuilt indexes.
 
 Not done: segments are not merged (Kafka groups small cleaned segments up to segment.bytes),
-so a cleaned log keeps its number of segments; log.cleaner.threads > 1 runs one cleaner.
+so a cleaned log keeps its number of segments; log.cleaner.threads > 1 runs one cleaner; the
+log.cleaner.* settings are read at start-up only (Kafka can change them at runtime).
 """
 from __future__ import annotations
 
