@@ -13,6 +13,7 @@ import socket
 import struct
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 COORDINATOR_LOAD_IN_PROGRESS = 14
@@ -125,6 +126,10 @@ class LoadObservation:
     load_in_progress_answers: int = 0
     other_errors: list[int] = field(default_factory=list)
     committed: int | None = None
+    # `while_loading` ran from this time to this one, and OffsetFetch still answered
+    # COORDINATOR_LOAD_IN_PROGRESS afterwards (so it ran during the load) when the flag is set
+    while_loading_span: tuple[float, float] | None = None
+    while_loading_confirmed: bool = False
 
     def rtts_during_load(self) -> list[float]:
         """Round trips of the ApiVersions sent after the first answer (the broker serves) and
@@ -140,9 +145,11 @@ class LoadObservation:
 
 
 def observe_load(bootstrap: str, group: str, topic: str, partition: int, started: float,
-                 timeout: float = 120.0, poll_s: float = 0.005) -> LoadObservation:
+                 timeout: float = 120.0, poll_s: float = 0.005,
+                 while_loading: Callable[[], None] | None = None) -> LoadObservation:
     """Probe a broker started at `started` (time.monotonic()) until OffsetFetch for `group`
-    answers without error or `timeout` passes."""
+    answers without error or `timeout` passes. `while_loading` is called once, right after the
+    first COORDINATOR_LOAD_IN_PROGRESS answer (e.g. to produce to another topic)."""
     from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
 
     seen = LoadObservation()
@@ -190,6 +197,12 @@ def observe_load(bootstrap: str, group: str, topic: str, partition: int, started
                 break
             if error == COORDINATOR_LOAD_IN_PROGRESS:
                 seen.load_in_progress_answers += 1
+                if seen.while_loading_span is not None and not seen.while_loading_confirmed:
+                    seen.while_loading_confirmed = True
+                if while_loading is not None and seen.while_loading_span is None:
+                    begin = time.monotonic() - started
+                    while_loading()
+                    seen.while_loading_span = (begin, time.monotonic() - started)
             else:
                 seen.other_errors.append(error)
             time.sleep(poll_s)
