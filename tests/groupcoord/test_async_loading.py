@@ -16,7 +16,7 @@ from kafkapy.protocol.errors import ErrorCode
 from .fakes import ManualScheduler
 
 LOADING = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-GROUPS, PARTITIONS = 100, 40  # 4,000 commits
+GROUPS, PARTITIONS = 50, 40  # 2,000 commits
 
 
 def fill(plog: PartitionLog) -> None:

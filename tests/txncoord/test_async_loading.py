@@ -14,7 +14,7 @@ from kafkapy.txncoord import state_manager
 from kafkapy.txncoord.records import TransactionLogValue, encode_key, encode_value
 from kafkapy.txncoord.state_manager import TransactionStateManager
 
-IDS = 3000
+IDS = 2000
 
 
 @pytest.fixture
