@@ -58,6 +58,7 @@ from conformance.request_fuzzer import (  # noqa: E402
 from kafkapy.protocol.messages import (  # noqa: E402
     ApiVersionsRequest,
     CreateTopicsRequest,
+    DeleteTopicsRequest,
     MetadataRequest,
 )
 
@@ -82,6 +83,7 @@ class Summary:
     by_generator: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))
     by_api: dict[int, Counter] = field(default_factory=lambda: defaultdict(Counter))
     encode_skips: int = 0
+    topics_deleted: int = 0      # topics the campaign created, deleted at each liveness check
     suspects: list[str] = field(default_factory=list)   # "kind key version hex" around a liveness failure
 
     def as_dict(self) -> dict:
@@ -93,7 +95,7 @@ class Summary:
             "error_lines": self.error_lines, "tracebacks": self.traceback_count,
             "warning_lines": self.warning_lines, "log_bytes": self.log_bytes,
             "error_samples": self.error_samples[:20], "encode_skips": self.encode_skips,
-            "suspects": self.suspects[:200],
+            "topics_deleted": self.topics_deleted, "suspects": self.suspects[:200],
             "by_generator": {k: dict(v) for k, v in sorted(self.by_generator.items())},
             "by_api": {str(k): dict(v) for k, v in sorted(self.by_api.items())},
         }
@@ -184,6 +186,17 @@ async def advertised_versions(host: str, port: int) -> dict[int, tuple[int, int]
     return {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
 
 
+async def delete_fuzz_topics(host: str, port: int) -> int:
+    """Delete the topics the campaign's CreateTopics made (all but KNOWN_TOPIC and internal ones), so
+    the broker's state stays bounded: this is a test of hostile input, not of thousands of partitions."""
+    response = await roundtrip(host, port, MetadataRequest(topics=None), 1)
+    names = [t.name for t in response.topics if not t.is_internal and t.name != KNOWN_TOPIC
+             and not t.name.startswith("__")]
+    for start in range(0, len(names), 100):
+        await roundtrip(host, port, DeleteTopicsRequest(topic_names=names[start:start + 100], timeout_ms=10_000), 4)
+    return len(names)
+
+
 async def liveness(host: str, port: int) -> float:
     """Milliseconds for ApiVersions v3 plus Metadata v9 on a fresh connection; raises when not answered."""
     started = time.monotonic()
@@ -249,6 +262,7 @@ async def run_campaign(host: str, port: int, requests: int, connections: int = 1
         try:
             ms = await liveness(host, port)
             summary.liveness_max_ms = max(summary.liveness_max_ms, ms)
+            summary.topics_deleted += await delete_fuzz_topics(host, port)
         except (ConnectionError, OSError, asyncio.TimeoutError) as exc:
             summary.liveness_failures += 1
             print(f"liveness check failed at request {sent}: {exc!r}", file=sys.stderr)
@@ -320,6 +334,7 @@ def markdown(summary: Summary, args: argparse.Namespace) -> str:
         f"failed {d['liveness_failures']}, slowest {d['liveness_max_ms']} ms",
         f"- ERROR log lines: {d['error_lines']}, tracebacks: {d['tracebacks']}",
         f"- WARNING log lines: {d['warning_lines']}, log bytes written: {d['log_bytes']}",
+        f"- topics created by the campaign and deleted at the checks: {d['topics_deleted']}",
         "",
         "| generator | " + " | ".join(sorted({o for c in summary.by_generator.values() for o in c})) + " |",
     ]
