@@ -361,7 +361,10 @@ class GroupMetadataManager:
                     break
                 await asyncio.sleep(0)
         except asyncio.CancelledError:
-            steps.close()
+            try:
+                steps.close()
+            except ValueError:
+                pass  # thread mode: the worker still runs it; its result is never applied
             raise
         except Exception:
             log.exception("%s-%d: loading failed; its groups start empty", OFFSETS_TOPIC, partition)
