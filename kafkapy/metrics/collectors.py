@@ -9,11 +9,13 @@ kept up to date on the request path for them.
 from __future__ import annotations
 
 import logging
+from copy import copy
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterator
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from .broker_metrics import QUANTILES, BrokerMetrics, error_name
+from .broker_metrics import QUANTILES, BrokerMetrics, TopicStats, error_name
 
 if TYPE_CHECKING:
     from ..broker.broker import Broker
@@ -154,8 +156,54 @@ def _counter(name: str, doc: str, labels: list[str]) -> CounterMetricFamily:
     return CounterMetricFamily(name[:-len("_total")], doc, labels=labels)
 
 
+def _gauge(name: str, value: float | None = None, labels: list[str] | None = None) -> GaugeMetricFamily:
+    return GaugeMetricFamily(name, METRIC_SOURCES[name][2], value=value, labels=labels)
+
+
+@dataclass(slots=True)
+class PartitionState:
+    """One partition as a scrape sees it; `size` and the offsets are None without a log here."""
+
+    topic: str
+    partition: int
+    replicas: int
+    isr: int
+    leader: int
+    min_isr: int
+    led_here: bool
+    hosted_here: bool
+    size: int | None = None
+    log_end: int | None = None
+    log_start: int | None = None
+    segments: int | None = None
+    high_watermark: int | None = None
+
+
+@dataclass(slots=True)
+class BrokerState:
+    """Everything a scrape shows, as plain values read on the broker's loop (BrokerCollector.read)."""
+
+    all_topics: TopicStats
+    topics: list[tuple[str, TopicStats]]
+    # (request name, count, versions, error codes, {timer: (samples, count, sum)})
+    apis: list[tuple[str, int, dict, dict, dict]]
+    loop_idle: float
+    queued: int
+    connections: dict[str, int]
+    partitions: list[PartitionState]
+    isr_shrinks: int
+    isr_expands: int
+    active_controller: int
+    offline: int
+    brokers: list[tuple[str, int]]
+    # (group id, state, members, [(topic, partition, committed offset)])
+    groups: list[tuple[str, str, int, list[tuple[str, int, int]]]]
+    # (client id, host, topic, partition, fetch offset, high watermark or None)
+    fetches: list[tuple[str, str, str, int, int, int | None]] = field(default_factory=list)
+
+
 class BrokerCollector:
-    """Yields every kafkapy metric family; runs on the broker's event loop (at scrape time)."""
+    """Reads broker state on the loop (`read`), renders it as metric families anywhere (`families`)."""
 
     def __init__(self, broker: Broker, metrics: BrokerMetrics):
         self.broker = broker
@@ -165,242 +213,259 @@ class BrokerCollector:
         return []  # unchecked collector: the names are in METRIC_SOURCES
 
     def collect(self) -> Iterator[Metric]:
-        for part in (self._topic_metrics, self._request_metrics, self._network_metrics,
-                     self._partition_metrics, self._controller_metrics, self._group_metrics,
-                     self._fetch_position_metrics):
-            try:
-                yield from part()
-            except Exception:
-                log.exception("collecting %s failed", part.__name__)
+        """prometheus-client's collector protocol (on the loop: reads and renders at once)."""
+        yield from families(self.read())
 
-    # -- BrokerTopicMetrics -----------------------------------------------------------------
-    def _topic_metrics(self) -> Iterator[Metric]:
-        m = self.metrics
-        fields = ((MESSAGES_IN, "messages_in"), (BYTES_IN, "bytes_in"), (BYTES_OUT, "bytes_out"),
-                  (TOTAL_PRODUCE, "produce_requests"), (FAILED_PRODUCE, "failed_produce_requests"),
-                  (TOTAL_FETCH, "fetch_requests"), (FAILED_FETCH, "failed_fetch_requests"))
-        for name, attr in fields:
-            # Kafka's all-topics MBean has no topic key: the JMX exporter renders it without the label
-            family = Metric(name[:-len("_total")], METRIC_SOURCES[name][2], "counter")
-            family.add_sample(name, {}, getattr(m.all_topics, attr))
-            for topic, stats in sorted(m.topics.items()):
-                family.add_sample(name, {"topic": topic}, getattr(stats, attr))
-            yield family
-
-    # -- RequestMetrics -----------------------------------------------------------------------
-    def _request_metrics(self) -> Iterator[Metric]:
-        apis = sorted(self.metrics.apis.items())
-        requests = _counter(REQUESTS, "requests handled", ["request", "version"])
-        errors = _counter(ERRORS, "error codes in responses", ["request", "error"])
-        for name, stats in apis:
-            if stats.versions:
-                for version, count in sorted(stats.versions.items()):
-                    requests.add_metric([name, str(version)], count)
-            else:
-                requests.add_metric([name, ""], stats.count)
-            for code, count in sorted(stats.error_codes.items()):
-                errors.add_metric([name, error_name(code)], count)
-        yield requests
-        yield errors
-        for timer, metric_name in TIMERS.items():
-            family = Metric(metric_name, METRIC_SOURCES[metric_name][2] + " (ms)", "summary")
-            for name, stats in apis:
-                reservoir = getattr(stats, timer)
-                if not reservoir.count:
-                    continue
-                for q, value in zip(QUANTILES, reservoir.quantiles()):
-                    family.add_sample(metric_name, {"request": name, "quantile": _quantile_label(q)}, value)
-                family.add_sample(metric_name + "_count", {"request": name}, reservoir.count)
-                family.add_sample(metric_name + "_sum", {"request": name}, reservoir.sum)
-            yield family
-
-    # -- network ------------------------------------------------------------------------------
-    def _network_metrics(self) -> Iterator[Metric]:
+    # -- reading (on the broker's event loop) -----------------------------------------------------
+    def read(self) -> BrokerState:
         broker, m = self.broker, self.metrics
-        yield GaugeMetricFamily(NETWORK_IDLE, METRIC_SOURCES[NETWORK_IDLE][2], value=m.loop_idle)
-        yield GaugeMetricFamily(HANDLER_IDLE, METRIC_SOURCES[HANDLER_IDLE][2], value=m.loop_idle)
         queued = 0
-        by_listener: dict[str, int] = {lst.name: 0 for lst in broker.config.listeners}
+        connections: dict[str, int] = {lst.name: 0 for lst in broker.config.listeners}
         for conn in list(broker.connections):
             queued += len(conn._frames)
             name = conn.listener.name if conn.listener is not None else ""
-            by_listener[name] = by_listener.get(name, 0) + 1
-        yield GaugeMetricFamily(QUEUE_SIZE, METRIC_SOURCES[QUEUE_SIZE][2], value=queued)
-        family = GaugeMetricFamily(CONNECTIONS, "open client connections", labels=["listener", "networkProcessor"])
-        for name, count in sorted(by_listener.items()):
-            family.add_metric([name, "0"], count)
-        yield family
+            connections[name] = connections.get(name, 0) + 1
+        apis = [(name, s.count, dict(s.versions), dict(s.error_codes),
+                 {timer: (list(getattr(s, timer).samples), getattr(s, timer).count, getattr(s, timer).sum)
+                  for timer in TIMERS})
+                for name, s in sorted(m.apis.items())]
+        controller = broker.controller
+        active = 1 if controller is None else int(bool(getattr(controller, "active", False)))
+        partitions, offline = self._read_partitions(active)
+        state = BrokerState(
+            all_topics=copy(m.all_topics), topics=[(t, copy(s)) for t, s in sorted(m.topics.items())],
+            apis=apis, loop_idle=m.loop_idle, queued=queued, connections=connections,
+            partitions=partitions, isr_shrinks=m.isr_shrinks, isr_expands=m.isr_expands,
+            active_controller=active, offline=offline,
+            brokers=[(f"{b.host}:{b.port}", b.node_id) for b in broker.metadata.list_brokers()],
+            groups=[(g.group_id, g.state.value, len(g.members),
+                     [(topic, index, o.offset) for (topic, index), o in g.offsets.items()])
+                    for g in list(broker.group_coordinator.manager.groups.values())])
+        hws = {(p.topic, p.partition): p.high_watermark for p in partitions if p.high_watermark is not None}
+        state.fetches = self._read_fetches(hws)
+        return state
 
-    # -- partitions: ReplicaManager, Partition, Log, kafka_exporter's topic view --------------
-    def _partition_states(self):
-        """(topic, partition, replicas, isr, leader, min_isr, log or None) of every partition known here."""
+    def _read_partitions(self, active: int) -> tuple[list[PartitionState], int]:
         broker = self.broker
         node = broker.node_id
         replicas = broker.replicas
-        for meta in broker.metadata.list_topics():
+        metadata = broker.metadata
+        is_live = getattr(metadata, "is_live", None) if replicas is not None else None
+        out: list[PartitionState] = []
+        offline = 0
+        for meta in metadata.list_topics():
             for p in meta.partitions:
                 plog = broker.partitions.get_log(meta.name, p.partition)
-                isr, reps, leader = tuple(p.isr), tuple(p.replicas), p.leader
+                isr, reps, leader = p.isr, p.replicas, p.leader
+                if active and (leader < 0 or (is_live is not None and not is_live(leader))):
+                    offline += 1
                 if replicas is not None:
                     hosted = replicas.partition(meta.name, p.partition)
-                    if hosted is not None and hosted.is_leader:  # the leader's view is fresher than the cache
-                        isr, reps, leader = tuple(hosted.isr), tuple(hosted.replicas) or reps, node
+                    if hosted is not None:
                         plog = hosted.log
-                    elif hosted is not None:
-                        plog = hosted.log
-                min_isr = 1
+                        if hosted.is_leader:  # the leader's view is fresher than the metadata cache
+                            isr, reps, leader = hosted.isr, hosted.replicas or reps, node
+                state = PartitionState(meta.name, p.partition, len(reps), len(isr), leader, 1, leader == node,
+                                       node in reps or plog is not None)
                 if plog is not None and not _offline(plog):
-                    min_isr = min(plog.config.min_insync_replicas, len(reps) or 1)
-                else:
-                    plog = None
-                yield meta.name, p.partition, reps, isr, leader, min_isr, plog
+                    state.min_isr = min(plog.config.min_insync_replicas, len(reps) or 1)
+                    state.size = plog.size_in_bytes()
+                    state.log_end = plog.log_end_offset
+                    state.log_start = plog.log_start_offset
+                    state.segments = _segment_count(plog)
+                    if state.led_here:
+                        state.high_watermark = plog.high_watermark
+                out.append(state)
+        return out, offline
 
-    def _partition_metrics(self) -> Iterator[Metric]:
-        node = self.broker.node_id
-        gauges = {name: GaugeMetricFamily(name, METRIC_SOURCES[name][2], labels=["topic", "partition"])
-                  for name in (UNDER_MIN_ISR, UNDER_REPLICATED_PARTITION, LOG_SIZE, LOG_END, LOG_START, LOG_SEGMENTS,
-                               TP_CURRENT, TP_OLDEST, TP_ISR, TP_REPLICAS, TP_LEADER, TP_UNDER)}
-        topic_partitions: dict[str, int] = {}
-        under_replicated = under_min = partitions_here = leaders = 0
-        for topic, index, reps, isr, leader, min_isr, plog in self._partition_states():
-            labels = [topic, str(index)]
-            topic_partitions[topic] = topic_partitions.get(topic, 0) + 1
-            under = len(isr) < len(reps)
-            gauges[TP_ISR].add_metric(labels, len(isr))
-            gauges[TP_REPLICAS].add_metric(labels, len(reps))
-            gauges[TP_LEADER].add_metric(labels, leader)
-            gauges[TP_UNDER].add_metric(labels, 1 if under else 0)
-            if node in reps or plog is not None:
-                partitions_here += 1
-            if leader == node:
-                leaders += 1
-                under_replicated += under
-                below = len(isr) < min_isr
-                under_min += below
-                gauges[UNDER_MIN_ISR].add_metric(labels, 1 if below else 0)
-                gauges[UNDER_REPLICATED_PARTITION].add_metric(labels, 1 if under else 0)
-            if plog is not None:
-                gauges[LOG_SIZE].add_metric(labels, plog.size_in_bytes())
-                gauges[LOG_END].add_metric(labels, plog.log_end_offset)
-                gauges[LOG_START].add_metric(labels, plog.log_start_offset)
-                gauges[LOG_SEGMENTS].add_metric(labels, _segment_count(plog))
-                if leader == node:
-                    gauges[TP_CURRENT].add_metric(labels, plog.high_watermark)
-                    gauges[TP_OLDEST].add_metric(labels, plog.log_start_offset)
-        yield from gauges.values()
-        yield GaugeMetricFamily(UNDER_REPLICATED, METRIC_SOURCES[UNDER_REPLICATED][2], value=under_replicated)
-        yield GaugeMetricFamily(UNDER_MIN_ISR_COUNT, METRIC_SOURCES[UNDER_MIN_ISR_COUNT][2], value=under_min)
-        yield GaugeMetricFamily(PARTITION_COUNT, METRIC_SOURCES[PARTITION_COUNT][2], value=partitions_here)
-        yield GaugeMetricFamily(LEADER_COUNT, METRIC_SOURCES[LEADER_COUNT][2], value=leaders)
-        family = GaugeMetricFamily(TOPIC_PARTITIONS, METRIC_SOURCES[TOPIC_PARTITIONS][2], labels=["topic"])
-        for topic, count in sorted(topic_partitions.items()):
-            family.add_metric([topic], count)
-        yield family
-        shrinks = _counter(ISR_SHRINKS, METRIC_SOURCES[ISR_SHRINKS][2], [])
-        shrinks.add_metric([], self.metrics.isr_shrinks)
-        expands = _counter(ISR_EXPANDS, METRIC_SOURCES[ISR_EXPANDS][2], [])
-        expands.add_metric([], self.metrics.isr_expands)
-        yield shrinks
-        yield expands
-
-    # -- controller, brokers ----------------------------------------------------------------------
-    def _controller_metrics(self) -> Iterator[Metric]:
-        broker = self.broker
-        controller = broker.controller
-        active = 1 if controller is None else int(bool(getattr(controller, "active", False)))
-        yield GaugeMetricFamily(ACTIVE_CONTROLLER, METRIC_SOURCES[ACTIVE_CONTROLLER][2], value=active)
-        offline = topics = partitions = 0
-        if active:
-            metadata = broker.metadata
-            is_live = getattr(metadata, "is_live", None)
-            for meta in metadata.list_topics():
-                topics += 1
-                for p in meta.partitions:
-                    partitions += 1
-                    if p.leader < 0 or (is_live is not None and not is_live(p.leader)):
-                        offline += 1
-        yield GaugeMetricFamily(OFFLINE, METRIC_SOURCES[OFFLINE][2], value=offline)
-        yield GaugeMetricFamily(GLOBAL_TOPICS, METRIC_SOURCES[GLOBAL_TOPICS][2], value=topics)
-        yield GaugeMetricFamily(GLOBAL_PARTITIONS, METRIC_SOURCES[GLOBAL_PARTITIONS][2], value=partitions)
-        brokers = broker.metadata.list_brokers()
-        yield GaugeMetricFamily(BROKERS, METRIC_SOURCES[BROKERS][2], value=len(brokers))
-        info = GaugeMetricFamily(BROKER_INFO, METRIC_SOURCES[BROKER_INFO][2], labels=["address", "id"])
-        for b in brokers:
-            info.add_metric([f"{b.host}:{b.port}", str(b.node_id)], 1)
-        yield info
-
-    # -- groups: GroupMetadataManager and kafka_exporter's consumergroup family ---------------------
-    def _high_watermarks(self) -> dict[tuple[str, int], int]:
-        out = {}
-        for topic, index, _reps, _isr, leader, _min, plog in self._partition_states():
-            if plog is not None and leader == self.broker.node_id:
-                out[(topic, index)] = plog.high_watermark
-        return out
-
-    def _group_metrics(self) -> Iterator[Metric]:
-        manager = self.broker.group_coordinator.manager
-        groups = list(manager.groups.values())
-        yield GaugeMetricFamily(NUM_GROUPS, METRIC_SOURCES[NUM_GROUPS][2], value=len(groups))
-        by_state = dict.fromkeys(_GROUP_STATES, 0)
-        for group in groups:
-            state = group.state.value
-            by_state[state] = by_state.get(state, 0) + 1
-        for state, name in GROUP_STATE_NAMES.items():
-            yield GaugeMetricFamily(name, METRIC_SOURCES[name][2], value=by_state.get(state, 0))
-        yield GaugeMetricFamily(NUM_OFFSETS, METRIC_SOURCES[NUM_OFFSETS][2],
-                                value=sum(len(g.offsets) for g in groups))
-        hws = self._high_watermarks()
-        offset = GaugeMetricFamily(CG_OFFSET, METRIC_SOURCES[CG_OFFSET][2], labels=["consumergroup", "topic", "partition"])
-        offset_sum = GaugeMetricFamily(CG_OFFSET_SUM, METRIC_SOURCES[CG_OFFSET_SUM][2], labels=["consumergroup", "topic"])
-        lag = GaugeMetricFamily(CG_LAG, METRIC_SOURCES[CG_LAG][2], labels=["consumergroup", "topic", "partition"])
-        lag_sum = GaugeMetricFamily(CG_LAG_SUM, METRIC_SOURCES[CG_LAG_SUM][2], labels=["consumergroup", "topic"])
-        members = GaugeMetricFamily(CG_MEMBERS, METRIC_SOURCES[CG_MEMBERS][2], labels=["consumergroup"])
-        for group in sorted(groups, key=lambda g: g.group_id):
-            gid = group.group_id
-            members.add_metric([gid], len(group.members))
-            sums: dict[str, list[int]] = {}
-            for (topic, index), committed in sorted(group.offsets.items()):
-                labels = [gid, topic, str(index)]
-                offset.add_metric(labels, committed.offset)
-                acc = sums.setdefault(topic, [0, 0, 0])
-                acc[0] += committed.offset
-                hw = hws.get((topic, index))
-                if hw is not None:
-                    # as kafka_exporter: high watermark - committed (a commit past the end counts 0)
-                    value = max(hw - committed.offset, 0)
-                    lag.add_metric(labels, value)
-                    acc[1] += value
-                    acc[2] += 1
-            for topic, (total, lag_total, known) in sorted(sums.items()):
-                offset_sum.add_metric([gid, topic], total)
-                if known:
-                    lag_sum.add_metric([gid, topic], lag_total)
-        yield from (offset, offset_sum, lag, lag_sum, members)
-
-    # -- consumers' fetch positions (kafkapy) -----------------------------------------------------
-    def _fetch_position_metrics(self) -> Iterator[Metric]:
+    def _read_fetches(self, hws: dict) -> list[tuple]:
         broker = self.broker
         self.metrics.expire_fetches()
-        position = GaugeMetricFamily(FETCH_POSITION, METRIC_SOURCES[FETCH_POSITION][2],
-                                     labels=["client_id", "host", "topic", "partition"])
-        lag = GaugeMetricFamily(FETCH_LAG, METRIC_SOURCES[FETCH_LAG][2],
-                                labels=["client_id", "host", "topic", "partition"])
         names: dict = {}
-        for (client_id, host), client in sorted(self.metrics.fetches.items()):
-            for (tkey, index), offset in sorted(client.positions.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
+        out = []
+        for (client_id, host), client in list(self.metrics.fetches.items()):
+            for (tkey, index), offset in list(client.positions.items()):
                 topic = tkey if isinstance(tkey, str) else names.get(tkey)
                 if topic is None:
                     meta = broker.partitions.topic_by_id(tkey)
                     if meta is None:
                         continue
                     topic = names[tkey] = meta.name
-                labels = [client_id, host, topic, str(index)]
-                position.add_metric(labels, offset)
-                plog = broker.partitions.get_log(topic, index)
-                if plog is not None and not _offline(plog):
-                    lag.add_metric(labels, max(plog.high_watermark - offset, 0))
-        yield position
-        yield lag
+                out.append((client_id, host, topic, index, offset, hws.get((topic, index))))
+        out.sort()
+        return out
+
+
+# -- rendering (anywhere: a worker thread during a scrape) -------------------------------------------
+def families(state: BrokerState) -> list[Metric]:
+    """The metric families of a BrokerState."""
+    out: list[Metric] = []
+    for part in (_topic_families, _request_families, _network_families, _partition_families,
+                 _controller_families, _group_families, _fetch_position_families):
+        try:
+            out.extend(part(state))
+        except Exception:
+            log.exception("rendering %s failed", part.__name__)
+    return out
+
+
+def _topic_families(state: BrokerState) -> Iterator[Metric]:
+    fields = ((MESSAGES_IN, "messages_in"), (BYTES_IN, "bytes_in"), (BYTES_OUT, "bytes_out"),
+              (TOTAL_PRODUCE, "produce_requests"), (FAILED_PRODUCE, "failed_produce_requests"),
+              (TOTAL_FETCH, "fetch_requests"), (FAILED_FETCH, "failed_fetch_requests"))
+    for name, attr in fields:
+        # Kafka's all-topics MBean has no topic key: the JMX exporter renders it without the label
+        family = Metric(name[:-len("_total")], METRIC_SOURCES[name][2], "counter")
+        family.add_sample(name, {}, getattr(state.all_topics, attr))
+        for topic, stats in state.topics:
+            family.add_sample(name, {"topic": topic}, getattr(stats, attr))
+        yield family
+
+
+def _request_families(state: BrokerState) -> Iterator[Metric]:
+    requests = _counter(REQUESTS, METRIC_SOURCES[REQUESTS][2], ["request", "version"])
+    errors = _counter(ERRORS, METRIC_SOURCES[ERRORS][2], ["request", "error"])
+    for name, count, versions, codes, _timers in state.apis:
+        if versions:
+            for version, n in sorted(versions.items()):
+                requests.add_metric([name, str(version)], n)
+        else:
+            requests.add_metric([name, ""], count)
+        for code, n in sorted(codes.items()):
+            errors.add_metric([name, error_name(code)], n)
+    yield requests
+    yield errors
+    for timer, metric_name in TIMERS.items():
+        family = Metric(metric_name, METRIC_SOURCES[metric_name][2] + " (ms)", "summary")
+        for name, _count, _versions, _codes, timers in state.apis:
+            samples, count, total = timers[timer]
+            if not count:
+                continue
+            values = sorted(samples)
+            n = len(values)
+            for q in QUANTILES:
+                family.add_sample(metric_name, {"request": name, "quantile": _quantile_label(q)},
+                                  values[min(n - 1, int(q * n))] if n else 0.0)
+            family.add_sample(metric_name + "_count", {"request": name}, count)
+            family.add_sample(metric_name + "_sum", {"request": name}, total)
+        yield family
+
+
+def _network_families(state: BrokerState) -> Iterator[Metric]:
+    yield _gauge(NETWORK_IDLE, state.loop_idle)
+    yield _gauge(HANDLER_IDLE, state.loop_idle)
+    yield _gauge(QUEUE_SIZE, state.queued)
+    family = _gauge(CONNECTIONS, labels=["listener", "networkProcessor"])
+    for name, count in sorted(state.connections.items()):
+        family.add_metric([name, "0"], count)
+    yield family
+
+
+def _partition_families(state: BrokerState) -> Iterator[Metric]:
+    per_partition = (UNDER_MIN_ISR, UNDER_REPLICATED_PARTITION, LOG_SIZE, LOG_END, LOG_START, LOG_SEGMENTS,
+                     TP_CURRENT, TP_OLDEST, TP_ISR, TP_REPLICAS, TP_LEADER, TP_UNDER)
+    g = {name: _gauge(name, labels=["topic", "partition"]) for name in per_partition}
+    topic_partitions: dict[str, int] = {}
+    under_replicated = under_min = hosted = leaders = 0
+    for p in state.partitions:
+        labels = [p.topic, str(p.partition)]
+        topic_partitions[p.topic] = topic_partitions.get(p.topic, 0) + 1
+        under = p.isr < p.replicas
+        g[TP_ISR].add_metric(labels, p.isr)
+        g[TP_REPLICAS].add_metric(labels, p.replicas)
+        g[TP_LEADER].add_metric(labels, p.leader)
+        g[TP_UNDER].add_metric(labels, 1 if under else 0)
+        hosted += p.hosted_here
+        if p.led_here:
+            leaders += 1
+            below = p.isr < p.min_isr
+            under_replicated += under
+            under_min += below
+            g[UNDER_MIN_ISR].add_metric(labels, 1 if below else 0)
+            g[UNDER_REPLICATED_PARTITION].add_metric(labels, 1 if under else 0)
+        if p.size is not None:
+            g[LOG_SIZE].add_metric(labels, p.size)
+            g[LOG_END].add_metric(labels, p.log_end)
+            g[LOG_START].add_metric(labels, p.log_start)
+            g[LOG_SEGMENTS].add_metric(labels, p.segments)
+        if p.high_watermark is not None:
+            g[TP_CURRENT].add_metric(labels, p.high_watermark)
+            g[TP_OLDEST].add_metric(labels, p.log_start)
+    yield from g.values()
+    yield _gauge(UNDER_REPLICATED, under_replicated)
+    yield _gauge(UNDER_MIN_ISR_COUNT, under_min)
+    yield _gauge(PARTITION_COUNT, hosted)
+    yield _gauge(LEADER_COUNT, leaders)
+    family = _gauge(TOPIC_PARTITIONS, labels=["topic"])
+    for topic, count in sorted(topic_partitions.items()):
+        family.add_metric([topic], count)
+    yield family
+    for name, value in ((ISR_SHRINKS, state.isr_shrinks), (ISR_EXPANDS, state.isr_expands)):
+        counter = _counter(name, METRIC_SOURCES[name][2], [])
+        counter.add_metric([], value)
+        yield counter
+
+
+def _controller_families(state: BrokerState) -> Iterator[Metric]:
+    active = state.active_controller
+    yield _gauge(ACTIVE_CONTROLLER, active)
+    yield _gauge(OFFLINE, state.offline if active else 0)
+    yield _gauge(GLOBAL_TOPICS, len({p.topic for p in state.partitions}) if active else 0)
+    yield _gauge(GLOBAL_PARTITIONS, len(state.partitions) if active else 0)
+    yield _gauge(BROKERS, len(state.brokers))
+    info = _gauge(BROKER_INFO, labels=["address", "id"])
+    for address, node_id in state.brokers:
+        info.add_metric([address, str(node_id)], 1)
+    yield info
+
+
+def _group_families(state: BrokerState) -> Iterator[Metric]:
+    yield _gauge(NUM_GROUPS, len(state.groups))
+    by_state = dict.fromkeys(_GROUP_STATES, 0)
+    for _gid, group_state, _members, _offsets in state.groups:
+        by_state[group_state] = by_state.get(group_state, 0) + 1
+    for group_state, name in GROUP_STATE_NAMES.items():
+        yield _gauge(name, by_state.get(group_state, 0))
+    yield _gauge(NUM_OFFSETS, sum(len(offsets) for *_, offsets in state.groups))
+    hws = {(p.topic, p.partition): p.high_watermark for p in state.partitions if p.high_watermark is not None}
+    offset = _gauge(CG_OFFSET, labels=["consumergroup", "topic", "partition"])
+    offset_sum = _gauge(CG_OFFSET_SUM, labels=["consumergroup", "topic"])
+    lag = _gauge(CG_LAG, labels=["consumergroup", "topic", "partition"])
+    lag_sum = _gauge(CG_LAG_SUM, labels=["consumergroup", "topic"])
+    members = _gauge(CG_MEMBERS, labels=["consumergroup"])
+    for gid, _group_state, n_members, offsets in sorted(state.groups):
+        members.add_metric([gid], n_members)
+        sums: dict[str, list[int]] = {}
+        for topic, index, committed in sorted(offsets):
+            labels = [gid, topic, str(index)]
+            offset.add_metric(labels, committed)
+            acc = sums.setdefault(topic, [0, 0, 0])
+            acc[0] += committed
+            hw = hws.get((topic, index))
+            if hw is not None:
+                # as kafka_exporter: high watermark - committed (a commit past the end counts 0)
+                value = max(hw - committed, 0)
+                lag.add_metric(labels, value)
+                acc[1] += value
+                acc[2] += 1
+        for topic, (total, lag_total, known) in sorted(sums.items()):
+            offset_sum.add_metric([gid, topic], total)
+            if known:
+                lag_sum.add_metric([gid, topic], lag_total)
+    yield from (offset, offset_sum, lag, lag_sum, members)
+
+
+def _fetch_position_families(state: BrokerState) -> Iterator[Metric]:
+    labels = ["client_id", "host", "topic", "partition"]
+    position = _gauge(FETCH_POSITION, labels=labels)
+    lag = _gauge(FETCH_LAG, labels=labels)
+    for client_id, host, topic, index, offset, hw in state.fetches:
+        values = [client_id, host, topic, str(index)]
+        position.add_metric(values, offset)
+        if hw is not None:
+            lag.add_metric(values, max(hw - offset, 0))
+    yield position
+    yield lag
 
 
 def _quantile_label(q: float) -> str:

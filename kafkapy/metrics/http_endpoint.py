@@ -40,7 +40,7 @@ def parse_listener_url(text: str) -> tuple[str, int]:
 
 
 class MetricsEndpoint:
-    """Serves `render(accept) -> (body, content_type)` at /metrics on host:port."""
+    """Serves `await render(accept) -> (body, content_type)` at /metrics on host:port."""
 
     def __init__(self, url: str, render):
         self.host, self.port = parse_listener_url(url)
@@ -70,7 +70,7 @@ class MetricsEndpoint:
             writer.close()
             return
         try:
-            status, body, ctype = self._answer(head)
+            status, body, ctype = await self._answer(head)
         except Exception:
             log.exception("rendering /metrics failed")
             status, body, ctype = "500 Internal Server Error", b"metrics rendering failed\n", "text/plain"
@@ -85,7 +85,7 @@ class MetricsEndpoint:
             pass
         writer.close()
 
-    def _answer(self, head: bytes) -> tuple[str, bytes, str]:
+    async def _answer(self, head: bytes) -> tuple[str, bytes, str]:
         lines = head[:_MAX_HEADER_BYTES].decode("latin-1").split("\r\n")
         parts = lines[0].split(" ")
         if len(parts) != 3:
@@ -103,5 +103,5 @@ class MetricsEndpoint:
             name, _, value = line.partition(":")
             if name.strip().lower() == "accept":
                 accept = value.strip()
-        body, ctype = self._render(accept)
+        body, ctype = await self._render(accept)
         return "200 OK", body, ctype
