@@ -54,7 +54,7 @@ for _code in (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE, Erro
 # How long a loading partition decodes before it yields to the event loop (checked after each
 # batch): a request arriving meanwhile waits about two slices (bench/groups/offsets_load.py).
 LOAD_SLICE_S = 0.004
-# For bench/groups/offsets_load.py --mode only: "chunks" (the default: the loop decodes, yielding
+# For bench/groups/offsets_load.py --modes only (KAFKAPY_COORDINATOR_LOAD_MODE): "chunks" (the default: the loop decodes, yielding
 # between chunks), "thread" (a worker thread decodes) or "blocking" (all at once, as before).
 LOAD_MODE = os.environ.get("KAFKAPY_COORDINATOR_LOAD_MODE", "chunks")
 _CHUNK = "chunk"
@@ -378,9 +378,10 @@ class GroupMetadataManager:
         on_loaded(loaded)
 
     def _load_steps(self, partition: int) -> Generator[object, None, list[GroupMetadata]]:
-        """The load of one partition as steps: yields `_CHUNK` after each LOAD_SLICE_S of work and `_READ_DONE` when the log end is reached; the final step (reading what was
-        appended meanwhile, then replacing the partition's groups) runs without yielding, so
-        the cache changes atomically and nothing appended in between is missed."""
+        """The load of one partition as steps: yields `_CHUNK` after each LOAD_SLICE_S of work
+        and `_READ_DONE` when the log end is reached; the final step (reading what was appended
+        meanwhile, then replacing the partition's groups) runs without yielding, so the cache
+        changes atomically and nothing appended in between is missed."""
         self.loading_partitions.add(partition)
         self.owned_partitions.add(partition)
         offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from construct import Check, Const, Int16sb, Int32sb, Int32ub, Int64sb, PrefixedArray, RawCopy, Rebuild, Struct, this
+from construct import Check, Const, Int16sb, Int32sb, Int32ub, Int64sb, PrefixedArray, RawCopy, Rebuild, Struct
 from crc32c import crc32c
 from hypothesis import given, settings
 from hypothesis import strategies as st
