@@ -32,12 +32,12 @@ from construct import (
 )
 
 __all__ = [
-    "GROUP_METADATA_KEY", "GROUP_METADATA_VALUE", "OFFSET_COMMIT_KEY", "OFFSET_COMMIT_VALUE", "compact_bytes", "compact_nullable_string", "group_metadata_value",
+    "CompactLength", "NullableText", "GROUP_METADATA_KEY", "GROUP_METADATA_VALUE", "OFFSET_COMMIT_KEY", "OFFSET_COMMIT_VALUE", "compact_bytes", "compact_nullable_string", "group_metadata_value",
     "kafka_bytes", "nullable_string", "offset_commit_value", "string", "tagged_fields",
 ]
 
 
-class _NullableText(Adapter):
+class NullableText(Adapter):
     """A byte string whose length is -1 for null, decoded to str (or kept as bytes)."""
 
     def __init__(self, subcon: Construct, text: bool):
@@ -56,7 +56,7 @@ class _NullableText(Adapter):
         return {"length": len(raw), "data": raw}
 
 
-class _CompactLength(Adapter):
+class CompactLength(Adapter):
     """Kafka's compact length: unsigned varint of length + 1 (0 means null)."""
 
     def _decode(self, obj, context, path):
@@ -67,14 +67,14 @@ class _CompactLength(Adapter):
 
 
 def _sized(length: Construct, text: bool) -> Construct:
-    return _NullableText(Struct("length" / length, "data" / Bytes(lambda ctx: max(ctx.length, 0))), text)
+    return NullableText(Struct("length" / length, "data" / Bytes(lambda ctx: max(ctx.length, 0))), text)
 
 
 nullable_string = _sized(Int16sb, text=True)
 string = nullable_string  # a non-null string has the same layout; the decoders check for null
 kafka_bytes = _sized(Int32sb, text=False)
-compact_nullable_string = _sized(_CompactLength(VarInt), text=True)
-compact_bytes = _sized(_CompactLength(VarInt), text=False)
+compact_nullable_string = _sized(CompactLength(VarInt), text=True)
+compact_bytes = _sized(CompactLength(VarInt), text=False)
 
 # tagged fields: count, then (tag, size, data) each; Kafka's coordinator records define none yet
 tagged_fields = Default(Struct(
@@ -93,7 +93,7 @@ def _bytes(flexible: bool) -> Construct:
 
 
 def _array_length(flexible: bool) -> Construct:
-    return _CompactLength(VarInt) if flexible else Int32sb
+    return CompactLength(VarInt) if flexible else Int32sb
 
 
 # -- keys ---------------------------------------------------------------------------------

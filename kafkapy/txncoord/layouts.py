@@ -10,23 +10,16 @@ construct comes with the `test` extra; the broker never imports this module.
 """
 from __future__ import annotations
 
-from construct import Array, Const, Construct, Int8sb, Int16sb, Int32sb, Int64sb, Rebuild, Struct, len_
+from construct import Array, Const, Construct, Int8sb, Int16sb, Int32sb, Int64sb, Rebuild, Struct, VarInt, len_
 
-from ..groupcoord.layouts import (
-    _CompactLength,
-    _NullableText,
-    compact_nullable_string,
-    nullable_string,
-    tagged_fields,
-)
-from construct import VarInt
+from ..groupcoord.layouts import CompactLength, NullableText, compact_nullable_string, nullable_string, tagged_fields
 
 __all__ = ["TRANSACTION_LOG_KEY", "TRANSACTION_LOG_VALUE", "transaction_log_value"]
 
 TRANSACTION_LOG_KEY = Struct("version" / Const(0, Int16sb), "transactional_id" / nullable_string)
 
 
-class _NullableArray(_NullableText):
+class _NullableArray(NullableText):
     """An array whose length is -1 for null (Kafka's nullable `[]TopicData`)."""
 
     def _decode(self, obj, context, path):
@@ -45,7 +38,7 @@ def transaction_log_value(version: int) -> Construct:
     """TransactionLogValue v0 or v1."""
     flexible = version >= 1
     text = compact_nullable_string if flexible else nullable_string
-    length = _CompactLength(VarInt) if flexible else Int32sb
+    length = CompactLength(VarInt) if flexible else Int32sb
     topic_fields = ["topic" / text,
                     "partition_count" / Rebuild(length, len_(lambda ctx: ctx.partition_ids)),
                     "partition_ids" / Array(lambda ctx: max(ctx.partition_count, 0), Int32sb)]
