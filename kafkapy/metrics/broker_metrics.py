@@ -46,12 +46,12 @@ class Reservoir:
     def add(self, value: float) -> None:
         self.count += 1
         self.sum += value
-        samples = self.samples
-        if len(samples) < RESERVOIR_SIZE:
-            samples.append(value)
+        i = self.next
+        if i < len(self.samples):
+            self.samples[i] = value
         else:
-            samples[self.next] = value
-            self.next = (self.next + 1) % RESERVOIR_SIZE
+            self.samples.append(value)
+        self.next = i + 1 if i + 1 < RESERVOIR_SIZE else 0
 
     def quantiles(self, qs=QUANTILES) -> list[float]:
         """The values at quantiles `qs` of the samples held (0.0 each while there are none)."""
