@@ -359,6 +359,40 @@ def test_acls_list_create_delete(broker_factory):
                    2, "unknown operation")
 
 
+# -- SASL through --command-config ---------------------------------------------------------------
+
+def test_sasl_plain_command_config(tmp_path):
+    from conformance.broker_process import start_broker
+
+    ports = {"PLAINTEXT": free_port(), "SASL_PLAINTEXT": free_port()}
+    listeners = ",".join(f"{n}://127.0.0.1:{p}" for n, p in ports.items())
+    secured = start_broker({
+        "listeners": listeners, "advertised.listeners": listeners,
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
+        "sasl.enabled.mechanisms": "PLAIN",
+        "sasl.jaas.config": 'org.apache.kafka.common.security.plain.PlainLoginModule required '
+                            'username="alice" password="alice-pw" user_alice="alice-pw";'},
+        work_dir=tmp_path, port=ports["PLAINTEXT"])
+    try:
+        good = tmp_path / "client.properties"
+        good.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+                        "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
+                        'username="alice" password="alice-pw";\n')
+        bad = tmp_path / "bad.properties"
+        bad.write_text("security.protocol=SASL_PLAINTEXT\nsasl.username=alice\nsasl.password=wrong-pw\n")
+        address = f"127.0.0.1:{ports['SASL_PLAINTEXT']}"
+        ok(cli(None, "topics", "create", "sasl-topic", "--partitions", "1", "-b", address, "--command-config",
+               str(good)))
+        ok(cli(None, "produce", "-t", "sasl-topic", "-b", address, "--command-config", str(good), stdin=b"x\n"))
+        assert ok(cli(None, "consume", "-t", "sasl-topic", "-e", "-b", address, "--command-config",
+                      str(good))).out == "x\n"
+        failed = cli(None, "topics", "list", "-b", address, "--command-config", str(bad))
+        one_line_error(failed, 1, "authentication as alice failed", "SASL_AUTHENTICATION_FAILED")
+        assert "wrong-pw" not in failed.err
+    finally:
+        secured.close()
+
+
 # -- the real entry point -----------------------------------------------------------------------
 
 def test_unreachable_broker_subprocess():
