@@ -135,6 +135,8 @@ TP_OLDEST = _source("kafka_topic_partition_oldest_offset", _KE, "topic, partitio
 TP_ISR = _source("kafka_topic_partition_in_sync_replica", _KE, "topic, partition", "in-sync replicas")
 TP_REPLICAS = _source("kafka_topic_partition_replicas", _KE, "topic, partition", "replicas")
 TP_LEADER = _source("kafka_topic_partition_leader", _KE, "topic, partition", "leader's broker id")
+TP_PREFERRED = _source("kafka_topic_partition_leader_is_preferred", _KE, "topic, partition",
+                       "1 when the leader is the preferred (first) replica")
 TP_UNDER = _source("kafka_topic_partition_under_replicated_partition", _KE, "topic, partition",
                    "1 when ISR < replicas")
 CG_OFFSET = _source("kafka_consumergroup_current_offset", _KE, "consumergroup, topic, partition",
@@ -172,6 +174,7 @@ class PartitionState:
     min_isr: int
     led_here: bool
     hosted_here: bool
+    preferred_leader: bool = True
     size: int | None = None
     log_end: int | None = None
     log_start: int | None = None
@@ -266,7 +269,7 @@ class BrokerCollector:
                         if hosted.is_leader:  # the leader's view is fresher than the metadata cache
                             isr, reps, leader = hosted.isr, hosted.replicas or reps, node
                 state = PartitionState(meta.name, p.partition, len(reps), len(isr), leader, 1, leader == node,
-                                       node in reps or plog is not None)
+                                       node in reps or plog is not None, bool(reps) and reps[0] == leader)
                 if plog is not None and not _offline(plog):
                     state.min_isr = min(plog.config.min_insync_replicas, len(reps) or 1)
                     state.size = plog.size_in_bytes()
@@ -363,7 +366,7 @@ def _network_families(state: BrokerState) -> Iterator[Metric]:
 
 def _partition_families(state: BrokerState) -> Iterator[Metric]:
     per_partition = (UNDER_MIN_ISR, UNDER_REPLICATED_PARTITION, LOG_SIZE, LOG_END, LOG_START, LOG_SEGMENTS,
-                     TP_CURRENT, TP_OLDEST, TP_ISR, TP_REPLICAS, TP_LEADER, TP_UNDER)
+                     TP_CURRENT, TP_OLDEST, TP_ISR, TP_REPLICAS, TP_LEADER, TP_PREFERRED, TP_UNDER)
     g = {name: _gauge(name, labels=["topic", "partition"]) for name in per_partition}
     topic_partitions: dict[str, int] = {}
     under_replicated = under_min = hosted = leaders = 0
@@ -374,6 +377,7 @@ def _partition_families(state: BrokerState) -> Iterator[Metric]:
         g[TP_ISR].add_metric(labels, p.isr)
         g[TP_REPLICAS].add_metric(labels, p.replicas)
         g[TP_LEADER].add_metric(labels, p.leader)
+        g[TP_PREFERRED].add_metric(labels, 1 if p.preferred_leader else 0)
         g[TP_UNDER].add_metric(labels, 1 if under else 0)
         hosted += p.hosted_here
         if p.led_here:
