@@ -44,7 +44,9 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(with_admin: bool = True) -> argparse.ArgumentParser:
+    """The command line; `with_admin=False` leaves out the admin nouns (some 40 ms of argparse set-up
+    that `kafkapy serve` does not need)."""
     from .admin.commands import add_admin_commands, add_cluster_verbs  # argparse only: cheap to import
 
     common = argparse.ArgumentParser(add_help=False)
@@ -89,8 +91,22 @@ def _parser() -> argparse.ArgumentParser:
     cluster.add_argument("--override", action="append", type=_key_value, default=[], metavar="KEY=VALUE",
                          help="set a config on every broker (repeatable)")
     add_cluster_verbs(cluster)
-    add_admin_commands(commands)
+    if with_admin:
+        add_admin_commands(commands)
     return parser
+
+
+def _command_word(argv: list[str]) -> str | None:
+    """The first word that is not an option (nor --log-level's value): the command."""
+    skip = False
+    for word in argv:
+        if skip:
+            skip = False
+        elif word == "--log-level":
+            skip = True
+        elif not word.startswith("-"):
+            return word
+    return None
 
 
 def _positive_int(text: str) -> int:
@@ -203,7 +219,8 @@ def _cluster(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = _parser(with_admin=_command_word(argv) != "serve")
     args = parser.parse_args(argv)
     setup_logging(getattr(args, "log_level", "INFO"))
     if getattr(args, "admin_target", None):

@@ -145,3 +145,12 @@ def test_serve_does_not_import_the_admin_client():
             "print(any(m.startswith(('kafkapy.admin.client', 'kafkapy.protocol')) for m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
     assert done.stdout.strip() == "False", done.stderr
+
+
+def test_serve_parser_leaves_out_the_admin_nouns():
+    from kafkapy.cli import _command_word, _parser
+
+    assert _command_word(["--log-level", "DEBUG", "serve", "--ephemeral"]) == "serve"
+    assert _command_word(["topics", "create", "serve"]) == "topics"
+    assert _parser(with_admin=False).parse_args(["serve", "--ephemeral"]).ephemeral
+    assert _parser().parse_args(["topics", "list"]).admin_target == "topics:list_topics"
