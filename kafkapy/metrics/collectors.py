@@ -234,18 +234,18 @@ class BrokerCollector:
                 for name, s in sorted(m.apis.items())]
         controller = broker.controller
         active = 1 if controller is None else int(bool(getattr(controller, "active", False)))
-        partitions, offline = self._read_partitions(active)
+        partitions, offline = _safe(lambda: self._read_partitions(active), ([], 0))
         state = BrokerState(
             all_topics=copy(m.all_topics), topics=[(t, copy(s)) for t, s in sorted(m.topics.items())],
             apis=apis, loop_idle=m.loop_idle, queued=queued, connections=connections,
             partitions=partitions, isr_shrinks=m.isr_shrinks, isr_expands=m.isr_expands,
             active_controller=active, offline=offline,
-            brokers=[(f"{b.host}:{b.port}", b.node_id) for b in broker.metadata.list_brokers()],
-            groups=[(g.group_id, g.state.value, len(g.members),
-                     [(topic, index, o.offset) for (topic, index), o in g.offsets.items()])
-                    for g in list(broker.group_coordinator.manager.groups.values())])
+            brokers=_safe(lambda: [(f"{b.host}:{b.port}", b.node_id) for b in broker.metadata.list_brokers()]),
+            groups=_safe(lambda: [(g.group_id, g.state.value, len(g.members),
+                                   [(topic, index, o.offset) for (topic, index), o in g.offsets.items()])
+                                  for g in list(broker.group_coordinator.manager.groups.values())]))
         hws = {(p.topic, p.partition): p.high_watermark for p in partitions if p.high_watermark is not None}
-        state.fetches = self._read_fetches(hws)
+        state.fetches = _safe(lambda: self._read_fetches(hws))
         return state
 
     def _read_partitions(self, active: int) -> tuple[list[PartitionState], int]:
@@ -470,6 +470,16 @@ def _fetch_position_families(state: BrokerState) -> Iterator[Metric]:
             lag.add_metric(values, max(hw - offset, 0))
     yield position
     yield lag
+
+
+def _safe(read, default=None):
+    """`read()`, or `default` (an empty list) with one log line when that part of the state cannot be read:
+    the rest of the scrape still answers."""
+    try:
+        return read()
+    except Exception:
+        log.exception("reading broker state for /metrics failed")
+        return [] if default is None else default
 
 
 def _quantile_label(q: float) -> str:
