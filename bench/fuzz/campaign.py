@@ -84,6 +84,7 @@ class Summary:
     by_api: dict[int, Counter] = field(default_factory=lambda: defaultdict(Counter))
     encode_skips: int = 0
     topics_deleted: int = 0      # topics the campaign created, deleted at each liveness check
+    partition_skips: int = 0     # requests replaced because they would create > MAX_NEW_PARTITIONS
     suspects: list[str] = field(default_factory=list)   # "kind key version hex" around a liveness failure
 
     def as_dict(self) -> dict:
@@ -95,7 +96,7 @@ class Summary:
             "error_lines": self.error_lines, "tracebacks": self.traceback_count,
             "warning_lines": self.warning_lines, "log_bytes": self.log_bytes,
             "error_samples": self.error_samples[:20], "encode_skips": self.encode_skips,
-            "topics_deleted": self.topics_deleted, "suspects": self.suspects[:200],
+            "topics_deleted": self.topics_deleted, "partition_skips": self.partition_skips, "suspects": self.suspects[:200],
             "by_generator": {k: dict(v) for k, v in sorted(self.by_generator.items())},
             "by_api": {str(k): dict(v) for k, v in sorted(self.by_api.items())},
         }
@@ -108,6 +109,27 @@ def load_seeds(path: Path = SEEDS) -> list[tuple[int, int, bytes]]:
             key, version, hexed = line.split()
             seeds.append((int(key), int(version), bytes.fromhex(hexed)))
     return seeds
+
+
+CREATE_TOPICS, CREATE_PARTITIONS = 19, 37
+MAX_NEW_PARTITIONS = 200
+
+
+def _new_partitions(key: int, version: int, frame: bytes) -> int:
+    """Partitions a CreateTopics/CreatePartitions frame asks for, as the broker would decode it (0 if
+    it would not decode: the broker closes the connection then)."""
+    from kafkapy.protocol.headers import decode_request_header
+
+    try:
+        header, pos = decode_request_header(frame[4:])
+        request = request_class(header.api_key).decode(frame[4:], header.api_version, pos)
+    except Exception:
+        return 0
+    if header.api_key == CREATE_TOPICS:
+        return sum(len(t.assignments) or max(t.num_partitions, 1) for t in request.topics)
+    if header.api_key == CREATE_PARTITIONS:
+        return sum(max(t.count, 0) for t in request.topics)
+    return 0
 
 
 class RequestSource:
@@ -123,8 +145,18 @@ class RequestSource:
         self.names = list(WEIGHTS)
         self.weights = [WEIGHTS[n] for n in self.names]
         self.encode_skips = 0
+        self.partition_skips = 0
 
     def next(self, correlation_id: int) -> tuple[str, int, int, bytes]:
+        """The next request; one that would create more than MAX_NEW_PARTITIONS partitions is
+        replaced (creating partitions is legitimate work that holds the event loop: docs/fuzzing.md)."""
+        while True:
+            kind, key, version, frame = self._next(correlation_id)
+            if key not in (CREATE_TOPICS, CREATE_PARTITIONS) or _new_partitions(key, version, frame) <= MAX_NEW_PARTITIONS:
+                return kind, key, version, frame
+            self.partition_skips += 1
+
+    def _next(self, correlation_id: int) -> tuple[str, int, int, bytes]:
         rng = self.rng
         kind = rng.choices(self.names, self.weights)[0]
         if kind == "seed" and not self.seeds:
@@ -315,6 +347,7 @@ async def run_campaign(host: str, port: int, requests: int, connections: int = 1
     summary.requests = sent
     summary.seconds = time.monotonic() - started
     summary.encode_skips = source.encode_skips
+    summary.partition_skips = source.partition_skips
     scan_log(log_path, summary, log_start)
     return summary
 
@@ -325,7 +358,7 @@ def markdown(summary: Summary, args: argparse.Namespace) -> str:
         "# kafkapy fuzz campaign",
         "",
         f"`python bench/fuzz/campaign.py --requests {args.requests} --connections {args.connections} "
-        f"--seed {args.seed}` on {platform.python_implementation()} {platform.python_version()}, "
+        f"--processes {args.processes} --seed {args.seed}` on {platform.python_implementation()} {platform.python_version()}, "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
         "",
         f"- requests: {d['requests']} in {d['seconds']} s ({d['requests_per_second']}/s)",
@@ -334,7 +367,8 @@ def markdown(summary: Summary, args: argparse.Namespace) -> str:
         f"failed {d['liveness_failures']}, slowest {d['liveness_max_ms']} ms",
         f"- ERROR log lines: {d['error_lines']}, tracebacks: {d['tracebacks']}",
         f"- WARNING log lines: {d['warning_lines']}, log bytes written: {d['log_bytes']}",
-        f"- topics created by the campaign and deleted at the checks: {d['topics_deleted']}",
+        f"- topics created by the campaign and deleted at the checks: {d['topics_deleted']}; requests "
+        f"replaced because they would create more than {MAX_NEW_PARTITIONS} partitions: {d['partition_skips']}",
         "",
         "| generator | " + " | ".join(sorted({o for c in summary.by_generator.values() for o in c})) + " |",
     ]
@@ -350,6 +384,34 @@ def markdown(summary: Summary, args: argparse.Namespace) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _share(host: str, port: int, requests: int, connections: int, seed: int, wait: float,
+           check_every: int) -> dict:
+    """One helper process's part of a --processes run (it watches no broker and reads no log)."""
+    summary = asyncio.run(run_campaign(host, port, requests, connections, seed, wait, check_every))
+    fields = ("requests", "crashes", "liveness_checks", "liveness_failures", "liveness_max_ms", "encode_skips",
+              "topics_deleted", "partition_skips", "suspects")
+    plain = {name: getattr(summary, name) for name in fields}
+    plain["by_generator"] = {k: dict(v) for k, v in summary.by_generator.items()}
+    plain["by_api"] = {k: dict(v) for k, v in summary.by_api.items()}
+    return plain   # plain data: the Summary class lives in a __main__ module the parent cannot name
+
+
+def merge(into: Summary, other: Summary) -> None:
+    into.requests += other.requests
+    into.crashes += other.crashes
+    into.liveness_checks += other.liveness_checks
+    into.liveness_failures += other.liveness_failures
+    into.liveness_max_ms = max(into.liveness_max_ms, other.liveness_max_ms)
+    into.encode_skips += other.encode_skips
+    into.topics_deleted += other.topics_deleted
+    into.partition_skips += other.partition_skips
+    into.suspects += other.suspects
+    for name, counts in other.by_generator.items():
+        into.by_generator[name].update(counts)
+    for key, counts in other.by_api.items():
+        into.by_api[key].update(counts)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bootstrap", help="host:port of a running broker (default: start one)")
@@ -359,6 +421,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--wait", type=float, default=1.0, help="seconds to wait for each answer")
     parser.add_argument("--check-every", type=int, default=5000)
+    parser.add_argument("--processes", type=int, default=1,
+                        help="client processes sharing the requests (the client's Python is the bottleneck)")
     parser.add_argument("--out", type=Path, default=REPO / "build" / "fuzz")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -372,10 +436,31 @@ def main(argv: list[str] | None = None) -> int:
         broker = start_broker()
         host, port, log_path = broker.host, broker.port, broker.log_path
         print(f"broker on {broker.bootstrap}, log {log_path}", flush=True)
+    share = args.requests // args.processes
+    started = time.monotonic()
     try:
-        summary = asyncio.run(run_campaign(host, int(port), args.requests, args.connections, args.seed,
-                                           args.wait, args.check_every, broker, progress=True, log_path=log_path,
-                                           suspects_path=args.out / "suspects.txt"))
+        import concurrent.futures
+        import multiprocessing
+
+        with concurrent.futures.ProcessPoolExecutor(max(1, args.processes - 1),
+                                                    mp_context=multiprocessing.get_context("spawn")) as pool:
+            helpers = [pool.submit(_share, host, int(port), share, args.connections, args.seed + 1000 * i,
+                                   args.wait, args.check_every) for i in range(1, args.processes)]
+            summary = asyncio.run(run_campaign(
+                host, int(port), args.requests - share * (args.processes - 1), args.connections, args.seed,
+                args.wait, args.check_every, broker, progress=True, log_path=None,
+                suspects_path=args.out / "suspects.txt"))
+            for helper in helpers:
+                plain = helper.result()
+                other = Summary(**{k: v for k, v in plain.items() if k not in ("by_generator", "by_api")})
+                for name, counts in plain["by_generator"].items():
+                    other.by_generator[name].update(counts)
+                for key, counts in plain["by_api"].items():
+                    other.by_api[key].update(counts)
+                merge(summary, other)
+        summary.seconds = time.monotonic() - started
+        if log_path is not None:
+            scan_log(log_path, summary, 0)
     finally:
         if broker is not None:
             broker.stop()
