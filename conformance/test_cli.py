@@ -416,3 +416,37 @@ def test_bad_flag_and_serve_still_parse():
     one_line_error(cli(None, "consume"), 2, "--topic")
     result = cli(None, "cluster", "--brokers", "0")  # the dev cluster launcher keeps its flags
     one_line_error(result, 2, "--brokers")
+
+
+# -- an old broker: every API capped at the versions Kafka 1.1 spoke -------------------------------
+
+KAFKA_1_1 = {0: 5, 1: 7, 2: 2, 3: 5, 8: 3, 9: 3, 10: 1, 11: 2, 12: 1, 13: 1, 14: 1, 15: 1, 16: 1, 17: 1, 18: 1,
+             19: 2, 20: 1, 29: 0, 30: 0, 31: 0, 32: 1, 33: 0, 37: 0, 42: 0}
+
+
+def test_old_broker_versions(broker, topic_name, monkeypatch):
+    from kafkapy.admin import client as admin_client
+
+    real = admin_client.Connection._api_versions
+
+    def capped(self):
+        real(self)
+        self.versions = {k: (lo, min(hi, KAFKA_1_1[k])) for k, (lo, hi) in self.versions.items() if k in KAFKA_1_1}
+
+    monkeypatch.setattr(admin_client.Connection, "_api_versions", capped)
+    ok(cli(broker, "topics", "create", topic_name, "--partitions", "2"))  # CreateTopics v2 (counts required)
+    assert ok(cli(broker, "topics", "describe", topic_name, "--format", "json")).json()[0]["partition_count"] == 2
+    ok(cli(broker, "topics", "alter", topic_name, "--config", "retention.ms=7777"))  # AlterConfigs (no incremental)
+    configs = {c["name"]: c["value"] for c in ok(cli(broker, "configs", "describe", "--topic", topic_name,
+                                                     "--format", "json")).json()}
+    assert configs["retention.ms"] == "7777"
+    ok(cli(broker, "produce", "-t", topic_name, "-p", "0", "-K", ":", stdin=b"a:1\nb:2\n"))  # Produce v5
+    assert ok(cli(broker, "consume", "-t", topic_name, "-e", "-K", ":")).out == "a:1\nb:2\n"  # Fetch v7
+    group = f"{topic_name}-g"
+    ok(cli(broker, "consume", "-t", topic_name, "-G", group, "-c", "1"))  # FindCoordinator v1, OffsetCommit v3
+    rows = ok(cli(broker, "groups", "describe", group, "--format", "json")).json()[0]["partitions"]
+    assert [(r["partition"], r["current_offset"], r["lag"]) for r in rows] == [(0, 1, 1), (1, 0, 0)]  # OffsetFetch v3
+    assert "Empty" in ok(cli(broker, "groups", "list", "--state")).out  # ListGroups v1: states from DescribeGroups
+    described = ok(cli(broker, "cluster", "describe", "--format", "json")).json()  # Metadata, no DescribeCluster
+    assert described["controller"] >= 0 and described["brokers"]
+    ok(cli(broker, "topics", "delete", topic_name))  # DeleteTopics v1

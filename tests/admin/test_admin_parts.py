@@ -155,3 +155,16 @@ def test_serve_parser_leaves_out_the_admin_nouns():
     assert _command_word(["topics", "create", "serve"]) == "topics"
     assert _parser(with_admin=False).parse_args(["serve", "--ephemeral"]).ephemeral
     assert _parser().parse_args(["topics", "list"]).admin_target == "topics:list_topics"
+
+
+def test_progress_on_a_terminal():
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    screen = Terminal()
+    bar = Progress(4, "reset g", stream=screen, min_interval_s=0)
+    for _ in range(4):
+        bar.advance()
+    bar.close()
+    assert screen.getvalue().endswith("\rreset g [" + "#" * 30 + "] 4/4 100%\n")
