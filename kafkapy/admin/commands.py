@@ -67,7 +67,7 @@ def add_admin_commands(commands) -> None:
 
 def add_cluster_verbs(cluster_parser: argparse.ArgumentParser) -> None:
     """`kafkapy cluster describe` next to `kafkapy cluster [--brokers N]` (the dev cluster)."""
-    verbs = cluster_parser.add_subparsers(dest="verb", metavar="VERB", required=False)
+    verbs = cluster_parser.add_subparsers(dest="verb", metavar="[describe]", required=False)
     _verb(verbs, "describe", "cluster:describe_cluster", "the cluster's id, controller and brokers",
           [_connection_options()])
 
