@@ -232,6 +232,7 @@ class BrokerCollector:
                  {timer: (list(getattr(s, timer).samples), getattr(s, timer).count, getattr(s, timer).sum)
                   for timer in TIMERS})
                 for name, s in sorted(m.apis.items())]
+        apis = _with_fetch_total(apis)
         controller = broker.controller
         active = 1 if controller is None else int(bool(getattr(controller, "active", False)))
         partitions, offline = _safe(lambda: self._read_partitions(active), ([], 0))
@@ -470,6 +471,26 @@ def _fetch_position_families(state: BrokerState) -> Iterator[Metric]:
             lag.add_metric(values, max(hw - offset, 0))
     yield position
     yield lag
+
+
+def _with_fetch_total(apis: list[tuple]) -> list[tuple]:
+    """Kafka also records every Fetch under request="Fetch" besides FetchConsumer/FetchFollower."""
+    fetches = [a for a in apis if a[0] in ("FetchConsumer", "FetchFollower")]
+    if not fetches:
+        return apis
+    versions: dict[int, int] = {}
+    codes: dict[int, int] = {}
+    timers = {}
+    for _name, _count, v, c, t in fetches:
+        for key, n in v.items():
+            versions[key] = versions.get(key, 0) + n
+        for key, n in c.items():
+            codes[key] = codes.get(key, 0) + n
+        for timer, (samples, count, total) in t.items():
+            merged = timers.setdefault(timer, ([], 0, 0.0))
+            timers[timer] = (merged[0] + samples, merged[1] + count, merged[2] + total)
+    total = ("Fetch", sum(a[1] for a in fetches), versions, codes, timers)
+    return sorted(apis + [total], key=lambda a: a[0])
 
 
 def _safe(read, default=None):
