@@ -257,3 +257,26 @@ def test_malformed_listener_url_stops_start_up_with_a_clear_error():
             pass
     assert "kafkapy.metrics.listener" in str(err.value)
     assert "http://host:port" in str(err.value)
+
+
+def test_metrics_port_in_use_stops_start_up_with_a_clear_error():
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        # the Kafka listener is bound (and accepts) before the broker starts serving, so the start
+        # may look successful until the process exits
+        try:
+            with start_broker(overrides={"kafkapy.metrics.listener": f"http://127.0.0.1:{port}"},
+                              timeout=15) as broker:
+                deadline = time.monotonic() + 15
+                while broker.is_running() and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                assert not broker.is_running()
+                message = broker.stderr_tail()
+        except BrokerStartError as err:
+            message = str(err)
+    assert "kafkapy.metrics.listener" in message and "cannot listen there" in message
+    assert "Traceback" not in message

@@ -82,7 +82,12 @@ async def start_exporter(broker: Broker) -> PrometheusExporter | None:
     import asyncio
 
     exporter = PrometheusExporter(broker, url)
-    await exporter.start()
+    try:
+        await exporter.start()
+    except OSError as exc:  # address in use, not an address of this host: one line, no traceback
+        from ..controller.errors import ConfigError
+
+        raise ConfigError.invalid_value(LISTENER_CONFIG, url, f"cannot listen there: {exc.strerror or exc}") from None
     broker.metrics.detailed = True
     broker.metrics.start_probe(asyncio.get_running_loop())
     return exporter
