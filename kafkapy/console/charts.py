@@ -17,6 +17,8 @@ def human(value: float, unit: str = "") -> str:
     """1234567 -> "1.23M" (binary-free SI, as dashboards show rates)."""
     if value is None:
         return "-"
+    if unit == "ms" and abs(value) >= 1000:
+        return f"{value / 1000:.3g}s"
     for factor, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
         if abs(value) >= factor:
             return f"{value / factor:.3g}{suffix}{unit}"
@@ -46,9 +48,10 @@ def line_chart(title: str, series: dict[str, list[tuple[float, float]]], unit: s
         yy = y(value)
         parts.append(f'<line x1="{LEFT}" y1="{yy:.1f}" x2="{WIDTH - RIGHT}" y2="{yy:.1f}" class="grid"/>')
         parts.append(f'<text x="{LEFT - 4}" y="{yy + 4:.1f}" text-anchor="end">{escape(human(value, unit))}</text>')
-    for minutes in (60, 45, 30, 15, 0):
-        xx = x(now - minutes * 60)
-        label = "now" if minutes == 0 else f"-{minutes}m"
+    for quarter in (4, 3, 2, 1, 0):
+        ago = window_s * quarter / 4
+        xx = x(now - ago)
+        label = "now" if quarter == 0 else f"-{ago / 60:g}m" if ago >= 120 else f"-{ago:g}s"
         parts.append(f'<text x="{xx:.1f}" y="{HEIGHT - BOTTOM + 14}" text-anchor="middle">{label}</text>')
     legend_x = LEFT
     for i, (label, data) in enumerate(points.items()):

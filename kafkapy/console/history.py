@@ -8,6 +8,7 @@ group lag is computed from the group coordinator and the logs, O(committed offse
 from __future__ import annotations
 
 import logging
+import math
 import os
 import time
 from collections import deque
@@ -29,6 +30,7 @@ class History:
     def __init__(self, broker, points: int = HISTORY_POINTS):
         self.broker = broker
         self.points = points
+        self.window_s = points * SAMPLE_INTERVAL_S  # what the plots show: an hour at 10 s a sample
         self.throughput: dict[str, deque] = {name: deque(maxlen=points)
                                              for name in ("messages_in", "bytes_in", "bytes_out", "requests")}
         self.request_p99: dict[str, deque] = {}
@@ -78,7 +80,7 @@ class History:
             self.throughput["requests"].append((now, total_rate))
         for api, stats in requests.items():
             p99 = stats.get("p99_ms")
-            if p99 is not None:
+            if p99 is not None and math.isfinite(p99):
                 self.request_p99.setdefault(api, deque(maxlen=self.points)).append((now, float(p99)))
         self._last = (now, {k: v for k, v in totals.items() if k != "requests"} | {
             "requests": {api: dict(stats) for api, stats in requests.items()}})

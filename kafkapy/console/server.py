@@ -162,15 +162,20 @@ class ConsoleServer:
     async def overview(self, request: web.Request) -> web.Response:
         history = self.history
         apis = history.busiest_apis()
+        window = history.window_s
         charts = [
-            line_chart("Messages in per second", {"messages in/s": list(history.throughput["messages_in"])}),
+            line_chart("Messages in per second", {"messages in/s": list(history.throughput["messages_in"])},
+                       window_s=window),
             line_chart("Bytes per second", {"bytes in/s": list(history.throughput["bytes_in"]),
-                                            "bytes out/s": list(history.throughput["bytes_out"])}, unit="B"),
-            line_chart("Requests per second", {"requests/s": list(history.throughput["requests"])}),
+                                            "bytes out/s": list(history.throughput["bytes_out"])}, unit="B",
+                       window_s=window),
+            line_chart("Requests per second", {"requests/s": list(history.throughput["requests"])},
+                       window_s=window),
             line_chart("Request latency p99", {api: list(history.request_p99.get(api, ())) for api in apis},
-                       unit="ms"),
+                       unit="ms", window_s=window),
         ]
-        return self._page("overview.html", title="Overview", nav="overview",
+        span = f"{window / 3600:g} hour" if window >= 3600 else f"{window:g} seconds"
+        return self._page("overview.html", title="Overview", nav="overview", span=span,
                           overview=state.cluster_overview(self.broker), charts=charts,
                           metrics=history.totals() is not None)
 
@@ -258,7 +263,8 @@ class ConsoleServer:
         detail = state.group_detail(self.broker, request.match_info["group"])
         lag = {detail["group"]: list(self.history.group_lag.get(detail["group"], ()))}
         return self._page("group.html", http_status=status, title=f"Group {detail['group']}", nav="groups",
-                          group=detail, lag_chart=line_chart("Lag (sum over partitions)", lag),
+                          group=detail, lag_chart=line_chart("Lag (sum over partitions)", lag,
+                                                             window_s=self.history.window_s),
                           preview=preview, strategies=RESET_STRATEGIES, done=request.query.get("reset"))
 
     async def reset(self, request: web.Request) -> web.Response:
@@ -353,17 +359,19 @@ class ConsoleServer:
         rates = self.history.current_rates()
         rows = []
         for api, stats in sorted((totals or {}).get("requests", {}).items()):
+            p99 = stats.get("p99_ms")
             rows.append({"api": api, "count": stats.get("count", 0), "errors": stats.get("errors", 0),
-                         "p99_ms": stats.get("p99_ms"), "rate": rates.get(api)})
+                         "p99_ms": p99 if p99 is not None and p99 == p99 else None, "rate": rates.get(api)})
         metrics = getattr(self.broker, "metrics", None)
         errors = []
         if metrics is not None and hasattr(metrics, "recent_errors"):
             errors = list(metrics.recent_errors(100))
         apis = self.history.busiest_apis(6)
+        window = self.history.window_s
         charts = [line_chart("Request rate per API", {api: list(self.history.request_rate.get(api, ()))
-                                                      for api in apis}, unit="/s"),
+                                                      for api in apis}, unit="/s", window_s=window),
                   line_chart("p99 latency per API", {api: list(self.history.request_p99.get(api, ()))
-                                                     for api in apis}, unit="ms")]
+                                                     for api in apis}, unit="ms", window_s=window)]
         return self._page("requests.html", title="Requests", nav="requests", rows=rows, errors=errors,
                           charts=charts, metrics=totals is not None)
 
