@@ -7,6 +7,7 @@ Set KAFKAPY_CONSOLE_SCREENSHOTS=<dir> to save a PNG of each page there
 """
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -72,10 +73,11 @@ def setup():
 def shot(driver, name: str) -> None:
     if SCREENSHOTS:
         Path(SCREENSHOTS).mkdir(parents=True, exist_ok=True)
-        height = driver.execute_script("return Math.min(document.body.scrollHeight, 2200)")
-        driver.set_window_size(1360, max(700, height + 20))
-        driver.save_screenshot(str(Path(SCREENSHOTS) / f"{name}.png"))
-        driver.set_window_size(1360, 1000)
+        height = driver.execute_script("return Math.min(document.documentElement.scrollHeight, 2000)")
+        image = driver.execute_cdp_cmd("Page.captureScreenshot", {
+            "format": "png", "captureBeyondViewport": True,
+            "clip": {"x": 0, "y": 0, "width": 1360, "height": height, "scale": 1}})
+        (Path(SCREENSHOTS) / f"{name}.png").write_bytes(base64.b64decode(image["data"]))
 
 
 def by_id(driver, element_id: str):
@@ -203,8 +205,7 @@ def test_message_browser(setup):
     shot(driver, "messages-search")
     # export the page as a JSON download
     by_id(driver, "export").click()
-    exported = wait_for(lambda: [p for p in download_dir.glob("*.json")], what="the export download")
-    records = json.loads(exported[0].read_text())
+    records = wait_for(lambda: _downloaded_json(download_dir), what="the export download")
     assert [r["offset"] for r in records] == [17] and records[0]["key"] == "order-17"
     assert records[0]["headers"][0] == {"key": "trace-id", "value": "trace-0017"}
 
@@ -264,6 +265,16 @@ def test_requests_page(setup):
     assert by_id(driver, "apis") and by_id(driver, "recent-errors")
     assert len(driver.find_elements("css selector", "svg.chart")) == 2
     shot(driver, "requests")
+
+
+def _downloaded_json(directory: Path):
+    """The downloaded JSON file's content, once it is complete."""
+    for path in directory.glob("*.json"):
+        try:
+            return json.loads(path.read_text())
+        except ValueError:  # still being written
+            return None
+    return None
 
 
 def _end_offsets(bootstrap: str) -> dict[int, int]:
