@@ -270,14 +270,15 @@ def test_groups_describe_reset_delete(broker, topic_name):
     producer.flush()
     producer.close()
     group = f"{topic_name}-g"
+    committer = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id=group, enable_auto_commit=False)
+    committer.commit({TopicPartition(topic_name, 0): OffsetAndMetadata(4, "", -1),
+                      TopicPartition(topic_name, 1): OffsetAndMetadata(7, "", -1)})  # before anyone joins
+    committer.close()
     consumer = KafkaConsumer(topic_name, bootstrap_servers=broker.bootstrap, group_id=group, client_id="cli-test",
-                             auto_offset_reset="earliest", enable_auto_commit=False, max_poll_records=3)
-    deadline = time.monotonic() + 20
+                             enable_auto_commit=False, session_timeout_ms=30000, heartbeat_interval_ms=1000)
+    deadline = time.monotonic() + 30
     while not consumer.assignment() and time.monotonic() < deadline:
         consumer.poll(200)
-    consumer.poll(500)
-    consumer.commit({TopicPartition(topic_name, 0): OffsetAndMetadata(4, "", -1),
-                     TopicPartition(topic_name, 1): OffsetAndMetadata(7, "", -1)})
     try:
         table = ok(cli(broker, "groups", "describe", group)).out.strip().splitlines()
         assert table[0].split() == ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
@@ -402,12 +403,11 @@ def test_unreachable_broker_subprocess():
 
 
 def test_bootstrap_from_environment_subprocess(broker, topic_name):
-    env = {"KAFKAPY_BOOTSTRAP": broker.bootstrap}
-    ok(cli_process("topics", "create", topic_name, "--partitions", "1", env=env))
+    ok(cli(broker, "topics", "create", topic_name, "--partitions", "1"))
+    env = {"KAFKAPY_BOOTSTRAP": broker.bootstrap, "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1"}
     ok(cli_process("produce", "-t", topic_name, env=env, stdin=b"one\ntwo\n"))
-    assert ok(cli_process("consume", "-t", topic_name, "-e", env=env)).out == "one\ntwo\n"
     env = {"KAFKAPY_BOOTSTRAP": "", "KAFKA_BOOTSTRAP_SERVERS": broker.bootstrap}
-    assert topic_name in ok(cli_process("topics", "list", env=env)).out.split()
+    assert ok(cli_process("consume", "-t", topic_name, "-e", env=env)).out == "one\ntwo\n"
 
 
 def test_bad_flag_and_serve_still_parse():
@@ -450,3 +450,32 @@ def test_old_broker_versions(broker, topic_name, monkeypatch):
     described = ok(cli(broker, "cluster", "describe", "--format", "json")).json()  # Metadata, no DescribeCluster
     assert described["controller"] >= 0 and described["brokers"]
     ok(cli(broker, "topics", "delete", topic_name))  # DeleteTopics v1
+
+
+# -- three brokers: requests go to leaders, coordinators and the controller ------------------------
+
+def test_three_broker_cluster_routing():
+    from kafkapy.testing import KafkaCluster
+
+    with KafkaCluster(3, **{"offsets.topic.replication.factor": "3", "offsets.topic.num.partitions": "3",
+                            "group.initial.rebalance.delay.ms": "0"}) as cluster:
+        described = ok(cli(None, "cluster", "describe", "--format", "json", "-b", cluster.bootstrap_servers)).json()
+        assert [b["id"] for b in described["brokers"]] == [1, 2, 3]
+        # bootstrap from a broker that is not the controller: topic admin still reaches the controller
+        other = next(b for b in described["brokers"] if b["id"] != described["controller"])
+        address = f"{other['host']}:{other['port']}"
+        ok(cli(None, "topics", "create", "spread", "--partitions", "6", "--replication-factor", "3", "-b", address))
+        topic = ok(cli(None, "topics", "describe", "spread", "--format", "json", "-b", address)).json()[0]
+        assert {p["leader"] for p in topic["partitions"]} == {1, 2, 3}
+        assert all(len(p["replicas"]) == 3 for p in topic["partitions"])
+        lines = b"".join(b"k%d:v%d\n" % (i, i) for i in range(60))
+        ok(cli(None, "produce", "-t", "spread", "-K", ":", "-b", address, stdin=lines))
+        values = ok(cli(None, "consume", "-t", "spread", "-e", "-b", address)).out.split()
+        assert sorted(values) == sorted(f"v{i}" for i in range(60))
+        ok(cli(None, "consume", "-t", "spread", "-G", "spread-g", "-c", "60", "-b", address))
+        rows = ok(cli(None, "groups", "describe", "spread-g", "--format", "json", "-b", address)).json()[0]
+        assert len(rows["partitions"]) == 6 and all(r["lag"] == 0 for r in rows["partitions"])
+        assert sum(r["log_end_offset"] for r in rows["partitions"]) == 60
+        brokers = ok(cli(None, "configs", "describe", "--broker", "3", "--all", "--format", "json", "-b", address))
+        assert {"broker.id": "3"}.items() <= {c["name"]: c["value"] for c in brokers.json()}.items()
+        ok(cli(None, "topics", "delete", "spread", "-b", address))
