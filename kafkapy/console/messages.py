@@ -86,6 +86,8 @@ def read_page(log, start: int, limit: int, search: str = "") -> Page:
             break
         try:
             result = log.read(offset, READ_CHUNK_BYTES, max_offset=high)
+            if not result.records:  # the high watermark is inside the batch: read it, show below it
+                result = log.read(offset, READ_CHUNK_BYTES)
         except OffsetOutOfRangeError:  # retention removed it meanwhile: start again at the log start
             offset = log.log_start_offset
             page.start = max(page.start, offset)
@@ -100,10 +102,17 @@ def read_page(log, start: int, limit: int, search: str = "") -> Page:
             last_next = header.base_offset + header.last_offset_delta + 1
             if header.is_control or last_next <= offset:
                 continue
+            if header.base_offset >= high:
+                break
             for record in iter_records(data, header):
                 if record.offset < offset:
                     continue
                 if record.offset >= high:
+                    last_next = high
+                    break
+                if needle and page.scanned >= MAX_SCAN_RECORDS:
+                    page.scan_limited = True
+                    last_next = record.offset
                     break
                 page.scanned += 1
                 if not needle or _matches(record, needle):
@@ -112,8 +121,11 @@ def read_page(log, start: int, limit: int, search: str = "") -> Page:
                         last_next = record.offset + 1
                         break
                 last_next = record.offset + 1
-            if len(page.records) >= limit:
+            if len(page.records) >= limit or page.scan_limited:
                 break
+        if page.scan_limited:
+            offset = last_next
+            break
         if last_next <= offset:  # nothing past `offset` in what was read: the log ends here
             break
         offset = last_next
