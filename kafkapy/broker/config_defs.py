@@ -301,7 +301,8 @@ def _ip_count_map(name: str, value: Any) -> None:
 
 
 def _http_listener(name: str, value: Any) -> None:
-    """kafkapy.metrics.listener: http://host:port (kafkapy/metrics/http_endpoint.py parses it)."""
+    """kafkapy.metrics.listener, kafkapy.console.listener: http://host:port (kafkapy/metrics/http_endpoint.py
+    parses it)."""
     if value:
         from ..metrics.http_endpoint import parse_listener_url
 
@@ -867,7 +868,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _table(
     K("kafkapy.metrics.listener", S, None, L, "kafkapy: http://host:port of the Prometheus endpoint (GET "
       "/metrics, docs/operations.md); off when unset.", _http_listener),
     K("kafkapy.console.listener", S, None, L, "kafkapy: http://host:port of the built-in web console "
-      "(docs/console.md); off when unset."),
+      "(docs/console.md); off when unset.", _http_listener),
     K("kafkapy.console.writes.enable", B, False, L, "kafkapy: allow the web console's write actions "
       "(offset reset); read-only when false."),
 )
