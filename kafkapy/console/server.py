@@ -35,18 +35,10 @@ RESET_STRATEGIES = ("earliest", "latest", "offset", "timestamp", "shift")
 
 
 def parse_listener(text: str) -> tuple[str, int]:
-    """`http://host:port` (or host:port) of kafkapy.console.listener."""
-    raw = text.strip()
-    url = urlsplit(raw if "://" in raw else f"http://{raw}")
-    if url.scheme != "http":
-        raise ValueError(f"kafkapy.console.listener must be http://host:port, not {text!r}")
-    try:
-        port = url.port
-    except ValueError:
-        port = None
-    if port is None or url.path not in ("", "/"):
-        raise ValueError(f"kafkapy.console.listener must be http://host:port, not {text!r}")
-    return url.hostname or "127.0.0.1", port
+    """(host, port) of kafkapy.console.listener, http://host:port (validated with the config)."""
+    from ..metrics.http_endpoint import parse_listener_url
+
+    return parse_listener_url(text)
 
 
 class ConsoleServer:

@@ -60,15 +60,15 @@ def test_history_rates_and_missing_metrics():
 
 
 @pytest.mark.parametrize("text,expected", [
-    ("http://127.0.0.1:9405", ("127.0.0.1", 9405)), ("127.0.0.1:0", ("127.0.0.1", 0)),
+    ("http://127.0.0.1:9405", ("127.0.0.1", 9405)), ("http://127.0.0.1:0", ("127.0.0.1", 0)),
     ("http://0.0.0.0:8080/", ("0.0.0.0", 8080)), ("http://[::1]:9405", ("::1", 9405))])
 def test_parse_listener(text, expected):
     assert server.parse_listener(text) == expected
 
 
-@pytest.mark.parametrize("text", ["https://127.0.0.1:9405", "http://127.0.0.1", "127.0.0.1:x", "http://h:1/console"])
+@pytest.mark.parametrize("text", ["https://127.0.0.1:9405", "http://127.0.0.1", "127.0.0.1:9405", "http://h:1/console"])
 def test_parse_listener_refuses(text):
-    with pytest.raises(ValueError, match="kafkapy.console.listener must be http://host:port"):
+    with pytest.raises(ValueError, match="http"):
         server.parse_listener(text)
 
 
