@@ -242,6 +242,26 @@ def test_consume_with_group_commits_positions(broker, topic_name):
     assert [(r["current_offset"], r["lag"]) for r in rows] == [(3, 0)]
 
 
+def test_consume_read_committed(broker, topic_name):
+    from confluent_kafka import Producer
+
+    ok(cli(broker, "topics", "create", topic_name, "--partitions", "1"))
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": f"{topic_name}-tx"})
+    producer.init_transactions(20)
+    for values, commit in ((["c1", "c2"], True), (["a1", "a2"], False), (["c3"], True)):
+        producer.begin_transaction()
+        for value in values:
+            producer.produce(topic_name, value.encode(), partition=0)
+        producer.flush(10)
+        producer.commit_transaction(20) if commit else producer.abort_transaction(20)
+    del producer
+    ok(cli(broker, "produce", "-t", topic_name, stdin=b"plain\n"))  # outside any transaction
+    committed = ok(cli(broker, "consume", "-t", topic_name, "-e", "--isolation-level", "read_committed")).out
+    assert committed.split() == ["c1", "c2", "c3", "plain"]
+    everything = ok(cli(broker, "consume", "-t", topic_name, "-e")).out
+    assert everything.split() == ["c1", "c2", "a1", "a2", "c3", "plain"]
+
+
 def test_produce_consume_bad_input(broker, topic_name):
     one_line_error(cli(broker, "produce", "-t", "no-such-topic", stdin=b"x\n"), 1, "UNKNOWN_TOPIC_OR_PARTITION")
     one_line_error(cli(broker, "consume", "-t", "no-such-topic", "-e"), 1, "UNKNOWN_TOPIC_OR_PARTITION")

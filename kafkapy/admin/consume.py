@@ -121,13 +121,15 @@ def _json_line(topic: str, partition: int, record, timestamp_type: int, broker: 
 
 def _start_positions(client: AdminClient, args: argparse.Namespace, spec: OffsetSpec,
                      partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
-    earliest = list_offsets(client, partitions, EARLIEST)
-    latest = list_offsets(client, partitions, LATEST)
+    isolation = 1 if args.isolation_level == "read_committed" else 0
+    earliest = list_offsets(client, partitions, EARLIEST, isolation_level=isolation)
+    latest = list_offsets(client, partitions, LATEST, isolation_level=isolation)
     stored = committed_offsets(client, args.group) if args.group else {}
     if spec.kind == "stored" and not args.group:
         raise CliError("-o stored needs --group G", exit_code=2)
     positions = {}
-    found = list_offsets(client, partitions, spec.value) if spec.kind == "timestamp" else {}
+    found = list_offsets(client, partitions, spec.value, isolation_level=isolation) \
+        if spec.kind == "timestamp" else {}
     for tp in partitions:
         if args.group and tp in stored and spec.kind in ("stored", "beginning") and not args.offset:
             positions[tp] = stored[tp]
@@ -157,6 +159,7 @@ def consume(client: AdminClient, args: argparse.Namespace) -> int:
                                 f"partition {args.partition} of '{args.topic}' does not exist")
         existing = [args.partition]
     partitions = [(args.topic, p) for p in existing]
+    read_committed = args.isolation_level == "read_committed"
     positions = _start_positions(client, args, spec, partitions)
     json_out = args.json or args.format == "json"
     if args.fmt is not None:
@@ -185,7 +188,7 @@ def consume(client: AdminClient, args: argparse.Namespace) -> int:
                 continue
             for leader, tps in by_leader.items():
                 request = FetchRequest(replica_id=-1, max_wait_ms=_MAX_WAIT_MS if len(by_leader) == 1 else 100,
-                                       min_bytes=1, max_bytes=50 << 20, isolation_level=0, session_id=0,
+                                       min_bytes=1, max_bytes=50 << 20, isolation_level=int(read_committed), session_id=0,
                                        session_epoch=-1, forgotten_topics_data=[], rack_id="", topics=[
                                            FetchRequest.FetchTopic(topic=args.topic, partitions=[
                                                FetchRequest.FetchPartition(
@@ -208,7 +211,8 @@ def consume(client: AdminClient, args: argparse.Namespace) -> int:
                             continue
                         if data.error_code:
                             raise KafkaApiError(data.error_code, f"cannot fetch {tp[0]}:{tp[1]}")
-                        for record, ts_type in _records(data.records, positions[tp]):
+                        aborted = data.aborted_transactions if read_committed else None
+                        for record, ts_type in _records(data.records, positions[tp], aborted):
                             if spec.end_timestamp is not None and record.timestamp >= spec.end_timestamp:
                                 done.add(tp)
                                 break
@@ -222,7 +226,9 @@ def consume(client: AdminClient, args: argparse.Namespace) -> int:
                                 break
                         else:
                             positions[tp] = max(positions[tp], _next_offset(data.records, positions[tp]))
-                            if args.exit_at_end and positions[tp] >= data.high_watermark:
+                            end = data.last_stable_offset if read_committed and data.last_stable_offset >= 0 \
+                                else data.high_watermark
+                            if args.exit_at_end and positions[tp] >= end:
                                 done.add(tp)
                         if args.count is not None and consumed >= args.count:
                             break
@@ -237,11 +243,15 @@ def consume(client: AdminClient, args: argparse.Namespace) -> int:
     return 0
 
 
-def _records(records, position: int):
+def _records(records, position: int, aborted_transactions=None):
     """(record, timestamp type) of the whole v2 batches in a fetch response, from `position` on; control
-    batches are skipped and a truncated last batch is left for the next fetch."""
+    batches are skipped and a truncated last batch is left for the next fetch. With the response's
+    aborted transactions (read_committed), the batches of an aborted transaction are skipped as Kafka's
+    consumer does: a producer is aborting from its transaction's first offset until its next marker."""
     if not records:
         return
+    pending = sorted((t.first_offset, t.producer_id) for t in aborted_transactions or ())
+    aborting: set[int] = set()
     pos, end = 0, len(records)
     while pos + HEADER_SIZE <= end:
         try:
@@ -251,7 +261,13 @@ def _records(records, position: int):
                            f"supported)") from None
         if pos + header.size > end:
             return
-        if not header.is_control and header.next_offset > position:
+        while pending and pending[0][0] <= header.last_offset:
+            aborting.add(pending.pop(0)[1])
+        if header.is_control:
+            aborting.discard(header.producer_id)
+        elif header.is_transactional and header.producer_id in aborting:
+            pass
+        elif header.next_offset > position:
             for record in iter_records(records, header):
                 if record.offset >= position:
                     yield record, header.timestamp_type

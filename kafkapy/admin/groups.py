@@ -148,8 +148,9 @@ def committed_offsets(client: AdminClient, group_id: str, coordinator: int | Non
 
 
 def list_offsets(client: AdminClient, partitions: list[tuple[str, int]], timestamp: int | dict,
-                 progress: Progress | None = None) -> dict[tuple[str, int], int]:
-    """ListOffsets from each partition's leader: EARLIEST, LATEST or a timestamp (-1 when none is later)."""
+                 progress: Progress | None = None, isolation_level: int = 0) -> dict[tuple[str, int], int]:
+    """ListOffsets from each partition's leader: EARLIEST, LATEST or a timestamp (-1 when none is later).
+    With isolation_level 1 (read_committed) LATEST is the last stable offset."""
     if not partitions:
         return {}
     leaders = client.leaders(sorted({t for t, _ in partitions}))
@@ -168,9 +169,9 @@ def list_offsets(client: AdminClient, partitions: list[tuple[str, int]], timesta
             ts = timestamp[(topic, partition)] if isinstance(timestamp, dict) else timestamp
             topics.setdefault(topic, []).append(ListOffsetsRequest.ListOffsetsPartition(
                 partition_index=partition, current_leader_epoch=-1, timestamp=ts, max_num_offsets=1))
-        request = ListOffsetsRequest(replica_id=-1, isolation_level=0, topics=[
+        request = ListOffsetsRequest(replica_id=-1, isolation_level=isolation_level, topics=[
             ListOffsetsRequest.ListOffsetsTopic(name=t, partitions=ps) for t, ps in topics.items()])
-        response = client.send(request, node=leader, floor=1)
+        response = client.send(request, node=leader, floor=2 if isolation_level else 1)
         for topic in response.topics:
             for p in topic.partitions:
                 if p.error_code:
