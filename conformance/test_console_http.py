@@ -4,25 +4,60 @@ is read-only unless kafkapy.console.writes.enable is set, and bad input gets a c
 from __future__ import annotations
 
 import json
+import re
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
 
 import pytest
 
-from conformance.console_workload import COMMITTED_P0, ORDERS, ORDERS_APP, console_broker, load_workload
+from conformance.broker_process import free_port
+from conformance.console_workload import (
+    COMMITTED_P0, ORDERS, ORDERS_APP, ORDERS_P0_RECORDS, console_broker, load_workload,
+)
 
 pytestmark = pytest.mark.timeout(60)
 
 
 @pytest.fixture(scope="module")
 def console():
-    broker, url = console_broker(writes=False)
+    # the metrics endpoint on: the broker then tracks each consumer's fetch position
+    broker, url = console_broker(writes=False, extra={"kafkapy.metrics.listener": f"http://127.0.0.1:{free_port()}"})
     try:
         load_workload(broker.bootstrap, big=False)
+        _fetch_without_committing(broker.bootstrap)
         yield url
     finally:
         broker.close()
+
+
+def _fetch_without_committing(bootstrap: str) -> None:
+    """A consumer that reads orders-0 from offset 20 and never commits (as Spark's source)."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, client_id="spark-like", enable_auto_commit=False,
+                             max_poll_records=5)
+    try:
+        tp = TopicPartition(ORDERS, 0)
+        consumer.assign([tp])
+        consumer.seek(tp, 20)
+        got = 0
+        deadline = time.monotonic() + 15
+        while got == 0 and time.monotonic() < deadline:
+            got += sum(len(v) for v in consumer.poll(timeout_ms=500).values())
+    finally:
+        consumer.close()
+
+
+def test_topic_page_shows_fetch_positions_of_consumers_that_do_not_commit(console):
+    status, body, _ = fetch(console + f"/topics/{ORDERS}")
+    assert status == 200 and 'id="fetchers"' in body
+    row = re.search(r"<tr><td>spark-like</td><td>[^<]*</td><td class=\"num\">0</td>"
+                    r"<td class=\"num\">(\d+)</td>\s*<td class=\"num\">(\d+)</td>", body)
+    assert row, body[body.index('id="fetchers"'):][:1500]
+    position, lag = int(row.group(1)), int(row.group(2))
+    assert position + lag == ORDERS_P0_RECORDS and position >= 20  # 20, or 30 once it fetched again
 
 
 def fetch(url: str, data: dict | None = None, headers: dict | None = None) -> tuple[int, str, dict]:

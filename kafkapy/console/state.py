@@ -6,6 +6,7 @@ enough to run on the event loop: O(partitions) or O(committed offsets), never O(
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from ..broker.config import ConfigSource, describe_topic_configs
@@ -128,7 +129,31 @@ def topic_detail(broker, name: str) -> dict:
                 "override": e.source == ConfigSource.DYNAMIC_TOPIC_CONFIG}
                for e in describe_topic_configs(meta.configs, broker.config, None, include_synonyms=False)]
     return {"name": name, "topic_id": str(meta.topic_id), "internal": meta.internal,
-            "partitions": partitions, "configs": configs, "groups": consuming_groups(broker, name)}
+            "partitions": partitions, "configs": configs, "groups": consuming_groups(broker, name),
+            "fetchers": fetch_positions(broker, meta)}
+
+
+def fetch_positions(broker, meta) -> list[dict] | None:
+    """The last fetch position of each consumer (client id, host) reading the topic, committing or
+    not (Spark's source does not commit), with its lag behind the high watermark. None when the
+    broker does not track them (kafkapy.metrics.listener unset)."""
+    metrics = getattr(broker, "metrics", None)
+    fetches = getattr(metrics, "fetches", None)
+    if fetches is None or not getattr(metrics, "detailed", False):
+        return None
+    keys = (meta.name, meta.topic_id)
+    rows = []
+    for (client_id, host), seen in list(fetches.items()):
+        for (topic, partition), position in list(seen.positions.items()):
+            if topic not in keys:
+                continue
+            log = broker.partitions.get_log(meta.name, partition)
+            end = log.high_watermark if log is not None and not log.is_offline else None
+            rows.append({"client_id": client_id, "host": host, "partition": partition, "position": position,
+                         "lag": max(end - position, 0) if end is not None else None,
+                         "seconds_ago": max(time.monotonic() - seen.seen, 0.0)})
+    rows.sort(key=lambda r: (r["client_id"], r["host"], r["partition"]))
+    return rows
 
 
 def consuming_groups(broker, topic: str) -> list[dict]:
