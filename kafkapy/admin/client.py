@@ -309,6 +309,18 @@ class AdminClient:
         conn = self.any_connection() if node is None else self.node(node)
         return conn.version_for(message_type, cap)
 
+    def retrying(self, call):
+        """`call()` again while it fails with a coordinator or leader that is loading or moving (Kafka's
+        retriable errors for admin calls), until the timeout."""
+        deadline = time.monotonic() + self.timeout_s
+        while True:
+            try:
+                return call()
+            except KafkaApiError as exc:
+                if exc.code not in _RETRIABLE or time.monotonic() > deadline:
+                    raise
+            time.sleep(0.2)
+
     # -- routing ---------------------------------------------------------------------------
 
     def metadata(self, topics: list[str] | None = None, *, auto_create: bool = False):

@@ -112,6 +112,10 @@ def list_groups(client: AdminClient, args: argparse.Namespace) -> int:
 
 
 def describe_group(client: AdminClient, group_id: str) -> Group:
+    return client.retrying(lambda: _describe_group(client, group_id))
+
+
+def _describe_group(client: AdminClient, group_id: str) -> Group:
     coordinator = client.coordinator(group_id)
     response = client.send(DescribeGroupsRequest(groups=[group_id]), node=coordinator)
     described = response.groups[0]
@@ -126,6 +130,16 @@ def describe_group(client: AdminClient, group_id: str) -> Group:
 
 def committed_offsets(client: AdminClient, group_id: str, coordinator: int | None = None) -> dict[tuple[str, int], int]:
     """The group's committed offsets (every topic), by (topic, partition)."""
+    known = [coordinator]
+
+    def once():
+        node, known[0] = known[0], None  # a retry asks for the coordinator again: it may have moved
+        return _committed_offsets(client, group_id, node)
+
+    return client.retrying(once)
+
+
+def _committed_offsets(client: AdminClient, group_id: str, coordinator: int | None) -> dict[tuple[str, int], int]:
     node = client.coordinator(group_id) if coordinator is None else coordinator
     version = client.version(OffsetFetchRequest, node=node)
     if version >= 8:
