@@ -317,6 +317,8 @@ def test_groups_describe_reset_delete(broker, topic_name):
         listed = ok(cli(broker, "groups", "list", "--format", "json")).json()
         assert {"group": group, "protocol_type": "consumer", "state": "Stable"} in listed
         assert group in ok(cli(broker, "groups", "list")).out.split()
+        every = ok(cli(broker, "groups", "describe", "--all-groups", "--format", "json")).json()
+        assert group in {g["group"] for g in every}
         # an active group's offsets stay as they are (Kafka's rule)
         one_line_error(cli(broker, "groups", "reset-offsets", group, "--all-topics", "--to-earliest", "--execute"),
                        1, "inactive", "Stable")
@@ -436,6 +438,8 @@ def test_bad_flag_and_serve_still_parse():
     one_line_error(cli(None, "consume"), 2, "--topic")
     result = cli(None, "cluster", "--brokers", "0")  # the dev cluster launcher keeps its flags
     one_line_error(result, 2, "--brokers")
+    debug = cli(None, "topics", "list", "-b", f"127.0.0.1:{free_port()}", "--debug")
+    assert debug.code == 3 and "Traceback" in debug.err and debug.err.rstrip().splitlines()[-1].startswith("error:")
 
 
 # -- an old broker: every API capped at the versions Kafka 1.1 spoke -------------------------------
