@@ -53,7 +53,7 @@ def line_chart(title: str, series: dict[str, list[tuple[float, float]]], unit: s
         xx = x(now - ago)
         label = "now" if quarter == 0 else f"-{ago / 60:g}m" if ago >= 120 else f"-{ago:g}s"
         parts.append(f'<text x="{xx:.1f}" y="{HEIGHT - BOTTOM + 14}" text-anchor="middle">{label}</text>')
-    legend_x = LEFT
+    legend_x, legend_y = LEFT, HEIGHT - 12
     for i, (label, data) in enumerate(points.items()):
         color = COLORS[i % len(COLORS)]
         if len(data) >= 2:
@@ -64,9 +64,15 @@ def line_chart(title: str, series: dict[str, list[tuple[float, float]]], unit: s
             parts.append(f'<circle cx="{x(t):.1f}" cy="{y(v):.1f}" r="2.5" fill="{color}"/>')
         last = human(data[-1][1], unit) if data else "no data"
         text = f"{label}: {last}"
-        parts.append(f'<rect x="{legend_x}" y="{HEIGHT - 12}" width="9" height="9" fill="{color}"/>'
-                     f'<text x="{legend_x + 12}" y="{HEIGHT - 4}">{escape(text)}</text>')
-        legend_x += 20 + 6.5 * len(text)
+        width = 20 + 5.6 * len(text)
+        if legend_x > LEFT and legend_x + width > WIDTH:  # next legend line
+            legend_x, legend_y = LEFT, legend_y + 13
+        parts.append(f'<rect x="{legend_x:.0f}" y="{legend_y}" width="9" height="9" fill="{color}"/>'
+                     f'<text x="{legend_x + 12:.0f}" y="{legend_y + 8}">{escape(text)}</text>')
+        legend_x += width
+    height = legend_y + 14
+    parts[0] = parts[0].replace(f'viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" height="{HEIGHT}"',
+                                f'viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" height="{height}"')
     if not any(points.values()):
         parts.append(f'<text x="{LEFT + plot_w / 2}" y="{TOP + plot_h / 2}" text-anchor="middle" '
                      f'class="empty">no samples yet</text>')
