@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from conformance.broker_process import free_port
 from conformance.console_workload import (
     BIG, BIG_GROUP, BIG_MEMBERS, BIG_PARTITIONS, COMMITTED_P0, ORDERS, ORDERS_APP, ORDERS_P0_RECORDS,
     console_broker, load_workload, order_value,
@@ -56,7 +57,7 @@ def _driver(download_dir: Path):
 
 @pytest.fixture(scope="module")
 def setup():
-    broker, url = console_broker(writes=True)
+    broker, url = console_broker(writes=True, extra={"kafkapy.metrics.listener": f"http://127.0.0.1:{free_port()}"})
     download_dir = Path(tempfile.mkdtemp(prefix="kafkapy-console-dl-"))
     driver = None
     try:
