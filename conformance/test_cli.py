@@ -149,6 +149,8 @@ def test_topics_bad_input(broker, topic_name):
     one_line_error(cli(broker, "topics", "create", topic_name, "--no-such-flag"), 2, "--no-such-flag")
     one_line_error(cli(broker, "topics", "create", topic_name, "--config", "retention.ms=abc"), 1, "INVALID_CONFIG")
     one_line_error(cli(broker, "topics", "create", "bad/name"), 1, "INVALID_TOPIC_EXCEPTION")
+    one_line_error(cli(broker, "topics", "delete"), 2, "which topics")
+    one_line_error(cli(broker, "groups", "delete-offsets", "--group", "g", "--topic", "t:x"), 2, "TOPIC:P")
 
 
 # -- configs ------------------------------------------------------------------------------------

@@ -474,7 +474,10 @@ def delete_offsets(client: AdminClient, args: argparse.Namespace) -> int:
     for spec in args.topic:
         name, sep, parts = spec.partition(":")
         if sep:
-            wanted.setdefault(name, []).extend(int(p) for p in parts.split(",") if p.strip())
+            try:
+                wanted.setdefault(name, []).extend(int(p) for p in parts.split(",") if p.strip())
+            except ValueError:
+                raise CliError(f"bad --topic {spec!r}: expected TOPIC:P,P,...", exit_code=2) from None
         else:
             wanted.setdefault(name, []).extend(topic_partitions(client, [name])[name])
     request = OffsetDeleteRequest(group_id=group_id, topics=[

@@ -126,6 +126,8 @@ def _wait_for_metadata(client: AdminClient, topics: list[str], *, present: bool,
 
 
 def delete_topics(client: AdminClient, args: argparse.Namespace) -> int:
+    if not args.topic:
+        raise CliError("say which topics: topics delete TOPIC... (or --topic TOPIC)", exit_code=2)
     version = client.version(DeleteTopicsRequest)
     timeout_ms = int(client.timeout_s * 1000)
     if version >= 6:
