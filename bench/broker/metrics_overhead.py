@@ -14,6 +14,15 @@ moves with whatever else runs, CPU per record much less).
 
     python bench/broker/metrics_overhead.py                 # 3 cases x 4 repetitions
     python bench/broker/metrics_overhead.py --quick         # 1 case x 2 repetitions (smoke test)
+    python bench/broker/metrics_overhead.py --dispatch      # the request path in-process only
+
+--dispatch measures what the metrics add to the request path itself, away from clients and machine
+noise: one in-process broker runs the same Produce (one 8-partition request of 100-record batches)
+and Fetch (8 partitions, 64 KiB each, from the log) frames through dispatch.handle_frame as a
+connection does (response_sent included), in alternating blocks with (a) no metrics at all (a no-op
+stand-in), (b) the always-on counters, (c) the exporter's detailed metrics; the median microseconds
+per request (CPU time of the process, so that other work on a shared machine counts less) of each
+and the ratios are printed.
 """
 from __future__ import annotations
 
@@ -74,6 +83,96 @@ def run_case(broker, case: Case, records: int, seconds: float) -> tuple[PhaseRes
     return produced, consumed
 
 
+class _NoMetrics:
+    """A stand-in for broker.metrics that does nothing (the request path without metrics)."""
+
+    detailed = False
+
+    def produced(self, *args) -> None:
+        pass
+
+    def produce_failed(self, *args) -> None:
+        pass
+
+    def on_response(self, *args):
+        return None
+
+
+def _request_frame(request, version: int) -> bytes:
+    import struct
+
+    from kafkapy.protocol.headers import request_header_version
+
+    client = b"bench-client"
+    header = struct.pack(">hhih", request.API_KEY, version, 7, len(client)) + client
+    if request_header_version(request.API_KEY, version) >= 2:
+        header += b"\x00"  # no tagged fields
+    return header + b"".join(bytes(p) for p in request.encode_parts(version))
+
+
+def dispatch_overhead(blocks: int, per_block: int) -> None:
+    import asyncio
+    import tempfile
+
+    from kafkapy.broker.broker import Broker
+    from kafkapy.broker.config import BrokerConfig
+    from kafkapy.broker.dispatch import RequestContext, handle_frame
+    from kafkapy.metrics import BrokerMetrics
+    from kafkapy.protocol.messages import FetchRequest, ProduceRequest
+    from kafkapy.protocol.records import build_batch
+
+    data_dir = tempfile.mkdtemp(prefix="kafkapy-metrics-bench-")
+    broker = Broker(BrokerConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": data_dir, "broker.id": "0"}))
+    broker.logs.load()
+    broker.partitions.sync_with_metadata()
+    broker.partitions.create_topic("bench", 8, 1)
+    batch = build_batch([(b"key", b"v" * 100)] * 100)
+    produce = _request_frame(ProduceRequest(acks=1, timeout_ms=1000, topic_data=[ProduceRequest.TopicProduceData(
+        name="bench", partition_data=[ProduceRequest.PartitionProduceData(index=p, records=batch)
+                                      for p in range(8)])]), 9)
+    for _ in range(40):  # something to fetch
+        asyncio.run(handle_frame(RequestContext(broker, None), produce))
+    fetch = _request_frame(FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=8 << 20,
+                                        session_epoch=-1, topics=[FetchRequest.FetchTopic(
+                                            topic="bench", partitions=[FetchRequest.FetchPartition(
+                                                partition=p, fetch_offset=0, partition_max_bytes=64 << 10)
+                                                for p in range(8)])]), 12)
+    modes = {"none": _NoMetrics(), "counters": BrokerMetrics(), "detailed": BrokerMetrics()}
+    modes["detailed"].detailed = True
+
+    async def block(frame: bytes, metrics) -> float:
+        broker.metrics = metrics
+        # CPU time of this process, not wall time: other work on the machine preempts us, and
+        # both are what the metrics would cost a broker
+        started = time.process_time()
+        for _ in range(per_block):
+            ctx = RequestContext(broker, None)
+            await handle_frame(ctx, frame)
+            if ctx.timing is not None:
+                metrics.response_sent(ctx.timing)
+        return (time.process_time() - started) / per_block * 1e6
+
+    async def run() -> dict:
+        results = {(api, mode): [] for api in ("Produce", "Fetch") for mode in modes}
+        for i in range(blocks):
+            order = list(modes) if i % 2 == 0 else list(reversed(modes))
+            for api, frame in (("Produce", produce), ("Fetch", fetch)):
+                for mode in order:
+                    results[(api, mode)].append(await block(frame, modes[mode]))
+        return results
+
+    results = asyncio.run(run())
+    broker.logs.close()
+    broker.metadata.close()
+    print(f"Request path in-process: {blocks} alternating blocks of {per_block} requests, median CPU us per request\n")
+    print("| request | no metrics | counters (always on) | detailed (listener set) | counters/none | detailed/none |")
+    print("|---|---|---|---|---|---|")
+    for api in ("Produce", "Fetch"):
+        none, counters, detailed = (statistics.median(results[(api, m)]) for m in modes)
+        print(f"| {api} (8 partitions) | {none:.1f} | {counters:.1f} | {detailed:.1f} | {counters / none:.3f} | "
+              f"{detailed / none:.3f} |")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=1_000_000, help="max records per phase")
@@ -81,7 +180,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=4, help="repetitions per case and broker")
     parser.add_argument("--scrape-interval", type=float, default=15.0, help="seconds between scrapes")
     parser.add_argument("--quick", action="store_true", help="one case, 2 repetitions, 50k records, 3 s")
+    parser.add_argument("--dispatch", action="store_true", help="only the in-process request-path measurement")
+    parser.add_argument("--blocks", type=int, default=20, help="--dispatch: alternating blocks per mode")
+    parser.add_argument("--per-block", type=int, default=500, help="--dispatch: requests per block")
     args = parser.parse_args(argv)
+    if args.dispatch:
+        dispatch_overhead(args.blocks, args.per_block)
+        return 0
     cases = [Case(1, 100, "1"), Case(8, 100, "1"), Case(8, 1024, "1")]
     if args.quick:
         cases, args.repeat, args.records, args.seconds = cases[:1], 2, 50_000, 3.0
