@@ -14,7 +14,7 @@ from ..protocol.messages import FetchRequest
 from ..protocol.records import HEADER_SIZE, iter_records, read_batch_header
 from .client import AdminClient
 from .errors import CliError, KafkaApiError
-from .groups import EARLIEST, LATEST, committed_offsets, list_offsets
+from .offsets import EARLIEST, LATEST, commit_offsets, committed_offsets, list_offsets
 from .output import Progress
 from .topics import topic_partitions
 
@@ -292,6 +292,4 @@ def _next_offset(records, position: int) -> int:
 
 
 def _commit_positions(client: AdminClient, group_id: str, positions: dict) -> None:
-    from .groups import _commit, describe_group
-
-    _commit(client, describe_group(client, group_id), positions)
+    commit_offsets(client, group_id, client.coordinator(group_id), positions)

@@ -14,19 +14,16 @@ from ..protocol.messages import (
     DeleteGroupsRequest,
     DescribeGroupsRequest,
     ListGroupsRequest,
-    ListOffsetsRequest,
-    OffsetCommitRequest,
     OffsetDeleteRequest,
-    OffsetFetchRequest,
 )
 from .client import AdminClient
 from .errors import CliError, KafkaApiError
+from .offsets import EARLIEST, LATEST, commit_offsets, committed_offsets, list_offsets
 from .output import Progress, emit, print_json, print_table
 
 __all__ = ["list_groups", "describe_groups", "reset_offsets", "delete_groups", "delete_offsets",
-           "decode_assignment", "list_offsets", "committed_offsets", "parse_duration", "parse_datetime"]
+           "decode_assignment", "describe_group", "parse_duration", "parse_datetime"]
 
-EARLIEST, LATEST = -2, -1
 _INACTIVE = {"Empty", "Dead"}
 
 
@@ -126,74 +123,6 @@ def _describe_group(client: AdminClient, group_id: str) -> Group:
                for m in described.members]
     return Group(group_id, described.group_state, described.protocol_type, described.protocol_data,
                  coordinator, members)
-
-
-def committed_offsets(client: AdminClient, group_id: str, coordinator: int | None = None) -> dict[tuple[str, int], int]:
-    """The group's committed offsets (every topic), by (topic, partition)."""
-    known = [coordinator]
-
-    def once():
-        node, known[0] = known[0], None  # a retry asks for the coordinator again: it may have moved
-        return _committed_offsets(client, group_id, node)
-
-    return client.retrying(once)
-
-
-def _committed_offsets(client: AdminClient, group_id: str, coordinator: int | None) -> dict[tuple[str, int], int]:
-    node = client.coordinator(group_id) if coordinator is None else coordinator
-    version = client.version(OffsetFetchRequest, node=node)
-    if version >= 8:
-        request = OffsetFetchRequest(groups=[OffsetFetchRequest.OffsetFetchRequestGroup(group_id=group_id,
-                                                                                        topics=None)])
-        response = client.send(request, node=node)
-        entry = response.groups[0]
-        code, topics = entry.error_code, entry.topics
-    else:
-        response = client.send(OffsetFetchRequest(group_id=group_id, topics=None), node=node, floor=2)
-        code, topics = response.error_code, response.topics
-    if code:
-        raise KafkaApiError(code, f"cannot fetch the committed offsets of group '{group_id}'")
-    result = {}
-    for topic in topics:
-        for p in topic.partitions:
-            if p.error_code == 0 and p.committed_offset >= 0:
-                result[(topic.name, p.partition_index)] = p.committed_offset
-    return result
-
-
-def list_offsets(client: AdminClient, partitions: list[tuple[str, int]], timestamp: int | dict,
-                 progress: Progress | None = None, isolation_level: int = 0) -> dict[tuple[str, int], int]:
-    """ListOffsets from each partition's leader: EARLIEST, LATEST or a timestamp (-1 when none is later).
-    With isolation_level 1 (read_committed) LATEST is the last stable offset."""
-    if not partitions:
-        return {}
-    leaders = client.leaders(sorted({t for t, _ in partitions}))
-    by_leader: dict[int, list[tuple[str, int]]] = {}
-    for tp in partitions:
-        if tp not in leaders:
-            raise KafkaApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"partition {tp[0]}:{tp[1]} does not exist")
-        if leaders[tp] < 0:
-            raise KafkaApiError(ErrorCode.LEADER_NOT_AVAILABLE, f"partition {tp[0]}:{tp[1]} has no leader",
-                                "wait for the broker to come back")
-        by_leader.setdefault(leaders[tp], []).append(tp)
-    result = {}
-    for leader, tps in by_leader.items():
-        topics: dict[str, list] = {}
-        for topic, partition in tps:
-            ts = timestamp[(topic, partition)] if isinstance(timestamp, dict) else timestamp
-            topics.setdefault(topic, []).append(ListOffsetsRequest.ListOffsetsPartition(
-                partition_index=partition, current_leader_epoch=-1, timestamp=ts, max_num_offsets=1))
-        request = ListOffsetsRequest(replica_id=-1, isolation_level=isolation_level, topics=[
-            ListOffsetsRequest.ListOffsetsTopic(name=t, partitions=ps) for t, ps in topics.items()])
-        response = client.send(request, node=leader, floor=2 if isolation_level else 1)
-        for topic in response.topics:
-            for p in topic.partitions:
-                if p.error_code:
-                    raise KafkaApiError(p.error_code, f"cannot list the offsets of {topic.name}:{p.partition_index}")
-                result[(topic.name, p.partition_index)] = p.offset
-        if progress:
-            progress.advance(len(tps))
-    return result
 
 
 def _group_ids(client: AdminClient, args: argparse.Namespace) -> list[str]:
@@ -408,7 +337,7 @@ def reset_offsets(client: AdminClient, args: argparse.Namespace) -> int:
         progress = Progress(len(partitions) * 3, f"reset {group_id}")
         targets = _target_offsets(client, args, partitions, committed, progress)
         if args.execute and targets:
-            _commit(client, group, targets)
+            commit_offsets(client, group_id, group.coordinator, targets)
             progress.advance(len(partitions))
         progress.close()
         results += [{"group": group_id, "topic": t, "partition": p, "previous_offset": committed.get((t, p)),
@@ -422,24 +351,6 @@ def reset_offsets(client: AdminClient, args: argparse.Namespace) -> int:
         if not args.execute:
             print("\n(a preview: nothing changed; add --execute to reset the offsets)", file=sys.stderr)
     return 0
-
-
-def _commit(client: AdminClient, group: Group, targets: dict) -> None:
-    topics: dict[str, list] = {}
-    for (topic, partition), offset in sorted(targets.items()):
-        topics.setdefault(topic, []).append(OffsetCommitRequest.OffsetCommitRequestPartition(
-            partition_index=partition, committed_offset=offset, committed_leader_epoch=-1, commit_timestamp=-1,
-            committed_metadata=""))
-    request = OffsetCommitRequest(group_id=group.group_id, generation_id_or_member_epoch=-1, member_id="",
-                                  group_instance_id=None, retention_time_ms=-1, topics=[
-                                      OffsetCommitRequest.OffsetCommitRequestTopic(name=t, partitions=ps)
-                                      for t, ps in topics.items()])
-    response = client.send(request, node=group.coordinator, cap=8)
-    for topic in response.topics:
-        for p in topic.partitions:
-            if p.error_code:
-                raise KafkaApiError(p.error_code, f"cannot commit the offset of {topic.name}:{p.partition_index} "
-                                                  f"for group '{group.group_id}'")
 
 
 # -- delete ----------------------------------------------------------------------------------
