@@ -192,16 +192,23 @@ def main() -> None:
             idle = before
         else:
             time.sleep(1.0)
+            pair_ratios = []
             try:
                 for _ in range(args.pairs):
                     os.kill(worker, signal.SIGSTOP)
                     time.sleep(0.2)
-                    idle += measure(broker.bootstrap, args.window_seconds, args.rate)
+                    idle_window = measure(broker.bootstrap, args.window_seconds, args.rate)
                     os.kill(worker, signal.SIGCONT)
                     time.sleep(0.2)
-                    busy += measure(broker.bootstrap, args.window_seconds, args.rate)
+                    busy_window = measure(broker.bootstrap, args.window_seconds, args.rate)
+                    idle += idle_window
+                    busy += busy_window
+                    pair_ratios.append(pct(busy_window, 99) / pct(idle_window, 99))
+                    print(f"  pair {len(pair_ratios)}: p99 idle {pct(idle_window, 99):.2f} ms, "
+                          f"busy {pct(busy_window, 99):.2f} ms", flush=True)
             finally:
                 os.kill(worker, signal.SIGCONT)
+            print(f"median of the per-pair p99 ratios: {statistics.median(pair_ratios):.2f}")
         print(summary("idle", idle), flush=True)
         print(summary("busy", busy), flush=True)
         busy_end = time.monotonic()
