@@ -3,8 +3,9 @@
 `console_broker()` starts a real kafkapy process with the console on a free port; `load_workload()`
 fills it: a topic "orders" (3 partitions, JSON values with headers, timestamps an hour apart in
 two halves), a topic "big" of 1,000 partitions, a committing group "orders-app" that is Empty
-afterwards (lag known), and a group "big-readers" of 100 members joined on the wire with kafkapy's
-own protocol client (JoinGroup v3 / SyncGroup v2: one generation, range-style assignment).
+afterwards (lag known), a consumer "spark-like" that fetches orders-0 and never commits, and a
+group "big-readers" of 100 members joined on the wire with kafkapy's own protocol client
+(JoinGroup v3 / SyncGroup v2: one generation, range-style assignment).
 """
 from __future__ import annotations
 
@@ -89,10 +90,29 @@ def load_workload(bootstrap: str, big: bool = True) -> Workload:
                          TopicPartition(ORDERS, 1): OffsetAndMetadata(2, "", -1)})
     finally:
         consumer.close()
+    fetch_without_committing(bootstrap)
     if big:
         host, port = bootstrap.split(":")
         asyncio.run(join_members(host, int(port), BIG_GROUP, BIG, BIG_PARTITIONS, BIG_MEMBERS))
     return workload
+
+
+def fetch_without_committing(bootstrap: str) -> None:
+    """A consumer that reads orders-0 from offset 20 and never commits (as Spark's source)."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, client_id="spark-like", enable_auto_commit=False,
+                             max_poll_records=5)
+    try:
+        tp = TopicPartition(ORDERS, 0)
+        consumer.assign([tp])
+        consumer.seek(tp, 20)
+        got = 0
+        deadline = time.monotonic() + 15
+        while got == 0 and time.monotonic() < deadline:
+            got += sum(len(v) for v in consumer.poll(timeout_ms=500).values())
+    finally:
+        consumer.close()
 
 
 async def join_members(host: str, port: int, group: str, topic: str, partitions: int, members: int) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -26,28 +25,9 @@ def console():
     broker, url = console_broker(writes=False, extra={"kafkapy.metrics.listener": f"http://127.0.0.1:{free_port()}"})
     try:
         load_workload(broker.bootstrap, big=False)
-        _fetch_without_committing(broker.bootstrap)
         yield url
     finally:
         broker.close()
-
-
-def _fetch_without_committing(bootstrap: str) -> None:
-    """A consumer that reads orders-0 from offset 20 and never commits (as Spark's source)."""
-    from kafka import KafkaConsumer, TopicPartition
-
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, client_id="spark-like", enable_auto_commit=False,
-                             max_poll_records=5)
-    try:
-        tp = TopicPartition(ORDERS, 0)
-        consumer.assign([tp])
-        consumer.seek(tp, 20)
-        got = 0
-        deadline = time.monotonic() + 15
-        while got == 0 and time.monotonic() < deadline:
-            got += sum(len(v) for v in consumer.poll(timeout_ms=500).values())
-    finally:
-        consumer.close()
 
 
 def test_topic_page_shows_fetch_positions_of_consumers_that_do_not_commit(console):
