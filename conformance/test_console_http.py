@@ -130,3 +130,28 @@ def test_cross_origin_post_and_wrong_method_refused(console):
     assert status == 403 and "cross-origin" in body
     status, body, _ = fetch(console + "/topics", {"a": "b"})
     assert status == 405 and "POST is not allowed" in body
+
+
+def test_cluster_mode_each_console_reads_what_its_broker_leads():
+    """Two brokers in ZooKeeper mode (in this process, an in-memory ZooKeeper): both consoles show
+    both brokers and the controller; a partition led elsewhere answers 409 naming its leader."""
+    from kafkapy.testing.cluster import KafkaCluster
+
+    with KafkaCluster(brokers=2, **{"kafkapy.console.listener": "http://127.0.0.1:0"}) as cluster:
+        cluster.create_topic("replicated", partitions=2, replication_factor=2)
+        for node_id, handle in cluster.brokers.items():
+            broker = handle._broker
+            url = broker.console.url
+            status, body, _ = fetch(url + "/")
+            assert status == 200 and re.findall(r"<tr><td>(\d+)</td><td>127", body) == ["1", "2"]
+            status, body, _ = fetch(url + "/topics/replicated")
+            assert status == 200 and body.count("/topics/replicated/messages?partition=") == 2
+            leaders = {p.partition: p.leader for p in broker.metadata.get_topic("replicated").partitions}
+            for partition, leader in leaders.items():
+                status, body, _ = fetch(url + f"/api/topics/replicated/messages?partition={partition}")
+                if leader == node_id:
+                    assert status == 200
+                else:
+                    answer = json.loads(body)
+                    assert status == 409 and f"is led by broker {leader}, not this one ({node_id})" in answer["error"]
+                    assert answer["link"].endswith(f"/api/topics/replicated/messages?partition={partition}")

@@ -50,10 +50,21 @@ def partition_log(broker, topic: str, partition: int):
     log = broker.partitions.get_log(topic, partition)
     if leader != broker.node_id or log is None:
         raise ConsoleError(409, f"{topic}-{partition} is led by broker {leader}, not this one "
-                                f"({broker.node_id}): open that broker's console to read it")
+                                f"({broker.node_id}): open that broker's console to read it",
+                           link=_leader_console(broker, leader))
     if log.is_offline:
         raise ConsoleError(503, f"{topic}-{partition} is offline on this broker (KAFKA_STORAGE_ERROR)")
     return log
+
+
+def _leader_console(broker, leader: int) -> str | None:
+    """The leader's console, assuming it listens on the same port as ours (brokers usually share
+    one configuration); the path is filled in by the server."""
+    console = getattr(broker, "console", None)
+    for info in broker.brokers_for(None):
+        if info.node_id == leader and console is not None:
+            return f"http://{info.host}:{console.port}"
+    return None
 
 
 def start_offset(log, offset: int | None = None, timestamp_ms: int | None = None,

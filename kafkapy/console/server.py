@@ -119,7 +119,8 @@ class ConsoleServer:
         try:
             response = await handler(request)
         except ConsoleError as exc:
-            response = self._error(request, exc.status, exc.message)
+            link = exc.link + request.path_qs if exc.link else None
+            response = self._error(request, exc.status, exc.message, link)
         except web.HTTPException as exc:
             if exc.status < 400:
                 raise
@@ -132,10 +133,11 @@ class ConsoleServer:
         response.headers["Server-Timing"] = f"render;dur={(time.perf_counter() - started) * 1000:.1f}"
         return response
 
-    def _error(self, request: web.Request, status: int, message: str) -> web.Response:
+    def _error(self, request: web.Request, status: int, message: str, link: str | None = None) -> web.Response:
         if request.path.startswith("/api/"):
-            return web.json_response({"error": message}, status=status)
-        return self._page("error.html", http_status=status, title=f"Error {status}", status=status, message=message)
+            return web.json_response({"error": message} | ({"link": link} if link else {}), status=status)
+        return self._page("error.html", http_status=status, title=f"Error {status}", status=status,
+                          message=message, link=link)
 
     def _page(self, template: str, http_status: int = 200, **context) -> web.Response:
         html = self.templates.get_template(template).render(

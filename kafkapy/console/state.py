@@ -24,10 +24,11 @@ OFFSETS_TOPIC = "__consumer_offsets"
 class ConsoleError(Exception):
     """A request the console answers with an HTTP error and a one-line message (no traceback)."""
 
-    def __init__(self, status: int, message: str):
+    def __init__(self, status: int, message: str, link: str | None = None):
         super().__init__(message)
         self.status = status
         self.message = message
+        self.link = link  # where to go instead (another broker's console), shown with the message
 
 
 @dataclass(slots=True)
