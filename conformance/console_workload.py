@@ -91,8 +91,9 @@ def load_workload(bootstrap: str, big: bool = True) -> Workload:
     finally:
         consumer.close()
     fetch_without_committing(bootstrap)
+    host, port = bootstrap.split(":")
+    asyncio.run(ask_for_a_missing_topic(host, int(port)))
     if big:
-        host, port = bootstrap.split(":")
         asyncio.run(join_members(host, int(port), BIG_GROUP, BIG, BIG_PARTITIONS, BIG_MEMBERS))
     return workload
 
@@ -113,6 +114,20 @@ def fetch_without_committing(bootstrap: str) -> None:
             got += sum(len(v) for v in consumer.poll(timeout_ms=500).values())
     finally:
         consumer.close()
+
+
+async def ask_for_a_missing_topic(host: str, port: int) -> None:
+    """One error response for the requests page: Metadata for a topic that does not exist."""
+    from kafkapy.net.client import BrokerConnection
+    from kafkapy.protocol.messages import MetadataRequest
+
+    conn = BrokerConnection(host, port, client_id="typo-client")
+    try:
+        response = await conn.send(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="ordres")],
+                                                   allow_auto_topic_creation=False), 9, timeout_s=10)
+        assert response.topics[0].error_code == 3  # UNKNOWN_TOPIC_OR_PARTITION
+    finally:
+        conn.close()
 
 
 async def join_members(host: str, port: int, group: str, topic: str, partitions: int, members: int) -> None:

@@ -263,7 +263,10 @@ def test_groups_lag_and_offset_reset(setup):
 def test_requests_page(setup):
     _, url, _, driver, _ = setup
     driver.get(url + "/requests")
-    assert by_id(driver, "apis") and by_id(driver, "recent-errors")
+    apis = {r[0]: r for r in table(driver, "apis")}
+    assert apis["JoinGroup"][1] == str(BIG_MEMBERS) and apis["SyncGroup"][1] == str(BIG_MEMBERS)
+    errors = table(driver, "recent-errors")
+    assert ["Metadata", "typo-client", "UNKNOWN_TOPIC_OR_PARTITION"] in [r[1:] for r in errors]
     assert len(driver.find_elements("css selector", "svg.chart")) == 2
     shot(driver, "requests")
 
