@@ -693,18 +693,30 @@ class LogCleaner:
             pool.shutdown(wait=True, cancel_futures=True)
         self.write_checkpoints()
 
+    @staticmethod
+    def _new_pool() -> concurrent.futures.ProcessPoolExecutor:
+        return concurrent.futures.ProcessPoolExecutor(
+            max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=_lower_priority,
+            initargs=(os.getpid(),))
+
     def _run_job(self, job: CleaningJob) -> CleaningOutcome | None:
         if self.worker != "process":
             return run_cleaning(job)
         if self._stop.is_set():
             raise _CleaningAborted("the cleaner is stopping")
-        if self._pool is None:
-            self._pool = concurrent.futures.ProcessPoolExecutor(
-                max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=_lower_priority,
-                initargs=(os.getpid(),))
-        pool = self._pool
         try:
-            return pool.submit(run_cleaning, job).result()
+            if self._pool is None:
+                self._pool = self._new_pool()
+            pool = self._pool
+            future = pool.submit(run_cleaning, job)
+        except (OSError, ImportError, NotImplementedError) as exc:
+            log.warning("cannot start the log cleaner's worker process (%s): cleaning in the "
+                        "broker's cleaner thread instead", exc)
+            self.worker = "thread"
+            self._pool = None
+            return run_cleaning(job)
+        try:
+            return future.result()
         except (concurrent.futures.process.BrokenProcessPool, RuntimeError) as exc:
             for segment in job.segments:  # what a killed worker may have left
                 try:
