@@ -155,3 +155,22 @@ def test_cluster_mode_each_console_reads_what_its_broker_leads():
                     answer = json.loads(body)
                     assert status == 409 and f"is led by broker {leader}, not this one ({node_id})" in answer["error"]
                     assert answer["link"].endswith(f"/api/topics/replicated/messages?partition={partition}")
+
+
+@pytest.mark.parametrize("strategy,value,expected", [
+    ("latest", "", [30, 5, 5]),
+    ("offset", "3", [3, 3, 3]),
+    ("offset", "100", [30, 5, 5]),  # clamped to the log end, as kafka-consumer-groups does
+    ("shift", "-5", [COMMITTED_P0 - 5, 0, 0]),  # no committed offset: shifted from the log end
+    ("timestamp", "2000-01-01T00:00:00", [0, 0, 0]),
+    ("timestamp", "2999-01-01T00:00:00", [30, 5, 5]),  # nothing that late: the log end
+])
+def test_reset_preview_strategies(console, strategy, value, expected):
+    form = {"strategy": strategy, "topic": ORDERS, "value": value, "execute": "0"}
+    status, body, _ = fetch(console + f"/groups/{ORDERS_APP}/reset", form)
+    assert status == 200, body
+    table = body[body.index('id="reset-preview-table"'):]
+    rows = re.findall(r"<tr><td>orders</td><td class=\"num\">(\d+)</td><td class=\"num\">([-\d]+)</td>"
+                      r"<td class=\"num\">(\d+)</td></tr>", table)
+    assert [int(new) for _, _, new in rows] == expected
+    assert [current for _, current, _ in rows] == [str(COMMITTED_P0), "2", "-"]

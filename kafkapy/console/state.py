@@ -79,7 +79,7 @@ def cluster_overview(broker) -> dict:
         "partitions": partitions,
         "under_replicated": under_replicated,
         "offline": offline,
-        "groups": len(broker.group_coordinator.manager.groups),
+        "groups": sum(not g.is_in(GroupState.DEAD) for g in broker.group_coordinator.manager.groups.values()),
     }
 
 
