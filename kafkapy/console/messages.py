@@ -8,6 +8,7 @@ markers) are skipped as consumers skip them.
 """
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 from dataclasses import dataclass, field
@@ -16,12 +17,12 @@ from ..log.errors import OffsetOutOfRangeError
 from ..protocol.records import iter_batch_headers, iter_records
 from .state import ConsoleError
 
-__all__ = ["Page", "read_page", "decode", "export_record", "MAX_LIMIT"]
+__all__ = ["Page", "read_page", "read_page_async", "decode", "export_record", "MAX_LIMIT"]
 
 MAX_LIMIT = 500
 MAX_SCAN_RECORDS = 20_000
 MAX_SCAN_BYTES = 32 * 1024 * 1024
-READ_CHUNK_BYTES = 1024 * 1024
+READ_CHUNK_BYTES = 32 * 1024  # the loop waits for one chunk's decoding at most (bench/console)
 FORMATS = ("auto", "text", "json", "hex")
 
 
@@ -85,6 +86,28 @@ def start_offset(log, offset: int | None = None, timestamp_ms: int | None = None
 def read_page(log, start: int, limit: int, search: str = "") -> Page:
     """Up to `limit` records from `start` (only those containing `search` in key, value, a
     header key or value, as UTF-8, case-insensitive), below the high watermark."""
+    scan = _scan(log, start, limit, search)
+    while True:
+        try:
+            next(scan)
+        except StopIteration as done:
+            return done.value
+
+
+async def read_page_async(log, start: int, limit: int, search: str = "") -> Page:
+    """read_page on the event loop, giving the loop back after every chunk read (READ_CHUNK_BYTES),
+    so a long search delays the broker's requests by one chunk's decoding at a time."""
+    scan = _scan(log, start, limit, search)
+    while True:
+        try:
+            next(scan)
+        except StopIteration as done:
+            return done.value
+        await asyncio.sleep(0)
+
+
+def _scan(log, start: int, limit: int, search: str):
+    """read_page as a generator that yields after each chunk; returns the Page."""
     limit = max(1, min(limit, MAX_LIMIT))
     needle = search.lower().encode() if search else b""
     high = log.high_watermark
@@ -99,12 +122,16 @@ def read_page(log, start: int, limit: int, search: str = "") -> Page:
             result = log.read(offset, READ_CHUNK_BYTES, max_offset=high)
             if not result.records:  # the high watermark is inside the batch: read it, show below it
                 result = log.read(offset, READ_CHUNK_BYTES)
-        except OffsetOutOfRangeError:  # retention removed it meanwhile: start again at the log start
-            offset = log.log_start_offset
-            page.start = max(page.start, offset)
-            continue
+        except OffsetOutOfRangeError:
+            if offset < log.log_start_offset:  # retention removed it meanwhile: go on from the start
+                offset = page.start = log.log_start_offset
+                continue
+            break  # the log was truncated below `offset` (a new leader): the page ends here
         records = result.records
-        data = records.tobytes() if hasattr(records, "tobytes") else bytes(records)
+        try:
+            data = records.tobytes() if hasattr(records, "tobytes") else bytes(records)
+        except EOFError:  # the segment was truncated after the read (a new leader)
+            break
         if not data:
             break
         scanned_bytes += len(data)
@@ -140,6 +167,7 @@ def read_page(log, start: int, limit: int, search: str = "") -> Page:
         if last_next <= offset:  # nothing past `offset` in what was read: the log ends here
             break
         offset = last_next
+        yield
     page.next_offset = min(offset, high)
     return page
 

@@ -196,7 +196,7 @@ class ConsoleServer:
         return self._page("topic.html", title=f"Topic {detail['name']}", nav="topics", topic=detail,
                           partitions=shown, page=page, pages=pages, totals=totals)
 
-    def _browse(self, request: web.Request):
+    async def _browse(self, request: web.Request):
         topic = request.match_info["topic"]
         partition = _int_param(request, "partition", 0, minimum=0)
         log_ = msgs.partition_log(self.broker, topic, partition)
@@ -212,7 +212,7 @@ class ConsoleServer:
             {"earliest": None, "latest": 0, "last": limit}[where]
         search = query.get("q", "")
         start = msgs.start_offset(log_, offset, timestamp, from_end)
-        return topic, partition, msgs.read_page(log_, start, limit, search)
+        return topic, partition, await msgs.read_page_async(log_, start, limit, search)
 
     async def messages(self, request: web.Request) -> web.Response:
         topic = request.match_info["topic"]
@@ -220,7 +220,7 @@ class ConsoleServer:
         if meta is None:
             raise ConsoleError(404, f"unknown topic {topic!r} (UNKNOWN_TOPIC_OR_PARTITION)")
         fmt = msgs.parse_format(request.query.get("format"))
-        _, partition, page = self._browse(request)
+        _, partition, page = await self._browse(request)
         rows = [_record_row(r, fmt) for r in page.records]
         params = {k: v for k, v in request.query.items() if k not in ("offset", "timestamp", "from")}
         return self._page("messages.html", title=f"Messages of {topic}", nav="topics", topic=topic,
@@ -233,14 +233,14 @@ class ConsoleServer:
 
     async def messages_api(self, request: web.Request) -> web.Response:
         fmt = msgs.parse_format(request.query.get("format"))
-        topic, partition, page = self._browse(request)
+        topic, partition, page = await self._browse(request)
         return web.json_response({
             "topic": topic, "partition": partition, "start": page.start, "next_offset": page.next_offset,
             "log_start": page.log_start, "log_end": page.log_end, "scanned": page.scanned,
             "records": [_record_row(r, fmt) for r in page.records]})
 
     async def export(self, request: web.Request) -> web.Response:
-        topic, partition, page = self._browse(request)
+        topic, partition, page = await self._browse(request)
         body = json.dumps([msgs.export_record(topic, partition, r) for r in page.records], indent=1,
                           ensure_ascii=False)
         name = f"{topic}-{partition}-{page.start}.json"

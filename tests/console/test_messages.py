@@ -101,3 +101,26 @@ def test_parse_format():
     with pytest.raises(msgs.ConsoleError) as err:
         msgs.parse_format("xml")
     assert err.value.status == 400
+
+
+def test_async_read_gives_the_loop_back_between_chunks(plog, monkeypatch):
+    import asyncio
+
+    monkeypatch.setattr(msgs, "READ_CHUNK_BYTES", 64)  # one batch per chunk
+    ticks = []
+
+    async def main():
+        async def ticker():
+            while True:
+                ticks.append(1)
+                await asyncio.sleep(0)
+
+        task = asyncio.ensure_future(ticker())
+        page = await msgs.read_page_async(plog, 0, 50, "k2")
+        task.cancel()
+        return page
+
+    page = asyncio.run(main())
+    assert [r.offset for r in page.records] == [2, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29]
+    assert len(ticks) >= 3  # the loop ran between the three batches
+    assert page == msgs.read_page(plog, 0, 50, "k2")
