@@ -36,7 +36,9 @@ class History:
         self.request_p99: dict[str, deque] = {}
         self.request_rate: dict[str, deque] = {}
         self.group_lag: dict[str, deque] = {}
+        self.topic_rates: dict[str, float] = {}  # messages in per second over the last interval
         self._last: tuple[float, dict] | None = None
+        self._last_topics: tuple[float, dict[str, int]] | None = None
 
     def totals(self) -> dict | None:
         metrics = getattr(self.broker, "metrics", None)
@@ -53,6 +55,7 @@ class History:
             totals = None
         if totals is not None:
             self._sample_totals(now, totals)
+            self._sample_topics(now)
         groups = self.broker.group_coordinator.manager.groups
         for group_id, group in groups.items():
             series = self.group_lag.get(group_id)
@@ -84,6 +87,18 @@ class History:
                 self.request_p99.setdefault(api, deque(maxlen=self.points)).append((now, float(p99)))
         self._last = (now, {k: v for k, v in totals.items() if k != "requests"} | {
             "requests": {api: dict(stats) for api, stats in requests.items()}})
+
+    def _sample_topics(self, now: float) -> None:
+        topics = getattr(self.broker.metrics, "topics", None)
+        if not isinstance(topics, dict):
+            return
+        counts = {name: int(getattr(stats, "messages_in", 0)) for name, stats in list(topics.items())}
+        if self._last_topics is not None:
+            then, before = self._last_topics
+            elapsed = max(now - then, 1e-6)
+            self.topic_rates = {name: max(count - before.get(name, 0), 0) / elapsed
+                                for name, count in counts.items()}
+        self._last_topics = (now, counts)
 
     def current_rates(self) -> dict[str, float]:
         """The per-API request rate of the last interval (0 when unknown)."""

@@ -177,6 +177,9 @@ class ConsoleServer:
         query = request.query.get("q", "")
         internal = request.query.get("internal", "1") != "0"
         rows = state.topic_summaries(self.broker, query, internal)
+        rates = self.history.topic_rates
+        for row in rows:
+            row["in_rate"] = rates.get(row["name"])
         page = _int_param(request, "page", 1, minimum=1)
         pages = max(1, -(-len(rows) // TOPICS_PAGE_SIZE))
         shown = rows[(page - 1) * TOPICS_PAGE_SIZE: page * TOPICS_PAGE_SIZE]

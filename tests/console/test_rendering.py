@@ -35,6 +35,18 @@ def test_ranges():
     assert _ranges([5, 0, 1, 2, 7, 8]) == "0-2, 5, 7-8" and _ranges([]) == ""
 
 
+def test_history_topic_rates():
+    stats = SimpleNamespace(messages_in=0)
+    metrics = SimpleNamespace(totals=lambda: {"requests": {}}, topics={"t": stats})
+    broker = SimpleNamespace(metrics=metrics, group_coordinator=SimpleNamespace(manager=SimpleNamespace(groups={})))
+    history = History(broker)
+    history.sample(now=0.0)
+    assert history.topic_rates == {}
+    stats.messages_in = 100
+    history.sample(now=10.0)
+    assert history.topic_rates == {"t": 10.0}
+
+
 def test_history_rates_and_missing_metrics():
     totals = {"messages_in": 0, "bytes_in": 0, "bytes_out": 0,
               "requests": {"Produce": {"count": 0, "errors": 0, "p99_ms": float("nan")}}}
