@@ -322,7 +322,9 @@ class GroupMetadata:
 
     # -- protocols ------------------------------------------------------------------------
     def _count_protocols(self, member: MemberMetadata, delta: int) -> None:
-        for name, _ in member.supported_protocols:
+        # each name once per member, as Kafka's MemberMetadata.protocols (a set): a JoinGroup naming a
+        # protocol twice left no protocol every member supports (ValueError in the join timer)
+        for name in {name for name, _ in member.supported_protocols}:
             count = self.supported_protocols.get(name, 0) + delta
             if count:
                 self.supported_protocols[name] = count
