@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -46,3 +47,46 @@ def test_fuzz_slice_no_crash_no_error_lines():
     assert set(result["by_generator"]) == {"seed", "schema", "null", "header"}
     answered = sum(c.get("answered", 0) for c in result["by_generator"].values())
     assert answered > 4_000, result["by_generator"]
+
+
+def test_join_group_naming_a_protocol_twice():
+    """Found by the campaign: a JoinGroup listing the same protocol name twice counted it twice, so no
+    protocol was supported by every member and the join timer raised ValueError (an ERROR traceback,
+    the member never answered). Kafka counts each name once per member (MemberMetadata.protocols is a
+    set): the member joins with that protocol."""
+    from conformance.request_fuzzer import WireClient, encode_request, response_body
+    from kafkapy.protocol.messages import FindCoordinatorRequest, JoinGroupRequest
+
+    protocols = [JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=b"\x00\x01"),
+                 JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=b"\x00\x02")]
+
+    async def join(port: int):
+        client = WireClient("127.0.0.1", port)
+        try:
+            find = FindCoordinatorRequest(key="dup-protocols", key_type=0)
+            await client.exchange(encode_request(find, 1, 2), 2, 15.0)   # creates __consumer_offsets
+            request = JoinGroupRequest(group_id="dup-protocols", session_timeout_ms=10_000,
+                                       rebalance_timeout_ms=1_000, member_id="", protocol_type="consumer",
+                                       protocols=protocols)
+            outcome, payload = await client.exchange(encode_request(request, 4, 1), 1, 15.0)
+            assert outcome == "answered"
+            response = response_body(request.API_KEY, 4, payload)
+            if response.error_code == 79:   # MEMBER_ID_REQUIRED (KIP-394): join again with the id
+                request.member_id = response.member_id
+                outcome, payload = await client.exchange(encode_request(request, 4, 3), 3, 15.0)
+                assert outcome == "answered"
+                response = response_body(request.API_KEY, 4, payload)
+            return response
+        finally:
+            await client.close()
+
+    with start_broker(overrides={"group.initial.rebalance.delay.ms": "0"}) as broker:
+        for _ in range(40):   # until __consumer_offsets exists and its coordinator has loaded
+            response = asyncio.run(join(broker.port))
+            if response.error_code not in (14, 15, 16):   # LOAD_IN_PROGRESS, NOT_AVAILABLE, NOT_COORDINATOR
+                break
+            time.sleep(0.25)
+        assert (response.error_code, response.protocol_name) == (0, "range")
+        assert broker.is_running()
+        log_text = broker.log_path.read_text(errors="replace")
+        assert " ERROR " not in log_text and "Traceback" not in log_text, log_text[-3000:]
