@@ -284,7 +284,7 @@ def _committed(broker, group: str, topic: str, partitions: int) -> dict[int, int
         consumer.close()
 
 
-def test_groups_describe_reset_delete(broker, topic_name):
+def test_groups_describe_reset_delete(broker, topic_name, tmp_path):
     ok(cli(broker, "topics", "create", topic_name, "--partitions", "2"))
     producer = KafkaProducer(bootstrap_servers=broker.bootstrap)
     for i in range(20):
@@ -344,6 +344,15 @@ def test_groups_describe_reset_delete(broker, topic_name):
     ok(cli(broker, "groups", "reset-offsets", group, "--all-topics", "--to-datetime", "2100-01-01T00:00:00.000",
            "--execute"))
     assert _committed(broker, group, topic_name, 2) == {0: 10, 1: 10}
+    # --export writes Kafka's CSV plan, --from-file applies it
+    plan = ok(cli(broker, "groups", "reset-offsets", group, "--all-topics", "--shift-by", "-3", "--export")).out
+    assert plan.splitlines() == [f"{topic_name},0,7", f"{topic_name},1,7"]
+    plan_file = tmp_path / "plan.csv"
+    plan_file.write_text(plan.replace(f"{topic_name},1,7", f"{topic_name},1,5"))
+    ok(cli(broker, "groups", "reset-offsets", group, "--from-file", str(plan_file), "--execute"))
+    assert _committed(broker, group, topic_name, 2) == {0: 7, 1: 5}
+    one_line_error(cli(broker, "groups", "reset-offsets", group, "--from-file", str(tmp_path / "none.csv")), 2,
+                   "cannot read")
     one_line_error(cli(broker, "groups", "reset-offsets", group, "--all-topics"), 2, "--to-earliest")
     one_line_error(cli(broker, "groups", "reset-offsets", group, "--all-topics", "--by-duration", "1h"), 2,
                    "bad duration")
@@ -351,7 +360,7 @@ def test_groups_describe_reset_delete(broker, topic_name):
     deleted = ok(cli(broker, "groups", "delete-offsets", "--group", group, "--topic", f"{topic_name}:0",
                      "--format", "json")).json()
     assert deleted == [{"topic": topic_name, "partition": 0, "status": "Successful"}]
-    assert _committed(broker, group, topic_name, 2) == {0: None, 1: 10}
+    assert _committed(broker, group, topic_name, 2) == {0: None, 1: 5}
     assert ok(cli(broker, "groups", "delete", group)).out.strip() == f"Deleted consumer group '{group}'."
     one_line_error(cli(broker, "groups", "describe", group), 1, "GROUP_ID_NOT_FOUND", "kafkapy groups list")
 
@@ -505,3 +514,7 @@ def test_three_broker_cluster_routing():
         brokers = ok(cli(None, "configs", "describe", "--broker", "3", "--all", "--format", "json", "-b", address))
         assert {"broker.id": "3"}.items() <= {c["name"]: c["value"] for c in brokers.json()}.items()
         ok(cli(None, "topics", "delete", "spread", "-b", address))
+        ok(cli(None, "topics", "create", "placed", "--replica-assignment", "3:1,2:3", "-b", address))
+        placed = ok(cli(None, "topics", "describe", "placed", "--format", "json", "-b", address)).json()[0]
+        assert [p["replicas"] for p in placed["partitions"]] == [[3, 1], [2, 3]]
+        assert [p["leader"] for p in placed["partitions"]] == [3, 2]

@@ -87,6 +87,8 @@ def _topics(commands, conn) -> None:
     _topic_argument(p)
     p.add_argument("--partitions", type=int, metavar="N", help="number of partitions (default: the broker's)")
     p.add_argument("--replication-factor", type=int, metavar="N", help="replicas per partition (default: the broker's)")
+    p.add_argument("--replica-assignment", metavar="B:B,B:B",
+                   help="the replicas of each partition (partitions by commas, brokers by colons)")
     p.add_argument("--config", action="append", metavar="KEY=VALUE", help="a topic config (repeatable)")
     p.add_argument("--if-not-exists", action="store_true", help="succeed if the topic exists")
     p.add_argument("--dry-run", action="store_true", help="validate only")
@@ -135,8 +137,11 @@ def _groups(commands, conn) -> None:
     where.add_argument("--shift-by", type=int, metavar="N")
     where.add_argument("--to-datetime", metavar="YYYY-MM-DDTHH:mm:SS.sss")
     where.add_argument("--by-duration", metavar="PnDTnHnMnS")
+    where.add_argument("--from-file", metavar="CSV", help="the offsets in a file as --export writes it")
     p.add_argument("--dry-run", action="store_true", help="only show the new offsets (the default)")
     p.add_argument("--execute", action="store_true", help="commit the new offsets")
+    p.add_argument("--export", action="store_true", help="print the plan as CSV (TOPIC,PARTITION,OFFSET; GROUP first "
+                                                         "with several groups)")
     p = _verb(verbs, "delete", "groups:delete_groups", "delete inactive groups and their offsets", [conn])
     _group_arguments(p)
     p = _verb(verbs, "delete-offsets", "groups:delete_offsets", "delete a group's offsets of some topics", [conn])

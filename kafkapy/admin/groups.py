@@ -293,6 +293,27 @@ def _reset_partitions(client: AdminClient, args: argparse.Namespace, committed: 
     return sorted(set(wanted))
 
 
+def _read_plan(path: str, groups: list[str]) -> dict[str, dict[tuple[str, int], int]]:
+    """Kafka's reset plan CSV: `topic,partition,offset` lines (one group) or `group,topic,partition,offset`."""
+    plan: dict[str, dict[tuple[str, int], int]] = {}
+    try:
+        with open(path, encoding="utf-8") as handle:
+            lines = [line.strip() for line in handle if line.strip()]
+    except OSError as exc:
+        raise CliError(f"cannot read --from-file {path}: {exc.strerror or exc}", exit_code=2) from None
+    for number, line in enumerate(lines, 1):
+        fields = [f.strip() for f in line.split(",")]
+        if len(fields) == 3 and len(groups) == 1:
+            fields = [groups[0], *fields]
+        try:
+            group, topic, partition, offset = fields
+            plan.setdefault(group, {})[(topic, int(partition))] = int(offset)
+        except ValueError:
+            raise CliError(f"{path} line {number}: expected {'' if len(groups) == 1 else 'GROUP,'}TOPIC,PARTITION,"
+                           f"OFFSET, not {line!r}", exit_code=2) from None
+    return plan
+
+
 def _target_offsets(client: AdminClient, args: argparse.Namespace, partitions: list, committed: dict,
                     progress: Progress) -> dict[tuple[str, int], int]:
     earliest = list_offsets(client, partitions, EARLIEST, progress)
@@ -325,7 +346,10 @@ def reset_offsets(client: AdminClient, args: argparse.Namespace) -> int:
         raise CliError("give --dry-run or --execute, not both", exit_code=2)
     if args.all_topics and args.topic:
         raise CliError("give --topic or --all-topics, not both", exit_code=2)
+    if args.from_file and (args.all_topics or args.topic):
+        raise CliError("--from-file names its partitions: leave out --topic and --all-topics", exit_code=2)
     groups = _group_ids(client, args)
+    plan = _read_plan(args.from_file, groups) if args.from_file else {}
     results = []
     for group_id in groups:
         group = describe_group(client, group_id)
@@ -333,16 +357,25 @@ def reset_offsets(client: AdminClient, args: argparse.Namespace) -> int:
             raise CliError(f"assignments can only be reset if the group '{group_id}' is inactive, but the current "
                            f"state is {group.state}; stop its consumers first")
         committed = committed_offsets(client, group_id, group.coordinator)
-        partitions = _reset_partitions(client, args, committed)
-        progress = Progress(len(partitions) * 3, f"reset {group_id}")
-        targets = _target_offsets(client, args, partitions, committed, progress)
+        if args.from_file:
+            targets = plan.get(group_id, {})
+            partitions = sorted(targets)
+            progress = Progress(len(partitions), f"reset {group_id}")
+        else:
+            partitions = _reset_partitions(client, args, committed)
+            progress = Progress(len(partitions) * 3, f"reset {group_id}")
+            targets = _target_offsets(client, args, partitions, committed, progress)
         if args.execute and targets:
             commit_offsets(client, group_id, group.coordinator, targets)
             progress.advance(len(partitions))
         progress.close()
         results += [{"group": group_id, "topic": t, "partition": p, "previous_offset": committed.get((t, p)),
                      "new_offset": off} for (t, p), off in sorted(targets.items())]
-    if args.format == "json":
+    if args.export:  # Kafka's CSV, which --from-file reads back
+        for r in results:
+            print(",".join(str(v) for v in ([r["group"]] if len(groups) > 1 else []) +
+                           [r["topic"], r["partition"], r["new_offset"]]))
+    elif args.format == "json":
         print_json(results)
     else:
         print()

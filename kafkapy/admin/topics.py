@@ -11,7 +11,8 @@ from .client import AdminClient
 from .errors import CliError, KafkaApiError
 from .output import emit, print_json
 
-__all__ = ["list_topics", "describe_topics", "create_topic", "delete_topics", "alter_topic", "topic_partitions"]
+__all__ = ["list_topics", "describe_topics", "create_topic", "delete_topics", "alter_topic", "topic_partitions",
+           "parse_replica_assignment"]
 
 
 def _admin_call(client: AdminClient, request, **kwargs):
@@ -90,13 +91,33 @@ def parse_configs(items: list[str] | None) -> dict[str, str]:
     return configs
 
 
+def parse_replica_assignment(text: str) -> list[list[int]]:
+    """kafka-topics.sh's --replica-assignment: partitions separated by commas, their replicas by colons."""
+    try:
+        assignments = [[int(b) for b in part.split(":")] for part in text.split(",")]
+    except ValueError:
+        raise CliError(f"bad --replica-assignment {text!r}: expected broker ids like 1:2,2:3,3:1", exit_code=2) from None
+    if len({len(a) for a in assignments}) != 1 or any(len(set(a)) != len(a) for a in assignments):
+        raise CliError("--replica-assignment: every partition needs the same number of distinct brokers", exit_code=2)
+    return assignments
+
+
 def create_topic(client: AdminClient, args: argparse.Namespace) -> int:
     configs = parse_configs(args.config)
     version = client.version(CreateTopicsRequest)
     partitions = args.partitions if args.partitions is not None else (-1 if version >= 4 else 1)
     replication = args.replication_factor if args.replication_factor is not None else (-1 if version >= 4 else 1)
+    assignments = []
+    if args.replica_assignment:
+        if args.partitions is not None or args.replication_factor is not None:
+            raise CliError("--replica-assignment sets the partitions and replicas: leave out --partitions and "
+                           "--replication-factor", exit_code=2)
+        assignments = parse_replica_assignment(args.replica_assignment)
+        partitions = replication = -1
     topic = CreateTopicsRequest.CreatableTopic(
         name=args.topic, num_partitions=partitions, replication_factor=replication,
+        assignments=[CreateTopicsRequest.CreatableReplicaAssignment(partition_index=i, broker_ids=ids)
+                     for i, ids in enumerate(assignments)],
         configs=[CreateTopicsRequest.CreatableTopicConfig(name=k, value=v) for k, v in configs.items()])
     response = _admin_call(client, CreateTopicsRequest(topics=[topic], timeout_ms=int(client.timeout_s * 1000),
                                                        validate_only=args.dry_run))

@@ -168,3 +168,12 @@ def test_progress_on_a_terminal():
         bar.advance()
     bar.close()
     assert screen.getvalue().endswith("\rreset g [" + "#" * 30 + "] 4/4 100%\n")
+
+
+def test_replica_assignment():
+    from kafkapy.admin.topics import parse_replica_assignment
+
+    assert parse_replica_assignment("1:2,2:3,3:1") == [[1, 2], [2, 3], [3, 1]]
+    for bad in ("1:2,3", "1:1", "a:b", ""):
+        with pytest.raises(CliError):
+            parse_replica_assignment(bad)
