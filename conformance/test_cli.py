@@ -244,6 +244,41 @@ def test_consume_with_group_commits_positions(broker, topic_name):
     assert [(r["current_offset"], r["lag"]) for r in rows] == [(3, 0)]
 
 
+def test_consume_group_member_shares_partitions(broker, topic_name):
+    import threading
+
+    ok(cli(broker, "topics", "create", topic_name, "--partitions", "4"))
+    for p in range(4):
+        ok(cli(broker, "produce", "-t", topic_name, "-p", str(p), stdin=b"".join(b"p%d-%d\n" % (p, i) for i in range(5))))
+    group = f"{topic_name}-g"
+    other = KafkaConsumer(topic_name, bootstrap_servers=broker.bootstrap, group_id=group, client_id="other",
+                          enable_auto_commit=False, heartbeat_interval_ms=300, session_timeout_ms=10000)
+    stop = threading.Event()
+    polled: list = []
+
+    def keep_polling():
+        while not stop.is_set():
+            for records in other.poll(100).values():
+                polled.extend(records)
+
+    while not other.assignment():
+        other.poll(100)
+    other.pause(*other.assignment())  # a member that holds its partitions without reading them
+    poller = threading.Thread(target=keep_polling, daemon=True)
+    poller.start()
+    try:
+        out = ok(cli(broker, "consume", "-t", topic_name, "-G", group, "-e", "-f", "%p %s\n")).out.splitlines()
+    finally:
+        stop.set()
+        poller.join(10)
+        other.close()
+    mine = sorted({int(line.split()[0]) for line in out})
+    assert len(mine) == 2 and len(out) == 10  # range: two of the four partitions each
+    assert sorted(line.split()[1] for line in out) == sorted(f"p{p}-{i}" for p in mine for i in range(5))
+    committed = _committed(broker, group, topic_name, 4)
+    assert {p: committed[p] for p in mine} == {p: 5 for p in mine}
+
+
 def test_consume_read_committed(broker, topic_name):
     from confluent_kafka import Producer
 

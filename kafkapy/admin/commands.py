@@ -215,7 +215,8 @@ def _consume(commands) -> None:
     p.add_argument("--json", "-J", action="store_true", help="one JSON object per record (kcat -J's envelope)")
     p.add_argument("--format", choices=("table", "json"), default="table", help="json: same as -J")
     p.add_argument("--group", "-G", metavar="GROUP",
-                   help="start from GROUP's committed offsets and commit the positions reached on exit")
+                   help="consume as a member of GROUP: its share of the partitions, from the committed offsets, "
+                        "committing at rebalances and on exit")
     p.add_argument("--isolation-level", choices=("read_uncommitted", "read_committed"), default="read_uncommitted",
                    help="read_committed: only committed transactions, up to the last stable offset")
 

@@ -14,7 +14,7 @@ from ..protocol.messages import FetchRequest
 from ..protocol.records import HEADER_SIZE, iter_records, read_batch_header
 from .client import AdminClient
 from .errors import CliError, KafkaApiError
-from .offsets import EARLIEST, LATEST, commit_offsets, committed_offsets, list_offsets
+from .offsets import EARLIEST, LATEST, committed_offsets, list_offsets
 from .output import Progress
 from .topics import topic_partitions
 
@@ -120,18 +120,22 @@ def _json_line(topic: str, partition: int, record, timestamp_type: int, broker: 
 
 
 def _start_positions(client: AdminClient, args: argparse.Namespace, spec: OffsetSpec,
-                     partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+                     partitions: list[tuple[str, int]], prefer_committed: bool = False) -> dict[tuple[str, int], int]:
+    """Where each partition starts: the group's committed offset when there is one (unless -o says
+    otherwise on the first assignment), else the -o spec."""
+    if spec.kind == "stored" and not args.group:
+        raise CliError("-o stored needs --group G", exit_code=2)
+    if not partitions:
+        return {}
     isolation = 1 if args.isolation_level == "read_committed" else 0
     earliest = list_offsets(client, partitions, EARLIEST, isolation_level=isolation)
     latest = list_offsets(client, partitions, LATEST, isolation_level=isolation)
     stored = committed_offsets(client, args.group) if args.group else {}
-    if spec.kind == "stored" and not args.group:
-        raise CliError("-o stored needs --group G", exit_code=2)
     positions = {}
     found = list_offsets(client, partitions, spec.value, isolation_level=isolation) \
         if spec.kind == "timestamp" else {}
     for tp in partitions:
-        if args.group and tp in stored and spec.kind in ("stored", "beginning") and not args.offset:
+        if args.group and tp in stored and (prefer_committed or spec.kind == "stored" or not args.offset):
             positions[tp] = stored[tp]
         elif spec.kind == "stored":
             positions[tp] = stored.get(tp, earliest[tp])
@@ -158,8 +162,17 @@ def consume(client: AdminClient, args: argparse.Namespace) -> int:
             raise KafkaApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                 f"partition {args.partition} of '{args.topic}' does not exist")
         existing = [args.partition]
-    partitions = [(args.topic, p) for p in existing]
     read_committed = args.isolation_level == "read_committed"
+    member = None
+    if args.group:  # a member of the group: the group says which partitions are ours
+        if args.partition is not None:
+            raise CliError("with --group the group assigns the partitions: leave out -p/--partition", exit_code=2)
+        from .membership import GroupMember
+
+        member = GroupMember(client, args.group, [args.topic])
+        partitions = _assigned(args.topic, member.join())
+    else:
+        partitions = [(args.topic, p) for p in existing]
     positions = _start_positions(client, args, spec, partitions)
     json_out = args.json or args.format == "json"
     if args.fmt is not None:
@@ -176,8 +189,17 @@ def consume(client: AdminClient, args: argparse.Namespace) -> int:
         while True:
             if args.count is not None and consumed >= args.count:
                 break
+            if member is not None and member.heartbeat_due() and not member.heartbeat():
+                member.commit(positions)  # the group rebalances: hand over where we are, then rejoin
+                partitions = _assigned(args.topic, member.join())
+                positions = _start_positions(client, args, spec, partitions, prefer_committed=True)
+                done.clear()
+                continue
             active = [tp for tp in partitions if tp not in done]
             if not active:
+                if member is not None and not partitions and not args.exit_at_end:
+                    time.sleep(0.2)  # nothing assigned (more members than partitions): keep heartbeating
+                    continue
                 break
             by_leader: dict[int, list] = {}
             for tp in active:
@@ -187,6 +209,8 @@ def consume(client: AdminClient, args: argparse.Namespace) -> int:
                 leaders = client.leaders([args.topic])
                 continue
             for leader, tps in by_leader.items():
+                if args.count is not None and consumed >= args.count:
+                    break
                 request = FetchRequest(replica_id=-1, max_wait_ms=_MAX_WAIT_MS if len(by_leader) == 1 else 100,
                                        min_bytes=1, max_bytes=50 << 20, isolation_level=int(read_committed), session_id=0,
                                        session_epoch=-1, forgotten_topics_data=[], rack_id="", topics=[
@@ -238,9 +262,14 @@ def consume(client: AdminClient, args: argparse.Namespace) -> int:
     finally:
         if progress:
             progress.close()
-    if args.group:
-        _commit_positions(client, args.group, positions)
+    if member is not None:
+        member.commit(positions)
+        member.leave()
     return 0
+
+
+def _assigned(topic: str, assignment: dict[str, list[int]]) -> list[tuple[str, int]]:
+    return [(topic, p) for p in sorted(assignment.get(topic, []))]
 
 
 def _records(records, position: int, aborted_transactions=None):
@@ -290,6 +319,3 @@ def _next_offset(records, position: int) -> int:
         pos += header.size
     return last
 
-
-def _commit_positions(client: AdminClient, group_id: str, positions: dict) -> None:
-    commit_offsets(client, group_id, client.coordinator(group_id), positions)

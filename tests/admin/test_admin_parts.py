@@ -177,3 +177,19 @@ def test_replica_assignment():
     for bad in ("1:2,3", "1:1", "a:b", ""):
         with pytest.raises(CliError):
             parse_replica_assignment(bad)
+
+
+def test_range_assignor_is_kafkas():
+    from kafkapy.admin.membership import range_assign
+
+    plan = range_assign({"c": ["t", "u"], "a": ["t"], "b": ["t", "u"]}, {"t": 7, "u": 2, "v": 3})
+    assert plan == {"a": {"t": [0, 1, 2]}, "b": {"t": [3, 4], "u": [0]}, "c": {"t": [5, 6], "u": [1]}}
+    assert range_assign({"a": ["t"], "b": ["t"]}, {"t": 1}) == {"a": {"t": [0]}, "b": {}}
+
+
+def test_consumer_protocol_round_trip():
+    from kafkapy.admin.membership import decode_subscription, encode_assignment, encode_subscription
+
+    assert decode_subscription(encode_subscription(["orders", "events"])) == ["orders", "events"]
+    assert decode_assignment(encode_assignment({"orders": [0, 2], "events": []})) == {"orders": [0, 2], "events": []}
+    assert decode_subscription(b"\x00") == []
