@@ -27,6 +27,7 @@ and the ratios are printed.
 from __future__ import annotations
 
 import argparse
+import shutil
 import statistics
 import sys
 import threading
@@ -54,6 +55,8 @@ class Scraper(threading.Thread):
         self.scrapes, self.seconds, self.bytes = 0, 0.0, 0
 
     def run(self) -> None:
+        if self.interval <= 0:
+            return
         while not self.stop_event.wait(self.interval):
             started = time.perf_counter()
             try:
@@ -110,7 +113,7 @@ def _request_frame(request, version: int) -> bytes:
     return header + b"".join(bytes(p) for p in request.encode_parts(version))
 
 
-def dispatch_overhead(blocks: int, per_block: int) -> None:
+def dispatch_overhead(blocks: int, per_block: int, record_bytes: int = 100) -> None:
     import asyncio
     import tempfile
 
@@ -126,7 +129,7 @@ def dispatch_overhead(blocks: int, per_block: int) -> None:
     broker.logs.load()
     broker.partitions.sync_with_metadata()
     broker.partitions.create_topic("bench", 8, 1)
-    batch = build_batch([(b"key", b"v" * 100)] * 100)
+    batch = build_batch([(b"key", b"v" * record_bytes)] * 100)
     produce = _request_frame(ProduceRequest(acks=1, timeout_ms=1000, topic_data=[ProduceRequest.TopicProduceData(
         name="bench", partition_data=[ProduceRequest.PartitionProduceData(index=p, records=batch)
                                       for p in range(8)])]), 9)
@@ -161,10 +164,14 @@ def dispatch_overhead(blocks: int, per_block: int) -> None:
                     results[(api, mode)].append(await block(frame, modes[mode]))
         return results
 
-    results = asyncio.run(run())
-    broker.logs.close()
-    broker.metadata.close()
-    print(f"Request path in-process: {blocks} alternating blocks of {per_block} requests, median CPU us per request\n")
+    try:
+        results = asyncio.run(run())
+    finally:  # the produce blocks write (blocks x 3 x per-block) requests of 800 records: remove them
+        broker.logs.close()
+        broker.metadata.close()
+        shutil.rmtree(data_dir, ignore_errors=True)
+    print(f"Request path in-process: {blocks} alternating blocks of {per_block} requests, 100 records of "
+          f"{record_bytes} B per partition, median CPU us per request\n")
     print("| request | no metrics | counters (always on) | detailed (listener set) | counters/none | detailed/none |")
     print("|---|---|---|---|---|---|")
     for api in ("Produce", "Fetch"):
@@ -173,19 +180,77 @@ def dispatch_overhead(blocks: int, per_block: int) -> None:
               f"{detailed / none:.3f} |")
 
 
+def hook_costs(n: int = 50_000) -> None:
+    """CPU microseconds per call of each metrics hook on the request path (8-partition requests)."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from kafkapy.metrics import BrokerMetrics
+    from kafkapy.protocol.headers import RequestHeader
+    from kafkapy.protocol.messages import FetchRequest, FetchResponse, ProduceRequest, ProduceResponse
+    from kafkapy.security.quotas import BusyTime
+
+    ctx = SimpleNamespace(header=RequestHeader(1, 12, 1, "bench"), client_host="127.0.0.1")
+    fetch = FetchRequest(replica_id=-1, session_epoch=3, topics=[FetchRequest.FetchTopic(topic="t", partitions=[
+        FetchRequest.FetchPartition(partition=p, fetch_offset=100) for p in range(8)])])
+    fetched = FetchResponse(responses=[FetchResponse.FetchableTopicResponse(topic="t", partitions=[
+        FetchResponse.PartitionData(partition_index=p, records=b"x" * 1000) for p in range(8)])])
+    produced = ProduceResponse(responses=[ProduceResponse.TopicProduceResponse(name="t", partition_responses=[
+        ProduceResponse.PartitionProduceResponse(index=p) for p in range(8)])])
+
+    def per_call(fn) -> float:
+        started = time.process_time()
+        for _ in range(n):
+            fn()
+        return (time.process_time() - started) / n * 1e6
+
+    print(f"\nHooks, CPU us per call ({n} calls each):\n")
+    print("| hook | counters (always on) | detailed (listener set) |")
+    print("|---|---|---|")
+    rows = {}
+    for detailed in (False, True):
+        m = BrokerMetrics()
+        m.detailed = detailed
+        rows.setdefault("Produce response: on_response + response_sent", []).append(per_call(
+            lambda: m.response_sent(m.on_response(ctx, 0, 9, ProduceRequest(), produced, 0.0, None))))
+        rows.setdefault("Fetch response (8 x 1000 B): on_response + response_sent", []).append(per_call(
+            lambda: m.response_sent(m.on_response(ctx, 1, 12, fetch, fetched, 0.0, None))))
+        rows.setdefault("produced() per partition appended", []).append(per_call(lambda: m.produced("t", 100, 10_000)))
+
+    async def awaits() -> float:
+        async def handler():
+            return None
+
+        started = time.process_time()
+        for _ in range(n):
+            await BusyTime(handler())
+        busy = time.process_time() - started
+        started = time.process_time()
+        for _ in range(n):
+            await handler()
+        return (busy - (time.process_time() - started)) / n * 1e6
+
+    rows["BusyTime around the handler (local/remote split)"] = [0.0, asyncio.run(awaits())]
+    for name, (counters, detailed) in rows.items():
+        print(f"| {name} | {counters:.2f} | {detailed:.2f} |")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=1_000_000, help="max records per phase")
     parser.add_argument("--seconds", type=float, default=10.0, help="max seconds per phase")
     parser.add_argument("--repeat", type=int, default=4, help="repetitions per case and broker")
-    parser.add_argument("--scrape-interval", type=float, default=15.0, help="seconds between scrapes")
+    parser.add_argument("--scrape-interval", type=float, default=15.0,
+                        help="seconds between scrapes during the phases (0: none, the request path only)")
     parser.add_argument("--quick", action="store_true", help="one case, 2 repetitions, 50k records, 3 s")
     parser.add_argument("--dispatch", action="store_true", help="only the in-process request-path measurement")
     parser.add_argument("--blocks", type=int, default=20, help="--dispatch: alternating blocks per mode")
-    parser.add_argument("--per-block", type=int, default=500, help="--dispatch: requests per block")
+    parser.add_argument("--per-block", type=int, default=200, help="--dispatch: requests per block")
+    parser.add_argument("--record-bytes", type=int, default=100, help="--dispatch: record value size")
     args = parser.parse_args(argv)
     if args.dispatch:
-        dispatch_overhead(args.blocks, args.per_block)
+        dispatch_overhead(args.blocks, args.per_block, args.record_bytes)
+        hook_costs()
         return 0
     cases = [Case(1, 100, "1"), Case(8, 100, "1"), Case(8, 1024, "1")]
     if args.quick:
@@ -208,9 +273,24 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{case.label}: done", file=sys.stderr)
         finally:
             scraper.stop_event.set()
+        # what one scrape costs the broker (CPU of its process over back-to-back scrapes, idle baseline
+        # of the same length subtracted); the data of the run is still there
+        scraper.join(timeout=30)
+        idle_cpu = process_tree_cpu_s(on.pid)
+        time.sleep(3.0)
+        idle_cpu = process_tree_cpu_s(on.pid) - idle_cpu
+        cpu, started, n = process_tree_cpu_s(on.pid), time.perf_counter(), 20
+        for _ in range(n):
+            with urllib.request.urlopen(url, timeout=10) as response:
+                body = response.read()
+        wall = time.perf_counter() - started
+        scrape_cpu = (process_tree_cpu_s(on.pid) - cpu - idle_cpu * wall / 3.0) / n
     print(f"Metrics overhead: {args.repeat} repetitions per case and broker, alternating; scrape every "
           f"{args.scrape_interval:g} s ({scraper.scrapes} scrapes, mean {1000 * scraper.seconds / max(scraper.scrapes, 1):.1f} ms, "
           f"{scraper.bytes} bytes)\n")
+    print(f"One scrape ({len(body)} bytes) costs the broker {1000 * scrape_cpu:.0f} ms of CPU "
+          f"({1000 * wall / n:.0f} ms wall): {100 * scrape_cpu / 15:.2f}% of a core at a 15 s interval, "
+          f"{100 * scrape_cpu / 30:.2f}% at 30 s.\n")
     print("| case | phase | off rec/s | on rec/s | on/off | broker CPU s per 1M rec, off | on | on/off |")
     print("|---|---|---|---|---|---|---|---|")
     for case, results in rows:
