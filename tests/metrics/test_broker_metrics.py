@@ -200,3 +200,21 @@ def test_collector_reads_logs_groups_and_counters(tmp_path):
         assert emitted <= documented, sorted(emitted - documented)
     finally:
         node.close()
+
+
+def test_fetch_positions_by_topic_id_are_named_at_scrape_time(tmp_path):
+    from kafkapy.metrics.collectors import BrokerCollector
+
+    node = InProcessBroker(tmp_path)
+    try:
+        broker = node.broker
+        broker.metrics.detailed = True
+        meta = node.create_topic("clicks", 2)
+        topic_id = (meta or broker.partitions.topic("clicks")).topic_id
+        request = FetchRequest(replica_id=-1, session_epoch=-1, topics=[FetchRequest.FetchTopic(
+            topic_id=topic_id, partitions=[FetchRequest.FetchPartition(partition=1, fetch_offset=0)])])
+        broker.metrics.on_response(_ctx(1, 13, "spark-exec"), 1, 13, request, None, time.perf_counter(), None)
+        state = BrokerCollector(broker, broker.metrics).read()
+        assert state.fetches == [("spark-exec", "10.0.0.7", "clicks", 1, 0, 0)]
+    finally:
+        node.close()
