@@ -235,7 +235,13 @@ class BrokerCollector:
         apis = _with_fetch_total(apis)
         controller = broker.controller
         active = 1 if controller is None else int(bool(getattr(controller, "active", False)))
-        partitions, offline = _safe(lambda: self._read_partitions(active), ([], 0))
+        partitions, offline = _safe(lambda: self._read_partitions(active), (None, 0))
+        if partitions is None:
+            partitions = []
+        else:  # a deleted topic's counters go, as Kafka removes its BrokerTopicMetrics
+            existing = {p.topic for p in partitions}
+            for name in [t for t in m.topics if t not in existing]:
+                del m.topics[name]
         state = BrokerState(
             all_topics=copy(m.all_topics), topics=[(t, copy(s)) for t, s in sorted(m.topics.items())],
             apis=apis, loop_idle=m.loop_idle, queued=queued, connections=connections,

@@ -183,6 +183,7 @@ def test_collector_reads_logs_groups_and_counters(tmp_path):
         assert response.responses[0].partition_responses[0].error_code == 0
         group = broker.group_coordinator.manager.get_or_create_group("g", True)
         group.offsets[("orders", 1)] = OffsetAndMetadata(3)
+        broker.metrics.produced("deleted-topic", 1, 10)  # counters of a topic that no longer exists go
         registry = CollectorRegistry(auto_describe=False)
         registry.register(BrokerCollector(broker, broker.metrics))
         samples = {}
@@ -194,6 +195,8 @@ def test_collector_reads_logs_groups_and_counters(tmp_path):
         assert samples[("kafka_consumergroup_lag", (("consumergroup", "g"), ("partition", "1"), ("topic", "orders")))] == 4
         assert samples[("kafka_consumergroup_lag_sum", (("consumergroup", "g"), ("topic", "orders")))] == 4
         assert samples[("kafka_controller_kafkacontroller_activecontrollercount", ())] == 1
+        assert "deleted-topic" not in broker.metrics.topics
+        assert samples[("kafka_server_brokertopicmetrics_messagesin_total", ())] == 8  # the total keeps it
         # every family emitted is documented (docs/operations.md is written from METRIC_SOURCES)
         emitted = {name for name, _ in samples}
         documented = set(METRIC_SOURCES) | {n + suffix for n in METRIC_SOURCES for suffix in ("_count", "_sum")}
