@@ -42,3 +42,9 @@ def test_dashboard_is_importable_json_with_a_datasource_input():
     assert all(panel["targets"] for panel in dashboard["panels"])
     ids = [panel["id"] for panel in dashboard["panels"]]
     assert len(ids) == len(set(ids))
+
+
+def test_every_exported_name_is_in_the_operations_name_table():
+    doc = (DASHBOARD.parents[1] / "operations.md").read_text()
+    missing = [name for name in METRIC_SOURCES if f"| `{name}` |" not in doc]
+    assert not missing, missing
