@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import shutil
 import signal
@@ -15,6 +16,8 @@ from typing import Any
 from .clients import KafkaClients
 from .faults import BrokerFaults
 from .storage import STORAGES, MemoryStorageUnavailable, data_directory
+
+log = logging.getLogger(__name__)
 
 __all__ = ["KafkaBroker", "KafkaBrokerError"]
 
@@ -244,6 +247,22 @@ class KafkaBroker(KafkaClients, BrokerFaults):
             raise KafkaBrokerError(f"the broker did not start: {error or 'timed out'}")
 
     # -- a child process ------------------------------------------------------------------------
+    def _unblock(self, thread: threading.Thread) -> None:
+        """A broker thread that did not stop in time is most likely waiting on ZooKeeper (kazoo
+        retries a command for ever while the connection is down, and asyncio.run waits for such
+        calls at the end; so would the interpreter at exit). Closing its session makes those calls
+        fail, so the thread can finish instead of outliving the test."""
+        log.warning("broker on port %s did not stop within %.0f s; closing its ZooKeeper session",
+                    self.port, STOP_TIMEOUT_S)
+        cluster = getattr(self._broker, "cluster", None)
+        zk = getattr(cluster, "zk", None)
+        if zk is not None:
+            try:
+                zk.close()
+            except Exception:
+                log.exception("closing the ZooKeeper session of the broker on port %s", self.port)
+        thread.join(STOP_TIMEOUT_S)
+
     def _start_process(self, timeout: float) -> None:
         argv = [sys.executable, "-m", "kafkapy", "serve", "--ephemeral", "--control",
                 "--port", str(self._requested_port),
@@ -297,6 +316,8 @@ class KafkaBroker(KafkaClients, BrokerFaults):
             except RuntimeError:
                 pass
         thread.join(timeout)
+        if thread.is_alive():
+            self._unblock(thread)
         if sig == signal.SIGKILL and self._broker is not None:
             # what a killed process would leave: files open, nothing flushed; close the descriptors
             # so that a restart can reopen the logs (the OS keeps what was written)
