@@ -17,10 +17,10 @@ __all__ = ["ConsumerGroupDescribeRequest", "ConsumerGroupDescribeResponse"]
 
 
 class ConsumerGroupDescribeRequest(_Message):
-    """Kafka ConsumerGroupDescribeRequest (api key 69), versions 0-0, flexible from v0."""
+    """Kafka ConsumerGroupDescribeRequest (api key 69), versions 0-1, flexible from v0."""
 
     API_KEY = 69
-    VALID_VERSIONS = (0, 0)
+    VALID_VERSIONS = (0, 1)
     FLEXIBLE_VERSION = 0
 
     __slots__ = __match_args__ = ('group_ids', 'include_authorized_operations')
@@ -71,6 +71,7 @@ class _ConsumerGroupDescribeResponse_Member(_GeneratedStruct):
     __slots__ = __match_args__ = (
         'member_id', 'instance_id', 'rack_id', 'member_epoch', 'client_id', 'client_host',
         'subscribed_topic_names', 'subscribed_topic_regex', 'assignment', 'target_assignment',
+        'member_type',
     )
 
     def __init__(
@@ -85,6 +86,7 @@ class _ConsumerGroupDescribeResponse_Member(_GeneratedStruct):
         subscribed_topic_regex: str | None = None,
         assignment: ConsumerGroupDescribeResponse.Assignment = _FACTORY,
         target_assignment: ConsumerGroupDescribeResponse.Assignment = _FACTORY,
+        member_type: int = -1,
     ):
         self.member_id = member_id
         self.instance_id = instance_id
@@ -96,6 +98,7 @@ class _ConsumerGroupDescribeResponse_Member(_GeneratedStruct):
         self.subscribed_topic_regex = subscribed_topic_regex
         self.assignment = _ConsumerGroupDescribeResponse_Assignment() if assignment is _FACTORY else assignment
         self.target_assignment = _ConsumerGroupDescribeResponse_Assignment() if target_assignment is _FACTORY else target_assignment
+        self.member_type = member_type
 
 
 class _ConsumerGroupDescribeResponse_DescribedGroup(_GeneratedStruct):
@@ -131,10 +134,10 @@ class _ConsumerGroupDescribeResponse_DescribedGroup(_GeneratedStruct):
 
 
 class ConsumerGroupDescribeResponse(_Message):
-    """Kafka ConsumerGroupDescribeResponse (api key 69), versions 0-0, flexible from v0."""
+    """Kafka ConsumerGroupDescribeResponse (api key 69), versions 0-1, flexible from v0."""
 
     API_KEY = 69
-    VALID_VERSIONS = (0, 0)
+    VALID_VERSIONS = (0, 1)
     FLEXIBLE_VERSION = 0
 
     TopicPartitions = _ConsumerGroupDescribeResponse_TopicPartitions
@@ -178,6 +181,7 @@ SubscribedTopicNames []string 0+
 SubscribedTopicRegex string 0+ nullable=0+
 Assignment Assignment 0+
 TargetAssignment Assignment 0+
+MemberType int8 1+
 """
 _ConsumerGroupDescribeResponse_DescribedGroup._FIELD_SPEC = """
 ErrorCode int16 0+

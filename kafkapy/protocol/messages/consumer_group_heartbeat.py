@@ -28,17 +28,17 @@ class _ConsumerGroupHeartbeatRequest_TopicPartitions(_GeneratedStruct):
 
 
 class ConsumerGroupHeartbeatRequest(_Message):
-    """Kafka ConsumerGroupHeartbeatRequest (api key 68), versions 0-0, flexible from v0."""
+    """Kafka ConsumerGroupHeartbeatRequest (api key 68), versions 0-1, flexible from v0."""
 
     API_KEY = 68
-    VALID_VERSIONS = (0, 0)
+    VALID_VERSIONS = (0, 1)
     FLEXIBLE_VERSION = 0
 
     TopicPartitions = _ConsumerGroupHeartbeatRequest_TopicPartitions
 
     __slots__ = __match_args__ = (
         'group_id', 'member_id', 'member_epoch', 'instance_id', 'rack_id', 'rebalance_timeout_ms',
-        'subscribed_topic_names', 'server_assignor', 'topic_partitions',
+        'subscribed_topic_names', 'subscribed_topic_regex', 'server_assignor', 'topic_partitions',
     )
 
     def __init__(
@@ -50,6 +50,7 @@ class ConsumerGroupHeartbeatRequest(_Message):
         rack_id: str | None = None,
         rebalance_timeout_ms: int = -1,
         subscribed_topic_names: list[str] | None = None,
+        subscribed_topic_regex: str | None = None,
         server_assignor: str | None = None,
         topic_partitions: list[ConsumerGroupHeartbeatRequest.TopicPartitions] | None = None,
     ):
@@ -60,6 +61,7 @@ class ConsumerGroupHeartbeatRequest(_Message):
         self.rack_id = rack_id
         self.rebalance_timeout_ms = rebalance_timeout_ms
         self.subscribed_topic_names = subscribed_topic_names
+        self.subscribed_topic_regex = subscribed_topic_regex
         self.server_assignor = server_assignor
         self.topic_partitions = topic_partitions
 
@@ -89,10 +91,10 @@ class _ConsumerGroupHeartbeatResponse_Assignment(_GeneratedStruct):
 
 
 class ConsumerGroupHeartbeatResponse(_Message):
-    """Kafka ConsumerGroupHeartbeatResponse (api key 68), versions 0-0, flexible from v0."""
+    """Kafka ConsumerGroupHeartbeatResponse (api key 68), versions 0-1, flexible from v0."""
 
     API_KEY = 68
-    VALID_VERSIONS = (0, 0)
+    VALID_VERSIONS = (0, 1)
     FLEXIBLE_VERSION = 0
 
     TopicPartitions = _ConsumerGroupHeartbeatResponse_TopicPartitions
@@ -136,6 +138,7 @@ InstanceId string 0+ nullable=0+
 RackId string 0+ nullable=0+
 RebalanceTimeoutMs int32 0+
 SubscribedTopicNames []string 0+ nullable=0+
+SubscribedTopicRegex string 1+ nullable=1+
 ServerAssignor string 0+ nullable=0+
 TopicPartitions []TopicPartitions 0+ nullable=0+
 """

@@ -34,8 +34,10 @@ _S_ii = _Struct('>ii')
 _S_16s = _Struct('>16s')
 _T_Ni = _StructTable('>{0}i')
 _S_iB = _Struct('>iB')
+_S_bB = _Struct('>bB')
 _T_BNix = _StructTable('>B{0}ix')
 _S_ix = _Struct('>ix')
+_S_xbx = _Struct('>xbx')
 _UUID_GET = _UUID_CACHE.get
 
 
@@ -89,6 +91,298 @@ def _encode_consumer_group_describe_request_v0(o0, ext):
 
 
 def _decode_consumer_group_describe_response_v0(buf, pos):
+    end = len(buf)
+    o1 = _new(ConsumerGroupDescribeResponse)
+    o1.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
+    n = buf[pos] - 1
+    if n < 127:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+        n -= 1
+    if n < 0 or n > end - pos:
+        raise _Malformed(f'Groups: array length {n} out of range', pos)
+    l2 = []
+    for _ in range(n):
+        o3 = _new(_ConsumerGroupDescribeResponse_DescribedGroup)
+        o3.error_code = _S_h.unpack_from(buf, pos)[0]
+        pos += 2
+        n = buf[pos] - 1
+        if n < 127:
+            pos += 1
+        else:
+            n, pos = _read_uvarint(buf, pos)
+            n -= 1
+        if n < 0:
+            o3.error_message = None
+        else:
+            if n > end - pos:
+                raise _Malformed(f'ErrorMessage: length {n} out of range', pos)
+            e = pos + n
+            o3.error_message = str(buf[pos:e], 'utf-8')
+            pos = e
+        n = buf[pos] - 1
+        if n < 127:
+            pos += 1
+        else:
+            n, pos = _read_uvarint(buf, pos)
+            n -= 1
+        if n < 0 or n > end - pos:
+            raise _Malformed(f'GroupId: length {n} out of range', pos)
+        e = pos + n
+        o3.group_id = str(buf[pos:e], 'utf-8')
+        pos = e
+        n = buf[pos] - 1
+        if n < 127:
+            pos += 1
+        else:
+            n, pos = _read_uvarint(buf, pos)
+            n -= 1
+        if n < 0 or n > end - pos:
+            raise _Malformed(f'GroupState: length {n} out of range', pos)
+        e = pos + n
+        o3.group_state = str(buf[pos:e], 'utf-8')
+        pos = e
+        o3.group_epoch, o3.assignment_epoch = _S_ii.unpack_from(buf, pos)
+        pos += 8
+        n = buf[pos] - 1
+        if n < 127:
+            pos += 1
+        else:
+            n, pos = _read_uvarint(buf, pos)
+            n -= 1
+        if n < 0 or n > end - pos:
+            raise _Malformed(f'AssignorName: length {n} out of range', pos)
+        e = pos + n
+        o3.assignor_name = str(buf[pos:e], 'utf-8')
+        pos = e
+        n = buf[pos] - 1
+        if n < 127:
+            pos += 1
+        else:
+            n, pos = _read_uvarint(buf, pos)
+            n -= 1
+        if n < 0 or n > end - pos:
+            raise _Malformed(f'Members: array length {n} out of range', pos)
+        l4 = []
+        for _ in range(n):
+            o5 = _new(_ConsumerGroupDescribeResponse_Member)
+            o5.member_type = -1
+            n = buf[pos] - 1
+            if n < 127:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+                n -= 1
+            if n < 0 or n > end - pos:
+                raise _Malformed(f'MemberId: length {n} out of range', pos)
+            e = pos + n
+            o5.member_id = str(buf[pos:e], 'utf-8')
+            pos = e
+            n = buf[pos] - 1
+            if n < 127:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+                n -= 1
+            if n < 0:
+                o5.instance_id = None
+            else:
+                if n > end - pos:
+                    raise _Malformed(f'InstanceId: length {n} out of range', pos)
+                e = pos + n
+                o5.instance_id = str(buf[pos:e], 'utf-8')
+                pos = e
+            n = buf[pos] - 1
+            if n < 127:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+                n -= 1
+            if n < 0:
+                o5.rack_id = None
+            else:
+                if n > end - pos:
+                    raise _Malformed(f'RackId: length {n} out of range', pos)
+                e = pos + n
+                o5.rack_id = str(buf[pos:e], 'utf-8')
+                pos = e
+            o5.member_epoch = _S_i.unpack_from(buf, pos)[0]
+            pos += 4
+            n = buf[pos] - 1
+            if n < 127:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+                n -= 1
+            if n < 0 or n > end - pos:
+                raise _Malformed(f'ClientId: length {n} out of range', pos)
+            e = pos + n
+            o5.client_id = str(buf[pos:e], 'utf-8')
+            pos = e
+            n = buf[pos] - 1
+            if n < 127:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+                n -= 1
+            if n < 0 or n > end - pos:
+                raise _Malformed(f'ClientHost: length {n} out of range', pos)
+            e = pos + n
+            o5.client_host = str(buf[pos:e], 'utf-8')
+            pos = e
+            n = buf[pos] - 1
+            if n < 127:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+                n -= 1
+            if n < 0 or n > end - pos:
+                raise _Malformed(f'SubscribedTopicNames: array length {n} out of range', pos)
+            l6 = []
+            for _ in range(n):
+                n = buf[pos] - 1
+                if n < 127:
+                    pos += 1
+                else:
+                    n, pos = _read_uvarint(buf, pos)
+                    n -= 1
+                if n < 0 or n > end - pos:
+                    raise _Malformed(f'SubscribedTopicNames: length {n} out of range', pos)
+                e = pos + n
+                x7 = str(buf[pos:e], 'utf-8')
+                pos = e
+                l6.append(x7)
+            o5.subscribed_topic_names = l6
+            n = buf[pos] - 1
+            if n < 127:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+                n -= 1
+            if n < 0:
+                o5.subscribed_topic_regex = None
+            else:
+                if n > end - pos:
+                    raise _Malformed(f'SubscribedTopicRegex: length {n} out of range', pos)
+                e = pos + n
+                o5.subscribed_topic_regex = str(buf[pos:e], 'utf-8')
+                pos = e
+            o8 = _new(_ConsumerGroupDescribeResponse_Assignment)
+            n = buf[pos] - 1
+            if n < 127:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+                n -= 1
+            if n < 0 or n > end - pos:
+                raise _Malformed(f'TopicPartitions: array length {n} out of range', pos)
+            l9 = []
+            for _ in range(n):
+                o10 = _new(_ConsumerGroupDescribeResponse_TopicPartitions)
+                u11 = _S_16s.unpack_from(buf, pos)[0]
+                pos += 16
+                o10.topic_id = _UUID_GET(u11) or _read_uuid(u11)
+                n = buf[pos] - 1
+                if n < 127:
+                    pos += 1
+                else:
+                    n, pos = _read_uvarint(buf, pos)
+                    n -= 1
+                if n < 0 or n > end - pos:
+                    raise _Malformed(f'TopicName: length {n} out of range', pos)
+                e = pos + n
+                o10.topic_name = str(buf[pos:e], 'utf-8')
+                pos = e
+                n = buf[pos] - 1
+                if n < 127:
+                    pos += 1
+                else:
+                    n, pos = _read_uvarint(buf, pos)
+                    n -= 1
+                if n < 0 or n * 4 > end - pos:
+                    raise _Malformed(f'Partitions: array length {n} out of range', pos)
+                o10.partitions = list(_T_Ni[n].unpack_from(buf, pos))
+                pos += 4 * n
+                if buf[pos]:
+                    pos = _skip_tagged_fields(buf, pos)
+                else:
+                    pos += 1
+                l9.append(o10)
+            o8.topic_partitions = l9
+            if buf[pos]:
+                pos = _skip_tagged_fields(buf, pos)
+            else:
+                pos += 1
+            o5.assignment = o8
+            o12 = _new(_ConsumerGroupDescribeResponse_Assignment)
+            n = buf[pos] - 1
+            if n < 127:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+                n -= 1
+            if n < 0 or n > end - pos:
+                raise _Malformed(f'TopicPartitions: array length {n} out of range', pos)
+            l13 = []
+            for _ in range(n):
+                o14 = _new(_ConsumerGroupDescribeResponse_TopicPartitions)
+                u15 = _S_16s.unpack_from(buf, pos)[0]
+                pos += 16
+                o14.topic_id = _UUID_GET(u15) or _read_uuid(u15)
+                n = buf[pos] - 1
+                if n < 127:
+                    pos += 1
+                else:
+                    n, pos = _read_uvarint(buf, pos)
+                    n -= 1
+                if n < 0 or n > end - pos:
+                    raise _Malformed(f'TopicName: length {n} out of range', pos)
+                e = pos + n
+                o14.topic_name = str(buf[pos:e], 'utf-8')
+                pos = e
+                n = buf[pos] - 1
+                if n < 127:
+                    pos += 1
+                else:
+                    n, pos = _read_uvarint(buf, pos)
+                    n -= 1
+                if n < 0 or n * 4 > end - pos:
+                    raise _Malformed(f'Partitions: array length {n} out of range', pos)
+                o14.partitions = list(_T_Ni[n].unpack_from(buf, pos))
+                pos += 4 * n
+                if buf[pos]:
+                    pos = _skip_tagged_fields(buf, pos)
+                else:
+                    pos += 1
+                l13.append(o14)
+            o12.topic_partitions = l13
+            if buf[pos]:
+                pos = _skip_tagged_fields(buf, pos)
+            else:
+                pos += 1
+            o5.target_assignment = o12
+            if buf[pos]:
+                pos = _skip_tagged_fields(buf, pos)
+            else:
+                pos += 1
+            l4.append(o5)
+        o3.members = l4
+        o3.authorized_operations, t16 = _S_iB.unpack_from(buf, pos)
+        pos += 5
+        if t16:
+            pos = _skip_tagged_fields(buf, pos - 1)
+        l2.append(o3)
+    o1.groups = l2
+    if buf[pos]:
+        pos = _skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
+    return o1
+
+
+def _decode_consumer_group_describe_response_v1(buf, pos):
     end = len(buf)
     o1 = _new(ConsumerGroupDescribeResponse)
     o1.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
@@ -360,15 +654,15 @@ def _decode_consumer_group_describe_response_v0(buf, pos):
             else:
                 pos += 1
             o5.target_assignment = o12
-            if buf[pos]:
-                pos = _skip_tagged_fields(buf, pos)
-            else:
-                pos += 1
+            o5.member_type, t16 = _S_bB.unpack_from(buf, pos)
+            pos += 2
+            if t16:
+                pos = _skip_tagged_fields(buf, pos - 1)
             l4.append(o5)
         o3.members = l4
-        o3.authorized_operations, t16 = _S_iB.unpack_from(buf, pos)
+        o3.authorized_operations, t17 = _S_iB.unpack_from(buf, pos)
         pos += 5
-        if t16:
+        if t17:
             pos = _skip_tagged_fields(buf, pos - 1)
         l2.append(o3)
     o1.groups = l2
@@ -505,17 +799,147 @@ def _encode_consumer_group_describe_response_v0(o0, ext):
     return parts
 
 
+def _encode_consumer_group_describe_response_v1(o0, ext):
+    parts = []
+    ap = parts.append
+    x1 = o0.groups
+    ap(_S_i.pack(o0.throttle_time_ms))
+    n = len(x1) + 1
+    ap(_UV1[n] if n < 128 else _uvarint(n))
+    for o2 in x1:
+        s3 = o2.error_message
+        if s3 is not None:
+            s3 = s3.encode()
+        ap(_S_h.pack(o2.error_code))
+        if s3 is None:
+            ap(b'\x00')
+        else:
+            n = len(s3) + 1
+            ap(_UV1[n] if n < 128 else _uvarint(n))
+            ap(s3)
+        s4 = o2.group_id.encode()
+        n = len(s4) + 1
+        ap(_UV1[n] if n < 128 else _uvarint(n))
+        ap(s4)
+        s5 = o2.group_state.encode()
+        n = len(s5) + 1
+        ap(_UV1[n] if n < 128 else _uvarint(n))
+        ap(s5)
+        s6 = o2.assignor_name.encode()
+        ap(_S_ii.pack(o2.group_epoch, o2.assignment_epoch))
+        n = len(s6) + 1
+        ap(_UV1[n] if n < 128 else _uvarint(n))
+        ap(s6)
+        x7 = o2.members
+        n = len(x7) + 1
+        ap(_UV1[n] if n < 128 else _uvarint(n))
+        for o8 in x7:
+            s9 = o8.member_id.encode()
+            n = len(s9) + 1
+            ap(_UV1[n] if n < 128 else _uvarint(n))
+            ap(s9)
+            s10 = o8.instance_id
+            if s10 is not None:
+                s10 = s10.encode()
+            if s10 is None:
+                ap(b'\x00')
+            else:
+                n = len(s10) + 1
+                ap(_UV1[n] if n < 128 else _uvarint(n))
+                ap(s10)
+            s11 = o8.rack_id
+            if s11 is not None:
+                s11 = s11.encode()
+            if s11 is None:
+                ap(b'\x00')
+            else:
+                n = len(s11) + 1
+                ap(_UV1[n] if n < 128 else _uvarint(n))
+                ap(s11)
+            s12 = o8.client_id.encode()
+            ap(_S_i.pack(o8.member_epoch))
+            n = len(s12) + 1
+            ap(_UV1[n] if n < 128 else _uvarint(n))
+            ap(s12)
+            s13 = o8.client_host.encode()
+            n = len(s13) + 1
+            ap(_UV1[n] if n < 128 else _uvarint(n))
+            ap(s13)
+            x14 = o8.subscribed_topic_names
+            n = len(x14) + 1
+            ap(_UV1[n] if n < 128 else _uvarint(n))
+            for e15 in x14:
+                s16 = e15.encode()
+                n = len(s16) + 1
+                ap(_UV1[n] if n < 128 else _uvarint(n))
+                ap(s16)
+            s17 = o8.subscribed_topic_regex
+            if s17 is not None:
+                s17 = s17.encode()
+            if s17 is None:
+                ap(b'\x00')
+            else:
+                n = len(s17) + 1
+                ap(_UV1[n] if n < 128 else _uvarint(n))
+                ap(s17)
+            o18 = o8.assignment
+            x19 = o18.topic_partitions
+            n = len(x19) + 1
+            ap(_UV1[n] if n < 128 else _uvarint(n))
+            for o20 in x19:
+                s21 = o20.topic_name.encode()
+                ap(_S_16s.pack(o20.topic_id.bytes))
+                n = len(s21) + 1
+                ap(_UV1[n] if n < 128 else _uvarint(n))
+                ap(s21)
+                x22 = o20.partitions
+                c23 = len(x22)
+                if c23 < 127:
+                    ap(_T_BNix[c23].pack(c23 + 1, *x22))
+                else:
+                    ap(_uvarint(c23 + 1))
+                    ap(_T_Ni[c23].pack(*x22))
+                    ap(b'\x00')
+            o24 = o8.target_assignment
+            x25 = o24.topic_partitions
+            ap(b'\x00')
+            n = len(x25) + 1
+            ap(_UV1[n] if n < 128 else _uvarint(n))
+            for o26 in x25:
+                s27 = o26.topic_name.encode()
+                ap(_S_16s.pack(o26.topic_id.bytes))
+                n = len(s27) + 1
+                ap(_UV1[n] if n < 128 else _uvarint(n))
+                ap(s27)
+                x28 = o26.partitions
+                c29 = len(x28)
+                if c29 < 127:
+                    ap(_T_BNix[c29].pack(c29 + 1, *x28))
+                else:
+                    ap(_uvarint(c29 + 1))
+                    ap(_T_Ni[c29].pack(*x28))
+                    ap(b'\x00')
+            ap(_S_xbx.pack(o8.member_type))
+        ap(_S_ix.pack(o2.authorized_operations))
+    ap(b'\x00')
+    return parts
+
+
 ConsumerGroupDescribeRequest._DECODERS = {
     0: _decode_consumer_group_describe_request_v0,
+    1: _decode_consumer_group_describe_request_v0,
 }
 ConsumerGroupDescribeRequest._ENCODERS = {
     0: _encode_consumer_group_describe_request_v0,
+    1: _encode_consumer_group_describe_request_v0,
 }
 
 
 ConsumerGroupDescribeResponse._DECODERS = {
     0: _decode_consumer_group_describe_response_v0,
+    1: _decode_consumer_group_describe_response_v1,
 }
 ConsumerGroupDescribeResponse._ENCODERS = {
     0: _encode_consumer_group_describe_response_v0,
+    1: _encode_consumer_group_describe_response_v1,
 }

@@ -39,6 +39,7 @@ _UUID_GET = _UUID_CACHE.get
 def _decode_consumer_group_heartbeat_request_v0(buf, pos):
     end = len(buf)
     o1 = _new(ConsumerGroupHeartbeatRequest)
+    o1.subscribed_topic_regex = None
     n = buf[pos] - 1
     if n < 127:
         pos += 1
@@ -173,6 +174,157 @@ def _decode_consumer_group_heartbeat_request_v0(buf, pos):
     return o1
 
 
+def _decode_consumer_group_heartbeat_request_v1(buf, pos):
+    end = len(buf)
+    o1 = _new(ConsumerGroupHeartbeatRequest)
+    n = buf[pos] - 1
+    if n < 127:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+        n -= 1
+    if n < 0 or n > end - pos:
+        raise _Malformed(f'GroupId: length {n} out of range', pos)
+    e = pos + n
+    o1.group_id = str(buf[pos:e], 'utf-8')
+    pos = e
+    n = buf[pos] - 1
+    if n < 127:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+        n -= 1
+    if n < 0 or n > end - pos:
+        raise _Malformed(f'MemberId: length {n} out of range', pos)
+    e = pos + n
+    o1.member_id = str(buf[pos:e], 'utf-8')
+    pos = e
+    o1.member_epoch = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
+    n = buf[pos] - 1
+    if n < 127:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+        n -= 1
+    if n < 0:
+        o1.instance_id = None
+    else:
+        if n > end - pos:
+            raise _Malformed(f'InstanceId: length {n} out of range', pos)
+        e = pos + n
+        o1.instance_id = str(buf[pos:e], 'utf-8')
+        pos = e
+    n = buf[pos] - 1
+    if n < 127:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+        n -= 1
+    if n < 0:
+        o1.rack_id = None
+    else:
+        if n > end - pos:
+            raise _Malformed(f'RackId: length {n} out of range', pos)
+        e = pos + n
+        o1.rack_id = str(buf[pos:e], 'utf-8')
+        pos = e
+    o1.rebalance_timeout_ms = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
+    n = buf[pos] - 1
+    if n < 127:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+        n -= 1
+    if n < 0:
+        o1.subscribed_topic_names = None
+    else:
+        if n > end - pos:
+            raise _Malformed(f'SubscribedTopicNames: array length {n} out of range', pos)
+        l2 = []
+        for _ in range(n):
+            n = buf[pos] - 1
+            if n < 127:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+                n -= 1
+            if n < 0 or n > end - pos:
+                raise _Malformed(f'SubscribedTopicNames: length {n} out of range', pos)
+            e = pos + n
+            x3 = str(buf[pos:e], 'utf-8')
+            pos = e
+            l2.append(x3)
+        o1.subscribed_topic_names = l2
+    n = buf[pos] - 1
+    if n < 127:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+        n -= 1
+    if n < 0:
+        o1.subscribed_topic_regex = None
+    else:
+        if n > end - pos:
+            raise _Malformed(f'SubscribedTopicRegex: length {n} out of range', pos)
+        e = pos + n
+        o1.subscribed_topic_regex = str(buf[pos:e], 'utf-8')
+        pos = e
+    n = buf[pos] - 1
+    if n < 127:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+        n -= 1
+    if n < 0:
+        o1.server_assignor = None
+    else:
+        if n > end - pos:
+            raise _Malformed(f'ServerAssignor: length {n} out of range', pos)
+        e = pos + n
+        o1.server_assignor = str(buf[pos:e], 'utf-8')
+        pos = e
+    n = buf[pos] - 1
+    if n < 127:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+        n -= 1
+    if n < 0:
+        o1.topic_partitions = None
+    else:
+        if n > end - pos:
+            raise _Malformed(f'TopicPartitions: array length {n} out of range', pos)
+        l4 = []
+        for _ in range(n):
+            o5 = _new(_ConsumerGroupHeartbeatRequest_TopicPartitions)
+            u6 = _S_16s.unpack_from(buf, pos)[0]
+            pos += 16
+            o5.topic_id = _UUID_GET(u6) or _read_uuid(u6)
+            n = buf[pos] - 1
+            if n < 127:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+                n -= 1
+            if n < 0 or n * 4 > end - pos:
+                raise _Malformed(f'Partitions: array length {n} out of range', pos)
+            o5.partitions = list(_T_Ni[n].unpack_from(buf, pos))
+            pos += 4 * n
+            if buf[pos]:
+                pos = _skip_tagged_fields(buf, pos)
+            else:
+                pos += 1
+            l4.append(o5)
+        o1.topic_partitions = l4
+    if buf[pos]:
+        pos = _skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
+    return o1
+
+
 def _encode_consumer_group_heartbeat_request_v0(o0, ext):
     parts = []
     ap = parts.append
@@ -241,6 +393,88 @@ def _encode_consumer_group_heartbeat_request_v0(o0, ext):
                 ap(_S_16s.pack(o10.topic_id.bytes))
                 ap(_uvarint(c12 + 1))
                 ap(_T_Ni[c12].pack(*x11))
+                ap(b'\x00')
+    ap(b'\x00')
+    return parts
+
+
+def _encode_consumer_group_heartbeat_request_v1(o0, ext):
+    parts = []
+    ap = parts.append
+    s1 = o0.group_id.encode()
+    n = len(s1) + 1
+    ap(_UV1[n] if n < 128 else _uvarint(n))
+    ap(s1)
+    s2 = o0.member_id.encode()
+    n = len(s2) + 1
+    ap(_UV1[n] if n < 128 else _uvarint(n))
+    ap(s2)
+    s3 = o0.instance_id
+    if s3 is not None:
+        s3 = s3.encode()
+    ap(_S_i.pack(o0.member_epoch))
+    if s3 is None:
+        ap(b'\x00')
+    else:
+        n = len(s3) + 1
+        ap(_UV1[n] if n < 128 else _uvarint(n))
+        ap(s3)
+    s4 = o0.rack_id
+    if s4 is not None:
+        s4 = s4.encode()
+    if s4 is None:
+        ap(b'\x00')
+    else:
+        n = len(s4) + 1
+        ap(_UV1[n] if n < 128 else _uvarint(n))
+        ap(s4)
+    x5 = o0.subscribed_topic_names
+    ap(_S_i.pack(o0.rebalance_timeout_ms))
+    if x5 is None:
+        ap(b'\x00')
+    else:
+        n = len(x5) + 1
+        ap(_UV1[n] if n < 128 else _uvarint(n))
+    if x5 is not None:
+        for e6 in x5:
+            s7 = e6.encode()
+            n = len(s7) + 1
+            ap(_UV1[n] if n < 128 else _uvarint(n))
+            ap(s7)
+    s8 = o0.subscribed_topic_regex
+    if s8 is not None:
+        s8 = s8.encode()
+    if s8 is None:
+        ap(b'\x00')
+    else:
+        n = len(s8) + 1
+        ap(_UV1[n] if n < 128 else _uvarint(n))
+        ap(s8)
+    s9 = o0.server_assignor
+    if s9 is not None:
+        s9 = s9.encode()
+    if s9 is None:
+        ap(b'\x00')
+    else:
+        n = len(s9) + 1
+        ap(_UV1[n] if n < 128 else _uvarint(n))
+        ap(s9)
+    x10 = o0.topic_partitions
+    if x10 is None:
+        ap(b'\x00')
+    else:
+        n = len(x10) + 1
+        ap(_UV1[n] if n < 128 else _uvarint(n))
+    if x10 is not None:
+        for o11 in x10:
+            x12 = o11.partitions
+            c13 = len(x12)
+            if c13 < 127:
+                ap(_T_16sBNix[c13].pack(o11.topic_id.bytes, c13 + 1, *x12))
+            else:
+                ap(_S_16s.pack(o11.topic_id.bytes))
+                ap(_uvarint(c13 + 1))
+                ap(_T_Ni[c13].pack(*x12))
                 ap(b'\x00')
     ap(b'\x00')
     return parts
@@ -372,15 +606,19 @@ def _encode_consumer_group_heartbeat_response_v0(o0, ext):
 
 ConsumerGroupHeartbeatRequest._DECODERS = {
     0: _decode_consumer_group_heartbeat_request_v0,
+    1: _decode_consumer_group_heartbeat_request_v1,
 }
 ConsumerGroupHeartbeatRequest._ENCODERS = {
     0: _encode_consumer_group_heartbeat_request_v0,
+    1: _encode_consumer_group_heartbeat_request_v1,
 }
 
 
 ConsumerGroupHeartbeatResponse._DECODERS = {
     0: _decode_consumer_group_heartbeat_response_v0,
+    1: _decode_consumer_group_heartbeat_response_v0,
 }
 ConsumerGroupHeartbeatResponse._ENCODERS = {
     0: _encode_consumer_group_heartbeat_response_v0,
+    1: _encode_consumer_group_heartbeat_response_v0,
 }
