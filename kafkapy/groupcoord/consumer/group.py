@@ -125,6 +125,8 @@ class ConsumerGroupMember:
     pending_revocation: Assignment = field(default_factory=dict)
     # set when the member speaks the classic protocol inside a consumer group: (name, metadata)
     classic_protocols: list[tuple[str, bytes]] | None = None
+    # the session timeout a classic-protocol member joined with (ClassicMemberMetadata; H7)
+    classic_session_timeout_ms: int | None = None
     # the assignment the member was last told in a response (None: never told, send it)
     last_sent_assignment: Assignment | None = None
     # timers owned by membership.py: session expiry and revocation (rebalance) deadline
@@ -419,6 +421,7 @@ class ConsumerGroup:
                 subscribed_topic_regex=getattr(meta, "subscribed_topic_regex", None) or None,
                 server_assignor=getattr(meta, "server_assignor", None) or None,
                 classic_protocols=getattr(meta, "classic_protocols", None),
+                classic_session_timeout_ms=getattr(meta, "classic_session_timeout_ms", None),
             )
             cur = current.get(member_id)
             if cur is not None:
