@@ -1,0 +1,404 @@
+"""Server-side partition assignors of KIP-848 consumer groups ("uniform" and "range").
+
+Pure functions of (members, topics): no clock, no I/O, no coordinator state. The coordinator
+(membership.py) calls ``ASSIGNORS[name].assign(members, topics)`` whenever the group epoch moves
+past the target assignment epoch and stores the result as the new target assignment.
+
+Both assignors follow Kafka 4.0's ``org.apache.kafka.coordinator.group.assignor`` classes:
+
+* ``uniform`` (Kafka's UniformAssignor, the default): balanced and sticky. With homogeneous
+  subscriptions every member gets ``P // M`` or ``P // M + 1`` partitions and keeps as many of
+  its current partitions as that allows (we hand the "+1" quotas to the members that currently
+  own the most, which makes the number of moved partitions the minimum any balanced assignment
+  needs; Kafka hands them out in member iteration order). With heterogeneous subscriptions it
+  keeps current partitions, places unowned ones on the least loaded subscriber (topics with
+  the fewest subscribers first) and then moves partitions from a member to a less loaded
+  subscriber of the same topic while their counts differ by more than one.
+* ``range`` (Kafka's server-side RangeAssignor): per topic, contiguous ranges of partitions to
+  the members subscribed to it, in order of instance id (static members first) then member id,
+  so co-partitioned topics give each member the same partition numbers.
+
+Rack awareness (both only for ``uniform``): when a member has a rack and a partition's replica
+racks are known, partitions that must be handed out go first to members with a replica in
+their rack, and when a member has to give up partitions it gives up the ones without a local
+replica first. Neither changes how many partitions a member gets, so balance and the number of
+moved partitions are the same as without racks.
+"""
+
+from __future__ import annotations
+
+import heapq
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+__all__ = [
+    "ASSIGNORS",
+    "DEFAULT_ASSIGNOR",
+    "Assignor",
+    "AssignorError",
+    "MemberSpec",
+    "RangeAssignor",
+    "TopicSpec",
+    "UniformAssignor",
+    "assignor_name",
+]
+
+MemberAssignment = dict[uuid.UUID, frozenset[int]]
+GroupAssignment = dict[str, MemberAssignment]
+_TP = tuple[uuid.UUID, int]
+
+
+class AssignorError(ValueError):
+    """The assignor cannot produce an assignment from this input (Kafka's PartitionAssignorException)."""
+
+
+@dataclass(frozen=True, slots=True)
+class MemberSpec:
+    """What an assignor knows about one member: its subscription, rack and current target."""
+
+    member_id: str
+    instance_id: str | None
+    rack_id: str | None
+    subscribed_topic_ids: frozenset[uuid.UUID]
+    current: Mapping[uuid.UUID, frozenset[int]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class TopicSpec:
+    """A subscribed topic: id, name, partition count and the racks of each partition's replicas."""
+
+    topic_id: uuid.UUID
+    name: str
+    num_partitions: int
+    partition_racks: Mapping[int, frozenset[str]] = field(default_factory=dict)
+
+
+class Assignor(Protocol):
+    """A server-side assignor: a name and a pure ``assign`` function."""
+
+    name: str
+
+    def assign(self, members: Mapping[str, MemberSpec],
+               topics: Mapping[uuid.UUID, TopicSpec]) -> GroupAssignment: ...
+
+
+def _check_topics(topics: Mapping[uuid.UUID, TopicSpec]) -> None:
+    for topic_id, topic in topics.items():
+        if topic.num_partitions < 0:
+            raise AssignorError(f"topic {topic.name} ({topic_id}) has a negative partition count")
+
+
+def _freeze(assignment: Mapping[uuid.UUID, Iterable[int]]) -> MemberAssignment:
+    return {t: frozenset(ps) for t, ps in assignment.items() if ps}
+
+
+def _existing_subscriptions(member: MemberSpec, topics: Mapping[uuid.UUID, TopicSpec]) -> frozenset[uuid.UUID]:
+    """The member's subscribed topics that exist (a deleted topic is simply not assigned)."""
+    subs = member.subscribed_topic_ids
+    if all(t in topics for t in subs):
+        return subs
+    return frozenset(t for t in subs if t in topics)
+
+
+def _has_local_replica(topic: TopicSpec, partition: int, rack: str | None) -> bool:
+    if rack is None or not topic.partition_racks:
+        return False
+    racks = topic.partition_racks.get(partition)
+    return racks is not None and rack in racks
+
+
+class UniformAssignor:
+    """Kafka's UniformAssignor: balanced, sticky, optionally rack-aware."""
+
+    name = "uniform"
+
+    def assign(self, members: Mapping[str, MemberSpec],
+               topics: Mapping[uuid.UUID, TopicSpec]) -> GroupAssignment:
+        if not members:
+            return {}
+        _check_topics(topics)
+        subs = {mid: _existing_subscriptions(m, topics) for mid, m in members.items()}
+        first = next(iter(subs.values()))
+        if all(s == first for s in subs.values()):
+            return _UniformHomogeneous(members, topics, first).build()
+        return _UniformHeterogeneous(members, topics, subs).build()
+
+
+class _UniformHomogeneous:
+    """Every member subscribes to the same topics: quotas of P//M or P//M+1, sticky."""
+
+    def __init__(self, members: Mapping[str, MemberSpec], topics: Mapping[uuid.UUID, TopicSpec],
+                 subscribed: frozenset[uuid.UUID]) -> None:
+        self.members = members
+        self.topics = topics
+        # Topics in a stable order so the result does not depend on set iteration order.
+        self.subscribed = sorted(subscribed, key=lambda t: (topics[t].name, t))
+        self.racks_known = any(m.rack_id is not None for m in members.values()) and any(
+            topics[t].partition_racks for t in self.subscribed)
+
+    def build(self) -> GroupAssignment:
+        member_ids = sorted(self.members)
+        if not self.subscribed:
+            return {mid: {} for mid in member_ids}
+        subscribed_set = set(self.subscribed)
+        # What each member may keep: its current subscribed partitions that exist and that no
+        # member listed before it already claimed (a consistent target never has duplicates).
+        claimed: set[_TP] = set()
+        kept: dict[str, list[_TP]] = {}
+        for mid in member_ids:
+            mine: list[_TP] = []
+            for topic_id, partitions in self.members[mid].current.items():
+                if topic_id not in subscribed_set:
+                    continue
+                n = self.topics[topic_id].num_partitions
+                for p in sorted(partitions):
+                    tp = (topic_id, p)
+                    if 0 <= p < n and tp not in claimed:
+                        claimed.add(tp)
+                        mine.append(tp)
+            kept[mid] = mine
+        total = sum(self.topics[t].num_partitions for t in self.subscribed)
+        min_quota, extra = divmod(total, len(member_ids))
+        # The members owning the most get the "+1" quotas: fewest partitions moved.
+        by_size = sorted(member_ids, key=lambda mid: -len(kept[mid]))
+        quota = {mid: min_quota + (1 if i < extra else 0) for i, mid in enumerate(by_size)}
+
+        unassigned: list[_TP] = []
+        for mid in member_ids:
+            mine = kept[mid]
+            q = quota[mid]
+            if len(mine) > q:
+                if self.racks_known:
+                    rack = self.members[mid].rack_id
+                    # Keep the partitions with a local replica; give up the others first.
+                    mine.sort(key=lambda tp: not _has_local_replica(self.topics[tp[0]], tp[1], rack))
+                unassigned.extend(mine[q:])
+                del mine[q:]
+        for topic_id in self.subscribed:
+            for p in range(self.topics[topic_id].num_partitions):
+                if (topic_id, p) not in claimed:
+                    unassigned.append((topic_id, p))
+        unassigned.sort(key=lambda tp: (self.topics[tp[0]].name, tp[0], tp[1]))
+
+        unfilled = [mid for mid in member_ids if len(kept[mid]) < quota[mid]]
+        if self.racks_known and unassigned:
+            unassigned = self._fill_rack_local(unfilled, kept, quota, unassigned)
+        pos = 0
+        for mid in unfilled:
+            need = quota[mid] - len(kept[mid])
+            if need > 0:
+                kept[mid].extend(unassigned[pos:pos + need])
+                pos += need
+        if pos < len(unassigned):
+            raise AssignorError("partitions were left unassigned")
+        return {mid: _group_by_topic(kept[mid]) for mid in member_ids}
+
+    def _fill_rack_local(self, unfilled: list[str], kept: dict[str, list[_TP]], quota: dict[str, int],
+                         unassigned: list[_TP]) -> list[_TP]:
+        """Give each unfilled member partitions with a replica in its rack first; return the rest."""
+        by_rack: dict[str, list[int]] = {}
+        for i, (topic_id, p) in enumerate(unassigned):
+            for rack in self.topics[topic_id].partition_racks.get(p, ()):
+                by_rack.setdefault(rack, []).append(i)
+        taken = [False] * len(unassigned)
+        cursor: dict[str, int] = {}
+        for mid in unfilled:
+            rack = self.members[mid].rack_id
+            if rack is None or rack not in by_rack:
+                continue
+            candidates = by_rack[rack]
+            c = cursor.get(rack, 0)
+            need = quota[mid] - len(kept[mid])
+            while need > 0 and c < len(candidates):
+                i = candidates[c]
+                c += 1
+                if not taken[i]:
+                    taken[i] = True
+                    kept[mid].append(unassigned[i])
+                    need -= 1
+            cursor[rack] = c
+        return [tp for i, tp in enumerate(unassigned) if not taken[i]]
+
+
+class _UniformHeterogeneous:
+    """Members subscribe to different topics: keep, place on the least loaded, then even out."""
+
+    def __init__(self, members: Mapping[str, MemberSpec], topics: Mapping[uuid.UUID, TopicSpec],
+                 subs: dict[str, frozenset[uuid.UUID]]) -> None:
+        self.members = members
+        self.topics = topics
+        self.subs = subs
+
+    def build(self) -> GroupAssignment:
+        member_ids = sorted(self.members)
+        subscribers: dict[uuid.UUID, list[str]] = {}
+        for mid in member_ids:
+            for t in self.subs[mid]:
+                subscribers.setdefault(t, []).append(mid)
+        # Most constrained topics first (fewest subscribers), then by name for determinism.
+        topic_order = sorted(subscribers, key=lambda t: (len(subscribers[t]), self.topics[t].name, t))
+
+        owned: dict[str, dict[uuid.UUID, set[int]]] = {mid: {} for mid in member_ids}
+        count = {mid: 0 for mid in member_ids}
+        owner: dict[_TP, str] = {}
+        for mid in member_ids:
+            sub = self.subs[mid]
+            for topic_id, partitions in self.members[mid].current.items():
+                if topic_id not in sub:
+                    continue
+                n = self.topics[topic_id].num_partitions
+                for p in partitions:
+                    if 0 <= p < n and (topic_id, p) not in owner:
+                        owner[(topic_id, p)] = mid
+                        owned[mid].setdefault(topic_id, set()).add(p)
+                        count[mid] += 1
+
+        for topic_id in topic_order:
+            topic = self.topics[topic_id]
+            free = [p for p in range(topic.num_partitions) if (topic_id, p) not in owner]
+            if not free:
+                continue
+            heap = [(count[mid], mid) for mid in subscribers[topic_id]]
+            heapq.heapify(heap)
+            for p in free:
+                target = heap[0][1]
+                rack_pick = self._rack_local_among_least(heap, topic, p)
+                if rack_pick is not None:
+                    target = rack_pick
+                owner[(topic_id, p)] = target
+                owned[target].setdefault(topic_id, set()).add(p)
+                count[target] += 1
+                self._bump(heap, target, count)
+
+        self._balance(topic_order, subscribers, owned, count)
+        return {mid: _freeze(owned[mid]) for mid in member_ids}
+
+    def _rack_local_among_least(self, heap: list[tuple[int, str]], topic: TopicSpec, p: int) -> str | None:
+        """A member with the least count that has a replica of p in its rack, if any."""
+        if not topic.partition_racks:
+            return None
+        racks = topic.partition_racks.get(p)
+        if not racks:
+            return None
+        least = heap[0][0]
+        best: str | None = None
+        for c, mid in heap:
+            if c == least and self.members[mid].rack_id in racks and (best is None or mid < best):
+                best = mid
+        return best
+
+    @staticmethod
+    def _bump(heap: list[tuple[int, str]], mid: str, count: dict[str, int]) -> None:
+        if heap[0][1] == mid:
+            heapq.heapreplace(heap, (count[mid], mid))
+            return
+        for i, (_, m) in enumerate(heap):
+            if m == mid:
+                heap[i] = (count[mid], mid)
+                heapq.heapify(heap)
+                return
+
+    def _balance(self, topic_order: list[uuid.UUID], subscribers: dict[uuid.UUID, list[str]],
+                 owned: dict[str, dict[uuid.UUID, set[int]]], count: dict[str, int]) -> None:
+        """Move partitions to less loaded subscribers until no move improves balance.
+
+        Each move lowers the sum of squared counts, so this terminates.
+        """
+        changed = True
+        while changed:
+            changed = False
+            for topic_id in topic_order:
+                subs = subscribers[topic_id]
+                while True:
+                    holders = [mid for mid in subs if owned[mid].get(topic_id)]
+                    if not holders:
+                        break
+                    src = max(holders, key=lambda mid: (count[mid], mid))
+                    dst = min(subs, key=lambda mid: (count[mid], mid))
+                    if count[src] - count[dst] <= 1:
+                        break
+                    ps = owned[src][topic_id]
+                    p = max(ps)
+                    if self.members[dst].rack_id is not None:
+                        topic = self.topics[topic_id]
+                        local = [q for q in ps if _has_local_replica(topic, q, self.members[dst].rack_id)]
+                        if local:
+                            p = max(local)
+                    ps.discard(p)
+                    if not ps:
+                        del owned[src][topic_id]
+                    owned[dst].setdefault(topic_id, set()).add(p)
+                    count[src] -= 1
+                    count[dst] += 1
+                    changed = True
+
+
+def _group_by_topic(tps: Iterable[_TP]) -> MemberAssignment:
+    out: dict[uuid.UUID, set[int]] = {}
+    for topic_id, p in tps:
+        out.setdefault(topic_id, set()).add(p)
+    return {t: frozenset(ps) for t, ps in out.items()}
+
+
+class RangeAssignor:
+    """Kafka's server-side RangeAssignor: contiguous, co-partitioned ranges per topic."""
+
+    name = "range"
+
+    def assign(self, members: Mapping[str, MemberSpec],
+               topics: Mapping[uuid.UUID, TopicSpec]) -> GroupAssignment:
+        if not members:
+            return {}
+        _check_topics(topics)
+        # Static members first by instance id, then dynamic members by member id: a static
+        # member that rejoins under a new member id keeps its place and so its ranges.
+        order = sorted(members.values(),
+                       key=lambda m: (0, m.instance_id, "") if m.instance_id is not None else (1, "", m.member_id))
+        subs = {m.member_id: _existing_subscriptions(m, topics) for m in order}
+        n_members: dict[uuid.UUID, int] = {}
+        for m in order:
+            for t in subs[m.member_id]:
+                n_members[t] = n_members.get(t, 0) + 1
+        next_start: dict[uuid.UUID, int] = {}
+        handed_extra: dict[uuid.UUID, int] = {}
+        result: GroupAssignment = {}
+        for m in order:
+            assignment: MemberAssignment = {}
+            for t in sorted(subs[m.member_id], key=lambda t: (topics[t].name, t)):
+                n = topics[t].num_partitions
+                min_quota, extra = divmod(n, n_members[t])
+                given = handed_extra.get(t, 0)
+                quota = min_quota
+                if given < extra:
+                    quota += 1
+                    handed_extra[t] = given + 1
+                start = next_start.get(t, 0)
+                end = min(start + quota, n)
+                next_start[t] = end
+                if start < end:
+                    assignment[t] = frozenset(range(start, end))
+            result[m.member_id] = assignment
+        return result
+
+
+ASSIGNORS: dict[str, Assignor] = {"uniform": UniformAssignor(), "range": RangeAssignor()}
+DEFAULT_ASSIGNOR = "uniform"
+
+_CLASS_NAMES = {
+    "org.apache.kafka.coordinator.group.assignor.UniformAssignor": "uniform",
+    "org.apache.kafka.coordinator.group.assignor.RangeAssignor": "range",
+}
+
+
+def assignor_name(config_value: str) -> str:
+    """Map one entry of ``group.consumer.assignors`` (Kafka class name or short name) to ours."""
+    value = config_value.strip()
+    if value in ASSIGNORS:
+        return value
+    name = _CLASS_NAMES.get(value)
+    if name is None:
+        raise ValueError(f"unknown consumer group assignor {config_value!r}; "
+                         f"known: {', '.join(sorted(ASSIGNORS))} or {', '.join(sorted(_CLASS_NAMES))}")
+    return name
