@@ -25,6 +25,18 @@ class GroupCoordinatorConfig:
     group_min_session_timeout_ms: int = 6000
     group_max_session_timeout_ms: int = 1800000
     group_max_size: int = INT32_MAX
+    # KIP-848 consumer groups (Kafka 4.0 defaults)
+    group_coordinator_rebalance_protocols: tuple[str, ...] = ("classic", "consumer")
+    group_consumer_session_timeout_ms: int = 45000
+    group_consumer_min_session_timeout_ms: int = 45000
+    group_consumer_max_session_timeout_ms: int = 60000
+    group_consumer_heartbeat_interval_ms: int = 5000
+    group_consumer_min_heartbeat_interval_ms: int = 5000
+    group_consumer_max_heartbeat_interval_ms: int = 15000
+    group_consumer_max_size: int = INT32_MAX
+    group_consumer_assignors: tuple[str, ...] = (
+        "org.apache.kafka.coordinator.group.assignor.UniformAssignor",
+        "org.apache.kafka.coordinator.group.assignor.RangeAssignor")
 
     @property
     def offsets_retention_ms(self) -> int:
@@ -37,6 +49,13 @@ class GroupCoordinatorConfig:
         for f in fields(cls):
             name = f.name.replace("_", ".")
             value = get(name)
-            if value is not None:
+            if value is None:
+                continue
+            if isinstance(f.default, tuple):  # list-typed properties
+                items = value.split(",") if isinstance(value, str) else value
+                setattr(config, f.name, tuple(str(v).strip() for v in items if str(v).strip()))
+            elif isinstance(f.default, str):
+                setattr(config, f.name, str(value))
+            else:
                 setattr(config, f.name, int(value))
         return config
