@@ -745,7 +745,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _table(
     K("group.initial.rebalance.delay.ms", I, 3000, M, "Wait for more members before the first rebalance of an "
       "empty group."),
     K("group.max.size", I, INT_MAX, M, "Most members in one consumer group.", Range(1)),
-    K("group.coordinator.rebalance.protocols", LS, ["classic"], M, "Enabled rebalance protocols.",
+    K("group.coordinator.rebalance.protocols", LS, ["classic", "consumer"], M, "Enabled rebalance protocols.",
       EachOneOf(("classic", "consumer", "share"))),
     K("group.coordinator.threads", I, 1, M, "Group coordinator threads.", Range(1)),
     K("group.coordinator.append.linger.ms", I, 10, M, "Linger of group coordinator writes.", Range(0)),
