@@ -759,6 +759,9 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _table(
     K("group.consumer.assignors", LS, ["org.apache.kafka.coordinator.group.assignor.UniformAssignor",
                                       "org.apache.kafka.coordinator.group.assignor.RangeAssignor"], M,
       "Server-side assignors of KIP-848 groups."),
+    K("group.consumer.migration.policy", S, "bidirectional", M, "Whether a non-empty classic group may become a "
+      "KIP-848 consumer group and back: bidirectional, upgrade, downgrade or disabled.",
+      OneOf(("bidirectional", "upgrade", "downgrade", "disabled"), case_insensitive=True)),
     K("offset.metadata.max.bytes", I, 4096, H, "Largest metadata string of a committed offset."),
     K("offsets.load.buffer.size", I, 5242880, H, "Read buffer when loading offsets.", Range(1)),
     K("offsets.topic.replication.factor", SH, 3, H, "Replication factor of __consumer_offsets; it cannot be "
