@@ -37,6 +37,7 @@ class GroupCoordinatorConfig:
     group_consumer_assignors: tuple[str, ...] = (
         "org.apache.kafka.coordinator.group.assignor.UniformAssignor",
         "org.apache.kafka.coordinator.group.assignor.RangeAssignor")
+    group_consumer_migration_policy: str = "bidirectional"
 
     @property
     def offsets_retention_ms(self) -> int:
