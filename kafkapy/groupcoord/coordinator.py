@@ -17,6 +17,9 @@ from typing import Any
 
 from ..protocol.errors import ErrorCode
 from .config import GroupCoordinatorConfig
+from .consumer import offsets as consumer_offsets
+from .consumer.describe import ConsumerGroupDescription, TopicName, describe_consumer_group
+from .consumer.group import ConsumerGroup
 from .group import (
     CONSUMER_PROTOCOL_TYPE,
     UNKNOWN_MEMBER_ID,
@@ -32,7 +35,7 @@ from .offsets_topic import OFFSETS_TOPIC, OffsetsTopicStore
 
 log = logging.getLogger(__name__)
 
-__all__ = ["GroupCoordinator", "GroupOverview", "JoinRequest"]
+__all__ = ["ConsumerGroupDescribeResult", "GroupCoordinator", "GroupOverview", "JoinRequest"]
 
 CLASSIC_GROUP_TYPE = "classic"
 EMPTY = GroupState.EMPTY
@@ -48,6 +51,28 @@ class GroupOverview:
     protocol_type: str
     state: str
     group_type: str = CLASSIC_GROUP_TYPE
+
+
+@dataclass(slots=True)
+class ConsumerGroupDescribeResult:
+    """One group of ConsumerGroupDescribe: an error (and message), or the description."""
+
+    group_id: str
+    error: int
+    message: str | None = None
+    description: ConsumerGroupDescription | None = None
+
+
+def default_assignor_name(configured: tuple[str, ...] | list[str]) -> str:
+    """The name ConsumerGroupDescribe reports for the default (first) of group.consumer.assignors."""
+    if not configured:
+        return "uniform"
+    try:
+        from .consumer.assignors import assignor_name
+        return assignor_name(configured[0])
+    except (ImportError, ValueError, KeyError):
+        last = configured[0].rsplit(".", 1)[-1]
+        return {"UniformAssignor": "uniform", "RangeAssignor": "range"}.get(last, configured[0])
 
 
 class GroupCoordinator:
@@ -174,8 +199,11 @@ class GroupCoordinator:
 
     # -- offsets --------------------------------------------------------------------------
     def commit_offsets(self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int,
-                       offsets: dict[TopicPartition, OffsetAndMetadata]) -> dict[TopicPartition, int]:
-        """Handle an OffsetCommit (partitions already checked to exist); error code per partition."""
+                       offsets: dict[TopicPartition, OffsetAndMetadata],
+                       api_version: int | None = None) -> dict[TopicPartition, int]:
+        """Handle an OffsetCommit (partitions already checked to exist); error code per partition.
+        `generation_id` is the member epoch for a consumer group; `api_version` None (a caller
+        inside the broker) skips the checks that depend on it."""
         def all_(code: int) -> dict[TopicPartition, int]:
             return {tp: code for tp in offsets}
 
@@ -183,9 +211,17 @@ class GroupCoordinator:
         if error is not None:
             return all_(error)
         group = self.manager.get_group(group_id)
+        if isinstance(group, ConsumerGroup):
+            if group.is_in(DEAD):
+                return all_(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+            error = consumer_offsets.commit_error(group, member_id, group_instance_id, generation_id, api_version)
+            if error is not None:
+                return all_(error)
+            return self.manager.store_offsets(group, offsets)
         if group is None:
-            if generation_id >= 0:
-                return all_(ErrorCode.ILLEGAL_GENERATION)
+            error = consumer_offsets.missing_group_commit_error(generation_id, api_version)
+            if error is not None:
+                return all_(error)
             # a group that only stores offsets here (no group management)
             group = self.manager.get_or_create_group(group_id, create=True)
         if group.is_in(DEAD):
@@ -215,6 +251,13 @@ class GroupCoordinator:
         error = self._validate_group_status(group_id)
         if error is not None:
             return {tp: error for tp in offsets}
+        group = self.manager.get_group(group_id)
+        if isinstance(group, ConsumerGroup):
+            error = ErrorCode.COORDINATOR_NOT_AVAILABLE if group.is_in(DEAD) else \
+                consumer_offsets.txn_commit_error(group, member_id, group_instance_id, generation_id)
+            if error is not None:
+                return {tp: error for tp in offsets}
+            return self.manager.store_txn_offsets(group, producer_id, producer_epoch, offsets)
         group = self.manager.get_or_create_group(group_id, create=True)
         if group.is_in(DEAD):
             error = ErrorCode.COORDINATOR_NOT_AVAILABLE
@@ -235,12 +278,18 @@ class GroupCoordinator:
             log.debug("producer %d's transaction committed %d offsets", producer_id, applied)
 
     def fetch_offsets(self, group_id: str, partitions: list[TopicPartition] | None,
-                      require_stable: bool = False
+                      require_stable: bool = False, member_id: str | None = None, member_epoch: int = -1
                       ) -> tuple[int, dict[TopicPartition, tuple[OffsetAndMetadata | None, int]]]:
-        """Handle an OffsetFetch: (group error, {partition: (committed or None, error)})."""
+        """Handle an OffsetFetch: (group error, {partition: (committed or None, error)}).
+        `member_id`/`member_epoch` (v9+) are checked for a consumer group only, as Kafka does."""
         error = self._validate_group_status(group_id, allow_empty_id=True)
         if error is not None:
             return error, {}
+        group = self.manager.get_group(group_id)
+        if isinstance(group, ConsumerGroup) and not group.is_in(DEAD):
+            error = consumer_offsets.fetch_error(group, member_id, member_epoch)
+            if error is not None:
+                return error, {}
         return ErrorCode.NONE, self.manager.get_offsets(group_id, partitions, require_stable)
 
     def delete_offsets(self, group_id: str,
@@ -253,7 +302,9 @@ class GroupCoordinator:
         if group is None or group.is_in(DEAD):
             return ErrorCode.GROUP_ID_NOT_FOUND, {}
         errors: dict[TopicPartition, int] = {}
-        if group.is_in(EMPTY):
+        if isinstance(group, ConsumerGroup):
+            eligible, errors = consumer_offsets.split_offset_delete(group, partitions)
+        elif group.is_in(EMPTY):
             eligible = list(partitions)
         elif group.protocol_type == CONSUMER_PROTOCOL_TYPE:
             eligible = []
@@ -278,12 +329,17 @@ class GroupCoordinator:
         """Handle ListGroups: (error, groups) filtered by state and type (case-insensitive)."""
         if not self.active:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
-        if types and CLASSIC_GROUP_TYPE not in {t.lower() for t in types}:
-            return ErrorCode.NONE, []
-        wanted = {s.lower() for s in states} if states else None
-        overviews = [GroupOverview(g.group_id, g.protocol_type or "", g.state.value)
-                     for g in self.manager.groups.values()
-                     if wanted is None or g.state.value.lower() in wanted]
+        # Kafka: an unknown type or state matches no group
+        wanted_types = {t.strip().lower() for t in types} if types else None
+        wanted = {s.strip().lower() for s in states} if states else None
+        overviews = []
+        for g in self.manager.groups.values():
+            group_type = getattr(g, "group_type", CLASSIC_GROUP_TYPE)
+            if wanted_types is not None and group_type not in wanted_types:
+                continue
+            if wanted is not None and g.state.value.lower() not in wanted:
+                continue
+            overviews.append(GroupOverview(g.group_id, g.protocol_type or "", g.state.value, group_type))
         error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if self.manager.loading_partitions else ErrorCode.NONE
         return error, overviews
 
@@ -293,9 +349,33 @@ class GroupCoordinator:
         if error is not None:
             return error, GroupSummary("", "", "", [])
         group = self.manager.get_group(group_id)
-        if group is None:
+        if group is None or isinstance(group, ConsumerGroup):
+            # Kafka 4.0 (DescribeGroups up to v5): a group that is not classic is described as Dead
             return ErrorCode.NONE, GroupSummary(DEAD.value, "", "", [])
         return ErrorCode.NONE, group.summary()
+
+    def describe_consumer_groups(self, group_ids: list[str],
+                                 topic_name: TopicName | None = None) -> list[ConsumerGroupDescribeResult]:
+        """Handle ConsumerGroupDescribe. A classic or unknown group is GROUP_ID_NOT_FOUND, which
+        sends the Java admin client on to DescribeGroups; `topic_name` names the assigned topic ids."""
+        default_assignor = default_assignor_name(self.config.group_consumer_assignors)
+        results = []
+        for group_id in group_ids:
+            error = self._validate_group_status(group_id)
+            if error is not None:
+                results.append(ConsumerGroupDescribeResult(group_id, error))
+                continue
+            group = self.manager.get_group(group_id)
+            if isinstance(group, ConsumerGroup) and not group.is_in(DEAD):
+                results.append(ConsumerGroupDescribeResult(
+                    group_id, ErrorCode.NONE, None, describe_consumer_group(group, default_assignor, topic_name)))
+            elif group is not None and not group.is_in(DEAD):
+                results.append(ConsumerGroupDescribeResult(
+                    group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group."))
+            else:
+                results.append(ConsumerGroupDescribeResult(
+                    group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."))
+        return results
 
     def delete_groups(self, group_ids: list[str]) -> dict[str, int]:
         """Handle DeleteGroups: only Empty groups go; their offsets and metadata get tombstones."""
@@ -309,6 +389,12 @@ class GroupCoordinator:
             group = self.manager.get_group(group_id)
             if group is None or group.is_in(DEAD):
                 results[group_id] = ErrorCode.GROUP_ID_NOT_FOUND
+            elif isinstance(group, ConsumerGroup):
+                error = consumer_offsets.delete_group_error(group)
+                if error is None:
+                    group.transition_to(DEAD, self.clock_ms())
+                    eligible.append(group)
+                results[group_id] = ErrorCode.NONE if error is None else error
             elif group.is_in(EMPTY):
                 group.transition_to(DEAD, self.clock_ms())
                 self.membership.cancel_pending_members(group_id)
