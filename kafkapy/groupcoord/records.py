@@ -1,7 +1,7 @@
 """Kafka's key/value schemas of the __consumer_offsets topic, byte for byte.
 
 Keys start with an int16 "version" that says what the record is: 0/1 an OffsetCommitKey,
-2 a GroupMetadataKey (3+ are KIP-848 records, which a classic coordinator skips). Values start
+2 a GroupMetadataKey (3-8 and 16 are KIP-848 consumer group records: consumer/records.py). Values start
 with their own int16 version. Kafka writes OffsetCommitValue v3 (v1 when the commit carries an
 explicit retention) and GroupMetadataValue v3; every version Kafka ever wrote (0-4, v4 being
 flexible) is read back, so a data directory copied from Kafka loads. A null value is a tombstone.
@@ -17,6 +17,7 @@ import struct
 from dataclasses import dataclass
 
 from ..protocol.errors import CorruptRecordError
+from .consumer.records import ConsumerGroupKey, decode_consumer_key
 from .group import GroupMetadata, OffsetAndMetadata
 
 OFFSET_COMMIT_KEY_VERSION = 1
@@ -213,15 +214,17 @@ def _corrupt(what: str) -> CorruptRecordError:
     return CorruptRecordError(f"__consumer_offsets {what} truncated or malformed")
 
 
-def decode_key(key: bytes) -> OffsetCommitKey | GroupMetadataKey | None:
-    """The key's meaning; None for record types a classic coordinator ignores (KIP-848 etc.).
+def decode_key(key: bytes) -> OffsetCommitKey | GroupMetadataKey | ConsumerGroupKey | None:
+    """The key's meaning: the classic types, the consumer group (KIP-848) ones
+    (consumer/records.py), or None for record types the group coordinator skips (share and
+    streams groups, unknown types).
 
     Hand-written with unpack_from (no reader object): one key per offset commit is decoded when
     a partition loads, and this is most of the load's time (docs/architecture.md)."""
     try:
         (version,) = _h.unpack_from(key, 0)
         if version > 2 or version < 0:
-            return None
+            return decode_consumer_key(key)
         (n,) = _h.unpack_from(key, 2)
         end = 4 + n
         if n < 0 or end > len(key):

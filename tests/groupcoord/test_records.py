@@ -96,7 +96,7 @@ def test_group_metadata_v0_uses_session_timeout_as_rebalance_timeout():
 
 
 def test_unknown_and_corrupt_records():
-    assert decode_key(b"\x00\x05anything") is None  # KIP-848 record types are skipped
+    assert decode_key(b"\x00\x0banything") is None  # share group (and unknown) record types are skipped
     with pytest.raises(CorruptRecordError):
         decode_offset_commit_value(b"\x00\x03\x00")
     with pytest.raises(CorruptRecordError):
