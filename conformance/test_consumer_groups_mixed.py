@@ -1,0 +1,204 @@
+"""KIP-848 consumer groups (group.protocol=consumer) with real clients against a real kafkapy process.
+
+- The mixed group (the issue's main must-show): Java consumers (kafka-clients 3.9.1) and
+  confluent-kafka consumers (librdkafka 2.16), all with group.protocol=consumer, share one group
+  on a 12-partition topic while 200,000 keyed records are produced and members join and leave.
+  Every record is read (at least once, in order within each assignment), no partition is owned
+  by two members at once (from the assign/revoke times each consumer reports), committed offsets
+  never go backwards, and at the end they equal the log end offsets.
+- Classic -> consumer: a group consumed with the classic protocol (Java and confluent-kafka)
+  stops; consumer-protocol members take over the same group id and resume exactly at the
+  committed offsets (nothing committed is read again, nothing is skipped).
+
+Broker overrides (conformance/consumer_group_clients.py CONSUMER_PROTOCOL_OVERRIDES), for speed:
+group.consumer.heartbeat.interval.ms=1000 (min 500), group.consumer.session.timeout.ms=10000
+(min 1000), group.coordinator.rebalance.protocols=classic,consumer, and the single-broker
+__consumer_offsets settings of the classic group tests.
+"""
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from conformance.consumer_group_clients import (
+    CONSUMER_PROTOCOL_OVERRIDES,
+    confluent_member,
+    describe_consumer_group,
+    first_offsets,
+    java_member,
+    ownership_overlaps,
+    stop_members,
+)
+from conformance.java.test_java_clients import JavaPrograms, java_programs  # noqa: F401  (fixture)
+from conformance.test_groups_java import CommitMonitor
+from conformance.test_groups_tools import (
+    ConsumerProcess,
+    Consumption,
+    committed_offsets,
+    create_topic,
+    end_offsets,
+    produce,
+    wait_until,
+)
+
+MIXED_PARTITIONS = 12
+MIXED_RECORDS = 200_000
+MIXED_RATE = 10_000  # records/s: production spans ~20 s, long enough for members to come and go
+
+
+@pytest.fixture(scope="module")
+def broker_overrides() -> dict[str, str]:
+    return dict(CONSUMER_PROTOCOL_OVERRIDES)
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def owned_by(members: list[ConsumerProcess]) -> set[int]:
+    return set().union(*(m.assigned() for m in members))
+
+
+def settled(members: list[ConsumerProcess], partitions: int) -> bool:
+    """Every partition owned, by exactly one of `members`, and every member owns one."""
+    owned = [m.assigned() for m in members]
+    return all(owned) and sum(map(len, owned)) == partitions and len(set().union(*owned)) == partitions
+
+
+def test_mixed_java_and_librdkafka_consumer_protocol_group(broker, java_programs: JavaPrograms,
+                                                           tmp_path: Path) -> None:
+    bs = broker.bootstrap
+    topic, group = unique("kip848-mixed-topic"), unique("kip848-mixed-group")
+    create_topic(bs, topic, MIXED_PARTITIONS)
+    java1 = java_member(java_programs, bs, group, topic, tmp_path, "java-1")
+    java2 = java_member(java_programs, bs, group, topic, tmp_path, "java-2", assignor="uniform")
+    ck1 = confluent_member(bs, group, topic, tmp_path, "confluent-1")
+    ck2 = confluent_member(bs, group, topic, tmp_path, "confluent-2", assignor="uniform")
+    ck3 = confluent_member(bs, group, topic, tmp_path, "confluent-3")
+    everyone = [java1, java2, ck1, ck2, ck3]
+    monitor = CommitMonitor(bs, group, topic, MIXED_PARTITIONS)
+    producer_error: list[BaseException] = []
+
+    def produce_all() -> None:
+        try:
+            produce(bs, topic, MIXED_RECORDS, rate_per_s=MIXED_RATE)
+        except BaseException as exc:  # reported by the main thread
+            producer_error.append(exc)
+
+    started = time.monotonic()
+    try:
+        java1.start()
+        ck1.start()
+        wait_until(lambda: settled([java1, ck1], MIXED_PARTITIONS), 60,
+                   "the first two members to share every partition")
+        monitor.start()
+        producer = threading.Thread(target=produce_all, daemon=True)
+        producer.start()
+        # members come and go while records flow
+        time.sleep(3)
+        ck2.start()
+        time.sleep(3)
+        java2.start()
+        time.sleep(4)
+        ck1.stop()
+        ck1.wait(40)
+        time.sleep(2)
+        ck3.start()
+        time.sleep(3)
+        java1.stop()
+        java1.wait(40)
+        producer.join(120)
+        assert not producer.is_alive(), "producer did not finish"
+        assert not producer_error, producer_error
+        ends = end_offsets(bs, topic, MIXED_PARTITIONS)
+        assert sum(ends.values()) == MIXED_RECORDS
+        wait_until(lambda: monitor.latest() == ends, 90, "the group's committed offsets to reach the log end")
+        remaining = [java2, ck2, ck3]
+        wait_until(lambda: settled(remaining, MIXED_PARTITIONS), 30, "the three remaining members to settle")
+        described = describe_consumer_group(bs, group)
+        assert described.error_code == 0, (described.error_code, described.error_message)
+        assert described.group_state == "Stable", described.group_state
+        assert sorted(m.client_id for m in described.members) == ["confluent-2", "confluent-3", "java-2"]
+        described_owned = sorted(p for m in described.members for t in m.assignment.topic_partitions
+                                 for p in t.partitions)
+        assert described_owned == list(range(MIXED_PARTITIONS)), described_owned
+    finally:
+        stop_members(everyone)
+        monitor.halt.set()
+        monitor.join(10)
+    elapsed = time.monotonic() - started
+
+    seen = Consumption()
+    for c in everyone:
+        seen.add(c)
+        assert c.events() and c.events()[-1] == ["CLOSED"], f"{c.name} did not close cleanly:\n{c.tail()}"
+    assert not seen.problems, seen.problems[:10]
+    assert seen.missing(ends) == [], f"{len(seen.missing(ends))} records never consumed"
+    overlaps = ownership_overlaps(everyone)
+    assert not overlaps, overlaps[:10]
+    assert not monitor.backwards(), monitor.backwards()[:10]
+    assert committed_offsets(bs, group, topic, MIXED_PARTITIONS) == ends
+    described = describe_consumer_group(bs, group)
+    assert (described.error_code, described.group_state, described.members) == (0, "Empty", [])
+    per_member = {c.name: sum(1 for e in c.events() if e[0] == "R") for c in everyone}
+    print(f"consumer-protocol mixed group: {MIXED_RECORDS} records, {seen.deliveries} deliveries "
+          f"({seen.deliveries - MIXED_RECORDS} re-reads), {elapsed:.1f} s, per member {per_member}")
+    assert all(per_member.values()), per_member
+
+
+def test_classic_group_taken_over_by_consumer_protocol_members(broker, java_programs: JavaPrograms,
+                                                               tmp_path: Path) -> None:
+    """An empty classic group becomes a consumer group when a consumer-protocol member joins
+    (Kafka 4.0: the empty classic group is replaced, its committed offsets stay)."""
+    bs = broker.bootstrap
+    partitions, first_batch = 6, 3_000
+    topic, group = unique("kip848-upgrade-topic"), unique("kip848-upgrade-group")
+    create_topic(bs, topic, partitions)
+    produce(bs, topic, first_batch)
+    classic = [java_member(java_programs, bs, group, topic, tmp_path, "java-classic", protocol="classic"),
+               confluent_member(bs, group, topic, tmp_path, "confluent-classic", protocol="classic")]
+    modern = [java_member(java_programs, bs, group, topic, tmp_path, "java-consumer"),
+              confluent_member(bs, group, topic, tmp_path, "confluent-consumer")]
+    try:
+        for member in classic:
+            member.start()
+        wait_until(lambda: settled(classic, partitions), 60, "the classic members to share every partition")
+        ends = end_offsets(bs, topic, partitions)
+        wait_until(lambda: committed_offsets(bs, group, topic, partitions) == ends, 60,
+                   "the classic members to commit the first batch")
+        # records the classic members may read but not commit before they close
+        produce(bs, topic, 600, start=first_batch)
+        stop_members(classic)
+        handed_over = committed_offsets(bs, group, topic, partitions)
+        produce(bs, topic, first_batch, start=first_batch + 600)
+        final = end_offsets(bs, topic, partitions)
+        for member in modern:
+            member.start()
+        wait_until(lambda: committed_offsets(bs, group, topic, partitions) == final, 90,
+                   "the consumer-protocol members to commit up to the log end")
+        described = describe_consumer_group(bs, group)
+        assert described.error_code == 0, (described.error_code, described.error_message)
+        assert sorted(m.client_id for m in described.members) == ["confluent-consumer", "java-consumer"]
+    finally:
+        stop_members(classic + modern)
+
+    for member in classic + modern:
+        assert member.events() and member.events()[-1] == ["CLOSED"], f"{member.name}:\n{member.tail()}"
+    seen = Consumption()
+    for member in classic + modern:
+        seen.add(member)
+    assert not seen.problems, seen.problems[:10]
+    assert seen.missing(final) == []
+    # the new members start exactly where the classic ones committed: no committed record read
+    # again, none skipped
+    resumed: dict[int, int] = {}
+    for member in modern:
+        for partition, offset in first_offsets(member).items():
+            resumed[partition] = min(offset, resumed.get(partition, offset))
+    expected = {p: handed_over[p] for p in range(partitions) if handed_over[p] < final[p]}
+    assert resumed == expected, (resumed, handed_over)
+    assert not ownership_overlaps(modern)
