@@ -92,7 +92,7 @@ async def handle_offset_commit(ctx: RequestContext, request: OffsetCommitRequest
         coordinator = broker.group_coordinator
         results = coordinator.commit_offsets(
             request.group_id, request.member_id, request.group_instance_id if version >= 7 else None,
-            request.generation_id_or_member_epoch, offsets)
+            request.generation_id_or_member_epoch, offsets, api_version=version)
         errors.update(results)
         if any(code == ErrorCode.NONE for code in results.values()):
             error = await _durable(broker, coordinator.partition_for(request.group_id))
@@ -106,7 +106,8 @@ async def handle_offset_commit(ctx: RequestContext, request: OffsetCommitRequest
         for topic in request.topics])
 
 
-def _fetch_group(ctx: RequestContext, group_id: str, topics, require_stable: bool):
+def _fetch_group(ctx: RequestContext, group_id: str, topics, require_stable: bool,
+                 member_id: str | None = None, member_epoch: int = -1):
     """(group error, [(topic, [(partition, offset, epoch, metadata, error)])]) for one group.
 
     As KafkaApis: DESCRIBE on the group, else GROUP_AUTHORIZATION_FAILED; topics the principal may not
@@ -115,7 +116,7 @@ def _fetch_group(ctx: RequestContext, group_id: str, topics, require_stable: boo
     if not ctx.authorized(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
         return ErrorCode.GROUP_AUTHORIZATION_FAILED, []
     wanted = None if topics is None else [(t.name, p) for t in topics for p in t.partition_indexes]
-    error, found = broker.group_coordinator.fetch_offsets(group_id, wanted, require_stable)
+    error, found = broker.group_coordinator.fetch_offsets(group_id, wanted, require_stable, member_id, member_epoch)
     by_topic: dict[str, list] = {}
     if error == ErrorCode.NONE:
         listed = wanted if wanted is not None else sorted(found)
@@ -142,7 +143,9 @@ async def handle_offset_fetch(ctx: RequestContext, request: OffsetFetchRequest) 
     if version >= 8:
         groups = []
         for group in request.groups:
-            error, topics = _fetch_group(ctx, group.group_id, group.topics, require_stable)
+            # v9: a consumer-protocol member names itself and its epoch (KIP-848)
+            member_id, member_epoch = (group.member_id, group.member_epoch) if version >= 9 else (None, -1)
+            error, topics = _fetch_group(ctx, group.group_id, group.topics, require_stable, member_id, member_epoch)
             groups.append(OffsetFetchResponse.OffsetFetchResponseGroup(
                 group_id=group.group_id, error_code=error, topics=[
                     OffsetFetchResponse.OffsetFetchResponseTopics(name=name, partitions=[
