@@ -319,26 +319,54 @@ async def handle_delete_groups(ctx: RequestContext, request: DeleteGroupsRequest
 @handles(ConsumerGroupDescribeRequest)
 async def handle_consumer_group_describe(ctx: RequestContext,
                                          request: ConsumerGroupDescribeRequest) -> ConsumerGroupDescribeResponse:
-    """KIP-848 groups don't exist here: every group is classic or unknown.
+    """KIP-848 groups as Kafka 4.0 describes them (groupcoord/consumer/describe.py).
 
-    Kafka answers GROUP_ID_NOT_FOUND for a classic group, which is what makes the Java admin
+    A classic or unknown group answers GROUP_ID_NOT_FOUND, which is what makes the Java admin
     client (describeConsumerGroups, kafka-consumer-groups.sh) retry with DescribeGroups.
     """
     coordinator = ctx.broker.group_coordinator
+    denied = ctx.unauthorized_names(AclOperation.DESCRIBE, _GROUP, request.group_ids)
+    results = {r.group_id: r for r in coordinator.describe_consumer_groups(
+        [g for g in request.group_ids if g not in denied], lambda topic_id: _topic_name(ctx.broker, topic_id))}
     groups = []
     for group_id in request.group_ids:
-        error = coordinator.group_status(group_id)
-        if not ctx.authorized(AclOperation.DESCRIBE, _GROUP, group_id):
-            error, message = ErrorCode.GROUP_AUTHORIZATION_FAILED, None
-        elif error is not None:
-            message = None
-        elif coordinator.manager.get_group(group_id) is not None:
-            error, message = ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group."
-        else:
-            error, message = ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
-        groups.append(ConsumerGroupDescribeResponse.DescribedGroup(
-            error_code=error, error_message=message, group_id=group_id))
+        if group_id in denied:
+            groups.append(ConsumerGroupDescribeResponse.DescribedGroup(
+                error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, group_id=group_id))
+            continue
+        result = results[group_id]
+        d = result.description
+        if d is None:
+            groups.append(ConsumerGroupDescribeResponse.DescribedGroup(
+                error_code=result.error, error_message=result.message, group_id=group_id))
+            continue
+        group = ConsumerGroupDescribeResponse.DescribedGroup(
+            error_code=ErrorCode.NONE, group_id=group_id, group_state=d.state, group_epoch=d.group_epoch,
+            assignment_epoch=d.assignment_epoch, assignor_name=d.assignor_name,
+            members=[_described_member(m) for m in d.members])
+        if request.include_authorized_operations:
+            group.authorized_operations = ctx.authorized_operations(_GROUP, group_id)
+        groups.append(group)
     return ConsumerGroupDescribeResponse(throttle_time_ms=0, groups=groups)
+
+
+def _topic_name(broker, topic_id) -> str | None:
+    meta = broker.partitions.topic_by_id(topic_id)
+    return None if meta is None else meta.name
+
+
+def _described_assignment(topics) -> ConsumerGroupDescribeResponse.Assignment:
+    return ConsumerGroupDescribeResponse.Assignment(topic_partitions=[
+        ConsumerGroupDescribeResponse.TopicPartitions(topic_id=t.topic_id, topic_name=t.topic_name,
+                                                      partitions=list(t.partitions)) for t in topics])
+
+
+def _described_member(m) -> ConsumerGroupDescribeResponse.Member:
+    return ConsumerGroupDescribeResponse.Member(
+        member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id, member_epoch=m.member_epoch,
+        client_id=m.client_id, client_host=m.client_host, subscribed_topic_names=list(m.subscribed_topic_names),
+        subscribed_topic_regex=m.subscribed_topic_regex, assignment=_described_assignment(m.assignment),
+        target_assignment=_described_assignment(m.target_assignment), member_type=m.member_type)
 
 
 def start_group_coordination(broker, loop: asyncio.AbstractEventLoop) -> None:
