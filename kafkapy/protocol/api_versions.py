@@ -92,7 +92,8 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     61: (0, 0),
     65: (0, 0),
     66: (0, 1),
-    69: (0, 0),
+    # ConsumerGroupDescribe: v1 adds MemberType (Kafka 4.0).
+    69: (0, 1),
     75: (0, 0),
 }
 # Not served (deliberately absent): delegation tokens, telemetry and share groups — no handlers.
