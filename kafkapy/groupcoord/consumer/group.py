@@ -189,6 +189,8 @@ class ConsumerGroup:
         self.subscribed_topic_metadata: dict[str, TopicMetadata] = {}
         # regex -> topic names it matched when last resolved (Kafka 4.0 resolves regexes per group)
         self.resolved_regexes: dict[str, frozenset[str]] = {}
+        # the TopicView version the subscribed topic metadata was read at (-1: read it again)
+        self.metadata_version = -1
         self.offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
         self.current_state_timestamp: int | None = now_ms
         self._dead = False
