@@ -20,6 +20,7 @@ from .config import GroupCoordinatorConfig
 from .consumer import offsets as consumer_offsets
 from .consumer.describe import ConsumerGroupDescription, TopicName, describe_consumer_group
 from .consumer.group import ConsumerGroup
+from .consumer.membership import ConsumerGroupMembership, HeartbeatRequest, HeartbeatResult
 from .group import (
     CONSUMER_PROTOCOL_TYPE,
     UNKNOWN_MEMBER_ID,
@@ -85,6 +86,8 @@ class GroupCoordinator:
         self.manager = GroupMetadataManager(store, config.offsets_topic_num_partitions, self.clock_ms,
                                             config.offset_metadata_max_bytes)
         self.membership = GroupMembership(config, self.manager, self.clock_ms, self._validate_group_status)
+        # KIP-848 consumer groups (ConsumerGroupHeartbeat); the broker sets consumer.topics
+        self.consumer = ConsumerGroupMembership(config, self.manager, self.clock_ms, self._validate_group_status)
         self.scheduler: Any = None
         self._expiry_timer: Any = None
 
@@ -97,6 +100,7 @@ class GroupCoordinator:
         """Begin serving; `scheduler.call_later(delay_s, fn, *args)` runs the timers."""
         self.scheduler = scheduler
         self.membership.scheduler = scheduler
+        self.consumer.scheduler = scheduler
         self._schedule_offset_expiry()
 
     def close(self) -> None:
@@ -107,6 +111,8 @@ class GroupCoordinator:
         for partition in sorted(self.manager.owned_partitions):
             self.on_resigned(partition)
         self.membership.close()
+        self.consumer.close()
+        self.consumer.scheduler = None
         self.scheduler = None
 
     def partition_for(self, group_id: str) -> int:
@@ -141,6 +147,9 @@ class GroupCoordinator:
         (on an event loop without blocking it; COORDINATOR_LOAD_IN_PROGRESS until loaded)."""
         def loaded(groups) -> None:
             for group in groups:
+                if isinstance(group, ConsumerGroup):
+                    self.consumer.schedule_member_timers(group)
+                    continue
                 for member in group.members.values():
                     self.membership.schedule_heartbeat(group, member)
 
@@ -149,7 +158,10 @@ class GroupCoordinator:
     def on_resigned(self, partition: int) -> None:
         """This broker no longer leads the partition: drop its groups, answering waiters."""
         for group in self.manager.unload_partition(partition):
-            self.membership.unload_group(group)
+            if isinstance(group, ConsumerGroup):
+                self.consumer.unload_group(group)
+            else:
+                self.membership.unload_group(group)
 
     # -- offset retention ---------------------------------------------------------------
     def _schedule_offset_expiry(self) -> None:
@@ -192,6 +204,10 @@ class GroupCoordinator:
                   generation_id: int) -> int:
         """Handle a Heartbeat; returns its error code (REBALANCE_IN_PROGRESS tells it to rejoin)."""
         return self.membership.heartbeat(group_id, member_id, group_instance_id, generation_id)
+
+    def consumer_group_heartbeat(self, request: HeartbeatRequest) -> HeartbeatResult:
+        """Handle a ConsumerGroupHeartbeat (KIP-848): the member's epoch and, when it changed, its assignment."""
+        return self.consumer.heartbeat(request)
 
     def leave_group(self, group_id: str, members: list[tuple[str, str | None]]) -> tuple[int, list[int]]:
         """Handle a LeaveGroup of (member id, group instance id) pairs: (top error, member errors)."""
