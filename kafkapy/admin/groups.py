@@ -11,6 +11,7 @@ from datetime import datetime
 
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import (
+    ConsumerGroupDescribeRequest,
     DeleteGroupsRequest,
     DescribeGroupsRequest,
     ListGroupsRequest,
@@ -34,6 +35,10 @@ class Member:
     host: str
     instance_id: str | None
     assignment: dict[str, list[int]] = field(default_factory=dict)
+    # consumer-protocol groups (KIP-848) only
+    member_epoch: int | None = None
+    target_assignment: dict[str, list[int]] | None = None
+    member_type: str | None = None  # "consumer" or "classic" (ConsumerGroupDescribe v1), None if unknown
 
 
 @dataclass(slots=True)
@@ -41,9 +46,12 @@ class Group:
     group_id: str
     state: str
     protocol_type: str
-    protocol: str
+    protocol: str  # the assignment strategy (classic) or server assignor (consumer)
     coordinator: int
     members: list[Member]
+    group_type: str = "classic"
+    group_epoch: int | None = None
+    assignment_epoch: int | None = None
 
 
 def decode_assignment(data: bytes) -> dict[str, list[int]]:
@@ -71,6 +79,7 @@ def decode_assignment(data: bytes) -> dict[str, list[int]]:
 
 
 def _all_group_listings(client: AdminClient) -> list:
+    """Every group on every broker (ListGroups; its group_type is "" before v5)."""
     listings, failure = {}, None
     for node_id in sorted(client.brokers()):
         response = client.send(ListGroupsRequest(states_filter=[], types_filter=[]), node=node_id)
@@ -84,24 +93,40 @@ def _all_group_listings(client: AdminClient) -> list:
     return [listings[g] for g in sorted(listings)]
 
 
+def _group_type(listing, version: int) -> str:
+    """A listed group's type: ListGroups v5 says; before it, every group is classic."""
+    return (listing.group_type or "classic") if version >= 5 else "classic"
+
+
 def list_groups(client: AdminClient, args: argparse.Namespace) -> int:
     version = client.version(ListGroupsRequest)
     listings = _all_group_listings(client)
     states = {}
+    show_type = getattr(args, "type", None) is not None
     if args.state is not None or args.format == "json":
         if version >= 4:
             states = {g.group_id: g.group_state for g in listings}
         else:
             states = {g.group_id: describe_group(client, g.group_id).state for g in listings}
     if args.state:
-        wanted = {s.lower() for s in args.state.split(",")}
+        wanted = {s.strip().lower() for s in args.state.split(",")}
         listings = [g for g in listings if states.get(g.group_id, "").lower() in wanted]
-    records = [{"group": g.group_id, "protocol_type": g.protocol_type, "state": states.get(g.group_id)}
-               for g in listings]
+    if show_type and args.type:
+        wanted_types = {t.strip().lower() for t in args.type.split(",")}
+        listings = [g for g in listings if _group_type(g, version) in wanted_types]
+    records = [{"group": g.group_id, "protocol_type": g.protocol_type, "state": states.get(g.group_id),
+                "type": _group_type(g, version)} for g in listings]
     if args.format == "json":
         print_json(records)
-    elif args.state is not None:
-        print_table(["GROUP", "STATE"], [[r["group"], r["state"]] for r in records])
+    elif args.state is not None or show_type:
+        headers, keys = ["GROUP"], ["group"]
+        if show_type:
+            headers.append("TYPE")
+            keys.append("type")
+        if args.state is not None:
+            headers.append("STATE")
+            keys.append("state")
+        print_table(headers, [[r[k] for k in keys] for r in records])
     else:
         for record in records:
             print(record["group"])
@@ -112,8 +137,39 @@ def describe_group(client: AdminClient, group_id: str) -> Group:
     return client.retrying(lambda: _describe_group(client, group_id))
 
 
+def _consumer_group_describe(client: AdminClient, group_id: str, coordinator: int) -> Group | None:
+    """The group as ConsumerGroupDescribe shows it (KIP-848), or None when it is not a consumer-protocol
+    group (GROUP_ID_NOT_FOUND) or the broker predates the API: then DescribeGroups tells, as Kafka's
+    admin client does."""
+    conn = client.node(coordinator)
+    if ConsumerGroupDescribeRequest.API_KEY not in conn.versions:
+        return None
+    version = client.version(ConsumerGroupDescribeRequest, node=coordinator)
+    response = client.send(ConsumerGroupDescribeRequest(group_ids=[group_id]), node=coordinator)
+    described = response.groups[0]
+    if described.error_code in (ErrorCode.GROUP_ID_NOT_FOUND, ErrorCode.UNSUPPORTED_VERSION):
+        return None
+    if described.error_code:
+        raise KafkaApiError(described.error_code, f"cannot describe group '{group_id}'")
+
+    def partitions(assignment) -> dict[str, list[int]]:
+        return {t.topic_name: sorted(t.partitions) for t in assignment.topic_partitions}
+
+    types = {0: "classic", 1: "consumer"}
+    members = [Member(m.member_id, m.client_id, m.client_host, m.instance_id, partitions(m.assignment),
+                      member_epoch=m.member_epoch, target_assignment=partitions(m.target_assignment),
+                      member_type=types.get(m.member_type) if version >= 1 else None)
+               for m in described.members]
+    return Group(group_id, described.group_state, "consumer", described.assignor_name, coordinator, members,
+                 group_type="consumer", group_epoch=described.group_epoch,
+                 assignment_epoch=described.assignment_epoch)
+
+
 def _describe_group(client: AdminClient, group_id: str) -> Group:
     coordinator = client.coordinator(group_id)
+    modern = _consumer_group_describe(client, group_id, coordinator)
+    if modern is not None:
+        return modern
     response = client.send(DescribeGroupsRequest(groups=[group_id]), node=coordinator)
     described = response.groups[0]
     if described.error_code:
@@ -175,14 +231,22 @@ def describe_groups(client: AdminClient, args: argparse.Namespace) -> int:
             continue
         if args.state:
             record = {"group": group_id, "coordinator": group.coordinator, "assignment_strategy": group.protocol,
-                      "state": group.state, "members": len(group.members)}
+                      "state": group.state, "members": len(group.members), "type": group.group_type,
+                      "group_epoch": group.group_epoch, "target_assignment_epoch": group.assignment_epoch}
             output.append(("state", record))
         elif args.members:
-            records = [{"group": group_id, "consumer_id": m.member_id, "group_instance_id": m.instance_id,
-                        "host": m.host, "client_id": m.client_id,
-                        "partitions": sum(len(p) for p in m.assignment.values()),
-                        "assignment": {t: sorted(p) for t, p in sorted(m.assignment.items())}}
-                       for m in group.members]
+            records = []
+            for m in group.members:
+                record = {"group": group_id, "consumer_id": m.member_id, "group_instance_id": m.instance_id,
+                          "host": m.host, "client_id": m.client_id,
+                          "partitions": sum(len(p) for p in m.assignment.values()),
+                          "assignment": {t: sorted(p) for t, p in sorted(m.assignment.items())}}
+                if group.group_type == "consumer":
+                    record.update(member_epoch=m.member_epoch, member_type=m.member_type,
+                                  target_assignment_epoch=group.assignment_epoch,
+                                  target_assignment={t: sorted(p) for t, p in
+                                                     sorted((m.target_assignment or {}).items())})
+                records.append(record)
             output.append(("members", (group, records)))
         else:
             rows = _offset_rows(client, group, committed_offsets(client, group_id, group.coordinator))
@@ -194,16 +258,20 @@ def describe_groups(client: AdminClient, args: argparse.Namespace) -> int:
                 records.append(value)
             else:
                 group, rows = value
-                records.append({"group": group.group_id, "state": group.state,
+                records.append({"group": group.group_id, "state": group.state, "type": group.group_type,
                                 "members" if kind == "members" else "partitions": rows})
         print_json(records)
     else:
         for kind, value in output:
             print()
             if kind == "state":
-                print_table(["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"],
+                # Kafka 4.0's columns: the epochs only mean something for a consumer-protocol group
+                epoch = value["group_epoch"] if value["group_epoch"] is not None else "-"
+                target = value["target_assignment_epoch"] if value["target_assignment_epoch"] is not None else "-"
+                print_table(["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "GROUP-EPOCH",
+                             "TARGET-ASSIGNMENT-EPOCH", "#MEMBERS"],
                             [[value["group"], f"{_host(client, value['coordinator'])} ({value['coordinator']})",
-                              value["assignment_strategy"] or "", value["state"], value["members"]]])
+                              value["assignment_strategy"] or "", value["state"], epoch, target, value["members"]]])
                 continue
             group, rows = value
             if group.state == "Empty" or not group.members:
@@ -212,11 +280,18 @@ def describe_groups(client: AdminClient, args: argparse.Namespace) -> int:
                 headers = ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS"]
                 keys = ["group", "consumer_id", "host", "client_id", "partitions"]
                 if args.verbose:
-                    headers.append("ASSIGNMENT")
+                    if group.group_type == "consumer":
+                        headers = ["GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS",
+                                   "CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT"]
+                        keys = ["group", "consumer_id", "instance_text", "host", "client_id", "partitions",
+                                "member_epoch", "assignment_text", "target_assignment_epoch", "target_text"]
+                    else:
+                        headers.append("ASSIGNMENT")
+                        keys.append("assignment_text")
                     for row in rows:
-                        row["assignment_text"] = ",".join(
-                            f"{t}({','.join(map(str, p))})" for t, p in row["assignment"].items()) or "-"
-                    keys.append("assignment_text")
+                        row["assignment_text"] = _assignment_text(row["assignment"])
+                        row["target_text"] = _assignment_text(row.get("target_assignment") or {})
+                        row["instance_text"] = row["group_instance_id"] or "-"
                 if rows:
                     emit("table", rows, headers, keys)
             elif rows:
@@ -224,6 +299,10 @@ def describe_groups(client: AdminClient, args: argparse.Namespace) -> int:
     if missing:
         raise KafkaApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"consumer group '{missing[0]}' does not exist")
     return 0
+
+
+def _assignment_text(assignment: dict[str, list[int]]) -> str:
+    return ",".join(f"{t}({','.join(map(str, p))})" for t, p in assignment.items()) or "-"
 
 
 def _host(client: AdminClient, node_id: int) -> str:
