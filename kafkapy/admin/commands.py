@@ -115,6 +115,8 @@ def _groups(commands, conn) -> None:
     p = _verb(verbs, "list", "groups:list_groups", "the group names", [conn])
     p.add_argument("--state", nargs="?", const="", metavar="STATES",
                    help="show each group's state; with STATES (comma-separated), only those")
+    p.add_argument("--type", nargs="?", const="", metavar="TYPES",
+                   help="show each group's type (classic, consumer); with TYPES (comma-separated), only those")
     p = _verb(verbs, "describe", "groups:describe_groups",
               "offsets and lag per partition (default), --members or --state", [conn])
     _group_arguments(p)
