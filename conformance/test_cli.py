@@ -352,7 +352,7 @@ def test_groups_describe_reset_delete(broker, topic_name, tmp_path):
         state = ok(cli(broker, "groups", "describe", group, "--state")).out
         assert "Stable" in state and "#MEMBERS" in state
         listed = ok(cli(broker, "groups", "list", "--format", "json")).json()
-        assert {"group": group, "protocol_type": "consumer", "state": "Stable"} in listed
+        assert {"group": group, "protocol_type": "consumer", "state": "Stable", "type": "classic"} in listed
         assert group in ok(cli(broker, "groups", "list")).out.split()
         every = ok(cli(broker, "groups", "describe", "--all-groups", "--format", "json")).json()
         assert group in {g["group"] for g in every}
