@@ -1,0 +1,138 @@
+"""ConsumerGroupHeartbeat (KIP-848): the consumer rebalance protocol's one membership API.
+
+The handler only translates: authorization as Kafka's KafkaApis does it (READ on the group,
+DESCRIBE on every subscribed topic name), the request into a HeartbeatRequest for the group
+coordinator (kafkapy.groupcoord.consumer.membership), the result into the response. Topic
+metadata reaches the coordinator through BrokerTopicView.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+
+from ...controller.acls import AclOperation, ResourceType
+from ...groupcoord import OFFSETS_TOPIC
+from ...groupcoord.consumer.group import TopicMetadata
+from ...groupcoord.consumer.membership import HeartbeatRequest
+from ...protocol.errors import ErrorCode
+from ...protocol.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
+from ..dispatch import RequestContext, handles
+from .groups import client_host
+from .offsets import _durable
+
+log = logging.getLogger(__name__)
+
+_Response = ConsumerGroupHeartbeatResponse
+
+
+class BrokerTopicView:
+    """The broker's topics as consumer groups see them (a groupcoord.consumer TopicView).
+
+    `version` moves on every topic or broker change the metadata store reports, so that groups
+    re-read their subscribed topics only then; descriptions are cached per version."""
+
+    def __init__(self, broker):
+        self.broker = broker
+        self.version = 0
+        self._lock = threading.Lock()
+        self._cache: dict[str, TopicMetadata | None] = {}
+        self._cache_version = -1
+        self._racks: dict[int, str] | None = None
+
+    def on_metadata_change(self, change) -> None:
+        kind = getattr(getattr(change, "kind", None), "value", "")
+        if kind in ("topic_created", "topic_deleted", "partitions_created", "partition_changed",
+                    "broker_registered"):
+            with self._lock:
+                self.version += 1
+
+    def _broker_racks(self) -> dict[int, str]:
+        try:
+            brokers = self.broker.metadata.list_brokers()
+        except Exception:  # a store that cannot list brokers right now: no racks
+            log.debug("listing brokers for rack-aware assignment failed", exc_info=True)
+            return {}
+        return {b.node_id: b.rack for b in brokers if b.rack}
+
+    def describe(self, name: str) -> TopicMetadata | None:
+        if self._cache_version != self.version:
+            self._cache = {}
+            self._racks = None
+            self._cache_version = self.version
+        if name in self._cache:
+            return self._cache[name]
+        meta = self.broker.partitions.topic(name)
+        if meta is None:
+            topic = None
+        else:
+            if self._racks is None:
+                self._racks = self._broker_racks()
+            racks = self._racks
+            partition_racks = {}
+            if racks:
+                for p in meta.partitions:
+                    replica_racks = frozenset(racks[r] for r in p.replicas if r in racks)
+                    if replica_racks:
+                        partition_racks[p.partition] = replica_racks
+            topic = TopicMetadata(meta.topic_id, meta.name, len(meta.partitions), partition_racks)
+        self._cache[name] = topic
+        return topic
+
+    def names(self) -> list[str]:
+        return [meta.name for meta in self.broker.partitions.topics()]
+
+
+def install_topic_view(broker) -> BrokerTopicView:
+    """Give the broker's consumer group coordinator a view of the topics, kept current by the metadata store."""
+    view = BrokerTopicView(broker)
+    broker.group_coordinator.consumer.topics = view
+    broker.metadata.add_listener(view.on_metadata_change)
+    return view
+
+
+def _assignment(assignment) -> _Response.Assignment:
+    return _Response.Assignment(topic_partitions=[
+        _Response.TopicPartitions(topic_id=topic_id, partitions=sorted(partitions))
+        for topic_id, partitions in sorted(assignment.items(), key=lambda item: str(item[0]))])
+
+
+@handles(ConsumerGroupHeartbeatRequest)
+async def handle_consumer_group_heartbeat(ctx: RequestContext,
+                                          request: ConsumerGroupHeartbeatRequest) -> ConsumerGroupHeartbeatResponse:
+    broker = ctx.broker
+    coordinator = broker.group_coordinator
+    if not coordinator.consumer.enabled:
+        # group.coordinator.rebalance.protocols without "consumer" (Kafka answers the same)
+        return _Response(error_code=ErrorCode.UNSUPPORTED_VERSION)
+    if not ctx.authorized(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return _Response(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    names = request.subscribed_topic_names
+    if names:
+        denied = ctx.unauthorized_names(AclOperation.DESCRIBE, ResourceType.TOPIC, names)
+        if denied:
+            return _Response(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                             error_message=f"The client is not authorized to describe topics: {', '.join(sorted(denied))}.")
+    owned = request.topic_partitions
+    heartbeat = HeartbeatRequest(
+        group_id=request.group_id, member_id=request.member_id, member_epoch=request.member_epoch,
+        instance_id=request.instance_id, rack_id=request.rack_id,
+        rebalance_timeout_ms=request.rebalance_timeout_ms, subscribed_topic_names=names,
+        subscribed_topic_regex=request.subscribed_topic_regex if ctx.api_version >= 1 else None,
+        server_assignor=request.server_assignor,
+        topic_partitions=None if owned is None else [(tp.topic_id, tp.partitions) for tp in owned],
+        client_id=ctx.client_id or "", client_host=client_host(ctx), api_version=ctx.api_version)
+    partition = coordinator.partition_for(request.group_id) if request.group_id else -1
+    plog = broker.partitions.get_log(OFFSETS_TOPIC, partition) if partition >= 0 else None
+    end_before = plog.log_end_offset if plog is not None else -1
+    result = coordinator.consumer_group_heartbeat(heartbeat)
+    if result.error == ErrorCode.NONE and plog is not None and plog.log_end_offset != end_before:
+        # the group changed: answer once the records are as durable as an offset commit
+        error = await _durable(broker, partition)
+        if error != ErrorCode.NONE:
+            return _Response(error_code=error)
+    if result.error != ErrorCode.NONE:
+        return _Response(error_code=result.error, error_message=result.message)
+    return _Response(
+        error_code=ErrorCode.NONE, member_id=result.member_id, member_epoch=result.member_epoch,
+        heartbeat_interval_ms=result.heartbeat_interval_ms,
+        assignment=None if result.assignment is None else _assignment(result.assignment))
