@@ -4,6 +4,7 @@ from . import (  # noqa: F401
     api_versions,
     cluster,
     configs,
+    consumer_groups,
     control,
     delete_records,
     describe_topic_partitions,
