@@ -92,6 +92,8 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     61: (0, 0),
     65: (0, 0),
     66: (0, 1),
+    # ConsumerGroupHeartbeat (KIP-848): v1 adds SubscribedTopicRegex, member ids made by the client (Kafka 4.0).
+    68: (0, 1),
     # ConsumerGroupDescribe: v1 adds MemberType (Kafka 4.0).
     69: (0, 1),
     75: (0, 0),
