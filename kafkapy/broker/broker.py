@@ -100,6 +100,9 @@ class Broker:
         else:
             self.producer_ids = ProducerIdAllocator(self.data_dir / "kafkapy-producer-ids")
         self.group_coordinator = self._create_group_coordinator()
+        from .handlers.consumer_groups import install_topic_view
+
+        install_topic_view(self)  # the topics KIP-848 consumer groups subscribe to
         from .handlers.transactions import create_transaction_coordinator
 
         self.transaction_coordinator = create_transaction_coordinator(self)
