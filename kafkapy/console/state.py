@@ -10,7 +10,10 @@ import time
 from dataclasses import dataclass
 
 from ..broker.config import ConfigSource, describe_topic_configs
+from ..groupcoord.consumer.describe import describe_consumer_group, preferred_assignor
+from ..groupcoord.consumer.group import ConsumerGroup
 from ..groupcoord.consumer_protocol import decode_assignment
+from ..groupcoord.coordinator import default_assignor_name
 from ..groupcoord.group import GroupState
 
 __all__ = [
@@ -161,7 +164,10 @@ def consuming_groups(broker, topic: str) -> list[dict]:
     rows = []
     for group in broker.group_coordinator.manager.groups.values():
         committed = [tp for tp in group.offsets if tp[0] == topic]
-        subscribed = group.subscribed_topics is not None and topic in group.subscribed_topics
+        if isinstance(group, ConsumerGroup):
+            subscribed = group.is_subscribed_to(topic)
+        else:
+            subscribed = group.subscribed_topics is not None and topic in group.subscribed_topics
         if committed or subscribed:
             lag = 0
             for tp in committed:
@@ -189,9 +195,16 @@ def group_summaries(broker, query: str = "") -> list[dict]:
     for group in broker.group_coordinator.manager.groups.values():
         if group.is_in(GroupState.DEAD) or (query and query not in group.group_id.lower()):
             continue
+        if isinstance(group, ConsumerGroup):
+            protocol = preferred_assignor(group, _default_assignor(broker))
+            topics = {tp[0] for tp in group.offsets} | group.subscribed_topic_names()
+        else:
+            protocol = group.protocol_name or ""
+            topics = {tp[0] for tp in group.offsets}
         rows.append({"group": group.group_id, "state": group.state.value,
-                     "protocol_type": group.protocol_type or "", "protocol": group.protocol_name or "",
-                     "members": len(group.members), "topics": sorted({tp[0] for tp in group.offsets}),
+                     "type": getattr(group, "group_type", "classic"),
+                     "protocol_type": group.protocol_type or "", "protocol": protocol,
+                     "members": len(group.members), "topics": sorted(topics),
                      "lag": group_lag_sum(broker, group)})
     rows.sort(key=lambda r: r["group"])
     return rows
@@ -209,6 +222,8 @@ def group_detail(broker, group_id: str) -> dict:
     """State, members with their assignment, and per partition: committed offset, log end, lag and
     the member it is assigned to (Kafka's kafka-consumer-groups --describe columns)."""
     group = get_group(broker, group_id)
+    if isinstance(group, ConsumerGroup):
+        return _consumer_group_detail(broker, group)
     owner: dict[tuple[str, int], dict] = {}
     members = []
     for member in group.members.values():
@@ -226,6 +241,53 @@ def group_detail(broker, group_id: str) -> dict:
             for p in parts:
                 owner[(topic, p)] = row
     members.sort(key=lambda m: (m["client_id"], m["member_id"]))
+    partitions = _partition_rows(broker, group, owner)
+    return {"group": group.group_id, "type": "classic", "state": group.state.value,
+            "protocol_type": group.protocol_type or "",
+            "protocol": group.protocol_name or "", "generation": group.generation_id,
+            "leader": group.leader_id or "", "members": members, "partitions": partitions,
+            "lag": sum(p["lag"] or 0 for p in partitions),
+            "topics": sorted({tp[0] for tp in group.offsets} | set(group.subscribed_topics or ()))}
+
+
+def _default_assignor(broker) -> str:
+    return default_assignor_name(broker.group_coordinator.config.group_consumer_assignors)
+
+
+def _consumer_group_detail(broker, group: ConsumerGroup) -> dict:
+    """A KIP-848 group: epochs, the server assignor, each member's epoch, current and target assignment."""
+    def topic_name(topic_id):
+        meta = broker.partitions.topic_by_id(topic_id)
+        return None if meta is None else meta.name
+
+    described = describe_consumer_group(group, _default_assignor(broker), topic_name)
+    owner: dict[tuple[str, int], dict] = {}
+    members = []
+    for m in described.members:
+        current, target = m.partitions(), m.partitions(target=True)
+        row = {"member_id": m.member_id, "instance_id": m.instance_id or "", "client_id": m.client_id,
+               "host": m.client_host, "rack": m.rack_id or "", "member_epoch": m.member_epoch,
+               "member_type": "classic" if m.member_type == 0 else "consumer",
+               "subscription": ", ".join(m.subscribed_topic_names + (
+                   [f"/{m.subscribed_topic_regex}/"] if m.subscribed_topic_regex else [])),
+               "assignment": ", ".join(f"{t}: {_ranges(ps)}" for t, ps in sorted(current.items())),
+               "target": ", ".join(f"{t}: {_ranges(ps)}" for t, ps in sorted(target.items())),
+               "partitions": sum(len(ps) for ps in current.values()), "leader": False}
+        members.append(row)
+        for topic, parts in current.items():
+            for p in parts:
+                owner[(topic, p)] = row
+    members.sort(key=lambda m: (m["client_id"], m["member_id"]))
+    partitions = _partition_rows(broker, group, owner)
+    return {"group": group.group_id, "type": "consumer", "state": described.state, "protocol_type": "consumer",
+            "protocol": described.assignor_name, "generation": described.group_epoch,
+            "group_epoch": described.group_epoch, "assignment_epoch": described.assignment_epoch,
+            "leader": "", "members": members, "partitions": partitions,
+            "lag": sum(p["lag"] or 0 for p in partitions),
+            "topics": sorted({tp[0] for tp in group.offsets} | group.subscribed_topic_names())}
+
+
+def _partition_rows(broker, group, owner: dict[tuple[str, int], dict]) -> list[dict]:
     partitions = []
     for tp in sorted(set(group.offsets) | set(owner)):
         committed = group.offsets.get(tp)
@@ -238,11 +300,7 @@ def group_detail(broker, group_id: str) -> dict:
                            "member_id": member["member_id"] if member else "",
                            "host": member["host"] if member else "",
                            "client_id": member["client_id"] if member else ""})
-    return {"group": group.group_id, "state": group.state.value, "protocol_type": group.protocol_type or "",
-            "protocol": group.protocol_name or "", "generation": group.generation_id,
-            "leader": group.leader_id or "", "members": members, "partitions": partitions,
-            "lag": sum(p["lag"] or 0 for p in partitions),
-            "topics": sorted({tp[0] for tp in group.offsets} | set(group.subscribed_topics or ()))}
+    return partitions
 
 
 def _ranges(parts: list[int]) -> str:
