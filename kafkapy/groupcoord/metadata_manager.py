@@ -16,6 +16,7 @@ from typing import Any
 
 from ..protocol.control_records import ControlRecordType, parse_control_record
 from ..protocol.errors import ErrorCode, KafkaError
+from .consumer.persistence import ConsumerGroupReplay, group_tombstones, restore_group
 from .group import GroupMetadata, GroupState, MemberMetadata, OffsetAndMetadata
 from .offsets_topic import OFFSETS_TOPIC, OffsetsTopicStore, partition_for
 from .records import (
@@ -109,8 +110,10 @@ def _run_until_read_done(steps: Generator[object, None, Any]) -> tuple[bool, Any
             return True, done.value
 
 
-def _load_batch(header, batch, offsets: dict, metadata: dict, pending: PendingTxnOffsets) -> None:
-    """Fold one data batch of __consumer_offsets into the state being loaded."""
+def _load_batch(header, batch, offsets: dict, metadata: dict, pending: PendingTxnOffsets,
+                consumer: ConsumerGroupReplay | None = None) -> None:
+    """Fold one data batch of __consumer_offsets into the state being loaded (consumer group
+    records into `consumer`, checked last so offset commits pay nothing for them)."""
     transactional = header.is_transactional and header.producer_id >= 0
     for record in batch:
         key, value = record.key, record.value
@@ -135,6 +138,12 @@ def _load_batch(header, batch, offsets: dict, metadata: dict, pending: PendingTx
                     pending.supersede(parsed.group, (tp,))
         elif type(parsed) is GroupMetadataKey:
             metadata[parsed.group] = None if value is None else decode_group_metadata_value(value)
+            if value is not None and consumer is not None and consumer.groups:
+                consumer.drop(parsed.group)
+        elif consumer is not None:
+            consumer.add(parsed, key, value)
+            if parsed is not None and value is not None and parsed.group in consumer.groups:
+                metadata.pop(parsed.group, None)  # a consumer group replaced the classic one
 
 
 class GroupMetadataManager:
@@ -184,6 +193,18 @@ class GroupMetadataManager:
             self.store.append(self.partition_for(group.group_id), [record], self.clock_ms())
         except KafkaError as exc:
             log.warning("writing metadata of group %s failed: %s", group.group_id, exc)
+            return _GROUP_ERRORS.get(exc.code, exc.code)
+        return ErrorCode.NONE
+
+    def write_records(self, group_id: str, records: list[tuple[bytes, bytes | None]]) -> int:
+        """Append a consumer group's records (consumer/persistence.py) as one batch to its
+        partition, as store_group does; returns Kafka's error code for the group."""
+        if not records:
+            return ErrorCode.NONE
+        try:
+            self.store.append(self.partition_for(group_id), records, self.clock_ms())
+        except KafkaError as exc:
+            log.warning("writing %d records of consumer group %s failed: %s", len(records), group_id, exc)
             return _GROUP_ERRORS.get(exc.code, exc.code)
         return ErrorCode.NONE
 
@@ -280,7 +301,10 @@ class GroupMetadataManager:
             if group.is_in(GroupState.DEAD):
                 if self.groups.get(group.group_id) is group:
                     del self.groups[group.group_id]
-                tombstones.append((group_metadata_key(group.group_id), None))
+                if getattr(group, "group_type", "classic") == "consumer":
+                    tombstones.extend(group_tombstones(group))
+                else:
+                    tombstones.append((group_metadata_key(group.group_id), None))
             if tombstones:
                 try:
                     self.store.append(self.partition_for(group.group_id), tombstones, self.clock_ms())
@@ -388,6 +412,7 @@ class GroupMetadataManager:
         metadata: dict[str, object] = {}  # group id -> GroupMetadataValue, or None when deleted
         # transactional commits found while loading; merged into self.pending_txn when applied
         pending = PendingTxnOffsets()
+        consumer = ConsumerGroupReplay()  # consumer group (KIP-848) records, replayed per group
         in_partition = self.partition_for
         records = 0
         clock = time.monotonic
@@ -408,7 +433,7 @@ class GroupMetadataManager:
                                 for group_id, group_offsets in applied.items():
                                     offsets.setdefault(group_id, {}).update(group_offsets)
                     else:
-                        _load_batch(header, batch, offsets, metadata, pending)
+                        _load_batch(header, batch, offsets, metadata, pending, consumer)
                     if clock() >= slice_end:
                         yield _CHUNK
                         slice_end = clock() + LOAD_SLICE_S
@@ -429,9 +454,16 @@ class GroupMetadataManager:
             log.info("%s-%d: %d groups have transactional offset commits awaiting their transaction",
                      OFFSETS_TOPIC, partition, len(waiting))
         loaded = []
-        for group_id in set(offsets) | set(metadata) | set(waiting):
-            stored = metadata.get(group_id)
+        consumer.report(f"{OFFSETS_TOPIC}-{partition}")
+        for group_id in set(offsets) | set(metadata) | set(waiting) | set(consumer.groups):
             group_offsets = offsets.get(group_id, {})
+            stored_consumer = consumer.groups.get(group_id)
+            if stored_consumer is not None:
+                group = restore_group(stored_consumer, group_offsets, self.clock_ms())
+                self.groups[group_id] = group
+                loaded.append(group)
+                continue
+            stored = metadata.get(group_id)
             if stored is None and not group_offsets and group_id not in waiting:
                 continue  # deleted group (tombstone) with no later commits
             group = self._build_group(group_id, stored, group_offsets)
