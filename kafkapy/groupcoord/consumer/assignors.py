@@ -223,7 +223,16 @@ class _UniformHomogeneous:
 
 
 class _UniformHeterogeneous:
-    """Members subscribe to different topics: keep, place on the least loaded, then even out."""
+    """Members subscribe to different topics: keep, place on the least loaded, then even out.
+
+    Kafka's UniformHeterogeneousAssignmentBuilder: current partitions of subscribed topics are
+    kept; unowned partitions go, topic by topic (most partitions per subscriber first), to the
+    least loaded subscriber; then, topic by topic, partitions move from the most to the least
+    loaded subscriber while their total counts differ by more than one, for at most
+    ``MAX_ROUNDS`` passes over the topics (overlapping subscriptions can converge slowly).
+    """
+
+    MAX_ROUNDS = 16
 
     def __init__(self, members: Mapping[str, MemberSpec], topics: Mapping[uuid.UUID, TopicSpec],
                  subs: dict[str, frozenset[uuid.UUID]]) -> None:
@@ -237,102 +246,139 @@ class _UniformHeterogeneous:
         for mid in member_ids:
             for t in self.subs[mid]:
                 subscribers.setdefault(t, []).append(mid)
-        # Most constrained topics first (fewest subscribers), then by name for determinism.
-        topic_order = sorted(subscribers, key=lambda t: (len(subscribers[t]), self.topics[t].name, t))
+        topics = self.topics
+        # Kafka's order: partitions per subscriber descending, subscribers ascending, then id.
+        topic_order = sorted(subscribers, key=lambda t: (-topics[t].num_partitions / len(subscribers[t]),
+                                                        len(subscribers[t]), topics[t].name, t))
+        racks_known = any(m.rack_id is not None for m in self.members.values()) and any(
+            topics[t].partition_racks for t in subscribers)
 
         owned: dict[str, dict[uuid.UUID, set[int]]] = {mid: {} for mid in member_ids}
         count = {mid: 0 for mid in member_ids}
-        owner: dict[_TP, str] = {}
+        owners: dict[uuid.UUID, list[str | None]] = {t: [None] * topics[t].num_partitions for t in subscribers}
         for mid in member_ids:
             sub = self.subs[mid]
             for topic_id, partitions in self.members[mid].current.items():
                 if topic_id not in sub:
                     continue
-                n = self.topics[topic_id].num_partitions
+                row = owners[topic_id]
+                n = len(row)
                 for p in partitions:
-                    if 0 <= p < n and (topic_id, p) not in owner:
-                        owner[(topic_id, p)] = mid
+                    if 0 <= p < n and row[p] is None:
+                        row[p] = mid
                         owned[mid].setdefault(topic_id, set()).add(p)
                         count[mid] += 1
 
         for topic_id in topic_order:
-            topic = self.topics[topic_id]
-            free = [p for p in range(topic.num_partitions) if (topic_id, p) not in owner]
+            row = owners[topic_id]
+            free = [p for p, o in enumerate(row) if o is None]
             if not free:
                 continue
-            heap = [(count[mid], mid) for mid in subscribers[topic_id]]
-            heapq.heapify(heap)
+            topic = topics[topic_id]
+            least = _LoadHeap(subscribers[topic_id], count)
+            by_rack: dict[str, _LoadHeap] = {}
+            if racks_known and topic.partition_racks:
+                members_by_rack: dict[str, list[str]] = {}
+                for mid in subscribers[topic_id]:
+                    rack = self.members[mid].rack_id
+                    if rack is not None:
+                        members_by_rack.setdefault(rack, []).append(mid)
+                by_rack = {rack: _LoadHeap(mids, count) for rack, mids in members_by_rack.items()}
             for p in free:
-                target = heap[0][1]
-                rack_pick = self._rack_local_among_least(heap, topic, p)
-                if rack_pick is not None:
-                    target = rack_pick
-                owner[(topic_id, p)] = target
+                target = least.peek()
+                racks = topic.partition_racks.get(p) if by_rack else None
+                if racks and self.members[target].rack_id not in racks:
+                    # An equally loaded subscriber with a replica in its rack, if there is one.
+                    low = count[target]
+                    best: str | None = None
+                    for rack in racks:
+                        heap = by_rack.get(rack)
+                        if heap is not None:
+                            cand = heap.peek()
+                            if count[cand] == low and (best is None or cand < best):
+                                best = cand
+                    if best is not None:
+                        target = best
+                row[p] = target
                 owned[target].setdefault(topic_id, set()).add(p)
                 count[target] += 1
-                self._bump(heap, target, count)
+                least.update(target)
+                rack = self.members[target].rack_id
+                if rack in by_rack:
+                    by_rack[rack].update(target)
 
         self._balance(topic_order, subscribers, owned, count)
         return {mid: _freeze(owned[mid]) for mid in member_ids}
 
-    def _rack_local_among_least(self, heap: list[tuple[int, str]], topic: TopicSpec, p: int) -> str | None:
-        """A member with the least count that has a replica of p in its rack, if any."""
-        if not topic.partition_racks:
-            return None
-        racks = topic.partition_racks.get(p)
-        if not racks:
-            return None
-        least = heap[0][0]
-        best: str | None = None
-        for c, mid in heap:
-            if c == least and self.members[mid].rack_id in racks and (best is None or mid < best):
-                best = mid
-        return best
-
-    @staticmethod
-    def _bump(heap: list[tuple[int, str]], mid: str, count: dict[str, int]) -> None:
-        if heap[0][1] == mid:
-            heapq.heapreplace(heap, (count[mid], mid))
-            return
-        for i, (_, m) in enumerate(heap):
-            if m == mid:
-                heap[i] = (count[mid], mid)
-                heapq.heapify(heap)
-                return
-
     def _balance(self, topic_order: list[uuid.UUID], subscribers: dict[uuid.UUID, list[str]],
                  owned: dict[str, dict[uuid.UUID, set[int]]], count: dict[str, int]) -> None:
-        """Move partitions to less loaded subscribers until no move improves balance.
+        """Move partitions to less loaded subscribers of the same topic until balanced."""
+        movable = [t for t in topic_order if len(subscribers[t]) >= 2]
+        last_changed = -1
+        for _ in range(self.MAX_ROUNDS):
+            for index, topic_id in enumerate(movable):
+                if index == last_changed:
+                    return  # a whole pass over the topics without a move
+                if self._balance_topic(topic_id, subscribers[topic_id], owned, count) or last_changed == -1:
+                    last_changed = index
 
-        Each move lowers the sum of squared counts, so this terminates.
-        """
-        changed = True
-        while changed:
-            changed = False
-            for topic_id in topic_order:
-                subs = subscribers[topic_id]
-                while True:
-                    holders = [mid for mid in subs if owned[mid].get(topic_id)]
-                    if not holders:
-                        break
-                    src = max(holders, key=lambda mid: (count[mid], mid))
-                    dst = min(subs, key=lambda mid: (count[mid], mid))
-                    if count[src] - count[dst] <= 1:
-                        break
-                    ps = owned[src][topic_id]
-                    p = max(ps)
-                    if self.members[dst].rack_id is not None:
-                        topic = self.topics[topic_id]
-                        local = [q for q in ps if _has_local_replica(topic, q, self.members[dst].rack_id)]
-                        if local:
-                            p = max(local)
-                    ps.discard(p)
-                    if not ps:
-                        del owned[src][topic_id]
-                    owned[dst].setdefault(topic_id, set()).add(p)
-                    count[src] -= 1
-                    count[dst] += 1
-                    changed = True
+    def _balance_topic(self, topic_id: uuid.UUID, subs: list[str],
+                       owned: dict[str, dict[uuid.UUID, set[int]]], count: dict[str, int]) -> int:
+        least = _LoadHeap(subs, count)
+        # Most loaded holders of this topic's partitions: a max-heap with lazy invalidation.
+        most = [(-count[mid], mid) for mid in subs if owned[mid].get(topic_id)]
+        heapq.heapify(most)
+        topic = self.topics[topic_id]
+        moved = 0
+        while most:
+            c, src = most[0]
+            if -c != count[src] or not owned[src].get(topic_id):
+                heapq.heappop(most)
+                continue
+            dst = least.peek()
+            if count[src] - count[dst] <= 1:
+                break
+            ps = owned[src][topic_id]
+            p = max(ps)
+            rack = self.members[dst].rack_id
+            if rack is not None and topic.partition_racks:
+                local = [q for q in ps if _has_local_replica(topic, q, rack)]
+                if local:
+                    p = max(local)
+            ps.discard(p)
+            if not ps:
+                del owned[src][topic_id]
+            owned[dst].setdefault(topic_id, set()).add(p)
+            count[src] -= 1
+            count[dst] += 1
+            moved += 1
+            least.update(src)
+            least.update(dst)
+            heapq.heapreplace(most, (-count[src], src))
+            if owned[dst].get(topic_id):
+                heapq.heappush(most, (-count[dst], dst))
+        return moved
+
+
+class _LoadHeap:
+    """Members by (partition count, member id), smallest first; stale entries skipped lazily."""
+
+    __slots__ = ("count", "heap")
+
+    def __init__(self, member_ids: Iterable[str], count: dict[str, int]) -> None:
+        self.count = count
+        self.heap = [(count[mid], mid) for mid in member_ids]
+        heapq.heapify(self.heap)
+
+    def peek(self) -> str:
+        heap, count = self.heap, self.count
+        # update() pushed the current entry of every member whose count changed.
+        while heap[0][0] != count[heap[0][1]]:
+            heapq.heappop(heap)
+        return heap[0][1]
+
+    def update(self, mid: str) -> None:
+        heapq.heappush(self.heap, (self.count[mid], mid))
 
 
 def _group_by_topic(tps: Iterable[_TP]) -> MemberAssignment:
