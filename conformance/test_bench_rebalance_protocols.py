@@ -1,0 +1,39 @@
+"""Smoke check of bench/groups/rebalance_protocols.py: its --quick mode runs against a real kafkapy process.
+
+Three confluent-kafka consumers (group.protocol=consumer, each in its own process) form a group on a
+6-partition topic, one leaves, a fourth joins; every phase settles with each partition owned by exactly one
+member, and no partition is ever owned by two consumers at once. The measured comparison with the classic
+protocol is in docs/benchmarks.md; it is not run in CI.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.timeout(90)
+
+SCRIPT = Path(__file__).resolve().parent.parent / "bench" / "groups" / "rebalance_protocols.py"
+
+
+def load_script():
+    spec = importlib.util.spec_from_file_location("kafkapy_bench_rebalance_protocols", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_quick_run_consumer_protocol_settles_without_double_ownership(tmp_path):
+    script = load_script()
+    out = tmp_path / "result.json"
+    assert script.main(["--quick", "--modes", "consumer", "--json", str(out)]) == 0
+    result = json.loads(out.read_text())["fast"]
+    assert result["failures"]["consumer"] == []
+    (sample,) = result["samples"]["consumer"]
+    for phase in ("form", "leave", "join"):
+        assert 0 <= sample[phase]["owned"] <= sample[phase]["settled"] < 30, sample[phase]
+    assert sample["overlap"] == 1
