@@ -20,7 +20,7 @@ import uuid
 from collections.abc import Callable, Mapping
 
 from ..group import CONSUMER_PROTOCOL_TYPE, GroupMetadata, GroupState, MemberMetadata
-from .classic_members import MalformedSubscription, decode_assignment, encode_assignment, parse_subscription
+from .embedded_protocol import MalformedSubscription, decode_assignment, encode_assignment, parse_subscription
 from .group import Assignment, ConsumerGroup, ConsumerGroupMember, MemberState, OwnershipError
 
 log = logging.getLogger(__name__)

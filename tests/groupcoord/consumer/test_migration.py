@@ -1,5 +1,5 @@
 """Online migration between the classic and the consumer protocol: the embedded protocol bytes,
-the policy, and the pure group conversions (kafkapy/groupcoord/consumer/{classic_members,migration}.py)."""
+the policy, and the pure group conversions (kafkapy/groupcoord/consumer/{embedded_protocol,migration}.py)."""
 from __future__ import annotations
 
 import struct
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafkapy.groupcoord.consumer.classic_members import (
+from kafkapy.groupcoord.consumer.embedded_protocol import (
     MalformedSubscription,
     decode_assignment,
     encode_assignment,
