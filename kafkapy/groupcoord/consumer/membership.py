@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from ...protocol.errors import ErrorCode, KafkaError
 from ..config import GroupCoordinatorConfig
-from . import records as rec
+from . import persistence as rec
 from .group import (
     JOIN_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_MEMBER_EPOCH,
@@ -131,8 +131,8 @@ class _Changes:
 
     records: list[tuple[bytes, bytes | None]] = field(default_factory=list)
 
-    def add(self, key: Any, value: Any) -> None:
-        self.records.append(rec.record(key, value))
+    def add(self, *records: tuple[bytes, bytes | None]) -> None:
+        self.records.extend(records)
 
 
 class ConsumerGroupMembership:
@@ -162,6 +162,9 @@ class ConsumerGroupMembership:
         # the classic-group conversion hook (migration.py); None: an empty classic group is replaced,
         # a classic group with members is not a consumer group
         self.upgrade_classic_group: Callable[[Any, HeartbeatRequest, _Changes], ConsumerGroup | None] | None = None
+        # the downgrade hook (classic_members.py): True when the leaving member's departure turned
+        # the group into a classic group (it was the last member speaking the consumer protocol)
+        self.downgrade_consumer_group: Callable[[ConsumerGroup, ConsumerGroupMember], bool] | None = None
 
     @property
     def enabled(self) -> bool:
@@ -303,15 +306,14 @@ class ConsumerGroupMembership:
             member.member_epoch, member.previous_member_epoch = 0, 0
             member.state = MemberState.STABLE
             member.last_sent_assignment = None
-            changes.add(rec.ConsumerGroupCurrentMemberAssignmentKey(group.group_id, member_id),
-                        self._current_value(member))
+            changes.add(rec.current_assignment_record(group.group_id, member))
 
         bump = self._update_member(group, member, request, is_new or replaced is not None, changes)
         if bump or group.metadata_version != self.topics.version:
             bump = self._refresh_subscription_metadata(group, changes) or bump
         if bump:
             group.group_epoch += 1
-            changes.add(rec.ConsumerGroupMetadataKey(group.group_id), rec.ConsumerGroupMetadataValue(group.group_epoch))
+            changes.add(rec.group_epoch_record(group.group_id, group.group_epoch))
             log.info("group %s: group epoch bumped to %d", group.group_id, group.group_epoch)
         if group.group_epoch > group.assignment_epoch:
             self._update_target_assignment(group, changes)
@@ -422,11 +424,9 @@ class ConsumerGroupMembership:
         self._member_tombstones(group.group_id, old.member_id, changes)
         group.add_member(new)
         group.target[new.member_id] = dict(target)
-        changes.add(rec.ConsumerGroupMemberMetadataKey(group.group_id, new.member_id), self._member_value(new))
-        changes.add(rec.ConsumerGroupTargetAssignmentMemberKey(group.group_id, new.member_id),
-                    rec.ConsumerGroupTargetAssignmentMemberValue(dict(target)))
-        changes.add(rec.ConsumerGroupCurrentMemberAssignmentKey(group.group_id, new.member_id),
-                    self._current_value(new))
+        changes.add(rec.member_subscription_record(group.group_id, new),
+                    rec.target_member_record(group.group_id, new.member_id, target),
+                    rec.current_assignment_record(group.group_id, new))
         log.info("group %s: static member with instance id %s rejoins as %s, replacing %s", group.group_id,
                  new.instance_id, new.member_id, old.member_id)
 
@@ -466,8 +466,7 @@ class ConsumerGroupMembership:
             member.classic_protocols = None
             changed = True
         if changed:
-            changes.add(rec.ConsumerGroupMemberMetadataKey(group.group_id, member.member_id),
-                        self._member_value(member))
+            changes.add(rec.member_subscription_record(group.group_id, member))
         if subscription_changed:
             self._drop_unused_regexes(group, changes)
         return subscription_changed
@@ -481,15 +480,14 @@ class ConsumerGroupMembership:
         if group.resolved_regexes.get(regex) == topics:
             return False
         group.resolved_regexes[regex] = topics
-        changes.add(rec.ConsumerGroupRegularExpressionKey(group.group_id, regex),
-                    rec.ConsumerGroupRegularExpressionValue(sorted(topics), self.topics.version, self.clock_ms()))
+        changes.add(rec.regex_record(group.group_id, regex, topics, self.topics.version, self.clock_ms()))
         return True
 
     def _drop_unused_regexes(self, group: ConsumerGroup, changes: _Changes) -> None:
         used = group.regexes()
         for regex in [r for r in group.resolved_regexes if r not in used]:
             del group.resolved_regexes[regex]
-            changes.add(rec.ConsumerGroupRegularExpressionKey(group.group_id, regex), None)
+            changes.add(rec.regex_tombstone(group.group_id, regex))
 
     def _refresh_subscription_metadata(self, group: ConsumerGroup, changes: _Changes) -> bool:
         """Re-resolve regexes and re-read the subscribed topics; True if anything changed."""
@@ -503,14 +501,11 @@ class ConsumerGroupMembership:
             if topic is not None and topic.num_partitions > 0:
                 metadata[name] = topic
         group.metadata_version = view.version
-        if metadata != group.subscribed_topic_metadata:
-            group.subscribed_topic_metadata = metadata
-            changes.add(rec.ConsumerGroupPartitionMetadataKey(group.group_id),
-                        rec.ConsumerGroupPartitionMetadataValue([
-                            rec.TopicMetadata(t.topic_id, t.name, t.num_partitions,
-                                              {p: tuple(sorted(r)) for p, r in t.partition_racks.items()})
-                            for t in sorted(metadata.values(), key=lambda t: t.name)]))
+        if _without_racks(metadata) != _without_racks(group.subscribed_topic_metadata):
+            changes.add(rec.subscription_metadata_record(group.group_id, metadata))
             changed = True
+        # racks are not stored (as Kafka 4.0) and not a reason for a new epoch, but the assignors use them
+        group.subscribed_topic_metadata = metadata
         return changed
 
     # -- target assignment ----------------------------------------------------------------
@@ -548,11 +543,9 @@ class ConsumerGroupMembership:
             new = {t: frozenset(p) for t, p in result.get(member_id, {}).items() if p}
             if new != group.target.get(member_id):
                 group.target[member_id] = new
-                changes.add(rec.ConsumerGroupTargetAssignmentMemberKey(group.group_id, member_id),
-                            rec.ConsumerGroupTargetAssignmentMemberValue(new))
+                changes.add(rec.target_member_record(group.group_id, member_id, new))
         group.assignment_epoch = group.group_epoch
-        changes.add(rec.ConsumerGroupTargetAssignmentMetadataKey(group.group_id),
-                    rec.ConsumerGroupTargetAssignmentMetadataValue(group.assignment_epoch))
+        changes.add(rec.target_epoch_record(group.group_id, group.assignment_epoch))
         log.info("group %s: new target assignment for epoch %d with the %s assignor (%d members, %d ms)",
                  group.group_id, group.assignment_epoch, name, len(specs), self.clock_ms() - start)
 
@@ -572,13 +565,14 @@ class ConsumerGroupMembership:
         member.member_epoch = step.member_epoch
         member.previous_member_epoch = step.previous_member_epoch
         member.state = step.state
-        changes.add(rec.ConsumerGroupCurrentMemberAssignmentKey(group.group_id, member.member_id),
-                    self._current_value(member))
+        changes.add(rec.current_assignment_record(group.group_id, member))
         log.debug("group %s: member %s now epoch %d (%s), %d partitions, %d pending revocation", group.group_id,
                   member.member_id, member.member_epoch, member.state.label,
                   sum(len(p) for p in member.assigned.values()),
                   sum(len(p) for p in member.pending_revocation.values()))
-        if step.state is MemberState.UNREVOKED_PARTITIONS:
+        if member.uses_classic_protocol:
+            pass  # classic members have join and sync deadlines instead (classic_members.py)
+        elif step.state is MemberState.UNREVOKED_PARTITIONS:
             self._schedule_rebalance_timeout(group, member)
         else:
             self._cancel_rebalance_timeout(member)
@@ -625,28 +619,27 @@ class ConsumerGroupMembership:
         group.set_member_assignment(member, member.assigned, {})
         member.member_epoch = LEAVE_GROUP_STATIC_MEMBER_EPOCH
         self._cancel_rebalance_timeout(member)
-        changes.add(rec.ConsumerGroupCurrentMemberAssignmentKey(group.group_id, member.member_id),
-                    self._current_value(member))
+        changes.add(rec.current_assignment_record(group.group_id, member))
         return self._write(group, changes)
 
     def fence_member(self, group: ConsumerGroup, member: ConsumerGroupMember) -> int | None:
         """Remove a member (left, session expired, revocation too slow): its partitions are free,
         the group epoch moves so that the others get a new target on their next heartbeat."""
+        if self.downgrade_consumer_group is not None and self.downgrade_consumer_group(group, member):
+            return None
         changes = _Changes()
         member.cancel_timers()
         group.remove_member(member.member_id)
         self._member_tombstones(group.group_id, member.member_id, changes)
         self._drop_unused_regexes(group, changes)
-        # the subscribed topics are re-read (without this member's) on the next heartbeat
-        group.metadata_version = -1
+        # the subscribed topics without this member's (one epoch bump covers both changes)
+        self._refresh_subscription_metadata(group, changes)
         group.group_epoch += 1
-        changes.add(rec.ConsumerGroupMetadataKey(group.group_id), rec.ConsumerGroupMetadataValue(group.group_epoch))
+        changes.add(rec.group_epoch_record(group.group_id, group.group_epoch))
         return self._write(group, changes)
 
     def _member_tombstones(self, group_id: str, member_id: str, changes: _Changes) -> None:
-        changes.add(rec.ConsumerGroupCurrentMemberAssignmentKey(group_id, member_id), None)
-        changes.add(rec.ConsumerGroupTargetAssignmentMemberKey(group_id, member_id), None)
-        changes.add(rec.ConsumerGroupMemberMetadataKey(group_id, member_id), None)
+        changes.add(*rec.member_tombstones(group_id, member_id))
 
     # -- timers ---------------------------------------------------------------------------
     def _schedule_session_timeout(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
@@ -711,21 +704,6 @@ class ConsumerGroupMembership:
                 self.unload_group(group)
 
     # -- records --------------------------------------------------------------------------
-    @staticmethod
-    def _member_value(member: ConsumerGroupMember) -> rec.ConsumerGroupMemberMetadataValue:
-        return rec.ConsumerGroupMemberMetadataValue(
-            instance_id=member.instance_id, rack_id=member.rack_id, client_id=member.client_id,
-            client_host=member.client_host, subscribed_topic_names=list(member.subscribed_topic_names),
-            subscribed_topic_regex=member.subscribed_topic_regex, rebalance_timeout_ms=member.rebalance_timeout_ms,
-            server_assignor=member.server_assignor)
-
-    @staticmethod
-    def _current_value(member: ConsumerGroupMember) -> rec.ConsumerGroupCurrentMemberAssignmentValue:
-        return rec.ConsumerGroupCurrentMemberAssignmentValue(
-            member_epoch=member.member_epoch, previous_member_epoch=member.previous_member_epoch,
-            state=member.state.value, assigned=dict(member.assigned),
-            pending_revocation=dict(member.pending_revocation))
-
     def _write(self, group: ConsumerGroup, changes: _Changes) -> int | None:
         """Append the records to the group's __consumer_offsets partition; the error code if that failed."""
         if not changes.records:
@@ -745,6 +723,10 @@ class ConsumerGroupMembership:
                 return ErrorCode.NOT_COORDINATOR
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         return None
+
+
+def _without_racks(topics: Mapping[str, TopicMetadata]) -> dict[str, tuple[uuid.UUID, int]]:
+    return {name: (t.topic_id, t.num_partitions) for name, t in topics.items()}
 
 
 def _is_subset(owned: OwnedPartitions | None, assigned: Mapping[uuid.UUID, frozenset[int]]) -> bool:
