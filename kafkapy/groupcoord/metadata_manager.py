@@ -16,6 +16,7 @@ from typing import Any
 
 from ..protocol.control_records import ControlRecordType, parse_control_record
 from ..protocol.errors import ErrorCode, KafkaError
+from .consumer.offsets import expired_offsets as consumer_expired_offsets
 from .consumer.persistence import ConsumerGroupReplay, group_tombstones, restore_group
 from .group import GroupMetadata, GroupState, MemberMetadata, OffsetAndMetadata
 from .offsets_topic import OFFSETS_TOPIC, OffsetsTopicStore, partition_for
@@ -514,8 +515,14 @@ class GroupMetadataManager:
     def expire_offsets(self, retention_ms: int) -> int:
         """Remove offsets past retention and groups left Empty without offsets; count removed."""
         now = self.clock_ms()
-        removed = self.cleanup_group_metadata(
-            list(self.groups.values()), lambda group: group.expired_offsets(now, retention_ms))
+
+        def expired(group) -> list[TopicPartition]:
+            if getattr(group, "group_type", "classic") == "consumer":
+                # Kafka keeps a consumer group's offset while a transaction holds a commit for it
+                return consumer_expired_offsets(group, now, retention_ms, self.pending_txn.has_pending)
+            return group.expired_offsets(now, retention_ms)
+
+        removed = self.cleanup_group_metadata(list(self.groups.values()), expired)
         if removed:
             log.info("removed %d expired offsets", removed)
         return removed
