@@ -112,3 +112,67 @@ def test_expiry_by_commit_time_skips_subscribed_and_pending_transactions():
     pending = {("g", ("old", 1))}
     assert sorted(expired_offsets(group, 1000, 500, lambda g, tp: (g, tp) in pending)) == [
         ("explicit", 0), ("old", 0)]
+
+
+# -- through the coordinator (manual clock, in-memory __consumer_offsets) ----------------------
+def coordinator_with_consumer_group(members=()):
+    from tests.groupcoord.harness import Harness
+
+    h = Harness(offsets_retention_minutes=1)
+    group = ConsumerGroup("cg", h.sched.clock_ms())
+    group.group_epoch = group.assignment_epoch = 5
+    for member in members:
+        group.add_member(member)
+    h.coord.manager.groups["cg"] = group
+    return h, group
+
+
+def test_coordinator_commit_fetch_list_and_describe_a_consumer_group():
+    h, group = coordinator_with_consumer_group([consumer("m1", epoch=5)])
+    c = h.coord
+    assert c.commit_offsets("cg", "m1", None, 5, {("t", 0): OffsetAndMetadata(3)}, api_version=9) == {("t", 0): 0}
+    assert c.commit_offsets("cg", "m1", None, 5, {("t", 0): OffsetAndMetadata(4)}, api_version=8) == {
+        ("t", 0): E.UNSUPPORTED_VERSION}
+    assert c.fetch_offsets("cg", [("t", 0)], member_id="m1", member_epoch=4) == (E.STALE_MEMBER_EPOCH, {})
+    assert c.fetch_offsets("cg", [("t", 0)])[1][("t", 0)][0].offset == 3
+    assert c.commit_txn_offsets("cg", 1, 0, "m1", None, 4, {("t", 0): OffsetAndMetadata(5)}) == {
+        ("t", 0): E.ILLEGAL_GENERATION}
+    error, listed = c.list_groups(types=["consumer"])
+    assert error == 0 and [(g.group_id, g.group_type, g.state, g.protocol_type) for g in listed] == [
+        ("cg", "consumer", "Stable", "consumer")]
+    assert c.list_groups(types=["classic"])[1] == []
+    assert [g.group_id for g in c.list_groups(states=["STABLE "])[1]] == ["cg"]
+    assert c.describe_group("cg")[1].state == "Dead"
+    (result,) = c.describe_consumer_groups(["cg"])
+    assert result.error == 0 and result.description.assignor_name == "uniform"
+    assert c.delete_groups(["cg"]) == {"cg": E.NON_EMPTY_GROUP}
+    assert c.delete_offsets("cg", [("t", 0)]) == (0, {("t", 0): E.GROUP_SUBSCRIBED_TO_TOPIC})
+
+
+def test_coordinator_keeps_subscribed_offsets_past_retention():
+    h, group = coordinator_with_consumer_group([consumer("m1", epoch=5, topics=("t",))])
+    c = h.coord
+    old = OffsetAndMetadata(3, commit_timestamp=h.sched.clock_ms())
+    assert c.commit_offsets("cg", "m1", None, 5, {("t", 0): old, ("gone", 0): old}, api_version=9) == {
+        ("t", 0): 0, ("gone", 0): 0}
+    h.sched.advance(120_000)
+    assert set(group.offsets) == {("t", 0)}
+
+
+def test_coordinator_expires_unsubscribed_offsets_then_deletes_the_empty_group():
+    h, group = coordinator_with_consumer_group()
+    c = h.coord
+    committed = OffsetAndMetadata(3, commit_timestamp=h.sched.clock_ms())
+    assert c.commit_offsets("cg", "", None, -1, {("t", 0): committed}, api_version=9) == {("t", 0): 0}
+    h.sched.advance(60_000)  # the first check: the offset is exactly 1 minute old (retention)
+    assert "cg" not in c.manager.groups
+    assert c.fetch_offsets("cg", [("t", 0)]) == (0, {("t", 0): (None, 0)})
+
+
+def test_coordinator_deletes_an_empty_consumer_group_with_its_offsets():
+    h, group = coordinator_with_consumer_group()
+    c = h.coord
+    c.commit_offsets("cg", "", None, -1, {("t", 0): OffsetAndMetadata(3)})
+    assert c.delete_groups(["cg", "cg-missing"]) == {"cg": 0, "cg-missing": E.GROUP_ID_NOT_FOUND}
+    assert "cg" not in c.manager.groups
+    assert c.describe_consumer_groups(["cg"])[0].error == E.GROUP_ID_NOT_FOUND
