@@ -2,8 +2,9 @@
 
 Three confluent-kafka consumers (group.protocol=consumer, each in its own process) form a group on a
 6-partition topic, one leaves, a fourth joins; every phase settles with each partition owned by exactly one
-member, and no partition is ever owned by two consumers at once. The measured comparison with the classic
-protocol is in docs/benchmarks.md; it is not run in CI.
+member, ConsumerGroupDescribe then agrees (Stable, every member's assignment equal to its target and
+to what the consumer reports), and no partition is ever owned by two consumers at once. The measured
+comparison with the classic protocol is in docs/benchmarks.md; it is not run in CI.
 """
 from __future__ import annotations
 
@@ -36,4 +37,6 @@ def test_quick_run_consumer_protocol_settles_without_double_ownership(tmp_path):
     (sample,) = result["samples"]["consumer"]
     for phase in ("form", "leave", "join"):
         assert 0 <= sample[phase]["owned"] <= sample[phase]["settled"] < 30, sample[phase]
+        view = sample[phase]["broker"]
+        assert view.get("state") == "Stable" and view.get("converged"), view
     assert sample["overlap"] == 1

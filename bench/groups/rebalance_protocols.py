@@ -285,6 +285,29 @@ def wait_phase(events: list[dict], lock: threading.Lock, members: list[str], par
         time.sleep(0.02)
 
 
+def broker_view(bootstrap: str, group: str, members: list[str], events: list[dict], lock: threading.Lock) -> dict:
+    """ConsumerGroupDescribe after a consumer-protocol phase: is the group Stable, every member at the assignment
+    epoch with its assignment equal to its target, and is that what each consumer itself reports owning?"""
+    from conformance.consumer_group_clients import describe_consumer_group
+
+    try:
+        described = describe_consumer_group(bootstrap, group)
+    except Exception as exc:  # the measurement stands without the broker's view; say why it is missing
+        return {"error": f"{type(exc).__name__}: {exc}"}
+    with lock:
+        owned = ownership_at(list(events), time.monotonic())
+
+    def partitions(assignment) -> list[int]:
+        return sorted(p for tp in assignment.topic_partitions for p in tp.partitions)
+
+    by_client = {m.client_id: m for m in described.members}
+    converged = (sorted(by_client) == sorted(members) and all(
+        m.member_epoch == described.assignment_epoch and partitions(m.assignment) == partitions(m.target_assignment)
+        and partitions(m.assignment) == sorted(owned.get(m.client_id, ())) for m in described.members))
+    return {"state": described.group_state, "group_epoch": described.group_epoch,
+            "assignment_epoch": described.assignment_epoch, "converged": converged}
+
+
 def wait_ready(workers: list[Worker]) -> None:
     deadline = time.monotonic() + WORKER_READY_TIMEOUT_S
     for w in workers:
@@ -318,18 +341,24 @@ def one_repetition(bootstrap: str, topic: str, partitions: int, size: int, mode:
             w.send("go")
         result["marks"]["form"] = t0
         result["form"] = wait_phase(events, lock, [w.name for w in group], partitions, t0, quiet_s)
+        if mode == "consumer":
+            result["form"]["broker"] = broker_view(bootstrap, spec["group"], [w.name for w in group], events, lock)
 
         leaver = group.pop()
         t0 = time.monotonic()
         leaver.send("leave")
         result["marks"]["leave"] = t0
         result["leave"] = wait_phase(events, lock, [w.name for w in group], partitions, t0, quiet_s)
+        if mode == "consumer":
+            result["leave"]["broker"] = broker_view(bootstrap, spec["group"], [w.name for w in group], events, lock)
 
         group.append(joiner)
         t0 = time.monotonic()
         joiner.send("go")
         result["marks"]["join"] = t0
         result["join"] = wait_phase(events, lock, [w.name for w in group], partitions, t0, quiet_s)
+        if mode == "consumer":
+            result["join"]["broker"] = broker_view(bootstrap, spec["group"], [w.name for w in group], events, lock)
     finally:
         for w in workers:
             w.send("leave")
@@ -443,15 +472,18 @@ def markdown(results: dict[str, dict], modes: list[str], reps: int, partitions: 
              "\"settled\" = time to the last assignment change before the group stayed unchanged for 1.5 s + one "
              "heartbeat interval. Modes: consumer = group.protocol=consumer (broker assignor uniform); classic = "
              "eager range; cooperative = classic with cooperative-sticky. overlap = most owners a partition ever had "
-             "at once (1 = never owned twice).", ""]
+             "at once (1 = never owned twice). broker agrees (consumer protocol only) = phases after which "
+             "ConsumerGroupDescribe reported the group Stable, every member at the assignment epoch with its "
+             "assignment equal to its target and to what the consumer itself reported.", ""]
     for profile_name, res in results.items():
         prof = PROFILES[profile_name]
         overrides = ", ".join(f"{k}={v}" for k, v in {**COMMON_OVERRIDES, **prof["broker"]}.items())
         client = ", ".join(f"{k}={v}" for k, v in prof["classic_client"].items()) or "librdkafka defaults"
         lines.append(f"Profile **{profile_name}**: broker {overrides}; classic clients: {client}.")
         lines.append("")
-        lines.append("| mode | form: owned | form: settled | leave: settled | join: settled | overlap | failed |")
-        lines.append("|---|---|---|---|---|---|---|")
+        lines.append("| mode | form: owned | form: settled | leave: settled | join: settled | overlap | "
+                     "broker agrees | failed |")
+        lines.append("|---|---|---|---|---|---|---|---|")
         table: dict[str, dict[str, tuple | None]] = {}
         for mode in modes:
             samples = res["samples"].get(mode, [])
@@ -461,8 +493,11 @@ def markdown(results: dict[str, dict], modes: list[str], reps: int, partitions: 
             table[mode] = row
             overlap = max((s["overlap"] for s in samples), default=0)
             nfail = len(res["failures"].get(mode, []))
+            views = [s[p]["broker"] for s in samples for p in PHASES if "broker" in s[p]]
+            agrees = (f"{sum(1 for v in views if v.get('state') == 'Stable' and v.get('converged'))}/{len(views)}"
+                      if views else "n/a")
             lines.append(f"| {mode} | {fmt(row['form_owned'])} | {fmt(row['form'])} | {fmt(row['leave'])} | "
-                         f"{fmt(row['join'])} | {overlap or 'n/a'} | {nfail}/{reps} |")
+                         f"{fmt(row['join'])} | {overlap or 'n/a'} | {agrees} | {nfail}/{reps} |")
         if "consumer" in table:
             for other in (m for m in modes if m != "consumer"):
                 parts = []
