@@ -308,7 +308,7 @@ class ConsumerGroupMembership:
             member.last_sent_assignment = None
             changes.add(rec.current_assignment_record(group.group_id, member))
 
-        bump = self._update_member(group, member, request, is_new or replaced is not None, changes)
+        bump = self._update_member(group, member, request, is_new, changes)
         if bump or group.metadata_version != self.topics.version:
             bump = self._refresh_subscription_metadata(group, changes) or bump
         if bump:
@@ -344,10 +344,7 @@ class ConsumerGroupMembership:
                 raise _error(ErrorCode.UNKNOWN_MEMBER_ID,
                              f"Member {member_id} is not a member of group {group.group_id}.")
             return ConsumerGroupMember(member_id), True
-        if member.instance_id is not None:
-            # a static member's id used without its instance id
-            raise _error(ErrorCode.UNKNOWN_MEMBER_ID,
-                         f"Member {member_id} is not a member of group {group.group_id}.")
+        # a static member may leave its instance id out once joined ("null if it didn't change")
         if epoch != JOIN_GROUP_MEMBER_EPOCH:
             self._check_epoch(member, epoch, owned)
         return member, False
