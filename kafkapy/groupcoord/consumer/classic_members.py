@@ -7,182 +7,544 @@ Kafka's GroupMetadataManager.classicGroup{Join,Sync,Heartbeat,Leave}ToConsumerGr
 generation is its member epoch; a heartbeat answers REBALANCE_IN_PROGRESS when the member must
 rejoin to revoke partitions or to collect new ones.
 
-This module holds what that needs of the embedded consumer protocol: the full
-ConsumerProtocolSubscription (topics, owned partitions, rack; versions 0-3) and
-ConsumerProtocolAssignment bytes in the version the member subscribed with.
+The same object converts groups between the two kinds when a member's arrival or departure
+calls for it (the pure conversions are in migration.py) and writes the records of both.
 """
 from __future__ import annotations
 
 import logging
-import struct
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from ...protocol.errors import ErrorCode, KafkaError
+from ..config import GroupCoordinatorConfig
+from ..group import CONSUMER_PROTOCOL_TYPE, UNKNOWN_MEMBER_ID, GroupMetadata, GroupState, JoinResult, SyncResult
+from ..records import group_metadata_key, group_metadata_value
+from . import persistence as rec
+from .embedded_protocol import (
+    ClassicSubscription,
+    MalformedSubscription,
+    encode_assignment,
+    parse_subscription,
+    protocol_names,
+    subscription_version,
+)
+from .group import ConsumerGroup, ConsumerGroupMember, ConsumerGroupState, MemberState
+from .membership import _Changes, new_member_id
+from .migration import (
+    DEFAULT_MIGRATION_POLICY,
+    MigrationError,
+    MigrationPolicy,
+    all_members_use_classic_protocol_except,
+    convert_to_classic_group,
+    convert_to_consumer_group,
+    downgrade_refusal,
+    upgrade_refusal,
+)
 
 log = logging.getLogger(__name__)
 
-_H = struct.Struct(">h")
-_I = struct.Struct(">i")
 
-# ConsumerProtocolSubscription/Assignment versions Kafka 4.0 knows; a newer version is read
-# (and an assignment written) as the newest known one, as Kafka's ConsumerProtocol does
-HIGHEST_SUBSCRIPTION_VERSION = 3
-HIGHEST_ASSIGNMENT_VERSION = 3
+# -- serving classic members of a consumer group ----------------------------------------------
 
-
-class MalformedSubscription(ValueError):
-    """Member metadata that is not a ConsumerProtocolSubscription (Kafka's SchemaException)."""
-
-
-@dataclass(frozen=True, slots=True)
-class ClassicSubscription:
-    """A decoded ConsumerProtocolSubscription."""
-
-    version: int
-    topics: list[str]
-    user_data: bytes | None = None
-    owned_partitions: dict[str, list[int]] = field(default_factory=dict)
-    generation_id: int = -1
-    rack_id: str | None = None
-
-
-class _Reader:
-    __slots__ = ("buf", "pos")
-
-    def __init__(self, buf: bytes):
-        self.buf = buf
-        self.pos = 0
-
-    def _need(self, n: int) -> None:
-        if n < 0 or self.pos + n > len(self.buf):
-            raise MalformedSubscription(f"buffer underflow at byte {self.pos} (need {n})")
-
-    def int16(self) -> int:
-        self._need(2)
-        (value,) = _H.unpack_from(self.buf, self.pos)
-        self.pos += 2
-        return value
-
-    def int32(self) -> int:
-        self._need(4)
-        (value,) = _I.unpack_from(self.buf, self.pos)
-        self.pos += 4
-        return value
-
-    def string(self, nullable: bool = False) -> str | None:
-        length = self.int16()
-        if length < 0:
-            if nullable:
-                return None
-            raise MalformedSubscription(f"null string at byte {self.pos - 2}")
-        self._need(length)
-        raw = self.buf[self.pos:self.pos + length]
-        self.pos += length
-        try:
-            return raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise MalformedSubscription(f"string at byte {self.pos - length} is not UTF-8") from exc
-
-    def nullable_bytes(self) -> bytes | None:
-        length = self.int32()
-        if length < 0:
-            return None
-        self._need(length)
-        raw = self.buf[self.pos:self.pos + length]
-        self.pos += length
-        return raw
-
-    def count(self) -> int:
-        n = self.int32()
-        if n < 0:
-            raise MalformedSubscription(f"null array at byte {self.pos - 4}")
-        # every element takes at least 2 bytes: refuse counts the buffer cannot hold
-        self._need(min(n, len(self.buf)) * 2 if n else 0)
-        return n
-
-
-def subscription_version(metadata: bytes) -> int:
-    """The version header of a ConsumerProtocolSubscription (MalformedSubscription if absent/negative)."""
-    if len(metadata) < 2:
-        raise MalformedSubscription("no version header")
-    (version,) = _H.unpack_from(metadata, 0)
-    if version < 0:
-        raise MalformedSubscription(f"negative version {version}")
-    return version
-
-
-def parse_subscription(metadata: bytes) -> ClassicSubscription:
-    """Decode a ConsumerProtocolSubscription of any version; MalformedSubscription if it does not parse.
-
-    Fields of versions newer than 3 are ignored (Kafka reads such bytes as version 3).
-    """
-    buf = bytes(metadata)
-    version = subscription_version(buf)
-    reader = _Reader(buf)
-    reader.pos = 2
-    topics = [reader.string() for _ in range(reader.count())]
-    user_data = reader.nullable_bytes()
-    owned: dict[str, list[int]] = {}
-    generation_id = -1
-    rack_id = None
-    effective = min(version, HIGHEST_SUBSCRIPTION_VERSION)
-    if effective >= 1:
-        for _ in range(reader.count()):
-            topic = reader.string()
-            owned.setdefault(topic, []).extend(reader.int32() for _ in range(reader.count()))
-    if effective >= 2:
-        generation_id = reader.int32()
-    if effective >= 3:
-        rack_id = reader.string(nullable=True)
-    return ClassicSubscription(version, topics, user_data, owned, generation_id, rack_id)
-
-
-def is_consumer_subscription(metadata: bytes) -> bool:
-    try:
-        parse_subscription(metadata)
-    except MalformedSubscription:
+def supports_classic_protocols(group: ConsumerGroup, protocol_type: str, names: set[str]) -> bool:
+    """Whether a classic member with these protocols may join the consumer group (Kafka's
+    ConsumerGroup.supportsClassicProtocols): protocol type "consumer" and, if classic members are
+    there, one protocol name all of them support."""
+    if protocol_type != CONSUMER_PROTOCOL_TYPE or not names:
         return False
-    return True
+    classic = [m for m in group.members.values() if m.uses_classic_protocol]
+    return not classic or any(all(name in protocol_names(m.classic_protocols) for m in classic) for name in names)
 
 
-def _string(text: str) -> bytes:
-    raw = text.encode("utf-8")
-    return _H.pack(len(raw)) + raw
+def waiting_on_unreleased_partition(group: ConsumerGroup, member: ConsumerGroupMember) -> bool:
+    """True while a partition of the member's target is still held by another member."""
+    if member.state is not MemberState.UNRELEASED_PARTITIONS:
+        return False
+    for topic_id, partitions in group.target_of(member.member_id).items():
+        for partition in partitions - member.assigned.get(topic_id, frozenset()):
+            owner = group.owner_of(topic_id, partition)
+            if owner is not None and owner != member.member_id:
+                return True
+    return False
 
 
-def encode_assignment(partitions: Mapping[str, Iterable[int]], version: int = 0,
-                      user_data: bytes | None = None) -> bytes:
-    """A ConsumerProtocolAssignment (the layout is the same in versions 0-3; the header says which).
+def must_rejoin(group: ConsumerGroup, member: ConsumerGroupMember) -> bool:
+    """Whether a classic member's heartbeat answers REBALANCE_IN_PROGRESS (Kafka's
+    classicGroupHeartbeatToConsumerGroup): the group moved to a newer epoch, the member must
+    revoke partitions, or partitions it waited for are free now."""
+    return (member.member_epoch < group.group_epoch
+            or member.state is MemberState.UNREVOKED_PARTITIONS
+            or (member.state is MemberState.UNRELEASED_PARTITIONS
+                and not waiting_on_unreleased_partition(group, member)))
 
-    Topics sorted by name and partitions ascending, so the same assignment gives the same bytes.
+
+def _fail(code: int, message: str) -> KafkaError:
+    return KafkaError(message, code)
+
+
+class ClassicMembers:
+    """JoinGroup/SyncGroup/Heartbeat/LeaveGroup of classic-protocol members of consumer groups, and
+    the conversions between classic and consumer groups (the hooks of both membership classes).
+
+    `consumer` is the ConsumerGroupMembership (target assignment, reconciliation, records),
+    `classic` the classic GroupMembership (a downgraded group rebalances there).
     """
-    version = max(0, min(version, HIGHEST_ASSIGNMENT_VERSION))
-    items = sorted((topic, sorted(set(parts))) for topic, parts in partitions.items() if parts)
-    out = bytearray(_H.pack(version))
-    out += _I.pack(len(items))
-    for topic, parts in items:
-        out += _string(topic)
-        out += _I.pack(len(parts))
-        out += struct.pack(f">{len(parts)}i", *parts)
-    out += _I.pack(-1) if user_data is None else _I.pack(len(user_data)) + user_data
-    return bytes(out)
 
+    def __init__(self, config: GroupCoordinatorConfig, manager: Any, clock_ms: Callable[[], int],
+                 consumer: Any, classic: Any):
+        self.config = config
+        self.manager = manager
+        self.clock_ms = clock_ms
+        self.consumer = consumer
+        self.classic = classic
+        # join and sync deadlines of classic members: (group id, member id, "join"|"sync") -> handle
+        self._timers: dict[tuple[str, str, str], Any] = {}
 
-def decode_assignment(assignment: bytes) -> dict[str, list[int]]:
-    """Topic -> partitions of a ConsumerProtocolAssignment; b"" is no assignment.
-    MalformedSubscription if the bytes do not parse."""
-    buf = bytes(assignment)
-    if not buf:
-        return {}
-    reader = _Reader(buf)
-    if reader.int16() < 0:
-        raise MalformedSubscription("negative assignment version")
-    result: dict[str, list[int]] = {}
-    for _ in range(reader.count()):
-        topic = reader.string()
-        result.setdefault(topic, []).extend(reader.int32() for _ in range(reader.count()))
-    reader.nullable_bytes()
-    return result
+    @property
+    def policy(self) -> MigrationPolicy:
+        return MigrationPolicy.parse(getattr(self.config, "group_consumer_migration_policy",
+                                             DEFAULT_MIGRATION_POLICY.config_value))
 
+    def _consumer_group(self, group_id: str) -> ConsumerGroup | None:
+        group = self.manager.groups.get(group_id)
+        return group if isinstance(group, ConsumerGroup) and not group.is_in(ConsumerGroupState.DEAD) else None
 
-def protocol_names(protocols: Iterable[tuple[str, bytes]]) -> set[str]:
-    return {name for name, _ in protocols}
+    # -- topics ---------------------------------------------------------------------------
+    def _topic_id(self, name: str) -> uuid.UUID | None:
+        topic = self.consumer.topics.describe(name)
+        return None if topic is None else topic.topic_id
+
+    def _topic_names(self, group: ConsumerGroup | None = None) -> dict[uuid.UUID, str]:
+        names = {t.topic_id: t.name for t in group.subscribed_topic_metadata.values()} if group else {}
+        return names
+
+    def _topic_name_of(self, group: ConsumerGroup) -> Callable[[uuid.UUID], str | None]:
+        names = self._topic_names(group)
+
+        def lookup(topic_id: uuid.UUID) -> str | None:
+            name = names.get(topic_id)
+            if name is None:
+                for candidate in self.consumer.topics.names():
+                    topic = self.consumer.topics.describe(candidate)
+                    if topic is not None:
+                        names[topic.topic_id] = topic.name
+                name = names.get(topic_id)
+            return name
+        return lookup
+
+    def _owned(self, subscription: ClassicSubscription) -> list[tuple[uuid.UUID, list[int]]]:
+        owned = []
+        for topic, partitions in subscription.owned_partitions.items():
+            topic_id = self._topic_id(topic)
+            if topic_id is not None:
+                owned.append((topic_id, list(partitions)))
+        return owned
+
+    def assignment_bytes(self, group: ConsumerGroup, member: ConsumerGroupMember) -> bytes:
+        """The member's current assignment as a ConsumerProtocolAssignment of its subscription's version."""
+        name_of = self._topic_name_of(group)
+        partitions = {}
+        for topic_id, parts in member.assigned.items():
+            name = name_of(topic_id)
+            if name is not None:
+                partitions[name] = parts
+        try:
+            version = subscription_version(member.classic_protocols[0][1])
+        except MalformedSubscription:
+            version = 0
+        return encode_assignment(partitions, version)
+
+    # -- timers ---------------------------------------------------------------------------
+    def _schedule(self, group: ConsumerGroup, member: ConsumerGroupMember, kind: str, timeout_ms: int,
+                  if_absent: bool = False) -> None:
+        key = (group.group_id, member.member_id, kind)
+        old = self._timers.get(key)
+        if old is not None:
+            if if_absent:
+                return
+            old.cancel()
+        scheduler = self.consumer.scheduler
+        if scheduler is None:
+            return
+        self._timers[key] = scheduler.call_later(max(timeout_ms, 0) / 1000, self._on_deadline, group.group_id,
+                                                 member.member_id, member, kind, timeout_ms)
+
+    def _cancel(self, group_id: str, member_id: str, kind: str) -> None:
+        handle = self._timers.pop((group_id, member_id, kind), None)
+        if handle is not None:
+            handle.cancel()
+
+    def cancel_member_timers(self, group_id: str, member: ConsumerGroupMember) -> None:
+        member.cancel_timers()
+        self._cancel(group_id, member.member_id, "join")
+        self._cancel(group_id, member.member_id, "sync")
+
+    def _on_deadline(self, group_id: str, member_id: str, member: ConsumerGroupMember, kind: str,
+                     timeout_ms: int) -> None:
+        self._timers.pop((group_id, member_id, kind), None)
+        group = self._consumer_group(group_id)
+        if group is None or group.members.get(member_id) is not member:
+            return
+        log.info("group %s: classic member %s fenced: it did not %s within %d ms", group_id, member_id,
+                 "rejoin" if kind == "join" else "send SyncGroup", timeout_ms)
+        self.cancel_member_timers(group_id, member)
+        self.consumer.fence_member(group, member)
+
+    def schedule_session(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
+        """(Re)start a classic member's session with the timeout it joined with."""
+        if member.session_timer is not None:
+            member.session_timer.cancel()
+            member.session_timer = None
+        scheduler = self.consumer.scheduler
+        if scheduler is None:
+            return
+        timeout_ms = member.classic_session_timeout_ms
+        if timeout_ms is None or timeout_ms <= 0:
+            timeout_ms = self.config.group_consumer_session_timeout_ms
+        member.session_timer = scheduler.call_later(timeout_ms / 1000, self.consumer._on_session_timeout,
+                                                    group.group_id, member.member_id, member)
+
+    def schedule_member_timers(self, group: ConsumerGroup) -> None:
+        """After loading a group: every classic member gets a full session."""
+        for member in list(group.members.values()):
+            if member.uses_classic_protocol:
+                self.schedule_session(group, member)
+
+    def close(self) -> None:
+        for handle in self._timers.values():
+            handle.cancel()
+        self._timers.clear()
+
+    # -- the classic requests -------------------------------------------------------------
+    def join(self, request: Any, callback: Callable[[JoinResult], None]) -> bool:
+        """Serve a JoinGroup if its group is a consumer group; False: not one (the classic path goes on)."""
+        group = self.manager.groups.get(request.group_id)
+        if not isinstance(group, ConsumerGroup) or group.is_in(ConsumerGroupState.DEAD):
+            return False
+        if not group.members:
+            self._replace_empty_consumer_group(group)
+            return False
+        try:
+            result = self._join(group, request)
+        except KafkaError as exc:
+            if exc.code not in (ErrorCode.MEMBER_ID_REQUIRED,):
+                log.info("group %s: JoinGroup of classic member %s refused: %s", group.group_id,
+                         request.member_id or "(new)", exc)
+            result = JoinResult(request.member_id, exc.code)
+        callback(result)
+        return True
+
+    def _join(self, group: ConsumerGroup, request: Any) -> JoinResult:
+        consumer = self.consumer
+        member_id = request.member_id
+        is_unknown = member_id == UNKNOWN_MEMBER_ID
+        if is_unknown:
+            member_id = new_member_id()
+        if member_id not in group.members and len(group.members) >= self.config.group_consumer_max_size:
+            raise _fail(ErrorCode.GROUP_MAX_SIZE_REACHED,
+                        f"The consumer group has reached its maximum capacity of "
+                        f"{self.config.group_consumer_max_size} members.")
+        if not supports_classic_protocols(group, request.protocol_type, protocol_names(request.protocols)):
+            raise _fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, f"Member {member_id}'s protocols are not supported.")
+        try:
+            subscription = parse_subscription(request.protocols[0][1])
+        except MalformedSubscription as exc:
+            raise _fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
+                        f"Member {member_id}'s embedded consumer protocol is malformed: {exc}") from None
+        instance_id = request.group_instance_id
+        if is_unknown and instance_id is None and request.require_known_member_id:
+            log.info("group %s: a classic member with no id joins the consumer group; it gets id %s first",
+                     group.group_id, member_id)
+            return JoinResult(member_id, ErrorCode.MEMBER_ID_REQUIRED)
+
+        changes = _Changes()
+        replaced: ConsumerGroupMember | None = None
+        if instance_id is None:
+            member = group.members.get(member_id)
+            is_new = member is None
+            if is_new:
+                member = ConsumerGroupMember(member_id)
+        else:
+            existing_id = group.static_member_id(instance_id)
+            existing = group.members.get(existing_id) if existing_id is not None else None
+            is_new = False
+            if is_unknown:
+                if existing is None:
+                    member, is_new = ConsumerGroupMember(member_id, instance_id=instance_id), True
+                else:
+                    # the static member is back under a new id: it takes over the old one's partitions
+                    member, replaced = ConsumerGroupMember(
+                        member_id, instance_id=instance_id, rack_id=existing.rack_id, client_id=existing.client_id,
+                        client_host=existing.client_host, rebalance_timeout_ms=existing.rebalance_timeout_ms,
+                        subscribed_topic_names=list(existing.subscribed_topic_names),
+                        subscribed_topic_regex=existing.subscribed_topic_regex,
+                        server_assignor=existing.server_assignor, member_epoch=0, previous_member_epoch=0,
+                        state=existing.state, assigned=dict(existing.assigned), pending_revocation={}), existing
+            elif existing is None:
+                raise _fail(ErrorCode.UNKNOWN_MEMBER_ID,
+                            f"Member with instance id {instance_id} is not a member of group {group.group_id}.")
+            elif existing.member_id != member_id:
+                raise _fail(ErrorCode.FENCED_INSTANCE_ID,
+                            f"Static member {member_id} with instance id {instance_id} was fenced by member"
+                            f" {existing.member_id}.")
+            else:
+                member = existing
+
+        # -- everything below changes the group: validation is over ----------------------------
+        if replaced is not None:
+            self.cancel_member_timers(group.group_id, replaced)
+            consumer._replace_static(group, replaced, member, changes)
+        elif is_new:
+            group.add_member(member)
+            log.info("group %s: member %s%s joins the consumer group using the classic protocol",
+                     group.group_id, member_id, f" (instance {instance_id})" if instance_id else "")
+        bump = self._update_member(group, member, request, subscription, is_new or replaced is not None, changes)
+        if bump or group.metadata_version != consumer.topics.version:
+            bump = consumer._refresh_subscription_metadata(group, changes) or bump
+        if bump:
+            group.group_epoch += 1
+            changes.add(rec.group_epoch_record(group.group_id, group.group_epoch))
+            log.info("group %s: group epoch bumped to %d", group.group_id, group.group_epoch)
+        if group.group_epoch > group.assignment_epoch:
+            consumer._update_target_assignment(group, changes)
+        consumer._reconcile(group, member, self._owned(subscription), changes)
+        error = consumer._write(group, changes)
+        if error is not None:
+            return JoinResult(member_id, error)
+        self._cancel(group.group_id, member_id, "join")
+        self.schedule_session(group, member)
+        self._schedule(group, member, "sync", request.rebalance_timeout_ms)
+        return JoinResult(member_id, ErrorCode.NONE, member.member_epoch, CONSUMER_PROTOCOL_TYPE,
+                          member.classic_protocols[0][0], UNKNOWN_MEMBER_ID)
+
+    def _update_member(self, group: ConsumerGroup, member: ConsumerGroupMember, request: Any,
+                       subscription: ClassicSubscription, is_new: bool, changes: _Changes) -> bool:
+        """Apply a JoinGroup's fields; True when the subscription changed (group epoch bump)."""
+        changed = subscription_changed = is_new
+        if request.group_instance_id is not None and member.instance_id != request.group_instance_id:
+            member.instance_id = request.group_instance_id
+            changed = True
+        if subscription.rack_id is not None and member.rack_id != subscription.rack_id:
+            member.rack_id = subscription.rack_id
+            changed = True
+        if request.rebalance_timeout_ms != -1 and member.rebalance_timeout_ms != request.rebalance_timeout_ms:
+            member.rebalance_timeout_ms = request.rebalance_timeout_ms
+            changed = True
+        if sorted(subscription.topics) != sorted(member.subscribed_topic_names):
+            member.subscribed_topic_names = list(subscription.topics)
+            changed = subscription_changed = True
+        if member.client_id != request.client_id or member.client_host != request.client_host:
+            member.client_id, member.client_host = request.client_id, request.client_host
+            changed = True
+        protocols = [(name, bytes(metadata)) for name, metadata in request.protocols]
+        if member.classic_protocols != protocols or member.classic_session_timeout_ms != request.session_timeout_ms:
+            member.classic_protocols = protocols
+            member.classic_session_timeout_ms = request.session_timeout_ms
+            changed = True
+        if changed:
+            changes.add(rec.member_subscription_record(group.group_id, member))
+        if subscription_changed:
+            self.consumer._drop_unused_regexes(group, changes)
+        return subscription_changed
+
+    def _member(self, group: ConsumerGroup, member_id: str, instance_id: str | None) -> ConsumerGroupMember:
+        """Kafka's validateConsumerGroupMember plus throwIfMemberDoesNotUseClassicProtocol."""
+        if instance_id is None:
+            member = group.members.get(member_id)
+            if member is None:
+                raise _fail(ErrorCode.UNKNOWN_MEMBER_ID,
+                            f"Member {member_id} is not a member of group {group.group_id}.")
+        else:
+            existing_id = group.static_member_id(instance_id)
+            member = group.members.get(existing_id) if existing_id is not None else None
+            if member is None:
+                raise _fail(ErrorCode.UNKNOWN_MEMBER_ID,
+                            f"Member with instance id {instance_id} is not a member of group {group.group_id}.")
+            if member.member_id != member_id:
+                raise _fail(ErrorCode.FENCED_INSTANCE_ID,
+                            f"Static member {member_id} with instance id {instance_id} was fenced by member"
+                            f" {member.member_id}.")
+        if not member.uses_classic_protocol:
+            raise _fail(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member.member_id} does not use the classic protocol.")
+        return member
+
+    def sync(self, group_id: str, generation_id: int, member_id: str, instance_id: str | None,
+             protocol_type: str | None, protocol_name: str | None, callback: Callable[[SyncResult], None]) -> bool:
+        """Serve a SyncGroup if its group is a consumer group; False: not one."""
+        group = self._consumer_group(group_id)
+        if group is None:
+            return False
+        try:
+            if not group.members:
+                raise _fail(ErrorCode.UNKNOWN_MEMBER_ID, f"Group {group_id} is empty.")
+            member = self._member(group, member_id, instance_id)
+            if generation_id != member.member_epoch:
+                raise _fail(ErrorCode.ILLEGAL_GENERATION,
+                            f"The request generation id {generation_id} is not equal to the member epoch"
+                            f" {member.member_epoch} of member {member_id}.")
+            if protocol_type is not None and protocol_type != CONSUMER_PROTOCOL_TYPE:
+                raise _fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, f"Protocol type {protocol_type} is not consumer.")
+            if protocol_name is not None and protocol_name != member.classic_protocols[0][0]:
+                raise _fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
+                            f"Protocol name {protocol_name} is not the one of the join response.")
+            if group.group_epoch > member.member_epoch and member.state is not MemberState.UNREVOKED_PARTITIONS:
+                self._schedule(group, member, "join", member.rebalance_timeout_ms, if_absent=True)
+                raise _fail(ErrorCode.REBALANCE_IN_PROGRESS, f"A new rebalance is triggered in group {group_id}.")
+        except KafkaError as exc:
+            callback(SyncResult(exc.code))
+            return True
+        self._cancel(group_id, member.member_id, "sync")
+        self.schedule_session(group, member)
+        callback(SyncResult(ErrorCode.NONE, self.assignment_bytes(group, member), protocol_type, protocol_name))
+        return True
+
+    def heartbeat(self, group_id: str, member_id: str, instance_id: str | None, generation_id: int) -> int | None:
+        """Serve a Heartbeat if its group is a consumer group (its error code); None: not one."""
+        group = self._consumer_group(group_id)
+        if group is None:
+            return None
+        try:
+            member = self._member(group, member_id, instance_id)
+        except KafkaError as exc:
+            return exc.code
+        if generation_id != member.member_epoch:
+            return ErrorCode.ILLEGAL_GENERATION
+        self.schedule_session(group, member)
+        if must_rejoin(group, member):
+            self._schedule(group, member, "join", member.rebalance_timeout_ms, if_absent=True)
+            return ErrorCode.REBALANCE_IN_PROGRESS
+        return ErrorCode.NONE
+
+    def leave(self, group_id: str, members: list[tuple[str, str | None]]) -> tuple[int, list[int]] | None:
+        """Serve a LeaveGroup if its group is a consumer group: (top error, member errors); None: not one."""
+        group = self._consumer_group(group_id)
+        if group is None:
+            return None
+        results: list[int] = []
+        changes = _Changes()
+        for member_id, instance_id in members:
+            try:
+                if instance_id is not None and member_id == UNKNOWN_MEMBER_ID:
+                    # administrative removal of a static member by its instance id
+                    existing_id = group.static_member_id(instance_id)
+                    member_id = existing_id if existing_id is not None else member_id
+                member = self._member(group, member_id, instance_id)
+            except KafkaError as exc:
+                results.append(exc.code)
+                continue
+            log.info("group %s: classic member %s%s left the consumer group", group_id, member.member_id,
+                     f" (instance {instance_id})" if instance_id else "")
+            self.cancel_member_timers(group_id, member)
+            group.remove_member(member.member_id)
+            self.consumer._member_tombstones(group_id, member.member_id, changes)
+            results.append(ErrorCode.NONE)
+        if changes.records:
+            self.consumer._drop_unused_regexes(group, changes)
+            # the subscribed topics without the leavers' (one epoch bump covers both changes)
+            self.consumer._refresh_subscription_metadata(group, changes)
+            group.group_epoch += 1
+            changes.add(rec.group_epoch_record(group_id, group.group_epoch))
+            error = self.consumer._write(group, changes)
+            if error is not None:
+                return error, []
+        return ErrorCode.NONE, results
+
+    # -- conversions ----------------------------------------------------------------------
+    def _replace_empty_consumer_group(self, group: ConsumerGroup) -> None:
+        """A classic member joins an empty consumer group: it becomes an (empty) classic group keeping
+        the offsets; the consumer group's records get tombstones (Kafka's maybeDeleteEmptyConsumerGroup)."""
+        changes = _Changes()
+        changes.add(*rec.group_tombstones(group))
+        error = self.consumer._write(group, changes)
+        if error is not None:
+            log.warning("group %s: could not write the tombstones of the empty consumer group: %s", group.group_id,
+                        ErrorCode(error).name)
+        classic = GroupMetadata(group.group_id, GroupState.EMPTY, self.clock_ms())
+        classic.offsets = group.offsets
+        group.transition_to(ConsumerGroupState.DEAD, self.clock_ms())
+        self.manager.groups[group.group_id] = classic
+        log.info("group %s: empty consumer group converted to a classic group (%d offsets kept)", group.group_id,
+                 len(classic.offsets))
+
+    def upgrade(self, classic: GroupMetadata, request: Any, changes: _Changes) -> ConsumerGroup | None:
+        """A consumer-protocol member joins a non-empty classic group (ConsumerGroupMembership's hook):
+        the consumer group that replaces it, or None when the group must stay classic."""
+        refusal = upgrade_refusal(classic, self.policy, self.config.group_consumer_max_size)
+        if refusal is not None:
+            log.info("group %s: cannot upgrade the classic group to a consumer group: %s", classic.group_id, refusal)
+            return None
+        if request.member_id not in classic.members and len(classic.members) >= self.config.group_consumer_max_size:
+            raise _fail(ErrorCode.GROUP_MAX_SIZE_REACHED,
+                        f"The consumer group has reached its maximum capacity of "
+                        f"{self.config.group_consumer_max_size} members.")
+        try:
+            group = convert_to_consumer_group(classic, self._topic_id, self.clock_ms())
+        except MigrationError as exc:
+            log.warning("group %s: cannot upgrade the classic group to a consumer group: %s", classic.group_id, exc)
+            return None
+        # written now, not with the joining member's records: a later refusal of that member
+        # must not leave the log and the group disagreeing
+        records = _Changes()
+        records.add((group_metadata_key(classic.group_id), None), *rec.group_records(group))
+        error = self.consumer._write(group, records)
+        if error is not None:
+            raise _fail(error, f"Could not write the upgrade of group {classic.group_id}.")
+        self._retire_classic_group(classic)
+        self.manager.groups[group.group_id] = group
+        for member in group.members.values():
+            self.schedule_session(group, member)
+        log.info("group %s: classic group (generation %d, %d members) upgraded to a consumer group",
+                 group.group_id, classic.generation_id, len(group.members))
+        return group
+
+    def _retire_classic_group(self, classic: GroupMetadata) -> None:
+        """The classic group is replaced: its waiters rejoin, its timers stop (Kafka completes the
+        join and sync futures with REBALANCE_IN_PROGRESS)."""
+        for member in list(classic.members.values()):
+            classic.invoke_join_callback(member, JoinResult(member.member_id, ErrorCode.REBALANCE_IN_PROGRESS))
+            classic.invoke_sync_callback(member, SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
+            member.cancel_heartbeat()
+        for name in ("join_timer", "sync_timer"):
+            timer = getattr(classic, name)
+            if timer is not None:
+                timer.cancel()
+                setattr(classic, name, None)
+        self.classic.cancel_pending_members(classic.group_id)
+        classic.transition_to(GroupState.DEAD, self.clock_ms())
+
+    def downgrade(self, group: ConsumerGroup, leaving: ConsumerGroupMember) -> bool:
+        """The consumer-protocol member `leaving` goes (left or fenced; ConsumerGroupMembership's hook):
+        True if the group became a classic group of the remaining members, which rebalances."""
+        refusal = downgrade_refusal(group, leaving.member_id, self.policy, self.config.group_max_size)
+        if refusal is not None:
+            if all_members_use_classic_protocol_except(group, leaving.member_id) and len(group.members) > 1:
+                log.info("group %s: cannot downgrade the consumer group to a classic group: %s", group.group_id,
+                         refusal)
+            return False
+        try:
+            classic, assignments = convert_to_classic_group(group, leaving.member_id, self._topic_name_of(group),
+                                                            self.clock_ms())
+        except MigrationError as exc:
+            log.warning("group %s: cannot downgrade the consumer group: %s", group.group_id, exc)
+            return False
+        changes = _Changes()
+        changes.add(*rec.group_tombstones(group),
+                    (group_metadata_key(group.group_id), group_metadata_value(classic, assignments)))
+        error = self.consumer._write(group, changes)
+        if error is not None:
+            log.warning("group %s: could not write the downgrade to a classic group: %s", group.group_id,
+                        ErrorCode(error).name)
+            return False
+        for member in list(group.members.values()):
+            self.cancel_member_timers(group.group_id, member)
+        group.transition_to(ConsumerGroupState.DEAD, self.clock_ms())
+        self.manager.groups[group.group_id] = classic
+        for member in classic.members.values():
+            self.classic.schedule_heartbeat(classic, member)
+        log.info("group %s: consumer group (epoch %d) downgraded to a classic group of %d members after %s left",
+                 group.group_id, group.group_epoch, len(classic.members), leaving.member_id)
+        self.classic._maybe_prepare_rebalance(classic, f"Downgrade group {group.group_id} from consumer to classic.")
+        return True
+
