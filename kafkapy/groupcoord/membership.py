@@ -90,6 +90,9 @@ class GroupMembership:
         self._status = status
         self.scheduler: Any = None
         self._pending_member_timers: dict[tuple[str, str], Any] = {}
+        # serves classic members of KIP-848 consumer groups (consumer/classic_members.py): its
+        # join/sync/heartbeat/leave answer for a group that is a consumer group, else decline
+        self.consumer_groups: Any = None
 
     def cancel_pending_members(self, group_id: str) -> None:
         for key in [k for k in self._pending_member_timers if k[0] == group_id]:
@@ -239,6 +242,8 @@ class GroupMembership:
         if not (self.config.group_min_session_timeout_ms <= request.session_timeout_ms
                 <= self.config.group_max_session_timeout_ms):
             callback(JoinResult(request.member_id, ErrorCode.INVALID_SESSION_TIMEOUT))
+            return
+        if self.consumer_groups is not None and self.consumer_groups.join(request, callback):
             return
         is_unknown = request.member_id == UNKNOWN_MEMBER_ID
         group = self.manager.get_or_create_group(request.group_id, create=is_unknown)
@@ -480,6 +485,9 @@ class GroupMembership:
         if error is not None:
             callback(SyncResult(error))
             return
+        if self.consumer_groups is not None and self.consumer_groups.sync(
+                group_id, generation_id, member_id, group_instance_id, protocol_type, protocol_name, callback):
+            return
         group = self.manager.get_group(group_id)
         if group is None:
             callback(SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))
@@ -558,6 +566,10 @@ class GroupMembership:
             return ErrorCode.NONE
         if error is not None:
             return error
+        if self.consumer_groups is not None:
+            error = self.consumer_groups.heartbeat(group_id, member_id, group_instance_id, generation_id)
+            if error is not None:
+                return error
         group = self.manager.get_group(group_id)
         if group is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
@@ -582,6 +594,10 @@ class GroupMembership:
         error = self._status(group_id)
         if error is not None:
             return error, []
+        if self.consumer_groups is not None:
+            served = self.consumer_groups.leave(group_id, members)
+            if served is not None:
+                return served
         group = self.manager.get_group(group_id)
         if group is None:
             return ErrorCode.NONE, [ErrorCode.UNKNOWN_MEMBER_ID] * len(members)
