@@ -19,6 +19,7 @@ from ..protocol.errors import ErrorCode
 from .config import GroupCoordinatorConfig
 from .consumer import offsets as consumer_offsets
 from .consumer.describe import ConsumerGroupDescription, TopicName, describe_consumer_group
+from .consumer.classic_members import ClassicMembers
 from .consumer.group import ConsumerGroup
 from .consumer.membership import ConsumerGroupMembership, HeartbeatRequest, HeartbeatResult
 from .group import (
@@ -88,6 +89,11 @@ class GroupCoordinator:
         self.membership = GroupMembership(config, self.manager, self.clock_ms, self._validate_group_status)
         # KIP-848 consumer groups (ConsumerGroupHeartbeat); the broker sets consumer.topics
         self.consumer = ConsumerGroupMembership(config, self.manager, self.clock_ms, self._validate_group_status)
+        # classic-protocol members of consumer groups and the classic <-> consumer conversions
+        self.classic_members = ClassicMembers(config, self.manager, self.clock_ms, self.consumer, self.membership)
+        self.membership.consumer_groups = self.classic_members
+        self.consumer.upgrade_classic_group = self.classic_members.upgrade
+        self.consumer.downgrade_consumer_group = self.classic_members.downgrade
         self.scheduler: Any = None
         self._expiry_timer: Any = None
 
@@ -112,6 +118,7 @@ class GroupCoordinator:
             self.on_resigned(partition)
         self.membership.close()
         self.consumer.close()
+        self.classic_members.close()
         self.consumer.scheduler = None
         self.scheduler = None
 
@@ -149,6 +156,7 @@ class GroupCoordinator:
             for group in groups:
                 if isinstance(group, ConsumerGroup):
                     self.consumer.schedule_member_timers(group)
+                    self.classic_members.schedule_member_timers(group)
                     continue
                 for member in group.members.values():
                     self.membership.schedule_heartbeat(group, member)
