@@ -240,3 +240,219 @@ def test_convert_to_classic_group_refuses_members_without_common_protocol():
     group.members["m1"].classic_protocols = [("sticky", encode_subscription(["t1"]))]
     with pytest.raises(MigrationError):
         convert_to_classic_group(group, "c1", NAMES.get, 0)
+
+
+# -- online migration through the coordinator (manual clock) ----------------------------------
+
+from kafkapy.groupcoord.consumer.group import TopicMetadata  # noqa: E402
+from kafkapy.groupcoord.consumer.membership import HeartbeatRequest, StaticTopicView  # noqa: E402
+from kafkapy.groupcoord.consumer_protocol import encode_assignment as encode_v0_assignment  # noqa: E402
+from kafkapy.protocol.errors import ErrorCode  # noqa: E402
+
+from ..harness import Harness  # noqa: E402
+
+TOPIC_ID = uuid.UUID(int=77)
+PARTS = 4
+
+
+def harness(**config) -> Harness:
+    h = Harness(**config)
+    h.coord.consumer.topics = StaticTopicView([TopicMetadata(TOPIC_ID, "t", PARTS)])
+    return h
+
+
+def classic_stable(h: Harness, n: int = 2) -> list:
+    """n classic members on "t" (range, subscription v0), partitions dealt round-robin; their JoinResults."""
+    boxes = [h.join_new("g", protocols=[("range", encode_subscription(["t"]))]) for _ in range(n)]
+    h.sched.advance(1)
+    results = [b[0] for b in boxes]
+    leader = next(r for r in results if r.member_id == r.leader_id)
+    assignments = {r.member_id: encode_v0_assignment({"t": list(range(i, PARTS, n))}) for i, r in enumerate(results)}
+    for r in results:
+        if r is not leader:
+            h.sync("g", r.generation_id, r.member_id)
+    box = h.sync("g", leader.generation_id, leader.member_id, assignments)
+    assert box and box[0].error == 0
+    return results
+
+
+def consumer_heartbeat(h: Harness, member_id: str, epoch: int = 0, owned=None, **kw):
+    request = HeartbeatRequest("g", member_id, epoch, rebalance_timeout_ms=30_000,
+                               subscribed_topic_names=["t"] if epoch == 0 else None,
+                               topic_partitions=[] if epoch == 0 else owned, api_version=1, **kw)
+    return h.coord.consumer_group_heartbeat(request)
+
+
+def assert_no_double_ownership(group) -> None:
+    seen: dict[tuple, str] = {}
+    for member in group.members.values():
+        for topic_id, parts in member.owned().items():
+            for p in parts:
+                assert (topic_id, p) not in seen, f"{topic_id}-{p} owned by {seen[(topic_id, p)]} and {member.member_id}"
+                seen[(topic_id, p)] = member.member_id
+
+
+def rejoin_classic(h: Harness, member_id: str, owned: dict[str, list[int]] | None = None):
+    """A classic member's JoinGroup + SyncGroup inside a consumer group: (JoinResult, assignment)."""
+    sub = subscription_v3(["t"], owned or {}, 1, None)
+    box = h.join("g", member_id=member_id, protocols=[("range", sub)])
+    assert box and box[0].error == 0, box
+    joined = box[0]
+    sync = h.sync("g", joined.generation_id, member_id, protocol_type="consumer", protocol_name="range")
+    return joined, sync[0]
+
+
+def test_upgrade_then_classic_members_reconcile_and_downgrade_back():
+    h = harness()
+    m1, m2 = classic_stable(h)
+    generation = m1.generation_id
+    h.coord.commit_offsets("g", m1.member_id, None, generation, {("t", 0): OffsetAndMetadata(5)})
+
+    # a consumer-protocol member joins the non-empty classic group: it becomes a consumer group
+    first = consumer_heartbeat(h, "c1")
+    assert first.error == 0, first
+    group = h.coord.manager.groups["g"]
+    assert isinstance(group, ConsumerGroup)
+    assert set(group.members) == {m1.member_id, m2.member_id, "c1"}
+    assert group.members[m1.member_id].uses_classic_protocol and not group.members["c1"].uses_classic_protocol
+    assert group.offsets[("t", 0)].offset == 5
+    assert group.group_epoch > generation
+    assert first.assignment == {}  # everything is still owned by the classic members
+    assert_no_double_ownership(group)
+
+    # the classic members learn of the rebalance through their heartbeats
+    assert h.coord.heartbeat("g", m1.member_id, None, generation) == ErrorCode.REBALANCE_IN_PROGRESS
+    assert h.coord.heartbeat("g", m2.member_id, None, generation) == ErrorCode.REBALANCE_IN_PROGRESS
+    # their commits use the member epoch as generation
+    assert h.coord.commit_offsets("g", m1.member_id, None, generation, {("t", 0): OffsetAndMetadata(6)}) == {
+        ("t", 0): ErrorCode.NONE}
+    assert h.coord.commit_offsets("g", m1.member_id, None, generation + 7, {("t", 0): OffsetAndMetadata(6)}) == {
+        ("t", 0): ErrorCode.ILLEGAL_GENERATION}
+
+    # eager members rejoin owning nothing: they keep their target's share of what they had
+    for m in (m1, m2):
+        joined, synced = rejoin_classic(h, m.member_id)
+        assert joined.generation_id == group.members[m.member_id].member_epoch == group.assignment_epoch
+        assert joined.protocol_type == "consumer" and joined.protocol_name == "range" and joined.leader_id == ""
+        assert synced.error == 0
+        got = decode_assignment(synced.assignment)
+        assert set(got.get("t", [])) <= set(range(PARTS))
+        assert h.coord.heartbeat("g", m.member_id, None, joined.generation_id) == ErrorCode.NONE
+        assert_no_double_ownership(group)
+
+    # now the consumer member gets the released partitions
+    second = consumer_heartbeat(h, "c1", first.member_epoch, owned=[])
+    assert second.error == 0 and second.assignment, second
+    assert_no_double_ownership(group)
+    owned_total = sum(len(p) for m in group.members.values() for p in m.assigned.values())
+    assert owned_total == PARTS
+    assert group.state.value == "Stable"
+
+    # the last consumer-protocol member leaves: the group is classic again, and rebalances
+    left = h.coord.consumer_group_heartbeat(HeartbeatRequest("g", "c1", -1, api_version=1))
+    assert left.error == 0
+    classic = h.coord.manager.groups["g"]
+    assert isinstance(classic, GroupMetadata)
+    assert classic.state is GroupState.PREPARING_REBALANCE
+    assert set(classic.members) == {m1.member_id, m2.member_id}
+    assert classic.offsets[("t", 0)].offset == 6
+    assert group.state.value == "Dead"
+    # the classic members rejoin and rebalance the classic way
+    boxes = [h.join("g", member_id=m.member_id, protocols=[("range", encode_subscription(["t"]))]) for m in (m1, m2)]
+    h.sched.advance(1)
+    assert all(b and b[0].error == 0 for b in boxes), boxes
+    assert boxes[0][0].generation_id == classic.generation_id
+
+
+def test_upgrade_refused_by_policy_leaves_the_classic_group_alone():
+    h = harness(group_consumer_migration_policy="downgrade")
+    m1, m2 = classic_stable(h)
+    result = consumer_heartbeat(h, "c1")
+    assert result.error == ErrorCode.GROUP_ID_NOT_FOUND
+    group = h.coord.manager.groups["g"]
+    assert isinstance(group, GroupMetadata) and group.state is GroupState.STABLE
+    assert h.coord.heartbeat("g", m1.member_id, None, m1.generation_id) == ErrorCode.NONE
+
+
+def test_downgrade_refused_by_policy_keeps_the_consumer_group():
+    h = harness(group_consumer_migration_policy="upgrade")
+    m1, _ = classic_stable(h)
+    first = consumer_heartbeat(h, "c1")
+    assert first.error == 0
+    assert h.coord.consumer_group_heartbeat(HeartbeatRequest("g", "c1", -1, api_version=1)).error == 0
+    group = h.coord.manager.groups["g"]
+    assert isinstance(group, ConsumerGroup) and "c1" not in group.members and len(group.members) == 2
+
+
+def test_classic_requests_to_a_consumer_group_are_checked():
+    h = harness()
+    m1, _ = classic_stable(h)
+    consumer_heartbeat(h, "c1")
+    group = h.coord.manager.groups["g"]
+    epoch_before = group.group_epoch
+    # wrong protocol type, unknown protocol, unparseable subscription: refused, group untouched
+    assert h.join("g", member_id="x", protocol_type="connect")[0].error == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    assert h.join("g", member_id="x", protocols=[("sticky", encode_subscription(["t"]))])[0].error == \
+        ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    assert h.join("g", member_id="x", protocols=[("range", b"\x00")])[0].error == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    assert "x" not in group.members and group.group_epoch == epoch_before
+    # a consumer-protocol member cannot use the classic APIs, nor can strangers
+    assert h.coord.heartbeat("g", "c1", None, group.members["c1"].member_epoch) == ErrorCode.UNKNOWN_MEMBER_ID
+    assert h.coord.heartbeat("g", "nobody", None, 1) == ErrorCode.UNKNOWN_MEMBER_ID
+    assert h.coord.heartbeat("g", m1.member_id, None, 999) == ErrorCode.ILLEGAL_GENERATION
+    assert h.sync("g", 999, m1.member_id)[0].error == ErrorCode.ILLEGAL_GENERATION
+    assert h.coord.leave_group("g", [("c1", None), ("nobody", None)]) == (
+        ErrorCode.NONE, [ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.UNKNOWN_MEMBER_ID])
+    # a new classic member joins in two steps (KIP-394) and is served by the consumer group
+    first = h.join("g", protocols=[("range", encode_subscription(["t"]))])[0]
+    assert first.error == ErrorCode.MEMBER_ID_REQUIRED
+    joined = h.join("g", member_id=first.member_id, protocols=[("range", encode_subscription(["t"]))])[0]
+    assert joined.error == 0 and group.members[first.member_id].uses_classic_protocol
+    assert group.group_epoch == epoch_before + 1
+    # a classic member leaving bumps the epoch once
+    assert h.coord.leave_group("g", [(first.member_id, None)]) == (ErrorCode.NONE, [ErrorCode.NONE])
+    assert first.member_id not in group.members and group.group_epoch == epoch_before + 2
+    assert_no_double_ownership(group)
+
+
+def test_classic_member_session_expires_in_a_consumer_group():
+    h = harness()
+    m1, m2 = classic_stable(h)
+    consumer_heartbeat(h, "c1")
+    group = h.coord.manager.groups["g"]
+    for _ in range(12):  # c1 and m2 keep heartbeating; m1 goes silent
+        h.sched.advance(1000)
+        consumer_heartbeat(h, "c1", group.members["c1"].member_epoch, owned=[])
+        h.coord.heartbeat("g", m2.member_id, None, group.members[m2.member_id].member_epoch)
+    assert m1.member_id not in group.members  # its 10 s session expired
+    assert m2.member_id in group.members and isinstance(h.coord.manager.groups["g"], ConsumerGroup)
+
+
+def test_empty_consumer_group_becomes_classic_on_join_keeping_offsets():
+    h = harness()
+    assert consumer_heartbeat(h, "c1").error == 0
+    h.coord.commit_offsets("g", "c1", None, h.coord.manager.groups["g"].members["c1"].member_epoch,
+                           {("t", 1): OffsetAndMetadata(9)}, api_version=9)
+    assert h.coord.consumer_group_heartbeat(HeartbeatRequest("g", "c1", -1, api_version=1)).error == 0
+    assert isinstance(h.coord.manager.groups["g"], ConsumerGroup)
+    results = classic_stable(h, 1)
+    group = h.coord.manager.groups["g"]
+    assert isinstance(group, GroupMetadata) and group.state is GroupState.STABLE
+    assert group.offsets[("t", 1)].offset == 9 and results[0].error == 0
+
+
+def test_upgraded_group_survives_a_reload():
+    h = harness()
+    m1, m2 = classic_stable(h)
+    consumer_heartbeat(h, "c1")
+    before = h.coord.manager.groups["g"]
+    reloaded = Harness(logs=h.logs, scheduler=h.sched)
+    reloaded.coord.consumer.topics = h.coord.consumer.topics
+    group = reloaded.coord.manager.groups["g"]
+    assert isinstance(group, ConsumerGroup)
+    assert set(group.members) == set(before.members)
+    m = group.members[m1.member_id]
+    assert m.uses_classic_protocol and m.classic_session_timeout_ms == 10_000
+    assert m.classic_protocols == before.members[m1.member_id].classic_protocols
+    assert group.group_epoch == before.group_epoch and group.assignment_epoch == before.assignment_epoch
+    assert {k: v.assigned for k, v in group.members.items()} == {k: v.assigned for k, v in before.members.items()}
