@@ -9,6 +9,8 @@
 - Classic -> consumer: a group consumed with the classic protocol (Java and confluent-kafka)
   stops; consumer-protocol members take over the same group id and resume exactly at the
   committed offsets (nothing committed is read again, nothing is skipped).
+- A regex subscription: librdkafka sends `^prefix-.*` as SubscribedTopicRegex and the
+  coordinator resolves it, also to a topic created later, never to a non-matching one.
 
 Broker overrides (conformance/consumer_group_clients.py CONSUMER_PROTOCOL_OVERRIDES), for speed:
 group.consumer.heartbeat.interval.ms=1000 (min 500), group.consumer.session.timeout.ms=10000
@@ -202,3 +204,45 @@ def test_classic_group_taken_over_by_consumer_protocol_members(broker, java_prog
     expected = {p: handed_over[p] for p in range(partitions) if handed_over[p] < final[p]}
     assert resumed == expected, (resumed, handed_over)
     assert not ownership_overlaps(modern)
+
+
+def test_librdkafka_regex_subscription_resolved_by_the_coordinator(broker, tmp_path: Path) -> None:
+    """A confluent-kafka consumer (group.protocol=consumer) subscribed to `^prefix-.*`: the
+    coordinator resolves the regex (ConsumerGroupHeartbeat v1 SubscribedTopicRegex) to the
+    matching topics, including one created after the subscription, and never to others."""
+    from confluent_kafka import Consumer
+
+    bs = broker.bootstrap
+    prefix = unique("kip848-re")
+    topics = {f"{prefix}-a": 3, f"{prefix}-b": 2, f"{prefix}x-c": 1}  # the last does not match
+    for name, count in topics.items():
+        create_topic(bs, name, count)
+        produce(bs, name, 30 * count)
+    group = unique("kip848-re-group")
+    consumer = Consumer({"bootstrap.servers": bs, "group.id": group,
+                         "group.protocol": "consumer", "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False, "topic.metadata.refresh.interval.ms": 1000})
+    seen: dict[str, int] = {}
+
+    def read_until(condition, timeout: float, what: str) -> None:
+        deadline = time.monotonic() + timeout
+        while not condition():
+            assert time.monotonic() < deadline, f"timed out waiting for {what}: read {seen}"
+            for msg in consumer.consume(500, timeout=0.2):
+                assert msg.error() is None, msg.error()
+                seen[msg.topic()] = seen.get(msg.topic(), 0) + 1
+
+    try:
+        consumer.subscribe([f"^{prefix}-.*"])
+        read_until(lambda: seen == {f"{prefix}-a": 90, f"{prefix}-b": 60}, 60, "the two matching topics")
+        [member] = describe_consumer_group(bs, group).members
+        # librdkafka sends its regex subscriptions joined as `(^a)|(^b)`
+        assert member.subscribed_topic_regex == f"(^{prefix}-.*)", member
+        late = f"{prefix}-late"
+        create_topic(bs, late, 2)
+        produce(bs, late, 40)
+        read_until(lambda: seen.get(late) == 40, 60, "the topic created after the subscription")
+        assert {t.topic for t in consumer.assignment()} == {f"{prefix}-a", f"{prefix}-b", late}
+        assert f"{prefix}x-c" not in seen
+    finally:
+        consumer.close()
