@@ -265,13 +265,15 @@ def describe_groups(client: AdminClient, args: argparse.Namespace) -> int:
         for kind, value in output:
             print()
             if kind == "state":
-                # Kafka 4.0's columns: the epochs only mean something for a consumer-protocol group
-                epoch = value["group_epoch"] if value["group_epoch"] is not None else "-"
-                target = value["target_assignment_epoch"] if value["target_assignment_epoch"] is not None else "-"
-                print_table(["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "GROUP-EPOCH",
-                             "TARGET-ASSIGNMENT-EPOCH", "#MEMBERS"],
-                            [[value["group"], f"{_host(client, value['coordinator'])} ({value['coordinator']})",
-                              value["assignment_strategy"] or "", value["state"], epoch, target, value["members"]]])
+                row = [value["group"], f"{_host(client, value['coordinator'])} ({value['coordinator']})",
+                       value["assignment_strategy"] or "", value["state"]]
+                headers = ["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE"]
+                if args.verbose:
+                    # Kafka 4.0's --state --verbose: the epochs mean something for a consumer-protocol group only
+                    headers += ["GROUP-EPOCH", "TARGET-ASSIGNMENT-EPOCH"]
+                    row += [value["group_epoch"] if value["group_epoch"] is not None else "-",
+                            value["target_assignment_epoch"] if value["target_assignment_epoch"] is not None else "-"]
+                print_table(headers + ["#MEMBERS"], [row + [value["members"]]])
                 continue
             group, rows = value
             if group.state == "Empty" or not group.members:
