@@ -124,7 +124,8 @@ def _groups(commands, conn) -> None:
     mode.add_argument("--offsets", action="store_true", help="offsets and lag per partition (the default)")
     mode.add_argument("--members", action="store_true", help="the members and how many partitions each has")
     mode.add_argument("--state", action="store_true", help="the group's coordinator, strategy, state and size")
-    p.add_argument("--verbose", action="store_true", help="with --members: each member's assignment")
+    p.add_argument("--verbose", action="store_true",
+                   help="with --members: each member's assignment (and epochs, target assignment); with --state: epochs")
     p = _verb(verbs, "reset-offsets", "groups:reset_offsets",
               "move a group's committed offsets (a preview unless --execute)", [conn])
     _group_arguments(p)
