@@ -228,7 +228,7 @@ def test_consumer_group_rules_on_the_wire(broker_factory) -> None:
     assert {"group": group, "protocol_type": "consumer", "state": "Stable", "type": "consumer"} in listed_cli
     table = cli(bs, "groups", "list", "--type", "consumer").stdout
     assert group in table and classic not in table
-    state = cli(bs, "groups", "describe", group, "--state").stdout
+    state = cli(bs, "groups", "describe", group, "--state", "--verbose").stdout
     assert "TARGET-ASSIGNMENT-EPOCH" in state and "uniform" in state and "Stable" in state
     members = json.loads(cli(bs, "groups", "describe", group, "--members", "--verbose", "--format", "json").stdout)
     (row,) = members[0]["members"]
