@@ -364,8 +364,8 @@ class ConsumerGroupMembership:
                 log.info("group %s: static member %s with instance id %s joins", group.group_id, member_id,
                          instance_id)
                 return member, True, None
-            if existing.member_id == member_id:
-                # the same static member rejoining: like a dynamic rejoin
+            if existing.member_id == member_id and not existing.has_left_static:
+                # the same static member rejoining without having left: like a dynamic rejoin
                 return existing, False, None
             if not existing.uses_classic_protocol and not existing.has_left_static:
                 log.info("group %s: static member %s with instance id %s cannot join: the instance id is"
@@ -373,7 +373,7 @@ class ConsumerGroupMembership:
                 raise _error(ErrorCode.UNRELEASED_INSTANCE_ID,
                              f"Static member {member_id} with instance id {instance_id} cannot join the group"
                              f" because the instance id is owned by {existing.member_id} member.")
-            if member_id in group.members:
+            if member_id in group.members and member_id != existing.member_id:
                 raise _error(ErrorCode.UNKNOWN_MEMBER_ID,
                              f"Member {member_id} is not a member of group {group.group_id}.")
             member = ConsumerGroupMember(

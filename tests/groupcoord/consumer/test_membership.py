@@ -292,6 +292,17 @@ def test_static_member_leaves_temporarily_and_is_replaced():
     assert partitions(a2) == mine
 
 
+def test_static_member_coming_back_under_its_own_id_keeps_its_partitions():
+    h = Harness()
+    a, b = Client(h, "a", instance_id="i-a"), Client(h, "b")
+    settle([a, b])
+    mine = partitions(a)
+    h.heartbeat("a", -2, instance_id="i-a")
+    again = Client(h, "a", instance_id="i-a")
+    again.beat()
+    assert partitions(again) == mine and h.group.members["a"].member_epoch == h.group.group_epoch
+
+
 def test_instance_id_in_use_is_unreleased():
     h = Harness()
     Client(h, "a", instance_id="i").beat()
