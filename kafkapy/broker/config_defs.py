@@ -487,7 +487,7 @@ _USED = {
     "offsets.topic.num.partitions", "offsets.topic.replication.factor", "offsets.topic.segment.bytes",
     "offsets.retention.minutes", "offsets.retention.check.interval.ms", "offset.metadata.max.bytes",
     "offsets.commit.timeout.ms", "group.initial.rebalance.delay.ms", "group.min.session.timeout.ms",
-    "group.max.session.timeout.ms", "group.max.size", "transaction.state.log.num.partitions",
+    "group.max.session.timeout.ms", "group.max.size", "group.consumer.migration.policy", "transaction.state.log.num.partitions",
     "transaction.state.log.replication.factor", "transaction.state.log.segment.bytes",
     "transaction.state.log.min.isr", "transaction.max.timeout.ms", "transactional.id.expiration.ms",
     "transaction.abort.timed.out.transaction.cleanup.interval.ms",
