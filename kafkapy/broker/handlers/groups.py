@@ -340,6 +340,13 @@ async def handle_consumer_group_describe(ctx: RequestContext,
             groups.append(ConsumerGroupDescribeResponse.DescribedGroup(
                 error_code=result.error, error_message=result.message, group_id=group_id))
             continue
+        # Kafka 4.0 (KAFKA-18813): a group whose assignments name a topic the caller may not DESCRIBE
+        # is not shown at all
+        topics = {t.topic_name for m in d.members for t in (*m.assignment, *m.target_assignment)}
+        if topics and ctx.unauthorized_names(AclOperation.DESCRIBE, ResourceType.TOPIC, topics):
+            groups.append(ConsumerGroupDescribeResponse.DescribedGroup(
+                error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, group_id=group_id))
+            continue
         group = ConsumerGroupDescribeResponse.DescribedGroup(
             error_code=ErrorCode.NONE, group_id=group_id, group_state=d.state, group_epoch=d.group_epoch,
             assignment_epoch=d.assignment_epoch, assignor_name=d.assignor_name,
