@@ -61,3 +61,40 @@ def test_preferred_assignor_is_the_most_asked_for():
     for i, name in enumerate(["range", "uniform", "uniform", None]):
         group.add_member(ConsumerGroupMember(f"m{i}", server_assignor=name))
     assert preferred_assignor(group, "range") == "uniform"
+
+
+def test_consumer_group_describe_handler_checks_group_and_topic_acls(tmp_path):
+    """ConsumerGroupDescribe through the broker handler with an authorizer: DESCRIBE on the group, and
+    (Kafka 4.0, KAFKA-18813) on every topic of the members' assignments, else the group is not shown."""
+    from kafkapy.controller.acls import AclOperation, ResourceType
+    from kafkapy.protocol import messages as m
+    from kafkapy.protocol.error_codes import ErrorCode
+    from tests.security.test_acl_matrix import AUTHORIZER, AclBroker
+
+    b = AclBroker(tmp_path, **{"authorizer.class.name": AUTHORIZER, "super.users": "User:admin"})
+    try:
+        b.create_topic("t", 2)
+        topic_id = b.broker.partitions.topic("t").topic_id
+        group = ConsumerGroup("cg")
+        group.group_epoch = group.assignment_epoch = 1
+        group.add_member(ConsumerGroupMember("m1", subscribed_topic_names=["t"], member_epoch=1,
+                                             assigned={topic_id: frozenset({0, 1})}))
+        group.target = {"m1": {topic_id: frozenset({0, 1})}}
+        b.broker.group_coordinator.manager.groups["cg"] = group
+        request = m.ConsumerGroupDescribeRequest(group_ids=["cg"], include_authorized_operations=True)
+
+        def describe(user):
+            return b.call_as(user, request, 1).groups[0]
+
+        assert describe("alice").error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+        b.grant("alice", ResourceType.GROUP, "cg", AclOperation.DESCRIBE)
+        assert describe("alice").error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        assert describe("alice").members == []
+        b.grant("alice", ResourceType.TOPIC, "t", AclOperation.DESCRIBE)
+        shown = describe("alice")
+        assert (shown.error_code, shown.group_state, shown.assignor_name) == (0, "Stable", "uniform")
+        assert [(t.topic_name, t.partitions) for t in shown.members[0].assignment.topic_partitions] == [("t", [0, 1])]
+        assert shown.members[0].member_type == 1
+        assert shown.authorized_operations == 1 << AclOperation.DESCRIBE
+    finally:
+        b.close()
