@@ -34,6 +34,7 @@ from .group import ConsumerGroup, ConsumerGroupMember, ConsumerGroupState, Membe
 from .membership import _Changes, new_member_id
 from .migration import (
     DEFAULT_MIGRATION_POLICY,
+    MIGRATION_POLICY_CONFIG,
     MigrationError,
     MigrationPolicy,
     all_members_use_classic_protocol_except,
@@ -313,11 +314,14 @@ class ClassicMembers:
         error = consumer._write(group, changes)
         if error is not None:
             return JoinResult(member_id, error)
+        result = JoinResult(member_id, ErrorCode.NONE, member.member_epoch, CONSUMER_PROTOCOL_TYPE,
+                            member.classic_protocols[0][0], UNKNOWN_MEMBER_ID)
+        if replaced is not None and not replaced.uses_classic_protocol and self._downgrade_replaced(group, replaced):
+            return result  # a classic group now: its heartbeat timers run
         self._cancel(group.group_id, member_id, "join")
         self.schedule_session(group, member)
         self._schedule(group, member, "sync", request.rebalance_timeout_ms)
-        return JoinResult(member_id, ErrorCode.NONE, member.member_epoch, CONSUMER_PROTOCOL_TYPE,
-                          member.classic_protocols[0][0], UNKNOWN_MEMBER_ID)
+        return result
 
     def _update_member(self, group: ConsumerGroup, member: ConsumerGroupMember, request: Any,
                        subscription: ClassicSubscription, is_new: bool, changes: _Changes) -> bool:
@@ -523,8 +527,36 @@ class ClassicMembers:
                 log.info("group %s: cannot downgrade the consumer group to a classic group: %s", group.group_id,
                          refusal)
             return False
+        if not self._convert_to_classic(group, leaving.member_id):
+            return False
+        log.info("group %s: consumer group (epoch %d) downgraded to a classic group after %s left",
+                 group.group_id, group.group_epoch, leaving.member_id)
+        classic = self.manager.groups[group.group_id]
+        self.classic._maybe_prepare_rebalance(classic, f"Downgrade group {group.group_id} from consumer to classic.")
+        return True
+
+    def _downgrade_replaced(self, group: ConsumerGroup, replaced: ConsumerGroupMember) -> bool:
+        """A classic static member took the place of the last consumer-protocol member (Kafka's
+        validateOnlineDowngradeWithReplacedMemberId): the group becomes a Stable classic group, the
+        newcomer keeping the partitions it took over, with no rebalance."""
+        if any(not m.uses_classic_protocol for m in group.members.values()):
+            return False
+        if not self.policy.downgrade_enabled or len(group.members) > self.config.group_max_size:
+            log.info("group %s: cannot downgrade the consumer group to a classic group (%s=%s,"
+                     " group.max.size %d)", group.group_id, MIGRATION_POLICY_CONFIG, self.policy.config_value,
+                     self.config.group_max_size)
+            return False
+        if not self._convert_to_classic(group, UNKNOWN_MEMBER_ID):
+            return False
+        log.info("group %s: consumer group (epoch %d) downgraded to a classic group: static member %s with"
+                 " instance id %s was replaced by a classic member", group.group_id, group.group_epoch,
+                 replaced.member_id, replaced.instance_id)
+        return True
+
+    def _convert_to_classic(self, group: ConsumerGroup, leaving_member_id: str) -> bool:
+        """Replace the consumer group by its classic equivalent (records, timers); False if it cannot be."""
         try:
-            classic, assignments = convert_to_classic_group(group, leaving.member_id, self._topic_name_of(group),
+            classic, assignments = convert_to_classic_group(group, leaving_member_id, self._topic_name_of(group),
                                                             self.clock_ms())
         except MigrationError as exc:
             log.warning("group %s: cannot downgrade the consumer group: %s", group.group_id, exc)
@@ -543,8 +575,5 @@ class ClassicMembers:
         self.manager.groups[group.group_id] = classic
         for member in classic.members.values():
             self.classic.schedule_heartbeat(classic, member)
-        log.info("group %s: consumer group (epoch %d) downgraded to a classic group of %d members after %s left",
-                 group.group_id, group.group_epoch, len(classic.members), leaving.member_id)
-        self.classic._maybe_prepare_rebalance(classic, f"Downgrade group {group.group_id} from consumer to classic.")
         return True
 

@@ -456,3 +456,23 @@ def test_upgraded_group_survives_a_reload():
     assert m.classic_protocols == before.members[m1.member_id].classic_protocols
     assert group.group_epoch == before.group_epoch and group.assignment_epoch == before.assignment_epoch
     assert {k: v.assigned for k, v in group.members.items()} == {k: v.assigned for k, v in before.members.items()}
+
+
+def test_classic_static_member_replacing_the_last_consumer_member_downgrades():
+    h = harness()
+    assert consumer_heartbeat(h, "c1", instance_id="s1").error == 0
+    group = h.coord.manager.groups["g"]
+    box = h.join_new("g", protocols=[("range", encode_subscription(["t"]))])
+    assert box and box[0].error == 0, box
+    classic_id = box[0].member_id
+    assert group.members[classic_id].uses_classic_protocol
+    # the static consumer member's instance comes back speaking the classic protocol
+    replaced = h.join("g", instance_id="s1", protocols=[("range", encode_subscription(["t"]))])
+    assert replaced and replaced[0].error == 0, replaced
+    classic = h.coord.manager.groups["g"]
+    assert isinstance(classic, GroupMetadata) and classic.state is GroupState.STABLE
+    assert classic.static_members == {"s1": replaced[0].member_id}
+    assert set(classic.members) == {classic_id, replaced[0].member_id}
+    assert "c1" not in classic.members
+    assert decode_assignment(classic.members[replaced[0].member_id].assignment) == {
+        "t": sorted(group.target_of(replaced[0].member_id).get(TOPIC_ID, ()))}
