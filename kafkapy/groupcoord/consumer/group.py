@@ -217,6 +217,10 @@ class ConsumerGroup:
                 return ConsumerGroupState.RECONCILING
         return ConsumerGroupState.STABLE
 
+    @property
+    def is_dead(self) -> bool:
+        return self._dead
+
     def is_in(self, *states: Any) -> bool:
         """True if the group is in one of `states` (ConsumerGroupState, or a classic GroupState by name)."""
         current = self.state.value
