@@ -244,13 +244,13 @@ class ConsumerGroupMembership:
         group_id = request.group_id
         create = request.member_epoch == JOIN_GROUP_MEMBER_EPOCH
         group = self.manager.groups.get(group_id)
+        if isinstance(group, ConsumerGroup) and not group.is_dead:
+            return group  # the common case, without deriving the state (it looks at every member)
         if group is None or group.state.value == "Dead":
             if not create:
                 # Kafka 4.0: an unknown group makes the member rejoin (not fatal to the client)
                 raise _error(ErrorCode.UNKNOWN_MEMBER_ID, f"Consumer group {group_id} not found.")
             return ConsumerGroup(group_id, self.clock_ms())
-        if isinstance(group, ConsumerGroup):
-            return group
         # a classic group
         if create and group.state.value == "Empty" and not group.members:
             return self._take_over_empty_classic_group(group, changes)
