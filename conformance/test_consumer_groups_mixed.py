@@ -6,9 +6,10 @@
   Every record is read (at least once, in order within each assignment), no partition is owned
   by two members at once (from the assign/revoke times each consumer reports), committed offsets
   never go backwards, and at the end they equal the log end offsets.
-- Classic -> consumer: a group consumed with the classic protocol (Java and confluent-kafka)
-  stops; consumer-protocol members take over the same group id and resume exactly at the
-  committed offsets (nothing committed is read again, nothing is skipped).
+- Classic -> consumer -> classic: a group consumed with the classic protocol (Java and
+  confluent-kafka) stops; consumer-protocol members take over the same group id and resume
+  exactly at the committed offsets (nothing committed is read again, nothing is skipped); when
+  they stop, a classic member takes the group back the same way.
 - A regex subscription: librdkafka sends `^prefix-.*` as SubscribedTopicRegex and the
   coordinator resolves it, also to a topic created later, never to a non-matching one.
 
@@ -152,57 +153,72 @@ def test_mixed_java_and_librdkafka_consumer_protocol_group(broker, java_programs
     assert all(per_member.values()), per_member
 
 
-def test_classic_group_taken_over_by_consumer_protocol_members(broker, java_programs: JavaPrograms,
-                                                               tmp_path: Path) -> None:
-    """An empty classic group becomes a consumer group when a consumer-protocol member joins
-    (Kafka 4.0: the empty classic group is replaced, its committed offsets stay)."""
+def resumed_at(members: list[ConsumerProcess]) -> dict[int, int]:
+    """The lowest offset any of `members` read first from each partition."""
+    resumed: dict[int, int] = {}
+    for member in members:
+        for partition, offset in first_offsets(member).items():
+            resumed[partition] = min(offset, resumed.get(partition, offset))
+    return resumed
+
+
+def test_group_taken_over_from_classic_to_consumer_protocol_and_back(broker, java_programs: JavaPrograms,
+                                                                     tmp_path: Path) -> None:
+    """An empty classic group is replaced by a consumer group when a consumer-protocol member
+    joins, and an empty consumer group by a classic group when a classic member joins (Kafka
+    4.0); the committed offsets stay, so each generation of members resumes exactly there."""
     bs = broker.bootstrap
-    partitions, first_batch = 6, 3_000
+    partitions, batch = 6, 3_000
     topic, group = unique("kip848-upgrade-topic"), unique("kip848-upgrade-group")
     create_topic(bs, topic, partitions)
-    produce(bs, topic, first_batch)
     classic = [java_member(java_programs, bs, group, topic, tmp_path, "java-classic", protocol="classic"),
                confluent_member(bs, group, topic, tmp_path, "confluent-classic", protocol="classic")]
     modern = [java_member(java_programs, bs, group, topic, tmp_path, "java-consumer"),
               confluent_member(bs, group, topic, tmp_path, "confluent-consumer")]
+    back = [confluent_member(bs, group, topic, tmp_path, "confluent-classic-again", protocol="classic",
+                             assignor="cooperative-sticky")]
+    phases = [classic, modern, back]
+    handed_over: list[dict[int, int]] = []
+    produced = 0
     try:
-        for member in classic:
-            member.start()
-        wait_until(lambda: settled(classic, partitions), 60, "the classic members to share every partition")
-        ends = end_offsets(bs, topic, partitions)
-        wait_until(lambda: committed_offsets(bs, group, topic, partitions) == ends, 60,
-                   "the classic members to commit the first batch")
-        # records the classic members may read but not commit before they close
-        produce(bs, topic, 600, start=first_batch)
-        stop_members(classic)
-        handed_over = committed_offsets(bs, group, topic, partitions)
-        produce(bs, topic, first_batch, start=first_batch + 600)
-        final = end_offsets(bs, topic, partitions)
-        for member in modern:
-            member.start()
-        wait_until(lambda: committed_offsets(bs, group, topic, partitions) == final, 90,
-                   "the consumer-protocol members to commit up to the log end")
+        for number, members in enumerate(phases):
+            produce(bs, topic, batch, start=produced)
+            produced += batch
+            if number:
+                handed_over.append(committed_offsets(bs, group, topic, partitions))
+            for member in members:
+                member.start()
+            ends = end_offsets(bs, topic, partitions)
+            wait_until(lambda: settled(members, partitions) and committed_offsets(bs, group, topic, partitions)
+                       == ends, 90, f"phase {number + 1}'s members to commit up to the log end")
+            if members is modern:
+                described = describe_consumer_group(bs, group)
+                assert described.error_code == 0, (described.error_code, described.error_message)
+                assert sorted(m.client_id for m in described.members) == ["confluent-consumer", "java-consumer"]
+            # records the members may read but not commit before they close
+            produce(bs, topic, 300, start=produced)
+            produced += 300
+            stop_members(members)
         described = describe_consumer_group(bs, group)
-        assert described.error_code == 0, (described.error_code, described.error_message)
-        assert sorted(m.client_id for m in described.members) == ["confluent-consumer", "java-consumer"]
+        # the last generation was classic: to ConsumerGroupDescribe the group is not a consumer group
+        assert described.error_code == 69, (described.error_code, described.error_message)  # GROUP_ID_NOT_FOUND
     finally:
-        stop_members(classic + modern)
+        stop_members(classic + modern + back)
 
-    for member in classic + modern:
+    everyone = classic + modern + back
+    for member in everyone:
         assert member.events() and member.events()[-1] == ["CLOSED"], f"{member.name}:\n{member.tail()}"
     seen = Consumption()
-    for member in classic + modern:
+    for member in everyone:
         seen.add(member)
     assert not seen.problems, seen.problems[:10]
-    assert seen.missing(final) == []
-    # the new members start exactly where the classic ones committed: no committed record read
-    # again, none skipped
-    resumed: dict[int, int] = {}
-    for member in modern:
-        for partition, offset in first_offsets(member).items():
-            resumed[partition] = min(offset, resumed.get(partition, offset))
-    expected = {p: handed_over[p] for p in range(partitions) if handed_over[p] < final[p]}
-    assert resumed == expected, (resumed, handed_over)
+    last_committed = committed_offsets(bs, group, topic, partitions)
+    assert seen.missing(last_committed) == []
+    # each generation starts exactly where the previous one committed: no committed record is
+    # read again, none is skipped
+    for members, committed in zip(phases[1:], handed_over):
+        assert resumed_at(members) == committed, (members[0].name, resumed_at(members), committed)
+    assert all(last_committed[p] >= handed_over[-1][p] for p in range(partitions)), (last_committed, handed_over)
     assert not ownership_overlaps(modern)
 
 
