@@ -476,3 +476,91 @@ def test_classic_static_member_replacing_the_last_consumer_member_downgrades():
     assert "c1" not in classic.members
     assert decode_assignment(classic.members[replaced[0].member_id].assignment) == {
         "t": sorted(group.target_of(replaced[0].member_id).get(TOPIC_ID, ()))}
+
+
+def test_downgraded_group_survives_a_reload():
+    h = harness()
+    m1, m2 = classic_stable(h)
+    consumer_heartbeat(h, "c1")
+    assert h.coord.consumer_group_heartbeat(HeartbeatRequest("g", "c1", -1, api_version=1)).error == 0
+    before = h.coord.manager.groups["g"]
+    assert isinstance(before, GroupMetadata)
+    reloaded = Harness(logs=h.logs, scheduler=h.sched)
+    group = reloaded.coord.manager.groups["g"]
+    assert isinstance(group, GroupMetadata)
+    assert set(group.members) == {m1.member_id, m2.member_id}
+    assert group.generation_id == before.generation_id and group.protocol_name == "range"
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_mix_of_classic_and_consumer_members_never_owns_twice(seed):
+    """Classic and consumer-protocol members come, go, heartbeat, rejoin and die in random order;
+    the group converts back and forth; no partition is ever owned twice, the ownership index
+    matches the members, and the committed offset survives every conversion."""
+    import random
+
+    rnd = random.Random(seed)
+    h = harness()
+    first = classic_stable(h, 2)
+    h.coord.commit_offsets("g", first[0].member_id, None, first[0].generation_id, {("t", 3): OffsetAndMetadata(1)})
+    consumers: dict[str, int] = {}  # consumer member id -> epoch
+    classics: dict[str, int] = {r.member_id: r.generation_id for r in first}  # classic member id -> generation
+    kinds = []
+    subscription = [("range", encode_subscription(["t"]))]
+    for step in range(200):
+        group = h.coord.manager.groups["g"]
+        if not kinds or kinds[-1] != type(group).__name__:
+            kinds.append(type(group).__name__)
+        assert group.offsets[("t", 3)].offset == 1
+        if isinstance(group, ConsumerGroup):
+            assert_no_double_ownership(group)
+            owners = {(t, p): m.member_id for m in group.members.values() for t, ps in m.owned().items() for p in ps}
+            assert owners == group.owners
+        action = rnd.random()
+        if action < 0.15 and len(consumers) < 3:  # a consumer-protocol member joins
+            result = consumer_heartbeat(h, f"c{step}")
+            if result.error == 0:
+                consumers[f"c{step}"] = result.member_epoch
+        elif action < 0.45 and consumers:  # a consumer-protocol member heartbeats
+            member_id = rnd.choice(sorted(consumers))
+            member = group.members.get(member_id) if isinstance(group, ConsumerGroup) else None
+            owned = [] if member is None else [(t, sorted(p)) for t, p in member.assigned.items()]
+            result = consumer_heartbeat(h, member_id, consumers[member_id], owned=owned)
+            if result.error == 0:
+                consumers[member_id] = result.member_epoch
+            else:
+                del consumers[member_id]
+        elif action < 0.52 and consumers:  # a consumer-protocol member leaves
+            member_id = rnd.choice(sorted(consumers))
+            h.coord.consumer_group_heartbeat(HeartbeatRequest("g", member_id, -1, api_version=1))
+            del consumers[member_id]
+        elif action < 0.62 and len(classics) < 3:  # a classic member joins
+            box = h.join("g", protocols=subscription)
+            if box and box[0].error == ErrorCode.MEMBER_ID_REQUIRED:
+                box = h.join("g", member_id=box[0].member_id, protocols=subscription)
+            h.sched.advance(1)
+            if box and box[0].error == 0:
+                classics[box[0].member_id] = box[0].generation_id
+        elif action < 0.9 and classics:  # a classic member heartbeats, rejoining when told to
+            member_id = rnd.choice(sorted(classics))
+            error = h.coord.heartbeat("g", member_id, None, classics[member_id])
+            if error in (ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.ILLEGAL_GENERATION):
+                box = h.join("g", member_id=member_id, protocols=subscription)
+                h.sched.advance(1)
+                if box and box[0].error == 0:
+                    joined = box[0]
+                    classics[member_id] = joined.generation_id
+                    assignments = {m: encode_v0_assignment({}) for m in classics} \
+                        if joined.leader_id == member_id else None
+                    h.sync("g", joined.generation_id, member_id, assignments)
+                elif box and box[0].error == ErrorCode.UNKNOWN_MEMBER_ID:
+                    del classics[member_id]
+            elif error == ErrorCode.UNKNOWN_MEMBER_ID:
+                del classics[member_id]
+        elif classics:  # a classic member leaves, or dies silently
+            member_id = rnd.choice(sorted(classics))
+            if rnd.random() < 0.5:
+                h.coord.leave_group("g", [(member_id, None)])
+            del classics[member_id]
+        h.sched.advance(rnd.choice([10, 100, 1000]))
+    print(f"seed {seed}: {' -> '.join(kinds)}")
