@@ -329,8 +329,8 @@ class ConsumerGroupMembership:
         result = HeartbeatResult(member_id=member_id, member_epoch=member.member_epoch,
                                  heartbeat_interval_ms=self.config.group_consumer_heartbeat_interval_ms)
         full = request.member_epoch == JOIN_GROUP_MEMBER_EPOCH or (
-            request.rebalance_timeout_ms != -1 and request.subscribed_topic_names is not None
-            and owned is not None)
+            request.rebalance_timeout_ms != -1 and owned is not None
+            and (request.subscribed_topic_names is not None or request.subscribed_topic_regex is not None))
         if full or member.assigned != member.last_sent_assignment:
             result.assignment = member.assigned
             member.last_sent_assignment = member.assigned
