@@ -325,6 +325,13 @@ async def handle_consumer_group_describe(ctx: RequestContext,
     client (describeConsumerGroups, kafka-consumer-groups.sh) retry with DescribeGroups.
     """
     coordinator = ctx.broker.group_coordinator
+    if "consumer" not in coordinator.config.group_coordinator_rebalance_protocols:
+        # as KafkaApis without the consumer protocol: every group UNSUPPORTED_VERSION (the admin
+        # client then describes it with DescribeGroups)
+        return ConsumerGroupDescribeResponse(throttle_time_ms=0, groups=[
+            ConsumerGroupDescribeResponse.DescribedGroup(
+                error_code=ErrorCode.UNSUPPORTED_VERSION, error_message="The version of API is not supported.",
+                group_id=group_id) for group_id in request.group_ids])
     denied = ctx.unauthorized_names(AclOperation.DESCRIBE, _GROUP, request.group_ids)
     results = {r.group_id: r for r in coordinator.describe_consumer_groups(
         [g for g in request.group_ids if g not in denied], lambda topic_id: _topic_name(ctx.broker, topic_id))}
