@@ -65,7 +65,8 @@ def test_preferred_assignor_is_the_most_asked_for():
 
 def test_consumer_group_describe_handler_checks_group_and_topic_acls(tmp_path):
     """ConsumerGroupDescribe through the broker handler with an authorizer: DESCRIBE on the group, and
-    (Kafka 4.0, KAFKA-18813) on every topic of the members' assignments, else the group is not shown."""
+    (Kafka 4.0, KAFKA-18813) on every topic of the members' assignments, else the group is not shown;
+    UNSUPPORTED_VERSION without the consumer protocol."""
     from kafkapy.controller.acls import AclOperation, ResourceType
     from kafkapy.protocol import messages as m
     from kafkapy.protocol.error_codes import ErrorCode
@@ -96,5 +97,9 @@ def test_consumer_group_describe_handler_checks_group_and_topic_acls(tmp_path):
         assert [(t.topic_name, t.partitions) for t in shown.members[0].assignment.topic_partitions] == [("t", [0, 1])]
         assert shown.members[0].member_type == 1
         assert shown.authorized_operations == 1 << AclOperation.DESCRIBE
+        # without the consumer protocol, as KafkaApis: every group UNSUPPORTED_VERSION
+        b.broker.group_coordinator.config.group_coordinator_rebalance_protocols = ("classic",)
+        assert describe("admin").error_code == ErrorCode.UNSUPPORTED_VERSION
     finally:
         b.close()
+
