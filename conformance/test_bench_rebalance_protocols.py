@@ -35,8 +35,10 @@ def test_quick_run_consumer_protocol_settles_without_double_ownership(tmp_path):
     result = json.loads(out.read_text())["fast"]
     assert result["failures"]["consumer"] == []
     (sample,) = result["samples"]["consumer"]
-    for phase in ("form", "leave", "join"):
-        assert 0 <= sample[phase]["owned"] <= sample[phase]["settled"] < 30, sample[phase]
-        view = sample[phase]["broker"]
+    phases = [sample["form"], *sample["leave"], *sample["join"]]
+    assert len(phases) == 3
+    for timing in phases:
+        assert 0 <= timing["owned"] <= timing["settled"] < 30, timing
+        view = timing["broker"]
         assert view.get("state") == "Stable" and view.get("converged"), view
     assert sample["overlap"] == 1

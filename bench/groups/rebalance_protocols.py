@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import statistics
 import subprocess
 import sys
@@ -67,7 +68,7 @@ DOCS_PATH = REPO_ROOT / "docs" / "benchmarks.md"
 DOCS_HEADING = "## Consumer groups: consumer protocol (KIP-848) against classic"
 PHASES = ("form", "leave", "join")
 MODES = ("consumer", "classic", "cooperative")
-QUIET_S = 1.5
+QUIET_S = 1.0
 PHASE_TIMEOUT_S = 60.0
 WORKER_READY_TIMEOUT_S = 30.0
 
@@ -322,8 +323,9 @@ def client_config(mode: str, profile: dict) -> dict:
     return {"group.protocol": "classic", "partition.assignment.strategy": strategy, **profile["classic_client"]}
 
 
-def one_repetition(bootstrap: str, topic: str, partitions: int, size: int, mode: str, profile: dict,
-                   log_dir: Path) -> dict:
+def one_repetition(bootstrap: str, topic: str, partitions: int, size: int, cycles: int, mode: str, profile: dict,
+                   rng: random.Random, log_dir: Path) -> dict:
+    """Form a group of `size`, then `cycles` times: one member leaves, a new one joins. Times in seconds."""
     spec = {"bootstrap": bootstrap, "group": f"rb-{mode}-{uuid.uuid4().hex[:8]}", "topic": topic,
             "config": client_config(mode, profile), "incremental": mode != "classic"}
     hb_s = profile["consumer_hb_s"] if mode == "consumer" else profile["classic_hb_s"]
@@ -331,34 +333,39 @@ def one_repetition(bootstrap: str, topic: str, partitions: int, size: int, mode:
     events: list[dict] = []
     lock = threading.Lock()
     workers: list[Worker] = []
-    result: dict = {"marks": {}}
+    result: dict = {"marks": [], "leave": [], "join": []}
+
+    def phase(name: str, group: list[Worker], t0: float) -> dict:
+        result["marks"].append((name, t0))
+        timing = wait_phase(events, lock, [w.name for w in group], partitions, t0, quiet_s)
+        if mode == "consumer":
+            timing["broker"] = broker_view(bootstrap, spec["group"], [w.name for w in group], events, lock)
+        return timing
+
+    def unsynchronised_pause() -> None:
+        # Members heartbeat in step since they joined together; without a random offset every leave/join would
+        # start at the same point of the heartbeat cycle and measure that point, not the protocol.
+        time.sleep(rng.uniform(0.0, hb_s))
+
     try:
-        workers = [spawn_worker(f"c{i}", spec, events, lock, log_dir) for i in range(size + 1)]
-        group, joiner = workers[:size], workers[size]
+        workers = [spawn_worker(f"c{i}", spec, events, lock, log_dir) for i in range(size + cycles)]
+        group, joiners = workers[:size], workers[size:]
         wait_ready(workers)
         t0 = time.monotonic()
         for w in group:
             w.send("go")
-        result["marks"]["form"] = t0
-        result["form"] = wait_phase(events, lock, [w.name for w in group], partitions, t0, quiet_s)
-        if mode == "consumer":
-            result["form"]["broker"] = broker_view(bootstrap, spec["group"], [w.name for w in group], events, lock)
-
-        leaver = group.pop()
-        t0 = time.monotonic()
-        leaver.send("leave")
-        result["marks"]["leave"] = t0
-        result["leave"] = wait_phase(events, lock, [w.name for w in group], partitions, t0, quiet_s)
-        if mode == "consumer":
-            result["leave"]["broker"] = broker_view(bootstrap, spec["group"], [w.name for w in group], events, lock)
-
-        group.append(joiner)
-        t0 = time.monotonic()
-        joiner.send("go")
-        result["marks"]["join"] = t0
-        result["join"] = wait_phase(events, lock, [w.name for w in group], partitions, t0, quiet_s)
-        if mode == "consumer":
-            result["join"]["broker"] = broker_view(bootstrap, spec["group"], [w.name for w in group], events, lock)
+        result["form"] = phase("form", group, t0)
+        for joiner in joiners:
+            unsynchronised_pause()
+            leaver = group.pop(rng.randrange(len(group)))
+            t0 = time.monotonic()
+            leaver.send("leave")
+            result["leave"].append(phase("leave", group, t0))
+            unsynchronised_pause()
+            group.append(joiner)
+            t0 = time.monotonic()
+            joiner.send("go")
+            result["join"].append(phase("join", group, t0))
     finally:
         for w in workers:
             w.send("leave")
@@ -372,7 +379,7 @@ def one_repetition(bootstrap: str, topic: str, partitions: int, size: int, mode:
         result["errors"] = sorted({e["msg"] for e in events if e["ev"] == "error"})[:5]
         base = min((e["t"] for e in events), default=0.0)
         result["events"] = [{**e, "t": round(e["t"] - base, 4)} for e in sorted(events, key=lambda e: e["t"])]
-        result["marks"] = {k: round(v - base, 4) for k, v in result["marks"].items()}
+        result["marks"] = [(name, round(t - base, 4)) for name, t in result["marks"]]
     return result
 
 
@@ -418,9 +425,11 @@ def warm_up(bootstrap: str, topic: str) -> None:
         consumer.close()
 
 
-def run_profile(profile_name: str, modes: list[str], reps: int, partitions: int, size: int, work: Path) -> dict:
+def run_profile(profile_name: str, modes: list[str], reps: int, partitions: int, size: int, cycles: int, seed: int,
+                work: Path) -> dict:
     """All modes against one broker process, repetitions interleaved (mode A, B, C, A, B, C, ...)."""
     profile = PROFILES[profile_name]
+    rng = random.Random(seed)
     samples: dict[str, list[dict]] = {m: [] for m in modes}
     failures: dict[str, list[str]] = {m: [] for m in modes}
     log_dir = work / f"workers-{profile_name}"
@@ -433,11 +442,13 @@ def run_profile(profile_name: str, modes: list[str], reps: int, partitions: int,
             for mode in modes:
                 started = time.monotonic()
                 try:
-                    sample = one_repetition(bootstrap, topic, partitions, size, mode, profile, log_dir)
+                    sample = one_repetition(bootstrap, topic, partitions, size, cycles, mode, profile, rng, log_dir)
                     samples[mode].append(sample)
+                    timings = [("form", sample["form"])] + [(name, t) for name in ("leave", "join")
+                                                            for t in sample[name]]
                     print(f"[{profile_name}] rep {rep + 1} {mode}: " + ", ".join(
-                        f"{p} owned {sample[p]['owned'] * 1000:.0f} ms settled {sample[p]['settled'] * 1000:.0f} ms"
-                        for p in PHASES) + f", overlap {sample['overlap']} ({time.monotonic() - started:.0f} s)",
+                        f"{name} {t['owned'] * 1000:.0f}/{t['settled'] * 1000:.0f} ms" for name, t in timings)
+                          + f" (owned/settled), overlap {sample['overlap']} ({time.monotonic() - started:.0f} s)",
                           file=sys.stderr, flush=True)
                 except Exception as exc:  # reported in the table; the other modes still run
                     failures[mode].append(f"{type(exc).__name__}: {exc}")
@@ -463,18 +474,21 @@ def fmt(st: tuple[float, float, float] | None) -> str:
     return f"{med * 1000:.0f} ({lo * 1000:.0f}-{hi * 1000:.0f})"
 
 
-def markdown(results: dict[str, dict], modes: list[str], reps: int, partitions: int, size: int,
+def markdown(results: dict[str, dict], modes: list[str], reps: int, partitions: int, size: int, cycles: int,
              command: str) -> str:
     lines = [f"confluent-kafka {client_version()} consumers, each in its own process; a {partitions}-partition topic; "
-             f"{size} consumers form a group, one leaves, an 11th joins; {reps} repetitions per mode, a new group "
-             "each; all modes against the same broker process in the same run, interleaved. Milliseconds: median "
-             "(min-max). \"owned\" = every partition owned by exactly one member and every member owning some; "
-             "\"settled\" = time to the last assignment change before the group stayed unchanged for 1.5 s + one "
-             "heartbeat interval. Modes: consumer = group.protocol=consumer (broker assignor uniform); classic = "
-             "eager range; cooperative = classic with cooperative-sticky. overlap = most owners a partition ever had "
-             "at once (1 = never owned twice). broker agrees (consumer protocol only) = phases after which "
-             "ConsumerGroupDescribe reported the group Stable, every member at the assignment epoch with its "
-             "assignment equal to its target and to what the consumer itself reported.", ""]
+             f"{size} consumers form a group, then {cycles} times one (chosen at random) leaves and a new one joins; "
+             f"{reps} repetitions per mode, a new group each, so form has {reps} samples and leave/join "
+             f"{reps * cycles}; all modes against the same broker process in the same run, interleaved. Before each "
+             "leave/join a random pause (0 to one heartbeat interval) so that it does not start at a fixed point of "
+             "the members' heartbeat cycle. Milliseconds: median (min-max). \"owned\" = every partition owned by "
+             "exactly one member and every member owning some; \"settled\" = time to the last assignment change "
+             f"before the group stayed unchanged for {QUIET_S:g} s + one heartbeat interval. Modes: consumer = "
+             "group.protocol=consumer (broker assignor uniform); classic = eager range; cooperative = classic with "
+             "cooperative-sticky. overlap = most owners a partition ever had at once (1 = never owned twice). "
+             "broker agrees (consumer protocol only) = phases after which ConsumerGroupDescribe reported the group "
+             "Stable, every member at the assignment epoch with its assignment equal to its target and to what the "
+             "consumer itself reported.", ""]
     for profile_name, res in results.items():
         prof = PROFILES[profile_name]
         overrides = ", ".join(f"{k}={v}" for k, v in {**COMMON_OVERRIDES, **prof["broker"]}.items())
@@ -487,13 +501,14 @@ def markdown(results: dict[str, dict], modes: list[str], reps: int, partitions: 
         table: dict[str, dict[str, tuple | None]] = {}
         for mode in modes:
             samples = res["samples"].get(mode, [])
-            row = {"form_owned": stats([s["form"]["owned"] for s in samples])}
-            for p in PHASES:
-                row[p] = stats([s[p]["settled"] for s in samples])
+            row = {"form_owned": stats([s["form"]["owned"] for s in samples]),
+                   "form": stats([s["form"]["settled"] for s in samples])}
+            for p in ("leave", "join"):
+                row[p] = stats([t["settled"] for s in samples for t in s[p]])
             table[mode] = row
             overlap = max((s["overlap"] for s in samples), default=0)
             nfail = len(res["failures"].get(mode, []))
-            views = [s[p]["broker"] for s in samples for p in PHASES if "broker" in s[p]]
+            views = [t["broker"] for s in samples for t in [s["form"], *s["leave"], *s["join"]] if "broker" in t]
             agrees = (f"{sum(1 for v in views if v.get('state') == 'Stable' and v.get('converged'))}/{len(views)}"
                       if views else "n/a")
             lines.append(f"| {mode} | {fmt(row['form_owned'])} | {fmt(row['form'])} | {fmt(row['leave'])} | "
@@ -544,7 +559,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--partitions", type=int, default=60)
-    parser.add_argument("--size", type=int, default=10, help="consumers that form the group (one more joins)")
+    parser.add_argument("--size", type=int, default=10, help="consumers that form the group")
+    parser.add_argument("--cycles", type=int, default=2, help="leave+join cycles after the group formed")
+    parser.add_argument("--seed", type=int, default=14, help="seed of the random pauses and of who leaves")
     parser.add_argument("--quick", action="store_true", help="smoke run: fast profile, 1 repetition, 3 consumers, "
                         "6 partitions")
     parser.add_argument("--write-docs", action="store_true")
@@ -553,7 +570,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.worker:
         return worker_main(json.loads(args.worker))
     if args.quick:
-        args.profiles, args.reps, args.size, args.partitions = "fast", 1, 3, 6
+        args.profiles, args.reps, args.size, args.partitions, args.cycles = "fast", 1, 3, 6, 1
     modes = [m for m in args.modes.split(",") if m]
     profiles = [p for p in args.profiles.split(",") if p]
     for name in modes:
@@ -567,8 +584,9 @@ def main(argv: list[str] | None = None) -> int:
     results = {}
     with tempfile.TemporaryDirectory(prefix="bench-rebalance-") as tmp:
         for name in profiles:
-            results[name] = run_profile(name, modes, args.reps, args.partitions, args.size, Path(tmp))
-    section = markdown(results, modes, args.reps, args.partitions, args.size, command.strip())
+            results[name] = run_profile(name, modes, args.reps, args.partitions, args.size, args.cycles, args.seed,
+                                        Path(tmp))
+    section = markdown(results, modes, args.reps, args.partitions, args.size, args.cycles, command.strip())
     print(section)
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
