@@ -10,6 +10,10 @@
   confluent-kafka) stops; consumer-protocol members take over the same group id and resume
   exactly at the committed offsets (nothing committed is read again, nothing is skipped); when
   they stop, a classic member takes the group back the same way.
+- Online upgrade: a classic group (Java and confluent-kafka members) is rolled to
+  consumer-protocol members one by one while records flow, never without a member: the group
+  becomes a consumer group holding classic members (ConsumerGroupDescribe v1 MemberType 0)
+  until the last one leaves; every record read, no partition owned twice, commits never back.
 - A regex subscription: librdkafka sends `^prefix-.*` as SubscribedTopicRegex and the
   coordinator resolves it, also to a topic created later, never to a non-matching one.
 
@@ -220,6 +224,80 @@ def test_group_taken_over_from_classic_to_consumer_protocol_and_back(broker, jav
         assert resumed_at(members) == committed, (members[0].name, resumed_at(members), committed)
     assert all(last_committed[p] >= handed_over[-1][p] for p in range(partitions)), (last_committed, handed_over)
     assert not ownership_overlaps(modern)
+
+
+def test_classic_group_rolled_to_consumer_protocol_online(broker, java_programs: JavaPrograms,
+                                                          tmp_path: Path) -> None:
+    """A classic group whose members are replaced one by one by consumer-protocol members, with
+    records flowing and a member present at all times (Kafka 4.0's online upgrade: the group
+    becomes a consumer group holding classic members until the last one leaves)."""
+    bs = broker.bootstrap
+    partitions, records = 6, 40_000
+    topic, group = unique("kip848-online-topic"), unique("kip848-online-group")
+    create_topic(bs, topic, partitions)
+    java_classic = java_member(java_programs, bs, group, topic, tmp_path, "java-classic", protocol="classic")
+    ck_classic = confluent_member(bs, group, topic, tmp_path, "confluent-classic", protocol="classic")
+    java_modern = java_member(java_programs, bs, group, topic, tmp_path, "java-consumer")
+    ck_modern = confluent_member(bs, group, topic, tmp_path, "confluent-consumer")
+    everyone = [java_classic, ck_classic, java_modern, ck_modern]
+    monitor = CommitMonitor(bs, group, topic, partitions)
+    producer_error: list[BaseException] = []
+
+    def produce_all() -> None:
+        try:
+            produce(bs, topic, records, rate_per_s=4_000)
+        except BaseException as exc:  # reported by the main thread
+            producer_error.append(exc)
+
+    try:
+        java_classic.start()
+        ck_classic.start()
+        wait_until(lambda: settled([java_classic, ck_classic], partitions), 60, "a stable classic group")
+        monitor.start()
+        producer = threading.Thread(target=produce_all, daemon=True)
+        producer.start()
+        time.sleep(2)
+        # a consumer-protocol member joins while both classic members are still there
+        java_modern.start()
+        wait_until(lambda: settled([java_classic, ck_classic, java_modern], partitions), 60,
+                   "the first consumer-protocol member to share the partitions with the classic ones")
+        mixed = describe_consumer_group(bs, group, version=1)
+        assert mixed.error_code == 0, (mixed.error_code, mixed.error_message)
+        assert sorted(m.member_type for m in mixed.members) == [0, 0, 1], [(m.client_id, m.member_type)
+                                                                            for m in mixed.members]
+        java_classic.stop()
+        java_classic.wait(40)
+        ck_modern.start()
+        wait_until(lambda: settled([ck_classic, java_modern, ck_modern], partitions), 60,
+                   "three members after the Java classic member left")
+        ck_classic.stop()
+        ck_classic.wait(40)
+        wait_until(lambda: settled([java_modern, ck_modern], partitions), 60,
+                   "the consumer-protocol members to own every partition")
+        producer.join(120)
+        assert not producer.is_alive(), "producer did not finish"
+        assert not producer_error, producer_error
+        ends = end_offsets(bs, topic, partitions)
+        wait_until(lambda: monitor.latest() == ends, 90, "the group's committed offsets to reach the log end")
+        final = describe_consumer_group(bs, group, version=1)
+        assert final.error_code == 0 and sorted((m.client_id, m.member_type) for m in final.members) == \
+            [("confluent-consumer", 1), ("java-consumer", 1)], final
+    finally:
+        stop_members(everyone)
+        monitor.halt.set()
+        monitor.join(10)
+
+    for member in everyone:
+        assert member.events() and member.events()[-1] == ["CLOSED"], f"{member.name}:\n{member.tail()}"
+    seen = Consumption()
+    for member in everyone:
+        seen.add(member)
+    assert not seen.problems, seen.problems[:10]
+    assert seen.missing(ends) == [], f"{len(seen.missing(ends))} records never consumed"
+    assert not monitor.backwards(), monitor.backwards()[:10]
+    overlaps = ownership_overlaps(everyone)
+    assert not overlaps, overlaps[:10]
+    assert committed_offsets(bs, group, topic, partitions) == ends
 
 
 def test_librdkafka_regex_subscription_resolved_by_the_coordinator(broker, tmp_path: Path) -> None:
