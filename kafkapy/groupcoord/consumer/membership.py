@@ -303,6 +303,7 @@ class ConsumerGroupMembership:
             log.info("group %s: member %s rejoins (was at epoch %d)", group.group_id, member_id,
                      member.member_epoch)
             group.set_member_assignment(member, {}, {})
+            self._cancel_rebalance_timeout(member)
             member.member_epoch, member.previous_member_epoch = 0, 0
             member.state = MemberState.STABLE
             member.last_sent_assignment = None
