@@ -11,6 +11,8 @@
   consumer group (Dead, as Kafka 4.0 up to v5), ConsumerGroupDescribe v0/v1, OffsetDelete
   (GROUP_SUBSCRIBED_TO_TOPIC), DeleteGroups (NON_EMPTY_GROUP, then gone after a restart).
 - `kafkapy groups list/describe` and the console's group page on the same group.
+- confluent-kafka's AdminClient (librdkafka) on a consumer-protocol group: list with a type
+  filter, describe with type and target assignment, offsets, delete.
 """
 from __future__ import annotations
 
@@ -262,6 +264,66 @@ def test_consumer_group_rules_on_the_wire(broker_factory) -> None:
     wait_until(lambda: send(bs, ListGroupsRequest(), 5).error_code == 0, 30, "coordinator loaded")
     after = {g.group_id for g in send(bs, ListGroupsRequest(), 5).groups}
     assert group not in after and classic in after
+
+
+def test_confluent_admin_client_on_a_consumer_protocol_group(broker) -> None:
+    """librdkafka's admin API on a group whose member uses group.protocol=consumer: list with a type
+    filter, describe (type CONSUMER, target assignment), offsets, refusals while live, delete."""
+    from confluent_kafka import (
+        Consumer,
+        ConsumerGroupState,
+        ConsumerGroupTopicPartitions,
+        ConsumerGroupType,
+        KafkaException,
+        TopicPartition,
+    )
+    from confluent_kafka.admin import AdminClient
+
+    bs = broker.bootstrap
+    topic, group = unique("cka848-t"), unique("cka848-g")
+    create_topic(bs, topic, 2)
+    for p in range(2):
+        produce(bs, topic, 10, start=10 * p, partition=p)
+    admin = AdminClient({"bootstrap.servers": bs})
+    consumer = Consumer({"bootstrap.servers": bs, "group.id": group, "group.protocol": "consumer",
+                         "client.id": "cka848", "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.subscribe([topic])
+    try:
+        got = 0
+        deadline = time.monotonic() + 30
+        while got < 20:
+            assert time.monotonic() < deadline, f"read {got} of 20"
+            got += sum(1 for m in consumer.consume(20, timeout=0.2) if m.error() is None)
+        consumer.commit(asynchronous=False)
+
+        listed = admin.list_consumer_groups(types={ConsumerGroupType.CONSUMER}, request_timeout=10).result(timeout=20)
+        found = {g.group_id: (g.type, g.state) for g in listed.valid}
+        assert found.get(group) == (ConsumerGroupType.CONSUMER, ConsumerGroupState.STABLE), found
+        classic = admin.list_consumer_groups(types={ConsumerGroupType.CLASSIC}, request_timeout=10).result(timeout=20)
+        assert group not in {g.group_id for g in classic.valid}
+
+        described = admin.describe_consumer_groups([group], request_timeout=10)[group].result(timeout=20)
+        assert (described.type, described.state, described.partition_assignor) == (
+            ConsumerGroupType.CONSUMER, ConsumerGroupState.STABLE, "uniform")
+        (member,) = described.members
+        assert member.client_id == "cka848"
+        assert {tp.partition for tp in member.assignment.topic_partitions} == {0, 1}
+        assert {tp.partition for tp in member.target_assignment.topic_partitions} == {0, 1}
+
+        request = [ConsumerGroupTopicPartitions(group, [TopicPartition(topic, 0), TopicPartition(topic, 1)])]
+        offsets = admin.list_consumer_group_offsets(request)[group].result(timeout=20)
+        assert sorted((tp.partition, tp.offset) for tp in offsets.topic_partitions) == [(0, 10), (1, 10)]
+        with pytest.raises(KafkaException, match="NON_EMPTY_GROUP|not empty"):
+            admin.delete_consumer_groups([group], request_timeout=10)[group].result(timeout=20)
+    finally:
+        consumer.close()
+
+    altered = admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(
+        group, [TopicPartition(topic, 0, 1)])])[group].result(timeout=20)
+    assert [(tp.partition, tp.offset, tp.error) for tp in altered.topic_partitions] == [(0, 1, None)]
+    assert admin.delete_consumer_groups([group], request_timeout=10)[group].result(timeout=20) is None
+    listed = admin.list_consumer_groups(request_timeout=10).result(timeout=20)
+    assert group not in {g.group_id for g in listed.valid}
 
 
 def test_java_admin_client_on_a_consumer_protocol_group(broker, java_programs: JavaPrograms) -> None:
