@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from ...protocol.errors import ErrorCode, KafkaError
@@ -34,7 +34,6 @@ from .group import ConsumerGroup, ConsumerGroupMember, ConsumerGroupState, Membe
 from .membership import _Changes, new_member_id
 from .migration import (
     DEFAULT_MIGRATION_POLICY,
-    MIGRATION_POLICY_CONFIG,
     MigrationError,
     MigrationPolicy,
     all_members_use_classic_protocol_except,
@@ -422,37 +421,61 @@ class ClassicMembers:
         return ErrorCode.NONE
 
     def leave(self, group_id: str, members: list[tuple[str, str | None]]) -> tuple[int, list[int]] | None:
-        """Serve a LeaveGroup if its group is a consumer group: (top error, member errors); None: not one."""
+        """Serve a LeaveGroup if its group is a consumer group: (top error, member errors); None: not one.
+
+        As Kafka 4.0 (KAFKA-18150), any member may be removed this way (administrative removal by
+        instance id included), and removing the last consumer-protocol members downgrades the group."""
         group = self._consumer_group(group_id)
         if group is None:
             return None
         results: list[int] = []
-        changes = _Changes()
+        leaving: dict[str, ConsumerGroupMember] = {}
         for member_id, instance_id in members:
             try:
-                if instance_id is not None and member_id == UNKNOWN_MEMBER_ID:
-                    # administrative removal of a static member by its instance id
+                if instance_id is None:
+                    member = group.members.get(member_id)
+                    if member is None:
+                        raise _fail(ErrorCode.UNKNOWN_MEMBER_ID,
+                                    f"Member {member_id} is not a member of group {group_id}.")
+                else:
                     existing_id = group.static_member_id(instance_id)
-                    member_id = existing_id if existing_id is not None else member_id
-                member = self._member(group, member_id, instance_id)
+                    member = group.members.get(existing_id) if existing_id is not None else None
+                    if member is None:
+                        raise _fail(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
+                    # an administrative removal names the instance id only
+                    if member_id != UNKNOWN_MEMBER_ID and member.member_id != member_id:
+                        raise _fail(ErrorCode.FENCED_INSTANCE_ID,
+                                    f"Static member {member_id} with instance id {instance_id} was fenced by"
+                                    f" member {member.member_id}.")
             except KafkaError as exc:
                 results.append(exc.code)
                 continue
-            log.info("group %s: classic member %s%s left the consumer group", group_id, member.member_id,
+            log.info("group %s: member %s%s left the consumer group through LeaveGroup", group_id, member.member_id,
                      f" (instance {instance_id})" if instance_id else "")
+            leaving[member.member_id] = member
+            results.append(ErrorCode.NONE)
+        if not leaving:
+            return ErrorCode.NONE, results
+        if downgrade_refusal(group, leaving, self.policy, self.config.group_max_size) is None \
+                and self._convert_to_classic(group, leaving):
+            log.info("group %s: consumer group (epoch %d) downgraded to a classic group after %s left",
+                     group_id, group.group_epoch, sorted(leaving))
+            self.classic._maybe_prepare_rebalance(self.manager.groups[group_id],
+                                                  f"Downgrade group {group_id} from consumer to classic.")
+            return ErrorCode.NONE, results
+        changes = _Changes()
+        for member in leaving.values():
             self.cancel_member_timers(group_id, member)
             group.remove_member(member.member_id)
             self.consumer._member_tombstones(group_id, member.member_id, changes)
-            results.append(ErrorCode.NONE)
-        if changes.records:
-            self.consumer._drop_unused_regexes(group, changes)
-            # the subscribed topics without the leavers' (one epoch bump covers both changes)
-            self.consumer._refresh_subscription_metadata(group, changes)
-            group.group_epoch += 1
-            changes.add(rec.group_epoch_record(group_id, group.group_epoch))
-            error = self.consumer._write(group, changes)
-            if error is not None:
-                return error, []
+        self.consumer._drop_unused_regexes(group, changes)
+        # the subscribed topics without the leavers' (one epoch bump covers both changes)
+        self.consumer._refresh_subscription_metadata(group, changes)
+        group.group_epoch += 1
+        changes.add(rec.group_epoch_record(group_id, group.group_epoch))
+        error = self.consumer._write(group, changes)
+        if error is not None:
+            return error, []
         return ErrorCode.NONE, results
 
     # -- conversions ----------------------------------------------------------------------
@@ -519,8 +542,9 @@ class ClassicMembers:
         classic.transition_to(GroupState.DEAD, self.clock_ms())
 
     def downgrade(self, group: ConsumerGroup, leaving: ConsumerGroupMember) -> bool:
-        """The consumer-protocol member `leaving` goes (left or fenced; ConsumerGroupMembership's hook):
-        True if the group became a classic group of the remaining members, which rebalances."""
+        """The member `leaving` goes (left, or fenced by a timeout; ConsumerGroupMembership's hook): True
+        if the others all speak the classic protocol and the group became a classic group of them,
+        which rebalances."""
         refusal = downgrade_refusal(group, leaving.member_id, self.policy, self.config.group_max_size)
         if refusal is not None:
             if all_members_use_classic_protocol_except(group, leaving.member_id) and len(group.members) > 1:
@@ -539,24 +563,24 @@ class ClassicMembers:
         """A classic static member took the place of the last consumer-protocol member (Kafka's
         validateOnlineDowngradeWithReplacedMemberId): the group becomes a Stable classic group, the
         newcomer keeping the partitions it took over, with no rebalance."""
-        if any(not m.uses_classic_protocol for m in group.members.values()):
+        refusal = downgrade_refusal(group, (), self.policy, self.config.group_max_size)
+        if refusal is not None:
+            if all_members_use_classic_protocol_except(group, ()):
+                log.info("group %s: cannot downgrade the consumer group to a classic group: %s", group.group_id,
+                         refusal)
             return False
-        if not self.policy.downgrade_enabled or len(group.members) > self.config.group_max_size:
-            log.info("group %s: cannot downgrade the consumer group to a classic group (%s=%s,"
-                     " group.max.size %d)", group.group_id, MIGRATION_POLICY_CONFIG, self.policy.config_value,
-                     self.config.group_max_size)
-            return False
-        if not self._convert_to_classic(group, UNKNOWN_MEMBER_ID):
+        if not self._convert_to_classic(group, ()):
             return False
         log.info("group %s: consumer group (epoch %d) downgraded to a classic group: static member %s with"
                  " instance id %s was replaced by a classic member", group.group_id, group.group_epoch,
                  replaced.member_id, replaced.instance_id)
         return True
 
-    def _convert_to_classic(self, group: ConsumerGroup, leaving_member_id: str) -> bool:
-        """Replace the consumer group by its classic equivalent (records, timers); False if it cannot be."""
+    def _convert_to_classic(self, group: ConsumerGroup, leaving: str | Collection[str]) -> bool:
+        """Replace the consumer group by a classic group of its members but those `leaving` (records,
+        timers); False if it cannot be."""
         try:
-            classic, assignments = convert_to_classic_group(group, leaving_member_id, self._topic_name_of(group),
+            classic, assignments = convert_to_classic_group(group, leaving, self._topic_name_of(group),
                                                             self.clock_ms())
         except MigrationError as exc:
             log.warning("group %s: cannot downgrade the consumer group: %s", group.group_id, exc)

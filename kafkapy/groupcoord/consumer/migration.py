@@ -17,7 +17,7 @@ from __future__ import annotations
 import enum
 import logging
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 
 from ..group import CONSUMER_PROTOCOL_TYPE, GroupMetadata, GroupState, MemberMetadata
 from .embedded_protocol import MalformedSubscription, decode_assignment, encode_assignment, parse_subscription
@@ -152,27 +152,33 @@ def classic_member_count(group: ConsumerGroup) -> int:
     return sum(1 for m in group.members.values() if m.uses_classic_protocol)
 
 
-def all_members_use_classic_protocol_except(group: ConsumerGroup, member_id: str) -> bool:
-    """True if `member_id` is the group's only member speaking the consumer protocol."""
-    member = group.members.get(member_id)
-    return (member is not None and not member.uses_classic_protocol
-            and classic_member_count(group) == len(group.members) - 1)
+def _ids(leaving: str | Collection[str]) -> frozenset[str]:
+    return frozenset((leaving,)) if isinstance(leaving, str) else frozenset(leaving)
 
 
-def downgrade_refusal(group: ConsumerGroup, leaving_member_id: str, policy: MigrationPolicy,
+def all_members_use_classic_protocol_except(group: ConsumerGroup, leaving: str | Collection[str]) -> bool:
+    """True if every member but those `leaving` speaks the classic protocol (Kafka's
+    ConsumerGroup.allMembersUseClassicProtocolExcept)."""
+    gone = _ids(leaving)
+    return all(m.uses_classic_protocol for m in group.members.values() if m.member_id not in gone)
+
+
+def downgrade_refusal(group: ConsumerGroup, leaving: str | Collection[str], policy: MigrationPolicy,
                       classic_max_size: int) -> str | None:
-    """Why the group must stay a consumer group when `leaving_member_id` (fenced or leaving) goes,
-    or None when it becomes a classic group (Kafka's validateOnlineDowngradeWithFencedMember).
-    A group with other consumer-protocol members, or that would be empty, stays silently."""
-    if not all_members_use_classic_protocol_except(group, leaving_member_id):
+    """Why the group must stay a consumer group when the members `leaving` (fenced or leaving) go,
+    or None when it becomes a classic group of the others (Kafka's
+    validateOnlineDowngradeWithFencedMembers). Reasons that are not worth a log line: other
+    consumer-protocol members remain, or nobody does."""
+    gone = _ids(leaving)
+    if not all_members_use_classic_protocol_except(group, gone):
         return "other members use the consumer protocol"
-    if len(group.members) <= 1:
+    remaining = sum(1 for m in group.members if m not in gone)
+    if remaining <= 0:
         return "the group would be empty"
     if not policy.downgrade_enabled:
         return f"the online downgrade is disabled ({MIGRATION_POLICY_CONFIG}={policy.config_value})"
-    if len(group.members) - 1 > classic_max_size:
-        return (f"the group would have {len(group.members) - 1} members, more than group.max.size"
-                f" ({classic_max_size})")
+    if remaining > classic_max_size:
+        return f"the group would have {remaining} members, more than group.max.size ({classic_max_size})"
     return None
 
 
@@ -186,7 +192,7 @@ def _assignment_names(assignment: Mapping[uuid.UUID, frozenset[int]],
     return result
 
 
-def convert_to_classic_group(group: ConsumerGroup, leaving_member_id: str, topic_name_of: TopicNameOf,
+def convert_to_classic_group(group: ConsumerGroup, leaving: str | Collection[str], topic_name_of: TopicNameOf,
                              now_ms: int) -> tuple[GroupMetadata, dict[str, bytes]]:
     """A Stable classic group of the remaining (classic-protocol) members (Kafka's fromConsumerGroup):
     generation = group epoch, protocol = the members' vote, each member's assignment = its target,
@@ -196,8 +202,9 @@ def convert_to_classic_group(group: ConsumerGroup, leaving_member_id: str, topic
     classic = GroupMetadata(group.group_id, GroupState.STABLE, now_ms)
     classic.generation_id = group.group_epoch
     classic.protocol_type = CONSUMER_PROTOCOL_TYPE
+    gone = _ids(leaving)
     for member in group.members.values():
-        if member.member_id == leaving_member_id:
+        if member.member_id in gone:
             continue
         if not member.classic_protocols:
             raise MigrationError(f"group {group.group_id}: member {member.member_id} has no classic protocols")

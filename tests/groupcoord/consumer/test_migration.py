@@ -288,7 +288,8 @@ def assert_no_double_ownership(group) -> None:
     for member in group.members.values():
         for topic_id, parts in member.owned().items():
             for p in parts:
-                assert (topic_id, p) not in seen, f"{topic_id}-{p} owned by {seen[(topic_id, p)]} and {member.member_id}"
+                assert (topic_id, p) not in seen, \
+                    f"{topic_id}-{p} owned by {seen[(topic_id, p)]} and {member.member_id}"
                 seen[(topic_id, p)] = member.member_id
 
 
@@ -401,7 +402,7 @@ def test_classic_requests_to_a_consumer_group_are_checked():
     assert h.coord.heartbeat("g", "nobody", None, 1) == ErrorCode.UNKNOWN_MEMBER_ID
     assert h.coord.heartbeat("g", m1.member_id, None, 999) == ErrorCode.ILLEGAL_GENERATION
     assert h.sync("g", 999, m1.member_id)[0].error == ErrorCode.ILLEGAL_GENERATION
-    assert h.coord.leave_group("g", [("c1", None), ("nobody", None)]) == (
+    assert h.coord.leave_group("g", [("nobody", None), ("", "no-such-instance")]) == (
         ErrorCode.NONE, [ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.UNKNOWN_MEMBER_ID])
     # a new classic member joins in two steps (KIP-394) and is served by the consumer group
     first = h.join("g", protocols=[("range", encode_subscription(["t"]))])[0]
@@ -564,3 +565,29 @@ def test_random_mix_of_classic_and_consumer_members_never_owns_twice(seed):
             del classics[member_id]
         h.sched.advance(rnd.choice([10, 100, 1000]))
     print(f"seed {seed}: {' -> '.join(kinds)}")
+
+
+def test_leave_group_removing_the_last_consumer_member_downgrades():
+    """Kafka 4.0 (KAFKA-18150): LeaveGroup may remove consumer-protocol members too (here an
+    administrative removal by instance id); when only classic members remain the group downgrades."""
+    h = harness()
+    m1, m2 = classic_stable(h)
+    assert consumer_heartbeat(h, "c1", instance_id="s1").error == 0
+    assert isinstance(h.coord.manager.groups["g"], ConsumerGroup)
+    assert h.coord.leave_group("g", [("", "s1"), ("", "unknown")]) == (
+        ErrorCode.NONE, [ErrorCode.NONE, ErrorCode.UNKNOWN_MEMBER_ID])
+    classic = h.coord.manager.groups["g"]
+    assert isinstance(classic, GroupMetadata) and classic.state is GroupState.PREPARING_REBALANCE
+    assert set(classic.members) == {m1.member_id, m2.member_id}
+
+
+def test_leave_group_of_a_classic_member_with_consumer_members_left_keeps_the_consumer_group():
+    h = harness()
+    m1, m2 = classic_stable(h)
+    assert consumer_heartbeat(h, "c1").error == 0
+    group = h.coord.manager.groups["g"]
+    epoch = group.group_epoch
+    assert h.coord.leave_group("g", [(m1.member_id, None), (m2.member_id, None)]) == (
+        ErrorCode.NONE, [ErrorCode.NONE, ErrorCode.NONE])
+    assert h.coord.manager.groups["g"] is group and set(group.members) == {"c1"}
+    assert group.group_epoch == epoch + 1 and not group.owners
