@@ -10,10 +10,11 @@
   confluent-kafka) stops; consumer-protocol members take over the same group id and resume
   exactly at the committed offsets (nothing committed is read again, nothing is skipped); when
   they stop, a classic member takes the group back the same way.
-- Online upgrade: a classic group (Java and confluent-kafka members) is rolled to
-  consumer-protocol members one by one while records flow, never without a member: the group
-  becomes a consumer group holding classic members (ConsumerGroupDescribe v1 MemberType 0)
-  until the last one leaves; every record read, no partition owned twice, commits never back.
+- Online upgrade and downgrade: a classic group (Java and confluent-kafka members) is rolled to
+  consumer-protocol members one by one while records flow, never without a member, and a
+  consumer group back to classic members the same way: in between, the consumer group holds
+  members of both protocols (ConsumerGroupDescribe v1 MemberType 0 and 1); every record read,
+  no partition owned twice, commits never back.
 - A regex subscription: librdkafka sends `^prefix-.*` as SubscribedTopicRegex and the
   coordinator resolves it, also to a topic created later, never to a non-matching one.
 
@@ -226,20 +227,25 @@ def test_group_taken_over_from_classic_to_consumer_protocol_and_back(broker, jav
     assert not ownership_overlaps(modern)
 
 
-def test_classic_group_rolled_to_consumer_protocol_online(broker, java_programs: JavaPrograms,
-                                                          tmp_path: Path) -> None:
-    """A classic group whose members are replaced one by one by consumer-protocol members, with
-    records flowing and a member present at all times (Kafka 4.0's online upgrade: the group
-    becomes a consumer group holding classic members until the last one leaves)."""
+@pytest.mark.parametrize("old, new", [("classic", "consumer"), ("consumer", "classic")],
+                         ids=["upgrade", "downgrade"])
+def test_group_rolled_between_protocols_online(broker, java_programs: JavaPrograms, tmp_path: Path,
+                                               old: str, new: str) -> None:
+    """A group whose members are replaced one by one by members of the other protocol, with
+    records flowing and a member present at all times. Kafka 4.0 (group.consumer.migration.policy
+    bidirectional): a classic group becomes a consumer group when the first consumer-protocol
+    member joins and holds its classic members until they leave; a consumer group becomes a
+    classic group again when its last consumer-protocol member leaves."""
     bs = broker.bootstrap
     partitions, records = 6, 40_000
-    topic, group = unique("kip848-online-topic"), unique("kip848-online-group")
+    topic, group = unique(f"kip848-{new}-online-topic"), unique(f"kip848-{new}-online-group")
     create_topic(bs, topic, partitions)
-    java_classic = java_member(java_programs, bs, group, topic, tmp_path, "java-classic", protocol="classic")
-    ck_classic = confluent_member(bs, group, topic, tmp_path, "confluent-classic", protocol="classic")
-    java_modern = java_member(java_programs, bs, group, topic, tmp_path, "java-consumer")
-    ck_modern = confluent_member(bs, group, topic, tmp_path, "confluent-consumer")
-    everyone = [java_classic, ck_classic, java_modern, ck_modern]
+    java_old = java_member(java_programs, bs, group, topic, tmp_path, f"java-{old}", protocol=old)
+    ck_old = confluent_member(bs, group, topic, tmp_path, f"confluent-{old}", protocol=old)
+    java_new = java_member(java_programs, bs, group, topic, tmp_path, f"java-{new}", protocol=new)
+    ck_new = confluent_member(bs, group, topic, tmp_path, f"confluent-{new}", protocol=new)
+    everyone = [java_old, ck_old, java_new, ck_new]
+    member_type = {"classic": 0, "consumer": 1}
     monitor = CommitMonitor(bs, group, topic, partitions)
     producer_error: list[BaseException] = []
 
@@ -250,38 +256,41 @@ def test_classic_group_rolled_to_consumer_protocol_online(broker, java_programs:
             producer_error.append(exc)
 
     try:
-        java_classic.start()
-        ck_classic.start()
-        wait_until(lambda: settled([java_classic, ck_classic], partitions), 60, "a stable classic group")
+        java_old.start()
+        ck_old.start()
+        wait_until(lambda: settled([java_old, ck_old], partitions), 60, f"a stable {old} group")
         monitor.start()
         producer = threading.Thread(target=produce_all, daemon=True)
         producer.start()
         time.sleep(2)
-        # a consumer-protocol member joins while both classic members are still there
-        java_modern.start()
-        wait_until(lambda: settled([java_classic, ck_classic, java_modern], partitions), 60,
-                   "the first consumer-protocol member to share the partitions with the classic ones")
+        # a member of the new protocol joins while both old members are still there
+        java_new.start()
+        wait_until(lambda: settled([java_old, ck_old, java_new], partitions), 60,
+                   f"the first {new}-protocol member to share the partitions with the {old} ones")
         mixed = describe_consumer_group(bs, group, version=1)
         assert mixed.error_code == 0, (mixed.error_code, mixed.error_message)
-        assert sorted(m.member_type for m in mixed.members) == [0, 0, 1], [(m.client_id, m.member_type)
-                                                                            for m in mixed.members]
-        java_classic.stop()
-        java_classic.wait(40)
-        ck_modern.start()
-        wait_until(lambda: settled([ck_classic, java_modern, ck_modern], partitions), 60,
-                   "three members after the Java classic member left")
-        ck_classic.stop()
-        ck_classic.wait(40)
-        wait_until(lambda: settled([java_modern, ck_modern], partitions), 60,
-                   "the consumer-protocol members to own every partition")
+        assert sorted((m.client_id, m.member_type) for m in mixed.members) == sorted(
+            (m.name, member_type[p]) for m, p in ((java_old, old), (ck_old, old), (java_new, new)))
+        java_old.stop()
+        java_old.wait(40)
+        ck_new.start()
+        wait_until(lambda: settled([ck_old, java_new, ck_new], partitions), 60,
+                   f"three members after the Java {old} member left")
+        ck_old.stop()
+        ck_old.wait(40)
+        wait_until(lambda: settled([java_new, ck_new], partitions), 60,
+                   f"the {new}-protocol members to own every partition")
         producer.join(120)
         assert not producer.is_alive(), "producer did not finish"
         assert not producer_error, producer_error
         ends = end_offsets(bs, topic, partitions)
         wait_until(lambda: monitor.latest() == ends, 90, "the group's committed offsets to reach the log end")
         final = describe_consumer_group(bs, group, version=1)
-        assert final.error_code == 0 and sorted((m.client_id, m.member_type) for m in final.members) == \
-            [("confluent-consumer", 1), ("java-consumer", 1)], final
+        if new == "consumer":
+            assert final.error_code == 0 and sorted((m.client_id, m.member_type) for m in final.members) == \
+                [("confluent-consumer", 1), ("java-consumer", 1)], final
+        else:  # a classic group again: not a consumer group to ConsumerGroupDescribe
+            assert final.error_code == 69, (final.error_code, final.error_message)  # GROUP_ID_NOT_FOUND
     finally:
         stop_members(everyone)
         monitor.halt.set()
