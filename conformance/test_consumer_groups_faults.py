@@ -12,6 +12,8 @@ kafkapy processes.
   (ConsumerGroupDescribe: same member ids, group epoch not lower) and its members simply
   continue (none is fenced, no partition reported lost), committed offsets are not lost and
   never go backwards, every record is read.
+- Bad members: Java and librdkafka consumers asking for an unknown server assignor get
+  UNSUPPORTED_ASSIGNOR; the group's other members see nothing (same epochs, no rebalance).
 
 Broker overrides (CONSUMER_PROTOCOL_OVERRIDES in conformance/consumer_group_clients.py), for
 speed: group.consumer.heartbeat.interval.ms=1000 (min 500), group.consumer.session.timeout.ms=10000
@@ -219,3 +221,49 @@ def test_broker_sigkill_keeps_the_group_and_its_offsets(broker_factory, java_pro
     assert not overlaps, overlaps[:10]
     lost = [(m.name, e) for m in members for e in m.events() if e[0] == "V" and e[-1] == "lost"]
     assert not lost, lost[:10]
+
+
+def test_members_asking_for_an_unknown_assignor_do_not_disturb_the_group(
+        broker, java_programs: JavaPrograms, tmp_path: Path) -> None:
+    """Java and librdkafka consumers asking for group.remote.assignor=no-such-assignor get
+    UNSUPPORTED_ASSIGNOR (a fatal error for both clients, as against Kafka); the group's members
+    see no rebalance and the group epoch stays."""
+    from confluent_kafka import Consumer
+
+    bs = broker.bootstrap
+    partitions = 4
+    topic, group = unique("kip848-bad-topic"), unique("kip848-bad-group")
+    create_topic(bs, topic, partitions)
+    good = [java_member(java_programs, bs, group, topic, tmp_path, "java-good"),
+            confluent_member(bs, group, topic, tmp_path, "confluent-good")]
+    bad_java = java_member(java_programs, bs, group, topic, tmp_path, "java-bad", assignor="no-such-assignor")
+    try:
+        for member in good:
+            member.start()
+        wait_until(lambda: settled(good, partitions), 60, "a stable two-member group")
+        time.sleep(2 * HEARTBEAT_S)
+        before = describe_consumer_group(bs, group)
+        events_before = [rebalance_events(m) for m in good]
+
+        errors: list[str] = []
+        bad = Consumer({"bootstrap.servers": bs, "group.id": group, "group.protocol": "consumer",
+                        "group.remote.assignor": "no-such-assignor"})
+        try:
+            bad.subscribe([topic])
+            deadline = time.monotonic() + 20
+            while not errors and time.monotonic() < deadline:
+                errors += [str(m.error()) for m in bad.consume(10, timeout=0.2) if m.error() is not None]
+            assert errors and "assignor" in errors[0], errors
+        finally:
+            bad.close()
+        bad_java.start()
+        assert bad_java.proc.wait(60) != 0, "the Java consumer with an unknown assignor kept running"
+        assert "UnsupportedAssignorException" in bad_java.tail(200), bad_java.tail()
+
+        time.sleep(2 * HEARTBEAT_S)
+        after = describe_consumer_group(bs, group)
+        assert (after.group_epoch, after.assignment_epoch) == (before.group_epoch, before.assignment_epoch)
+        assert sorted(m.member_id for m in after.members) == sorted(m.member_id for m in before.members)
+        assert [rebalance_events(m) for m in good] == events_before, "a member saw a rebalance"
+    finally:
+        stop_members(good + [bad_java])
