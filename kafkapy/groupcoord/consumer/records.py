@@ -44,6 +44,13 @@ MEMBER_STATE_UNKNOWN = 127
 # topic id -> partitions, the shape of kafkapy.groupcoord.consumer.group.Assignment
 Assignment = dict[uuid.UUID, frozenset[int]]
 
+# topic ids seen while decoding (a partition's groups subscribe to few topics): uuid.UUID()
+# construction was a tenth of a consumer-group load
+_UUIDS: dict[bytes, uuid.UUID] = {}
+_UUID_CACHE_MAX = 65536
+# ">Ni" structs by N, for partition arrays
+_INT32_ARRAYS: dict[int, struct.Struct] = {}
+
 _h = struct.Struct(">h")
 _i = struct.Struct(">i")
 _q = struct.Struct(">q")
@@ -343,7 +350,13 @@ class _Reader:
         return _q.unpack(self._take(8))[0]
 
     def uuid(self) -> uuid.UUID:
-        return uuid.UUID(bytes=bytes(self._take(16)))
+        raw = bytes(self._take(16))
+        found = _UUIDS.get(raw)
+        if found is None:
+            found = uuid.UUID(bytes=raw)
+            if len(_UUIDS) < _UUID_CACHE_MAX:
+                _UUIDS[raw] = found
+        return found
 
     def uvarint(self) -> int:
         result = shift = 0
@@ -388,10 +401,16 @@ class _Reader:
     def strings(self) -> list[str]:
         return [self.string() for _ in range(self.array_length())]
 
-    def int32s(self) -> list[int]:
+    def int32s(self) -> tuple[int, ...]:
         n = self.array_length()
-        data = self._take(4 * n)
-        return list(struct.unpack(f">{n}i", data))
+        layout = _INT32_ARRAYS.get(n)
+        if layout is None:
+            layout = struct.Struct(f">{n}i")
+            if n <= 4096:
+                _INT32_ARRAYS[n] = layout
+        start = self.pos
+        self._take(4 * n)
+        return layout.unpack_from(self.buf, start)
 
     def tags(self) -> dict[int, bytes]:
         """The tagged-field section: tag -> raw bytes."""
@@ -411,7 +430,10 @@ class _Reader:
         for _ in range(self.array_length()):
             topic_id = self.uuid()
             partitions = frozenset(self.int32s())
-            self.skip_tags()  # 4.x+ AssignmentEpochs (tag 0) and anything later
+            if self.pos < len(self.buf) and self.buf[self.pos] == 0:
+                self.pos += 1  # no tagged fields (what 4.0 writes)
+            else:
+                self.skip_tags()  # 4.x+ AssignmentEpochs (tag 0) and anything later
             if partitions or topic_id not in assignment:
                 assignment[topic_id] = assignment.get(topic_id, frozenset()) | partitions
         return assignment
