@@ -33,10 +33,13 @@ if str(REPO_ROOT) not in sys.path:
 
 import pytest  # noqa: E402
 
+from conformance.java.test_java_clients import java_programs  # noqa: E402,F401  (fixture)
+
 from conformance.consumer_group_clients import (  # noqa: E402
     CONSUMER_PROTOCOL_OVERRIDES,
     confluent_member,
     describe_consumer_group,
+    java_member,
     now_us,
     ownership_overlaps,
     stop_members,
@@ -187,6 +190,54 @@ def test_group_migrates_from_classic_to_consumer_and_back(broker, tmp_path: Path
     assert not sampler.backwards(), sampler.backwards()[:10]
     assert committed_offsets(bs, group, topic, PARTITIONS) == ends
     print(f"classic -> consumer -> classic: {RECORDS} records, {seen.deliveries} deliveries, {elapsed:.1f} s")
+
+
+def test_cooperative_java_classic_members_inside_a_consumer_group(broker, java_programs, tmp_path: Path) -> None:
+    """kafka-clients 3.9.1 classic consumers with the cooperative-sticky assignor (they report what
+    they own when they rejoin, so the consumer group revokes before it reassigns) share the group
+    with a consumer-protocol member while it is upgraded, then downgraded when that member leaves."""
+    bs = broker.bootstrap
+    topic, group = f"migrate-coop-{uuid.uuid4().hex[:8]}", f"migrate-coop-group-{uuid.uuid4().hex[:8]}"
+    create_topic(bs, topic, PARTITIONS)
+    java = [java_member(java_programs, bs, group, topic, tmp_path, f"java-classic-{i}", protocol="classic",
+                        assignor="cooperative-sticky") for i in (1, 2)]
+    modern = confluent_member(bs, group, topic, tmp_path, "consumer-ck")
+    everyone = [*java, modern]
+    sampler = CommitSampler(bs, group, topic)
+    types: list[str] = []
+    try:
+        for member in java:
+            member.start()
+        wait_until(lambda: settled(java), 60, "the classic Java members to share every partition")
+        types.append(group_type(bs, group))
+        sampler.start()
+        produce(bs, topic, RECORDS // 3)
+        modern.start()
+        wait_until(lambda: settled(everyone), 40, "the consumer-protocol member to get its share")
+        types.append(group_type(bs, group))
+        produce(bs, topic, RECORDS // 3, start=RECORDS // 3)
+        modern.stop()
+        modern.wait(30)
+        wait_until(lambda: settled(java), 40, "the classic members to settle after the downgrade")
+        types.append(group_type(bs, group))
+        produce(bs, topic, RECORDS // 3, start=2 * (RECORDS // 3))
+        ends = end_offsets(bs, topic, PARTITIONS)
+        wait_until(lambda: committed_offsets(bs, group, topic, PARTITIONS) == ends, 30,
+                   "the group's commits to reach the log end")
+    finally:
+        stop_members(everyone, timeout=30)
+        sampler.halt.set()
+        if sampler.is_alive():
+            sampler.join(10)
+    assert types == ["classic", "consumer", "classic"], types
+    seen = Consumption()
+    for member in everyone:
+        seen.add(member)
+    assert not seen.problems, seen.problems[:10]
+    assert seen.missing(ends) == [], f"{len(seen.missing(ends))} records never consumed"
+    overlaps = ownership_overlaps(everyone)
+    assert not overlaps, overlaps[:10]
+    assert not sampler.backwards(), sampler.backwards()[:10]
 
 
 # -- the kafka-python consumer process ------------------------------------------------------------
