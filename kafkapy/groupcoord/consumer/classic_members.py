@@ -80,6 +80,11 @@ def must_rejoin(group: ConsumerGroup, member: ConsumerGroupMember) -> bool:
                 and not waiting_on_unreleased_partition(group, member)))
 
 
+def protocol_name_of(member: ConsumerGroupMember) -> str:
+    """The protocol a classic member is told it uses: the first it listed (Kafka's choice)."""
+    return member.classic_protocols[0][0] if member.classic_protocols else ""
+
+
 def _fail(code: int, message: str) -> KafkaError:
     return KafkaError(message, code)
 
@@ -152,7 +157,7 @@ class ClassicMembers:
                 partitions[name] = parts
         try:
             version = subscription_version(member.classic_protocols[0][1])
-        except MalformedSubscription:
+        except (MalformedSubscription, IndexError, TypeError):
             version = 0
         return encode_assignment(partitions, version)
 
@@ -185,8 +190,8 @@ class ClassicMembers:
                      timeout_ms: int) -> None:
         self._timers.pop((group_id, member_id, kind), None)
         group = self._consumer_group(group_id)
-        if group is None or group.members.get(member_id) is not member:
-            return
+        if group is None or group.members.get(member_id) is not member or not member.uses_classic_protocol:
+            return  # gone, or it speaks the consumer protocol now (its heartbeats keep it)
         log.info("group %s: classic member %s fenced: it did not %s within %d ms", group_id, member_id,
                  "rejoin" if kind == "join" else "send SyncGroup", timeout_ms)
         self.cancel_member_timers(group_id, member)
@@ -314,7 +319,7 @@ class ClassicMembers:
         if error is not None:
             return JoinResult(member_id, error)
         result = JoinResult(member_id, ErrorCode.NONE, member.member_epoch, CONSUMER_PROTOCOL_TYPE,
-                            member.classic_protocols[0][0], UNKNOWN_MEMBER_ID)
+                            protocol_name_of(member), UNKNOWN_MEMBER_ID)
         if replaced is not None and not replaced.uses_classic_protocol and self._downgrade_replaced(group, replaced):
             return result  # a classic group now: its heartbeat timers run
         self._cancel(group.group_id, member_id, "join")
@@ -389,7 +394,7 @@ class ClassicMembers:
                             f" {member.member_epoch} of member {member_id}.")
             if protocol_type is not None and protocol_type != CONSUMER_PROTOCOL_TYPE:
                 raise _fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, f"Protocol type {protocol_type} is not consumer.")
-            if protocol_name is not None and protocol_name != member.classic_protocols[0][0]:
+            if protocol_name is not None and protocol_name != protocol_name_of(member):
                 raise _fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
                             f"Protocol name {protocol_name} is not the one of the join response.")
             if group.group_epoch > member.member_epoch and member.state is not MemberState.UNREVOKED_PARTITIONS:

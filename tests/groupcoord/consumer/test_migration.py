@@ -591,3 +591,21 @@ def test_leave_group_of_a_classic_member_with_consumer_members_left_keeps_the_co
         ErrorCode.NONE, [ErrorCode.NONE, ErrorCode.NONE])
     assert h.coord.manager.groups["g"] is group and set(group.members) == {"c1"}
     assert group.group_epoch == epoch + 1 and not group.owners
+
+
+def test_classic_member_switching_to_the_consumer_protocol_is_not_fenced_by_its_classic_deadlines():
+    h = harness()
+    m1, m2 = classic_stable(h)
+    consumer_heartbeat(h, "c1")
+    group = h.coord.manager.groups["g"]
+    assert h.coord.heartbeat("g", m1.member_id, None, m1.generation_id) == ErrorCode.REBALANCE_IN_PROGRESS
+    switched = consumer_heartbeat(h, m1.member_id)  # same member id, now with ConsumerGroupHeartbeat
+    assert switched.error == 0 and not group.members[m1.member_id].uses_classic_protocol
+    for _ in range(8):  # past the 30 s join deadline the classic heartbeat started
+        h.sched.advance(5000)
+        for member_id in ("c1", m1.member_id):
+            member = group.members[member_id]
+            owned = [(t, sorted(p)) for t, p in member.assigned.items()]  # revoked as told
+            assert consumer_heartbeat(h, member_id, member.member_epoch, owned=owned).error == 0
+    assert m1.member_id in group.members
+    assert m2.member_id not in group.members  # silent: its classic session expired
