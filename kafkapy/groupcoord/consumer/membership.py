@@ -12,13 +12,12 @@ manual clock in tests). Topic metadata comes from a TopicView the broker supplie
 """
 from __future__ import annotations
 
-import base64
 import logging
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from ...protocol.errors import ErrorCode, KafkaError
 from ..config import GroupCoordinatorConfig
@@ -27,102 +26,26 @@ from .group import (
     JOIN_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
-    Assignment,
     ConsumerGroup,
     ConsumerGroupMember,
     MemberState,
     TopicMetadata,
 )
+from .heartbeat import (  # noqa: F401  (HeartbeatRequest/Result and new_member_id are imported from here too)
+    HeartbeatRequest,
+    HeartbeatResult,
+    OwnedPartitions,
+    _error,
+    new_member_id,
+    validate_heartbeat_request,
+)
 from .reconciliation import reconcile
+from .topic_view import StaticTopicView, TopicView
 
 log = logging.getLogger(__name__)
 
 __all__ = ["ConsumerGroupMembership", "HeartbeatRequest", "HeartbeatResult", "TopicView", "StaticTopicView",
            "new_member_id"]
-
-# ConsumerGroupHeartbeat v1+: the client generates its member id (KIP-1082)
-CLIENT_GENERATED_MEMBER_ID_VERSION = 1
-
-OwnedPartitions = list[tuple[uuid.UUID, list[int]]]
-
-
-def new_member_id() -> str:
-    """A member id as Kafka's coordinator makes one: a random Uuid in URL-safe base64."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-
-
-class TopicView(Protocol):
-    """The topics a consumer group can subscribe to, as the broker's metadata has them.
-
-    `version` changes whenever a topic is created or deleted or gains partitions (or a broker's
-    rack changes); groups re-read their subscribed topics only then."""
-
-    version: int
-
-    def describe(self, name: str) -> TopicMetadata | None: ...
-
-    def names(self) -> Iterable[str]: ...
-
-
-class StaticTopicView:
-    """A TopicView over a dict, for tests and tools: change it with put/delete."""
-
-    def __init__(self, topics: Iterable[TopicMetadata] = ()):
-        self._topics = {t.name: t for t in topics}
-        self.version = 0
-
-    def put(self, topic: TopicMetadata) -> None:
-        self._topics[topic.name] = topic
-        self.version += 1
-
-    def delete(self, name: str) -> None:
-        self._topics.pop(name, None)
-        self.version += 1
-
-    def describe(self, name: str) -> TopicMetadata | None:
-        return self._topics.get(name)
-
-    def names(self) -> Iterable[str]:
-        return list(self._topics)
-
-
-@dataclass(slots=True)
-class HeartbeatRequest:
-    """A ConsumerGroupHeartbeat as the coordinator sees it (names resolved by the handler)."""
-
-    group_id: str
-    member_id: str
-    member_epoch: int
-    instance_id: str | None = None
-    rack_id: str | None = None
-    rebalance_timeout_ms: int = -1
-    subscribed_topic_names: list[str] | None = None
-    subscribed_topic_regex: str | None = None
-    server_assignor: str | None = None
-    topic_partitions: OwnedPartitions | None = None
-    client_id: str = ""
-    client_host: str = ""
-    api_version: int = 1
-
-
-@dataclass(slots=True)
-class HeartbeatResult:
-    """What a ConsumerGroupHeartbeat is answered with (assignment None: unchanged)."""
-
-    error: int = ErrorCode.NONE
-    message: str | None = None
-    member_id: str | None = None
-    member_epoch: int = 0
-    heartbeat_interval_ms: int = 0
-    assignment: Assignment | None = None
-
-
-def _error(code: int, message: str) -> KafkaError:
-    return KafkaError(message, code)
-
-
-def _invalid(message: str) -> KafkaError:
-    return KafkaError(message, ErrorCode.INVALID_REQUEST)
 
 
 @dataclass(slots=True)
@@ -176,7 +99,7 @@ class ConsumerGroupMembership:
         if self.scheduler is None:
             return HeartbeatResult(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         try:
-            self._validate_request(request)
+            validate_heartbeat_request(request, self.assignor_names)
             error = self._validate_group_status(request.group_id)
             if error is not None:
                 return HeartbeatResult(error)
@@ -189,51 +112,6 @@ class ConsumerGroupMembership:
                 log.info("group %s: heartbeat of member %s (epoch %d) refused: %s", request.group_id,
                          request.member_id, request.member_epoch, exc)
             return HeartbeatResult(exc.code, str(exc))
-
-    def _validate_request(self, request: HeartbeatRequest) -> None:
-        """Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid (4.0)."""
-        if not request.group_id:
-            raise _invalid("GroupId can't be empty.")
-        if request.instance_id is not None and not request.instance_id:
-            raise _invalid("InstanceId can't be empty.")
-        if request.rack_id is not None and not request.rack_id:
-            raise _invalid("RackId can't be empty.")
-        epoch = request.member_epoch
-        if request.api_version >= CLIENT_GENERATED_MEMBER_ID_VERSION and not request.member_id:
-            raise _invalid("MemberId can't be empty.")
-        if epoch > 0 or epoch == LEAVE_GROUP_MEMBER_EPOCH:
-            if not request.member_id:
-                raise _invalid("MemberId can't be empty.")
-        elif epoch == JOIN_GROUP_MEMBER_EPOCH:
-            if request.rebalance_timeout_ms == -1:
-                raise _invalid("RebalanceTimeoutMs must be provided in first request.")
-            if request.topic_partitions is None or request.topic_partitions:
-                raise _invalid("TopicPartitions must be empty when (re-)joining.")
-            has_names = bool(request.subscribed_topic_names)
-            has_regex = bool(request.subscribed_topic_regex)
-            if not has_names and not has_regex:
-                raise _invalid("SubscribedTopicNames or SubscribedTopicRegex must be set in first request.")
-        elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-            if not request.member_id:
-                raise _invalid("MemberId can't be empty.")
-            if request.instance_id is None:
-                raise _invalid("InstanceId can't be null.")
-        else:
-            raise _invalid("MemberEpoch is invalid.")
-        if request.rebalance_timeout_ms < -1:
-            raise _invalid("RebalanceTimeoutMs can't be negative.")
-        if request.subscribed_topic_regex:
-            from .topic_regex import InvalidTopicRegex, compile_topic_regex
-
-            try:
-                compile_topic_regex(request.subscribed_topic_regex)
-            except InvalidTopicRegex as exc:
-                raise _error(ErrorCode.INVALID_REGULAR_EXPRESSION,
-                             f"SubscribedTopicRegex is not a valid regular expression: {exc}") from None
-        if request.server_assignor is not None and request.server_assignor not in self.assignors:
-            raise _error(ErrorCode.UNSUPPORTED_ASSIGNOR,
-                         f"ServerAssignor {request.server_assignor} is not supported. Supported assignors: "
-                         f"{', '.join(self.assignor_names)}.")
 
     # -- group lookup ---------------------------------------------------------------------
     def consumer_group(self, group_id: str) -> ConsumerGroup | None:
