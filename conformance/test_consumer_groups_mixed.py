@@ -17,6 +17,7 @@
   no partition owned twice, commits never back.
 - A regex subscription: librdkafka sends `^prefix-.*` as SubscribedTopicRegex and the
   coordinator resolves it, also to a topic created later, never to a non-matching one.
+- The server assignor the clients ask for (group.remote.assignor=range) is the one used.
 
 Broker overrides (conformance/consumer_group_clients.py CONSUMER_PROTOCOL_OVERRIDES), for speed:
 group.consumer.heartbeat.interval.ms=1000 (min 500), group.consumer.session.timeout.ms=10000
@@ -349,3 +350,27 @@ def test_librdkafka_regex_subscription_resolved_by_the_coordinator(broker, tmp_p
         assert f"{prefix}x-c" not in seen
     finally:
         consumer.close()
+
+
+def test_server_assignor_chosen_by_the_clients(broker, java_programs: JavaPrograms, tmp_path: Path) -> None:
+    """Members asking for group.remote.assignor=range get Kafka's server-side range assignment
+    (each member a contiguous block of every topic); ConsumerGroupDescribe names the assignor."""
+    bs = broker.bootstrap
+    partitions = 6
+    topic, group = unique("kip848-range-topic"), unique("kip848-range-group")
+    create_topic(bs, topic, partitions)
+    members = [java_member(java_programs, bs, group, topic, tmp_path, "java-range", assignor="range"),
+               confluent_member(bs, group, topic, tmp_path, "confluent-range", assignor="range")]
+    try:
+        for member in members:
+            member.start()
+        wait_until(lambda: settled(members, partitions), 60, "two members sharing the partitions")
+        described = describe_consumer_group(bs, group)
+        assert described.assignor_name == "range", described.assignor_name
+        by_member = {m.member_id: sorted(p for t in m.assignment.topic_partitions for p in t.partitions)
+                     for m in described.members}
+        # Kafka's RangeAssignor: members in member id order, partitions in contiguous blocks
+        blocks = [by_member[member_id] for member_id in sorted(by_member)]
+        assert blocks == [[0, 1, 2], [3, 4, 5]], by_member
+    finally:
+        stop_members(members)
