@@ -217,6 +217,11 @@ class ClassicMembers:
             if member.uses_classic_protocol:
                 self.schedule_session(group, member)
 
+    def unload_group(self, group: ConsumerGroup) -> None:
+        """The group is no longer coordinated here: stop its classic members' deadlines."""
+        for key in [k for k in self._timers if k[0] == group.group_id]:
+            self._timers.pop(key).cancel()
+
     def close(self) -> None:
         for handle in self._timers.values():
             handle.cancel()
