@@ -168,6 +168,7 @@ class GroupCoordinator:
         for group in self.manager.unload_partition(partition):
             if isinstance(group, ConsumerGroup):
                 self.consumer.unload_group(group)
+                self.classic_members.unload_group(group)
             else:
                 self.membership.unload_group(group)
 
