@@ -338,6 +338,19 @@ def test_new_partitions_and_new_topics_start_a_new_epoch():
     assert a.owned == {T: set(range(8))}
 
 
+def test_topic_recreated_under_a_new_id_moves_the_assignment():
+    h = Harness()
+    a, b = Client(h, "a"), Client(h, "b")
+    settle([a, b])
+    new_id = uuid.UUID(int=0xC3)
+    h.view.delete("t")
+    h.view.put(TopicMetadata(new_id, "t", 4))
+    settle([a, b])
+    assert set(a.owned) | set(b.owned) == {new_id}
+    assert partitions(a) | partitions(b) == {0, 1, 2, 3} and not partitions(a) & partitions(b)
+    assert all(t == new_id for t, _ in h.group.owners)
+
+
 def test_regex_subscription_follows_topic_creation():
     h = Harness(topics=(TopicMetadata(T, "orders-eu", 2),))
     a = Client(h, "a", subscribed_topic_regex="orders-.*")
