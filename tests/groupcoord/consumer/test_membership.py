@@ -434,3 +434,28 @@ def test_random_joins_leaves_and_silences_never_share_a_partition(seed):
             wanted |= {({"t": T, "u": U}[name], p) for p in range({"t": 12, "u": 5}[name])}
     owned = {(t, p) for c in live for t, ps in c.owned.items() for p in ps}
     assert owned == wanted
+
+
+# -- through the coordinator: unload, reload ------------------------------------------------
+def test_coordinator_move_keeps_the_group_and_restarts_its_sessions():
+    from tests.groupcoord.harness import Harness as CoordinatorHarness
+
+    h = CoordinatorHarness()
+    h.coord.consumer.topics = StaticTopicView([TopicMetadata(T, "t", 4)])
+    joined = h.coord.consumer_group_heartbeat(HeartbeatRequest(
+        "g", "a", 0, rebalance_timeout_ms=1000, subscribed_topic_names=["t"], topic_partitions=[]))
+    assert joined.error == E.NONE and joined.assignment == {T: frozenset(range(4))}
+    partition = h.coord.partition_for("g")
+    session = h.coord.manager.groups["g"].members["a"].session_timer
+    h.coord.on_resigned(partition)  # another broker leads the partition now: timers stop
+    assert "g" not in h.coord.manager.groups and session.cancelled
+    assert h.coord.consumer_group_heartbeat(HeartbeatRequest("g", "a", 1, topic_partitions=[])).error \
+        == E.NOT_COORDINATOR
+    h.coord.on_elected(partition)  # and back: the group is read from __consumer_offsets
+    group = h.coord.manager.groups["g"]
+    assert isinstance(group, ConsumerGroup) and group.members["a"].member_epoch == 1
+    assert group.members["a"].session_timer is not None
+    again = h.coord.consumer_group_heartbeat(HeartbeatRequest("g", "a", 1, topic_partitions=[(T, [0, 1, 2, 3])]))
+    assert (again.error, again.member_epoch) == (E.NONE, 1)
+    h.sched.advance(45_001)  # silent from now on: the restarted session expires
+    assert not group.members and group.group_epoch == 2
