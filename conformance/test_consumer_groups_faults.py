@@ -6,7 +6,8 @@ kafkapy processes.
   member sees no revocation or assignment meanwhile.
 - Session expiry: a SIGKILLed static member and a SIGKILLed dynamic member are removed after
   the session timeout (10 s here), not much earlier or later, and their partitions move to the
-  member left; no partition is ever owned twice.
+  member left; no partition is ever owned twice. A replacement for the killed static member
+  started at once gets UNRELEASED_INSTANCE_ID (its instance id is still held), as from Kafka.
 - Broker SIGKILL mid-group: while records are produced, the broker is SIGKILLed, stays down 3 s
   and restarts on the same data directory; the group is reloaded from __consumer_offsets
   (ConsumerGroupDescribe: same member ids, group epoch not lower) and its members simply
@@ -118,8 +119,20 @@ def test_static_member_returns_and_killed_members_expire_after_session_timeout(
         killed[again.name] = kill_member(again)
         killed[victim.name] = kill_member(victim)
         kill_time = min(killed.values())
+        # 3. the killed static member's instance id is not released until its session expires: a
+        # replacement started at once gets UNRELEASED_INSTANCE_ID (fatal in the Java client)
+        replacement = java_member(java_programs, bs, group, topic, tmp_path, "static-replacement",
+                                  instance_id="static-1")
+        members.append(replacement.start())
         wait_until(lambda: watcher.assigned() == set(range(partitions)), SESSION_TIMEOUT_S + 30,
                    "the member left to own every partition")
+        started = [int(e[1]) for e in replacement.events() if e[0] == "S"]
+        if started and (started[0] - kill_time) / 1e6 < SESSION_TIMEOUT_S - 4:  # it asked in time
+            assert replacement.proc.wait(30) != 0, "the replacement joined with an unreleased instance id"
+            assert "UnreleasedInstanceIdException" in replacement.tail(300), replacement.tail()
+            assert not replacement.assigned()
+        else:
+            print(f"the replacement started too late to check UNRELEASED_INSTANCE_ID: {started}")
         expiries = {name: (assigned_at(watcher, owned_set, kill_time) - killed[name]) / 1e6
                     for name, owned_set in ((again.name, static_owned), (victim.name, victim_owned))}
         print(f"session timeout {SESSION_TIMEOUT_S:.0f} s, heartbeat {HEARTBEAT_S:.0f} s: partitions of"
