@@ -565,6 +565,24 @@ def test_random_mix_of_classic_and_consumer_members_never_owns_twice(seed):
             del classics[member_id]
         h.sched.advance(rnd.choice([10, 100, 1000]))
     print(f"seed {seed}: {' -> '.join(kinds)}")
+    # what was written replays to the group in memory
+    group = h.coord.manager.groups["g"]
+    reloaded = Harness(logs=h.logs, scheduler=h.sched).coord.manager.groups["g"]
+    assert type(reloaded) is type(group)
+    assert reloaded.offsets[("t", 3)].offset == 1
+    if isinstance(group, ConsumerGroup):
+        assert set(reloaded.members) == set(group.members)
+        assert (reloaded.group_epoch, reloaded.assignment_epoch) == (group.group_epoch, group.assignment_epoch)
+        assert reloaded.target == {k: v for k, v in group.target.items()}
+        for member_id, member in group.members.items():
+            again = reloaded.members[member_id]
+            assert (again.member_epoch, again.state, again.assigned, again.pending_revocation) == (
+                member.member_epoch, member.state, member.assigned, member.pending_revocation)
+            assert again.classic_protocols == member.classic_protocols
+            assert again.classic_session_timeout_ms == member.classic_session_timeout_ms
+    elif group.is_in(GroupState.STABLE):  # a classic group's log lags only while it rebalances
+        assert set(reloaded.members) == set(group.members)
+        assert reloaded.generation_id == group.generation_id
 
 
 def test_leave_group_removing_the_last_consumer_member_downgrades():
