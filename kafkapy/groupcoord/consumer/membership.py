@@ -126,8 +126,7 @@ class ConsumerGroupMembership:
             return group  # the common case, without deriving the state (it looks at every member)
         if group is None or group.state.value == "Dead":
             if not create:
-                # Kafka 4.0: an unknown group makes the member rejoin (not fatal to the client)
-                raise _error(ErrorCode.UNKNOWN_MEMBER_ID, f"Consumer group {group_id} not found.")
+                raise _error(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
             return ConsumerGroup(group_id, self.clock_ms())
         # a classic group
         if create and group.state.value == "Empty" and not group.members:
@@ -457,7 +456,7 @@ class ConsumerGroupMembership:
     def _leave(self, request: HeartbeatRequest) -> HeartbeatResult:
         group = self.consumer_group(request.group_id)
         if group is None:
-            raise _error(ErrorCode.UNKNOWN_MEMBER_ID, f"Consumer group {request.group_id} not found.")
+            raise _error(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {request.group_id} not found.")
         member_id, instance_id = request.member_id, request.instance_id
         result = HeartbeatResult(member_id=member_id, member_epoch=request.member_epoch)
         if instance_id is None:

@@ -206,6 +206,13 @@ def test_bad_heartbeats_get_kafkas_errors_and_leave_the_group_alone(fields, epoc
     assert a.beat().error == E.NONE and partitions(a) == set(range(6))
 
 
+def test_heartbeat_or_leave_for_a_group_that_does_not_exist():
+    h = Harness()
+    assert h.heartbeat("a", 3, []).error == E.GROUP_ID_NOT_FOUND
+    assert h.heartbeat("a", -1).error == E.GROUP_ID_NOT_FOUND
+    assert "g" not in h.manager.groups
+
+
 def test_group_max_size():
     h = Harness(group_consumer_max_size=1)
     assert h.heartbeat("a", 0).error == E.NONE
