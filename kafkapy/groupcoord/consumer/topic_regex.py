@@ -1,416 +1,470 @@
-"""Topic subscription regular expressions of KIP-848 consumer groups (RE2J syntax on Python's re).
+"""Topic subscription regular expressions of KIP-848 consumer groups, with RE2J's syntax and speed.
 
 Kafka 4.0 compiles ConsumerGroupHeartbeat's SubscribedTopicRegex with Google's RE2J and
 subscribes a member to every non-internal topic whose whole name matches
-(``pattern.matcher(name).matches()``). We translate the RE2 syntax into an equivalent Python
-pattern instead of handing it to ``re`` as is, because the two dialects differ:
+(``pattern.matcher(name).matches()``). Python's ``re`` is a different dialect and a backtracking
+engine (``(a|a)*b`` takes exponential time), so we parse RE2 syntax ourselves, with RE2J's rules
+and error descriptions, and match with a linear-time automaton (a lazily built DFA over a
+Thompson NFA, as RE2 does). ``compile_topic_regex`` also returns the equivalent Python pattern
+(for display and for callers that want an ``re.Pattern``); ``matching_topics`` never uses it.
 
-* rejected, as RE2J rejects them (Python would accept): backreferences (``\\1``, ``(?P=n)``),
-  lookahead/lookbehind, atomic groups ``(?>``, possessive quantifiers ``a*+``, conditionals
-  ``(?(1)``, comments ``(?#``, flags other than ``imsU``, stacked repetition ``a**``,
-  repeat counts over 1000, ``\\Z``, escaped letters RE2 does not know, escaped non-ASCII;
-* translated, as Python lacks or spells them differently: ``\\Q...\\E`` quoting, ``\\z``,
-  ``\\x{10FFFF}``, octal ``\\123``, ``\\pL`` / ``\\p{Greek}`` / ``\\PN`` / ``\\p{^Lu}``,
-  ``[[:alpha:]]``, ASCII-only ``\\d \\s \\w`` (Python's are Unicode), inline flags anywhere
-  (``a(?i)b`` applies to the rest of the group, Python only allows them at the start),
-  ``(?<name>`` and group names starting with a digit, ``{,n}`` (a literal in RE2);
-* accepted without effect: the ``U`` (ungreedy) flag, since a full match either exists or not
-  whatever the greediness.
+RE2J's syntax, as parsed here: literals and escapes (``\\x41``, ``\\x{10FFFF}``, octal ``\\101``,
+``\\a\\f\\t\\n\\r\\v``, any escaped punctuation), ``\\Q...\\E``, ``.``, classes with ranges,
+negation, ``[:alpha:]`` POSIX classes and ``\\d \\s \\w`` (ASCII, as RE2), ``\\pL``, ``\\p{Greek}``,
+``\\PN``, ``\\p{^Lu}``, groups ``(...)``, ``(?:...)``, ``(?P<name>...)``, ``(?<name>...)``, flags
+``(?imsU)`` / ``(?i-s:...)`` anywhere (in effect to the end of the group), ``^ $ \\A \\z \\b \\B``,
+``* + ? {n} {n,} {n,m}`` (counts <= 1000) with lazy ``?``. Rejected, as RE2J rejects them:
+backreferences, lookaround, atomic groups, possessive or stacked quantifiers (``a*+``, ``a**``),
+conditionals, comments, ``\\Z``, ``\\C``, unknown escapes.
 
-Known differences, none of which change which topic names match (legal topic names contain
-only ASCII letters, digits, ``.``, ``_`` and ``-``): Unicode classes (``\\p...``) are
-evaluated over ASCII only; ``$`` without ``(?m)`` also matches before a final newline in
-Python; the list of script names is Unicode 15's where RE2J's tables may be older; RE2J's
-limit on the total size of a compiled program is not enforced (only repeat counts <= 1000).
+Differences from RE2J, none of which change which topics match (legal topic names contain only
+ASCII letters, digits, ``.``, ``_`` and ``-``): Unicode classes ``\\p...`` contain only their ASCII
+members; case folding under ``(?i)`` uses Python's case mapping for non-ASCII characters (and
+only for ranges under 5000 characters); a pattern whose automaton would exceed 100,000 states
+(nested counted repetitions such as ``(a{1000}){1000}``) is rejected as too large, where RE2J
+would build it.
 """
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 import unicodedata
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from kafkapy.controller.topic_rules import is_internal_topic
 
-__all__ = ["InvalidTopicRegex", "compile_topic_regex", "matching_topics", "translate_re2"]
+__all__ = ["InvalidTopicRegex", "TopicRegex", "compile_topic_regex", "matching_topics", "parse_topic_regex"]
 
 
 class InvalidTopicRegex(ValueError):
     """The pattern is not a valid RE2J regular expression (Kafka's INVALID_REGULAR_EXPRESSION).
 
-    ``description`` is RE2J's short description (``missing closing )``), ``str(exc)`` the full
-    message in RE2J's ``error parsing regexp: <description>: `<fragment>``` form.
+    ``description`` is RE2J's description (``missing closing )``), ``str(exc)`` RE2J's full
+    message, ``error parsing regexp: <description>: `<fragment>```.
     """
 
-    def __init__(self, description: str, fragment: str) -> None:
+    def __init__(self, description: str, fragment: str = "") -> None:
         super().__init__(f"error parsing regexp: {description}: `{fragment}`")
         self.description = description
         self.fragment = fragment
 
 
+# RE2J's error descriptions (com.google.re2j.Parser).
+_ERR_INVALID_CHAR_RANGE = "invalid character class range"
+_ERR_INVALID_ESCAPE = "invalid escape sequence"
+_ERR_INVALID_NAMED_CAPTURE = "invalid named capture"
+_ERR_INVALID_PERL_OP = "invalid or unsupported Perl syntax"
+_ERR_INVALID_REPEAT_OP = "invalid nested repetition operator"
+_ERR_INVALID_REPEAT_SIZE = "invalid repeat count"
+_ERR_MISSING_BRACKET = "missing closing ]"
+_ERR_MISSING_PAREN = "missing closing )"
+_ERR_MISSING_REPEAT_ARGUMENT = "missing argument to repetition operator"
+_ERR_TRAILING_BACKSLASH = "trailing backslash at end of expression"
+_ERR_DUPLICATE_NAMED_CAPTURE = "duplicate capture group name"
+_ERR_TOO_LARGE = "expression too large"
+_ERR_NESTING = "expression nests too deeply"
+
 _MAX_REPEAT = 1000
 _MAX_CP = 0x10FFFF
+_MAX_STATES = 100_000
+_MAX_NESTING = 100
+_FOLD_RANGE_LIMIT = 5000
 
-# --- character sets, as sorted lists of inclusive code point ranges --------------------------
+# --- character sets: sorted, merged lists of inclusive code point ranges ---------------------
 
-_Ranges = list[tuple[int, int]]
-
-
-def _ranges_of(chars: Iterable[int]) -> _Ranges:
-    out: _Ranges = []
-    for c in sorted(set(chars)):
-        if out and out[-1][1] == c - 1:
-            out[-1] = (out[-1][0], c)
-        else:
-            out.append((c, c))
-    return out
+Ranges = tuple[tuple[int, int], ...]
 
 
-def _negate(ranges: _Ranges) -> _Ranges:
-    out: _Ranges = []
-    nxt = 0
+def _merge(ranges: Iterable[tuple[int, int]]) -> Ranges:
+    out: list[tuple[int, int]] = []
     for lo, hi in sorted(ranges):
+        if out and lo <= out[-1][1] + 1:
+            if hi > out[-1][1]:
+                out[-1] = (out[-1][0], hi)
+        else:
+            out.append((lo, hi))
+    return tuple(out)
+
+
+def _negate(ranges: Ranges) -> Ranges:
+    out: list[tuple[int, int]] = []
+    nxt = 0
+    for lo, hi in ranges:
         if lo > nxt:
             out.append((nxt, lo - 1))
         nxt = max(nxt, hi + 1)
     if nxt <= _MAX_CP:
         out.append((nxt, _MAX_CP))
-    return out
+    return tuple(out)
 
 
-def _ascii(pred) -> _Ranges:  # type: ignore[no-untyped-def]
-    return _ranges_of(c for c in range(128) if pred(chr(c)))
+def _ascii(pred) -> Ranges:  # type: ignore[no-untyped-def]
+    return _merge((c, c) for c in range(128) if pred(chr(c)))
+
+
+def _fold(ranges: Ranges) -> Ranges:
+    """Add the other-case forms of the ranges' characters (RE2's case folding for (?i))."""
+    extra: list[tuple[int, int]] = []
+    for lo, hi in ranges:
+        # ASCII letters exactly; other characters when the range is small enough to walk.
+        for a, b in ((65, 90), (97, 122)):
+            x, y = max(lo, a), min(hi, b)
+            if x <= y:
+                extra.append((x ^ 0x20, y ^ 0x20))
+        if hi >= 128 and hi - max(lo, 128) < _FOLD_RANGE_LIMIT:
+            for cp in range(max(lo, 128), hi + 1):
+                ch = chr(cp)
+                for other in (ch.lower(), ch.upper()):
+                    if len(other) == 1 and other != ch:
+                        extra.append((ord(other), ord(other)))
+    return _merge((*ranges, *extra)) if extra else ranges
 
 
 _PERL = {
-    "d": _ranges_of(range(ord("0"), ord("9") + 1)),
-    "s": _ranges_of(ord(c) for c in "\t\n\f\r "),
-    "w": _ascii(lambda ch: ch.isascii() and (ch.isalnum() or ch == "_")),
+    "d": _ascii(lambda ch: "0" <= ch <= "9"),
+    "s": _merge((ord(c), ord(c)) for c in "\t\n\f\r "),
+    "w": _ascii(lambda ch: ch.isalnum() or ch == "_"),
 }
 
 _POSIX = {
     "alnum": _ascii(lambda ch: ch.isalnum()),
     "alpha": _ascii(lambda ch: ch.isalpha()),
-    "ascii": [(0, 127)],
-    "blank": _ranges_of([9, 32]),
-    "cntrl": _ranges_of(list(range(32)) + [127]),
+    "ascii": ((0, 127),),
+    "blank": ((9, 9), (32, 32)),
+    "cntrl": ((0, 31), (127, 127)),
     "digit": _PERL["d"],
-    "graph": [(33, 126)],
+    "graph": ((33, 126),),
     "lower": _ascii(lambda ch: ch.islower()),
-    "print": [(32, 126)],
+    "print": ((32, 126),),
     "punct": _ascii(lambda ch: 33 <= ord(ch) <= 126 and not ch.isalnum()),
-    "space": _ranges_of(range(9, 14)) + [(32, 32)],
+    "space": ((9, 13), (32, 32)),
     "upper": _ascii(lambda ch: ch.isupper()),
     "word": _PERL["w"],
     "xdigit": _ascii(lambda ch: ch in "0123456789abcdefABCDEF"),
 }
 
+# RE2J's UnicodeTables.CATEGORIES and SCRIPTS keys.
 _CATEGORIES = frozenset(
     "C Cc Cf Co Cs L Ll Lm Lo Lt Lu M Mc Me Mn N Nd Nl No P Pc Pd Pe Pf Pi Po Ps "
     "S Sc Sk Sm So Z Zl Zp Zs".split())
-
 _SCRIPTS = frozenset("""
-Adlam Ahom Anatolian_Hieroglyphs Arabic Armenian Avestan Balinese Bamum Bassa_Vah Batak Bengali
-Bhaiksuki Bopomofo Brahmi Braille Buginese Buhid Canadian_Aboriginal Carian Caucasian_Albanian
-Chakma Cham Cherokee Chorasmian Common Coptic Cuneiform Cypriot Cypro_Minoan Cyrillic Deseret
-Devanagari Dives_Akuru Dogra Duployan Egyptian_Hieroglyphs Elbasan Elymaic Ethiopic Georgian
-Glagolitic Gothic Grantha Greek Gujarati Gunjala_Gondi Gurmukhi Han Hangul Hanifi_Rohingya Hanunoo
-Hatran Hebrew Hiragana Imperial_Aramaic Inherited Inscriptional_Pahlavi Inscriptional_Parthian
-Javanese Kaithi Kannada Kawi Katakana Kayah_Li Kharoshthi Khitan_Small_Script Khmer Khojki
-Khudawadi Lao Latin Lepcha Limbu Linear_A Linear_B Lisu Lycian Lydian Mahajani Makasar Malayalam
-Mandaic Manichaean Marchen Masaram_Gondi Medefaidrin Meetei_Mayek Mende_Kikakui Meroitic_Cursive
-Meroitic_Hieroglyphs Miao Modi Mongolian Mro Multani Myanmar Nabataean Nag_Mundari Nandinagari
-New_Tai_Lue Newa Nko Nushu Nyiakeng_Puachue_Hmong Ogham Ol_Chiki Old_Hungarian Old_Italic
-Old_North_Arabian Old_Permic Old_Persian Old_Sogdian Old_South_Arabian Old_Turkic Old_Uyghur Oriya
-Osage Osmanya Pahawh_Hmong Palmyrene Pau_Cin_Hau Phags_Pa Phoenician Psalter_Pahlavi Rejang Runic
-Samaritan Saurashtra Sharada Shavian Siddham SignWriting Sinhala Sogdian Sora_Sompeng Soyombo
-Sundanese Syloti_Nagri Syriac Tagalog Tagbanwa Tai_Le Tai_Tham Tai_Viet Takri Tamil Tangsa Tangut
-Telugu Thaana Thai Tibetan Tifinagh Tirhuta Toto Ugaritic Vai Vithkuqi Wancho Warang_Citi Yezidi
-Yi Zanabazar_Square""".split())
+Arabic Armenian Avestan Balinese Bamum Batak Bengali Bopomofo Brahmi Braille Buginese Buhid
+Canadian_Aboriginal Carian Cham Cherokee Common Coptic Cuneiform Cypriot Cyrillic Deseret
+Devanagari Egyptian_Hieroglyphs Ethiopic Georgian Glagolitic Gothic Greek Gujarati Gurmukhi Han
+Hangul Hanunoo Hebrew Hiragana Imperial_Aramaic Inherited Inscriptional_Pahlavi
+Inscriptional_Parthian Javanese Kaithi Kannada Katakana Kayah_Li Kharoshthi Khmer Lao Latin Lepcha
+Limbu Linear_B Lisu Lycian Lydian Malayalam Mandaic Meetei_Mayek Mongolian Myanmar New_Tai_Lue Nko
+Ogham Ol_Chiki Old_Italic Old_Persian Old_South_Arabian Old_Turkic Oriya Osmanya Phags_Pa
+Phoenician Rejang Runic Samaritan Saurashtra Shavian Sinhala Sundanese Syloti_Nagri Syriac Tagalog
+Tagbanwa Tai_Le Tai_Tham Tai_Viet Tamil Telugu Thaana Thai Tibetan Tifinagh Ugaritic Unknown Vai Yi
+""".split())
 
 
 @functools.lru_cache(maxsize=None)
-def _unicode_class(name: str) -> _Ranges | None:
+def _unicode_class(name: str) -> Ranges | None:
     """The ASCII members of a Unicode class RE2J knows (None for an unknown name)."""
     if name == "Any":
-        return [(0, _MAX_CP)]
+        return ((0, _MAX_CP),)
     if name in _CATEGORIES:
-        return _ascii(lambda ch: unicodedata.category(ch).startswith(name)
-                      and (len(name) == 2 or unicodedata.category(ch) != "Cn"))
+        return _ascii(lambda ch: unicodedata.category(ch).startswith(name))
     if name in _SCRIPTS:
-        # Every ASCII character is in script Latin (letters) or Common (the rest).
+        # Every ASCII character is in script Latin (the letters) or Common (the rest).
         if name == "Latin":
             return _ascii(lambda ch: ch.isalpha())
         if name == "Common":
             return _ascii(lambda ch: not ch.isalpha())
-        return []
+        return ()
     return None
 
 
-def _py_char(cp: int) -> str:
-    ch = chr(cp)
-    if ch.isascii() and (ch.isalnum() or ch == "_"):
-        return ch
-    if 33 <= cp <= 126:
-        return "\\" + ch
-    return f"\\U{cp:08x}"
+# --- the syntax tree ------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class CharSet:
+    """One character out of ``ranges``."""
+    ranges: Ranges
 
 
-def _py_class(ranges: _Ranges, negated: bool = False) -> str:
-    if not ranges:
-        # An empty class matches nothing (negated: anything, including newline).
-        return "[\\s\\S]" if negated else "[^\\s\\S]"
-    body = "".join(_py_char(lo) if lo == hi else f"{_py_char(lo)}-{_py_char(hi)}" for lo, hi in ranges)
-    return f"[{'^' if negated else ''}{body}]"
+@dataclass(frozen=True, slots=True)
+class Concat:
+    items: tuple[object, ...]
 
 
-# --- the translator ---------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Alternate:
+    branches: tuple[object, ...]
 
-_REPEAT = re.compile(r"\{(\d+)(,(\d*))?\}")
-_GROUP_NAME = re.compile(r"[A-Za-z0-9_]+")
+
+@dataclass(frozen=True, slots=True)
+class Repeat:
+    item: object
+    min: int
+    max: int | None  # None: unbounded
+    lazy: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Assertion:
+    """An empty-width assertion: ``bot``/``eot`` (text), ``bol``/``eol`` (line), ``wb``/``nwb``."""
+    kind: str
+
+
+_ANY = CharSet(((0, _MAX_CP),))
+_ANY_NOT_NL = CharSet(((0, 9), (11, _MAX_CP)))
+_EMPTY = Concat(())
+
+_REPEAT = re.compile(r"\{(0|[1-9][0-9]*)(,(0|[1-9][0-9]*)?)?\}")
 _HEX = "0123456789abcdefABCDEF"
 
 
-class _Translator:
-    """One pass over an RE2 pattern producing the equivalent Python pattern."""
+def _isalnum(c: str) -> bool:
+    return c.isascii() and c.isalnum()
+
+
+class _Parser:
+    """Recursive descent over RE2J's grammar, with RE2J's flags, limits and error messages."""
 
     def __init__(self, pattern: str) -> None:
         self.s = pattern
         self.i = 0
-        self.out: list[str] = []
-        # Per open group: the scoped flag groups opened by "(?flags)" inside it, reopened after '|'.
-        self.frames: list[list[str]] = [[]]
+        self.fold = False        # (?i)
+        self.multiline = False   # (?m)
+        self.dotnl = False       # (?s)
         self.names: set[str] = set()
-        # Whether the output ends with something a quantifier may follow.
-        self.can_repeat = False
+        self.depth = 0
 
     def error(self, description: str, fragment: str) -> InvalidTopicRegex:
         return InvalidTopicRegex(description, fragment)
 
-    def run(self) -> str:
+    def parse(self) -> object:
+        node = self.alternation()
+        if self.i < len(self.s):  # a ')' without its '('
+            raise self.error(_ERR_MISSING_PAREN, self.s)
+        return node
+
+    def alternation(self) -> object:
+        branches = [self.concatenation()]
+        while self.i < len(self.s) and self.s[self.i] == "|":
+            self.i += 1
+            branches.append(self.concatenation())
+        return branches[0] if len(branches) == 1 else Alternate(tuple(branches))
+
+    def concatenation(self) -> object:
         s = self.s
-        while self.i < len(s):
+        items: list[object] = []
+        last_was_repeat = False
+        while self.i < len(s) and s[self.i] not in "|)":
             c = s[self.i]
-            if c == "\\":
-                if s.startswith("\\Q", self.i):
-                    self.quote()
-                    continue
-                start = self.i
+            start = self.i
+            repeat = None
+            if c in "*+?":
                 self.i += 1
-                atom = self.escape(in_class=False)
-                assert isinstance(atom, str)
-                self.emit_atom(atom, start)
-            elif c == "[":
-                start = self.i
-                self.emit_atom(self.char_class(), start)
-            elif c == "(":
-                self.open_group()
-            elif c == ")":
-                self.close_group()
-            elif c == "|":
-                frame = self.frames[-1]
-                self.out.append(")" * len(frame) + "|" + "".join(frame))
-                self.i += 1
-                self.can_repeat = False
-            elif c in "*+?":
-                self.repeat(c, self.i)
+                repeat = (0 if c != "+" else 1, None if c != "?" else 1)
             elif c == "{":
                 m = _REPEAT.match(s, self.i)
-                if m:
-                    self.repeat(m.group(0), self.i)
-                else:
-                    self.out.append("\\{")
+                if m is not None:
+                    self.i = m.end()
+                    lo = int(m.group(1))
+                    hi = lo if m.group(2) is None else (None if m.group(3) is None else int(m.group(3)))
+                    if lo > _MAX_REPEAT or (hi is not None and (hi > _MAX_REPEAT or lo > hi)):
+                        raise self.error(_ERR_INVALID_REPEAT_SIZE, s[start:self.i])
+                    repeat = (lo, hi)
+            if repeat is not None:
+                lazy = False
+                if self.i < len(s) and s[self.i] == "?":
                     self.i += 1
-                    self.can_repeat = True
-            elif c in "^$":
-                self.i += 1
-                self.emit_atom(c, self.i - 1)
-            else:
-                self.i += 1
-                self.out.append("." if c == "." else _py_char(ord(c)))
-                self.can_repeat = True
-        if len(self.frames) > 1:
-            raise self.error("missing closing )", s)
-        self.out.append(")" * len(self.frames[0]))
-        return "".join(self.out)
+                    lazy = True
+                if last_was_repeat:
+                    raise self.error(_ERR_INVALID_REPEAT_OP, s[last_repeat_pos:self.i])
+                if not items:
+                    raise self.error(_ERR_MISSING_REPEAT_ARGUMENT, s[start:self.i])
+                items[-1] = Repeat(items[-1], repeat[0], repeat[1], lazy)
+                last_was_repeat = True
+                last_repeat_pos = start
+                continue
+            last_was_repeat = False
+            atom = self.atom()
+            if atom is not None:
+                items.append(atom)
+        return items[0] if len(items) == 1 else Concat(tuple(items))
 
-    def emit_atom(self, atom: str, start: int) -> None:
-        # Python refuses to repeat an assertion (``^*``); RE2 allows it, so wrap it in a group.
-        if atom in ("^", "$", "\\A", "\\Z", "\\b", "\\B") and self.i < len(self.s) and self.s[self.i] in "*+?{":
-            atom = f"(?:{atom})"
-        self.out.append(atom)
-        self.can_repeat = True
-
-    def quote(self) -> None:
-        end = self.s.find("\\E", self.i + 2)
-        text = self.s[self.i + 2:] if end < 0 else self.s[self.i + 2:end]
-        self.i = len(self.s) if end < 0 else end + 2
-        if text:
-            # Each character becomes one atom, so a following quantifier applies to the last one.
-            self.out.append("".join(_py_char(ord(ch)) for ch in text))
-            self.can_repeat = True
-
-    def repeat(self, op: str, start: int) -> None:
+    def atom(self) -> object | None:
+        """The next atom; None for a construct that matches nothing by itself ((?i), \\Q\\E)."""
         s = self.s
-        if not self.can_repeat:
-            raise self.error("missing argument to repetition operator", op)
-        if op.startswith("{"):
-            m = _REPEAT.match(op)
-            assert m is not None
-            lo = int(m.group(1))
-            hi = None if m.group(2) and not m.group(3) else int(m.group(3) or m.group(1))
-            if lo > _MAX_REPEAT or (hi is not None and (hi > _MAX_REPEAT or hi < lo)):
-                raise self.error("invalid repeat count", op)
-        self.i += len(op)
-        if self.i < len(s) and s[self.i] == "?":
-            op += "?"
+        c = s[self.i]
+        if c == "(":
+            return self.group()
+        if c == "[":
+            return self.char_class()
+        if c == ".":
             self.i += 1
-        if self.i < len(s) and s[self.i] in "*+?{":
-            raise self.error("invalid nested repetition operator", s[start:self.i + 1])
-        self.out.append(op)
-        self.can_repeat = False
+            return _ANY if self.dotnl else _ANY_NOT_NL
+        if c == "^":
+            self.i += 1
+            return Assertion("bol" if self.multiline else "bot")
+        if c == "$":
+            self.i += 1
+            return Assertion("eol" if self.multiline else "eot")
+        if c == "\\":
+            nxt = s[self.i + 1] if self.i + 1 < len(s) else ""
+            if nxt == "A":
+                self.i += 2
+                return Assertion("bot")
+            if nxt == "z":
+                self.i += 2
+                return Assertion("eot")
+            if nxt == "b":
+                self.i += 2
+                return Assertion("wb")
+            if nxt == "B":
+                self.i += 2
+                return Assertion("nwb")
+            if nxt == "C":
+                raise self.error(_ERR_INVALID_ESCAPE, "\\C")
+            if nxt == "Q":
+                end = s.find("\\E", self.i + 2)
+                text = s[self.i + 2:] if end < 0 else s[self.i + 2:end]
+                self.i = len(s) if end < 0 else end + 2
+                if not text:
+                    return None
+                chars = [self.literal(ord(ch)) for ch in text]
+                return chars[0] if len(chars) == 1 else Concat(tuple(chars))
+            if nxt in ("p", "P"):
+                return CharSet(self.group_ranges(*self.unicode_class()))
+            if nxt and nxt in _PERL_ESCAPES:
+                self.i += 2
+                return CharSet(self.group_ranges(*_PERL_ESCAPES[nxt]))
+            return self.literal(self.escape())
+        self.i += 1
+        return self.literal(ord(c))
 
-    def open_group(self) -> None:
-        s, i = self.s, self.i
-        if not s.startswith("(?", i):
-            self.i += 1
-            self.out.append("(")
-            self.frames.append([])
-            self.can_repeat = False
-            return
-        for prefix, what in (("(?=", "lookahead"), ("(?!", "lookahead"), ("(?<=", "lookbehind"),
-                             ("(?<!", "lookbehind"), ("(?>", "atomic group"), ("(?#", "comment"),
-                             ("(?(", "conditional"), ("(?P=", "backreference"), ("(?P>", "recursion"),
-                             ("(?&", "recursion"), ("(?R", "recursion")):
-            if s.startswith(prefix, i):
-                raise self.error(f"invalid or unsupported Perl syntax ({what})", prefix)
-        if s.startswith("(?P<", i) or s.startswith("(?<", i):
-            begin = i + (4 if s[i + 2] == "P" else 3)
+    def literal(self, cp: int) -> CharSet:
+        return self.set_node(((cp, cp),))
+
+    def set_node(self, ranges: Ranges) -> CharSet:
+        return CharSet(_fold(ranges) if self.fold else ranges)
+
+    def group_ranges(self, ranges: Ranges, negated: bool) -> Ranges:
+        """A class group (\\d, \\pL, [:alpha:], ...): folded under (?i) before negation, as RE2J."""
+        if self.fold:
+            ranges = _fold(ranges)
+        return _negate(ranges) if negated else ranges
+
+    def group(self) -> object | None:
+        s, start = self.s, self.i
+        saved = (self.fold, self.multiline, self.dotnl)
+        if s.startswith("(?P<", start) or s.startswith("(?<", start):
+            begin = start + (4 if s[start + 2] == "P" else 3)
             end = s.find(">", begin)
-            name = s[begin:end] if end >= 0 else ""
             if end < 0:
-                raise self.error("invalid named capture", s[i:])
-            if not _GROUP_NAME.fullmatch(name):
-                raise self.error("invalid named capture", s[i:end + 1])
+                raise self.error(_ERR_INVALID_NAMED_CAPTURE, s[start:])
+            name = s[begin:end]
+            if not name or not all(_isalnum(ch) or ch == "_" for ch in name):
+                raise self.error(_ERR_INVALID_NAMED_CAPTURE, s[start:end + 1])
             if name in self.names:
-                raise self.error("duplicate capture group name", s[i:end + 1])
+                raise self.error(_ERR_DUPLICATE_NAMED_CAPTURE, name)
             self.names.add(name)
-            # Names are never referenced (no backreferences), and RE2 allows names Python does not.
-            self.out.append("(")
-            self.frames.append([])
             self.i = end + 1
-            self.can_repeat = False
-            return
-        # Flags: (?imsU-imsU) or (?imsU-imsU:re)
-        j = i + 2
-        on: set[str] = set()
-        off: set[str] = set()
+        elif s.startswith("(?", start):
+            if not self.flags(start):
+                return None  # (?flags): in effect until the enclosing group ends
+        else:
+            self.i += 1
+        self.depth += 1
+        if self.depth > _MAX_NESTING:
+            raise self.error(_ERR_NESTING, s)
+        node = self.alternation()
+        self.depth -= 1
+        if self.i >= len(s):
+            raise self.error(_ERR_MISSING_PAREN, s)
+        self.i += 1  # ')'
+        self.fold, self.multiline, self.dotnl = saved
+        return node
+
+    def flags(self, start: int) -> bool:
+        """Parse ``(?flags)`` or ``(?flags:``; True when it opens a group."""
+        s = self.s
+        j = start + 2
+        fold, multiline, dotnl = self.fold, self.multiline, self.dotnl
         negative = False
         saw = False
         while j < len(s):
             c = s[j]
+            j += 1
             if c in "imsU":
-                (off if negative else on).add(c)
+                value = not negative
+                if c == "i":
+                    fold = value
+                elif c == "m":
+                    multiline = value
+                elif c == "s":
+                    dotnl = value
+                # U (ungreedy) only changes which of several matches is found, never whether
+                # a whole name matches.
                 saw = True
             elif c == "-" and not negative:
                 negative = True
                 saw = False
-            elif c in ":)":
-                if negative and not saw:
-                    break
-                on -= off
-                on.discard("U")
-                off.discard("U")
-                flags = "".join(sorted(on)) + ("-" + "".join(sorted(off)) if off else "")
-                self.i = j + 1
-                self.can_repeat = False
-                if c == ":":
-                    self.out.append(f"(?{flags}:")
-                    self.frames.append([])
-                elif flags:
-                    scoped = f"(?{flags}:"
-                    self.out.append(scoped)
-                    self.frames[-1].append(scoped)
-                return
+            elif c in ":)" and (saw or not negative):
+                self.i = j
+                self.fold, self.multiline, self.dotnl = fold, multiline, dotnl
+                return c == ":"
             else:
                 break
-            j += 1
-        raise self.error("invalid or unsupported Perl syntax", s[i:j + 1])
+        raise self.error(_ERR_INVALID_PERL_OP, s[start:j])
 
-    def close_group(self) -> None:
-        if len(self.frames) == 1:
-            raise self.error("unexpected )", self.s)
-        frame = self.frames.pop()
-        self.out.append(")" * len(frame) + ")")
-        self.i += 1
-        self.can_repeat = True
-
-    def escape(self, in_class: bool) -> str | int | _Ranges:
-        """Parse an escape after the backslash.
-
-        Outside a class: the Python atom. Inside: a code point, or the ranges of a class escape.
-        """
+    def escape(self) -> int:
+        """A single-character escape (RE2J parseEscape), starting at the backslash."""
         s = self.s
-        if self.i >= len(s):
-            raise self.error("trailing backslash at end of expression", "")
-        c = s[self.i]
-        start = self.i - 1
+        start = self.i
         self.i += 1
+        if self.i >= len(s):
+            raise self.error(_ERR_TRAILING_BACKSLASH, "")
+        c = s[self.i]
+        self.i += 1
+        if not _isalnum(c):
+            return ord(c)
         if "1" <= c <= "7" and not (self.i < len(s) and "0" <= s[self.i] <= "7"):
-            raise self.error("invalid escape sequence", s[start:self.i])
+            raise self.error(_ERR_INVALID_ESCAPE, s[start:self.i])  # a backreference
         if "0" <= c <= "7":
             value = int(c)
             for _ in range(2):
                 if self.i < len(s) and "0" <= s[self.i] <= "7":
                     value = value * 8 + int(s[self.i])
                     self.i += 1
-                else:
-                    break
-            return self.literal(value, in_class)
-        if c == "x":
-            if self.i < len(s) and s[self.i] == "{":
+            return value
+        if c == "x" and self.i < len(s):
+            if s[self.i] == "{":
                 end = s.find("}", self.i)
                 digits = s[self.i + 1:end] if end >= 0 else ""
-                if end < 0 or not digits or any(d not in _HEX for d in digits) or int(digits, 16) > _MAX_CP:
-                    raise self.error("invalid escape sequence", s[start:(end + 1) if end >= 0 else len(s)])
-                self.i = end + 1
-                return self.literal(int(digits, 16), in_class)
-            digits = s[self.i:self.i + 2]
-            if len(digits) < 2 or any(d not in _HEX for d in digits):
-                raise self.error("invalid escape sequence", s[start:self.i + 2])
-            self.i += 2
-            return self.literal(int(digits, 16), in_class)
-        simple = {"a": 7, "f": 12, "t": 9, "n": 10, "r": 13, "v": 11}
+                if end >= 0 and digits and all(d in _HEX for d in digits) and int(digits, 16) <= _MAX_CP:
+                    self.i = end + 1
+                    return int(digits, 16)
+                self.i = len(s) if end < 0 else end + 1
+            else:
+                digits = s[self.i:self.i + 2]
+                self.i += len(digits)
+                if len(digits) == 2 and all(d in _HEX for d in digits):
+                    return int(digits, 16)
+        simple = {"a": 7, "f": 12, "n": 10, "r": 13, "t": 9, "v": 11}
         if c in simple:
-            return self.literal(simple[c], in_class)
-        if c.lower() in _PERL:
-            ranges = _PERL[c.lower()]
-            if c.isupper():
-                ranges = _negate(ranges)
-            return ranges if in_class else _py_class(ranges)
-        if c in "pP":
-            return self.unicode_class(c == "P", start, in_class)
-        if not in_class and c in "AbB":
-            return "\\" + c
-        if not in_class and c == "z":
-            return "\\Z"
-        if c.isascii() and not c.isalnum():
-            return self.literal(ord(c), in_class)
-        raise self.error("invalid escape sequence", s[start:self.i])
+            return simple[c]
+        raise self.error(_ERR_INVALID_ESCAPE, s[start:self.i])
 
-    @staticmethod
-    def literal(cp: int, in_class: bool) -> str | int:
-        return cp if in_class else _py_char(cp)
-
-    def unicode_class(self, negated: bool, start: int, in_class: bool) -> str | _Ranges:
+    def unicode_class(self) -> tuple[Ranges, bool]:
         s = self.s
+        start = self.i
+        negated = s[self.i + 1] == "P"
+        self.i += 2
         if self.i >= len(s):
-            raise self.error("invalid character class range", s[start:])
+            raise self.error(_ERR_INVALID_CHAR_RANGE, s[start:])
         if s[self.i] == "{":
             end = s.find("}", self.i)
             if end < 0:
-                raise self.error("invalid character class range", s[start:])
+                raise self.error(_ERR_INVALID_CHAR_RANGE, s[start:])
             name = s[self.i + 1:end]
             self.i = end + 1
         else:
@@ -421,12 +475,10 @@ class _Translator:
             name = name[1:]
         ranges = _unicode_class(name)
         if ranges is None:
-            raise self.error("invalid character class range", s[start:self.i])
-        if negated:
-            ranges = _negate(ranges)
-        return ranges if in_class else _py_class(ranges)
+            raise self.error(_ERR_INVALID_CHAR_RANGE, s[start:self.i])
+        return ranges, negated
 
-    def char_class(self) -> str:
+    def char_class(self) -> CharSet:
         s = self.s
         start = self.i
         self.i += 1
@@ -434,88 +486,334 @@ class _Translator:
         if self.i < len(s) and s[self.i] == "^":
             negated = True
             self.i += 1
-        ranges: _Ranges = []
+        ranges: list[tuple[int, int]] = []
         first = True
-        while True:
+        while self.i >= len(s) or s[self.i] != "]" or first:
             if self.i >= len(s):
-                raise self.error("missing closing ]", s[start:])
-            c = s[self.i]
-            if c == "]" and not first:
-                self.i += 1
-                break
+                raise self.error(_ERR_MISSING_BRACKET, s[start:])
             first = False
             if s.startswith("[:", self.i):
-                end = s.find(":]", self.i + 2)
+                end = s.find(":]", self.i)
                 if end >= 0:
                     name = s[self.i + 2:end]
                     neg = name.startswith("^")
                     cls = _POSIX.get(name[1:] if neg else name)
                     if cls is None:
-                        raise self.error("invalid character class range", s[self.i:end + 2])
-                    ranges.extend(_negate(cls) if neg else cls)
+                        raise self.error(_ERR_INVALID_CHAR_RANGE, s[self.i:end + 2])
+                    ranges.extend(self.group_ranges(cls, neg))
                     self.i = end + 2
                     continue
-            lo = self.class_char()
-            if isinstance(lo, list):
-                ranges.extend(lo)
+            if s.startswith("\\p", self.i) or s.startswith("\\P", self.i):
+                ranges.extend(self.group_ranges(*self.unicode_class()))
                 continue
-            if self.i + 1 < len(s) and s[self.i] == "-" and s[self.i + 1] != "]":
+            if s[self.i] == "\\" and self.i + 1 < len(s) and s[self.i + 1] in _PERL_ESCAPES:
+                ranges.extend(self.group_ranges(*_PERL_ESCAPES[s[self.i + 1]]))
+                self.i += 2
+                continue
+            before = self.i
+            lo = self.class_char(start)
+            hi = lo
+            if self.i < len(s) and s[self.i] == "-" and not (self.i + 1 < len(s) and s[self.i + 1] == "]"):
                 self.i += 1
-                hi = self.class_char()
-                if isinstance(hi, list):
-                    raise self.error("invalid character class range", s[start:self.i])
+                hi = self.class_char(start)
                 if hi < lo:
-                    raise self.error("invalid character class range", f"{chr(lo)}-{chr(hi)}")
-                ranges.append((lo, hi))
-            else:
-                ranges.append((lo, lo))
-        merged = _ranges_of(()) if not ranges else _merge(ranges)
-        return _py_class(merged, negated)
+                    raise self.error(_ERR_INVALID_CHAR_RANGE, s[before:self.i])
+            ranges.extend(_fold(((lo, hi),)) if self.fold else ((lo, hi),))
+        self.i += 1  # ']'
+        merged = _merge(ranges)
+        return CharSet(_negate(merged) if negated else merged)
 
-    def class_char(self) -> int | _Ranges:
-        """One character of a class, or the ranges of a class escape (\\d, \\pL, ...)."""
+    def class_char(self, class_start: int) -> int:
         s = self.s
-        c = s[self.i]
-        if c != "\\":
-            self.i += 1
-            return ord(c)
+        if self.i >= len(s):
+            raise self.error(_ERR_MISSING_BRACKET, s[class_start:])
+        if s[self.i] == "\\":
+            return self.escape()
         self.i += 1
-        r = self.escape(in_class=True)
-        assert not isinstance(r, str)
-        return r
+        return ord(s[self.i - 1])
 
 
-def _merge(ranges: _Ranges) -> _Ranges:
-    out: _Ranges = []
-    for lo, hi in sorted(ranges):
-        if out and lo <= out[-1][1] + 1:
-            out[-1] = (out[-1][0], max(out[-1][1], hi))
-        else:
-            out.append((lo, hi))
-    return out
+_PERL_ESCAPES: dict[str, tuple[Ranges, bool]] = {
+    "d": (_PERL["d"], False), "D": (_PERL["d"], True),
+    "s": (_PERL["s"], False), "S": (_PERL["s"], True),
+    "w": (_PERL["w"], False), "W": (_PERL["w"], True),
+}
 
 
-def translate_re2(pattern: str) -> str:
-    """The Python ``re`` pattern equivalent to RE2J ``pattern`` (raises InvalidTopicRegex)."""
-    return _Translator(pattern).run()
+def parse_topic_regex(pattern: str) -> object:
+    """The syntax tree of an RE2J pattern, or InvalidTopicRegex with RE2J's description."""
+    return _Parser(pattern).parse()
+
+
+# --- the equivalent Python pattern ----------------------------------------------------------
+
+def _py_char(cp: int) -> str:
+    ch = chr(cp)
+    if ch.isascii() and (ch.isalnum() or ch == "_"):
+        return ch
+    if 33 <= cp <= 126:
+        return "\\" + ch
+    return f"\\U{cp:08x}"
+
+
+def _py_set(node: CharSet) -> str:
+    ranges = node.ranges
+    if not ranges:
+        return "[^\\s\\S]"
+    if ranges == _ANY.ranges:
+        return "[\\s\\S]"
+    if ranges == _ANY_NOT_NL.ranges:
+        return "."
+    if len(ranges) == 1 and ranges[0][0] == ranges[0][1]:
+        return _py_char(ranges[0][0])
+    body = "".join(_py_char(lo) if lo == hi else f"{_py_char(lo)}-{_py_char(hi)}" for lo, hi in ranges)
+    return f"[{body}]"
+
+
+_PY_ASSERTIONS = {"bot": "\\A", "eot": "\\Z", "bol": "(?m:^)", "eol": "(?m:$)", "wb": "(?a:\\b)",
+                  "nwb": "(?a:\\B)"}
+
+
+def _to_python(node: object) -> str:
+    if isinstance(node, CharSet):
+        return _py_set(node)
+    if isinstance(node, Assertion):
+        return _PY_ASSERTIONS[node.kind]
+    if isinstance(node, Concat):
+        return "".join(f"(?:{_to_python(n)})" if isinstance(n, Alternate) else _to_python(n) for n in node.items)
+    if isinstance(node, Alternate):
+        return "|".join(_to_python(n) for n in node.branches)
+    assert isinstance(node, Repeat)
+    inner = _to_python(node.item)
+    if not isinstance(node.item, CharSet):
+        inner = f"(?:{inner})"
+    if node.max is None:
+        op = "*" if node.min == 0 else "+" if node.min == 1 else f"{{{node.min},}}"
+    elif node.min == 0 and node.max == 1:
+        op = "?"
+    else:
+        op = f"{{{node.min}}}" if node.min == node.max else f"{{{node.min},{node.max}}}"
+    return inner + op + ("?" if node.lazy else "")
 
 
 @functools.lru_cache(maxsize=1024)
 def compile_topic_regex(pattern: str) -> re.Pattern[str]:
-    """Compile a SubscribedTopicRegex as Kafka's RE2J would, or raise InvalidTopicRegex."""
-    translated = translate_re2(pattern)
+    """Check a SubscribedTopicRegex as Kafka's RE2J would and return the equivalent Python pattern.
+
+    Raises InvalidTopicRegex. For matching topic names use ``matching_topics`` (linear time);
+    the returned ``re.Pattern`` backtracks.
+    """
+    program = _program(pattern)
     try:
-        return re.compile(translated)
-    except re.error as exc:
-        # Our translation only lets through what RE2 accepts, so what Python still refuses is
-        # something RE2 refuses too (e.g. "missing )", "nothing to repeat").
+        return re.compile(_to_python(program.tree))
+    except re.error as exc:  # cannot happen for a tree we built; never let it escape as re.error
         raise InvalidTopicRegex(exc.msg, pattern) from None
-    except (OverflowError, RecursionError) as exc:
-        raise InvalidTopicRegex("expression too large", pattern) from exc
+
+
+# --- the linear-time matcher ----------------------------------------------------------------
+
+_CHAR, _SPLIT, _ASSERT, _MATCH = 0, 1, 2, 3
+# Kinds of the characters around a position, for assertions.
+_K_EDGE, _K_NL, _K_WORD, _K_OTHER = 0, 1, 2, 3
+
+
+def _kind(ch: str) -> int:
+    if ch == "\n":
+        return _K_NL
+    if ch.isascii() and (ch.isalnum() or ch == "_"):
+        return _K_WORD
+    return _K_OTHER
+
+
+_KINDS = {chr(c): _kind(chr(c)) for c in range(128)}
+
+
+def _assertion_holds(kind: str, before: int, after: int) -> bool:
+    if kind == "bot":
+        return before == _K_EDGE
+    if kind == "eot":
+        return after == _K_EDGE
+    if kind == "bol":
+        return before in (_K_EDGE, _K_NL)
+    if kind == "eol":
+        return after in (_K_EDGE, _K_NL)
+    boundary = (before == _K_WORD) != (after == _K_WORD)
+    return boundary if kind == "wb" else not boundary
+
+
+class TopicRegex:
+    """A compiled RE2J pattern: ``fullmatch(name)`` in time linear in the name's length.
+
+    A Thompson NFA, simulated as a DFA whose states (sets of NFA states) are built on demand
+    and cached, as RE2 does; the cache is bounded, so memory is too.
+    """
+
+    _CACHE_LIMIT = 20_000
+
+    def __init__(self, pattern: str, tree: object) -> None:
+        self.pattern = pattern
+        self.tree = tree
+        self.op: list[int] = []
+        self.arg: list[object] = []   # CHAR: (starts, ends); ASSERT: kind; SPLIT: list of targets
+        self.out: list[int] = []
+        self.has_assertions = False
+        match = self._new(_MATCH, None, -1)
+        self.start = self._build(tree, match)
+        self._reset_cache()
+
+    # construction: each node is built in front of its continuation, back to front
+    def _new(self, op: int, arg: object, out: int) -> int:
+        if len(self.op) >= _MAX_STATES:
+            raise InvalidTopicRegex(_ERR_TOO_LARGE, self.pattern)
+        self.op.append(op)
+        self.arg.append(arg)
+        self.out.append(out)
+        return len(self.op) - 1
+
+    def _build(self, node: object, nxt: int) -> int:
+        if isinstance(node, CharSet):
+            starts = tuple(lo for lo, _ in node.ranges)
+            ends = tuple(hi for _, hi in node.ranges)
+            return self._new(_CHAR, (starts, ends), nxt)
+        if isinstance(node, Assertion):
+            self.has_assertions = True
+            return self._new(_ASSERT, node.kind, nxt)
+        if isinstance(node, Concat):
+            for item in reversed(node.items):
+                nxt = self._build(item, nxt)
+            return nxt
+        if isinstance(node, Alternate):
+            targets = [self._build(b, nxt) for b in node.branches]
+            return self._new(_SPLIT, targets, -1)
+        assert isinstance(node, Repeat)
+        if node.max is None:
+            loop = self._new(_SPLIT, None, -1)
+            body = self._build(node.item, loop)
+            self.arg[loop] = [body, nxt]
+            cur = loop
+            mandatory = node.min
+        else:
+            # x{2,4} = x x (x (x)?)?, built back to front.
+            cur = nxt
+            for _ in range(node.max - node.min):
+                cur = self._new(_SPLIT, [self._build(node.item, cur), nxt], -1)
+            mandatory = node.min
+        for _ in range(mandatory):
+            cur = self._build(node.item, cur)
+        return cur
+
+    # simulation: DFA states are interned sets of NFA states (those reached by a character)
+    def _closure(self, states: frozenset[int], before: int, after: int) -> tuple[list[int], bool]:
+        """The CHAR states reachable without consuming a character, and whether MATCH is."""
+        op, arg, out = self.op, self.arg, self.out
+        seen: set[int] = set()
+        stack = list(states)
+        chars: list[int] = []
+        matched = False
+        while stack:
+            st = stack.pop()
+            if st in seen:
+                continue
+            seen.add(st)
+            kind = op[st]
+            if kind == _CHAR:
+                chars.append(st)
+            elif kind == _SPLIT:
+                stack.extend(arg[st])  # type: ignore[arg-type]
+            elif kind == _ASSERT:
+                if _assertion_holds(arg[st], before, after):  # type: ignore[arg-type]
+                    stack.append(out[st])
+            else:
+                matched = True
+        return chars, matched
+
+    def _step(self, sid: int, before: int, ch: str) -> int:
+        chars, _ = self._closure(self._sets[sid], before, _kind(ch))
+        cp = ord(ch)
+        arg, out = self.arg, self.out
+        nxt = set()
+        for st in chars:
+            starts, ends = arg[st]  # type: ignore[misc]
+            k = bisect.bisect_right(starts, cp) - 1
+            if k >= 0 and cp <= ends[k]:
+                nxt.add(out[st])
+        return self._intern(frozenset(nxt))
+
+    def _reset_cache(self) -> None:
+        self._ids: dict[frozenset[int], int] = {}
+        self._sets: list[frozenset[int]] = []
+        self._rows: list[dict[str, int]] = []   # without assertions: state -> char -> state
+        self._steps: dict[int, dict[str, int]] = {}   # with assertions: state * 4 + before -> ...
+        self._accepts: dict[tuple[int, int], bool] = {}
+        self._size = 0
+        self._dead = self._intern(frozenset())
+        self._start = self._intern(frozenset((self.start,)))
+
+    def _intern(self, states: frozenset[int]) -> int:
+        sid = self._ids.get(states)
+        if sid is None:
+            sid = len(self._sets)
+            self._ids[states] = sid
+            self._sets.append(states)
+            self._rows.append({})
+        return sid
+
+    def _accepting(self, sid: int, before: int) -> bool:
+        accepted = self._accepts.get((sid, before))
+        if accepted is None:
+            accepted = self._accepts[(sid, before)] = self._closure(self._sets[sid], before, _K_EDGE)[1]
+        return accepted
+
+    def fullmatch(self, text: str) -> bool:
+        """Whether the whole of ``text`` matches (RE2J ``Matcher.matches()``)."""
+        if self._size > self._CACHE_LIMIT:
+            self._reset_cache()
+        sid = self._start
+        dead = self._dead
+        if not self.has_assertions:
+            rows = self._rows
+            for ch in text:
+                nxt = rows[sid].get(ch)
+                if nxt is None:
+                    nxt = rows[sid][ch] = self._step(sid, _K_EDGE, ch)
+                    self._size += 1
+                if nxt == dead:
+                    return False
+                sid = nxt
+            return self._accepting(sid, _K_EDGE)
+        # With assertions the next state also depends on the kind of the previous character.
+        before = _K_EDGE
+        steps = self._steps
+        kinds = _KINDS
+        for ch in text:
+            row = steps.get(sid * 4 + before)
+            if row is None:
+                row = steps[sid * 4 + before] = {}
+            nxt = row.get(ch)
+            if nxt is None:
+                nxt = row[ch] = self._step(sid, before, ch)
+                self._size += 1
+            if nxt == dead:
+                return False
+            sid = nxt
+            before = kinds.get(ch) or _kind(ch)
+        return self._accepting(sid, before)
+
+
+@functools.lru_cache(maxsize=256)
+def _program(pattern: str) -> TopicRegex:
+    try:
+        return TopicRegex(pattern, parse_topic_regex(pattern))
+    except RecursionError:
+        raise InvalidTopicRegex(_ERR_NESTING, pattern) from None
 
 
 def matching_topics(pattern: str | re.Pattern[str], topic_names: Iterable[str]) -> set[str]:
-    """The non-internal topics whose whole name matches ``pattern`` (RE2J ``matches()``)."""
-    compiled = compile_topic_regex(pattern) if isinstance(pattern, str) else pattern
-    fullmatch = compiled.fullmatch
-    return {name for name in topic_names if not is_internal_topic(name) and fullmatch(name) is not None}
+    """The non-internal topics whose whole name matches ``pattern`` (RE2J ``matches()``).
+
+    ``pattern`` is the RE2J source (matched in linear time), or an ``re.Pattern`` used as is.
+    """
+    if isinstance(pattern, str):
+        fullmatch = _program(pattern).fullmatch
+        return {name for name in topic_names if not is_internal_topic(name) and fullmatch(name)}
+    return {name for name in topic_names if not is_internal_topic(name) and pattern.fullmatch(name) is not None}
