@@ -627,3 +627,102 @@ def test_classic_member_switching_to_the_consumer_protocol_is_not_fenced_by_its_
             assert consumer_heartbeat(h, member_id, member.member_epoch, owned=owned).error == 0
     assert m1.member_id in group.members
     assert m2.member_id not in group.members  # silent: its classic session expired
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_static_members_and_subscriptions_across_conversions(seed):
+    """Like the mix above with two topics, differing subscriptions and static members of both
+    protocols replacing each other by instance id (the downgrade by static replacement included)."""
+    import random
+
+    rnd = random.Random(1000 + seed)
+    h = harness()
+    h.coord.consumer.topics.put(TopicMetadata(uuid.UUID(int=78), "u", 3))
+    topic_sets = [["t"], ["t", "u"], ["u"]]
+    instances = ["i1", "i2", "i3"]
+    consumers: dict[str, tuple[int, str | None]] = {}  # member id -> (epoch, instance id)
+    classics: dict[str, tuple[int, str | None, list[str]]] = {}  # member id -> (generation, instance, topics)
+    kinds = []
+    for step in range(250):
+        group = h.coord.manager.groups.get("g")
+        if group is not None and (not kinds or kinds[-1] != type(group).__name__):
+            kinds.append(type(group).__name__)
+        if isinstance(group, ConsumerGroup):
+            assert_no_double_ownership(group)
+        action = rnd.random()
+        if action < 0.15:  # a consumer-protocol member joins, maybe static
+            instance = rnd.choice([None, *instances])
+            request = HeartbeatRequest("g", f"c{step}", 0, instance_id=instance, rebalance_timeout_ms=30_000,
+                                       subscribed_topic_names=rnd.choice(topic_sets), topic_partitions=[],
+                                       api_version=1)
+            result = h.coord.consumer_group_heartbeat(request)
+            if result.error == 0:
+                consumers[f"c{step}"] = (result.member_epoch, instance)
+        elif action < 0.4 and consumers:
+            member_id = rnd.choice(sorted(consumers))
+            epoch, instance = consumers[member_id]
+            group = h.coord.manager.groups.get("g")
+            member = group.members.get(member_id) if isinstance(group, ConsumerGroup) else None
+            if rnd.random() < 0.15:  # leaves (static members may leave temporarily)
+                leave_epoch = -2 if instance is not None and rnd.random() < 0.5 else -1
+                h.coord.consumer_group_heartbeat(HeartbeatRequest("g", member_id, leave_epoch, instance_id=instance,
+                                                                  api_version=1))
+                del consumers[member_id]
+                continue
+            owned = [] if member is None else [(t, sorted(p)) for t, p in member.assigned.items()]
+            result = h.coord.consumer_group_heartbeat(HeartbeatRequest(
+                "g", member_id, epoch, instance_id=instance, topic_partitions=owned, api_version=1))
+            if result.error == 0:
+                consumers[member_id] = (result.member_epoch, instance)
+            else:
+                del consumers[member_id]
+        elif action < 0.55:  # a classic member joins (a static one may replace whoever has its instance id)
+            instance = rnd.choice([None, *instances])
+            topics = rnd.choice(topic_sets)
+            protocols = [("range", encode_subscription(topics))]
+            box = h.join("g", instance_id=instance, protocols=protocols)
+            if box and box[0].error == ErrorCode.MEMBER_ID_REQUIRED:
+                box = h.join("g", member_id=box[0].member_id, protocols=protocols)
+            h.sched.advance(1)
+            if box and box[0].error == 0:
+                classics[box[0].member_id] = (box[0].generation_id, instance, topics)
+                for other, (_, other_instance, _) in list(classics.items()):
+                    if instance is not None and other_instance == instance and other != box[0].member_id:
+                        del classics[other]
+                for other, (_, other_instance) in list(consumers.items()):
+                    if instance is not None and other_instance == instance:
+                        del consumers[other]
+        elif action < 0.9 and classics:
+            member_id = rnd.choice(sorted(classics))
+            generation, instance, topics = classics[member_id]
+            error = h.coord.heartbeat("g", member_id, instance, generation)
+            if error in (ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.ILLEGAL_GENERATION):
+                box = h.join("g", member_id=member_id, instance_id=instance,
+                             protocols=[("range", encode_subscription(topics))])
+                h.sched.advance(1)
+                if box and box[0].error == 0:
+                    joined = box[0]
+                    classics[member_id] = (joined.generation_id, instance, topics)
+                    assignments = {m: encode_v0_assignment({}) for m in classics} \
+                        if joined.leader_id == member_id else None
+                    h.sync("g", joined.generation_id, member_id, assignments, instance_id=instance)
+                elif box and box[0].error in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_INSTANCE_ID):
+                    del classics[member_id]
+            elif error in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_INSTANCE_ID):
+                del classics[member_id]
+        elif classics:
+            member_id = rnd.choice(sorted(classics))
+            _, instance, _ = classics.pop(member_id)
+            if rnd.random() < 0.5:
+                h.coord.leave_group("g", [(member_id, instance)])
+        h.sched.advance(rnd.choice([10, 100, 1000, 3000]))
+    print(f"seed {seed}: {' -> '.join(kinds)}")
+    group = h.coord.manager.groups.get("g")
+    if isinstance(group, ConsumerGroup):
+        assert_no_double_ownership(group)
+        reloaded = Harness(logs=h.logs, scheduler=h.sched).coord.manager.groups["g"]
+        assert isinstance(reloaded, ConsumerGroup) and set(reloaded.members) == set(group.members)
+        for member_id, member in group.members.items():
+            again = reloaded.members[member_id]
+            assert (again.member_epoch, again.assigned, again.instance_id, again.classic_protocols) == (
+                member.member_epoch, member.assigned, member.instance_id, member.classic_protocols)
