@@ -488,6 +488,8 @@ _USED = {
     "offsets.retention.minutes", "offsets.retention.check.interval.ms", "offset.metadata.max.bytes",
     "offsets.commit.timeout.ms", "group.initial.rebalance.delay.ms", "group.min.session.timeout.ms",
     "group.max.session.timeout.ms", "group.max.size", "group.consumer.migration.policy",
+    "group.coordinator.rebalance.protocols", "group.consumer.session.timeout.ms",
+    "group.consumer.heartbeat.interval.ms", "group.consumer.max.size", "group.consumer.assignors",
     "transaction.state.log.num.partitions",
     "transaction.state.log.replication.factor", "transaction.state.log.segment.bytes",
     "transaction.state.log.min.isr", "transaction.max.timeout.ms", "transactional.id.expiration.ms",
