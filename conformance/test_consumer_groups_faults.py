@@ -8,8 +8,8 @@ kafkapy processes.
   the session timeout (10 s here), not much earlier or later, and their partitions move to the
   member left; no partition is ever owned twice. A replacement for the killed static member
   started at once gets UNRELEASED_INSTANCE_ID (its instance id is still held), as from Kafka.
-- Broker SIGKILL mid-group: while records are produced, the broker is SIGKILLed, stays down 3 s
-  and restarts on the same data directory; the group is reloaded from __consumer_offsets
+- Broker SIGKILL mid-group: while records are produced, the broker is SIGKILLed (with the group
+  Stable, or while it reconciles a member that just joined), stays down 3 s and restarts on the same data directory; the group is reloaded from __consumer_offsets
   (ConsumerGroupDescribe: same member ids, group epoch not lower) and its members simply
   continue (none is fenced, no partition reported lost), committed offsets are not lost and
   never go backwards, every record is read.
@@ -154,8 +154,11 @@ def test_static_member_returns_and_killed_members_expire_after_session_timeout(
     assert not seen.problems, seen.problems[:10]
 
 
+@pytest.mark.parametrize("moment", ["stable", "reconciling"])
 def test_broker_sigkill_keeps_the_group_and_its_offsets(broker_factory, java_programs: JavaPrograms,
-                                                        tmp_path: Path) -> None:
+                                                        tmp_path: Path, moment: str) -> None:
+    """The broker is SIGKILLed while the group is Stable, or while it reconciles a member that
+    just joined (partitions pending revocation): after the restart it goes on from there."""
     instance = broker_factory(CONSUMER_PROTOCOL_OVERRIDES)
     bs = instance.bootstrap
     partitions, records = 6, 60_000
@@ -163,6 +166,8 @@ def test_broker_sigkill_keeps_the_group_and_its_offsets(broker_factory, java_pro
     create_topic(bs, topic, partitions)
     members = [java_member(java_programs, bs, group, topic, tmp_path, "java"),
                confluent_member(bs, group, topic, tmp_path, "confluent")]
+    late = confluent_member(bs, group, topic, tmp_path, "confluent-late")
+    expected = members + [late] if moment == "reconciling" else list(members)
     monitor = CommitMonitor(bs, group, topic, partitions)
     producer_error: list[BaseException] = []
 
@@ -180,9 +185,18 @@ def test_broker_sigkill_keeps_the_group_and_its_offsets(broker_factory, java_pro
         producer = threading.Thread(target=produce_all, daemon=True)
         producer.start()
         time.sleep(5)
-        before = describe_consumer_group(bs, group)
+        if moment == "reconciling":
+            late.start()
+
+            def reconciling():
+                group_now = describe_consumer_group(bs, group)
+                return group_now if group_now.group_state in ("Assigning", "Reconciling") else None
+
+            before = wait_until(reconciling, 30, "the group to reconcile the new member", interval=0.02)
+        else:
+            before = describe_consumer_group(bs, group)
         committed_before = committed_offsets(bs, group, topic, partitions)
-        assert before.error_code == 0 and len(before.members) == 2, before
+        assert before.error_code == 0 and len(before.members) == len(expected), before
         assert any(offset > 0 for offset in committed_before.values()), committed_before
         killed_at = now_us()
         instance.kill9()
@@ -210,29 +224,31 @@ def test_broker_sigkill_keeps_the_group_and_its_offsets(broker_factory, java_pro
         assert sum(ends.values()) == records
         wait_until(lambda: committed_offsets(bs, group, topic, partitions) == ends, 90,
                    "the group's committed offsets to reach the log end")
-        wait_until(lambda: settled(members, partitions), 30, "both members to own partitions again")
+        wait_until(lambda: settled(expected, partitions), 30, "every member to own partitions again")
         final = describe_consumer_group(bs, group)
-        assert final.error_code == 0 and sorted(m.client_id for m in final.members) == ["confluent", "java"], final
+        assert final.error_code == 0 and final.group_state == "Stable", final
+        assert sorted(m.client_id for m in final.members) == sorted(m.name for m in expected), final
         assert {m.member_id for m in final.members} == {m.member_id for m in before.members}, (before, final)
-        print(f"broker down {(restarted_at - killed_at) / 1e6:.2f} s; group epoch {before.group_epoch} before,"
+        print(f"{moment}: broker down {(restarted_at - killed_at) / 1e6:.2f} s; state {before.group_state} at the"
+              f" kill, {after.group_state} at reload; group epoch {before.group_epoch} before,"
               f" {after.group_epoch} at reload, {final.group_epoch} at the end; member epochs"
               f" {[m.member_epoch for m in final.members]}")
     finally:
-        stop_members(members)
+        stop_members(members + [late])
         monitor.halt.set()
         monitor.join(10)
 
-    for member in members:
+    for member in expected:
         assert member.events() and member.events()[-1] == ["CLOSED"], f"{member.name}:\n{member.tail()}"
     seen = Consumption()
-    for member in members:
+    for member in expected:
         seen.add(member)
     assert not seen.problems, seen.problems[:10]
     assert seen.missing(ends) == [], f"{len(seen.missing(ends))} records never consumed"
     assert not monitor.backwards(), monitor.backwards()[:10]
-    overlaps = ownership_overlaps(members)
+    overlaps = ownership_overlaps(expected)
     assert not overlaps, overlaps[:10]
-    lost = [(m.name, e) for m in members for e in m.events() if e[0] == "V" and e[-1] == "lost"]
+    lost = [(m.name, e) for m in expected for e in m.events() if e[0] == "V" and e[-1] == "lost"]
     assert not lost, lost[:10]
 
 
