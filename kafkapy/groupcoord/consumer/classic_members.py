@@ -104,8 +104,9 @@ class ClassicMembers:
         self.clock_ms = clock_ms
         self.consumer = consumer
         self.classic = classic
-        # join and sync deadlines of classic members: (group id, member id, "join"|"sync") -> handle
-        self._timers: dict[tuple[str, str, str], Any] = {}
+        # join and sync deadlines of classic members: (group id, member id, "join"|"sync") ->
+        # (handle, the member it is for: a fenced member's deadline must not stand for a newcomer's)
+        self._timers: dict[tuple[str, str, str], tuple[Any, ConsumerGroupMember]] = {}
 
     @property
     def policy(self) -> MigrationPolicy:
@@ -121,22 +122,20 @@ class ClassicMembers:
         topic = self.consumer.topics.describe(name)
         return None if topic is None else topic.topic_id
 
-    def _topic_names(self, group: ConsumerGroup | None = None) -> dict[uuid.UUID, str]:
-        names = {t.topic_id: t.name for t in group.subscribed_topic_metadata.values()} if group else {}
-        return names
-
     def _topic_name_of(self, group: ConsumerGroup) -> Callable[[uuid.UUID], str | None]:
-        names = self._topic_names(group)
+        """Topic id -> name: the group's subscribed topics first, all topics (read once) on a miss."""
+        names = {t.topic_id: t.name for t in group.subscribed_topic_metadata.values()}
+        scanned = False
 
         def lookup(topic_id: uuid.UUID) -> str | None:
-            name = names.get(topic_id)
-            if name is None:
+            nonlocal scanned
+            if topic_id not in names and not scanned:
+                scanned = True
                 for candidate in self.consumer.topics.names():
                     topic = self.consumer.topics.describe(candidate)
                     if topic is not None:
-                        names[topic.topic_id] = topic.name
-                name = names.get(topic_id)
-            return name
+                        names.setdefault(topic.topic_id, topic.name)
+            return names.get(topic_id)
         return lookup
 
     def _owned(self, subscription: ClassicSubscription) -> list[tuple[uuid.UUID, list[int]]]:
@@ -167,19 +166,20 @@ class ClassicMembers:
         key = (group.group_id, member.member_id, kind)
         old = self._timers.get(key)
         if old is not None:
-            if if_absent:
+            if if_absent and old[1] is member:
                 return
-            old.cancel()
+            old[0].cancel()
         scheduler = self.consumer.scheduler
         if scheduler is None:
             return
-        self._timers[key] = scheduler.call_later(max(timeout_ms, 0) / 1000, self._on_deadline, group.group_id,
-                                                 member.member_id, member, kind, timeout_ms)
+        handle = scheduler.call_later(max(timeout_ms, 0) / 1000, self._on_deadline, group.group_id,
+                                      member.member_id, member, kind, timeout_ms)
+        self._timers[key] = (handle, member)
 
     def _cancel(self, group_id: str, member_id: str, kind: str) -> None:
-        handle = self._timers.pop((group_id, member_id, kind), None)
-        if handle is not None:
-            handle.cancel()
+        entry = self._timers.pop((group_id, member_id, kind), None)
+        if entry is not None:
+            entry[0].cancel()
 
     def cancel_member_timers(self, group_id: str, member: ConsumerGroupMember) -> None:
         member.cancel_timers()
@@ -188,7 +188,9 @@ class ClassicMembers:
 
     def _on_deadline(self, group_id: str, member_id: str, member: ConsumerGroupMember, kind: str,
                      timeout_ms: int) -> None:
-        self._timers.pop((group_id, member_id, kind), None)
+        entry = self._timers.get((group_id, member_id, kind))
+        if entry is not None and entry[1] is member:
+            del self._timers[(group_id, member_id, kind)]
         group = self._consumer_group(group_id)
         if group is None or group.members.get(member_id) is not member or not member.uses_classic_protocol:
             return  # gone, or it speaks the consumer protocol now (its heartbeats keep it)
@@ -220,10 +222,10 @@ class ClassicMembers:
     def unload_group(self, group: ConsumerGroup) -> None:
         """The group is no longer coordinated here: stop its classic members' deadlines."""
         for key in [k for k in self._timers if k[0] == group.group_id]:
-            self._timers.pop(key).cancel()
+            self._timers.pop(key)[0].cancel()
 
     def close(self) -> None:
-        for handle in self._timers.values():
+        for handle, _ in self._timers.values():
             handle.cancel()
         self._timers.clear()
 

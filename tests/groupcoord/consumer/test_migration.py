@@ -726,3 +726,26 @@ def test_random_static_members_and_subscriptions_across_conversions(seed):
             again = reloaded.members[member_id]
             assert (again.member_epoch, again.assigned, again.instance_id, again.classic_protocols) == (
                 member.member_epoch, member.assigned, member.instance_id, member.classic_protocols)
+
+
+def test_classic_member_fenced_when_it_does_not_rejoin_or_sync_in_time():
+    h = harness()
+    m1, m2 = classic_stable(h)
+    consumer_heartbeat(h, "c1")
+    group = h.coord.manager.groups["g"]
+    # m1 keeps heartbeating but never rejoins: fenced after its rebalance timeout (30 s)
+    for _ in range(29):
+        assert h.coord.heartbeat("g", m1.member_id, None, m1.generation_id) == ErrorCode.REBALANCE_IN_PROGRESS
+        h.sched.advance(1000)
+    assert m1.member_id in group.members
+    h.sched.advance(1500)
+    assert m1.member_id not in group.members
+    # a new classic member that never sends SyncGroup is fenced after its rebalance timeout too
+    first = h.join("g", protocols=[("range", encode_subscription(["t"]))])[0]
+    box = h.join("g", member_id=first.member_id, protocols=[("range", encode_subscription(["t"]))],
+                 rebalance_ms=5_000)
+    assert box[0].error == 0 and first.member_id in group.members
+    for _ in range(6):
+        h.sched.advance(1000)
+        h.coord.heartbeat("g", first.member_id, None, box[0].generation_id)
+    assert first.member_id not in group.members
