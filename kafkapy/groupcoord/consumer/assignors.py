@@ -407,22 +407,20 @@ class RangeAssignor:
         for m in order:
             for t in subs[m.member_id]:
                 n_members[t] = n_members.get(t, 0) + 1
-        next_start: dict[uuid.UUID, int] = {}
-        handed_extra: dict[uuid.UUID, int] = {}
+        # Per topic: [next range start, partitions, minimum quota, members still due one extra].
+        state = {t: [0, topics[t].num_partitions, *divmod(topics[t].num_partitions, n)]
+                 for t, n in n_members.items()}
         result: GroupAssignment = {}
         for m in order:
             assignment: MemberAssignment = {}
-            for t in sorted(subs[m.member_id], key=lambda t: (topics[t].name, t)):
-                n = topics[t].num_partitions
-                min_quota, extra = divmod(n, n_members[t])
-                given = handed_extra.get(t, 0)
-                quota = min_quota
-                if given < extra:
+            for t in subs[m.member_id]:
+                st = state[t]
+                start, n, quota, extra = st
+                if extra > 0:
                     quota += 1
-                    handed_extra[t] = given + 1
-                start = next_start.get(t, 0)
+                    st[3] = extra - 1
                 end = min(start + quota, n)
-                next_start[t] = end
+                st[0] = end
                 if start < end:
                     assignment[t] = frozenset(range(start, end))
             result[m.member_id] = assignment

@@ -71,11 +71,25 @@ def check_valid(members: dict, topics: dict, result: dict) -> None:
         assert all(isinstance(ps, frozenset) and ps for ps in a.values())
 
 
+RACKS = ["r0", "r1", "r2"]
+
+
 @st.composite
 def groups(draw, homogeneous: bool | None = None, with_current: bool = True):
     n_topics = draw(st.integers(1, 4))
     counts = draw(st.lists(st.integers(0, 24), min_size=n_topics, max_size=n_topics))
-    topics = make_topics(counts)
+    racks = draw(st.booleans())
+    # Bulk choices (replica racks, current owners) come from a seeded generator: drawing each one
+    # from hypothesis makes the test several times slower.
+    rnd = random.Random(draw(st.integers(0, 2**32 - 1)))
+    placement = {}
+    if racks:
+        # Replica racks for the partitions; members get racks below, so the rack-aware paths run
+        # under every property (racks must never change counts or moves).
+        for t, n in enumerate(counts):
+            for p in range(n):
+                placement[(t, p)] = frozenset(rnd.sample(RACKS, rnd.randint(0, 2)))
+    topics = make_topics(counts, placement)
     n_members = draw(st.integers(1, 8))
     homo = draw(st.booleans()) if homogeneous is None else homogeneous
     all_topics = sorted(topics)
@@ -91,10 +105,11 @@ def groups(draw, homogeneous: bool | None = None, with_current: bool = True):
         # A disjoint current assignment, possibly unbalanced, possibly with unsubscribed topics.
         for t in all_topics:
             for p in range(topics[t].num_partitions):
-                owner = draw(st.sampled_from([None, *mids]))
+                owner = rnd.choice([None, *mids])
                 if owner is not None:
                     current[owner].setdefault(t, set()).add(p)
-    members = {mid: member(mid, member_subs[i], {t: frozenset(ps) for t, ps in current[mid].items()})
+    members = {mid: member(mid, member_subs[i], {t: frozenset(ps) for t, ps in current[mid].items()},
+                           rack=draw(st.sampled_from([None, *RACKS])) if racks else None)
                for i, mid in enumerate(mids)}
     return members, topics
 
@@ -179,7 +194,7 @@ def test_uniform_join_and_leave_move_only_what_balance_needs(group, data):
     total = sum(topics[t].num_partitions for t in subs)
 
     joined = dict(stable)
-    joined["zz-new"] = member("zz-new", subs)
+    joined["zz-new"] = member("zz-new", subs, rack="r1")
     result = uniform.assign(joined, topics)
     assert total - kept_partitions(joined, result) == total // len(joined)
     assert sizes(result)["zz-new"] == total // len(joined)
