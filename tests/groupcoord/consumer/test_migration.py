@@ -447,6 +447,7 @@ def test_upgraded_group_survives_a_reload():
     m1, m2 = classic_stable(h)
     consumer_heartbeat(h, "c1")
     before = h.coord.manager.groups["g"]
+    h.coord.close()  # the old coordinator's timers must not write behind the new one
     reloaded = Harness(logs=h.logs, scheduler=h.sched)
     reloaded.coord.consumer.topics = h.coord.consumer.topics
     group = reloaded.coord.manager.groups["g"]
@@ -486,6 +487,7 @@ def test_downgraded_group_survives_a_reload():
     assert h.coord.consumer_group_heartbeat(HeartbeatRequest("g", "c1", -1, api_version=1)).error == 0
     before = h.coord.manager.groups["g"]
     assert isinstance(before, GroupMetadata)
+    h.coord.close()  # the old coordinator's timers must not write behind the new one
     reloaded = Harness(logs=h.logs, scheduler=h.sched)
     group = reloaded.coord.manager.groups["g"]
     assert isinstance(group, GroupMetadata)
@@ -567,6 +569,7 @@ def test_random_mix_of_classic_and_consumer_members_never_owns_twice(seed):
     print(f"seed {seed}: {' -> '.join(kinds)}")
     # what was written replays to the group in memory
     group = h.coord.manager.groups["g"]
+    h.coord.close()  # the old coordinator's timers must not write behind the new one
     reloaded = Harness(logs=h.logs, scheduler=h.sched).coord.manager.groups["g"]
     assert type(reloaded) is type(group)
     assert reloaded.offsets[("t", 3)].offset == 1
@@ -720,6 +723,7 @@ def test_random_static_members_and_subscriptions_across_conversions(seed):
     group = h.coord.manager.groups.get("g")
     if isinstance(group, ConsumerGroup):
         assert_no_double_ownership(group)
+        h.coord.close()  # the old coordinator's timers must not write behind the new one
         reloaded = Harness(logs=h.logs, scheduler=h.sched).coord.manager.groups["g"]
         assert isinstance(reloaded, ConsumerGroup) and set(reloaded.members) == set(group.members)
         for member_id, member in group.members.items():
@@ -749,3 +753,23 @@ def test_classic_member_fenced_when_it_does_not_rejoin_or_sync_in_time():
         h.sched.advance(1000)
         h.coord.heartbeat("g", first.member_id, None, box[0].generation_id)
     assert first.member_id not in group.members
+
+
+def test_classic_members_keep_working_after_a_coordinator_reload():
+    h = harness()
+    m1, m2 = classic_stable(h)
+    consumer_heartbeat(h, "c1")
+    joined, synced = rejoin_classic(h, m1.member_id)
+    assert synced.error == 0
+    h.coord.close()  # the old coordinator's timers must not write behind the new one
+    reloaded = Harness(logs=h.logs, scheduler=h.sched)
+    reloaded.coord.consumer.topics = h.coord.consumer.topics
+    group = reloaded.coord.manager.groups["g"]
+    assert group.members[m1.member_id].session_timer is not None  # sessions restart after the load
+    assert reloaded.coord.heartbeat("g", m1.member_id, None, joined.generation_id) in (
+        ErrorCode.NONE, ErrorCode.REBALANCE_IN_PROGRESS)
+    assert reloaded.coord.heartbeat("g", m1.member_id, None, joined.generation_id + 5) == ErrorCode.ILLEGAL_GENERATION
+    for _ in range(12):  # m1 heartbeats; m2 stays silent and expires after its 10 s session
+        h.sched.advance(1000)
+        reloaded.coord.heartbeat("g", m1.member_id, None, group.members[m1.member_id].member_epoch)
+    assert m1.member_id in group.members and m2.member_id not in group.members
