@@ -1,8 +1,8 @@
 """Topic subscription regular expressions of KIP-848 consumer groups, with RE2J's syntax and speed.
 
 Kafka 4.0 compiles ConsumerGroupHeartbeat's SubscribedTopicRegex with Google's RE2J and
-subscribes a member to every non-internal topic whose whole name matches
-(``pattern.matcher(name).matches()``). Python's ``re`` is a different dialect and a backtracking
+subscribes a member to every topic whose whole name matches (``pattern.matcher(name).matches()``;
+internal topics are not skipped, only topics the member may not DESCRIBE). Python's ``re`` is a different dialect and a backtracking
 engine (``(a|a)*b`` takes exponential time), so we parse RE2 syntax ourselves, with RE2J's rules
 and error descriptions, and match with a linear-time automaton (a lazily built DFA over a
 Thompson NFA, as RE2 does). ``compile_topic_regex`` also returns the equivalent Python pattern
@@ -808,12 +808,20 @@ def _program(pattern: str) -> TopicRegex:
         raise InvalidTopicRegex(_ERR_NESTING, pattern) from None
 
 
-def matching_topics(pattern: str | re.Pattern[str], topic_names: Iterable[str]) -> set[str]:
-    """The non-internal topics whose whole name matches ``pattern`` (RE2J ``matches()``).
+def matching_topics(pattern: str | re.Pattern[str], topic_names: Iterable[str], *,
+                    exclude_internal: bool = False) -> set[str]:
+    """The topics whose whole name matches ``pattern`` (RE2J ``matches()``).
 
     ``pattern`` is the RE2J source (matched in linear time), or an ``re.Pattern`` used as is.
+    Internal topics are candidates like any other, as in Kafka 4.0 (its coordinator matches every
+    topic of the metadata image and filters only by DESCRIBE ACLs); ``exclude_internal`` leaves
+    them out.
     """
     if isinstance(pattern, str):
         fullmatch = _program(pattern).fullmatch
+    else:
+        def fullmatch(name: str) -> bool:
+            return pattern.fullmatch(name) is not None
+    if exclude_internal:
         return {name for name in topic_names if not is_internal_topic(name) and fullmatch(name)}
-    return {name for name in topic_names if not is_internal_topic(name) and pattern.fullmatch(name) is not None}
+    return {name for name in topic_names if fullmatch(name)}

@@ -130,10 +130,12 @@ def test_rejected_as_re2j_rejects(pattern, description):
         matching_topics(pattern, ["a"])
 
 
-def test_internal_topics_never_match():
+def test_internal_topics_match_as_in_kafka_unless_excluded():
+    """Kafka 4.0's coordinator matches regexes against every topic, internal ones included."""
     names = ["__consumer_offsets", "__transaction_state", "__share_group_state", "orders", "_private"]
-    assert matching_topics(".*", names) == {"orders", "_private"}
-    assert matching_topics("__consumer_offsets", names) == set()
+    assert matching_topics(".*", names) == set(names)
+    assert matching_topics(".*", names, exclude_internal=True) == {"orders", "_private"}
+    assert matching_topics("__consumer_offsets", names, exclude_internal=True) == set()
 
 
 def test_linear_time_on_backtracking_bombs():
