@@ -97,7 +97,7 @@ def _assignment_ids(partitions: Mapping[str, list[int]], topic_id_of: TopicIdOf)
         topic_id = topic_id_of(topic)
         if topic_id is None or not parts:
             continue  # a deleted topic: Kafka drops it from the converted assignment
-        result[topic_id] = result.get(topic_id, frozenset()) | frozenset(parts)
+        result[topic_id] = result.get(topic_id, frozenset()) | frozenset(p for p in parts if p >= 0)
     return result
 
 
@@ -139,8 +139,8 @@ def convert_to_consumer_group(classic: GroupMetadata, topic_id_of: TopicIdOf, no
         try:
             group.add_member(new)
         except OwnershipError as exc:
-            raise MigrationError(f"group {classic.group_id}: the classic assignment is not a partition"
-                                 f" of the topics: {exc}") from None
+            raise MigrationError(f"group {classic.group_id}: the members' classic assignments overlap:"
+                                 f" {exc}") from None
         group.target[new.member_id] = dict(assigned)
     group.offsets = dict(classic.offsets)
     return group
