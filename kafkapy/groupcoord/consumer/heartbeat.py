@@ -101,7 +101,8 @@ def validate_heartbeat_request(request: HeartbeatRequest, assignor_names: list[s
             compile_topic_regex(request.subscribed_topic_regex)
         except InvalidTopicRegex as exc:
             raise _error(ErrorCode.INVALID_REGULAR_EXPRESSION,
-                         f"SubscribedTopicRegex is not a valid regular expression: {exc}") from None
+                         f"SubscribedTopicRegex `{request.subscribed_topic_regex}` is not a valid regular "
+                         f"expression: {exc.description}.") from None
     if request.server_assignor is not None and request.server_assignor not in assignor_names:
         raise _error(ErrorCode.UNSUPPORTED_ASSIGNOR,
                      f"ServerAssignor {request.server_assignor} is not supported. Supported assignors: "
