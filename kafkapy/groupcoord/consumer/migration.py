@@ -98,7 +98,7 @@ def _assignment_ids(partitions: Mapping[str, list[int]], topic_id_of: TopicIdOf)
         if topic_id is None or not parts:
             continue  # a deleted topic: Kafka drops it from the converted assignment
         result[topic_id] = result.get(topic_id, frozenset()) | frozenset(p for p in parts if p >= 0)
-    return result
+    return {t: p for t, p in result.items() if p}
 
 
 def convert_to_consumer_group(classic: GroupMetadata, topic_id_of: TopicIdOf, now_ms: int) -> ConsumerGroup:
