@@ -8,6 +8,10 @@ the same members with the same member epochs and assignments; the members, which
 heartbeating through the outage, carry on with their epochs (no one is fenced, no partition
 moves: their rebalance callbacks report nothing new), and the committed offsets are unchanged.
 At the end more records are produced and the group, untouched, commits them up to the log end.
+
+In a cluster (kafkapy.testing.KafkaCluster, 3 brokers in ZooKeeper mode) the group follows the
+leader of its __consumer_offsets partition: when that leadership moves, the new leader loads the
+group from its replica of the log and serves it exactly as before, to the same members.
 """
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from conformance.broker_process import external_bootstrap
 from conformance.consumer_group_clients import (
     CONSUMER_PROTOCOL_OVERRIDES,
     confluent_member,
@@ -40,6 +45,16 @@ RECORDS = 600
 HEARTBEAT_S = int(CONSUMER_PROTOCOL_OVERRIDES["group.consumer.heartbeat.interval.ms"]) / 1000
 
 
+def settled_snapshot(bootstrap: str, group: str, members: list[ConsumerProcess]):
+    """A snapshot of a Stable group whose members own all partitions and report owning them."""
+    found = snapshot(bootstrap, group)
+    if found is None or found[0] != "Stable" or len(found[3]) != len(members):
+        return None
+    owned = sorted(p for m in found[3].values() for p in m[2])
+    reported = sorted(p for m in members for p in m.assigned())
+    return found if owned == list(range(PARTITIONS)) == reported else None
+
+
 def snapshot(bootstrap: str, group: str):
     """The group as ConsumerGroupDescribe shows it: (state, group epoch, assignment epoch,
     {member id: (member epoch, client id, assigned partitions, target partitions)})."""
@@ -51,16 +66,6 @@ def snapshot(bootstrap: str, group: str):
                              sorted(p for tp in m.target_assignment.topic_partitions for p in tp.partitions))
                for m in described.members}
     return described.group_state, described.group_epoch, described.assignment_epoch, members
-
-
-def stable_snapshot(bootstrap: str, group: str, members: list[ConsumerProcess]):
-    """A snapshot of a Stable group whose members own all partitions and report owning them."""
-    found = snapshot(bootstrap, group)
-    if found is None or found[0] != "Stable" or len(found[3]) != len(members):
-        return None
-    owned = sorted(p for m in found[3].values() for p in m[2])
-    reported = sorted(p for m in members for p in m.assigned())
-    return found if owned == list(range(PARTITIONS)) == reported else None
 
 
 def rebalance_events(member: ConsumerProcess) -> list[list[str]]:
@@ -77,7 +82,7 @@ def test_group_and_offsets_survive_clean_and_sigkill_restarts(broker_factory, tm
     try:
         for member in members:
             member.start()
-        before = wait_until(lambda: stable_snapshot(bs, group, members), 30, "a stable two-member group")
+        before = wait_until(lambda: settled_snapshot(bs, group, members), 30, "a stable two-member group")
         ends = end_offsets(bs, topic, PARTITIONS)
         wait_until(lambda: committed_offsets(bs, group, topic, PARTITIONS) == ends, 20,
                    "commits up to the log end")
@@ -108,3 +113,48 @@ def test_group_and_offsets_survive_clean_and_sigkill_restarts(broker_factory, tm
         assert snapshot(bs, group) == before
     finally:
         stop_members(members, timeout=20)
+
+
+@pytest.mark.skipif(external_bootstrap() is not None, reason="starts its own cluster")
+def test_group_follows_the_leader_of_its_offsets_partition(tmp_path: Path) -> None:
+    from kafkapy.groupcoord.offsets_topic import OFFSETS_TOPIC, partition_for
+    from kafkapy.testing import KafkaCluster
+
+    settings = {k: v for k, v in CONSUMER_PROTOCOL_OVERRIDES.items() if k != "offsets.topic.replication.factor"}
+    settings["offsets.topic.num.partitions"] = "3"
+    with KafkaCluster(brokers=3, **settings) as cluster:
+        bs = cluster.bootstrap_servers
+        topic, group = f"moving-{uuid.uuid4().hex[:8]}", f"moving-group-{uuid.uuid4().hex[:8]}"
+        cluster.create_topic(topic, partitions=PARTITIONS, replication_factor=3)
+        produce(bs, topic, RECORDS)
+        coordinator_partition = partition_for(group, 3)
+
+        def stable_at_coordinator():
+            leader = cluster.leader(OFFSETS_TOPIC, coordinator_partition)  # None until the topic exists
+            return None if leader is None else settled_snapshot(cluster.broker(leader).bootstrap_servers, group,
+                                                                members)
+
+        members = [confluent_member(bs, group, topic, tmp_path, f"m{i}") for i in range(2)]
+        try:
+            for member in members:
+                member.start()
+            before = wait_until(stable_at_coordinator, 30, "a stable two-member group")
+            ends = end_offsets(bs, topic, PARTITIONS)
+            wait_until(lambda: committed_offsets(bs, group, topic, PARTITIONS) == ends, 20,
+                       "commits up to the log end")
+            events = [rebalance_events(m) for m in members]
+            old = cluster.leader(OFFSETS_TOPIC, coordinator_partition)
+            new = next(b for b in sorted(cluster.brokers) if b != old)
+            cluster.move_leader(OFFSETS_TOPIC, coordinator_partition, to=new)
+            moved_to = cluster.broker(new).bootstrap_servers
+            after = wait_until(lambda: snapshot(moved_to, group), 20, "ConsumerGroupDescribe at the new coordinator")
+            assert after == before, f"after the move: {after}\nbefore: {before}"
+            time.sleep(3 * HEARTBEAT_S)
+            assert snapshot(moved_to, group) == before, "the group changed after its members found the new coordinator"
+            assert [rebalance_events(m) for m in members] == events, "members saw a rebalance"
+            produce(bs, topic, RECORDS, start=RECORDS)
+            ends = end_offsets(bs, topic, PARTITIONS)
+            wait_until(lambda: committed_offsets(bs, group, topic, PARTITIONS) == ends, 20,
+                       "commits of the new records up to the log end (at the new coordinator)")
+        finally:
+            stop_members(members, timeout=20)
