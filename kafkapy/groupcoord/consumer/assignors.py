@@ -142,15 +142,18 @@ class _UniformHomogeneous:
         member_ids = sorted(self.members)
         if not self.subscribed:
             return {mid: {} for mid in member_ids}
-        subscribed_set = set(self.subscribed)
         # What each member may keep: its current subscribed partitions that exist and that no
         # member listed before it already claimed (a consistent target never has duplicates).
         claimed: set[_TP] = set()
         kept: dict[str, list[_TP]] = {}
         for mid in member_ids:
             mine: list[_TP] = []
-            for topic_id, partitions in self.members[mid].current.items():
-                if topic_id not in subscribed_set:
+            current = self.members[mid].current
+            # In topic order, so which partitions a member over its quota gives up does not
+            # depend on the order of its current assignment mapping.
+            for topic_id in self.subscribed:
+                partitions = current.get(topic_id)
+                if not partitions:
                     continue
                 n = self.topics[topic_id].num_partitions
                 for p in sorted(partitions):

@@ -256,6 +256,7 @@ class _Parser:
         s = self.s
         items: list[object] = []
         last_was_repeat = False
+        last_repeat_pos = 0
         while self.i < len(s) and s[self.i] not in "|)":
             c = s[self.i]
             start = self.i

@@ -211,7 +211,11 @@ def test_uniform_join_and_leave_move_only_what_balance_needs(group, data):
 @given(groups(), st.randoms(use_true_random=False))
 def test_deterministic(group, rnd):
     members, topics = group
-    items = list(members.items())
+    items = []
+    for mid, m in members.items():
+        current = list(m.current.items())
+        rnd.shuffle(current)
+        items.append((mid, MemberSpec(m.member_id, m.instance_id, m.rack_id, m.subscribed_topic_ids, dict(current))))
     rnd.shuffle(items)
     topic_items = list(topics.items())
     rnd.shuffle(topic_items)
