@@ -202,9 +202,15 @@ class _UniformHomogeneous:
                          unassigned: list[_TP]) -> list[_TP]:
         """Give each unfilled member partitions with a replica in its rack first; return the rest."""
         by_rack: dict[str, list[int]] = {}
+        n_racks: list[int] = []
         for i, (topic_id, p) in enumerate(unassigned):
-            for rack in self.topics[topic_id].partition_racks.get(p, ()):
+            racks = self.topics[topic_id].partition_racks.get(p, ())
+            n_racks.append(len(racks))
+            for rack in racks:
                 by_rack.setdefault(rack, []).append(i)
+        # Partitions local to fewer racks first: they have fewer members that could take them.
+        for candidates in by_rack.values():
+            candidates.sort(key=lambda i: n_racks[i])
         taken = [False] * len(unassigned)
         cursor: dict[str, int] = {}
         for mid in unfilled:
