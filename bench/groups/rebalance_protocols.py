@@ -13,21 +13,28 @@ Client modes compared (the same group size, topic and broker process for all of 
 
 Phases of one repetition (a new group id per repetition, on one topic with 60 partitions):
   form   10 consumers, already created and connected, are told "go" at t0 and subscribe.
-  leave  one of the 10 is told to close() (a graceful leave) at t0.
-  join   an 11th consumer, already created, is told "go" at t0.
+  leave  one of the group (chosen at random) is told to close() (a graceful leave) at t0.
+  join   a new consumer, already created and connected, is told "go" at t0.
+After "form", --cycles (default 2) leave+join pairs follow. Before each leave and join the parent sleeps a random
+0 to one heartbeat interval: members that joined together heartbeat in step, and a fixed pause would start every
+leave/join at the same point of their heartbeat cycle (measuring that point, not the protocol).
 
 Definitions (measured from the consumers' own callbacks, not from the broker):
   owned    time from t0 to the first moment at which every partition of the topic is owned by
            exactly one of the phase's members and every member owns at least one partition.
            For "form" this is "10 consumers own all partitions".
   settled  the phase ends once ownership is "owned" as above and no member's assignment has changed
-           for a quiet window (QUIET_S plus the longest heartbeat interval in play, so a pending
-           incremental step - a revocation waiting for the next heartbeat - is always seen);
-           "settled" is the time from t0 to the last assignment change of any phase member before
-           that window. The leaver's own revocation does not count; the phase's members are the
-           10 (form), the 9 that stay (leave), the 11 (join).
+           for a quiet window (QUIET_S plus the heartbeat interval in play, so a pending incremental
+           step - a revocation waiting for the next heartbeat - is always seen); "settled" is the time
+           from t0 to the last change of what a phase member owns before that window (callbacks that
+           change nothing do not count). The leaver's own revocation does not count; the phase's
+           members are the group after the change.
+  unowned  partition-seconds with no owner between t0 and "settled": what the rebalance costs
+           consumption (eager revokes every partition, incremental protocols only those that move).
   overlap  the most owners any partition had at once over the whole repetition, from the ordered
            events (1 = a partition was never owned twice at once as the consumers see it).
+  broker agrees  (consumer protocol) after the phase, ConsumerGroupDescribe says Stable and every
+           member is at the assignment epoch with assignment = target = what the consumer reports.
 
 Broker profiles (each a fresh kafkapy process; every value not named is Kafka's default):
   default  group.initial.rebalance.delay.ms=3000 (Kafka's default; only classic waits on it),
@@ -36,8 +43,8 @@ Broker profiles (each a fresh kafkapy process; every value not named is Kafka's 
            (classic: session.timeout.ms=45000, heartbeat.interval.ms=3000).
   fast     group.initial.rebalance.delay.ms=0, group.consumer.heartbeat.interval.ms=500 and
            group.consumer.min.heartbeat.interval.ms=500; classic clients heartbeat.interval.ms=500.
-Both profiles also set offsets.topic.replication.factor=1 (a one-broker cluster) and
-group.coordinator.rebalance.protocols=classic,consumer (Kafka 4.0's default).
+Both profiles also set offsets.topic.replication.factor=1 (a one-broker cluster);
+group.coordinator.rebalance.protocols is left at its default "classic,consumer" (Kafka 4.0's).
 
     python bench/groups/rebalance_protocols.py                       # both profiles, 3 repetitions
     python bench/groups/rebalance_protocols.py --profiles fast --modes consumer,cooperative --reps 2
@@ -66,14 +73,15 @@ sys.path.insert(0, str(REPO_ROOT))
 
 DOCS_PATH = REPO_ROOT / "docs" / "benchmarks.md"
 DOCS_HEADING = "## Consumer groups: consumer protocol (KIP-848) against classic"
+DOCS_BEGIN = "<!-- bench/groups/rebalance_protocols.py: generated table begins -->"
+DOCS_END = "<!-- bench/groups/rebalance_protocols.py: generated table ends -->"
 PHASES = ("form", "leave", "join")
 MODES = ("consumer", "classic", "cooperative")
 QUIET_S = 1.0
 PHASE_TIMEOUT_S = 60.0
 WORKER_READY_TIMEOUT_S = 30.0
 
-COMMON_OVERRIDES = {"offsets.topic.replication.factor": "1",
-                    "group.coordinator.rebalance.protocols": "classic,consumer"}
+COMMON_OVERRIDES = {"offsets.topic.replication.factor": "1"}
 PROFILES = {
     "default": {"broker": {"group.initial.rebalance.delay.ms": "3000",
                            "group.consumer.heartbeat.interval.ms": "5000"},
@@ -260,6 +268,27 @@ def max_overlap(events: list[dict]) -> int:
     return worst
 
 
+def unowned_partition_seconds(events: list[dict], partitions: int, t0: float, t1: float) -> float:
+    """Integral over [t0, t1] of the number of partitions no consumer owned: what a rebalance costs in
+    consumption (an eager rebalance stops every partition; an incremental one only those that move)."""
+    owned: dict[str, set[int]] = {}
+    total, last_t = 0.0, t0
+    for e in sorted(events, key=lambda e: e["t"]):
+        if e["ev"] not in ("assign", "revoke"):
+            continue
+        if e["t"] > t0:
+            end = min(e["t"], t1)
+            if end > last_t:
+                total += (partitions - len(set().union(*owned.values()))) * (end - last_t)
+                last_t = end
+        if e["t"] > t1:
+            break
+        owned[e["member"]] = set(e["owned"])
+    if t1 > last_t:
+        total += (partitions - len(set().union(*owned.values()))) * (t1 - last_t)
+    return total
+
+
 def wait_phase(events: list[dict], lock: threading.Lock, members: list[str], partitions: int, t0: float,
                quiet_s: float) -> dict[str, float]:
     """Wait until the phase's members own every partition once and nothing changed for quiet_s."""
@@ -276,7 +305,8 @@ def wait_phase(events: list[dict], lock: threading.Lock, members: list[str], par
                 if is_owned(ownership_at(snapshot, t), members, partitions):
                     first_owned = t
                     break
-            return {"owned": first_owned - t0, "settled": last - t0}
+            return {"owned": first_owned - t0, "settled": last - t0,
+                    "unowned_ps": unowned_partition_seconds(snapshot, partitions, t0, last)}
         if now > deadline:
             owned = ownership_at(snapshot, now)
             summary = {m: len(owned.get(m, ())) for m in members}
@@ -474,6 +504,13 @@ def fmt(st: tuple[float, float, float] | None) -> str:
     return f"{med * 1000:.0f} ({lo * 1000:.0f}-{hi * 1000:.0f})"
 
 
+def fmt_ps(st: tuple[float, float, float] | None) -> str:
+    if st is None:
+        return "failed"
+    med, lo, hi = st
+    return f"{med:.1f} ({lo:.1f}-{hi:.1f})"
+
+
 def markdown(results: dict[str, dict], modes: list[str], reps: int, partitions: int, size: int, cycles: int,
              command: str) -> str:
     lines = [f"confluent-kafka {client_version()} consumers, each in its own process; a {partitions}-partition topic; "
@@ -485,7 +522,9 @@ def markdown(results: dict[str, dict], modes: list[str], reps: int, partitions: 
              "exactly one member and every member owning some; \"settled\" = time to the last assignment change "
              f"before the group stayed unchanged for {QUIET_S:g} s + one heartbeat interval. Modes: consumer = "
              "group.protocol=consumer (broker assignor uniform); classic = eager range; cooperative = classic with "
-             "cooperative-sticky. overlap = most owners a partition ever had at once (1 = never owned twice). "
+             "cooperative-sticky. unowned = partition-seconds without an owner between t0 and "
+             "settled (what the rebalance costs consumption: eager stops all partitions, incremental only the ones "
+             "that move). overlap = most owners a partition ever had at once (1 = never owned twice). "
              "broker agrees (consumer protocol only) = phases after which ConsumerGroupDescribe reported the group "
              "Stable, every member at the assignment epoch with its assignment equal to its target and to what the "
              "consumer itself reported.", ""]
@@ -495,9 +534,9 @@ def markdown(results: dict[str, dict], modes: list[str], reps: int, partitions: 
         client = ", ".join(f"{k}={v}" for k, v in prof["classic_client"].items()) or "librdkafka defaults"
         lines.append(f"Profile **{profile_name}**: broker {overrides}; classic clients: {client}.")
         lines.append("")
-        lines.append("| mode | form: owned | form: settled | leave: settled | join: settled | overlap | "
-                     "broker agrees | failed |")
-        lines.append("|---|---|---|---|---|---|---|---|")
+        lines.append("| mode | form: owned | form: settled | leave: settled | join: settled | leave: unowned | "
+                     "join: unowned | overlap | broker agrees | failed |")
+        lines.append("|---|---|---|---|---|---|---|---|---|---|")
         table: dict[str, dict[str, tuple | None]] = {}
         for mode in modes:
             samples = res["samples"].get(mode, [])
@@ -505,6 +544,7 @@ def markdown(results: dict[str, dict], modes: list[str], reps: int, partitions: 
                    "form": stats([s["form"]["settled"] for s in samples])}
             for p in ("leave", "join"):
                 row[p] = stats([t["settled"] for s in samples for t in s[p]])
+                row[f"{p}_unowned"] = stats([t["unowned_ps"] for s in samples for t in s[p]])
             table[mode] = row
             overlap = max((s["overlap"] for s in samples), default=0)
             nfail = len(res["failures"].get(mode, []))
@@ -512,12 +552,14 @@ def markdown(results: dict[str, dict], modes: list[str], reps: int, partitions: 
             agrees = (f"{sum(1 for v in views if v.get('state') == 'Stable' and v.get('converged'))}/{len(views)}"
                       if views else "n/a")
             lines.append(f"| {mode} | {fmt(row['form_owned'])} | {fmt(row['form'])} | {fmt(row['leave'])} | "
-                         f"{fmt(row['join'])} | {overlap or 'n/a'} | {agrees} | {nfail}/{reps} |")
+                         f"{fmt(row['join'])} | {fmt_ps(row['leave_unowned'])} | {fmt_ps(row['join_unowned'])} | "
+                         f"{overlap or 'n/a'} | {agrees} | {nfail}/{reps} |")
         if "consumer" in table:
             for other in (m for m in modes if m != "consumer"):
                 parts = []
                 for key, label in (("form_owned", "form owned"), ("form", "form settled"), ("leave", "leave"),
-                                   ("join", "join")):
+                                   ("join", "join"), ("leave_unowned", "leave unowned"),
+                                   ("join_unowned", "join unowned")):
                     a, b = table["consumer"].get(key), table[other].get(key)
                     parts.append(f"{label} {a[0] / b[0]:.2f}" if a and b and b[0] else f"{label} n/a")
                 lines.append("")
@@ -541,15 +583,14 @@ def client_version() -> str:
 
 
 def write_docs(section: str) -> None:
-    """Replace (or append) this benchmark's section in docs/benchmarks.md."""
+    """Replace the generated table between this benchmark's markers in docs/benchmarks.md; the prose around the
+    markers (the reading of the numbers) is left alone. Without markers the section is appended."""
     text = DOCS_PATH.read_text()
-    body = f"{DOCS_HEADING}\n\n{section}\n"
-    start = text.find(DOCS_HEADING)
-    if start == -1:
-        DOCS_PATH.write_text(text.rstrip("\n") + "\n\n" + body)
+    start, end = text.find(DOCS_BEGIN), text.find(DOCS_END)
+    if start != -1 and end > start:
+        DOCS_PATH.write_text(text[:start + len(DOCS_BEGIN)] + "\n" + section + "\n" + text[end:])
         return
-    end = text.find("\n## ", start + len(DOCS_HEADING))
-    DOCS_PATH.write_text(text[:start] + body + (text[end:] if end != -1 else ""))
+    DOCS_PATH.write_text(text.rstrip("\n") + f"\n\n{DOCS_HEADING}\n\n{DOCS_BEGIN}\n{section}\n{DOCS_END}\n")
 
 
 def main(argv: list[str] | None = None) -> int:
