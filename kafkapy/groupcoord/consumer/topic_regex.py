@@ -12,7 +12,7 @@ Python pattern (for callers that want an ``re.Pattern``); ``matching_topics`` ne
 Differences from RE2J, none of which change which topics match (legal topic names contain only
 ASCII letters, digits, ``.``, ``_`` and ``-``): Unicode classes ``\\p...`` contain only their ASCII
 members; case folding under ``(?i)`` uses Python's case mapping for non-ASCII characters (and
-only for ranges under 5000 characters); a pattern whose automaton would exceed 100,000 states
+only for ranges under 5000 characters); a pattern whose automaton would exceed 10,000 states
 (nested counted repetitions such as ``(a{1000}){1000}``), or with groups nested over 100 deep,
 is rejected where RE2J would build it.
 """
@@ -41,7 +41,7 @@ from .re2_syntax import (
 
 __all__ = ["InvalidTopicRegex", "TopicRegex", "compile_topic_regex", "matching_topics", "parse_topic_regex"]
 
-MAX_STATES = 100_000
+MAX_STATES = 10_000
 
 parse_topic_regex = parse_re2
 
