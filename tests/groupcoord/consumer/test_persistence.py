@@ -242,12 +242,23 @@ def test_other_record_types_and_corrupt_values_do_not_stop_the_load(caplog):
 MEMBERS = ["m0", "m1", "m2", "m3"]
 
 
+def compacted(records: list, drop_tombstones: bool) -> list:
+    """What the log cleaner leaves of `records`: the last record of each key, in log order
+    (and, once delete.retention.ms has passed, no tombstones)."""
+    last = {key: i for i, (key, _) in enumerate(records)}
+    return [(k, v) for i, (k, v) in enumerate(records)
+            if last[k] == i and not (drop_tombstones and v is None)]
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.data())
 def test_random_change_sequences_replay_to_the_model(data):
+    """Any sequence of changes, written as the coordinator writes them, loads back as the model,
+    also after the log cleaner compacted the partition (with or without its tombstones)."""
     logs = MemoryLogs()
     mgr = manager(logs)
     group = ConsumerGroup("g")
+    written: list = []
     partitions = [(T1, p) for p in range(4)] + [(T2, p) for p in range(2)]
     for _ in range(data.draw(st.integers(1, 25))):
         op = data.draw(st.sampled_from(["join", "target", "reconcile", "leave", "meta"]))
@@ -308,7 +319,12 @@ def test_random_change_sequences_replay_to_the_model(data):
                 records.append(regex_record("g", "t.*", names, 1, 2))
         if records:
             assert mgr.write_records("g", records) == 0
+            written += records
     if group.group_epoch == 0 and not logs.logs:
         return
     restored = loaded_group(logs)
     assert restored is not None and group_view(restored) == group_view(group)
+    for drop_tombstones in (False, True):
+        cleaned = MemoryLogs()
+        assert manager(cleaned).write_records("g", compacted(written, drop_tombstones)) == 0
+        assert group_view(loaded_group(cleaned)) == group_view(group), f"compacted, tombstones dropped: {drop_tombstones}"
