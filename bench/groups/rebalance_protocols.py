@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import statistics
 import subprocess
@@ -460,6 +461,7 @@ def run_profile(profile_name: str, modes: list[str], reps: int, partitions: int,
     """All modes against one broker process, repetitions interleaved (mode A, B, C, A, B, C, ...)."""
     profile = PROFILES[profile_name]
     rng = random.Random(seed)
+    began, load_before = time.monotonic(), os.getloadavg()[0]
     samples: dict[str, list[dict]] = {m: [] for m in modes}
     failures: dict[str, list[str]] = {m: [] for m in modes}
     log_dir = work / f"workers-{profile_name}"
@@ -488,7 +490,8 @@ def run_profile(profile_name: str, modes: list[str], reps: int, partitions: int,
                             print(f"  {stderr.name}: " + " | ".join(tail), file=sys.stderr)
                             break
                     print(f"[{profile_name}] rep {rep + 1} {mode} FAILED: {exc}", file=sys.stderr, flush=True)
-    return {"samples": samples, "failures": failures}
+    return {"samples": samples, "failures": failures, "loadavg": [load_before, os.getloadavg()[0]],
+            "seconds": time.monotonic() - began}
 
 
 def stats(values: list[float]) -> tuple[float, float, float] | None:
@@ -532,7 +535,10 @@ def markdown(results: dict[str, dict], modes: list[str], reps: int, partitions: 
         prof = PROFILES[profile_name]
         overrides = ", ".join(f"{k}={v}" for k, v in {**COMMON_OVERRIDES, **prof["broker"]}.items())
         client = ", ".join(f"{k}={v}" for k, v in prof["classic_client"].items()) or "librdkafka defaults"
-        lines.append(f"Profile **{profile_name}**: broker {overrides}; classic clients: {client}.")
+        load = res.get("loadavg", [float("nan")] * 2)
+        lines.append(f"Profile **{profile_name}**: broker {overrides}; classic clients: {client}. "
+                     f"{res.get('seconds', 0):.0f} s; load average {load[0]:.1f} at the start, {load[1]:.1f} at "
+                     "the end (2 cores).")
         lines.append("")
         lines.append("| mode | form: owned | form: settled | leave: settled | join: settled | leave: unowned | "
                      "join: unowned | overlap | broker agrees | failed |")
