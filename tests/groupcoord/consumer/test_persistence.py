@@ -261,7 +261,7 @@ def test_random_change_sequences_replay_to_the_model(data):
     written: list = []
     partitions = [(T1, p) for p in range(4)] + [(T2, p) for p in range(2)]
     for _ in range(data.draw(st.integers(1, 25))):
-        op = data.draw(st.sampled_from(["join", "target", "reconcile", "leave", "meta"]))
+        op = data.draw(st.sampled_from(["join", "target", "reconcile", "leave", "meta", "join", "delete"]))
         records = []
         if op == "join":
             mid = data.draw(st.sampled_from(MEMBERS))
@@ -317,14 +317,25 @@ def test_random_change_sequences_replay_to_the_model(data):
             if data.draw(st.booleans()):
                 group.resolved_regexes = {"t.*": frozenset(names)}
                 records.append(regex_record("g", "t.*", names, 1, 2))
+        elif op == "delete":
+            records += group_tombstones(group)
+            group = ConsumerGroup("g")  # a later change creates the group anew
         if records:
             assert mgr.write_records("g", records) == 0
             written += records
-    if group.group_epoch == 0 and not logs.logs:
+    if not written:
         return
-    restored = loaded_group(logs)
-    assert restored is not None and group_view(restored) == group_view(group)
-    for drop_tombstones in (False, True):
-        cleaned = MemoryLogs()
-        assert manager(cleaned).write_records("g", compacted(written, drop_tombstones)) == 0
-        assert group_view(loaded_group(cleaned)) == group_view(group), f"compacted, tombstones dropped: {drop_tombstones}"
+    # the group exists if anything but tombstones was written since it was last deleted
+    group_key = encode_key(ConsumerGroupMetadataKey("g"))
+    deleted_at = max((i for i, (k, v) in enumerate(written) if k == group_key and v is None), default=-1)
+    exists = any(v is not None for _, v in written[deleted_at + 1:])
+    for label, records in (("as written", written), ("compacted", compacted(written, False)),
+                           ("compacted, tombstones dropped", compacted(written, True))):
+        replayed = MemoryLogs()
+        if records:
+            assert manager(replayed).write_records("g", records) == 0
+        restored = loaded_group(replayed)
+        if exists:
+            assert restored is not None and group_view(restored) == group_view(group), label
+        else:
+            assert restored is None, label
