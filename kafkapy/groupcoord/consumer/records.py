@@ -420,6 +420,12 @@ class _Reader:
             found[tag] = bytes(self._take(self.uvarint()))
         return found
 
+    def end(self) -> None:
+        """Nothing may follow a value: Kafka never writes trailing bytes, and a value of another
+        layout under the same version (Kafka 3.7's early-access KIP-848 records) mostly leaves some."""
+        if self.pos != len(self.buf):
+            raise CorruptRecordError(f"{len(self.buf) - self.pos} bytes after the end of a consumer group value")
+
     def skip_tags(self) -> None:
         for _ in range(self.uvarint()):
             self.uvarint()
@@ -520,8 +526,10 @@ def decode_consumer_value(key: ConsumerGroupKey, value: bytes) -> ConsumerGroupV
         assignor = reader.nullable_string()
         tagged = reader.tags()
         classic = _classic_member_metadata(tagged[0]) if tagged.get(0) else None
-        return ConsumerGroupMemberMetadataValue(instance_id, rack_id, client_id, client_host, subscribed, regex,
-                                                rebalance_timeout_ms, assignor, classic)
+        result = ConsumerGroupMemberMetadataValue(instance_id, rack_id, client_id, client_host, subscribed, regex,
+                                                  rebalance_timeout_ms, assignor, classic)
+        reader.end()
+        return result
     elif kind is ConsumerGroupTargetAssignmentMetadataKey:
         result = ConsumerGroupTargetAssignmentMetadataValue(reader.int32())
     elif kind is ConsumerGroupTargetAssignmentMemberKey:
@@ -540,6 +548,7 @@ def decode_consumer_value(key: ConsumerGroupKey, value: bytes) -> ConsumerGroupV
     else:
         raise TypeError(f"not a consumer group record key: {kind.__name__}")
     reader.skip_tags()
+    reader.end()
     return result
 
 

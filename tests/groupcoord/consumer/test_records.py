@@ -213,6 +213,25 @@ def test_truncated_values_raise_corrupt_record(cut):
         decode_consumer_value(ConsumerGroupCurrentMemberAssignmentKey("g", "m"), raw[:cut])
 
 
+def test_kafka_3_7_early_access_layouts_are_refused():
+    # 3.7 wrote KIP-848 values under version 0 in layouts 3.8 dropped (Kafka 3.8+ cannot read
+    # them either): CurrentMemberAssignment had TargetMemberEpoch, a third partition list, Error,
+    # MetadataVersion and MetadataBytes; PartitionMetadata began with the group Epoch
+    current_3_7 = (i16(0) + i32(3) + i32(2) + i32(3) + b"\x01" + b"\x01" + b"\x01" + b"\x00"
+                   + i16(0) + b"\x01" + b"\x00")
+    with pytest.raises(CorruptRecordError):
+        decode_consumer_value(ConsumerGroupCurrentMemberAssignmentKey("g", "m"), current_3_7)
+    partition_metadata_3_7 = i16(0) + i32(5) + b"\x02" + T1.bytes + cstr("t") + i32(3) + b"\x01" + b"\x00" + b"\x00"
+    with pytest.raises(CorruptRecordError):
+        decode_consumer_value(ConsumerGroupPartitionMetadataKey("g"), partition_metadata_3_7)
+
+
+def test_trailing_bytes_raise_corrupt_record():
+    raw = encode_value(ConsumerGroupMetadataValue(1))
+    with pytest.raises(CorruptRecordError):
+        decode_consumer_value(ConsumerGroupMetadataKey("g"), raw + b"\x00")
+
+
 def test_unknown_value_version_raises_corrupt_record():
     with pytest.raises(CorruptRecordError):
         decode_consumer_value(ConsumerGroupMetadataKey("g"), i16(1) + i32(1) + b"\x00")
