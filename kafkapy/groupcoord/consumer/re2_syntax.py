@@ -55,6 +55,8 @@ _ERR_INVALID_REPEAT_OP = "invalid nested repetition operator"
 _ERR_INVALID_REPEAT_SIZE = "invalid repeat count"
 _ERR_MISSING_BRACKET = "missing closing ]"
 _ERR_MISSING_PAREN = "missing closing )"
+_ERR_INTERNAL = "regexp/syntax: internal error"  # RE2J's description of a ')' without its '('
+
 _ERR_MISSING_REPEAT_ARGUMENT = "missing argument to repetition operator"
 _ERR_TRAILING_BACKSLASH = "trailing backslash at end of expression"
 _ERR_DUPLICATE_NAMED_CAPTURE = "duplicate capture group name"
@@ -107,6 +109,10 @@ def _fold(ranges: Ranges) -> Ranges:
             x, y = max(lo, a), min(hi, b)
             if x <= y:
                 extra.append((x ^ 0x20, y ^ 0x20))
+        # The two non-ASCII members of ASCII letters' case orbits: KELVIN SIGN and LONG S.
+        for letters, other in (("kK", 0x212A), ("sS", 0x17F)):
+            if any(lo <= ord(letter) <= hi for letter in letters):
+                extra.append((other, other))
         if hi >= 128 and hi - max(lo, 128) < _FOLD_RANGE_LIMIT:
             for cp in range(max(lo, 128), hi + 1):
                 ch = chr(cp)
@@ -154,6 +160,15 @@ Ogham Ol_Chiki Old_Italic Old_Persian Old_South_Arabian Old_Turkic Oriya Osmanya
 Phoenician Rejang Runic Samaritan Saurashtra Shavian Sinhala Sundanese Syloti_Nagri Syriac Tagalog
 Tagbanwa Tai_Le Tai_Tham Tai_Viet Tamil Telugu Thaana Thai Tibetan Tifinagh Ugaritic Unknown Vai Yi
 """.split())
+
+
+# The ASCII part of RE2J's UnicodeTables.FOLD_CATEGORIES / FOLD_SCRIPT (what (?i) adds to \\p{..}).
+_UNICODE_FOLDS: dict[str, Ranges] = {
+    "Lu": ((97, 122),),             # a-z
+    "Ll": ((75, 75), (83, 83)),     # K and S only: RE2J's table, not the full closure
+    "Lt": (), "Mn": (), "Common": (), "Inherited": (), "Greek": (),
+    "Any": ((0, MAX_CP),),
+}
 
 
 @functools.lru_cache(maxsize=None)
@@ -235,7 +250,7 @@ class _Parser:
     def parse(self) -> object:
         node = self.alternation()
         if self.i < len(self.s):  # a ')' without its '('
-            raise self.error(_ERR_MISSING_PAREN, self.s)
+            raise self.error(_ERR_INTERNAL, "stack underflow")
         return node
 
     def alternation(self) -> object:
@@ -266,6 +281,14 @@ class _Parser:
                     if lo > _MAX_REPEAT or (hi is not None and (hi > _MAX_REPEAT or lo > hi)):
                         raise self.error(_ERR_INVALID_REPEAT_SIZE, s[start:self.i])
                     repeat = (lo, hi)
+                else:
+                    # A '{' that is not a repetition is a literal, but RE2J still counts it as
+                    # a repetition operator for the next one: "a{+" is a nested repetition.
+                    self.i += 1
+                    items.append(self.literal(ord("{")))
+                    last_was_repeat = True
+                    last_repeat_pos = start
+                    continue
             if repeat is not None:
                 lazy = False
                 if self.i < len(s) and s[self.i] == "?":
@@ -281,11 +304,13 @@ class _Parser:
                 continue
             last_was_repeat = False
             atom = self.atom()
-            if atom is not None:
+            if isinstance(atom, list):
+                items.extend(atom)  # \Q...\E: a quantifier after it applies to its last character
+            elif atom is not None:
                 items.append(atom)
         return items[0] if len(items) == 1 else Concat(tuple(items))
 
-    def atom(self) -> object | None:
+    def atom(self) -> object | list[CharSet] | None:
         """The next atom; None for a construct that matches nothing by itself ((?i), \\Q\\E)."""
         s = self.s
         c = s[self.i]
@@ -322,12 +347,9 @@ class _Parser:
                 end = s.find("\\E", self.i + 2)
                 text = s[self.i + 2:] if end < 0 else s[self.i + 2:end]
                 self.i = len(s) if end < 0 else end + 2
-                if not text:
-                    return None
-                chars = [self.literal(ord(ch)) for ch in text]
-                return chars[0] if len(chars) == 1 else Concat(tuple(chars))
+                return [self.literal(ord(ch)) for ch in text] or None
             if nxt in ("p", "P"):
-                return CharSet(self.group_ranges(*self.unicode_class()))
+                return CharSet(self.unicode_class())
             if nxt and nxt in _PERL_ESCAPES:
                 self.i += 2
                 return CharSet(self.group_ranges(*_PERL_ESCAPES[nxt]))
@@ -448,7 +470,7 @@ class _Parser:
             return simple[c]
         raise self.error(_ERR_INVALID_ESCAPE, s[start:self.i])
 
-    def unicode_class(self) -> tuple[Ranges, bool]:
+    def unicode_class(self) -> Ranges:
         s = self.s
         start = self.i
         negated = s[self.i + 1] == "P"
@@ -470,7 +492,11 @@ class _Parser:
         ranges = _unicode_class(name)
         if ranges is None:
             raise self.error(_ERR_INVALID_CHAR_RANGE, s[start:self.i])
-        return ranges, negated
+        if self.fold and name in _UNICODE_FOLDS:
+            # RE2J adds its fold table for the class (only Lu, Ll, Lt, Mn, Common, Inherited,
+            # Greek have one, and it is not the full case closure), then negates.
+            ranges = _merge((*ranges, *_UNICODE_FOLDS[name]))
+        return _negate(ranges) if negated else ranges
 
     def char_class(self) -> CharSet:
         s = self.s
@@ -498,7 +524,7 @@ class _Parser:
                     self.i = end + 2
                     continue
             if s.startswith("\\p", self.i) or s.startswith("\\P", self.i):
-                ranges.extend(self.group_ranges(*self.unicode_class()))
+                ranges.extend(self.unicode_class())
                 continue
             if s[self.i] == "\\" and self.i + 1 < len(s) and s[self.i + 1] in _PERL_ESCAPES:
                 ranges.extend(self.group_ranges(*_PERL_ESCAPES[s[self.i + 1]]))

@@ -36,6 +36,13 @@ def matches(pattern: str, name: str) -> bool:
     (r"\Qa.b\E.*", "a.bc", True),
     (r"\Qa.b\E", "axb", False),
     (r"\Qab*", "ab*", True),                        # \Q without \E quotes to the end
+    (r"\Qab\E*", "abbb", True),                     # the quantifier takes the last quoted character
+    (r"\Qab\E*", "", False),
+    (r"a{{", "a{{", True),
+    (r"(?i)k", "\u212a", True),                     # KELVIN SIGN is in k's case orbit
+    (r"(?i)\p{Ll}", "K", True),                     # RE2J's fold table for Ll adds K and S only
+    (r"(?i)\p{Ll}", "A", False),
+    (r"(?i)\p{Lu}", "a", True),
     (r"[[:alpha:]]+\d", "abc1", True),
     (r"[[:^digit:]]+", "a-b", True),
     (r"\pL+", "Topic", True),
@@ -109,7 +116,9 @@ def test_matching(pattern, name, expected):
     (r"[\b]", "invalid escape sequence"),
     ("\\", "trailing backslash at end of expression"),
     (r"(", "missing closing )"),
-    (r"a)", "missing closing )"),
+    (r"a)", "regexp/syntax: internal error"),            # RE2J's parse stack underflows
+    (r"a{+", "invalid nested repetition operator"),     # RE2J counts a literal { as a repetition
+    (r"x{*", "invalid nested repetition operator"),
     (r"[a", "missing closing ]"),
     (r"[b-a]", "invalid character class range"),
     (r"\p{Foo}", "invalid character class range"),
