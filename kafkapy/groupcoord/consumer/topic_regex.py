@@ -98,7 +98,7 @@ class TopicRegex:
     and cached, as RE2 does; the cache is bounded, so memory is too.
     """
 
-    _CACHE_LIMIT = 20_000
+    _CACHE_LIMIT = 50_000
 
     def __init__(self, pattern: str, tree: object) -> None:
         self.pattern = pattern
@@ -177,7 +177,8 @@ class TopicRegex:
                 matched = True
         return chars, matched
 
-    def _step(self, sid: int, before: int, ch: str) -> int:
+    def _miss(self, sid: int, before: int, ch: str) -> int:
+        """Compute, cache and return the DFA state after ``ch`` (the cache may start over)."""
         chars, _ = self._closure(self._sets[sid], before, _kind(ch))
         cp = ord(ch)
         arg, out = self.arg, self.out
@@ -187,7 +188,17 @@ class TopicRegex:
             k = bisect.bisect_right(starts, cp) - 1
             if k >= 0 and cp <= ends[k]:
                 nxt.add(out[st])
-        return self._intern(frozenset(nxt))
+        if self._size > self._CACHE_LIMIT:
+            # Bounded memory, as RE2: start the cache over (state ids change; callers re-read).
+            self._reset_cache()
+            return self._intern(frozenset(nxt))
+        nid = self._intern(frozenset(nxt))
+        if self.has_assertions:
+            self._steps.setdefault(sid * 4 + before, {})[ch] = nid
+        else:
+            self._rows[sid][ch] = nid
+        self._size += 1
+        return nid
 
     def _reset_cache(self) -> None:
         self._ids: dict[frozenset[int], int] = {}
@@ -195,7 +206,7 @@ class TopicRegex:
         self._rows: list[dict[str, int]] = []   # without assertions: state -> char -> state
         self._steps: dict[int, dict[str, int]] = {}   # with assertions: state * 4 + before -> ...
         self._accepts: dict[tuple[int, int], bool] = {}
-        self._size = 0
+        self._size = 0  # transitions plus NFA states held by DFA states
         self._dead = self._intern(frozenset())
         self._start = self._intern(frozenset((self.start,)))
 
@@ -206,6 +217,7 @@ class TopicRegex:
             self._ids[states] = sid
             self._sets.append(states)
             self._rows.append({})
+            self._size += len(states)
         return sid
 
     def _accepting(self, sid: int, before: int) -> bool:
@@ -216,17 +228,15 @@ class TopicRegex:
 
     def fullmatch(self, text: str) -> bool:
         """Whether the whole of ``text`` matches (RE2J ``Matcher.matches()``)."""
-        if self._size > self._CACHE_LIMIT:
-            self._reset_cache()
         sid = self._start
-        dead = self._dead
+        dead = self._dead  # the dead and start states keep their ids when the cache starts over
         if not self.has_assertions:
             rows = self._rows
             for ch in text:
                 nxt = rows[sid].get(ch)
                 if nxt is None:
-                    nxt = rows[sid][ch] = self._step(sid, _K_EDGE, ch)
-                    self._size += 1
+                    nxt = self._miss(sid, _K_EDGE, ch)
+                    rows = self._rows
                 if nxt == dead:
                     return False
                 sid = nxt
@@ -237,12 +247,10 @@ class TopicRegex:
         kinds = _KINDS
         for ch in text:
             row = steps.get(sid * 4 + before)
-            if row is None:
-                row = steps[sid * 4 + before] = {}
-            nxt = row.get(ch)
+            nxt = None if row is None else row.get(ch)
             if nxt is None:
-                nxt = row[ch] = self._step(sid, before, ch)
-                self._size += 1
+                nxt = self._miss(sid, before, ch)
+                steps = self._steps
             if nxt == dead:
                 return False
             sid = nxt
@@ -250,7 +258,7 @@ class TopicRegex:
         return self._accepting(sid, before)
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=64)
 def _program(pattern: str) -> TopicRegex:
     try:
         return TopicRegex(pattern, parse_re2(pattern))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import re
 import time
 
@@ -213,3 +214,18 @@ def test_arbitrary_input_never_crashes(pattern):
     except InvalidTopicRegex:
         return
     matching_topics(pattern, ["ab", "a.b", "", "ba-1"])
+
+
+def test_bounded_cache_starts_over_without_changing_results(monkeypatch):
+    """A tiny DFA cache forces restarts in the middle of names; results stay those of re."""
+    from kafkapy.groupcoord.consumer import topic_regex
+
+    monkeypatch.setattr(topic_regex.TopicRegex, "_CACHE_LIMIT", 20)
+    rnd = random.Random(5)
+    names = ["".join(rnd.choice("ab._-1") for _ in range(rnd.randint(0, 24))) for _ in range(400)]
+    names += ["ab" * 10 + "a" * 6, "ba" * 8]
+    for pattern in (r"(a|b)*a(a|b){5}", r"\b(a|b)+\b.*", r"[ab]{2,5}\.?.*1", r"(?m)^a.*$"):
+        program = topic_regex.TopicRegex(pattern, topic_regex.parse_topic_regex(pattern))
+        python = re.compile(topic_regex.compile_topic_regex(pattern).pattern)
+        for name in names:
+            assert program.fullmatch(name) == (python.fullmatch(name) is not None), (pattern, name)
