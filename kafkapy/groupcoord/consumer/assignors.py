@@ -11,18 +11,18 @@ Both assignors follow Kafka 4.0's ``org.apache.kafka.coordinator.group.assignor`
   its current partitions as that allows (we hand the "+1" quotas to the members that currently
   own the most, which makes the number of moved partitions the minimum any balanced assignment
   needs; Kafka hands them out in member iteration order). With heterogeneous subscriptions it
-  keeps current partitions, places unowned ones on the least loaded subscriber (topics with
-  the fewest subscribers first) and then moves partitions from a member to a less loaded
-  subscriber of the same topic while their counts differ by more than one.
+  keeps current partitions, places unowned ones on the least loaded subscriber (topics with the
+  most partitions per subscriber first) and then moves partitions from a member to a less
+  loaded subscriber of the same topic while their counts differ by more than one.
 * ``range`` (Kafka's server-side RangeAssignor): per topic, contiguous ranges of partitions to
   the members subscribed to it, in order of instance id (static members first) then member id,
   so co-partitioned topics give each member the same partition numbers.
 
-Rack awareness (both only for ``uniform``): when a member has a rack and a partition's replica
-racks are known, partitions that must be handed out go first to members with a replica in
-their rack, and when a member has to give up partitions it gives up the ones without a local
-replica first. Neither changes how many partitions a member gets, so balance and the number of
-moved partitions are the same as without racks.
+Rack awareness (``uniform`` only; Kafka 4.0's assignors ignore racks): when a member has a rack
+and a partition's replica racks are known, partitions that must be handed out go first to
+members with a replica in their rack, and a member that has to give up partitions gives up the
+ones without a local replica first. Neither changes how many partitions a member gets, so
+balance and the number of moved partitions are the same as without racks.
 """
 
 from __future__ import annotations
