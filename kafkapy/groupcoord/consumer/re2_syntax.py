@@ -222,7 +222,6 @@ class Assertion:
 
 _ANY = CharSet(((0, MAX_CP),))
 _ANY_NOT_NL = CharSet(((0, 9), (11, MAX_CP)))
-_EMPTY = Concat(())
 
 _REPEAT = re.compile(r"\{(0|[1-9][0-9]*)(,(0|[1-9][0-9]*)?)?\}")
 _HEX = "0123456789abcdefABCDEF"
