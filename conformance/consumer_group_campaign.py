@@ -36,13 +36,13 @@ from pathlib import Path
 from conformance.broker_process import start_broker
 from conformance.consumer_group_clients import (
     CONSUMER_PROTOCOL_OVERRIDES,
+    WireCommitMonitor,
     confluent_member,
     java_member,
     kill_member,
     ownership_overlaps,
     stop_members,
 )
-from conformance.test_groups_java import CommitMonitor
 from conformance.test_groups_tools import (
     ConsumerProcess,
     Consumption,
@@ -125,7 +125,7 @@ def run_campaign(work: Path, minutes: float, seed: int, rate: int = 3_000) -> Ca
             produce(bs, topic, batch, start=produced[0], rate_per_s=rate)
             produced[0] += batch
 
-    monitor = CommitMonitor(bs, group, topic, PARTITIONS)
+    monitor = WireCommitMonitor(bs, group, topic, PARTITIONS)
     started = time.monotonic()
     try:
         create_topic(bs, topic, PARTITIONS)

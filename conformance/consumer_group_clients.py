@@ -24,6 +24,7 @@ import asyncio
 import os
 import signal
 import sys
+import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -203,6 +204,64 @@ def describe_consumer_group(bootstrap: str, group: str, version: int = 0):
             connection.close()
 
     return asyncio.run(ask()).groups[0]
+
+
+def fetch_committed(bootstrap: str, group: str, topic: str, partitions: int) -> dict[int, int]:
+    """The group's committed offsets (OffsetFetch v7, admin form) through kafkapy's protocol layer;
+    -1 where none. Raises on a connection failure or a group-level error."""
+    from kafkapy.net.client import BrokerConnection
+    from kafkapy.protocol.messages.offset_fetch import OffsetFetchRequest
+
+    async def ask():
+        host, port = bootstrap.rsplit(":", 1)
+        connection = BrokerConnection(host, int(port), client_id="kafkapy-conformance", request_timeout_s=10)
+        try:
+            request = OffsetFetchRequest(group_id=group, topics=[OffsetFetchRequest.OffsetFetchRequestTopic(
+                name=topic, partition_indexes=list(range(partitions)))], require_stable=False)
+            return await connection.send(request, 7)
+        finally:
+            connection.close()
+
+    response = asyncio.run(ask())
+    if response.error_code:
+        raise RuntimeError(f"OffsetFetch error {response.error_code}")
+    return {p.partition_index: p.committed_offset for t in response.topics for p in t.partitions
+            if p.error_code == 0}
+
+
+class WireCommitMonitor(threading.Thread):
+    """Samples the group's committed offsets every 0.3 s until `halt` is set, with kafkapy's own
+    client: unlike librdkafka's AdminClient (conformance/test_groups_java.py CommitMonitor) it
+    cannot abort the test process when the broker is killed under it (librdkafka 2.16 once died
+    on `rd_kafka_enq_once_del_source_return: eonce->refcnt > 0` in a broker-kill campaign)."""
+
+    def __init__(self, bootstrap: str, group: str, topic: str, partitions: int):
+        super().__init__(daemon=True)
+        self.bootstrap, self.group, self.topic, self.partitions = bootstrap, group, topic, partitions
+        self.samples: list[dict[int, int]] = []
+        self.errors: list[str] = []
+        self.halt = threading.Event()
+
+    def run(self) -> None:
+        while not self.halt.wait(0.3):
+            try:
+                self.samples.append(fetch_committed(self.bootstrap, self.group, self.topic, self.partitions))
+            except Exception as exc:  # the broker may be down: a failed sample is recorded, not fatal
+                self.errors.append(repr(exc))
+
+    def latest(self) -> dict[int, int]:
+        return self.samples[-1] if self.samples else {}
+
+    def backwards(self) -> list[str]:
+        found, best = [], {}
+        for i, sample in enumerate(self.samples):
+            for partition, offset in sample.items():
+                if offset < 0:
+                    continue
+                if offset < best.get(partition, -1):
+                    found.append(f"sample {i}: partition {partition} went back from {best[partition]} to {offset}")
+                best[partition] = max(best.get(partition, -1), offset)
+        return found
 
 
 # -- the confluent-kafka consumer process itself ----------------------------------------------

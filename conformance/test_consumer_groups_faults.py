@@ -31,6 +31,7 @@ import pytest
 
 from conformance.consumer_group_clients import (
     CONSUMER_PROTOCOL_OVERRIDES,
+    WireCommitMonitor,
     assigned_at,
     confluent_member,
     describe_consumer_group,
@@ -41,7 +42,6 @@ from conformance.consumer_group_clients import (
     stop_members,
 )
 from conformance.java.test_java_clients import JavaPrograms, java_programs  # noqa: F401  (fixture)
-from conformance.test_groups_java import CommitMonitor
 from conformance.test_groups_tools import (
     ConsumerProcess,
     Consumption,
@@ -168,7 +168,7 @@ def test_broker_sigkill_keeps_the_group_and_its_offsets(broker_factory, java_pro
                confluent_member(bs, group, topic, tmp_path, "confluent")]
     late = confluent_member(bs, group, topic, tmp_path, "confluent-late")
     expected = members + [late] if moment == "reconciling" else list(members)
-    monitor = CommitMonitor(bs, group, topic, partitions)
+    monitor = WireCommitMonitor(bs, group, topic, partitions)
     producer_error: list[BaseException] = []
 
     def produce_all() -> None:
@@ -245,6 +245,7 @@ def test_broker_sigkill_keeps_the_group_and_its_offsets(broker_factory, java_pro
         seen.add(member)
     assert not seen.problems, seen.problems[:10]
     assert seen.missing(ends) == [], f"{len(seen.missing(ends))} records never consumed"
+    assert len(monitor.samples) > 10, monitor.errors[:5]
     assert not monitor.backwards(), monitor.backwards()[:10]
     overlaps = ownership_overlaps(expected)
     assert not overlaps, overlaps[:10]
