@@ -169,6 +169,17 @@ def ownership_overlaps(members: list[ConsumerProcess], killed_at_us: dict[str, i
     return problems
 
 
+def unique(prefix: str) -> str:
+    """A topic or group name unique to this run."""
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def settled(members: list[ConsumerProcess], partitions: int) -> bool:
+    """Every partition owned, by exactly one of `members`, and every member owns one."""
+    owned = [m.assigned() for m in members]
+    return all(owned) and sum(map(len, owned)) == partitions and len(set().union(*owned)) == partitions
+
+
 def first_offsets(member: ConsumerProcess) -> dict[int, int]:
     """The first offset the member read from each partition."""
     first: dict[int, int] = {}

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
 from pathlib import Path
 
 import pytest
@@ -39,7 +38,9 @@ from conformance.consumer_group_clients import (
     kill_member,
     now_us,
     ownership_overlaps,
+    settled,
     stop_members,
+    unique,
 )
 from conformance.java.test_java_clients import JavaPrograms, java_programs  # noqa: F401  (fixture)
 from conformance.test_groups_tools import (
@@ -60,16 +61,6 @@ BROKER_DOWN_S = 3.0
 @pytest.fixture(scope="module")
 def broker_overrides() -> dict[str, str]:
     return dict(CONSUMER_PROTOCOL_OVERRIDES)
-
-
-def unique(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-
-def settled(members: list[ConsumerProcess], partitions: int) -> bool:
-    """Every partition owned, by exactly one of `members`, and every member owns one."""
-    owned = [m.assigned() for m in members]
-    return all(owned) and sum(map(len, owned)) == partitions and len(set().union(*owned)) == partitions
 
 
 def rebalance_events(member: ConsumerProcess) -> list[list[str]]:

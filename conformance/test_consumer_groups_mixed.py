@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
 from pathlib import Path
 
 import pytest
@@ -40,7 +39,9 @@ from conformance.consumer_group_clients import (
     first_offsets,
     java_member,
     ownership_overlaps,
+    settled,
     stop_members,
+    unique,
 )
 from conformance.java.test_java_clients import JavaPrograms, java_programs  # noqa: F401  (fixture)
 from conformance.test_groups_java import CommitMonitor
@@ -62,20 +63,6 @@ MIXED_RATE = 10_000  # records/s: production spans ~20 s, long enough for member
 @pytest.fixture(scope="module")
 def broker_overrides() -> dict[str, str]:
     return dict(CONSUMER_PROTOCOL_OVERRIDES)
-
-
-def unique(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-
-def owned_by(members: list[ConsumerProcess]) -> set[int]:
-    return set().union(*(m.assigned() for m in members))
-
-
-def settled(members: list[ConsumerProcess], partitions: int) -> bool:
-    """Every partition owned, by exactly one of `members`, and every member owns one."""
-    owned = [m.assigned() for m in members]
-    return all(owned) and sum(map(len, owned)) == partitions and len(set().union(*owned)) == partitions
 
 
 def test_mixed_java_and_librdkafka_consumer_protocol_group(broker, java_programs: JavaPrograms,
