@@ -124,8 +124,16 @@ def test_uniform_valid(group):
 @SETTINGS
 @given(groups())
 def test_range_valid(group):
+    """Valid, and per topic each subscriber gets a contiguous range; range sizes differ by <= 1."""
     members, topics = group
-    check_valid(members, topics, range_.assign(members, topics))
+    result = range_.assign(members, topics)
+    check_valid(members, topics, result)
+    for t in topics:
+        subs = [mid for mid, m in members.items() if t in m.subscribed_topic_ids]
+        got = [sorted(result[mid].get(t, ())) for mid in subs]
+        assert all(ps == list(range(ps[0], ps[-1] + 1)) for ps in got if ps)
+        if subs:
+            assert max(map(len, got)) - min(map(len, got)) <= 1
 
 
 @SETTINGS
