@@ -132,7 +132,7 @@ async def ask_for_a_missing_topic(host: str, port: int) -> None:
 
 async def join_members(host: str, port: int, group: str, topic: str, partitions: int, members: int) -> None:
     """`members` consumers of `group` in one generation, each assigned a range of `topic`."""
-    from kafkapy.groupcoord.consumer_protocol import encode_assignment, encode_subscription
+    from kafkapy.protocol.consumer_protocol import encode_assignment, encode_subscription
     from kafkapy.net.client import BrokerConnection
     from kafkapy.protocol.messages import FindCoordinatorRequest, JoinGroupRequest, SyncGroupRequest
 

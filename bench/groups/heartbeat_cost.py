@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from kafkapy.groupcoord import GroupCoordinator, GroupCoordinatorConfig, JoinRequest, OffsetsTopicStore  # noqa: E402
 from kafkapy.groupcoord.consumer.group import TopicMetadata  # noqa: E402
 from kafkapy.groupcoord.consumer.membership import HeartbeatRequest, StaticTopicView  # noqa: E402
-from kafkapy.groupcoord.consumer_protocol import encode_subscription  # noqa: E402
+from kafkapy.protocol.consumer_protocol import encode_subscription  # noqa: E402
 from kafkapy.protocol.errors import ErrorCode  # noqa: E402
 from tests.groupcoord.fakes import ManualScheduler, MemoryLogs  # noqa: E402
 

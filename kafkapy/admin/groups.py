@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import argparse
 import re
-import struct
 import sys
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from ..protocol.consumer_protocol import decode_assignment as _decode_assignment
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import (
     ConsumerGroupDescribeRequest,
@@ -55,27 +55,12 @@ class Group:
 
 
 def decode_assignment(data: bytes) -> dict[str, list[int]]:
-    """The partitions in a consumer protocol Assignment (any version: they lead every version)."""
-    result: dict[str, list[int]] = {}
-    if not data or len(data) < 6:
-        return result
+    """The partitions in a consumer protocol Assignment; {} for no or unreadable bytes (a display
+    never fails on another client's assignment)."""
     try:
-        pos = 2
-        (count,) = struct.unpack_from(">i", data, pos)
-        pos += 4
-        for _ in range(max(count, 0)):
-            (length,) = struct.unpack_from(">h", data, pos)
-            pos += 2
-            topic = bytes(data[pos:pos + length]).decode()
-            pos += length
-            (n,) = struct.unpack_from(">i", data, pos)
-            pos += 4
-            parts = list(struct.unpack_from(f">{max(n, 0)}i", data, pos))
-            pos += 4 * max(n, 0)
-            result.setdefault(topic, []).extend(parts)
-    except (struct.error, UnicodeDecodeError):
+        return _decode_assignment(data)
+    except ValueError:
         return {}
-    return result
 
 
 def _all_group_listings(client: AdminClient) -> list:

@@ -3,9 +3,9 @@ Heartbeat, LeaveGroup) with the "range" assignor, as Kafka's consumer speaks it,
 a topic's partitions with the group's other consumers and commits with its generation."""
 from __future__ import annotations
 
-import struct
 import time
 
+from ..protocol.consumer_protocol import encode_assignment, encode_subscription, parse_subscription
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import (
     HeartbeatRequest,
@@ -26,37 +26,12 @@ _COORDINATOR_MOVED = {ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAIL
                       ErrorCode.COORDINATOR_LOAD_IN_PROGRESS}
 
 
-def _string(text: str) -> bytes:
-    raw = text.encode()
-    return struct.pack(">h", len(raw)) + raw
-
-
-def encode_subscription(topics: list[str]) -> bytes:
-    """ConsumerProtocolSubscription v0: the topics, no user data."""
-    return struct.pack(">hi", 0, len(topics)) + b"".join(_string(t) for t in topics) + struct.pack(">i", -1)
-
-
 def decode_subscription(data: bytes) -> list[str]:
-    """The topics of a ConsumerProtocolSubscription (any version: they lead every version)."""
+    """The topics of a ConsumerProtocolSubscription; [] if the bytes do not parse."""
     try:
-        (count,) = struct.unpack_from(">i", data, 2)
-        pos, topics = 6, []
-        for _ in range(max(count, 0)):
-            (length,) = struct.unpack_from(">h", data, pos)
-            topics.append(bytes(data[pos + 2:pos + 2 + length]).decode())
-            pos += 2 + length
-        return topics
-    except (struct.error, UnicodeDecodeError):
+        return parse_subscription(data).topics
+    except ValueError:
         return []
-
-
-def encode_assignment(assignment: dict[str, list[int]]) -> bytes:
-    """ConsumerProtocolAssignment v0."""
-    out = [struct.pack(">hi", 0, len(assignment))]
-    for topic, partitions in sorted(assignment.items()):
-        out.append(_string(topic) + struct.pack(f">i{len(partitions)}i", len(partitions), *partitions))
-    out.append(struct.pack(">i", -1))
-    return b"".join(out)
 
 
 def range_assign(subscriptions: dict[str, list[str]], partitions: dict[str, int]) -> dict[str, dict[str, list[int]]]:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from ..broker.config import ConfigSource, describe_topic_configs
 from ..groupcoord.consumer.describe import describe_consumer_group, preferred_assignor
 from ..groupcoord.consumer.group import ConsumerGroup
-from ..groupcoord.consumer_protocol import decode_assignment
+from ..protocol.consumer_protocol import decode_assignment
 from ..groupcoord.coordinator import default_assignor_name
 from ..groupcoord.group import GroupState
 

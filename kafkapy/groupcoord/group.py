@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..protocol.errors import ErrorCode
-from .consumer_protocol import subscribed_topics
+from ..protocol.consumer_protocol import subscribed_topics
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from kafkapy.groupcoord import GroupCoordinator, GroupCoordinatorConfig, JoinRequest, OffsetsTopicStore
-from kafkapy.groupcoord.consumer_protocol import encode_assignment, encode_subscription
+from kafkapy.protocol.consumer_protocol import encode_assignment, encode_subscription
 
 from .fakes import ManualScheduler, MemoryLogs
 

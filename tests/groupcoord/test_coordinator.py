@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from kafkapy.groupcoord import GroupState
-from kafkapy.groupcoord.consumer_protocol import decode_assignment, encode_assignment
+from kafkapy.protocol.consumer_protocol import decode_assignment, encode_assignment
 from kafkapy.protocol.errors import ErrorCode as E
 
 from .harness import Harness, subscription

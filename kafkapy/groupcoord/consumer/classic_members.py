@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
 from ...protocol.errors import ErrorCode, KafkaError
@@ -22,12 +22,11 @@ from ..config import GroupCoordinatorConfig
 from ..group import CONSUMER_PROTOCOL_TYPE, UNKNOWN_MEMBER_ID, GroupMetadata, GroupState, JoinResult, SyncResult
 from ..records import group_metadata_key, group_metadata_value
 from . import persistence as rec
-from .embedded_protocol import (
+from ...protocol.consumer_protocol import (
     ClassicSubscription,
     MalformedSubscription,
     encode_assignment,
     parse_subscription,
-    protocol_names,
     subscription_version,
 )
 from .group import ConsumerGroup, ConsumerGroupMember, ConsumerGroupState, MemberState
@@ -42,6 +41,10 @@ from .migration import (
     downgrade_refusal,
     upgrade_refusal,
 )
+
+
+def protocol_names(protocols: Iterable[tuple[str, bytes]]) -> set[str]:
+    return {name for name, _ in protocols}
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,12 @@ import uuid
 from collections.abc import Callable, Collection, Mapping
 
 from ..group import CONSUMER_PROTOCOL_TYPE, GroupMetadata, GroupState, MemberMetadata
-from .embedded_protocol import MalformedSubscription, decode_assignment, encode_assignment, parse_subscription
+from ...protocol.consumer_protocol import (
+    MalformedSubscription,
+    decode_assignment,
+    encode_assignment,
+    parse_subscription,
+)
 from .group import Assignment, ConsumerGroup, ConsumerGroupMember, MemberState, OwnershipError
 
 log = logging.getLogger(__name__)

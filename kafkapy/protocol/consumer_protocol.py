@@ -1,11 +1,11 @@
-"""The consumer protocol embedded in classic JoinGroup/SyncGroup: ConsumerProtocolSubscription (topics,
-owned partitions, generation, rack; versions 0-3) and ConsumerProtocolAssignment, as Kafka's
-ConsumerProtocol reads and writes them.
+"""The consumer protocol carried inside classic JoinGroup/SyncGroup: ConsumerProtocolSubscription
+(topics, user data, owned partitions, generation, rack; versions 0-3) and ConsumerProtocolAssignment,
+as Kafka's ConsumerProtocol reads and writes them.
 
-The classic coordinator only needs the subscribed topics (groupcoord/consumer_protocol.py); a
-consumer group serving classic members (classic_members.py) and the classic <-> consumer group
-conversions (migration.py) need all of it: what a classic member owns, its rack, and its
-assignment in the version it subscribed with.
+One codec for everyone who looks inside those bytes: the classic coordinator (the subscribed topics
+decide which offsets may expire or be deleted while a group is active), a KIP-848 consumer group
+serving classic-protocol members and converting groups (groupcoord/consumer/classic_members.py,
+migration.py), and the client side (kafkapy.admin's group member, the console, tests). Sans-I/O.
 """
 from __future__ import annotations
 
@@ -146,10 +146,11 @@ def encode_assignment(partitions: Mapping[str, Iterable[int]], version: int = 0,
                       user_data: bytes | None = None) -> bytes:
     """A ConsumerProtocolAssignment (the layout is the same in versions 0-3; the header says which).
 
-    Topics sorted by name and partitions ascending, so the same assignment gives the same bytes.
+    Topics sorted by name and partitions ascending, so the same assignment gives the same bytes;
+    a topic with no partitions is written as given (callers leave out what they do not want sent).
     """
     version = max(0, min(version, HIGHEST_ASSIGNMENT_VERSION))
-    items = sorted((topic, sorted(set(parts))) for topic, parts in partitions.items() if parts)
+    items = sorted((topic, sorted(set(parts))) for topic, parts in partitions.items())
     out = bytearray(_H.pack(version))
     out += _I.pack(len(items))
     for topic, parts in items:
@@ -177,5 +178,35 @@ def decode_assignment(assignment: bytes) -> dict[str, list[int]]:
     return result
 
 
-def protocol_names(protocols: Iterable[tuple[str, bytes]]) -> set[str]:
-    return {name for name, _ in protocols}
+def subscribed_topics(subscription: bytes) -> set[str] | None:
+    """Topics of a ConsumerProtocolSubscription (any version); None if the bytes don't parse."""
+    try:
+        return set(parse_subscription(subscription).topics)
+    except MalformedSubscription:
+        return None
+
+
+def encode_subscription(topics: Iterable[str], user_data: bytes | None = None, version: int = 0,
+                        owned: Mapping[str, Iterable[int]] | None = None, generation_id: int = -1,
+                        rack_id: str | None = None) -> bytes:
+    """A ConsumerProtocolSubscription of `version` (fields the version lacks are left out)."""
+    version = max(0, version)
+    topics = list(topics)
+    out = bytearray(_H.pack(version))
+    out += _I.pack(len(topics))
+    for topic in topics:
+        out += _string(topic)
+    out += _I.pack(-1) if user_data is None else _I.pack(len(user_data)) + user_data
+    if version >= 1:
+        items = sorted((owned or {}).items())
+        out += _I.pack(len(items))
+        for topic, parts in items:
+            parts = sorted(parts)
+            out += _string(topic)
+            out += _I.pack(len(parts))
+            out += struct.pack(f">{len(parts)}i", *parts)
+    if version >= 2:
+        out += _I.pack(generation_id)
+    if version >= 3:
+        out += _H.pack(-1) if rack_id is None else _string(rack_id)
+    return bytes(out)
