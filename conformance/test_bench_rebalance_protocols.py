@@ -42,3 +42,22 @@ def test_quick_run_consumer_protocol_settles_without_double_ownership(tmp_path):
         view = timing["broker"]
         assert view.get("state") == "Stable" and view.get("converged"), view
     assert sample["overlap"] == 1
+
+
+def _event(t: float, member: str, owned: list[int], ev: str = "assign") -> dict:
+    return {"ev": ev, "t": t, "member": member, "owned": owned}
+
+
+def test_measures_from_events():
+    """The pure measures the benchmark reports, on a hand-made handover of partition 1 from a to b."""
+    script = load_script()
+    events = [_event(1.0, "a", [0, 1]), _event(1.5, "a", [0, 1]),  # a no-op callback
+              _event(2.0, "a", [0], "revoke"), _event(3.0, "b", [1])]
+    assert [e["t"] for e in script.real_changes(events)] == [1.0, 2.0, 3.0]
+    assert script.is_owned(script.ownership_at(events, 3.0), ["a", "b"], 2)
+    assert not script.is_owned(script.ownership_at(events, 2.5), ["a", "b"], 2)
+    # two partitions unowned for 1 s, none for 1 s, one for 1 s
+    assert script.unowned_partition_seconds(events, 2, 0.0, 3.0) == 3.0
+    assert script.unowned_partition_seconds(events, 2, 1.5, 2.5) == 0.5
+    assert script.max_overlap(events) == 1
+    assert script.max_overlap(events + [_event(2.5, "b", [0])]) == 2
