@@ -64,6 +64,10 @@ class Broker:
         self.fetch_sessions = FetchSessionCache(
             max_sessions=config.get("max.incremental.fetch.session.cache.slots"))
         self.advertised_versions = {key: rng for key, rng in SUPPORTED_VERSIONS.items() if key in HANDLERS}
+        if "consumer" not in [p.lower() for p in config.get("group.coordinator.rebalance.protocols")]:
+            # as Kafka: the KIP-848 APIs are not advertised while the consumer protocol is off
+            for key in (68, 69):  # ConsumerGroupHeartbeat, ConsumerGroupDescribe
+                self.advertised_versions.pop(key, None)
         # cluster mode (zookeeper.connect, docs/cluster.md): the ZooKeeper membership, the controller
         # object and the replica manager; all None on a single node
         self.cluster = None

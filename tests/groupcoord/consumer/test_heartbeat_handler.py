@@ -51,6 +51,9 @@ def test_consumer_protocol_disabled(tmp_path):
     b = AclBroker(tmp_path, **{"group.coordinator.rebalance.protocols": "classic"})
     try:
         b.create_topic("t", 1)
+        # not advertised (as Kafka); a client that sends it anyway is still refused by the handler
+        assert 68 not in b.broker.advertised_versions and 69 not in b.broker.advertised_versions
+        b.broker.advertised_versions[68] = (0, 1)
         assert b.call_as("alice", join("m-1"), 1).error_code == ErrorCode.UNSUPPORTED_VERSION
     finally:
         b.close()
