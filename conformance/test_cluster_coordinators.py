@@ -9,6 +9,8 @@ read_committed consumer sees every input record transformed exactly once.
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import threading
 import time
 import uuid
@@ -203,3 +205,96 @@ def test_group_and_transactions_survive_coordinator_kills(cluster):
     committed = consumer.committed([confluent_kafka.TopicPartition(source, p) for p in range(PARTITIONS)], 30)
     consumer.close()
     assert sum(tp.offset for tp in committed) == RECORDS
+
+
+def test_sync_group_and_txn_offset_commit_are_answered_once_the_isr_has_them(cluster):
+    """The coordinator answers SyncGroup and TxnOffsetCommit only once __consumer_offsets' followers
+    have the record (Kafka appends them with acks=-1). Answered earlier, a coordinator killed right
+    after could lose a transactional commit whose transaction then commits without it: the group's
+    offsets stay behind its output, and the input is transformed twice."""
+    from kafkapy.net.client import BrokerConnection
+    from kafkapy.protocol.messages import (
+        AddOffsetsToTxnRequest, EndTxnRequest, InitProducerIdRequest, JoinGroupRequest, OffsetFetchRequest,
+        SyncGroupRequest, TxnOffsetCommitRequest)
+
+    topic, group = unique("isr-acks"), unique("group")
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 3)], request_timeout=30)[topic].result(60)
+    coordinator = find_coordinator(cluster, group, 0)
+    for _ in range(60):  # a transactional id coordinated by the same broker, so that no verification
+        transactional_id = unique("txn")  # request goes to a paused broker
+        if find_coordinator(cluster, transactional_id, 1) == coordinator:
+            break
+    else:
+        pytest.fail("no transactional id coordinated by the group's coordinator")
+    others = [b for b in cluster.brokers if b != coordinator]
+
+    async def scenario() -> None:
+        node = cluster.broker(coordinator)
+        host, port = node.bootstrap.split(":")
+        connection = BrokerConnection(host, int(port), request_timeout_s=60)
+        try:
+            init = await connection.send(InitProducerIdRequest(
+                transactional_id=transactional_id, transaction_timeout_ms=60000, producer_id=-1,
+                producer_epoch=-1), 3)
+            assert init.error_code == 0
+            pid, epoch = init.producer_id, init.producer_epoch
+            added = await connection.send(AddOffsetsToTxnRequest(
+                transactional_id=transactional_id, producer_id=pid, producer_epoch=epoch, group_id=group), 3)
+            assert added.error_code == 0
+            protocol = JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=b"")
+            join = JoinGroupRequest(group_id=group, session_timeout_ms=30000, rebalance_timeout_ms=30000,
+                                    member_id="", protocol_type="consumer", protocols=[protocol])
+            first = await connection.send(join, 5)
+            assert first.error_code == 79  # MEMBER_ID_REQUIRED
+            join.member_id = first.member_id
+            joined = await connection.send(join, 5)
+            assert joined.error_code == 0 and joined.leader == joined.member_id
+
+            async def answered_only_after_resume(send):
+                """`send()` is not answered while the other brokers are paused; it is once they run."""
+                for broker_id in others:
+                    os.kill(cluster.broker(broker_id).pid, signal.SIGSTOP)
+                try:
+                    # a follower fetch already parked at the leader completes within
+                    # replica.fetch.wait.max.ms into the paused follower's socket
+                    await asyncio.sleep(1.0)
+                    task = asyncio.ensure_future(send())
+                    done, _ = await asyncio.wait([task], timeout=2.5)
+                    assert not done, "answered before the followers had the record"
+                finally:
+                    for broker_id in others:
+                        os.kill(cluster.broker(broker_id).pid, signal.SIGCONT)
+                return await asyncio.wait_for(task, 30)
+
+            assignment = SyncGroupRequest.SyncGroupRequestAssignment(member_id=joined.member_id,
+                                                                     assignment=b"\x00\x00")
+            synced = await answered_only_after_resume(lambda: connection.send(SyncGroupRequest(
+                group_id=group, generation_id=joined.generation_id, member_id=joined.member_id,
+                assignments=[assignment]), 3))
+            assert synced.error_code == 0
+
+            Topic, Partition = (TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic,
+                                TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition)
+            commit = TxnOffsetCommitRequest(
+                transactional_id=transactional_id, group_id=group, producer_id=pid, producer_epoch=epoch,
+                generation_id=joined.generation_id, member_id=joined.member_id,
+                topics=[Topic(name=topic, partitions=[Partition(partition_index=0, committed_offset=42)])])
+            committed = await answered_only_after_resume(lambda: connection.send(commit, 3))
+            assert [p.error_code for t in committed.topics for p in t.partitions] == [0]
+            ended = await connection.send(EndTxnRequest(transactional_id=transactional_id, producer_id=pid,
+                                                        producer_epoch=epoch, committed=True), 3)
+            assert ended.error_code == 0
+            fetch = OffsetFetchRequest(group_id=group, topics=[OffsetFetchRequest.OffsetFetchRequestTopic(
+                name=topic, partition_indexes=[0])], require_stable=True)
+            for _ in range(50):  # UNSTABLE_OFFSET_COMMIT until the marker is applied
+                fetched = await connection.send(fetch, 7)
+                [partition] = fetched.topics[0].partitions
+                if partition.error_code == 0:
+                    break
+                await asyncio.sleep(0.2)
+            assert (partition.error_code, partition.committed_offset) == (0, 42)
+        finally:
+            connection.close()
+
+    asyncio.run(scenario())

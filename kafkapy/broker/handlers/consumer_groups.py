@@ -18,7 +18,7 @@ from ...protocol.errors import ErrorCode
 from ...protocol.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 from ..dispatch import RequestContext, handles
 from .groups import client_host
-from .offsets import _durable
+from .offsets import coordinator_write_durable
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +127,7 @@ async def handle_consumer_group_heartbeat(ctx: RequestContext,
     result = coordinator.consumer_group_heartbeat(heartbeat)
     if result.error == ErrorCode.NONE and plog is not None and plog.log_end_offset != end_before:
         # the group changed: answer once the records are as durable as an offset commit
-        error = await _durable(broker, partition)
+        error = await coordinator_write_durable(broker, partition)
         if error != ErrorCode.NONE:
             return _Response(error_code=error)
     if result.error != ErrorCode.NONE:

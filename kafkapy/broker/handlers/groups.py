@@ -36,6 +36,7 @@ from ...protocol.messages import (
     SyncGroupResponse,
 )
 from ..dispatch import RequestContext, handles
+from .offsets import coordinator_write_durable
 
 log = logging.getLogger(__name__)
 
@@ -233,6 +234,12 @@ async def handle_sync_group(ctx: RequestContext, request: SyncGroupRequest) -> S
         request.group_id, request.generation_id, request.member_id,
         request.group_instance_id if version >= 3 else None, request.protocol_type, request.protocol_name,
         assignments, done))
+    if result.error == ErrorCode.NONE:
+        # the leader's SyncGroup wrote the group's metadata: answer once it is as durable as an
+        # offset commit (on the ISR in cluster mode), as Kafka answers after its append completes
+        error = await coordinator_write_durable(ctx.broker, coordinator.partition_for(request.group_id))
+        if error != ErrorCode.NONE:
+            return SyncGroupResponse(throttle_time_ms=0, error_code=error, assignment=b"")
     return SyncGroupResponse(throttle_time_ms=0, error_code=result.error, protocol_type=result.protocol_type,
                              protocol_name=result.protocol_name, assignment=result.assignment)
 

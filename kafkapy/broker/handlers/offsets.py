@@ -26,10 +26,12 @@ NO_LEADER_EPOCH = -1
 NO_METADATA = ""
 
 
-async def _durable(broker, partition: int) -> int:
-    """In fsync-on-ack mode, acknowledge a commit only once its record is on disk (as produce does);
-    in cluster mode, only once the ISR has it (offsets.commit.required.acks=-1). Returns the error
-    Kafka's coordinator answers when replication fails, else NONE."""
+async def coordinator_write_durable(broker, partition: int) -> int:
+    """Wait until what the group coordinator just appended to __consumer_offsets-`partition` (an
+    offset commit, a transactional offset commit, group metadata) may be acknowledged: on disk in
+    fsync-on-ack mode (as produce), and in cluster mode on the whole ISR (Kafka appends with
+    offsets.commit.required.acks=-1). Returns the error Kafka's coordinator answers when replication
+    fails, else NONE."""
     plog = broker.partitions.get_log(OFFSETS_TOPIC, partition)
     if plog is not None and plog.config.fsync_on_ack:
         await wait_durable(plog.sync_until(plog.log_end_offset - 1))
@@ -95,7 +97,7 @@ async def handle_offset_commit(ctx: RequestContext, request: OffsetCommitRequest
             request.generation_id_or_member_epoch, offsets, api_version=version)
         errors.update(results)
         if any(code == ErrorCode.NONE for code in results.values()):
-            error = await _durable(broker, coordinator.partition_for(request.group_id))
+            error = await coordinator_write_durable(broker, coordinator.partition_for(request.group_id))
             if error:
                 errors.update((tp, error) for tp, code in results.items() if code == ErrorCode.NONE)
     return OffsetCommitResponse(throttle_time_ms=0, topics=[

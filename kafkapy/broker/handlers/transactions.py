@@ -42,7 +42,7 @@ from ...txncoord import (
 )
 from ..durability import wait_durable
 from ..dispatch import RequestContext, handles
-from .offsets import partition_exists
+from .offsets import coordinator_write_durable, partition_exists
 
 log = logging.getLogger(__name__)
 
@@ -393,9 +393,11 @@ async def handle_txn_offset_commit(ctx: RequestContext, request: TxnOffsetCommit
                 request.generation_id if version >= 3 else -1, offsets)
             errors.update(results)
             if any(code == ErrorCode.NONE for code in results.values()):
-                plog = broker.partitions.get_log(OFFSETS_TOPIC, offsets_partition)
-                if plog is not None and plog.config.fsync_on_ack:
-                    await wait_durable(plog.sync_until(plog.log_end_offset - 1))
+                # acknowledged only once durable and, in cluster mode, on the ISR: a commit lost
+                # with its coordinator would let the transaction commit without moving the offsets
+                error = await coordinator_write_durable(broker, offsets_partition)
+                if error:
+                    errors.update((tp, error) for tp, code in results.items() if code == ErrorCode.NONE)
     if version < 2:
         # clients before 2.0 could crash on COORDINATOR_LOAD_IN_PROGRESS (KAFKA-7296)
         errors = {tp: ErrorCode.COORDINATOR_NOT_AVAILABLE if e == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS else e
