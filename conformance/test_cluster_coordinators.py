@@ -1,7 +1,8 @@
 """Coordinators in a three-broker cluster follow partition leadership.
 
-A consumer group and a transactional consume-transform-produce loop (confluent-kafka, exactly-once:
-read_committed input, transactional producer, offsets sent to the transaction) keep going while the
+A consumer group and a transactional consume-transform-produce application (confluent-kafka,
+exactly-once: read_committed input, transactional producer, offsets sent to the transaction; in its
+own process, conformance/transform_loop.py) keep going while the
 broker hosting their group coordinator -- and then the one hosting their transaction coordinator --
 is killed with SIGKILL. Afterwards the committed offsets are where the loop left them, and a
 read_committed consumer sees every input record transformed exactly once.
@@ -11,13 +12,13 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import threading
 import time
 import uuid
 
 import pytest
 
 from conformance.cluster_harness import cluster_fixture, wait_for_isr, wait_until
+from conformance.transform_loop import TransformLoopProcess
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
@@ -71,76 +72,6 @@ def find_coordinator(cluster, key: str, key_type: int) -> int:
     return wait_until(lookup, 60, interval=0.5, message=f"coordinator of {key!r}")
 
 
-class TransformLoop(threading.Thread):
-    """read_committed consumer + transactional producer: upper-cases every input value exactly once."""
-
-    def __init__(self, bootstrap: str, group: str, source: str, sink: str, transactional_id: str):
-        super().__init__(daemon=True)
-        self.bootstrap, self.group, self.source, self.sink = bootstrap, group, source, sink
-        self.transactional_id = transactional_id
-        self.stop_event = threading.Event()
-        self.committed = 0
-        self.errors: list[str] = []
-
-    def run(self) -> None:
-        consumer = confluent_kafka.Consumer({
-            "bootstrap.servers": self.bootstrap, "group.id": self.group, "enable.auto.commit": False,
-            "auto.offset.reset": "earliest", "isolation.level": "read_committed",
-            "session.timeout.ms": 10000})
-        # librdkafka (2.10+) drops the handle of a broker missing from a metadata response (the killed
-        # coordinator, while it is down), but a TxnOffsetCommit may still wait for that handle to come
-        # up as the cached group coordinator, and it only looks again on a broker state change: past
-        # send_offsets_to_transaction's timeout, against Apache Kafka as much as kafkapy. Connecting
-        # to every broker (no sparse connections) and refreshing metadata every few seconds makes the
-        # restarted broker's new handle connect, and that state change sends the request on.
-        producer = confluent_kafka.Producer({
-            "bootstrap.servers": self.bootstrap, "transactional.id": self.transactional_id,
-            "transaction.timeout.ms": 30000, "enable.sparse.connections": False,
-            "topic.metadata.refresh.interval.ms": 3000})
-        try:
-            producer.init_transactions(60)
-            consumer.subscribe([self.source])
-            while not self.stop_event.is_set():
-                batch = consumer.consume(200, 0.5)
-                batch = [m for m in batch if m.error() is None]
-                if not batch:
-                    continue
-                try:
-                    producer.begin_transaction()
-                    for msg in batch:
-                        producer.produce(self.sink, key=msg.key(), value=msg.value().upper(),
-                                         partition=msg.partition())
-                    offsets = consumer.position(consumer.assignment())
-                    producer.send_offsets_to_transaction(offsets, consumer.consumer_group_metadata(), 60)
-                    self._commit(producer)
-                    self.committed += len(batch)
-                except confluent_kafka.KafkaException as exc:
-                    error = exc.args[0]
-                    if not error.txn_requires_abort():
-                        raise
-                    producer.abort_transaction(60)
-                    # rewind to the committed offsets: the aborted batch is read again
-                    committed = consumer.committed(consumer.assignment(), 30)
-                    for tp in committed:
-                        consumer.seek(tp if tp.offset >= 0 else confluent_kafka.TopicPartition(
-                            tp.topic, tp.partition, confluent_kafka.OFFSET_BEGINNING))
-        except Exception as exc:  # reported by the test
-            self.errors.append(repr(exc))
-        finally:
-            consumer.close()
-
-    @staticmethod
-    def _commit(producer) -> None:
-        """commit_transaction, retried while librdkafka says the error is retriable (its contract)."""
-        for attempt in range(5):
-            try:
-                producer.commit_transaction(30)
-                return
-            except confluent_kafka.KafkaException as exc:
-                if not exc.args[0].retriable() or attempt == 4:
-                    raise
-
-
 def read_all(bootstrap: str, topic: str, expected: int, isolation: str = "read_committed") -> list[bytes]:
     consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": unique("reader"),
                                          "enable.auto.commit": False, "isolation.level": isolation,
@@ -177,25 +108,25 @@ def test_group_and_transactions_survive_coordinator_kills(cluster):
     assert producer.flush(60) == 0
 
     group, transactional_id = unique("group"), unique("txn")
-    loop = TransformLoop(cluster.bootstrap, group, source, sink, transactional_id)
+    loop = TransformLoopProcess(cluster.bootstrap, group, source, sink, transactional_id)
     loop.start()
     try:
-        wait_until(lambda: loop.committed > 0 or loop.errors, 90, message="the loop's first commit")
-        assert not loop.errors
+        wait_until(lambda: loop.progress(0, RECORDS), 90, message="the loop's first commit")
+        assert not loop.errors, loop.errors
         for key, key_type in ((group, 0), (transactional_id, 1)):
             victim = find_coordinator(cluster, key, key_type)
             before = loop.committed
             cluster.broker(victim).kill9()
             time.sleep(3)
             cluster.broker(victim).start()
-            wait_until(lambda: loop.committed > before or loop.committed >= RECORDS or loop.errors, 120,
+            wait_until(lambda: loop.progress(before, RECORDS), 120,
                        message=f"progress after killing coordinator broker {victim}")
             assert not loop.errors, loop.errors
-        wait_until(lambda: loop.committed >= RECORDS or loop.errors, 180, message="every input record processed")
+        wait_until(lambda: loop.progress(RECORDS, RECORDS), 180,
+                   message="every input record processed")
         assert not loop.errors, loop.errors
     finally:
-        loop.stop_event.set()
-        loop.join(60)
+        loop.stop(30)
     out = read_all(cluster.bootstrap, sink, RECORDS)
     expected = sorted(f"RECORD-{i:05d}".encode() for i in range(RECORDS))
     assert len(out) == len(set(out)), "a record was transformed twice"

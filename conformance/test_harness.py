@@ -127,3 +127,30 @@ def test_missing_kafkapy_main_gives_hint(tmp_path):
     with pytest.raises(BrokerStartError) as exc_info:
         node.start(timeout=10)
     assert "python -m kafkapy serve` is not runnable" in str(exc_info.value)
+
+
+def test_transform_loop_process_restarts_a_stalled_run_and_counts_every_run():
+    """conformance/transform_loop.py's watchdog, with a stand-in application: a run that stops
+    reporting commits is killed and started again; commits of every run add up."""
+    import time
+
+    from conformance.transform_loop import TransformLoopProcess
+
+    loop = TransformLoopProcess("127.0.0.1:1", "g", "in", "out", "t", stall_s=3.0, max_restarts=2)
+    # commits 5 records, then hangs (as a client deadlocked inside librdkafka would)
+    loop.argv = [sys.executable, "-c", "import time; print('committed 5', flush=True); time.sleep(60)"]
+    loop.start()
+    try:
+        deadline = time.monotonic() + 45
+        while len(loop.restarts) < 2 and time.monotonic() < deadline:
+            loop.check()
+            time.sleep(0.1)
+        assert len(loop.restarts) == 2 and not loop.errors
+        while loop.committed < 15 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert loop.committed == 15  # three runs
+        time.sleep(3.2)
+        assert loop.progress(15, 100) == ["no progress for 3 s after 2 restarts"]
+    finally:
+        loop.stop(5)
+    assert loop._proc.poll() is not None

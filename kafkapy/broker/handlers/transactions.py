@@ -201,8 +201,10 @@ def write_txn_markers(broker, producer_id: int, producer_epoch: int, coordinator
 
 
 async def durable_state(broker, transactional_id: str, markers: Iterable[TopicPartition] = ()) -> None:
-    """In fsync-on-ack mode, answer only once the transaction's state record (and the markers
-    just written to `markers`) are on disk."""
+    """Answer only once the transaction's state record (and the markers just written to
+    `markers`) are on disk in fsync-on-ack mode, and in cluster mode on their ISR. A failed
+    replication wait is not reported: the coordinator's state has already moved on (Kafka would
+    answer NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE and the client retry)."""
     coordinator = broker.transaction_coordinator
     partitions = [(TRANSACTION_STATE_TOPIC, coordinator.partition_for(transactional_id)), *markers]
     syncs = []
