@@ -404,6 +404,9 @@ def _finish_consumer(cluster: LocalCluster, topic: str, consumer: TailingConsume
         result.violations.append(f"could not wait for the tailing consumer: {exc!r}")
     finally:
         consumer.stop()
+        if consumer.restarts:
+            result.notes.append(f"the tailing consumer stalled inside librdkafka and was replaced "
+                                f"{consumer.restarts} time(s) (librdkafka issue #5476)")
 
 
 def _restart_stopped(cluster: LocalCluster, result: CampaignResult) -> None:

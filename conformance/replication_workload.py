@@ -241,7 +241,16 @@ class TailingConsumer:
 
     Keeps what it saw at each offset; seeing another value at an offset it already read means a
     record it was allowed to consume (below the high watermark) was later replaced.
+
+    librdkafka 2.16 can deadlock inside a consumer when a broker leaves the metadata while an
+    OffsetForLeaderEpoch request is in flight (librdkafka issue #5476), which these faults make
+    likely. So `wait_caught_up` replaces a consumer that makes no progress for `STALL_S` while
+    records are left, at most `MAX_RESTARTS` times, with a new one that goes on from where the old
+    one stopped; the stuck thread is abandoned and what it might still deliver is ignored.
     """
+
+    STALL_S = 20.0
+    MAX_RESTARTS = 2
 
     def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
         self.bootstrap = bootstrap
@@ -252,6 +261,8 @@ class TailingConsumer:
         self._next_offset = [0] * partitions
         self.changed: list[str] = []  # offsets read twice with different values
         self.errors: Counter[str] = Counter()
+        self.restarts = 0
+        self._generation = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -264,7 +275,11 @@ class TailingConsumer:
             return list(self._next_offset)
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name=f"tailing-consumer-{self.topic}", daemon=True)
+        generation = self._generation
+        starts = [TopicPartition(self.topic, p, offset if offset > 0 else confluent_kafka.OFFSET_BEGINNING)
+                  for p, offset in enumerate(self.positions())]
+        self._thread = threading.Thread(target=self._run, args=(generation, starts), daemon=True,
+                                        name=f"tailing-consumer-{self.topic}-{generation}")
         self._thread.start()
 
     def stop(self) -> None:
@@ -277,29 +292,43 @@ class TailingConsumer:
     def wait_caught_up(self, targets: Sequence[int], timeout: float) -> bool:
         """Wait until the consumer has read up to `targets` (one offset per partition)."""
         deadline = time.monotonic() + timeout
+        last, last_change = self.positions(), time.monotonic()
         while time.monotonic() < deadline:
-            if all(pos >= target for pos, target in zip(self.positions(), targets)):
+            positions = self.positions()
+            if all(pos >= target for pos, target in zip(positions, targets)):
                 return True
+            if positions != last:
+                last, last_change = positions, time.monotonic()
+            elif time.monotonic() - last_change > self.STALL_S and self.restarts < self.MAX_RESTARTS:
+                log.warning("tailing consumer of %s made no progress for %.0f s at %s (targets %s); "
+                            "replacing it (librdkafka issue #5476)", self.topic, self.STALL_S, positions,
+                            list(targets))
+                self.restarts += 1
+                with self._lock:
+                    self._generation += 1  # the old thread's records are ignored from now on
+                self.start()
+                last_change = time.monotonic()
             time.sleep(0.2)
         return False
 
-    def _run(self) -> None:
+    def _run(self, generation: int, starts: list[TopicPartition]) -> None:
         consumer = _consumer(self.bootstrap, "tail")
         try:
-            consumer.assign([TopicPartition(self.topic, p, confluent_kafka.OFFSET_BEGINNING)
-                             for p in range(self.partitions)])
-            while not self._stop.is_set():
+            consumer.assign(starts)
+            while not self._stop.is_set() and generation == self._generation:
                 for msg in consumer.consume(500, timeout=0.2):
                     if msg.error():
                         with self._lock:
                             self.errors[msg.error().name()] += 1
                         continue
-                    self._record(msg.partition(), msg.offset(), msg.value())
+                    self._record(generation, msg.partition(), msg.offset(), msg.value())
         finally:
             consumer.close()
 
-    def _record(self, partition: int, offset: int, value: bytes) -> None:
+    def _record(self, generation: int, partition: int, offset: int, value: bytes) -> None:
         with self._lock:
+            if generation != self._generation:
+                return
             before = self._seen[partition].setdefault(offset, value)
             if before != value:
                 self.changed.append(f"p{partition} offset {offset}: first read {before!r}, then {value!r}")

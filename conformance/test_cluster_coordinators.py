@@ -138,6 +138,29 @@ def test_group_and_transactions_survive_coordinator_kills(cluster):
     assert sum(tp.offset for tp in committed) == RECORDS
 
 
+async def answered_only_after_resume(cluster, paused: list[int], send, while_paused=None):
+    """`send()` (a request to one broker) is not answered while the brokers `paused` are stopped
+    (SIGSTOP), and is once they run again; returns the answer. `while_paused()` (a coroutine
+    function) is checked repeatedly meanwhile."""
+    for broker_id in paused:
+        os.kill(cluster.broker(broker_id).pid, signal.SIGSTOP)
+    try:
+        # a follower fetch already parked at the leader completes within replica.fetch.wait.max.ms
+        # into the paused follower's socket; what is appended after that is not fetched
+        await asyncio.sleep(1.0)
+        task = asyncio.ensure_future(send())
+        deadline = time.monotonic() + 2.5
+        while time.monotonic() < deadline:
+            if while_paused is not None:
+                await while_paused()
+            await asyncio.sleep(0.1)
+        assert not task.done(), f"answered before the paused followers had the record: {task.result()!r}"
+    finally:
+        for broker_id in paused:
+            os.kill(cluster.broker(broker_id).pid, signal.SIGCONT)
+    return await asyncio.wait_for(task, 30)
+
+
 def test_sync_group_and_txn_offset_commit_are_answered_once_the_isr_has_them(cluster):
     """The coordinator answers SyncGroup and TxnOffsetCommit only once __consumer_offsets' followers
     have the record (Kafka appends them with acks=-1). Answered earlier, a coordinator killed right
@@ -182,25 +205,9 @@ def test_sync_group_and_txn_offset_commit_are_answered_once_the_isr_has_them(clu
             joined = await connection.send(join, 5)
             assert joined.error_code == 0 and joined.leader == joined.member_id
 
-            async def answered_only_after_resume(send):
-                """`send()` is not answered while the other brokers are paused; it is once they run."""
-                for broker_id in others:
-                    os.kill(cluster.broker(broker_id).pid, signal.SIGSTOP)
-                try:
-                    # a follower fetch already parked at the leader completes within
-                    # replica.fetch.wait.max.ms into the paused follower's socket
-                    await asyncio.sleep(1.0)
-                    task = asyncio.ensure_future(send())
-                    done, _ = await asyncio.wait([task], timeout=2.5)
-                    assert not done, "answered before the followers had the record"
-                finally:
-                    for broker_id in others:
-                        os.kill(cluster.broker(broker_id).pid, signal.SIGCONT)
-                return await asyncio.wait_for(task, 30)
-
             assignment = SyncGroupRequest.SyncGroupRequestAssignment(member_id=joined.member_id,
                                                                      assignment=b"\x00\x00")
-            synced = await answered_only_after_resume(lambda: connection.send(SyncGroupRequest(
+            synced = await answered_only_after_resume(cluster, others, lambda: connection.send(SyncGroupRequest(
                 group_id=group, generation_id=joined.generation_id, member_id=joined.member_id,
                 assignments=[assignment]), 3))
             assert synced.error_code == 0
@@ -211,7 +218,7 @@ def test_sync_group_and_txn_offset_commit_are_answered_once_the_isr_has_them(clu
                 transactional_id=transactional_id, group_id=group, producer_id=pid, producer_epoch=epoch,
                 generation_id=joined.generation_id, member_id=joined.member_id,
                 topics=[Topic(name=topic, partitions=[Partition(partition_index=0, committed_offset=42)])])
-            committed = await answered_only_after_resume(lambda: connection.send(commit, 3))
+            committed = await answered_only_after_resume(cluster, others, lambda: connection.send(commit, 3))
             assert [p.error_code for t in committed.topics for p in t.partitions] == [0]
             ended = await connection.send(EndTxnRequest(transactional_id=transactional_id, producer_id=pid,
                                                         producer_epoch=epoch, committed=True), 3)
@@ -227,5 +234,87 @@ def test_sync_group_and_txn_offset_commit_are_answered_once_the_isr_has_them(clu
             assert (partition.error_code, partition.committed_offset) == (0, 42)
         finally:
             connection.close()
+
+    asyncio.run(scenario())
+
+
+def test_markers_are_written_once_the_prepare_record_is_on_the_isr(cluster):
+    """EndTxn: the transaction coordinator writes its markers only once its PrepareCommit record is
+    on the ISR of its __transaction_state partition, as Kafka. A coordinator lost before that leaves
+    a successor that sees the transaction still Ongoing and aborts it; markers written earlier would
+    have committed it on some partitions already. Seen through a partition with one replica on the
+    coordinator's broker: its last stable offset must not pass the transaction while the
+    __transaction_state followers are paused."""
+    from kafkapy.net.client import BrokerConnection
+    from kafkapy.protocol.messages import (
+        AddPartitionsToTxnRequest, EndTxnRequest, InitProducerIdRequest, ListOffsetsRequest, ProduceRequest)
+    from kafkapy.protocol.records import build_batch
+
+    transactional_id = unique("txn")
+    coordinator = find_coordinator(cluster, transactional_id, 1)
+    others = [b for b in cluster.brokers if b != coordinator]
+    topic = unique("markers")
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    created = admin.create_topics([NewTopic(topic, num_partitions=1, replica_assignment=[[coordinator]])],
+                                  request_timeout=30)
+    created[topic].result(60)
+
+    async def scenario() -> None:
+        host, port = cluster.broker(coordinator).bootstrap.split(":")
+        connection = BrokerConnection(host, int(port), request_timeout_s=60)
+        # a broker answers one connection's requests in order: ListOffsets must not queue behind EndTxn
+        observer = BrokerConnection(host, int(port), request_timeout_s=10)
+
+        async def last_stable_offset() -> int:
+            request = ListOffsetsRequest(replica_id=-1, isolation_level=1, topics=[ListOffsetsRequest.ListOffsetsTopic(
+                name=topic, partitions=[ListOffsetsRequest.ListOffsetsPartition(
+                    partition_index=0, current_leader_epoch=-1, timestamp=-1)])])
+            [partition] = (await observer.send(request, 5)).topics[0].partitions
+            assert partition.error_code == 0
+            return partition.offset
+
+        try:
+            for _ in range(100):  # the new topic's leader may need a moment
+                try:
+                    await last_stable_offset()
+                    break
+                except AssertionError:
+                    await asyncio.sleep(0.2)
+            init = await connection.send(InitProducerIdRequest(
+                transactional_id=transactional_id, transaction_timeout_ms=60000, producer_id=-1,
+                producer_epoch=-1), 3)
+            assert init.error_code == 0
+            pid, epoch = init.producer_id, init.producer_epoch
+            Topic = AddPartitionsToTxnRequest.AddPartitionsToTxnTopic
+            added = await connection.send(AddPartitionsToTxnRequest(
+                v3_and_below_transactional_id=transactional_id, v3_and_below_producer_id=pid,
+                v3_and_below_producer_epoch=epoch, v3_and_below_topics=[Topic(name=topic, partitions=[0])]), 3)
+            assert [p.partition_error_code for t in added.results_by_topic_v3_and_below
+                    for p in t.results_by_partition] == [0]
+            batch = build_batch([(None, b"in a transaction")], producer_id=pid, producer_epoch=epoch,
+                                base_sequence=0, is_transactional=True)
+            # acks=1: one replica, and the cluster's min.insync.replicas is 2
+            produced = await connection.send(ProduceRequest(
+                transactional_id=transactional_id, acks=1, timeout_ms=10000, topic_data=[
+                    ProduceRequest.TopicProduceData(name=topic, partition_data=[
+                        ProduceRequest.PartitionProduceData(index=0, records=batch)])]), 9)
+            assert produced.responses[0].partition_responses[0].error_code == 0
+            assert await last_stable_offset() == 0
+
+            async def no_marker_yet() -> None:
+                assert await last_stable_offset() == 0, "a marker was written before PrepareCommit was replicated"
+
+            ended = await answered_only_after_resume(cluster, others, lambda: connection.send(EndTxnRequest(
+                transactional_id=transactional_id, producer_id=pid, producer_epoch=epoch, committed=True), 3),
+                while_paused=no_marker_yet)
+            assert ended.error_code == 0
+            for _ in range(100):  # the record and the commit marker
+                if await last_stable_offset() == 2:
+                    break
+                await asyncio.sleep(0.1)
+            assert await last_stable_offset() == 2
+        finally:
+            connection.close()
+            observer.close()
 
     asyncio.run(scenario())

@@ -154,3 +154,41 @@ def test_transform_loop_process_restarts_a_stalled_run_and_counts_every_run():
     finally:
         loop.stop(5)
     assert loop._proc.poll() is not None
+
+
+def test_tailing_consumer_replaces_a_stalled_consumer(broker, topic_name, monkeypatch):
+    """conformance/replication_workload.py's TailingConsumer: a consumer thread that stops
+    delivering (as one deadlocked inside librdkafka) is replaced by one that goes on from the
+    positions reached, and the abandoned thread's late records are ignored."""
+    import threading
+
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    from conformance.replication_workload import TailingConsumer
+
+    producer = confluent_kafka.Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(50):
+        producer.produce(topic_name, value=b"v%d" % i, partition=0)
+    assert producer.flush(30) == 0
+    release = threading.Event()
+
+    class Stalling(TailingConsumer):
+        STALL_S = 1.0
+
+        def _run(self, generation, starts):
+            if generation == 0:  # stuck until released, then delivers something stale
+                release.wait(30)
+                self._record(0, 0, 0, b"stale")
+                return
+            super()._run(generation, starts)
+
+    consumer = Stalling(broker.bootstrap, topic_name, 1)
+    consumer.start()
+    stalled = consumer._thread
+    try:
+        assert consumer.wait_caught_up([50], 30)
+        assert consumer.restarts == 1
+    finally:
+        release.set()
+        stalled.join(10)
+        consumer.stop()
+    assert consumer.seen()[0][0] == b"v0" and not consumer.changed

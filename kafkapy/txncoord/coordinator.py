@@ -80,6 +80,7 @@ class TransactionCoordinator:
                  write_markers: MarkerWriter, *, node_id: int = 0,
                  coordinator_epoch_for: Callable[[int], int] = lambda partition: 0,
                  state_topic_leaders: Callable[[bool], list[int] | None] | None = None,
+                 after_state_replicated: Callable[[int, Callable[[], None]], None] | None = None,
                  clock_ms: Callable[[], int] | None = None):
         self.config = config
         self.clock_ms = clock_ms or (lambda: int(time.time() * 1000))
@@ -89,6 +90,9 @@ class TransactionCoordinator:
         self.node_id = node_id
         self.coordinator_epoch_for = coordinator_epoch_for
         self.state_topic_leaders = state_topic_leaders
+        # cluster mode: `after_state_replicated(partition, then)` calls `then` once what was appended
+        # to that __transaction_state partition is on its ISR; None calls it at once
+        self.after_state_replicated = after_state_replicated
         self.scheduler: Any = None
         self._timers: set[Any] = set()
         self._leaders: list[int] | None = None
@@ -360,7 +364,14 @@ class TransactionCoordinator:
                 log.warning("fencing the producer of %s failed (%s); epoch %d was not returned to it",
                             transactional_id, ErrorCode(error).name, producer_epoch)
             return error
-        self._complete_transaction(transactional_id, coordinator_epoch, commit)
+        # markers only once the Prepare* record is on the ISR, as Kafka (acks=-1, then markers): a
+        # coordinator lost before that leaves a successor that sees the transaction still Ongoing
+        # and aborts it, which must not find COMMIT markers already on some of its partitions
+        if self.after_state_replicated is None:
+            self._complete_transaction(transactional_id, coordinator_epoch, commit)
+        else:
+            self.after_state_replicated(self.partition_for(transactional_id),
+                                        lambda: self._complete_transaction(transactional_id, coordinator_epoch, commit))
         return ErrorCode.NONE
 
     @staticmethod

@@ -42,7 +42,7 @@ from ...txncoord import (
 )
 from ..durability import wait_durable
 from ..dispatch import RequestContext, handles
-from .offsets import coordinator_write_durable, partition_exists
+from .offsets import coordinator_write_durable, partition_exists, replicated
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +67,45 @@ def create_transaction_coordinator(broker) -> TransactionCoordinator:
         config, store, broker.producer_ids.allocate, lambda *args: write_txn_markers(broker, *args),
         node_id=broker.node_id,
         coordinator_epoch_for=lambda p: max(broker.partitions.leader_epoch(TRANSACTION_STATE_TOPIC, p), 0),
-        state_topic_leaders=lambda create: transaction_state_leaders(broker, create))
+        state_topic_leaders=lambda create: transaction_state_leaders(broker, create),
+        after_state_replicated=None if broker.replicas is None else
+        lambda partition, then: after_state_replicated(broker, partition, then))
+
+
+_replication_waits: set[asyncio.Task] = set()
+
+
+def after_state_replicated(broker, partition: int, then) -> None:
+    """Cluster mode: call `then` once the high watermark of __transaction_state-`partition`
+    covers what is appended to it now (the coordinator's acks=-1 write), retrying the wait while
+    this broker leads the partition; dropped once it no longer does (the next coordinator loads
+    the partition and finishes what it finds)."""
+    plog = broker.partitions.get_log(TRANSACTION_STATE_TOPIC, partition)
+    if plog is None:
+        return
+    required = plog.log_end_offset
+    timeout_s = broker.config.get("request.timeout.ms") / 1000
+    backoff_s = broker.transaction_coordinator.config.marker_retry_backoff_ms / 1000
+
+    async def wait() -> None:
+        while True:
+            error = await broker.replicas.wait_for_replication(TRANSACTION_STATE_TOPIC, partition, required,
+                                                               timeout_s)
+            if plog.high_watermark >= required:  # on every ISR member, even an ISR below the minimum
+                try:
+                    then()
+                except Exception:
+                    log.exception("completing transactions of %s-%d failed", TRANSACTION_STATE_TOPIC, partition)
+                return
+            if error in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
+                log.info("%s-%d: leadership lost before offset %d was replicated; the next coordinator "
+                         "completes its transactions", TRANSACTION_STATE_TOPIC, partition, required - 1)
+                return
+            await asyncio.sleep(backoff_s)
+
+    task = asyncio.get_running_loop().create_task(wait())
+    _replication_waits.add(task)
+    task.add_done_callback(_replication_waits.discard)
 
 
 def start_transaction_coordination(broker, loop: asyncio.AbstractEventLoop) -> None:
@@ -201,25 +239,22 @@ def write_txn_markers(broker, producer_id: int, producer_epoch: int, coordinator
 
 
 async def durable_state(broker, transactional_id: str, markers: Iterable[TopicPartition] = ()) -> None:
-    """Answer only once the transaction's state record (and the markers just written to
-    `markers`) are on disk in fsync-on-ack mode, and in cluster mode on their ISR. A failed
-    replication wait is not reported: the coordinator's state has already moved on (Kafka would
-    answer NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE and the client retry)."""
+    """Answer only once the transaction's state record is on disk in fsync-on-ack mode (with the
+    markers just written to `markers`: a single broker writes them at once), and in cluster mode
+    on the ISR of its __transaction_state partition (the markers follow, see
+    after_state_replicated). A failed replication wait is not reported: the coordinator's state has
+    already moved on (Kafka would answer NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE and the
+    client retry)."""
     coordinator = broker.transaction_coordinator
-    partitions = [(TRANSACTION_STATE_TOPIC, coordinator.partition_for(transactional_id)), *markers]
+    state_partition = (TRANSACTION_STATE_TOPIC, coordinator.partition_for(transactional_id))
     syncs = []
-    for topic, partition in partitions:
+    for topic, partition in [state_partition, *markers]:
         plog = broker.partitions.get_log(topic, partition)
         if plog is not None and plog.config.fsync_on_ack and plog.log_end_offset > 0:
             syncs.append(plog.sync_until(plog.log_end_offset - 1))
     await wait_durable(*syncs)
-    if broker.replicas is not None:  # cluster mode: the ISR has the records too (acks=all)
-        from .offsets import replicated
-
-        timeout_ms = broker.config.get("request.timeout.ms")
-        for topic, partition in partitions:
-            if broker.partitions.get_log(topic, partition) is not None:
-                await replicated(broker, topic, partition, timeout_ms)
+    if broker.replicas is not None and broker.partitions.get_log(*state_partition) is not None:
+        await replicated(broker, *state_partition, broker.config.get("request.timeout.ms"))
 
 
 def transaction_partitions(broker, transactional_id: str) -> list[TopicPartition]:
