@@ -95,13 +95,19 @@ def click_and_load(driver, target) -> None:
 
 
 def _stale(element) -> bool:
-    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
 
     try:
         element.tag_name
         return False
     except StaleElementReferenceException:
         return True
+    except WebDriverException as exc:
+        # asked while the old document is being replaced, chromedriver may answer with an inspector
+        # error instead of a stale reference: the old page is gone all the same
+        if "does not belong to the document" in str(exc):
+            return True
+        raise
 
 
 def table(driver, element_id: str) -> list[list[str]]:
