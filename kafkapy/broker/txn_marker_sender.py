@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..net.client import BrokerConnection, BrokerConnectionError
@@ -34,8 +35,11 @@ MarkerKey = tuple[int, int, bool, str, int]  # producer id, epoch, commit, topic
 class RemoteMarkers:
     """Marker deliveries: WriteTxnMarkers to other brokers, replication waits for local ones."""
 
-    def __init__(self, broker: Broker):
+    def __init__(self, broker: Broker, on_done: Callable[[int], None] | None = None):
         self.broker = broker
+        # told the producer id when a delivery finishes, so that the coordinator looks again at
+        # once instead of after its retry back-off
+        self._on_done = on_done
         self._results: dict[MarkerKey, int] = {}
         self._in_flight: set[MarkerKey] = set()
         self._connections: dict[int, BrokerConnection] = {}
@@ -59,6 +63,7 @@ class RemoteMarkers:
                                                                                  timeout_s)
         finally:
             self._in_flight.discard(key)
+            self._done(key[0])
 
     def write(self, leader: int, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool,
               partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
@@ -113,6 +118,14 @@ class RemoteMarkers:
                      producer_id, leader, exc)
         finally:
             self._in_flight.difference_update(keys)
+            self._done(producer_id)
+
+    def _done(self, producer_id: int) -> None:
+        if self._on_done is not None:
+            try:
+                self._on_done(producer_id)
+            except Exception:
+                log.exception("completing the transaction of producer %d failed", producer_id)
 
     def close(self) -> None:
         for connection in self._connections.values():

@@ -93,6 +93,12 @@ class TransactionCoordinator:
         # cluster mode: `after_state_replicated(partition, then)` calls `then` once what was appended
         # to that __transaction_state partition is on its ISR; None calls it at once
         self.after_state_replicated = after_state_replicated
+        # transactions whose markers are still being delivered, by producer id: looked at again as
+        # soon as a delivery finishes (markers_delivered), the retry timer being the fallback
+        self._awaiting_markers: dict[int, tuple[str, int, bool]] = {}
+        # transactional ids whose Prepare record is not on the ISR yet: no markers for them, whatever
+        # asks (a retry timer left from an earlier transaction of the same producer included)
+        self._unreplicated: set[str] = set()
         self.scheduler: Any = None
         self._timers: set[Any] = set()
         self._leaders: list[int] | None = None
@@ -198,6 +204,7 @@ class TransactionCoordinator:
         def loaded(transactions: list[TransactionMetadata]) -> None:
             for metadata in transactions:
                 if metadata.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+                    self._unreplicated.discard(metadata.transactional_id)  # a wait dropped with leadership
                     log.info("completing %s of transactional id %s after loading %s-%d", metadata.state.display_name,
                              metadata.transactional_id, TRANSACTION_STATE_TOPIC, partition)
                     self._complete_transaction(metadata.transactional_id, epoch,
@@ -370,9 +377,21 @@ class TransactionCoordinator:
         if self.after_state_replicated is None:
             self._complete_transaction(transactional_id, coordinator_epoch, commit)
         else:
-            self.after_state_replicated(self.partition_for(transactional_id),
-                                        lambda: self._complete_transaction(transactional_id, coordinator_epoch, commit))
+            self._unreplicated.add(transactional_id)
+
+            def replicated() -> None:
+                self._unreplicated.discard(transactional_id)
+                self._complete_transaction(transactional_id, coordinator_epoch, commit)
+
+            self.after_state_replicated(self.partition_for(transactional_id), replicated)
         return ErrorCode.NONE
+
+    def markers_delivered(self, producer_id: int) -> None:
+        """A marker delivery of `producer_id` finished (cluster mode): if its transaction waits for
+        markers, look at it again now rather than after the retry back-off."""
+        waiting = self._awaiting_markers.pop(producer_id, None)
+        if waiting is not None:
+            self._complete_transaction(*waiting)
 
     @staticmethod
     def _invalid_state(transactional_id: str, state: TransactionState, commit: bool) -> int:
@@ -389,7 +408,8 @@ class TransactionCoordinator:
                      coordinator_epoch)
             return
         expected = S.PREPARE_COMMIT if commit else S.PREPARE_ABORT
-        if metadata.state != expected or metadata.pending_transition_in_progress:
+        if metadata.state != expected or metadata.pending_transition_in_progress \
+                or transactional_id in self._unreplicated:
             return
         retry = False
         if metadata.partitions:
@@ -409,9 +429,11 @@ class TransactionCoordinator:
                             ErrorCode(code).name)
                     retry = True
         if retry:
+            self._awaiting_markers[metadata.producer_id] = (transactional_id, coordinator_epoch, commit)
             self._later(self.config.marker_retry_backoff_ms, self._complete_transaction, transactional_id,
                         coordinator_epoch, commit)
             return
+        self._awaiting_markers.pop(metadata.producer_id, None)
         target = metadata.prepare_complete(self.clock_ms())
         error = self.state.append_transition(transactional_id, coordinator_epoch, target)
         if error != ErrorCode.NONE:

@@ -169,7 +169,7 @@ def marker_deliveries(broker):
     if broker.txn_markers is None:
         from ..txn_marker_sender import RemoteMarkers
 
-        broker.txn_markers = RemoteMarkers(broker)
+        broker.txn_markers = RemoteMarkers(broker, on_done=broker.transaction_coordinator.markers_delivered)
     return broker.txn_markers
 
 
