@@ -24,7 +24,6 @@ import asyncio
 import os
 import signal
 import sys
-import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -34,7 +33,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from conformance.test_groups_tools import ConsumerProcess, EventLog, keep_running  # noqa: E402
+from conformance.test_groups_tools import CommitMonitor, ConsumerProcess, EventLog, keep_running  # noqa: E402
 
 # Broker settings that make consumer-protocol groups react within seconds instead of Kafka's
 # 5 s heartbeats and 45 s sessions: 1 s heartbeats, a 10 s session. Both protocols enabled
@@ -240,39 +239,13 @@ def fetch_committed(bootstrap: str, group: str, topic: str, partitions: int) -> 
             if p.error_code == 0}
 
 
-class WireCommitMonitor(threading.Thread):
-    """Samples the group's committed offsets every 0.3 s until `halt` is set, with kafkapy's own
-    client: unlike librdkafka's AdminClient (conformance/test_groups_java.py CommitMonitor) it
-    cannot abort the test process when the broker is killed under it (librdkafka 2.16 once died
-    on `rd_kafka_enq_once_del_source_return: eonce->refcnt > 0` in a broker-kill campaign)."""
+class WireCommitMonitor(CommitMonitor):
+    """CommitMonitor with kafkapy's own client: unlike librdkafka's AdminClient it cannot abort the
+    test process when the broker is killed under it (librdkafka 2.16 once died on
+    `rd_kafka_enq_once_del_source_return: eonce->refcnt > 0` in a broker-kill campaign)."""
 
-    def __init__(self, bootstrap: str, group: str, topic: str, partitions: int):
-        super().__init__(daemon=True)
-        self.bootstrap, self.group, self.topic, self.partitions = bootstrap, group, topic, partitions
-        self.samples: list[dict[int, int]] = []
-        self.errors: list[str] = []
-        self.halt = threading.Event()
-
-    def run(self) -> None:
-        while not self.halt.wait(0.3):
-            try:
-                self.samples.append(fetch_committed(self.bootstrap, self.group, self.topic, self.partitions))
-            except Exception as exc:  # the broker may be down: a failed sample is recorded, not fatal
-                self.errors.append(repr(exc))
-
-    def latest(self) -> dict[int, int]:
-        return self.samples[-1] if self.samples else {}
-
-    def backwards(self) -> list[str]:
-        found, best = [], {}
-        for i, sample in enumerate(self.samples):
-            for partition, offset in sample.items():
-                if offset < 0:
-                    continue
-                if offset < best.get(partition, -1):
-                    found.append(f"sample {i}: partition {partition} went back from {best[partition]} to {offset}")
-                best[partition] = max(best.get(partition, -1), offset)
-        return found
+    def _sampler(self):
+        return lambda: fetch_committed(self.bootstrap, self.group, self.topic, self.partitions)
 
 
 # -- the confluent-kafka consumer process itself ----------------------------------------------

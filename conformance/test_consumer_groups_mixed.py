@@ -44,7 +44,7 @@ from conformance.consumer_group_clients import (
     unique,
 )
 from conformance.java.test_java_clients import JavaPrograms, java_programs  # noqa: F401  (fixture)
-from conformance.test_groups_java import CommitMonitor
+from conformance.test_groups_tools import CommitMonitor
 from conformance.test_groups_tools import (
     ConsumerProcess,
     Consumption,

@@ -23,6 +23,7 @@ import pytest
 from conformance.java.test_java_clients import JVM_OPTIONS, JavaPrograms, java_programs  # noqa: F401
 from conformance.test_groups_tools import (
     GROUP_BROKER_OVERRIDES,
+    CommitMonitor,
     ConsumerProcess,
     Consumption,
     create_topic,
@@ -64,46 +65,6 @@ def stop_all(consumers: list[ConsumerProcess]) -> None:
     for c in consumers:
         if c.proc is not None:
             c.wait(40)
-
-
-class CommitMonitor(threading.Thread):
-    """Samples the group's committed offsets (OffsetFetch via librdkafka) until stopped."""
-
-    def __init__(self, bootstrap: str, group: str, topic: str, partitions: int):
-        super().__init__(daemon=True)
-        self.bootstrap, self.group, self.topic, self.partitions = bootstrap, group, topic, partitions
-        self.samples: list[dict[int, int]] = []
-        self.errors: list[str] = []
-        self.halt = threading.Event()
-
-    def run(self) -> None:
-        from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
-        from confluent_kafka.admin import AdminClient
-
-        admin = AdminClient({"bootstrap.servers": self.bootstrap})
-        request = [ConsumerGroupTopicPartitions(self.group, [TopicPartition(self.topic, p)
-                                                            for p in range(self.partitions)])]
-        while not self.halt.wait(0.3):
-            try:
-                result = admin.list_consumer_group_offsets(request)[self.group].result(timeout=10)
-                self.samples.append({tp.partition: tp.offset for tp in result.topic_partitions})
-            except Exception as exc:  # a failed sample is reported, not fatal to the run
-                self.errors.append(repr(exc))
-
-    def latest(self) -> dict[int, int]:
-        return self.samples[-1] if self.samples else {}
-
-    def backwards(self) -> list[str]:
-        found = []
-        best: dict[int, int] = {}
-        for i, sample in enumerate(self.samples):
-            for partition, offset in sample.items():
-                if offset < 0:
-                    continue
-                if offset < best.get(partition, -1):
-                    found.append(f"sample {i}: partition {partition} went back from {best[partition]} to {offset}")
-                best[partition] = max(best.get(partition, -1), offset)
-        return found
 
 
 def test_java_admin_consumer_group_calls(broker, java_programs: JavaPrograms) -> None:

@@ -18,6 +18,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -106,6 +107,56 @@ def committed_offsets(bootstrap: str, group: str, topic: str, partitions: int) -
     request = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p) for p in range(partitions)])
     result = admin.list_consumer_group_offsets([request])[group].result(timeout=20)
     return {tp.partition: tp.offset for tp in result.topic_partitions}
+
+
+class CommitMonitor(threading.Thread):
+    """Samples the group's committed offsets every 0.3 s until `halt` is set (OffsetFetch via
+    librdkafka's AdminClient; subclasses choose another client through `_sampler`)."""
+
+    def __init__(self, bootstrap: str, group: str, topic: str, partitions: int):
+        super().__init__(daemon=True)
+        self.bootstrap, self.group, self.topic, self.partitions = bootstrap, group, topic, partitions
+        self.samples: list[dict[int, int]] = []
+        self.errors: list[str] = []
+        self.halt = threading.Event()
+
+    def _sampler(self):
+        """A function returning one sample: {partition: committed offset}."""
+        from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        request = [ConsumerGroupTopicPartitions(self.group, [TopicPartition(self.topic, p)
+                                                            for p in range(self.partitions)])]
+
+        def sample() -> dict[int, int]:
+            result = admin.list_consumer_group_offsets(request)[self.group].result(timeout=10)
+            return {tp.partition: tp.offset for tp in result.topic_partitions}
+
+        return sample
+
+    def run(self) -> None:
+        sample = self._sampler()
+        while not self.halt.wait(0.3):
+            try:
+                self.samples.append(sample())
+            except Exception as exc:  # the broker may be down: a failed sample is reported, not fatal
+                self.errors.append(repr(exc))
+
+    def latest(self) -> dict[int, int]:
+        return self.samples[-1] if self.samples else {}
+
+    def backwards(self) -> list[str]:
+        found = []
+        best: dict[int, int] = {}
+        for i, sample in enumerate(self.samples):
+            for partition, offset in sample.items():
+                if offset < 0:
+                    continue
+                if offset < best.get(partition, -1):
+                    found.append(f"sample {i}: partition {partition} went back from {best[partition]} to {offset}")
+                best[partition] = max(best.get(partition, -1), offset)
+        return found
 
 
 def wait_until(condition, timeout: float, what: str, interval: float = 0.2):
