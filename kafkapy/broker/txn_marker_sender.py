@@ -7,7 +7,8 @@ answered. The transaction coordinator here asks for markers synchronously and re
 back-off whatever is not done yet, so this keeps one delivery in flight per (producer, partition)
 and answers "not yet" (REQUEST_TIMED_OUT, retried) until it is done: for a remote leader until it
 answered, for a partition led here until the high watermark passed the marker. The outcome is then
-given to the coordinator's next attempt.
+given to the coordinator's next attempt, which `on_done` triggers as soon as a delivery finishes
+(the back-off is the fallback).
 """
 from __future__ import annotations
 
