@@ -228,7 +228,7 @@ class Broker:
             return self.metadata.cache.broker_infos(listener_name or self.config.listeners[0].name)
         if listener_name is None or listener_name == self.config.listeners[0].name:
             return self.metadata.list_brokers()
-        from ..controller.store import BrokerInfo
+        from ..metadata.store import BrokerInfo
 
         endpoint = self.endpoints.get(listener_name)
         if endpoint is None:

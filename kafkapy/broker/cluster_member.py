@@ -17,12 +17,12 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..controller.errors import InconsistentClusterIdError
-from ..controller.ids import new_cluster_id
+from ..metadata.errors import InconsistentClusterIdError
+from ..metadata.ids import new_cluster_id
 from ..controller.kafka_controller import KafkaController
-from ..controller.zk.client import BrokerIdInUseError, KafkaZkClient, ZkConnectionError
-from ..controller.zk.paths import BrokerRegistration, Endpoint
-from ..controller.zk.store import ZkMetadataStore
+from ..metadata.zk.client import BrokerIdInUseError, KafkaZkClient, ZkConnectionError
+from ..metadata.zk.paths import BrokerRegistration, Endpoint
+from ..metadata.zk.store import ZkMetadataStore
 from ..net.client import BrokerConnection, BrokerConnectionError
 from ..protocol.errors import ErrorCode
 from ..protocol.messages import ControlledShutdownRequest

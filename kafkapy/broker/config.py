@@ -16,7 +16,7 @@ from enum import IntEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..controller.errors import ConfigError, InvalidRequestError, UnknownTopicOrPartitionError
+from ..metadata.errors import ConfigError, InvalidRequestError, UnknownTopicOrPartitionError
 from .config_defs import (
     BROKER_CONFIGS,
     LONG_MAX,
@@ -28,7 +28,7 @@ from .config_defs import (
 )
 
 if TYPE_CHECKING:
-    from ..controller.store import MetadataStore
+    from ..metadata.store import MetadataStore
     from ..log.config import LogConfig
 
 __all__ = [
@@ -791,7 +791,7 @@ def open_metadata_store(config: BrokerConfig) -> MetadataStore:
     """Open the single node's embedded metadata store for `config`, wired to its topic-config
     validation and defaults, and install the dynamic broker configs kept in it. (In cluster mode
     the broker opens the ZooKeeper store instead: kafkapy/broker/cluster_member.py.)"""
-    from ..controller.embedded import EmbeddedMetadataStore
+    from ..metadata.embedded import EmbeddedMetadataStore
 
     store = EmbeddedMetadataStore(
         config.metadata_dir, cluster_id=config.cluster_id,

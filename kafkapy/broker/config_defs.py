@@ -15,7 +15,7 @@ from decimal import Decimal
 from enum import Enum, IntEnum
 from typing import Any
 
-from ..controller.errors import ConfigError
+from ..metadata.errors import ConfigError
 from ..security.authorizer import SuperUsers
 
 __all__ = [

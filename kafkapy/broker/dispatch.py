@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable
 
 from ..protocol.headers import RequestHeader, decode_request_header, encode_response_header
 from ..protocol.messages import REQUEST_TYPES
-from ..controller.acls import CLUSTER_RESOURCE_NAME, AclOperation, ResourceType
+from ..metadata.acls import CLUSTER_RESOURCE_NAME, AclOperation, ResourceType
 from ..security.authorizer import SUPPORTED_OPERATIONS
 from ..security.principal import ANONYMOUS, KafkaPrincipal
 from ..security.quotas import BusyTime

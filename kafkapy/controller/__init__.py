@@ -1,6 +1,5 @@
-"""Cluster metadata: topics, partitions, brokers and config overrides (embedded store; ZooKeeper later)."""
-from .embedded import EmbeddedMetadataStore
-from .store import BrokerInfo, ChangeKind, MetadataChange, MetadataStore, PartitionMetadata, TopicMetadata
-
-__all__ = ["BrokerInfo", "ChangeKind", "EmbeddedMetadataStore", "MetadataChange", "MetadataStore",
-           "PartitionMetadata", "TopicMetadata"]
+"""The cluster controller (ZooKeeper mode, as Kafka 3.7): election and fencing
+(`kafka_controller.py`), its requests to brokers (`channel.py`), its answers to brokers'
+requests (`broker_requests.py`), leader elections (`leader_election.py`) and partition
+reassignment (`reassignment.py`). The metadata it reads and writes is `kafkapy/metadata/`.
+"""

@@ -21,7 +21,7 @@ from .leader_election import (
     preferred_election,
     remove_replicas_from_isr,
 )
-from .zk.paths import LeaderIsr
+from ..metadata.zk.paths import LeaderIsr
 
 __all__ = ["BrokerRequests", "NotController"]
 

@@ -20,7 +20,7 @@ from ..protocol.messages import (
     StopReplicaRequest,
     UpdateMetadataRequest,
 )
-from .zk.paths import BrokerRegistration, LeaderIsr
+from ..metadata.zk.paths import BrokerRegistration, LeaderIsr
 
 __all__ = ["ControllerChannel", "RequestBatch", "LEADER_AND_ISR_VERSION", "UPDATE_METADATA_VERSION",
            "STOP_REPLICA_VERSION"]

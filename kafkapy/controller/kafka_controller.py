@@ -25,7 +25,7 @@ from typing import Any
 from ..protocol.errors import ErrorCode
 from .broker_requests import BrokerRequests, NotController
 from .channel import ControllerChannel, PartitionInfo, RequestBatch
-from .ids import new_topic_id
+from ..metadata.ids import new_topic_id
 from .reassignment import Reassignments
 from .leader_election import (
     NO_LEADER,
@@ -35,8 +35,8 @@ from .leader_election import (
     preferred_election,
     remove_replicas_from_isr,
 )
-from .zk.client import BadVersionError, ControllerMovedError, KafkaZkClient, NodeExistsError
-from .zk.paths import BrokerRegistration, LeaderIsr, TopicAssignment
+from ..metadata.zk.client import BadVersionError, ControllerMovedError, KafkaZkClient, NodeExistsError
+from ..metadata.zk.paths import BrokerRegistration, LeaderIsr, TopicAssignment
 
 __all__ = ["KafkaController"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import replace
 
-from .zk.paths import LeaderIsr
+from ..metadata.zk.paths import LeaderIsr
 
 __all__ = ["NO_LEADER", "RECOVERING", "new_partition_state", "offline_election", "preferred_election",
            "controlled_shutdown_election", "remove_replicas_from_isr"]

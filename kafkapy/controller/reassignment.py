@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from ..protocol.errors import ErrorCode
 from .broker_requests import NotController
 from .leader_election import remove_replicas_from_isr
-from .zk.paths import LeaderIsr
+from ..metadata.zk.paths import LeaderIsr
 
 __all__ = ["ReplicaAssignment", "Reassignments", "validate_target"]
 

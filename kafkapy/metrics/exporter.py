@@ -85,7 +85,7 @@ async def start_exporter(broker: Broker) -> PrometheusExporter | None:
     try:
         await exporter.start()
     except OSError as exc:  # address in use, not an address of this host: one line, no traceback
-        from ..controller.errors import ConfigError
+        from ..metadata.errors import ConfigError
 
         raise ConfigError.invalid_value(LISTENER_CONFIG, url, f"cannot listen there: {exc.strerror or exc}") from None
     broker.metrics.detailed = True

@@ -30,7 +30,7 @@ import uuid
 from pathlib import Path
 from typing import Callable
 
-from ..controller.ids import uuid_from_kafka_str, uuid_to_kafka_str
+from ..metadata.ids import uuid_from_kafka_str, uuid_to_kafka_str
 from ..log.checkpoints import (
     REPLICATION_OFFSET_CHECKPOINT,
     CheckpointError,

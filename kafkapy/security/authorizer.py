@@ -26,8 +26,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from ..controller.errors import ConfigError
-from ..controller.acls import (
+from ..metadata.errors import ConfigError
+from ..metadata.acls import (
     WILDCARD_RESOURCE,
     AclBinding,
     AclBindingFilter,

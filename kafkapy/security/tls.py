@@ -19,7 +19,7 @@ import tempfile
 import weakref
 from dataclasses import dataclass
 
-from ..controller.errors import ConfigError
+from ..metadata.errors import ConfigError
 from .principal import ANONYMOUS, KafkaPrincipal
 
 __all__ = [

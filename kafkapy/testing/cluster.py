@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..controller.store import PartitionMetadata
+from ..metadata.store import PartitionMetadata
 from ..protocol.errors import ErrorCode
 from .broker import (CREATE_TOPICS_VERSION, HOST, KafkaBroker, KafkaBrokerError, check_topic_created,
                      create_topic_request, error_name)

@@ -28,7 +28,7 @@ from kafkapy.broker.config import (
     validate_topic_configs,
 )
 from kafkapy.broker.config_defs import BROKER_CONFIGS, LONG_MAX, TOPIC_CONFIGS, ConfigType, java_double_str
-from kafkapy.controller.embedded import EmbeddedMetadataStore
+from kafkapy.metadata.embedded import EmbeddedMetadataStore
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 
 REPO = Path(__file__).resolve().parents[2]

@@ -8,7 +8,7 @@ from kafkapy.controller.leader_election import (
     preferred_election,
     remove_replicas_from_isr,
 )
-from kafkapy.controller.zk.paths import LeaderIsr
+from kafkapy.metadata.zk.paths import LeaderIsr
 
 
 def test_new_partition_first_live_replica_leads_with_live_isr():

@@ -66,7 +66,7 @@ def test_listener_url_errors_say_what_is_expected(bad):
 
 def test_config_refuses_a_malformed_listener():
     from kafkapy.broker.config import BrokerConfig
-    from kafkapy.controller.errors import ConfigError
+    from kafkapy.metadata.errors import ConfigError
 
     with pytest.raises(ConfigError, match="kafkapy.metrics.listener"):
         BrokerConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "kafkapy.metrics.listener": "localhost:9404"})

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 from kafkapy.broker.broker import Broker
 from kafkapy.broker.config import BrokerConfig
 from kafkapy.broker.connection import KafkaConnection
-from kafkapy.controller.store import PartitionMetadata, TopicMetadata
+from kafkapy.metadata.store import PartitionMetadata, TopicMetadata
 from kafkapy.protocol.api_versions import CLUSTER_VERSIONS
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import AlterPartitionResponse, LeaderAndIsrRequest

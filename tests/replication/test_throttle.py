@@ -12,8 +12,8 @@ from hypothesis import given, settings, strategies as st
 
 from kafkapy.broker.config import BrokerConfig, validate_topic_configs
 from kafkapy.broker.config_defs import TOPIC_CONFIGS, parse_value
-from kafkapy.controller.errors import ConfigError, InvalidRequestError
-from kafkapy.controller.store import PartitionMetadata, TopicMetadata
+from kafkapy.metadata.errors import ConfigError, InvalidRequestError
+from kafkapy.metadata.store import PartitionMetadata, TopicMetadata
 from kafkapy.replication.throttle import (
     ALL_REPLICAS,
     UNLIMITED,

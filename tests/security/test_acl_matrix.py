@@ -16,7 +16,7 @@ import pytest
 from kafkapy.broker.dispatch import HANDLERS, RequestContext
 from kafkapy.broker.handlers.groups import offsets_topic, start_group_coordination
 from kafkapy.broker.handlers.transactions import start_transaction_coordination
-from kafkapy.controller.acls import (
+from kafkapy.metadata.acls import (
     AclBinding,
     AclBindingFilter,
     AclOperation,

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kafkapy.broker.config import BrokerConfig, ConfigError
-from kafkapy.controller.acls import (
+from kafkapy.metadata.acls import (
     AclBinding,
     AclBindingFilter,
     AclOperation,

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafkapy.controller.zk.store import _quota_entity, _quota_znode
+from kafkapy.metadata.zk.store import _quota_entity, _quota_znode
 from kafkapy.protocol.messages import AlterClientQuotasRequest as Alter
 from kafkapy.protocol.messages import DescribeClientQuotasRequest as Describe
 from kafkapy.protocol.messages import FetchResponse, ProduceResponse

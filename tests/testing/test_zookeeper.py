@@ -313,8 +313,8 @@ def test_a_silent_client_expires_and_is_disconnected(server):
 
 
 def test_kafkapy_zookeeper_client_works_unchanged(server):
-    from kafkapy.controller.zk.client import BrokerIdInUseError, KafkaZkClient
-    from kafkapy.controller.zk.paths import BrokerRegistration, Endpoint
+    from kafkapy.metadata.zk.client import BrokerIdInUseError, KafkaZkClient
+    from kafkapy.metadata.zk.paths import BrokerRegistration, Endpoint
 
     first = KafkaZkClient(server.connect_string, session_timeout_ms=2000)
     second = KafkaZkClient(f"{server.connect_string}/chroot", session_timeout_ms=2000)

@@ -2,7 +2,7 @@
 
 As in Kafka, the APIs answer SECURITY_DISABLED unless `authorizer.class.name` is set. With it set,
 kafkapy stores, lists and deletes ACLs with Kafka's validation and filter semantics
-(kafkapy.controller.acls), and kafkapy.security.authorizer enforces them; describing needs DESCRIBE
+(kafkapy.metadata.acls), and kafkapy.security.authorizer enforces them; describing needs DESCRIBE
 on the cluster, creating and deleting ALTER (CLUSTER_AUTHORIZATION_FAILED otherwise).
 """
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import logging
 
-from ...controller.acls import AclBinding, AclBindingFilter, AclOperation, validate_filter, validate_new_acl
+from ...metadata.acls import AclBinding, AclBindingFilter, AclOperation, validate_filter, validate_new_acl
 from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages import (
     CreateAclsRequest,

@@ -1,7 +1,7 @@
 """DescribeCluster: which brokers the cluster has (what their disks hold is kafkapy.broker.handlers.log_dirs)."""
 from __future__ import annotations
 
-from ...controller.acls import ResourceType
+from ...metadata.acls import ResourceType
 from ...protocol.errors import ErrorCode
 from ...protocol.messages import (
     DescribeClusterRequest,

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import logging
 
-from ...controller.acls import AclOperation, ResourceType
+from ...metadata.acls import AclOperation, ResourceType
 from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages import (
     AlterConfigsRequest,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from ...controller.acls import AclOperation, ResourceType
+from ...metadata.acls import AclOperation, ResourceType
 from ...groupcoord import OFFSETS_TOPIC
 from ...groupcoord.consumer.group import TopicMetadata
 from ...groupcoord.consumer.membership import HeartbeatRequest

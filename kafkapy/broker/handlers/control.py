@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 
-from ...controller.acls import AclOperation
+from ...metadata.acls import AclOperation
 from ...protocol.errors import ErrorCode
 from ...protocol.messages import (
     AllocateProducerIdsRequest,

@@ -1,7 +1,7 @@
 """DeleteRecords: move a partition's log start offset forward (records below it become unreadable)."""
 from __future__ import annotations
 
-from ...controller.acls import AclOperation, ResourceType
+from ...metadata.acls import AclOperation, ResourceType
 from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages import DeleteRecordsRequest, DeleteRecordsResponse
 from ..dispatch import RequestContext, handles

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import uuid
 
-from ...controller.acls import AclOperation, ResourceType
+from ...metadata.acls import AclOperation, ResourceType
 from ...protocol.errors import ErrorCode
 from ...protocol.messages import DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse
 from ..dispatch import RequestContext, handles

@@ -12,7 +12,7 @@ import time
 import uuid
 from dataclasses import dataclass
 
-from ...controller.acls import AclOperation, ResourceType
+from ...metadata.acls import AclOperation, ResourceType
 from ...protocol.compression import UnsupportedCompressionTypeError
 from ...protocol.errors import CorruptRecordError, ErrorCode, KafkaError
 from ...protocol.legacy_records import MAGIC_V0, MAGIC_V1, v2_to_legacy

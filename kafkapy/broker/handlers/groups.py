@@ -11,7 +11,7 @@ import asyncio
 import logging
 from typing import Any, Callable
 
-from ...controller.acls import AclOperation, ResourceType
+from ...metadata.acls import AclOperation, ResourceType
 from ...groupcoord import OFFSETS_TOPIC, JoinRequest, partition_for
 from ...groupcoord.offsets_topic import offsets_topic_configs
 from ...protocol.errors import ErrorCode, KafkaError

@@ -1,7 +1,7 @@
 """InitProducerId: producer ids and epochs for idempotent producers (KIP-98, KIP-360 epoch bumps)."""
 from __future__ import annotations
 
-from ...controller.acls import AclOperation, ResourceType
+from ...metadata.acls import AclOperation, ResourceType
 from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages import InitProducerIdRequest, InitProducerIdResponse
 from ..dispatch import RequestContext, handles

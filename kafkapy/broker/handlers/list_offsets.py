@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import time
 
-from ...controller.acls import AclOperation, ResourceType
+from ...metadata.acls import AclOperation, ResourceType
 from ...protocol.errors import ErrorCode
 from ...protocol.messages import ListOffsetsRequest, ListOffsetsResponse
 from ..dispatch import RequestContext, handles

@@ -10,7 +10,7 @@ import logging
 import os
 import shutil
 
-from ...controller.acls import AclOperation
+from ...metadata.acls import AclOperation
 from ...log.manager import OfflinePartitionLog
 from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages import (

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import uuid
 
-from ...controller.acls import AclOperation, ResourceType
+from ...metadata.acls import AclOperation, ResourceType
 from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages import MetadataRequest, MetadataResponse
 from ..dispatch import RequestContext, handles

@@ -1,7 +1,7 @@
 """OffsetForLeaderEpoch: the end offset of a leader epoch, for consumers' and followers' truncation checks."""
 from __future__ import annotations
 
-from ...controller.acls import AclOperation, ResourceType
+from ...metadata.acls import AclOperation, ResourceType
 from ...protocol.errors import ErrorCode
 from ...protocol.messages import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
 from ..dispatch import RequestContext, handles

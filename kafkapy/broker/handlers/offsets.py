@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 
-from ...controller.acls import AclOperation, ResourceType
+from ...metadata.acls import AclOperation, ResourceType
 from ...groupcoord import OFFSETS_TOPIC, OffsetAndMetadata
 from ...protocol.errors import ErrorCode
 from ...protocol.messages import (

@@ -12,7 +12,7 @@ import asyncio
 import logging
 import time
 
-from ...controller.acls import AclOperation, ResourceType
+from ...metadata.acls import AclOperation, ResourceType
 from ...protocol.errors import CorruptRecordError, ErrorCode, KafkaError
 from ...protocol.messages import ProduceRequest, ProduceResponse
 from ...protocol.legacy_records import legacy_to_v2

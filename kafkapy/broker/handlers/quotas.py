@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 
-from ...controller.acls import AclOperation
+from ...metadata.acls import AclOperation
 from ...protocol.errors import ErrorCode
 from ...protocol.messages import (
     AlterClientQuotasRequest,
@@ -17,7 +17,7 @@ from ...protocol.messages import (
     DescribeClientQuotasRequest,
     DescribeClientQuotasResponse,
 )
-from ...security.quotas import CLIENT_ID, IP, USER, QuotaEntity, QuotaError, validate_quota
+from ...metadata.quotas import CLIENT_ID, IP, USER, QuotaEntity, QuotaError, validate_quota
 from ..dispatch import RequestContext, handles
 
 log = logging.getLogger(__name__)

@@ -1,7 +1,7 @@
 """ElectLeaders, AlterPartitionReassignments, ListPartitionReassignments: which brokers hold replicas.
 
 On a single node, elections and reassignments are decided by the metadata store with the KRaft
-controller's rules (kafkapy.controller.partition_changes); in a cluster, by the controller
+controller's rules (kafkapy.metadata.partition_changes); in a cluster, by the controller
 (kafkapy.controller.kafka_controller and .reassignment), reached through this broker's controller
 object, which answers NOT_CONTROLLER unless it is the active one. Where a replica lives on a broker's disks (AlterReplicaLogDirs,
 DescribeLogDirs) is kafkapy.broker.handlers.log_dirs.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 
-from ...controller.acls import AclOperation
+from ...metadata.acls import AclOperation
 from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages import (
     AlterPartitionReassignmentsRequest,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from ...controller.acls import AclOperation
+from ...metadata.acls import AclOperation
 from ...protocol.errors import ErrorCode
 from ...protocol.messages import (
     AlterUserScramCredentialsRequest,

@@ -12,7 +12,7 @@ import logging
 import time
 import uuid
 
-from ...controller.acls import AclOperation, ResourceType
+from ...metadata.acls import AclOperation, ResourceType
 from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages import (
     CreatePartitionsRequest,

@@ -13,7 +13,7 @@ import asyncio
 import logging
 from collections.abc import Iterable
 
-from ...controller.acls import AclOperation, ResourceType
+from ...metadata.acls import AclOperation, ResourceType
 from ...groupcoord import OFFSETS_TOPIC, OffsetAndMetadata, OffsetsTopicStore
 from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages import (

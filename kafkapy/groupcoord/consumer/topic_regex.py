@@ -24,7 +24,7 @@ import functools
 import re
 from collections.abc import Iterable
 
-from kafkapy.controller.topic_rules import is_internal_topic
+from kafkapy.metadata.topic_rules import is_internal_topic
 
 from .re2_syntax import (
     ERR_NESTING,

@@ -67,7 +67,7 @@ def test_consumer_group_describe_handler_checks_group_and_topic_acls(tmp_path):
     """ConsumerGroupDescribe through the broker handler with an authorizer: DESCRIBE on the group, and
     (Kafka 4.0, KAFKA-18813) on every topic of the members' assignments, else the group is not shown;
     UNSUPPORTED_VERSION without the consumer protocol."""
-    from kafkapy.controller.acls import AclOperation, ResourceType
+    from kafkapy.metadata.acls import AclOperation, ResourceType
     from kafkapy.protocol import messages as m
     from kafkapy.protocol.error_codes import ErrorCode
     from tests.security.test_acl_matrix import AUTHORIZER, AclBroker

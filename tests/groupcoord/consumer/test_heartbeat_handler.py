@@ -2,7 +2,7 @@
 topic ids on the wire, the broker's topic view following topic changes, the protocol switch."""
 from __future__ import annotations
 
-from kafkapy.controller.acls import AclOperation, ResourceType
+from kafkapy.metadata.acls import AclOperation, ResourceType
 from kafkapy.protocol import messages as m
 from kafkapy.protocol.error_codes import ErrorCode
 from tests.security.test_acl_matrix import AUTHORIZER, AclBroker

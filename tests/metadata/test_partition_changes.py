@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from kafkapy.controller import ChangeKind, EmbeddedMetadataStore
-from kafkapy.controller.partition_changes import cancel_reassignment, elect_leader, reassign
-from kafkapy.controller.store import PartitionMetadata
+from kafkapy.metadata import ChangeKind, EmbeddedMetadataStore
+from kafkapy.metadata.partition_changes import cancel_reassignment, elect_leader, reassign
+from kafkapy.metadata.store import PartitionMetadata
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 
 

@@ -15,12 +15,12 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from kafkapy.controller.acls import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType, PatternType,
+from kafkapy.metadata.acls import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType, PatternType,
                                      ResourceType)
-from kafkapy.controller.store import ChangeKind
-from kafkapy.controller.zk.acl_store import ZkAclCache, decode_entry, encode_entry
-from kafkapy.controller.zk.client import UNKNOWN_VERSION, BadVersionError, KafkaZkClient
-from kafkapy.controller.zk.store import ZkMetadataStore
+from kafkapy.metadata.store import ChangeKind
+from kafkapy.metadata.zk.acl_store import ZkAclCache, decode_entry, encode_entry
+from kafkapy.metadata.zk.client import UNKNOWN_VERSION, BadVersionError, KafkaZkClient
+from kafkapy.metadata.zk.store import ZkMetadataStore
 from kafkapy.devcluster.zookeeper import ZooKeeperServer
 from kafkapy.protocol.errors import KafkaError
 

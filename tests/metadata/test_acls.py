@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from kafkapy.controller import ChangeKind, EmbeddedMetadataStore
-from kafkapy.controller.acls import (
+from kafkapy.metadata import ChangeKind, EmbeddedMetadataStore
+from kafkapy.metadata.acls import (
     AclBinding,
     AclBindingFilter,
     AclOperation,

@@ -17,7 +17,7 @@ from types import MappingProxyType
 from typing import Any
 
 from . import partition_changes
-from ..security.quotas import QuotaEntity, apply_quota_ops
+from .quotas import QuotaEntity, apply_quota_ops
 from .acls import AclBinding, AclBindingFilter
 from .errors import InconsistentClusterIdError, UnknownTopicIdError, UnknownTopicOrPartitionError
 from .ids import new_cluster_id, new_topic_id, uuid_to_kafka_str

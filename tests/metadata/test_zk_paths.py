@@ -6,9 +6,9 @@ import uuid
 
 import pytest
 
-from kafkapy.controller.ids import uuid_to_kafka_str
-from kafkapy.controller.zk import paths
-from kafkapy.controller.zk.paths import (BrokerRegistration, Endpoint, FinalizedFeatures, LeaderIsr, ProducerIdBlock,
+from kafkapy.metadata.ids import uuid_to_kafka_str
+from kafkapy.metadata.zk import paths
+from kafkapy.metadata.zk.paths import (BrokerRegistration, Endpoint, FinalizedFeatures, LeaderIsr, ProducerIdBlock,
                                          TopicAssignment, ZnodeDecodeError)
 
 

@@ -14,9 +14,9 @@ from collections.abc import Callable, Iterator
 import pytest
 from kazoo.client import KazooClient
 
-from kafkapy.controller.zk.client import (UNKNOWN_VERSION, BadVersionError, BrokerIdInUseError, ControllerMovedError,
+from kafkapy.metadata.zk.client import (UNKNOWN_VERSION, BadVersionError, BrokerIdInUseError, ControllerMovedError,
                                           KafkaZkClient, TopicExistsError, ZkConnectionError)
-from kafkapy.controller.zk.paths import (BrokerRegistration, Endpoint, LeaderIsr, TopicAssignment, broker_path,
+from kafkapy.metadata.zk.paths import (BrokerRegistration, Endpoint, LeaderIsr, TopicAssignment, broker_path,
                                          decode_producer_id_block, partition_state_path)
 from kafkapy.devcluster.zookeeper import ZooKeeperServer
 

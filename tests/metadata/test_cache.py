@@ -1,7 +1,7 @@
-"""The broker's metadata cache as UpdateMetadata fills it (kafkapy.controller.metadata_cache)."""
+"""The broker's metadata cache as UpdateMetadata fills it (kafkapy.metadata.cache)."""
 import uuid
 
-from kafkapy.controller.metadata_cache import DELETED_LEADER, MetadataCache
+from kafkapy.metadata.cache import DELETED_LEADER, MetadataCache
 from kafkapy.protocol.messages import UpdateMetadataRequest
 
 UM = UpdateMetadataRequest

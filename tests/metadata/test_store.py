@@ -9,10 +9,10 @@ import uuid
 
 import pytest
 
-from kafkapy.controller import ChangeKind, EmbeddedMetadataStore
-from kafkapy.controller.embedded import METADATA_FILE
-from kafkapy.controller.errors import ConfigError
-from kafkapy.controller.ids import uuid_from_kafka_str, uuid_to_kafka_str
+from kafkapy.metadata import ChangeKind, EmbeddedMetadataStore
+from kafkapy.metadata.embedded import METADATA_FILE
+from kafkapy.metadata.errors import ConfigError
+from kafkapy.metadata.ids import uuid_from_kafka_str, uuid_to_kafka_str
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 
 

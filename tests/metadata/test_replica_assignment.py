@@ -1,11 +1,11 @@
-"""Kafka's replica placement (kafkapy.controller.replica_assignment)."""
+"""Kafka's replica placement (kafkapy.metadata.replica_assignment)."""
 import random
 from collections import Counter
 
 import pytest
 
-from kafkapy.controller.errors import InvalidReplicationFactorError
-from kafkapy.controller.replica_assignment import assign_replicas, rack_alternated
+from kafkapy.metadata.errors import InvalidReplicationFactorError
+from kafkapy.metadata.replica_assignment import assign_replicas, rack_alternated
 
 
 def test_fixed_start_matches_kafkas_layout():

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 
 from ...protocol.errors import ErrorCode, KafkaError
-from ...security.quotas import CLIENT_ID, USER, QuotaEntity, format_quota_value, quota_values
+from ..quotas import CLIENT_ID, USER, QuotaEntity, format_quota_value, quota_values
 from ..acls import AclBinding, AclBindingFilter
 from ..errors import (
     InvalidPartitionsError,
@@ -29,7 +29,7 @@ from ..errors import (
     UnknownTopicOrPartitionError,
 )
 from ..ids import new_topic_id, uuid_to_kafka_str
-from ..metadata_cache import MetadataCache, MetadataDelta
+from ..cache import MetadataCache, MetadataDelta
 from ..store import (
     BrokerInfo,
     ChangeKind,

@@ -17,7 +17,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..security.quotas import QuotaEntity
+    from .quotas import QuotaEntity
     from .acls import AclBinding, AclBindingFilter
 
 __all__ = ["BrokerInfo", "ChangeKind", "MetadataChange", "MetadataListener", "MetadataStore", "PartitionMetadata",
@@ -95,7 +95,7 @@ TopicConfigValidator = Callable[[Mapping[str, str], "Mapping[str, str] | None"],
 
 
 class MetadataStore(abc.ABC):
-    """Cluster metadata with Kafka's validation and error codes (see kafkapy.controller.errors).
+    """Cluster metadata with Kafka's validation and error codes (see kafkapy.metadata.errors).
 
     Listeners are called synchronously after a change is durable; a failing listener is logged and
     does not undo the change.
@@ -173,7 +173,7 @@ class MetadataStore(abc.ABC):
     @abc.abstractmethod
     def elect_leader(self, name: str, partition: int, unclean: bool = False) -> PartitionMetadata:
         """Preferred (or unclean) leader election of one partition, with Kafka's rules
-        (kafkapy.controller.partition_changes.elect_leader); raises UnknownTopicOrPartitionError or a
+        (kafkapy.metadata.partition_changes.elect_leader); raises UnknownTopicOrPartitionError or a
         KafkaError with ELECTION_NOT_NEEDED, PREFERRED_LEADER_NOT_AVAILABLE, ELIGIBLE_LEADERS_NOT_AVAILABLE."""
 
     @abc.abstractmethod
