@@ -1,4 +1,5 @@
-"""Partition reassignment, as Kafka 3.7's ZooKeeper-mode controller does it (sheet section 2).
+"""Partition reassignment, as Kafka 3.7's ZooKeeper-mode controller does it (KafkaController.scala's
+onPartitionReassignment; docs/cluster.md, "Operations").
 
 A reassignment moves a partition from its original replicas (ORS) to target replicas (TRS). The
 controller writes RS = TRS + ORS (target first), AR = TRS - ORS (adding) and RR = ORS - TRS
