@@ -1,10 +1,11 @@
 """An asyncio Kafka protocol client for broker-to-broker traffic.
 
-Used by the controller (LeaderAndIsr, UpdateMetadata, StopReplica), replica fetchers (Fetch,
-ListOffsets), brokers talking to the controller (AlterPartition, AllocateProducerIds,
-ControlledShutdown) and transaction coordinators (WriteTxnMarkers). Versions are fixed by the
-caller, as Kafka's inter-broker requests are sent without ApiVersions negotiation (except the two
-the sheet names, which callers negotiate with `api_versions`).
+Used by the controller channel (LeaderAndIsr, UpdateMetadata, StopReplica) and the replica
+fetchers (Fetch, ListOffsets) directly, and by every other inter-broker client (AlterPartition,
+AllocateProducerIds, ControlledShutdown, WriteTxnMarkers, AddPartitionsToTxn verification)
+through net/peers.py, which keeps one connection per broker and purpose. Versions are fixed by
+the caller, as Kafka's inter-broker requests are sent without ApiVersions negotiation. Headers are
+protocol/headers.py's client side; SASL is net/sasl_client.py's exchange.
 
 One `BrokerConnection` is one socket with pipelined requests; responses are matched to requests
 by correlation id. Any error (connect, timeout, framing) closes the socket and raises

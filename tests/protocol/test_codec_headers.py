@@ -8,7 +8,12 @@ import pytest
 from kafkapy.protocol.api_versions import SUPPORTED_VERSIONS
 from kafkapy.protocol.errors import DecodeError
 from kafkapy.protocol.headers import (
-    RequestHeader, decode_request_header, encode_response_header, request_header_version,
+    RequestHeader,
+    decode_request_header,
+    decode_response_header,
+    encode_request_header,
+    encode_response_header,
+    request_header_version,
     response_header_version,
 )
 from kafkapy.protocol.messages import REQUEST_TYPES, RESPONSE_TYPES, MetadataRequest
@@ -110,8 +115,6 @@ def test_supported_versions_policy():
 
 
 # -- the client side: request header encode, response header decode ---------------------------
-
-from kafkapy.protocol.headers import decode_response_header, encode_request_header  # noqa: E402
 
 
 @pytest.mark.parametrize("client_id", ["kafkapy-broker-1", "", None, "ünï"])
