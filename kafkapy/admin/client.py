@@ -15,8 +15,9 @@ import struct
 import time
 from dataclasses import dataclass, field
 
+from ..net.sasl_client import SASL_CLIENT_MECHANISMS, SaslClientError, authenticate_blocking
 from ..protocol.error_codes import ErrorCode
-from ..protocol.headers import request_header_version, response_header_version
+from ..protocol.headers import decode_response_header, encode_request_header
 from ..protocol.messages import (
     RESPONSE_TYPES,
     ApiVersionsRequest,
@@ -24,13 +25,11 @@ from ..protocol.messages import (
     FindCoordinatorRequest,
     MetadataRequest,
 )
-from ..protocol.primitives import skip_tagged_fields
 from .errors import CliError, KafkaApiError, UnreachableError
 
 __all__ = ["AdminClient", "BrokerAddress", "parse_bootstrap"]
 
 _SIZE = struct.Struct(">i")
-_HEADER = struct.Struct(">hhi")
 _MAX_RESPONSE = 256 * 1024 * 1024
 _RETRIABLE = {ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
               ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.LEADER_NOT_AVAILABLE, ErrorCode.NOT_CONTROLLER}
@@ -137,12 +136,8 @@ class Connection:
     def _exchange(self, api_key: int, version: int, parts: list, expect_response: bool = True) -> memoryview | None:
         self._correlation += 1
         correlation_id = self._correlation
-        header = bytearray(_HEADER.pack(api_key, version, correlation_id))
-        raw = self.client_id.encode()
-        header += struct.pack(">h", len(raw)) + raw
-        if request_header_version(api_key, version) == 2:
-            header += b"\x00"
-        payload = b"".join([bytes(header), *parts])
+        header = encode_request_header(api_key, version, correlation_id, self.client_id)
+        payload = b"".join([header, *parts])
         try:
             self.sock.sendall(_SIZE.pack(len(payload)) + payload)
             if not expect_response:
@@ -173,12 +168,10 @@ class Connection:
     def send(self, request, version: int):
         api_key = request.API_KEY
         frame = self._exchange(api_key, version, request.encode_parts(version))
-        pos = 4
-        if response_header_version(api_key, version) == 1:
-            pos = skip_tagged_fields(frame, pos)
         try:
+            _, pos = decode_response_header(frame, api_key, version)
             return RESPONSE_TYPES[api_key].decode(frame, version, pos)
-        except Exception as exc:
+        except Exception as exc:  # a malformed header or body
             raise CliError(f"cannot decode {type(request).__name__[:-7]} v{version} response from "
                            f"{self.address}: {exc}") from None
 
@@ -213,33 +206,21 @@ class Connection:
         return high
 
     def _authenticate(self, security: SecurityOptions) -> None:
-        from ..protocol.messages import SaslAuthenticateRequest, SaslHandshakeRequest
-
         mechanism = security.sasl_mechanism
         if security.username is None or security.password is None:
             raise CliError("SASL needs sasl.username and sasl.password (or sasl.jaas.config) in --command-config",
                            exit_code=2)
-        handshake = self.send(SaslHandshakeRequest(mechanism=mechanism), 1)
-        if handshake.error_code:
-            raise KafkaApiError(handshake.error_code, f"SASL mechanism {mechanism} refused",
-                                f"the broker offers {', '.join(handshake.mechanisms) or 'none'}")
-
-        def step(token: bytes) -> bytes:
-            response = self.send(SaslAuthenticateRequest(auth_bytes=token), 2)
-            if response.error_code:
-                raise KafkaApiError(response.error_code, f"authentication as {security.username} failed",
-                                    "check the credentials in --command-config")
-            return response.auth_bytes
-
-        if mechanism == "PLAIN":
-            step(f"\x00{security.username}\x00{security.password}".encode())
-            return
-        from ..security.sasl.scram import SCRAM_MECHANISMS, ScramClient
-
-        if mechanism not in SCRAM_MECHANISMS:
+        if mechanism not in SASL_CLIENT_MECHANISMS:
             raise CliError(f"unsupported sasl.mechanism {mechanism}", exit_code=2)
-        client = ScramClient(SCRAM_MECHANISMS[mechanism], security.username, security.password)
-        client.verify(step(client.final(step(client.first()))))
+        try:
+            authenticate_blocking(self.send, mechanism=mechanism, username=security.username,
+                                  password=security.password)
+        except SaslClientError as exc:
+            if exc.stage == "handshake":
+                raise KafkaApiError(exc.error_code, f"SASL mechanism {mechanism} refused",
+                                    f"the broker offers {', '.join(exc.mechanisms) or 'none'}") from None
+            raise KafkaApiError(exc.error_code, f"authentication as {security.username} failed",
+                                "check the credentials in --command-config") from None
 
 
 class AdminClient:

@@ -17,13 +17,14 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..controller.kafka_controller import KafkaController
 from ..metadata.errors import InconsistentClusterIdError
 from ..metadata.ids import new_cluster_id
-from ..controller.kafka_controller import KafkaController
 from ..metadata.zk.client import BrokerIdInUseError, KafkaZkClient, ZkConnectionError
 from ..metadata.zk.paths import BrokerRegistration, Endpoint
 from ..metadata.zk.store import ZkMetadataStore
-from ..net.client import BrokerConnection, BrokerConnectionError
+from ..net.client import BrokerConnectionError
+from ..net.peers import PeerConnections
 from ..protocol.errors import ErrorCode
 from ..protocol.messages import ControlledShutdownRequest
 from ..security.inter_broker import inter_broker_options
@@ -237,18 +238,29 @@ class ClusterMember:
         log.info("broker %d: starting controlled shutdown", self.node_id)
         retries = self.config.get("controlled.shutdown.max.retries")
         backoff_s = self.config.get("controlled.shutdown.retry.backoff.ms") / 1000
-        for attempt in range(1, retries + 1):
-            outcome = await self._controlled_shutdown_attempt()
-            if outcome is None:
-                return
-            log.info("broker %d: controlled shutdown attempt %d of %d did not complete: %s", self.node_id,
-                     attempt, retries, outcome)
-            if attempt < retries:
-                await asyncio.sleep(backoff_s)
+        # as Kafka's KafkaServer.controlledShutdown: a network client for this alone, which follows
+        # the controller from one attempt to the next and is closed at the end
+        channel = PeerConnections(
+            "controlled-shutdown", self.metadata.broker_endpoint, controller_id=self.metadata.controller_id,
+            client_id=f"kafkapy-broker-{self.node_id}",
+            request_timeout_s=self.config.get("request.timeout.ms") / 1000,
+            connect_timeout_s=self.config.get("controller.socket.timeout.ms") / 1000,
+            **inter_broker_options(self.config))
+        try:
+            for attempt in range(1, retries + 1):
+                outcome = await self._controlled_shutdown_attempt(channel)
+                if outcome is None:
+                    return
+                log.info("broker %d: controlled shutdown attempt %d of %d did not complete: %s", self.node_id,
+                         attempt, retries, outcome)
+                if attempt < retries:
+                    await asyncio.sleep(backoff_s)
+        finally:
+            channel.close()
         log.warning("broker %d: proceeding with an unclean shutdown as all %d controlled shutdown attempts failed",
                     self.node_id, retries)
 
-    async def _controlled_shutdown_attempt(self) -> str | None:
+    async def _controlled_shutdown_attempt(self, channel: PeerConnections) -> str | None:
         """One ControlledShutdown to the controller: None once we may stop, else why not yet."""
         controller_id = self.metadata.controller_id()
         if controller_id < 0:
@@ -259,17 +271,11 @@ class ClusterMember:
         if controller_id == self.node_id:
             error, remaining = await self.controller.controlled_shutdown(self.node_id, self.broker.broker_epoch)
         else:
-            connection = BrokerConnection(*endpoint, client_id=f"kafkapy-broker-{self.node_id}",
-                                          request_timeout_s=self.config.get("request.timeout.ms") / 1000,
-                                          connect_timeout_s=self.config.get("controller.socket.timeout.ms") / 1000,
-                                          **inter_broker_options(self.config))
             request = ControlledShutdownRequest(broker_id=self.node_id, broker_epoch=self.broker.broker_epoch)
             try:
-                response = await connection.send(request, CONTROLLED_SHUTDOWN_VERSION)
+                response = await channel.send_to_controller(request, CONTROLLED_SHUTDOWN_VERSION)
             except BrokerConnectionError as exc:
                 return f"request to controller {controller_id} failed: {exc}"
-            finally:
-                connection.close()
             error = response.error_code
             remaining = [(p.topic_name, p.partition_index) for p in response.remaining_partitions]
         if error:

@@ -11,7 +11,8 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
-from ..net.client import BrokerConnection, BrokerConnectionError
+from ..net.client import BrokerConnectionError
+from ..net.peers import PeerConnections
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages import AllocateProducerIdsRequest
 from ..security.inter_broker import inter_broker_options
@@ -37,6 +38,12 @@ class ProducerIdBlocks:
         self._block_size = 0
         self._pending: tuple[int, int] | None = None
         self._fetching: asyncio.Task | None = None
+        # Kafka's RPCProducerIdManager asks through the broker-to-controller channel; a block is
+        # needed every thousand ids, so the connection is closed after each block is fetched
+        self._controller = PeerConnections(
+            "producer-ids", lambda node_id: broker.metadata.broker_endpoint(node_id),
+            controller_id=lambda: broker.metadata.controller_id(), client_id=f"kafkapy-broker-{broker.node_id}",
+            **inter_broker_options(broker.config))
 
     def allocate(self) -> int:
         if self._next >= self._end and self._pending is not None:
@@ -68,21 +75,21 @@ class ProducerIdBlocks:
         self._fetching = loop.create_task(self._fetch_block())
 
     async def _fetch_block(self) -> None:
+        try:
+            await self._fetch_block_from_controller()
+        finally:
+            self._controller.close()
+
+    async def _fetch_block_from_controller(self) -> None:
         broker = self.broker
         for _ in range(200):  # about 10 s of retries, then the next allocate() starts again
             controller_id = broker.metadata.controller_id()
             try:
                 if controller_id == broker.node_id and broker.controller is not None:
                     response = await broker.controller.allocate_producer_ids(broker.node_id, broker.broker_epoch)
-                elif controller_id >= 0 and broker.metadata.broker_endpoint(controller_id) is not None:
-                    host, port = broker.metadata.broker_endpoint(controller_id)
-                    connection = BrokerConnection(host, port, client_id=f"kafkapy-broker-{broker.node_id}",
-                                                  **inter_broker_options(broker.config))
-                    try:
-                        response = await connection.send(AllocateProducerIdsRequest(
-                            broker_id=broker.node_id, broker_epoch=broker.broker_epoch), 0)
-                    finally:
-                        connection.close()
+                elif controller_id >= 0:
+                    response = await self._controller.send_to_controller(AllocateProducerIdsRequest(
+                        broker_id=broker.node_id, broker_epoch=broker.broker_epoch), 0)
                 else:
                     response = None
             except BrokerConnectionError as exc:

@@ -17,7 +17,8 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..net.client import BrokerConnection, BrokerConnectionError
+from ..net.client import BrokerConnectionError
+from ..net.peers import PeerConnections
 from ..protocol.errors import ErrorCode
 from ..protocol.messages import WriteTxnMarkersRequest
 from ..security.inter_broker import inter_broker_options
@@ -43,7 +44,10 @@ class RemoteMarkers:
         self._on_done = on_done
         self._results: dict[MarkerKey, int] = {}
         self._in_flight: set[MarkerKey] = set()
-        self._connections: dict[int, BrokerConnection] = {}
+        # Kafka's TransactionMarkerChannelManager: a network client of its own, to every leader
+        self._peers = PeerConnections(
+            "txn-markers", lambda node_id: broker.metadata.broker_endpoint(node_id),
+            client_id=f"kafkapy-txn-markers-{broker.node_id}", **inter_broker_options(broker.config))
 
     def outcome(self, key: MarkerKey) -> int | None:
         """A finished delivery's result (taken), REQUEST_TIMED_OUT while one is in flight, else None."""
@@ -98,17 +102,7 @@ class RemoteMarkers:
             topics=[WriteTxnMarkersRequest.WritableTxnMarkerTopic(name=t, partition_indexes=ps)
                     for t, ps in by_topic.items()])])
         try:
-            endpoint = self.broker.metadata.broker_endpoint(leader)
-            if endpoint is None:
-                raise BrokerConnectionError(f"broker {leader} is not live")
-            connection = self._connections.get(leader)
-            if connection is None:
-                connection = self._connections[leader] = BrokerConnection(
-                    *endpoint, client_id=f"kafkapy-txn-markers-{self.broker.node_id}",
-                    **inter_broker_options(self.broker.config))
-            else:
-                connection.retarget(*endpoint)
-            response = await connection.send(request, WRITE_TXN_MARKERS_VERSION)
+            response = await self._peers.send(leader, request, WRITE_TXN_MARKERS_VERSION)
             for marker in response.markers:
                 for topic in marker.topics:
                     for part in topic.partitions:
@@ -129,6 +123,4 @@ class RemoteMarkers:
                 log.exception("completing the transaction of producer %d failed", producer_id)
 
     def close(self) -> None:
-        for connection in self._connections.values():
-            connection.close()
-        self._connections.clear()
+        self._peers.close()

@@ -11,7 +11,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from ..net.client import BrokerConnection, BrokerConnectionError
+from ..net.client import BrokerConnectionError
+from ..net.peers import PeerConnections
 from ..protocol.errors import ErrorCode
 from ..protocol.messages import AddPartitionsToTxnRequest
 from ..security.inter_broker import inter_broker_options
@@ -31,7 +32,12 @@ class TxnVerifier:
 
     def __init__(self, broker: Broker):
         self.broker = broker
-        self._connections: dict[int, BrokerConnection] = {}
+        # Kafka's AddPartitionsToTxnManager has a network client of its own
+        self._peers = PeerConnections(
+            "txn-verification", lambda node_id: broker.metadata.broker_endpoint(node_id),
+            client_id=f"kafkapy-txn-verification-{broker.node_id}",
+            request_timeout_s=broker.config.get("request.timeout.ms") / 1000,
+            **inter_broker_options(broker.config))
 
     async def verify(self, transactional_id: str, producer_id: int, producer_epoch: int, topic: str,
                      partition: int) -> int:
@@ -39,23 +45,12 @@ class TxnVerifier:
         error, node_id = self.broker.transaction_coordinator.find_coordinator(transactional_id)
         if error:
             return error
-        endpoint = self.broker.metadata.broker_endpoint(node_id)
-        if endpoint is None:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        connection = self._connections.get(node_id)
-        if connection is None:
-            connection = self._connections[node_id] = BrokerConnection(
-                *endpoint, client_id=f"kafkapy-txn-verification-{self.broker.node_id}",
-                request_timeout_s=self.broker.config.get("request.timeout.ms") / 1000,
-                **inter_broker_options(self.broker.config))
-        else:
-            connection.retarget(*endpoint)
         request = AddPartitionsToTxnRequest(transactions=[AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction(
             transactional_id=transactional_id, producer_id=producer_id, producer_epoch=producer_epoch,
             verify_only=True, topics=[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(
                 name=topic, partitions=[partition])])])
         try:
-            response = await connection.send(request, VERIFY_VERSION)
+            response = await self._peers.send(node_id, request, VERIFY_VERSION)
         except BrokerConnectionError as exc:
             log.info("cannot verify %s-%d with the coordinator of %s (broker %d): %s", topic, partition,
                      transactional_id, node_id, exc)
@@ -70,6 +65,4 @@ class TxnVerifier:
         return ErrorCode.UNKNOWN_SERVER_ERROR
 
     def close(self) -> None:
-        for connection in self._connections.values():
-            connection.close()
-        self._connections.clear()
+        self._peers.close()

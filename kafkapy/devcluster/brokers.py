@@ -92,8 +92,9 @@ def answers_requests(port: int, timeout: float = 0.5) -> bool:
     A kafkapy broker binds its port before it loads its logs; until it serves, connections only
     wait in the backlog, so an accepted connection does not yet mean a working broker.
     """
-    client_id = b"kafkapy-devcluster"
-    request = struct.pack(">hhih", API_VERSIONS_KEY, 0, 1, len(client_id)) + client_id
+    from ..protocol.headers import encode_request_header
+
+    request = encode_request_header(API_VERSIONS_KEY, 0, 1, "kafkapy-devcluster")  # ApiVersions v0: no body
     try:
         with socket.create_connection((HOST, port), timeout=timeout) as sock:
             sock.sendall(struct.pack(">i", len(request)) + request)
@@ -109,6 +110,7 @@ def known_controller(port: int, timeout: float = 0.5) -> int:
     registers; a client that asks before then is told -1 (and librdkafka's admin client then waits
     for its next metadata refresh before it sends CreateTopics anywhere)."""
     from ..net.client import encode_request
+    from ..protocol.headers import decode_response_header
     from ..protocol.messages import MetadataRequest, MetadataResponse
 
     version = 1
@@ -118,7 +120,8 @@ def known_controller(port: int, timeout: float = 0.5) -> int:
             sock.sendall(frame)
             size = struct.unpack(">i", _recv_exactly(sock, 4))[0]
             body = _recv_exactly(sock, size)
-        return MetadataResponse.decode(body, version, 4).controller_id
+        _, pos = decode_response_header(body, MetadataRequest.API_KEY, version)
+        return MetadataResponse.decode(body, version, pos).controller_id
     except (OSError, ValueError, struct.error):
         return -1
 

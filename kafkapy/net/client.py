@@ -1,10 +1,11 @@
 """An asyncio Kafka protocol client for broker-to-broker traffic.
 
-Used by the controller (LeaderAndIsr, UpdateMetadata, StopReplica), replica fetchers (Fetch,
-ListOffsets), brokers talking to the controller (AlterPartition, AllocateProducerIds,
-ControlledShutdown) and transaction coordinators (WriteTxnMarkers). Versions are fixed by the
-caller, as Kafka's inter-broker requests are sent without ApiVersions negotiation (except the two
-the sheet names, which callers negotiate with `api_versions`).
+Used by the controller channel (LeaderAndIsr, UpdateMetadata, StopReplica) and the replica
+fetchers (Fetch, ListOffsets) directly, and by every other inter-broker client (AlterPartition,
+AllocateProducerIds, ControlledShutdown, WriteTxnMarkers, AddPartitionsToTxn verification)
+through net/peers.py, which keeps one connection per broker and purpose. Versions are fixed by
+the caller, as Kafka's inter-broker requests are sent without ApiVersions negotiation. Headers are
+protocol/headers.py's client side; SASL is net/sasl_client.py's exchange.
 
 One `BrokerConnection` is one socket with pipelined requests; responses are matched to requests
 by correlation id. Any error (connect, timeout, framing) closes the socket and raises
@@ -21,16 +22,15 @@ import ssl
 import struct
 from collections.abc import Awaitable, Callable
 
-from ..protocol.headers import request_header_version, response_header_version
+from ..protocol.headers import decode_response_header, encode_request_header
 from ..protocol.messages import RESPONSE_TYPES
-from ..protocol.primitives import skip_tagged_fields
+from .sasl_client import SaslClientError, authenticate_async
 
-__all__ = ["BrokerConnection", "BrokerConnectionError", "sasl_authenticate"]
+__all__ = ["BrokerConnection", "BrokerConnectionError", "encode_request", "sasl_authenticate"]
 
 log = logging.getLogger(__name__)
 
 _SIZE = struct.Struct(">i")
-_HEADER = struct.Struct(">hhi")
 _MAX_RESPONSE = 256 * 1024 * 1024
 
 
@@ -40,28 +40,17 @@ class BrokerConnectionError(Exception):
 
 def encode_request(request, version: int, correlation_id: int, client_id: str | None) -> list:
     """A framed request as a list of buffers (size prefix, header, body parts)."""
-    api_key = request.API_KEY
-    header = bytearray(_HEADER.pack(api_key, version, correlation_id))
-    if client_id is None:
-        header += b"\xff\xff"
-    else:
-        raw = client_id.encode()
-        header += struct.pack(">h", len(raw)) + raw
-    if request_header_version(api_key, version) == 2:
-        header += b"\x00"
+    header = encode_request_header(request.API_KEY, version, correlation_id, client_id)
     parts = request.encode_parts(version)
     size = len(header) + sum(len(p) for p in parts)
-    return [_SIZE.pack(size), bytes(header), *parts]
+    return [_SIZE.pack(size), header, *parts]
 
 
 async def sasl_authenticate(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *, mechanism: str,
                             username: str, password: str, client_id: str | None = "kafkapy-broker") -> None:
     """Authenticate a new connection (BrokerConnection's `authenticate` hook, built by
-    security.sasl.inter_broker): SaslHandshake v1, then SaslAuthenticate v2 rounds with PLAIN or SCRAM.
+    security.sasl.inter_broker) with the shared SASL client exchange (net/sasl_client.py).
     Raises BrokerConnectionError naming the broker's error (never the password)."""
-    from ..protocol.messages import SaslAuthenticateRequest, SaslHandshakeRequest
-    from ..security.sasl.scram import SCRAM_MECHANISMS, ScramClient
-
     correlation = itertools.count(1)
 
     async def call(request, version: int):
@@ -72,31 +61,15 @@ async def sasl_authenticate(reader: asyncio.StreamReader, writer: asyncio.Stream
         if not 4 <= size <= _MAX_RESPONSE:
             raise BrokerConnectionError(f"bad SASL response size {size}")
         frame = await reader.readexactly(size)
-        if _SIZE.unpack_from(frame, 0)[0] != correlation_id:
+        answered, pos = decode_response_header(frame, request.API_KEY, version)
+        if answered != correlation_id:
             raise BrokerConnectionError("SASL response with an unexpected correlation id")
-        pos = 4
-        if response_header_version(request.API_KEY, version) == 1:
-            pos = skip_tagged_fields(frame, pos)
         return RESPONSE_TYPES[request.API_KEY].decode(frame, version, pos)
 
-    handshake = await call(SaslHandshakeRequest(mechanism=mechanism), 1)
-    if handshake.error_code:
-        raise BrokerConnectionError(f"SaslHandshake {mechanism}: error {handshake.error_code}, the broker offers "
-                                    f"{', '.join(handshake.mechanisms) or 'nothing'}")
-
-    async def step(token: bytes) -> bytes:
-        response = await call(SaslAuthenticateRequest(auth_bytes=token), 2)
-        if response.error_code:
-            raise BrokerConnectionError(f"SASL {mechanism} authentication as {username} failed: error "
-                                        f"{response.error_code} ({response.error_message})")
-        return response.auth_bytes
-
-    if mechanism == "PLAIN":
-        await step(f"\x00{username}\x00{password}".encode())
-        return
-    client = ScramClient(SCRAM_MECHANISMS[mechanism], username, password)
-    server_first = await step(client.first())
-    client.verify(await step(client.final(server_first)))
+    try:
+        await authenticate_async(call, mechanism=mechanism, username=username, password=password)
+    except SaslClientError as exc:
+        raise BrokerConnectionError(str(exc)) from None
 
 
 class BrokerConnection:
@@ -196,10 +169,8 @@ class BrokerConnection:
                 if entry is None:
                     continue  # the caller gave up (timeout)
                 future, api_key, version = entry
-                pos = 4
-                if response_header_version(api_key, version) == 1:
-                    pos = skip_tagged_fields(frame, pos)
                 try:
+                    _, pos = decode_response_header(frame, api_key, version)
                     response = RESPONSE_TYPES[api_key].decode(frame, version, pos)
                 except Exception as exc:  # a malformed response fails this request and the socket
                     if not future.done():

@@ -1,9 +1,13 @@
 """Request and response headers: which header version an api version uses, and their codecs.
 
-Request header v1 is api key, api version, correlation id and a nullable int16-length client id;
-v2 (flexible request versions) adds a tagged-field section. The client id stays a non-compact
-string even in v2 (RequestHeader.json marks it "flexibleVersions": "none"). Response header v0 is
-the correlation id; v1 adds an empty tagged-field section.
+Request header v0 is api key, api version and correlation id (Kafka sends it only for
+ControlledShutdown v0); v1 adds a nullable int16-length client id; v2 (flexible request versions)
+adds a tagged-field section. The client id stays a non-compact string even in v2
+(RequestHeader.json marks it "flexibleVersions": "none"). Response header v0 is the correlation
+id; v1 adds a tagged-field section.
+
+Both sides live here: the broker decodes request headers and encodes response headers; clients
+(net/client.py, admin/client.py, devcluster) encode request headers and decode response headers.
 """
 from __future__ import annotations
 
@@ -14,13 +18,15 @@ from .errors import DecodeError
 from .messages import REQUEST_TYPES
 from .primitives import Malformed, skip_tagged_fields
 
-__all__ = ["RequestHeader", "decode_request_header", "encode_response_header",
-           "request_header_version", "response_header_version"]
+__all__ = ["RequestHeader", "decode_request_header", "decode_response_header", "encode_request_header",
+           "encode_response_header", "request_header_version", "response_header_version"]
 
 API_VERSIONS_KEY = 18
 
 _HEADER_FIXED = struct.Struct(">hhih")   # api key, api version, correlation id, client id length
+_HEADER_V0 = struct.Struct(">hhi")       # api key, api version, correlation id
 _CORRELATION = struct.Struct(">i")
+_NULL_STRING = b"\xff\xff"
 
 
 @dataclass(slots=True)
@@ -66,11 +72,18 @@ def response_header_version(api_key: int, api_version: int) -> int:
     return 1 if _flexible(api_key, api_version) else 0
 
 
-def decode_request_header(buf: bytes | bytearray | memoryview) -> tuple[RequestHeader, int]:
-    """Decode a request header at the start of `buf`; returns it and the body's offset."""
+def decode_request_header(buf: bytes | bytearray | memoryview,
+                          header_version: int | None = None) -> tuple[RequestHeader, int]:
+    """Decode a request header at the start of `buf`; returns it and the body's offset.
+
+    The header version follows from the api key and version (`request_header_version`) unless
+    given; only a given 0 reads a header without a client id."""
     if isinstance(buf, memoryview) and (buf.format != "B" or buf.ndim != 1):
         buf = buf.cast("B")
     end = len(buf)
+    if header_version == 0 and end >= 8:
+        api_key, api_version, correlation_id = _HEADER_V0.unpack_from(buf, 0)
+        return RequestHeader(api_key, api_version, correlation_id, None), 8
     if end < 10:
         if end >= 4:
             api_key, api_version = struct.unpack_from(">hh", buf, 0)
@@ -88,7 +101,7 @@ def decode_request_header(buf: bytes | bytearray | memoryview) -> tuple[RequestH
         except UnicodeDecodeError:
             raise DecodeError("client id is not valid UTF-8", api_key, api_version, pos) from None
         pos += n
-    if request_header_version(api_key, api_version) == 2:
+    if (header_version or request_header_version(api_key, api_version)) == 2:
         try:
             pos = skip_tagged_fields(buf, pos)
         except Malformed as exc:
@@ -103,3 +116,41 @@ def encode_response_header(correlation_id: int, api_key: int, api_version: int) 
     if response_header_version(api_key, api_version) == 1:
         return header + b"\x00"
     return header
+
+
+def encode_request_header(api_key: int, api_version: int, correlation_id: int, client_id: str | None,
+                          header_version: int | None = None) -> bytes:
+    """The request header for a request of this api version (header version from
+    `request_header_version` unless given: 0 drops the client id, 2 adds empty tagged fields)."""
+    if header_version is None:
+        header_version = request_header_version(api_key, api_version)
+    if header_version == 0:
+        return _HEADER_V0.pack(api_key, api_version, correlation_id)
+    if client_id is None:
+        header = _HEADER_V0.pack(api_key, api_version, correlation_id) + _NULL_STRING
+    else:
+        raw = client_id.encode()
+        header = _HEADER_FIXED.pack(api_key, api_version, correlation_id, len(raw)) + raw
+    if header_version == 2:
+        return header + b"\x00"
+    return header
+
+
+def decode_response_header(buf: bytes | bytearray | memoryview, api_key: int, api_version: int,
+                           header_version: int | None = None) -> tuple[int, int]:
+    """The correlation id of a response frame (size prefix removed) and its body's offset.
+
+    The header version follows from the request's api key and version unless given. Raises
+    DecodeError for a truncated header or malformed tagged fields."""
+    if len(buf) < 4:
+        raise DecodeError("response header truncated", api_key, api_version, len(buf))
+    correlation_id = _CORRELATION.unpack_from(buf, 0)[0]
+    if header_version is None:
+        header_version = response_header_version(api_key, api_version)
+    if header_version == 0:
+        return correlation_id, 4
+    try:
+        return correlation_id, skip_tagged_fields(buf, 4)
+    except Malformed as exc:
+        raise DecodeError(f"response header: {exc.reason}", api_key, api_version, exc.offset) from None
+

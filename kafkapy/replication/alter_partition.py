@@ -15,7 +15,8 @@ import logging
 import uuid
 from typing import TYPE_CHECKING, Callable
 
-from ..net.client import BrokerConnection, BrokerConnectionError
+from ..net.client import BrokerConnectionError
+from ..net.peers import PeerConnections
 from ..protocol.errors import ErrorCode
 from ..protocol.messages import AlterPartitionRequest
 from ..security.inter_broker import inter_broker_options
@@ -46,7 +47,7 @@ class AlterPartitionManager:
         self._unsent: dict[tuple[str, int], tuple[Partition, IsrChange]] = {}
         self._wake: asyncio.Event | None = None
         self._task: asyncio.Task | None = None
-        self._conn: BrokerConnection | None = None
+        self._channel: PeerConnections | None = None  # made on first use: a single node never sends
         self._problem: str | None = None  # the last failure logged, so that each is logged once
         self._closed = False
 
@@ -75,9 +76,8 @@ class AlterPartitionManager:
                 await task
             except (asyncio.CancelledError, Exception):
                 pass
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        if self._channel is not None:
+            self._channel.close()
 
     # ------------------------------------------------------------------ sending
     async def _run(self) -> None:
@@ -105,15 +105,17 @@ class AlterPartitionManager:
                 log.warning("AlterPartition: %s; retrying every %d ms", problem, int(self.retry_backoff_s * 1000))
             self._problem = problem
 
-    def _connection(self, host: str, port: int) -> BrokerConnection:
-        if self._conn is None:
-            timeout_s = self._broker.config.get("request.timeout.ms") / 1000
-            self._conn = BrokerConnection(host, port, client_id=f"broker-{self._broker.node_id}-alter-partition",
-                                          request_timeout_s=timeout_s,
-                                          **inter_broker_options(self._broker.config))
-        else:
-            self._conn.retarget(host, port)
-        return self._conn
+    def _controller(self) -> PeerConnections:
+        if self._channel is None:
+            # Kafka's AlterPartitionManager has a broker-to-controller channel of its own
+            broker = self._broker
+            self._channel = PeerConnections(
+                "alter-partition", lambda node_id: broker.metadata.broker_endpoint(node_id),
+                controller_id=lambda: broker.metadata.controller_id(),
+                client_id=f"broker-{broker.node_id}-alter-partition",
+                request_timeout_s=broker.config.get("request.timeout.ms") / 1000,
+                **inter_broker_options(broker.config))
+        return self._channel
 
     async def _send_batch(self) -> bool:
         """One request for everything queued; returns True when something must be sent again."""
@@ -131,7 +133,7 @@ class AlterPartitionManager:
             return False
         request, version = self._request(batch)
         try:
-            response = await self._connection(*endpoint).send(request, version)
+            response = await self._controller().send_to_controller(request, version)
         except BrokerConnectionError as exc:
             self._report(f"controller {controller_id} unreachable: {exc}")
             self._requeue(batch)

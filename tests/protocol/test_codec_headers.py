@@ -8,7 +8,12 @@ import pytest
 from kafkapy.protocol.api_versions import SUPPORTED_VERSIONS
 from kafkapy.protocol.errors import DecodeError
 from kafkapy.protocol.headers import (
-    RequestHeader, decode_request_header, encode_response_header, request_header_version,
+    RequestHeader,
+    decode_request_header,
+    decode_response_header,
+    encode_request_header,
+    encode_response_header,
+    request_header_version,
     response_header_version,
 )
 from kafkapy.protocol.messages import REQUEST_TYPES, RESPONSE_TYPES, MetadataRequest
@@ -107,3 +112,62 @@ def test_supported_versions_policy():
     assert SUPPORTED_VERSIONS[17] == (0, 1) and SUPPORTED_VERSIONS[36] == (0, 2)   # SASL (KIP-152, KIP-368)
     assert {2, 8, 9, 10, 12, 13, 14, 15, 16, 19, 20, 21, 22, 23, 32, 33, 35, 37, 42, 44, 46, 47,
             60, 69, 75} <= set(SUPPORTED_VERSIONS)
+
+
+# -- the client side: request header encode, response header decode ---------------------------
+
+
+@pytest.mark.parametrize("client_id", ["kafkapy-broker-1", "", None, "ünï"])
+def test_request_header_round_trip_every_api_version(client_id):
+    """v1 for every non-flexible version, v2 (tagged fields) for every flexible one."""
+    for key, cls in REQUEST_TYPES.items():
+        lo, hi = cls.VALID_VERSIONS
+        for version in range(lo, hi + 1):
+            raw = encode_request_header(key, version, 12345, client_id) + b"BODY"
+            header, pos = decode_request_header(raw)
+            assert header == RequestHeader(key, version, 12345, client_id)
+            assert raw[pos:] == b"BODY"
+            flexible = cls.FLEXIBLE_VERSION is not None and version >= cls.FLEXIBLE_VERSION
+            client_id_size = 2 + len((client_id or "").encode())
+            assert pos == 8 + client_id_size + (1 if flexible else 0)
+
+
+@pytest.mark.parametrize("header_version", [0, 1, 2])
+def test_request_header_round_trip_each_header_version(header_version):
+    raw = encode_request_header(7, 0, -5, "cid", header_version=header_version)
+    assert len(raw) == {0: 8, 1: 13, 2: 14}[header_version]
+    header, pos = decode_request_header(raw + b"x", header_version=header_version)
+    assert header == RequestHeader(7, 0, -5, None if header_version == 0 else "cid")
+    assert pos == len(raw)
+
+
+def test_request_header_bytes_are_kafkas():
+    assert encode_request_header(3, 4, 42, "ab") == struct.pack(">hhih", 3, 4, 42, 2) + b"ab"
+    assert encode_request_header(3, 12, 42, None) == struct.pack(">hhih", 3, 12, 42, -1) + b"\x00"
+    assert encode_request_header(18, 0, 1, "c", header_version=0) == struct.pack(">hhi", 18, 0, 1)
+
+
+def test_response_header_round_trip_every_api_version():
+    """The broker's encode_response_header read back by the client's decoder: v0 when not flexible
+    (and always for ApiVersions), v1 with its tagged fields when flexible."""
+    for key, cls in REQUEST_TYPES.items():
+        lo, hi = cls.VALID_VERSIONS
+        for version in range(lo, hi + 1):
+            raw = encode_response_header(-77, key, version) + b"BODY"
+            correlation_id, pos = decode_response_header(raw, key, version)
+            assert correlation_id == -77 and raw[pos:] == b"BODY"
+            assert pos == 4 + (response_header_version(key, version) == 1)
+
+
+@pytest.mark.parametrize("header_version", [0, 1])
+def test_response_header_each_header_version(header_version):
+    tagged = b"\x01\x00\x02hi" if header_version == 1 else b""   # v1 may carry unknown tagged fields
+    raw = struct.pack(">i", 9) + tagged + b"rest"
+    assert decode_response_header(raw, 3, 0, header_version=header_version) == (9, 4 + len(tagged))
+
+
+def test_response_header_errors():
+    with pytest.raises(DecodeError):
+        decode_response_header(b"\x00\x01", 3, 12)
+    with pytest.raises(DecodeError):
+        decode_response_header(struct.pack(">i", 1) + b"\x05\x00", 3, 12)   # 5 tagged fields, 1 byte left
