@@ -76,8 +76,6 @@ class Broker:
         self.broker_epoch = -1
         self.txn_markers = None  # RemoteMarkers, made on first use (cluster mode)
         self.txn_verifier = None  # TxnVerifier, made on first use (cluster mode)
-        # client quotas (security/quotas.py); None when no quota is configured anywhere
-        self.quotas = None
         self.metadata = self._open_metadata_store()
         # ACL enforcement (security/authorizer.py); None without authorizer.class.name: nothing is checked
         from ..security.authorizer import create_authorizer
@@ -114,10 +112,10 @@ class Broker:
         self._tasks: list[asyncio.Task] = []
         self.console = None  # the web console (kafkapy/console), when kafkapy.console.listener is set
         self.started_at = time.monotonic()
-        # client quotas: broker.quotas follows the stored quotas (None while there are none)
-        from ..security.quotas import install_client_quotas
+        # client quotas (security/quotas.py) follow the stored ones; `.current` is None while there are none
+        from ..security.quotas import ClientQuotaTracker
 
-        install_client_quotas(self)
+        self.client_quotas = ClientQuotaTracker(self.metadata)
 
     def _open_metadata_store(self):
         if self.config.get("zookeeper.connect"):

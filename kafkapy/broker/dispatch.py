@@ -174,7 +174,7 @@ async def handle_frame(ctx: RequestContext, frame: bytes) -> list | None:
             if injected is faults.DROP:
                 return None
             return [encode_response_header(header.correlation_id, key, version)] + injected.encode_parts(version)
-    quotas = ctx.broker.quotas
+    quotas = ctx.broker.client_quotas.current
     metrics = getattr(ctx.broker, "metrics", None)
     busy = None
     if quotas is None or connection is None:
