@@ -19,6 +19,7 @@ from .listener import bind_listener
 from .memory_pool import MemoryPool, pool_capacity
 from .partitions import PartitionManager
 from .purgatory import Purgatory
+from .topic_view import BrokerTopicView
 
 log = logging.getLogger(__name__)
 
@@ -102,9 +103,6 @@ class Broker:
         else:
             self.producer_ids = ProducerIdAllocator(self.data_dir / "kafkapy-producer-ids")
         self.group_coordinator = self._create_group_coordinator()
-        from .handlers.consumer_groups import install_topic_view
-
-        install_topic_view(self)  # the topics KIP-848 consumer groups subscribe to
         from .handlers.transactions import create_transaction_coordinator
 
         self.transaction_coordinator = create_transaction_coordinator(self)
@@ -139,7 +137,10 @@ class Broker:
             leader_epoch_for=lambda p: self.partitions.leader_epoch(OFFSETS_TOPIC, p),
             on_append=lambda p: self.purgatory.notify((OFFSETS_TOPIC, p)),
             load_buffer_size=config.offsets_load_buffer_size)
-        return GroupCoordinator(config, store)
+        # the topics KIP-848 consumer groups subscribe to, kept current by the metadata store
+        topics = BrokerTopicView(self.partitions, self.metadata)
+        self.metadata.add_listener(topics.on_metadata_change)
+        return GroupCoordinator(config, store, topics=topics)
 
     def readvertise(self) -> None:
         """Register the advertised address again after a dynamic advertised.listeners change."""
