@@ -15,11 +15,13 @@ from .connection import KafkaConnection, close_hung_up, peer_log
 from .connection_quotas import ConnectionQuotas
 from .dispatch import HANDLERS
 from .fetch_sessions import FetchSessionCache
+from .group_coordination import GroupCoordination
 from .listener import bind_listener
 from .memory_pool import MemoryPool, pool_capacity
 from .partitions import PartitionManager
 from .purgatory import Purgatory
 from .topic_view import BrokerTopicView
+from .transaction_coordination import TransactionCoordination
 
 log = logging.getLogger(__name__)
 
@@ -75,8 +77,6 @@ class Broker:
         self.replicas = None
         self.controller = None
         self.broker_epoch = -1
-        self.txn_markers = None  # RemoteMarkers, made on first use (cluster mode)
-        self.txn_verifier = None  # TxnVerifier, made on first use (cluster mode)
         self.metadata = self._open_metadata_store()
         # ACL enforcement (security/authorizer.py); None without authorizer.class.name: nothing is checked
         from ..security.authorizer import create_authorizer
@@ -103,9 +103,9 @@ class Broker:
         else:
             self.producer_ids = ProducerIdAllocator(self.data_dir / "kafkapy-producer-ids")
         self.group_coordinator = self._create_group_coordinator()
-        from .handlers.transactions import create_transaction_coordinator
-
-        self.transaction_coordinator = create_transaction_coordinator(self)
+        self.group_coordination = GroupCoordination(self)  # __consumer_offsets leadership
+        self.transaction_coordination = TransactionCoordination(self)
+        self.transaction_coordinator = self.transaction_coordination.coordinator
         self._servers: list[asyncio.base_events.Server] = []
         self._tasks: list[asyncio.Task] = []
         self.console = None  # the web console (kafkapy/console), when kafkapy.console.listener is set
@@ -179,13 +179,9 @@ class Broker:
             else await asyncio.to_thread(self.cluster.zk.get_all_topics)
         self.logs.load({name: self.partitions.log_config(name) for name in topics})
         self.partitions.sync_with_metadata()
-        from .handlers.groups import start_group_coordination
-
-        start_group_coordination(self, loop)  # loads __consumer_offsets partitions led here
-        from .handlers.transactions import start_transaction_coordination
-
+        self.group_coordination.start(loop)  # loads __consumer_offsets partitions led here
         # after the groups: finishing prepared transactions may complete transactional offsets
-        start_transaction_coordination(self, loop)
+        self.transaction_coordination.start(loop)
         for listener in self.config.listeners:
             context = self._ssl_contexts.get(listener.name)
             for sock in bound[listener.name]:
@@ -268,10 +264,7 @@ class Broker:
             await asyncio.sleep(0.01)
         for conn in list(self.connections):
             conn.close()
-        if self.txn_markers is not None:
-            self.txn_markers.close()
-        if self.txn_verifier is not None:
-            self.txn_verifier.close()
+        self.transaction_coordination.close()  # its connections to other brokers
         if self.cluster is not None:
             await self.replicas.shutdown()
             await self.cluster.stop()
