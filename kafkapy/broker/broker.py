@@ -109,6 +109,7 @@ class Broker:
         self._servers: list[asyncio.base_events.Server] = []
         self._tasks: list[asyncio.Task] = []
         self.console = None  # the web console (kafkapy/console), when kafkapy.console.listener is set
+        self.faults = None  # fault injection (broker/faults.py), when a launcher turns it on: enable_faults
         self.started_at = time.monotonic()
         # client quotas (security/quotas.py) follow the stored ones; `.current` is None while there are none
         from ..security.quotas import ClientQuotaTracker
@@ -141,6 +142,20 @@ class Broker:
         topics = BrokerTopicView(self.partitions, self.metadata)
         self.metadata.add_listener(topics.on_metadata_change)
         return GroupCoordinator(config, store, topics=topics)
+
+    def enable_faults(self, control: str | None = None):
+        """Turn fault injection on (call on the broker's loop): requests are recorded and rules may
+        delay, fail or drop them; `control` (else kafkapy.control.listener) starts its endpoint."""
+        if self.faults is None:
+            from .faults import FaultInjector
+
+            self.faults = FaultInjector(self)
+        self.faults.activate(control)
+        return self.faults
+
+    def registered(self, broker_epoch: int) -> None:
+        """Cluster mode: ZooKeeper registered this broker; its broker epoch is the node's czxid."""
+        self.broker_epoch = broker_epoch
 
     def readvertise(self) -> None:
         """Register the advertised address again after a dynamic advertised.listeners change."""
