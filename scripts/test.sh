@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs the WHOLE kafkapy test suite from a fresh clone: installs what it needs, then pytest
-# over tests/, conformance/ and spark-integration/ (see [tool.pytest.ini_options]).
+# Runs the WHOLE kafkapy test suite from a fresh clone: installs what it needs, checks the layers
+# (lint-imports), then pytest over tests/, conformance/ and spark-integration/ (see [tool.pytest.ini_options]).
 #
 #   bash scripts/test.sh                      # everything
 #   bash scripts/test.sh conformance -k kcat  # extra arguments go to pytest
@@ -15,6 +15,15 @@ if ! bash scripts/install-test-deps.sh; then
     exit 1
 fi
 PYTHON="${PYTHON:-$(command -v python3 || command -v python)}"
+
+# The layers (pyproject.toml [tool.importlinter]) before any test: an import across them fails the
+# run. lint-imports reads this checkout (the repo root first on the path), not an installed copy.
+LINT_IMPORTS="$(dirname "$PYTHON")/lint-imports"
+[[ -x "$LINT_IMPORTS" ]] || LINT_IMPORTS=lint-imports
+if ! PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" "$LINT_IMPORTS" --no-cache; then
+    echo "!!! scripts/test.sh: lint-imports: an import crosses the layers of pyproject.toml [tool.importlinter]" >&2
+    exit 1
+fi
 
 # Per-test default timeout (modules may set their own with pytest.mark.timeout), slowest tests listed.
 timeout --signal=TERM --kill-after=60 "${KAFKAPY_SUITE_TIMEOUT_S:-2400}" \

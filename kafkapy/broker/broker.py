@@ -15,10 +15,13 @@ from .connection import KafkaConnection, close_hung_up, peer_log
 from .connection_quotas import ConnectionQuotas
 from .dispatch import HANDLERS
 from .fetch_sessions import FetchSessionCache
+from .group_coordination import GroupCoordination
 from .listener import bind_listener
 from .memory_pool import MemoryPool, pool_capacity
 from .partitions import PartitionManager
 from .purgatory import Purgatory
+from .topic_view import BrokerTopicView
+from .transaction_coordination import TransactionCoordination
 
 log = logging.getLogger(__name__)
 
@@ -74,10 +77,6 @@ class Broker:
         self.replicas = None
         self.controller = None
         self.broker_epoch = -1
-        self.txn_markers = None  # RemoteMarkers, made on first use (cluster mode)
-        self.txn_verifier = None  # TxnVerifier, made on first use (cluster mode)
-        # client quotas (security/quotas.py); None when no quota is configured anywhere
-        self.quotas = None
         self.metadata = self._open_metadata_store()
         # ACL enforcement (security/authorizer.py); None without authorizer.class.name: nothing is checked
         from ..security.authorizer import create_authorizer
@@ -104,20 +103,18 @@ class Broker:
         else:
             self.producer_ids = ProducerIdAllocator(self.data_dir / "kafkapy-producer-ids")
         self.group_coordinator = self._create_group_coordinator()
-        from .handlers.consumer_groups import install_topic_view
-
-        install_topic_view(self)  # the topics KIP-848 consumer groups subscribe to
-        from .handlers.transactions import create_transaction_coordinator
-
-        self.transaction_coordinator = create_transaction_coordinator(self)
+        self.group_coordination = GroupCoordination(self)  # __consumer_offsets leadership
+        self.transaction_coordination = TransactionCoordination(self)
+        self.transaction_coordinator = self.transaction_coordination.coordinator
         self._servers: list[asyncio.base_events.Server] = []
         self._tasks: list[asyncio.Task] = []
         self.console = None  # the web console (kafkapy/console), when kafkapy.console.listener is set
+        self.faults = None  # fault injection (broker/faults.py), when a launcher turns it on: enable_faults
         self.started_at = time.monotonic()
-        # client quotas: broker.quotas follows the stored quotas (None while there are none)
-        from ..security.quotas import install_client_quotas
+        # client quotas (security/quotas.py) follow the stored ones; `.current` is None while there are none
+        from ..security.quotas import ClientQuotaTracker
 
-        install_client_quotas(self)
+        self.client_quotas = ClientQuotaTracker(self.metadata)
 
     def _open_metadata_store(self):
         if self.config.get("zookeeper.connect"):
@@ -141,7 +138,24 @@ class Broker:
             leader_epoch_for=lambda p: self.partitions.leader_epoch(OFFSETS_TOPIC, p),
             on_append=lambda p: self.purgatory.notify((OFFSETS_TOPIC, p)),
             load_buffer_size=config.offsets_load_buffer_size)
-        return GroupCoordinator(config, store)
+        # the topics KIP-848 consumer groups subscribe to, kept current by the metadata store
+        topics = BrokerTopicView(self.partitions, self.metadata)
+        self.metadata.add_listener(topics.on_metadata_change)
+        return GroupCoordinator(config, store, topics=topics)
+
+    def enable_faults(self, control: str | None = None):
+        """Turn fault injection on (call on the broker's loop): requests are recorded and rules may
+        delay, fail or drop them; `control` (else kafkapy.control.listener) starts its endpoint."""
+        if self.faults is None:
+            from .faults import FaultInjector
+
+            self.faults = FaultInjector(self)
+        self.faults.activate(control)
+        return self.faults
+
+    def registered(self, broker_epoch: int) -> None:
+        """Cluster mode: ZooKeeper registered this broker; its broker epoch is the node's czxid."""
+        self.broker_epoch = broker_epoch
 
     def readvertise(self) -> None:
         """Register the advertised address again after a dynamic advertised.listeners change."""
@@ -180,13 +194,9 @@ class Broker:
             else await asyncio.to_thread(self.cluster.zk.get_all_topics)
         self.logs.load({name: self.partitions.log_config(name) for name in topics})
         self.partitions.sync_with_metadata()
-        from .handlers.groups import start_group_coordination
-
-        start_group_coordination(self, loop)  # loads __consumer_offsets partitions led here
-        from .handlers.transactions import start_transaction_coordination
-
+        self.group_coordination.start(loop)  # loads __consumer_offsets partitions led here
         # after the groups: finishing prepared transactions may complete transactional offsets
-        start_transaction_coordination(self, loop)
+        self.transaction_coordination.start(loop)
         for listener in self.config.listeners:
             context = self._ssl_contexts.get(listener.name)
             for sock in bound[listener.name]:
@@ -269,10 +279,7 @@ class Broker:
             await asyncio.sleep(0.01)
         for conn in list(self.connections):
             conn.close()
-        if self.txn_markers is not None:
-            self.txn_markers.close()
-        if self.txn_verifier is not None:
-            self.txn_verifier.close()
+        self.transaction_coordination.close()  # its connections to other brokers
         if self.cluster is not None:
             await self.replicas.shutdown()
             await self.cluster.stop()

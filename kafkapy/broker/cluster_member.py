@@ -173,7 +173,7 @@ class ClusterMember:
         except BrokerIdInUseError as exc:
             raise ClusterStartError(f"{exc} (broker.id={self.node_id}); refusing to start a second broker with the "
                                     "same id") from None
-        self.broker.broker_epoch = epoch
+        self.broker.registered(epoch)
         log.info("registered broker %d at path /brokers/ids/%d with addresses %s, czxid (broker epoch) %d",
                  self.node_id, self.node_id, [str(ep) for ep in self._registration().endpoints], epoch)
 

@@ -310,6 +310,16 @@ class BrokerConfig:
             return self._values[name]
         return self._merged().get(name)
 
+    def get_as(self, key: str, name: str) -> Any:
+        """The value set under `key`, typed as the defined config `name` is: how a per-listener
+        override (`listener.name.<listener>.<name>`, not in the table itself) is read. None when
+        `key` is not set."""
+        raw = self.get(key)
+        if raw is None:
+            return None
+        definition = BROKER_CONFIGS.get(name)
+        return definition.parse(raw) if definition is not None else raw
+
     def __getattr__(self, attr: str) -> Any:
         if attr.startswith("_"):
             raise AttributeError(attr)

@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable
 
+from ..protocol.errors import ConnectionClosed
 from ..protocol.headers import RequestHeader, decode_request_header, encode_response_header
 from ..protocol.messages import REQUEST_TYPES
 from ..metadata.acls import CLUSTER_RESOURCE_NAME, AclOperation, ResourceType
@@ -28,10 +29,6 @@ API_VERSIONS_KEY = 18
 
 Handler = Callable[["RequestContext", Any], Awaitable[Any]]
 HANDLERS: dict[int, Handler] = {}
-
-
-class ConnectionClosed(Exception):
-    """Raised to close the client connection; the message is logged once."""
 
 
 @dataclass(slots=True)
@@ -174,7 +171,7 @@ async def handle_frame(ctx: RequestContext, frame: bytes) -> list | None:
             if injected is faults.DROP:
                 return None
             return [encode_response_header(header.correlation_id, key, version)] + injected.encode_parts(version)
-    quotas = ctx.broker.quotas
+    quotas = ctx.broker.client_quotas.current
     metrics = getattr(ctx.broker, "metrics", None)
     busy = None
     if quotas is None or connection is None:

@@ -403,6 +403,24 @@ class FaultInjector:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.control = None     # fault_control.ControlServer when the control endpoint is on
 
+    def activate(self, control: str | None = None) -> None:
+        """Serve the broker on the running loop (the control endpoint's calls land there), and start
+        the control endpoint when `control` or the broker's `kafkapy.control.listener` is set."""
+        try:
+            self.loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.loop = None
+        if control is None:
+            try:
+                control = self.broker.config.get(CONTROL_LISTENER_CONFIG)
+            except Exception:
+                control = None
+        if control and self.control is None:
+            from .fault_control import ControlServer
+
+            self.control = ControlServer(self, control)
+            self.control.start()
+
     # -- rules ---------------------------------------------------------------------------------
     def add_rule(self, api: str | int, *, error: str | int | None = None, delay_ms: float | None = None,
                  drop: bool = False, disconnect: bool = False, count: int | None = 1,
@@ -591,22 +609,7 @@ def _describe(rule: FaultRule) -> str:
 
 
 def install(broker: Broker, *, control: str | None = None) -> FaultInjector:
-    """Attach a FaultInjector to `broker` (call on its loop), and start the control endpoint when
-    `control` or the broker's `kafkapy.control.listener` names a loopback host:port."""
-    injector = broker.faults if getattr(broker, "faults", None) is not None else FaultInjector(broker)
-    try:
-        injector.loop = asyncio.get_running_loop()
-    except RuntimeError:
-        injector.loop = None
-    broker.faults = injector
-    if control is None:
-        try:
-            control = broker.config.get(CONTROL_LISTENER_CONFIG)
-        except Exception:
-            control = None
-    if control and injector.control is None:
-        from .fault_control import ControlServer
-
-        injector.control = ControlServer(injector, control)
-        injector.control.start()
-    return injector
+    """Turn fault injection on for `broker` (call on its loop) and start the control endpoint when
+    `control` or the broker's `kafkapy.control.listener` names a loopback host:port. The broker
+    holds the injector (Broker.enable_faults); the launchers call this."""
+    return broker.enable_faults(control)

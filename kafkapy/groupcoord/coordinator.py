@@ -22,6 +22,7 @@ from .consumer.describe import ConsumerGroupDescription, TopicName, describe_con
 from .consumer.classic_members import ClassicMembers
 from .consumer.group import ConsumerGroup
 from .consumer.membership import ConsumerGroupMembership, HeartbeatRequest, HeartbeatResult
+from .consumer.topic_view import TopicView
 from .group import (
     CONSUMER_PROTOCOL_TYPE,
     UNKNOWN_MEMBER_ID,
@@ -81,14 +82,15 @@ class GroupCoordinator:
     """Consumer groups and committed offsets for the __consumer_offsets partitions led here."""
 
     def __init__(self, config: GroupCoordinatorConfig, store: OffsetsTopicStore,
-                 clock_ms: Callable[[], int] | None = None):
+                 clock_ms: Callable[[], int] | None = None, topics: TopicView | None = None):
         self.config = config
         self.clock_ms = clock_ms or (lambda: int(time.time() * 1000))
         self.manager = GroupMetadataManager(store, config.offsets_topic_num_partitions, self.clock_ms,
                                             config.offset_metadata_max_bytes)
         self.membership = GroupMembership(config, self.manager, self.clock_ms, self._validate_group_status)
-        # KIP-848 consumer groups (ConsumerGroupHeartbeat); the broker sets consumer.topics
-        self.consumer = ConsumerGroupMembership(config, self.manager, self.clock_ms, self._validate_group_status)
+        # KIP-848 consumer groups (ConsumerGroupHeartbeat); `topics` is the broker's view of its topics
+        self.consumer = ConsumerGroupMembership(config, self.manager, self.clock_ms, self._validate_group_status,
+                                                topics)
         # classic-protocol members of consumer groups and the classic <-> consumer conversions
         self.classic_members = ClassicMembers(config, self.manager, self.clock_ms, self.consumer, self.membership)
         self.membership.consumer_groups = self.classic_members

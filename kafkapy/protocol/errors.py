@@ -3,12 +3,18 @@ from __future__ import annotations
 
 from .error_codes import RETRIABLE, ErrorCode
 
-__all__ = ["ErrorCode", "KafkaError", "DecodeError", "CorruptRecordError", "is_retriable"]
+__all__ = ["ConnectionClosed", "ErrorCode", "KafkaError", "DecodeError", "CorruptRecordError", "is_retriable"]
 
 
 def is_retriable(code: int) -> bool:
     """True if Kafka marks the error code as retriable."""
     return code in RETRIABLE
+
+
+class ConnectionClosed(Exception):
+    """Raised to close the client connection instead of answering (Kafka closes on a request it
+    cannot or must not answer); the message is logged once. Here, below the broker, so that
+    security/session.py can raise it too."""
 
 
 class KafkaError(Exception):

@@ -18,8 +18,8 @@ takes the rate above the bound throttles the client for ((rate - bound) / bound)
 (RequestQuotaManager) and not capped for byte rates. controller_mutation_rate is Kafka's token
 bucket (KIP-599): a burst of rate * 11 s of partitions, throttle = deficit / rate.
 
-The broker holds a `ClientQuotas` only while some quota exists (`broker.quotas is None`
-otherwise): dispatch calls `after_request` after every handler, which sets the response's
+The broker's ClientQuotaTracker holds a `ClientQuotas` only while some quota exists (its `current`
+is None otherwise): dispatch calls `after_request` after every handler, which sets the response's
 throttle_time_ms and mutes the connection (KIP-219).
 """
 from __future__ import annotations
@@ -32,17 +32,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..broker.broker import Broker
     from ..broker.dispatch import RequestContext
 
 from ..metadata.quotas import (CLIENT_ID, CONSUMER_BYTE_RATE, CONTROLLER_MUTATION_RATE,  # noqa: F401
     INTEGER_KEYS, IP, PRODUCER_BYTE_RATE, QUOTA_KEYS, REQUEST_PERCENTAGE, USER, QuotaEntity, QuotaError,
     apply_quota_ops, format_quota_value, quota_values, validate_quota)
+from ..metadata.store import ChangeKind, MetadataStore
 
 log = logging.getLogger(__name__)
 
-__all__ = ["CLIENT_ID", "ClientQuotas", "QUOTA_KEYS", "QuotaEntity", "QuotaError", "Rate", "TokenBucket", "USER",
-           "install_client_quotas", "resolve_quota", "throttle_time_ms"]
+__all__ = ["CLIENT_ID", "ClientQuotaTracker", "ClientQuotas", "QUOTA_KEYS", "QuotaEntity", "QuotaError", "Rate",
+           "TokenBucket", "USER", "resolve_quota", "throttle_time_ms"]
 
 QUOTA_WINDOW_NUM = 11  # quota.window.num
 QUOTA_WINDOW_SIZE_S = 1.0  # quota.window.size.seconds
@@ -542,54 +542,57 @@ def _mutated_partitions(ctx: RequestContext, api_key: int, request: Any, respons
     return count
 
 
-# -- wiring -----------------------------------------------------------------------------------------
+# -- the quotas in force ----------------------------------------------------------------------------
 
-def install_client_quotas(broker: Broker) -> None:
-    """Keep `broker.quotas` in step with the stored quotas: None while there are none."""
-    from ..metadata.store import ChangeKind
+class ClientQuotaTracker:
+    """The client quotas in force, following the metadata store: `current` is a ClientQuotas while
+    some quota is configured anywhere and None otherwise, so that dispatch skips quota accounting
+    entirely on a broker without quotas. The broker builds one (broker/broker.py)."""
 
-    generation = 0
+    def __init__(self, metadata: MetadataStore) -> None:
+        self.current: ClientQuotas | None = None
+        self._metadata = metadata
+        # a reload from ZooKeeper runs off the loop; only the newest one may apply its result
+        self._generation = 0
+        self._apply(metadata.describe_client_quotas())
+        metadata.add_listener(self._on_change)
 
-    def apply(quotas: Mapping[QuotaEntity, Mapping[str, float]]) -> None:
+    def _apply(self, quotas: Mapping[QuotaEntity, Mapping[str, float]]) -> None:
         quotas = {entity: values for entity, values in quotas.items() if values}
         if not quotas:
-            if broker.quotas is not None:
+            if self.current is not None:
                 log.info("no client quotas configured any more: quota enforcement off")
-            broker.quotas = None
-        elif broker.quotas is None:
-            broker.quotas = ClientQuotas(quotas)
+            self.current = None
+        elif self.current is None:
+            self.current = ClientQuotas(quotas)
             log.info("client quotas in force for %d entities", len(quotas))
         else:
-            broker.quotas.update(quotas)
+            self.current.update(quotas)
             log.info("client quotas updated: %d entities", len(quotas))
 
-    def reload() -> None:
-        nonlocal generation
-        generation += 1
-        mine = generation
-        store = broker.metadata
-        try:
-            import asyncio
+    def _on_change(self, change) -> None:
+        if change.kind is ChangeKind.CLIENT_QUOTAS_CHANGED:
+            self._reload()
 
+    def _reload(self) -> None:
+        import asyncio
+
+        self._generation += 1
+        mine = self._generation
+        store = self._metadata
+        try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             loop = None
         if loop is None or not hasattr(store, "zk"):
-            apply(store.describe_client_quotas())
+            self._apply(store.describe_client_quotas())
             return
 
         def done(future) -> None:
             if future.exception() is not None:
                 log.error("could not read client quotas: %s", future.exception())
-            elif mine == generation:  # a later reload supersedes this one
-                apply(future.result())
+            elif mine == self._generation:  # a later reload supersedes this one
+                self._apply(future.result())
 
         loop.run_in_executor(None, store.describe_client_quotas).add_done_callback(
             lambda f: loop.call_soon_threadsafe(done, f))
-
-    def on_change(change) -> None:
-        if change.kind is ChangeKind.CLIENT_QUOTAS_CHANGED:
-            reload()
-
-    apply(broker.metadata.describe_client_quotas())
-    broker.metadata.add_listener(on_change)

@@ -15,7 +15,7 @@ import logging
 import time
 from enum import Enum
 
-from ..protocol.errors import ErrorCode
+from ..protocol.errors import ConnectionClosed, ErrorCode
 from ..protocol.messages import REQUEST_TYPES
 from .principal import KafkaPrincipal
 from .sasl import SaslAuthenticationError, SaslServer, client_failure_message
@@ -39,8 +39,6 @@ class SaslState(Enum):
 
 
 def _closed(message: str) -> Exception:
-    from ..broker.dispatch import ConnectionClosed  # the broker layer's "close with one log line"
-
     return ConnectionClosed(message)
 
 

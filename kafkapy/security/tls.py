@@ -67,13 +67,9 @@ class _Settings:
 
     def get(self, name: str):
         if self.prefix:
-            raw = self.config.get(self.prefix + name)
-            if raw is not None:
-                from ..broker.config_defs import BROKER_CONFIGS, Password
-
-                definition = BROKER_CONFIGS.get(name)
-                value = definition.parse(raw) if definition is not None else raw
-                return value.value if isinstance(value, Password) else value
+            value = self.config.get_as(self.prefix + name, name)  # typed as `name` is
+            if value is not None:
+                return getattr(value, "value", value)  # Password -> its text
         value = self.config.get(name)
         return getattr(value, "value", value)  # Password -> its text
 

@@ -14,8 +14,6 @@ from typing import Callable
 import pytest
 
 from kafkapy.broker.dispatch import HANDLERS, RequestContext
-from kafkapy.broker.handlers.groups import offsets_topic, start_group_coordination
-from kafkapy.broker.handlers.transactions import start_transaction_coordination
 from kafkapy.metadata.acls import (
     AclBinding,
     AclBindingFilter,
@@ -60,9 +58,9 @@ class AclBroker(InProcessBroker):
                   "transaction.state.log.min.isr": 1}
         super().__init__(data_dir, **{**single, **props})
         self.loop = asyncio.new_event_loop()
-        start_group_coordination(self.broker, self.loop)
-        start_transaction_coordination(self.broker, self.loop)
-        offsets_topic(self.broker)  # creates __consumer_offsets; this broker coordinates every group
+        self.broker.group_coordination.start(self.loop)
+        self.broker.transaction_coordination.start(self.loop)
+        self.broker.group_coordination.offsets_topic()  # creates __consumer_offsets; this broker coordinates every group
         self.loop.run_until_complete(asyncio.sleep(0.05))
 
     def call_as(self, user: str, request, version: int, host: str = CLIENT_HOST):

@@ -265,25 +265,25 @@ def test_replica_fetches_are_not_counted():
 def test_quotas_switch_on_and_off_and_persist(tmp_path):
     broker = InProcessBroker(tmp_path)
     try:
-        assert broker.broker.quotas is None
+        assert broker.broker.client_quotas.current is None
         response = broker.call(Alter(entries=[Alter.EntryData(
             entity=[Alter.EntityData("user", "alice"), Alter.EntityData("client-id", None)],
             ops=[Alter.OpData("producer_byte_rate", 1048576.0, False)])]), 1)
         assert response.entries[0].error_code == 0
-        assert broker.broker.quotas is not None
-        assert broker.broker.quotas.quotas == {QuotaEntity.user_client("alice", None): {"producer_byte_rate": MB}}
+        assert broker.broker.client_quotas.current is not None
+        assert broker.broker.client_quotas.current.quotas == {QuotaEntity.user_client("alice", None): {"producer_byte_rate": MB}}
     finally:
         broker.close()
     broker = InProcessBroker(tmp_path)  # read back from the metadata file
     try:
-        assert broker.broker.quotas is not None
+        assert broker.broker.client_quotas.current is not None
         described = broker.call(Describe(components=[Describe.ComponentData("client-id", 1, None)]), 0)
         assert [[(e.entity_type, e.entity_name) for e in entry.entity] for entry in described.entries] == [
             [("client-id", None), ("user", "alice")]]
         broker.call(Alter(entries=[Alter.EntryData(
             entity=[Alter.EntityData("user", "alice"), Alter.EntityData("client-id", None)],
             ops=[Alter.OpData("producer_byte_rate", 0.0, True)])]), 0)
-        assert broker.broker.quotas is None
+        assert broker.broker.client_quotas.current is None
         assert broker.call(Describe(components=[]), 1).entries == []
     finally:
         broker.close()
@@ -326,9 +326,9 @@ def _dispatch(broker, request, version: int):
     request = type(request).decode(request.encode(version), version)
     connection = MutedConnection()
     ctx = RequestContext(broker, connection, RequestHeader(key, version, 1, "mutator"))
-    broker.quotas.before_request(ctx, key, request)
+    broker.client_quotas.current.before_request(ctx, key, request)
     response = asyncio.run(HANDLERS[key](ctx, request))
-    broker.quotas.after_request(ctx, key, request, response, 100, 0.0)
+    broker.client_quotas.current.after_request(ctx, key, request, response, 100, 0.0)
     return response, connection.muted
 
 
@@ -382,7 +382,7 @@ def test_permissive_versions_mutate_and_throttle_after(tmp_path):
         assert response.responses[0].error_code == 0
         assert len(muted) == 1 and 12.0 < muted[0] <= 13.0  # 7 + 6 short, less what refilled since
         _set_mutation_rate(broker, None)
-        assert broker.broker.quotas is None
+        assert broker.broker.client_quotas.current is None
     finally:
         broker.close()
 

@@ -3,16 +3,14 @@
 The handler only translates: authorization as Kafka's KafkaApis does it (READ on the group,
 DESCRIBE on every subscribed topic name), the request into a HeartbeatRequest for the group
 coordinator (kafkapy.groupcoord.consumer.membership), the result into the response. Topic
-metadata reaches the coordinator through BrokerTopicView.
+metadata reaches the coordinator through BrokerTopicView (broker/topic_view.py).
 """
 from __future__ import annotations
 
 import logging
-import threading
 
 from ...metadata.acls import AclOperation, ResourceType
 from ...groupcoord import OFFSETS_TOPIC
-from ...groupcoord.consumer.group import TopicMetadata
 from ...groupcoord.consumer.membership import HeartbeatRequest
 from ...protocol.errors import ErrorCode
 from ...protocol.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
@@ -23,71 +21,6 @@ from .offsets import coordinator_write_durable
 log = logging.getLogger(__name__)
 
 _Response = ConsumerGroupHeartbeatResponse
-
-
-class BrokerTopicView:
-    """The broker's topics as consumer groups see them (a groupcoord.consumer TopicView).
-
-    `version` moves on every topic or broker change the metadata store reports, so that groups
-    re-read their subscribed topics only then; descriptions are cached per version."""
-
-    def __init__(self, broker):
-        self.broker = broker
-        self.version = 0
-        self._lock = threading.Lock()
-        self._cache: dict[str, TopicMetadata | None] = {}
-        self._cache_version = -1
-        self._racks: dict[int, str] | None = None
-
-    def on_metadata_change(self, change) -> None:
-        kind = getattr(getattr(change, "kind", None), "value", "")
-        if kind in ("topic_created", "topic_deleted", "partitions_created", "partition_changed",
-                    "broker_registered"):
-            with self._lock:
-                self.version += 1
-
-    def _broker_racks(self) -> dict[int, str]:
-        try:
-            brokers = self.broker.metadata.list_brokers()
-        except Exception:  # a store that cannot list brokers right now: no racks
-            log.debug("listing brokers for rack-aware assignment failed", exc_info=True)
-            return {}
-        return {b.node_id: b.rack for b in brokers if b.rack}
-
-    def describe(self, name: str) -> TopicMetadata | None:
-        if self._cache_version != self.version:
-            self._cache = {}
-            self._racks = None
-            self._cache_version = self.version
-        if name in self._cache:
-            return self._cache[name]
-        meta = self.broker.partitions.topic(name)
-        if meta is None:
-            topic = None
-        else:
-            if self._racks is None:
-                self._racks = self._broker_racks()
-            racks = self._racks
-            partition_racks = {}
-            if racks:
-                for p in meta.partitions:
-                    replica_racks = frozenset(racks[r] for r in p.replicas if r in racks)
-                    if replica_racks:
-                        partition_racks[p.partition] = replica_racks
-            topic = TopicMetadata(meta.topic_id, meta.name, len(meta.partitions), partition_racks)
-        self._cache[name] = topic
-        return topic
-
-    def names(self) -> list[str]:
-        return [meta.name for meta in self.broker.partitions.topics()]
-
-
-def install_topic_view(broker) -> BrokerTopicView:
-    """Give the broker's consumer group coordinator a view of the topics, kept current by the metadata store."""
-    view = BrokerTopicView(broker)
-    broker.group_coordinator.consumer.topics = view
-    broker.metadata.add_listener(view.on_metadata_change)
-    return view
 
 
 def _assignment(assignment) -> _Response.Assignment:

@@ -13,8 +13,7 @@ from typing import Any, Callable
 
 from ...metadata.acls import AclOperation, ResourceType
 from ...groupcoord import OFFSETS_TOPIC, JoinRequest, partition_for
-from ...groupcoord.offsets_topic import offsets_topic_configs
-from ...protocol.errors import ErrorCode, KafkaError
+from ...protocol.errors import ErrorCode
 from ...protocol.messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
@@ -43,7 +42,6 @@ log = logging.getLogger(__name__)
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
 _GROUP = ResourceType.GROUP
-_offsets_topic_warned = False
 
 
 async def wait_for(register: Callable[[Callable[[Any], None]], None]) -> Any:
@@ -64,68 +62,6 @@ def client_host(ctx: RequestContext) -> str:
 
 
 # -- FindCoordinator -----------------------------------------------------------------------
-def offsets_topic(broker):
-    """__consumer_offsets metadata, creating the topic on first use as Kafka does; None if it can't."""
-    meta = broker.partitions.topic(OFFSETS_TOPIC)
-    if meta is not None:
-        return meta
-    config = broker.group_coordinator.config
-    try:
-        meta = broker.partitions.create_topic(
-            OFFSETS_TOPIC, config.offsets_topic_num_partitions, config.offsets_topic_replication_factor,
-            configs=offsets_topic_configs(config.offsets_topic_segment_bytes), internal=True)
-    except KafkaError as exc:
-        if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS:
-            # Clients retry FindCoordinator every few hundred ms: warn once, then quietly.
-            global _offsets_topic_warned
-            level = logging.DEBUG if _offsets_topic_warned else logging.WARNING
-            _offsets_topic_warned = True
-            log.log(level, "cannot create %s (offsets.topic.num.partitions=%d, offsets.topic.replication.factor"
-                        "=%d): %s", OFFSETS_TOPIC, config.offsets_topic_num_partitions,
-                        config.offsets_topic_replication_factor, exc)
-            return None
-        meta = broker.partitions.topic(OFFSETS_TOPIC)
-    sync_group_leadership(broker)
-    return meta
-
-
-def sync_group_leadership(broker) -> None:
-    """Tell the coordinator which __consumer_offsets partitions this broker leads now."""
-    meta = broker.partitions.topic(OFFSETS_TOPIC)
-    broker.group_coordinator.sync_leadership(partition_leaders(broker, meta), broker.node_id)
-
-
-def partition_leaders(broker, meta) -> list[int] | None:
-    """Each partition's leader. In cluster mode this broker counts as leader only where its own
-    replica has become leader (LeaderAndIsr), so a coordinator loads a partition's state only once
-    it leads the log, and unloads it as soon as it does not."""
-    if meta is None:
-        return None
-    leaders = [p.leader for p in meta.partitions]
-    replicas = broker.replicas
-    if replicas is not None:
-        for index in range(len(leaders)):
-            hosted = replicas.partition(meta.name, index)
-            if hosted is not None and hosted.is_leader:
-                leaders[index] = broker.node_id
-            elif leaders[index] == broker.node_id:
-                leaders[index] = -1
-    return leaders
-
-
-def on_leadership_change(broker, loop: asyncio.AbstractEventLoop, topic: str, resync) -> None:
-    """Cluster mode: re-sync a coordinator when this broker's replica of `topic` becomes leader or
-    follower (the replica manager's leadership listeners)."""
-    if broker.replicas is None:
-        return
-
-    def changed(name: str, partition: int, is_leader: bool, leader_epoch: int) -> None:
-        if name == topic:
-            loop.call_soon(resync, broker)
-
-    broker.replicas.leadership_listeners.append(changed)
-
-
 def _node(broker, node_id: int, listener_name: str | None = None) -> tuple[str, int] | None:
     for info in broker.brokers_for(listener_name):
         if info.node_id == node_id:
@@ -144,7 +80,7 @@ def find_coordinator(broker, key: str, key_type: int,
     elif key_type == GROUP_KEY_TYPE:
         if broker.group_coordinator is None:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, "no group coordinator", -1, "", -1
-        meta = offsets_topic(broker)
+        meta = broker.group_coordination.offsets_topic()
         if meta is None or not meta.partitions:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, f"{OFFSETS_TOPIC} is not available", -1, "", -1
         node_id = meta.partitions[partition_for(key, len(meta.partitions))].leader
@@ -388,28 +324,3 @@ def _described_member(m) -> ConsumerGroupDescribeResponse.Member:
         client_id=m.client_id, client_host=m.client_host, subscribed_topic_names=list(m.subscribed_topic_names),
         subscribed_topic_regex=m.subscribed_topic_regex, assignment=_described_assignment(m.assignment),
         target_assignment=_described_assignment(m.target_assignment), member_type=m.member_type)
-
-
-def start_group_coordination(broker, loop: asyncio.AbstractEventLoop) -> None:
-    """Start the broker's group coordinator: timers on `loop`, partitions led here loaded,
-    and reloading/unloading as __consumer_offsets leadership changes."""
-    coordinator = broker.group_coordinator
-    coordinator.start(loop)
-    sync_group_leadership(broker)
-
-    def on_change(change) -> None:
-        topic = getattr(change, "topic", None)
-        if topic is not None and topic.name == OFFSETS_TOPIC:
-            # the metadata store may notify from its own thread; coordinator state is loop-only
-            loop.call_soon_threadsafe(_resync, broker)
-
-    broker.metadata.add_listener(on_change)
-    on_leadership_change(broker, loop, OFFSETS_TOPIC, _resync)
-
-
-def _resync(broker) -> None:
-    if broker.group_coordinator.active:
-        try:
-            sync_group_leadership(broker)
-        except Exception:
-            log.exception("reloading %s leadership failed", OFFSETS_TOPIC)

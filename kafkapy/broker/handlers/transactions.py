@@ -2,19 +2,16 @@
 WriteTxnMarkers, DescribeTransactions, ListTransactions, DescribeProducers.
 
 The handlers translate between request versions and the transaction coordinator
-(kafkapy.txncoord), which holds every rule. This module also wires the coordinator to the
-broker: its __transaction_state store, producer ids, and the marker writer, which appends
-COMMIT/ABORT markers to the local partition logs (what WriteTxnMarkers does on a partition
-leader) and hands __consumer_offsets markers to the group coordinator.
+(kafkapy.txncoord), which holds every rule. The coordinator's wiring to the broker (its
+__transaction_state store, producer ids, the marker writer) is broker/transaction_coordination.py.
 """
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Iterable
 
 from ...metadata.acls import AclOperation, ResourceType
-from ...groupcoord import OFFSETS_TOPIC, OffsetAndMetadata, OffsetsTopicStore
+from ...groupcoord import OFFSETS_TOPIC, OffsetAndMetadata
 from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages import (
     AddOffsetsToTxnRequest,
@@ -34,217 +31,28 @@ from ...protocol.messages import (
     WriteTxnMarkersRequest,
     WriteTxnMarkersResponse,
 )
-from ...txncoord import (
-    TRANSACTION_STATE_TOPIC,
-    TransactionCoordinator,
-    TransactionCoordinatorConfig,
-    transaction_state_topic_configs,
-)
-from ..durability import wait_durable
+from ...txncoord import TRANSACTION_STATE_TOPIC
 from ..dispatch import RequestContext, handles
+from ..durability import wait_durable
+from ..transaction_coordination import write_txn_markers
 from .offsets import coordinator_write_durable, partition_exists, replicated
 
 log = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
-_state_topic_warned = False
 
 APIResult = AddPartitionsToTxnResponse.AddPartitionsToTxnResult
 TopicResult = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult
 PartitionResult = AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult
 
 
-# -- wiring ----------------------------------------------------------------------------------
-def create_transaction_coordinator(broker) -> TransactionCoordinator:
-    """The broker's transaction coordinator (not started: see start_transaction_coordination)."""
-    config = TransactionCoordinatorConfig.from_getter(broker.config.get)
-    store = OffsetsTopicStore(
-        log_for=lambda p: broker.partitions.get_log(TRANSACTION_STATE_TOPIC, p),
-        leader_epoch_for=lambda p: broker.partitions.leader_epoch(TRANSACTION_STATE_TOPIC, p),
-        on_append=lambda p: broker.purgatory.notify((TRANSACTION_STATE_TOPIC, p)),
-        load_buffer_size=config.transaction_state_log_load_buffer_size, topic=TRANSACTION_STATE_TOPIC)
-    return TransactionCoordinator(
-        config, store, broker.producer_ids.allocate, lambda *args: write_txn_markers(broker, *args),
-        node_id=broker.node_id,
-        coordinator_epoch_for=lambda p: max(broker.partitions.leader_epoch(TRANSACTION_STATE_TOPIC, p), 0),
-        state_topic_leaders=lambda create: transaction_state_leaders(broker, create),
-        after_state_replicated=None if broker.replicas is None else
-        lambda partition, then: after_state_replicated(broker, partition, then))
-
-
-_replication_waits: set[asyncio.Task] = set()
-
-
-def after_state_replicated(broker, partition: int, then) -> None:
-    """Cluster mode: call `then` once the high watermark of __transaction_state-`partition`
-    covers what is appended to it now (the coordinator's acks=-1 write), retrying the wait while
-    this broker leads the partition; dropped once it no longer does (the next coordinator loads
-    the partition and finishes what it finds)."""
-    plog = broker.partitions.get_log(TRANSACTION_STATE_TOPIC, partition)
-    if plog is None:
-        return
-    required = plog.log_end_offset
-    timeout_s = broker.config.get("request.timeout.ms") / 1000
-    backoff_s = broker.transaction_coordinator.config.marker_retry_backoff_ms / 1000
-
-    async def wait() -> None:
-        while True:
-            error = await broker.replicas.wait_for_replication(TRANSACTION_STATE_TOPIC, partition, required,
-                                                               timeout_s)
-            if plog.high_watermark >= required:  # on every ISR member, even an ISR below the minimum
-                try:
-                    then()
-                except Exception:
-                    log.exception("completing transactions of %s-%d failed", TRANSACTION_STATE_TOPIC, partition)
-                return
-            if error in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
-                log.info("%s-%d: leadership lost before offset %d was replicated; the next coordinator "
-                         "completes its transactions", TRANSACTION_STATE_TOPIC, partition, required - 1)
-                return
-            await asyncio.sleep(backoff_s)
-
-    task = asyncio.get_running_loop().create_task(wait())
-    _replication_waits.add(task)
-    task.add_done_callback(_replication_waits.discard)
-
-
-def start_transaction_coordination(broker, loop: asyncio.AbstractEventLoop) -> None:
-    """Start the coordinator: timers on `loop`, __transaction_state partitions led here loaded
-    (finishing transactions caught between Prepare* and Complete*), and reloading as the
-    topic's leadership changes."""
-    coordinator = broker.transaction_coordinator
-    coordinator.start(loop)
-
-    def on_change(change) -> None:
-        topic = getattr(change, "topic", None)
-        if topic is not None and topic.name == TRANSACTION_STATE_TOPIC:
-            loop.call_soon_threadsafe(_resync, broker)
-
-    broker.metadata.add_listener(on_change)
-    from .groups import on_leadership_change
-
-    on_leadership_change(broker, loop, TRANSACTION_STATE_TOPIC, _resync)
-
-
-def _resync(broker) -> None:
-    coordinator = broker.transaction_coordinator
-    if coordinator.active:
-        try:
-            coordinator.sync_leadership(transaction_state_leaders(broker, create=False))
-        except Exception:
-            log.exception("reloading %s leadership failed", TRANSACTION_STATE_TOPIC)
-
-
-def transaction_state_leaders(broker, create: bool) -> list[int] | None:
-    """Leaders of the __transaction_state partitions; with `create`, the topic is created on
-    first use as Kafka does. None when it does not exist (or cannot be created)."""
-    meta = broker.partitions.topic(TRANSACTION_STATE_TOPIC)
-    if meta is None and create:
-        config = broker.transaction_coordinator.config
-        try:
-            meta = broker.partitions.create_topic(
-                TRANSACTION_STATE_TOPIC, config.transaction_state_log_num_partitions,
-                config.transaction_state_log_replication_factor,
-                configs=transaction_state_topic_configs(config.transaction_state_log_segment_bytes,
-                                                        config.transaction_state_log_min_isr),
-                internal=True)
-        except KafkaError as exc:
-            if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS:
-                global _state_topic_warned
-                level = logging.DEBUG if _state_topic_warned else logging.WARNING
-                _state_topic_warned = True
-                log.log(level, "cannot create %s (transaction.state.log.num.partitions=%d, "
-                        "transaction.state.log.replication.factor=%d): %s", TRANSACTION_STATE_TOPIC,
-                        config.transaction_state_log_num_partitions,
-                        config.transaction_state_log_replication_factor, exc)
-                return None
-            meta = broker.partitions.topic(TRANSACTION_STATE_TOPIC)
-    from .groups import partition_leaders
-
-    return partition_leaders(broker, meta)
-
-
-def marker_deliveries(broker):
-    """The broker's marker deliveries (cluster mode), made on first use."""
-    if broker.txn_markers is None:
-        from ..txn_marker_sender import RemoteMarkers
-
-        broker.txn_markers = RemoteMarkers(broker, on_done=broker.transaction_coordinator.markers_delivered)
-    return broker.txn_markers
-
-
-def write_txn_markers(broker, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool,
-                      partitions: list[TopicPartition], local_only: bool = False) -> dict[TopicPartition, int]:
-    """Append a transaction marker to each local partition; an error code per partition.
-
-    A partition whose topic no longer exists answers UNKNOWN_TOPIC_OR_PARTITION (the coordinator
-    then stops waiting for it). Markers on __consumer_offsets partitions also decide the
-    producer's transactional offset commits there. In cluster mode, partitions led by other brokers
-    get their markers through WriteTxnMarkers (kafkapy.broker.txn_marker_sender) unless `local_only`
-    (the WriteTxnMarkers handler itself), where they answer NOT_LEADER_OR_FOLLOWER.
-    """
-    results: dict[TopicPartition, int] = {}
-    offsets_partitions = []
-    remote: dict[int, list[TopicPartition]] = {}
-    for topic, partition in partitions:
-        tp = (topic, partition)
-        if not partition_exists(broker, topic, partition):
-            results[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            continue
-        if broker.replicas is not None:
-            hosted = broker.replicas.partition(topic, partition)
-            if hosted is None or not hosted.is_leader:
-                leader = broker.metadata.get_topic(topic).partitions[partition].leader
-                if local_only or leader < 0 or leader == broker.node_id:
-                    results[tp] = ErrorCode.NOT_LEADER_OR_FOLLOWER
-                else:
-                    remote.setdefault(leader, []).append(tp)
-                continue
-        plog = broker.partitions.get_log(topic, partition)
-        if plog is None:
-            results[tp] = ErrorCode.NOT_LEADER_OR_FOLLOWER
-            continue
-        key = (producer_id, producer_epoch, commit, topic, partition)
-        deliveries = marker_deliveries(broker) if broker.replicas is not None and not local_only else None
-        if deliveries is not None:
-            outcome = deliveries.outcome(key)
-            if outcome is not None:  # appended on an earlier attempt: done, or still replicating
-                results[tp] = outcome
-                continue
-        try:
-            plog.append_txn_marker(producer_id, producer_epoch, coordinator_epoch, commit,
-                                   leader_epoch=broker.partitions.leader_epoch(topic, partition))
-        except KafkaError as exc:
-            log.info("transaction marker of producer %d for %s-%d failed: %s", producer_id, topic, partition, exc)
-            results[tp] = exc.code
-            continue
-        results[tp] = ErrorCode.NONE
-        broker.purgatory.notify(tp)
-        if deliveries is not None:  # cluster mode: done once the ISR has the marker (acks=all)
-            broker.replicas.on_leader_append(broker.replicas.partition(topic, partition))
-            deliveries.await_local(key, topic, partition, plog.log_end_offset)
-            results[tp] = ErrorCode.REQUEST_TIMED_OUT
-        if topic == OFFSETS_TOPIC:
-            offsets_partitions.append(partition)
-    for leader, tps in remote.items():
-        results.update(marker_deliveries(broker).write(leader, producer_id, producer_epoch, coordinator_epoch,
-                                                       commit, tps))
-    if offsets_partitions:
-        try:
-            broker.group_coordinator.on_transaction_completed(producer_id, offsets_partitions, commit)
-        except Exception:
-            log.exception("applying the transaction of producer %d to the group offsets failed", producer_id)
-            results.update(((OFFSETS_TOPIC, p), ErrorCode.UNKNOWN_SERVER_ERROR) for p in offsets_partitions)
-    return results
-
-
 async def durable_state(broker, transactional_id: str, markers: Iterable[TopicPartition] = ()) -> None:
     """Answer only once the transaction's state record is on disk in fsync-on-ack mode (with the
     markers just written to `markers`: a single broker writes them at once), and in cluster mode
     on the ISR of its __transaction_state partition (the markers follow, see
-    after_state_replicated). A failed replication wait is not reported: the coordinator's state has
-    already moved on (Kafka would answer NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE and the
-    client retry)."""
+    TransactionCoordination.after_state_replicated). A failed replication wait is not reported: the
+    coordinator's state has already moved on (Kafka would answer NOT_COORDINATOR or
+    COORDINATOR_NOT_AVAILABLE and the client retry)."""
     coordinator = broker.transaction_coordinator
     state_partition = (TRANSACTION_STATE_TOPIC, coordinator.partition_for(transactional_id))
     syncs = []
@@ -418,7 +226,7 @@ async def handle_txn_offset_commit(ctx: RequestContext, request: TxnOffsetCommit
                     [(OFFSETS_TOPIC, offsets_partition)])
                 error = verified[(OFFSETS_TOPIC, offsets_partition)]
             else:  # cluster mode: the transaction coordinator is another broker
-                error = await txn_verifier(broker).verify(request.transactional_id, request.producer_id,
+                error = await broker.transaction_coordination.verifier().verify(request.transactional_id, request.producer_id,
                                                          request.producer_epoch, OFFSETS_TOPIC, offsets_partition)
             error = verification_error(error, version >= 4)
         if error != ErrorCode.NONE:
@@ -569,15 +377,6 @@ _RETRIABLE_VERIFICATION = {ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COORDINA
                            ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR}
 
 
-def txn_verifier(broker):
-    """The broker's TxnVerifier (cluster mode), made on first use."""
-    if broker.txn_verifier is None:
-        from ..txn_verification import TxnVerifier
-
-        broker.txn_verifier = TxnVerifier(broker)
-    return broker.txn_verifier
-
-
 def coordinated_here(broker, transactional_id: str) -> bool:
     """Whether this broker's transaction coordinator owns `transactional_id` (always on one node)."""
     if broker.replicas is None:
@@ -622,7 +421,7 @@ def verify_transactional_produce(broker, transactional_id: str | None, topic: st
 async def verify_with_remote_coordinator(broker, transactional_id: str, producer_id: int, producer_epoch: int,
                                          topic: str, partition: int, version: int) -> None:
     """verify_transactional_produce's check, asked of the coordinator on another broker."""
-    error = await txn_verifier(broker).verify(transactional_id, producer_id, producer_epoch, topic, partition)
+    error = await broker.transaction_coordination.verifier().verify(transactional_id, producer_id, producer_epoch, topic, partition)
     _raise_unverified(error, transactional_id, topic, partition, version)
 
 

@@ -1,0 +1,110 @@
+"""The group coordinator wired to this broker: __consumer_offsets created on first use, and the
+coordinator loading and unloading its partitions as their leadership moves here or away.
+
+The broker builds one GroupCoordination next to its GroupCoordinator (broker/broker.py) and starts
+it with the broker; the FindCoordinator handler asks it for the topic. The leadership helpers below
+serve the transaction coordinator's __transaction_state the same way (transaction_coordination.py).
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from ..groupcoord import OFFSETS_TOPIC
+from ..groupcoord.offsets_topic import offsets_topic_configs
+from ..protocol.errors import ErrorCode, KafkaError
+
+log = logging.getLogger(__name__)
+
+
+class GroupCoordination:
+    """Keeps the broker's group coordinator in step with the __consumer_offsets partitions led here."""
+
+    def __init__(self, broker) -> None:
+        self._broker = broker
+        # clients retry FindCoordinator every few hundred ms: a failed creation warns once, then quietly
+        self._offsets_topic_warned = False
+
+    def offsets_topic(self):
+        """__consumer_offsets metadata, creating the topic on first use as Kafka does; None if it can't."""
+        broker = self._broker
+        meta = broker.partitions.topic(OFFSETS_TOPIC)
+        if meta is not None:
+            return meta
+        config = broker.group_coordinator.config
+        try:
+            meta = broker.partitions.create_topic(
+                OFFSETS_TOPIC, config.offsets_topic_num_partitions, config.offsets_topic_replication_factor,
+                configs=offsets_topic_configs(config.offsets_topic_segment_bytes), internal=True)
+        except KafkaError as exc:
+            if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS:
+                level = logging.DEBUG if self._offsets_topic_warned else logging.WARNING
+                self._offsets_topic_warned = True
+                log.log(level, "cannot create %s (offsets.topic.num.partitions=%d, offsets.topic.replication.factor"
+                            "=%d): %s", OFFSETS_TOPIC, config.offsets_topic_num_partitions,
+                            config.offsets_topic_replication_factor, exc)
+                return None
+            meta = broker.partitions.topic(OFFSETS_TOPIC)
+        self.sync_leadership()
+        return meta
+
+    def sync_leadership(self) -> None:
+        """Tell the coordinator which __consumer_offsets partitions this broker leads now."""
+        broker = self._broker
+        meta = broker.partitions.topic(OFFSETS_TOPIC)
+        broker.group_coordinator.sync_leadership(partition_leaders(broker, meta), broker.node_id)
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Start the broker's group coordinator: timers on `loop`, partitions led here loaded,
+        and reloading/unloading as __consumer_offsets leadership changes."""
+        broker = self._broker
+        broker.group_coordinator.start(loop)
+        self.sync_leadership()
+
+        def on_change(change) -> None:
+            topic = getattr(change, "topic", None)
+            if topic is not None and topic.name == OFFSETS_TOPIC:
+                # the metadata store may notify from its own thread; coordinator state is loop-only
+                loop.call_soon_threadsafe(self._resync)
+
+        broker.metadata.add_listener(on_change)
+        on_leadership_change(broker, loop, OFFSETS_TOPIC, self._resync)
+
+    def _resync(self) -> None:
+        if self._broker.group_coordinator.active:
+            try:
+                self.sync_leadership()
+            except Exception:
+                log.exception("reloading %s leadership failed", OFFSETS_TOPIC)
+
+
+def partition_leaders(broker, meta) -> list[int] | None:
+    """Each partition's leader. In cluster mode this broker counts as leader only where its own
+    replica has become leader (LeaderAndIsr), so a coordinator loads a partition's state only once
+    it leads the log, and unloads it as soon as it does not."""
+    if meta is None:
+        return None
+    leaders = [p.leader for p in meta.partitions]
+    replicas = broker.replicas
+    if replicas is not None:
+        for index in range(len(leaders)):
+            hosted = replicas.partition(meta.name, index)
+            if hosted is not None and hosted.is_leader:
+                leaders[index] = broker.node_id
+            elif leaders[index] == broker.node_id:
+                leaders[index] = -1
+    return leaders
+
+
+def on_leadership_change(broker, loop: asyncio.AbstractEventLoop, topic: str, resync: Callable[[], None]) -> None:
+    """Cluster mode: re-sync a coordinator when this broker's replica of `topic` becomes leader or
+    follower (the replica manager's leadership listeners)."""
+    if broker.replicas is None:
+        return
+
+    def changed(name: str, partition: int, is_leader: bool, leader_epoch: int) -> None:
+        if name == topic:
+            loop.call_soon(resync)
+
+    broker.replicas.leadership_listeners.append(changed)
