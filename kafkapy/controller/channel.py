@@ -76,7 +76,7 @@ class ControllerChannel:
     def __init__(self, listener_name: str, socket_timeout_s: float = 30.0, connection_options: dict | None = None):
         self.listener_name = listener_name
         self.socket_timeout_s = socket_timeout_s
-        # BrokerConnection arguments of the inter-broker listener (ssl_context, authenticate)
+        # BrokerConnection arguments of the inter-broker listener (ssl_context, sasl)
         self.connection_options = connection_options or {}
         self._senders: dict[int, _BrokerSender] = {}
 

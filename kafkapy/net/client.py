@@ -16,6 +16,7 @@ runs on each new connection before any request (the hook for SASL between broker
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import logging
 import ssl
@@ -48,8 +49,8 @@ def encode_request(request, version: int, correlation_id: int, client_id: str | 
 
 async def sasl_authenticate(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *, mechanism: str,
                             username: str, password: str, client_id: str | None = "kafkapy-broker") -> None:
-    """Authenticate a new connection (BrokerConnection's `authenticate` hook, built by
-    security.sasl.inter_broker) with the shared SASL client exchange (net/sasl_client.py).
+    """Authenticate a new connection (BrokerConnection's `authenticate` hook, made from its
+    `sasl` login) with the shared SASL client exchange (net/sasl_client.py).
     Raises BrokerConnectionError naming the broker's error (never the password)."""
     correlation = itertools.count(1)
 
@@ -78,13 +79,18 @@ class BrokerConnection:
     def __init__(self, host: str, port: int, *, client_id: str = "kafkapy-broker",
                  request_timeout_s: float = 30.0, connect_timeout_s: float = 10.0,
                  ssl_context: ssl.SSLContext | None = None,
-                 authenticate: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]] | None = None):
+                 authenticate: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]] | None = None,
+                 sasl=None):
         self.host = host
         # TLS towards the broker (host names are checked when the context says so)
         self.ssl_context = ssl_context
         # run on every new connection before the first request, with the stream to itself (no
         # request is in flight yet): SASL between brokers authenticates here
         self.authenticate = authenticate
+        if sasl is not None and authenticate is None:
+            # a SaslLogin (security.sasl.inter_broker): the shared exchange of net/sasl_client.py
+            self.authenticate = functools.partial(sasl_authenticate, mechanism=sasl.mechanism,
+                                                  username=sasl.username, password=sasl.password)
         self.port = port
         self.client_id = client_id
         self.request_timeout_s = request_timeout_s

@@ -15,16 +15,15 @@ What every inter-broker client needs and used to write itself lives here once:
   connection to a node that stopped being the controller.
 
 net/ knows nothing of the broker: lookups are callables given at construction, TLS and SASL are
-BrokerConnection's `ssl_context` and `authenticate` (security.inter_broker.inter_broker_options).
+BrokerConnection's `ssl_context` and `sasl` (security.inter_broker.inter_broker_options).
 Errors are BrokerConnectionError (PeerUnavailableError when the node cannot be looked up); the
 callers decide whether and when to retry, as Kafka's callers of NetworkClient do.
 """
 from __future__ import annotations
 
-import asyncio
 import logging
 import ssl
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 
 from .client import BrokerConnection, BrokerConnectionError
 
@@ -51,7 +50,7 @@ class PeerConnections:
                  controller_id: Callable[[], int] | None = None, client_id: str | None = None,
                  request_timeout_s: float = 30.0, connect_timeout_s: float = 10.0,
                  ssl_context: ssl.SSLContext | None = None,
-                 authenticate: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]] | None = None):
+                 sasl=None):
         self.purpose = purpose
         self._endpoint_of = endpoint_of
         self._controller_id = controller_id
@@ -59,7 +58,7 @@ class PeerConnections:
         self.request_timeout_s = request_timeout_s
         self.connect_timeout_s = connect_timeout_s
         self._ssl_context = ssl_context
-        self._authenticate = authenticate
+        self._sasl = sasl  # a SaslLogin (mechanism, username, password) or None
         self._connections: dict[int, BrokerConnection] = {}
         self._controller: int = -1  # the controller the last send_to_controller went to
 
@@ -83,7 +82,7 @@ class PeerConnections:
             connection = self._connections[node_id] = BrokerConnection(
                 host, port, client_id=self.client_id, request_timeout_s=self.request_timeout_s,
                 connect_timeout_s=self.connect_timeout_s, ssl_context=self._ssl_context,
-                authenticate=self._authenticate)
+                sasl=self._sasl)
         elif (connection.host, connection.port) != (host, port):
             log.info("%s: broker %d moved from %s:%d to %s:%d", self.purpose, node_id, connection.host,
                      connection.port, host, port)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .sasl.inter_broker import inter_broker_authenticator
+from .sasl.inter_broker import inter_broker_sasl_login
 from .tls import inter_broker_ssl_context
 
 __all__ = ["inter_broker_options"]
@@ -12,4 +12,4 @@ __all__ = ["inter_broker_options"]
 def inter_broker_options(config) -> dict[str, Any]:
     """BrokerConnection keyword arguments for broker-to-broker connections: the inter-broker
     listener's TLS context (None unless SSL/SASL_SSL) and SASL login (None unless SASL_*)."""
-    return {"ssl_context": inter_broker_ssl_context(config), "authenticate": inter_broker_authenticator(config)}
+    return {"ssl_context": inter_broker_ssl_context(config), "sasl": inter_broker_sasl_login(config)}

@@ -12,7 +12,7 @@ from conformance.broker_process import free_port, start_broker
 from kafkapy.broker.config import BrokerConfig
 from kafkapy.net.client import BrokerConnection, BrokerConnectionError
 from kafkapy.protocol.messages import AlterUserScramCredentialsRequest as Alter, MetadataRequest
-from kafkapy.security.sasl.inter_broker import inter_broker_authenticator
+from kafkapy.security.sasl.inter_broker import inter_broker_sasl_login
 from kafkapy.security.sasl.scram import SCRAM_MECHANISMS
 
 PASSWORD = "broker-Pw-1d9e"
@@ -60,7 +60,7 @@ def client_config(mechanism: str, password: str = PASSWORD) -> BrokerConfig:
 
 
 async def metadata_through(server, config: BrokerConfig):
-    conn = BrokerConnection("127.0.0.1", server.sasl_port, authenticate=inter_broker_authenticator(config),
+    conn = BrokerConnection("127.0.0.1", server.sasl_port, sasl=inter_broker_sasl_login(config),
                             request_timeout_s=10)
     try:
         return await conn.send(MetadataRequest(topics=[]), 1)
@@ -84,9 +84,9 @@ def test_inter_broker_client_failures(server, mechanism, password):
 
 def test_no_authenticator_unless_the_inter_broker_listener_is_sasl():
     config = BrokerConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": "/nonexistent"})
-    assert inter_broker_authenticator(config) is None
+    assert inter_broker_sasl_login(config) is None
     with pytest.raises(ValueError, match="username and password"):
-        inter_broker_authenticator(BrokerConfig({
+        inter_broker_sasl_login(BrokerConfig({
             "listeners": "INTERNAL://127.0.0.1:0", "listener.security.protocol.map": "INTERNAL:SASL_PLAINTEXT",
             "inter.broker.listener.name": "INTERNAL", "log.dirs": "/nonexistent",
             "sasl.mechanism.inter.broker.protocol": "PLAIN"}))

@@ -1,21 +1,30 @@
 """SASL between brokers: when the inter-broker listener is SASL_PLAINTEXT or SASL_SSL, every
 BrokerConnection authenticates with `sasl.mechanism.inter.broker.protocol` (PLAIN, SCRAM-SHA-256 or
 SCRAM-SHA-512) as the `username`/`password` of that listener's JAAS config, as Kafka's
-inter-broker clients do. Pass `authenticate=inter_broker_authenticator(config)` to BrokerConnection
-next to `ssl_context=inter_broker_ssl_context(config)`.
+inter-broker clients do. This module says who logs in (`SaslLogin`); the exchange on the wire is
+the client's (kafkapy/net/sasl_client.py): pass `sasl=inter_broker_sasl_login(config)` to
+BrokerConnection next to `ssl_context=inter_broker_ssl_context(config)`.
 """
 from __future__ import annotations
 
-import functools
-from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 
 from .listener_config import SaslListenerConfig
 from .scram import SCRAM_MECHANISMS
 
-__all__ = ["inter_broker_authenticator"]
+__all__ = ["SaslLogin", "inter_broker_sasl_login"]
 
 _SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
-_cache: dict[int, tuple[object, Callable | None]] = {}
+_cache: dict[int, tuple[object, "SaslLogin | None"]] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class SaslLogin:
+    """Who a broker logs in as towards the others: mechanism, user name and password (never shown)."""
+
+    mechanism: str
+    username: str
+    password: str = field(repr=False)
 
 
 def _inter_broker_listener(config):
@@ -26,9 +35,8 @@ def _inter_broker_listener(config):
     return next((lst for lst in config.listeners if lst.security_protocol == protocol), None)
 
 
-def inter_broker_authenticator(config) -> Callable[..., Awaitable[None]] | None:
-    """BrokerConnection's `authenticate` hook for this broker's inter-broker listener; None when
-    that listener is not SASL. ValueError (naming the setting, not the secret) when misconfigured."""
+def inter_broker_sasl_login(config) -> SaslLogin | None:
+    """The SASL login of this broker's inter-broker listener; None when that listener is not SASL. ValueError (naming the setting, not the secret) when misconfigured."""
     cached = _cache.get(id(config))
     if cached is not None and cached[0] is config:
         return cached[1]
@@ -45,9 +53,6 @@ def inter_broker_authenticator(config) -> Callable[..., Awaitable[None]] | None:
         if "username" not in options or "password" not in options:
             raise ValueError(f"listener.name.{listener.name.lower()}.{mechanism.lower()}.sasl.jaas.config needs "
                              "username and password for inter-broker SASL")
-        from ...net.client import sasl_authenticate  # the wire exchange lives with the client
-
-        result = functools.partial(sasl_authenticate, mechanism=mechanism, username=options["username"],
-                                   password=options["password"])
+        result = SaslLogin(mechanism, options["username"], options["password"])
     _cache[id(config)] = (config, result)
     return result
