@@ -33,7 +33,7 @@ from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 from conformance.broker_process import PYTHON_ENV, _install_sigterm_cleanup as _install_single_broker_cleanup
 from conformance.kafka_wire import ConnectionClosed, RawConnection
 from kafkapy.devcluster.brokers import LocalClusterStartError, LocalCluster
-from kafkapy.devcluster.zookeeper import ZooKeeperServer, ZooKeeperStartError
+from kafkapy.devcluster.zookeeper import JavaZooKeeper, ZooKeeperStartError
 
 __all__ = [
     "ClusterUnreachable",
@@ -78,7 +78,7 @@ def start_cluster(tmp_path: Path, brokers: int = 3, overrides: Mapping[str, obje
 
     Skips the test ("!!! ...") when ZooKeeper cannot run here; fails it when a broker does not start.
     """
-    available, reason = ZooKeeperServer.available()
+    available, reason = JavaZooKeeper.available()
     if not available:
         pytest.skip(f"!!! ZooKeeper is not available, cluster tests cannot run: {reason}")
     # Single brokers and clusters may share a test session: with that harness's SIGTERM cleanup

@@ -33,7 +33,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 from kazoo.handlers.threading import KazooTimeoutError
 
-from .zookeeper import ZooKeeperServer, ZooKeeperStartError
+from .zookeeper import JavaZooKeeper, ZooKeeperStartError
 
 __all__ = [
     "BrokerNode",
@@ -354,8 +354,8 @@ class LocalCluster:
             raise ValueError(f"a cluster needs at least one broker, not {brokers}")
         self.work_dir = Path(work_dir).resolve()  # processes run with other working dirs
         self._given_connect = zookeeper_connect
-        self.zookeeper: ZooKeeperServer | None = (
-            None if zookeeper_connect else ZooKeeperServer(self.work_dir / "zookeeper"))
+        self.zookeeper: JavaZooKeeper | None = (
+            None if zookeeper_connect else JavaZooKeeper(self.work_dir / "zookeeper"))
         self._auto_ports = base_port is None
         ports = free_ports(brokers) if base_port is None else list(range(base_port, base_port + brokers))
         # what every broker is started with, brokers added later included
@@ -511,7 +511,7 @@ def run_cluster(work_dir: Path, brokers: int = 3, base_port: int = 9092, overrid
     Returns the process exit code: 0 after a clean stop, 1 if the cluster could not start.
     """
     if zookeeper_connect is None:
-        available, reason = ZooKeeperServer.available()
+        available, reason = JavaZooKeeper.available()
         if not available:
             print(f"kafkapy cluster: cannot start ZooKeeper: {reason}", file=sys.stderr)
             return 1

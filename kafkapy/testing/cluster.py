@@ -29,7 +29,7 @@ from .broker import (CREATE_TOPICS_VERSION, HOST, KafkaBroker, KafkaBrokerError,
                      create_topic_request, error_name)
 from .clients import KafkaClients
 from .storage import STORAGES, MemoryStorageUnavailable, data_directory
-from .zookeeper import ZooKeeperServer
+from .zookeeper import InMemoryZooKeeper
 
 __all__ = ["ClusterRule", "KafkaCluster", "PartitionInfo"]
 
@@ -88,7 +88,7 @@ class KafkaCluster(KafkaClients):
         self.isolation = isolation
         self.storage = storage
         self.properties = {key: str(value) for key, value in properties.items()}
-        self.zookeeper: ZooKeeperServer | None = None
+        self.zookeeper: InMemoryZooKeeper | None = None
         self._dir: Path | None = None
         self._brokers: dict[int, KafkaBroker] = {}
         self._ports: dict[int, int] = {}
@@ -278,7 +278,7 @@ class KafkaCluster(KafkaClients):
             raise KafkaBrokerError(str(exc)) from None
         try:
             # session timeouts from 1 s, so that a test may make kills noticed sooner
-            self.zookeeper = ZooKeeperServer(min_session_timeout_ms=1000, max_session_timeout_ms=60000).start()
+            self.zookeeper = InMemoryZooKeeper(min_session_timeout_ms=1000, max_session_timeout_ms=60000).start()
             for broker_id in range(1, self.size + 1):
                 self._brokers[broker_id] = self._new_broker(broker_id, 0)
             # started side by side: each waits for its own ZooKeeper session and registration
