@@ -116,6 +116,11 @@ class JavaZooKeeper:
         return f"{self.host}:{self.port}"
 
     @property
+    def connect_string(self) -> str:
+        """The same, under the name the in-memory ZooKeeper gives it (launcher.ZooKeeper)."""
+        return self.connect
+
+    @property
     def pid(self) -> int | None:
         return self._process.pid if self._process is not None else None
 
