@@ -56,6 +56,7 @@ __all__ = [
     "install_sigterm_cleanup",
     "java_zookeeper",
     "port_accepts",
+    "suspend_sigterm_cleanup",
 ]
 
 log = logging.getLogger(__name__)
@@ -135,8 +136,8 @@ def answers_api_versions(port: int, host: str = HOST, timeout: float = 1.0) -> b
         with socket.create_connection((host, port), timeout=timeout) as sock:
             sock.sendall(struct.pack(">i", len(request)) + request)
             (size,) = struct.unpack(">i", _recv_exactly(sock, 4))
-            (correlation_id,) = struct.unpack(">i", _recv_exactly(sock, size)[:4])
-            return correlation_id == 1
+            _recv_exactly(sock, size)  # a whole response frame: the broker serves requests
+            return True
     except (OSError, struct.error):
         return False
 
@@ -170,10 +171,12 @@ class BrokerLauncher:
     "thread" (this process, an event loop on a daemon thread). `port`: 0 picks a free one at the first
     start. `log_dir`: the broker's log.dirs; None makes a temporary directory on `storage` ("disk" or
     "memory"), removed by close(). `log_path`: where a process's stdout and stderr go, appended across
-    restarts (default: beside a temporary log dir, or `log_dir`/broker.log for a given one).
+    restarts (default: `<log dir>.log` beside a temporary log dir, removed with it; `log_dir`/broker.log
+    in a given one).
     Process mode only: `python` (interpreter or wrapper), `env`, `extra_args` (after the overrides),
     `control` (fault injection and its HTTP endpoint, `kafkapy serve --control`; its URL is
-    `control_url` once started). Thread mode only: `on_broker(broker)` is called on the broker's loop
+    `control_url` once started). `ready`: "api_versions" (ready once ApiVersions is answered; a TLS
+    listener on our port is only waited for until it accepts) or "accept" (once the port accepts). Thread mode only: `on_broker(broker)` is called on the broker's loop
     before it starts (kafkapy.testing installs its fault injector there).
     """
 
@@ -182,11 +185,14 @@ class BrokerLauncher:
                  log_path: str | os.PathLike | None = None, python: str | None = None,
                  env: Mapping[str, str] | None = None, extra_args: list[str] | tuple[str, ...] = (),
                  control: bool = False, on_broker: Callable[[Any], None] | None = None,
-                 name: str = "broker"):
+                 ready: str = "api_versions", name: str = "broker"):
         if mode not in ("process", "thread"):
             raise ValueError(f"mode must be 'process' or 'thread', not {mode!r}")
         if storage not in STORAGES:
             raise ValueError(f"storage must be one of {', '.join(STORAGES)}, not {storage!r}")
+        if ready not in ("api_versions", "accept"):
+            raise ValueError(f"ready must be 'api_versions' or 'accept', not {ready!r}")
+        self.ready = ready
         self.config: dict[str, str | None] = {k: None if v is None else str(v) for k, v in (config or {}).items()}
         self.mode = mode
         self.storage = storage
@@ -227,16 +233,21 @@ class BrokerLauncher:
     def log_dir(self) -> Path:
         """The broker's log.dirs (made on first use when none was given)."""
         if self._log_dir is None:
-            self._root = data_directory(self.storage, prefix=f"kafkapy-{self.name}-")
-            self._log_dir = self._root / "data"
+            self._root = self._log_dir = data_directory(self.storage, prefix=f"kafkapy-{self.name}-")
         return self._log_dir
+
+    @property
+    def temporary_dir(self) -> Path | None:
+        """The temporary directory this object made for the log dir and output (None if none now)."""
+        return self._root
 
     @property
     def log_path(self) -> Path:
         """The process's captured stdout and stderr, every run appended."""
         if self._log_path is None:
             log_dir = self.log_dir
-            self._log_path = self._root / "broker.log" if self._root is not None else log_dir / "broker.log"
+            # beside a temporary log dir (removed with it), inside a given one
+            self._log_path = log_dir.parent / f"{log_dir.name}.log" if self._root is not None else log_dir / "broker.log"
         return self._log_path
 
     @property
@@ -315,7 +326,7 @@ class BrokerLauncher:
                 code = self.proc.returncode if self.proc is not None else None
                 self._reap()
                 raise BrokerStartError(self._failure(f"exited (code {code})" if code is not None else "stopped"))
-            if answers_api_versions(self.port, timeout=min(1.0, max(0.1, deadline - time.monotonic()))):
+            if self.is_ready(timeout=min(1.0, max(0.1, deadline - time.monotonic()))):
                 if self.control and self.mode == "process":
                     self._read_control_url()
                 return
@@ -324,29 +335,60 @@ class BrokerLauncher:
                 raise BrokerStartError(self._failure(f"did not answer ApiVersions within {timeout:.0f} s"))
             time.sleep(0.02)
 
+    def is_ready(self, timeout: float = 1.0) -> bool:
+        """Whether the broker serves now: answers ApiVersions, or accepts connections where that is
+        all that can be asked (ready="accept", or a TLS listener, which a bare socket cannot speak)."""
+        if self.ready == "accept" or self._listener_protocol() in ("SSL", "SASL_SSL"):
+            return port_accepts(self.port, timeout=timeout)
+        return answers_api_versions(self.port, timeout=timeout)
+
+    def _listener_protocol(self) -> str:
+        """The security protocol of the listener on our port (Kafka's listener.security.protocol.map)."""
+        settings = self.settings()
+        mapping = dict(item.strip().split(":", 1) for item in
+                       settings.get("listener.security.protocol.map", "").split(",") if ":" in item)
+        for listener in settings.get("listeners", "").split(","):
+            name, _, address = listener.strip().partition("://")
+            if address.rsplit(":", 1)[-1] == str(self.port):
+                return mapping.get(name, name).upper()
+        return "PLAINTEXT"
+
     def stop(self, sig: int = signal.SIGTERM, timeout: float = STOP_TIMEOUT_S) -> int | None:
         """Send `sig` (SIGTERM: a clean shutdown), wait up to `timeout` s, then SIGKILL. Returns the
         exit code (None for a broker that never ran, or one in this process)."""
-        self.last_stop_needed_kill = False
         if self.mode == "thread":
+            self.last_stop_needed_kill = False
             self._halt_thread(killed=sig == signal.SIGKILL, timeout=timeout)
             return None
+        self.send_signal(sig)
+        return self.wait_stopped(timeout)
+
+    def send_signal(self, sig: int = signal.SIGTERM) -> None:
+        """Signal the broker process if it runs (`wait_stopped` then waits for it); a paused one
+        is woken up too, since it could not act on the signal otherwise."""
         proc = self.proc
-        if proc is None:
+        if self.mode == "thread" or proc is None or proc.poll() is not None:
+            return
+        try:
+            proc.send_signal(sig)
+            if sig not in (signal.SIGKILL, signal.SIGCONT, signal.SIGSTOP):
+                os.killpg(proc.pid, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+
+    def wait_stopped(self, timeout: float = STOP_TIMEOUT_S) -> int | None:
+        """Wait up to `timeout` s for the process to exit, then SIGKILL it and whatever it started.
+        Returns its exit code (None if it never ran)."""
+        proc = self.proc
+        if self.mode == "thread" or proc is None:
             return None
-        if proc.poll() is None:
-            try:
-                proc.send_signal(sig)
-                if sig not in (signal.SIGKILL, signal.SIGCONT):
-                    os.killpg(proc.pid, signal.SIGCONT)  # a paused broker cannot act on SIGTERM
-            except ProcessLookupError:
-                pass
-            try:
-                proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.last_stop_needed_kill = True
-                log.warning("%s (pid %d) still running %.0f s after signal %d; killing it",
-                            self.name, proc.pid, timeout, sig)
+        self.last_stop_needed_kill = False
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.last_stop_needed_kill = True
+            log.warning("%s (pid %d) still running %.0f s after it was asked to stop; killing it",
+                        self.name, proc.pid, timeout)
         self._reap()
         return proc.returncode
 
@@ -383,6 +425,8 @@ class BrokerLauncher:
         finally:
             if self._root is not None and not os.environ.get("KAFKAPY_TEST_KEEP_DATA"):
                 shutil.rmtree(self._root, ignore_errors=True)
+                if self._log_path is not None and self._log_path.parent == self._root.parent:
+                    self._log_path.unlink(missing_ok=True)
                 self._root = self._log_dir = self._log_path = None
 
     def __enter__(self) -> BrokerLauncher:
@@ -590,3 +634,16 @@ def install_sigterm_cleanup() -> None:
 
     signal.signal(signal.SIGTERM, on_sigterm)
     _sigterm_installed = True
+
+
+def suspend_sigterm_cleanup() -> Callable[[], None]:
+    """Keep install_sigterm_cleanup from taking SIGTERM over (a program that handles SIGTERM itself
+    and stops its brokers in order, as `kafkapy cluster` does); returns the function that undoes it."""
+    global _sigterm_installed
+    was_installed, _sigterm_installed = _sigterm_installed, True
+
+    def restore() -> None:
+        global _sigterm_installed
+        _sigterm_installed = was_installed
+
+    return restore
