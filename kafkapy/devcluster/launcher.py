@@ -208,6 +208,7 @@ class BrokerLauncher:
         self.control_url: str | None = None
         self.on_broker = on_broker
         self.proc: subprocess.Popen | None = None
+        self.spawned_at = 0.0
         self.starts = 0
         # The last stop() had to escalate to SIGKILL after its timeout.
         self.last_stop_needed_kill = False
@@ -450,6 +451,7 @@ class BrokerLauncher:
                          f"{shlex.join(_redacted(argv))}\n".encode())
             output.flush()
             self._output_start = output.tell()
+            self.spawned_at = time.perf_counter()  # for start-up timings (bench/broker)
             self.proc = subprocess.Popen(argv, cwd=PACKAGE_PARENT, stdin=subprocess.DEVNULL, stdout=output,
                                          stderr=subprocess.STDOUT, env=self.env, start_new_session=True)
         _live.add(self)
