@@ -51,6 +51,7 @@ __all__ = [
     "HOST",
     "ZooKeeper",
     "answers_api_versions",
+    "build_broker",
     "free_port",
     "free_ports",
     "install_sigterm_cleanup",
@@ -159,6 +160,22 @@ def _redacted(argv: list[str]) -> list[str]:
         key, sep, _ = arg.partition("=")
         out.append(f"{key}=[hidden]" if sep and any(s in key for s in _SECRET_KEYS) else arg)
     return out
+
+
+# ------------------------------------------------------------------ a broker object, not started
+
+def build_broker(config: Mapping[str, object | None] | None = None, *, log_dir: str | os.PathLike,
+                 port: int = 0) -> Any:
+    """A Broker configured as the launcher configures one (a loopback listener, `log_dir` as
+    log.dirs, then `config`), built but not started: for unit tests that call its handlers or drive
+    its replica manager themselves. Only the given properties and kafkapy's defaults apply (not
+    Kafka's quickstart settings, which a started broker gets)."""
+    from ..broker.broker import Broker
+    from ..broker.config import BrokerConfig
+
+    settings = {"listeners": f"PLAINTEXT://{HOST}:{port}", "log.dirs": str(log_dir),
+                **{k: str(v) for k, v in (config or {}).items() if v is not None}}
+    return Broker(BrokerConfig(settings))
 
 
 # ------------------------------------------------------------------ the launcher
