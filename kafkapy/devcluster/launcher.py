@@ -55,7 +55,7 @@ __all__ = [
     "free_port",
     "free_ports",
     "install_sigterm_cleanup",
-    "java_zookeeper",
+    "JavaZooKeeper",
     "port_accepts",
     "suspend_sigterm_cleanup",
 ]
@@ -88,11 +88,6 @@ class ZooKeeper(Protocol):
     def running(self) -> bool: ...
 
     def stop(self) -> None: ...
-
-
-def java_zookeeper(data_dir: Path, port: int = 0) -> JavaZooKeeper:
-    """Debian's ZooKeeper as a child process on 127.0.0.1 (not started; `.available()` says if it can be)."""
-    return JavaZooKeeper(data_dir, port)
 
 
 # ------------------------------------------------------------------ ports and readiness
