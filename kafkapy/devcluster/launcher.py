@@ -187,9 +187,10 @@ class BrokerLauncher:
     in a given one).
     Process mode only: `python` (interpreter or wrapper), `env`, `extra_args` (after the overrides),
     `control` (fault injection and its HTTP endpoint, `kafkapy serve --control`; its URL is
-    `control_url` once started). `ready`: "api_versions" (ready once ApiVersions is answered; a TLS
-    listener on our port is only waited for until it accepts) or "accept" (once the port accepts). Thread mode only: `on_broker(broker)` is called on the broker's loop
-    before it starts (kafkapy.testing installs its fault injector there).
+    `control_url` once started). Thread mode only: `on_broker(broker)` is called on the broker's loop
+    before it starts (kafkapy.testing installs its fault injector there). `ready`: "api_versions"
+    (ready once ApiVersions is answered; a TLS listener on our port is only waited for until it
+    accepts) or "accept" (once the port accepts).
     """
 
     def __init__(self, config: Mapping[str, object | None] | None = None, *, mode: str = "process",
