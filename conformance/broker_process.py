@@ -1,4 +1,6 @@
-"""Start, stop, restart and kill a real kafkapy broker process for tests and benchmarks.
+"""Start, stop, restart and kill a real kafkapy broker process for tests and benchmarks: the
+conformance suite's face of the broker launcher (kafkapy/devcluster/launcher.py), which does the
+starting, waiting (first ApiVersions answered), signalling and output capture.
 
 This module has no pytest dependency so that bench/ scripts can use it too. The pytest
 fixtures built on it live in conformance/pytest_broker.py.
@@ -21,19 +23,18 @@ cannot be stopped or restarted (`can_restart` is False).
 
 from __future__ import annotations
 
-import atexit
 import os
 import shutil
 import signal
-import socket
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
+
+from kafkapy.devcluster import launcher
+from kafkapy.devcluster.launcher import BrokerLauncher
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BOOTSTRAP_ENV = "KAFKAPY_TEST_BOOTSTRAP"
@@ -43,9 +44,8 @@ DEFAULT_START_TIMEOUT_S = 20.0
 DEFAULT_STOP_TIMEOUT_S = 10.0
 STDERR_TAIL_LINES = 60
 
-# Brokers started by this process; killed at interpreter exit so that an aborted test
-# run never leaves a broker listening.
-_live_processes: set[subprocess.Popen] = set()
+# Brokers left running at exit or on SIGTERM are the launcher's to kill (launcher.kill_leftovers).
+_install_sigterm_cleanup = launcher.install_sigterm_cleanup
 
 
 class BrokerStartError(RuntimeError):
@@ -58,26 +58,12 @@ class UnsupportedOnExternalBroker(RuntimeError):
 
 def free_port() -> int:
     """Return a TCP port on 127.0.0.1 that is free right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    return launcher.free_port()
 
 
 def port_accepts(host: str, port: int, timeout: float = 0.5) -> bool:
     """True if a TCP connection to host:port succeeds now."""
-    try:
-        with socket.create_connection((host, port), timeout=timeout):
-            return True
-    except OSError:
-        return False
-
-
-def _tail(path: Path, lines: int = STDERR_TAIL_LINES) -> str:
-    try:
-        text = path.read_text(errors="replace")
-    except OSError as exc:
-        return f"<could not read {path}: {exc}>"
-    return "\n".join(text.splitlines()[-lines:])
+    return launcher.port_accepts(port, host, timeout)
 
 
 @dataclass
@@ -125,7 +111,8 @@ class BrokerProcess:
     """A `python -m kafkapy serve` child process on 127.0.0.1 with its own data directory.
 
     The port and data directory are fixed at construction, so `restart()` brings the
-    broker back at the same address over the same log directory.
+    broker back at the same address over the same log directory. `overrides`, `extra_args` and
+    `env` may be changed between runs.
     """
 
     port: int
@@ -135,11 +122,9 @@ class BrokerProcess:
     python: str = field(default_factory=lambda: os.environ.get(PYTHON_ENV) or sys.executable)
     extra_args: list[str] = field(default_factory=list)
     env: dict[str, str] | None = None
-    proc: subprocess.Popen | None = None
-    # Set when the last stop() had to escalate to SIGKILL after the timeout.
-    last_stop_needed_kill: bool = False
-    starts: int = 0
     _owns_work_dir: bool = False
+    _launcher: BrokerLauncher | None = field(default=None, repr=False)
+    _starts: int = field(default=0, repr=False)
 
     host = "127.0.0.1"
 
@@ -157,69 +142,61 @@ class BrokerProcess:
         return True
 
     @property
+    def proc(self):
+        return self._launcher.proc if self._launcher is not None else None
+
+    @property
     def pid(self) -> int | None:
         return self.proc.pid if self.proc is not None else None
 
+    @property
+    def starts(self) -> int:
+        return self._starts
+
+    @property
+    def last_stop_needed_kill(self) -> bool:
+        """The last stop() had to escalate to SIGKILL after its timeout."""
+        return self._launcher is not None and self._launcher.last_stop_needed_kill
+
     def is_running(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
+        return self._launcher is not None and self._launcher.running
+
+    def _new_launcher(self) -> BrokerLauncher:
+        # made anew for each run: overrides, arguments and environment may have changed since
+        return BrokerLauncher(self.overrides, mode="process", port=self.port, log_dir=self.data_dir,
+                              log_path=self.log_path, python=self.python, env=self.env,
+                              extra_args=self.extra_args, name=f"broker-{self.port}")
 
     def command(self) -> list[str]:
         """The exact argv used to start the broker."""
-        listener = f"PLAINTEXT://{self.host}:{self.port}"
-        settings = {
-            "listeners": listener,
-            "advertised.listeners": listener,
-            "log.dirs": str(self.data_dir),
-            **self.overrides,
-        }
-        argv = [self.python, "-m", "kafkapy", "serve"]
-        for key, value in settings.items():
-            if value is not None:  # an override of None leaves the property unset (e.g. advertised.listeners)
-                argv += ["--override", f"{key}={value}"]
-        return argv + list(self.extra_args)
+        return self._new_launcher().command()
 
     def stderr_tail(self, lines: int = STDERR_TAIL_LINES) -> str:
-        return _tail(self.log_path, lines)
+        return (self._launcher or self._new_launcher()).log_tail(lines)
 
     def start(self, timeout: float = DEFAULT_START_TIMEOUT_S) -> None:
-        """Start the process and wait until its port accepts connections."""
+        """Start the process and wait until it answers ApiVersions (a TLS listener: accepts connections)."""
         if self.is_running():
             raise RuntimeError(f"broker on {self.bootstrap} is already running (pid {self.pid})")
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        argv = self.command()
-        self.starts += 1
-        with open(self.log_path, "ab") as log:
-            log.write(f"\n===== start #{self.starts}: {' '.join(argv)}\n".encode())
-            log.flush()
-            self.proc = subprocess.Popen(
-                argv,
-                cwd=REPO_ROOT,  # `python -m kafkapy` works from a checkout even without pip install
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=self.env,
-                start_new_session=True,  # Ctrl-C in the test runner must not hit the broker first
-            )
-        _live_processes.add(self.proc)
-        _install_sigterm_cleanup()
-        self._wait_until_ready(timeout)
-
-    def _wait_until_ready(self, timeout: float) -> None:
-        assert self.proc is not None
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        run = self._launcher = self._new_launcher()
+        self._starts += 1
+        run.starts = self._starts - 1  # the launcher numbers the runs in the log from ours
+        run.launch()
         deadline = time.monotonic() + timeout
         while True:
-            code = self.proc.poll()
+            code = run.proc.poll()
             if code is not None:
-                _live_processes.discard(self.proc)
+                run.wait_stopped(0)
                 raise BrokerStartError(self._start_failure_message(f"exited with code {code}"))
-            if port_accepts(self.host, self.port):
+            if run.is_ready(timeout=0.5):
                 return
             if time.monotonic() > deadline:
-                self.kill9()
-                raise BrokerStartError(
-                    self._start_failure_message(f"did not accept connections within {timeout:.0f} s")
-                )
-            time.sleep(0.1)
+                accepted = port_accepts(self.host, self.port)
+                run.kill9()
+                what = "did not answer ApiVersions" if accepted else "did not accept connections"
+                raise BrokerStartError(self._start_failure_message(f"{what} within {timeout:.0f} s"))
+            time.sleep(0.05)
 
     def _start_failure_message(self, what: str) -> str:
         tail = self.stderr_tail()
@@ -237,54 +214,32 @@ class BrokerProcess:
             f"----- last output -----\n{tail}\n-----------------------{hint}"
         )
 
-    def _kill_group(self, sig: int) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        try:
-            os.killpg(self.proc.pid, sig)
-        except ProcessLookupError:
-            pass
-
     def stop(self, sig: int = signal.SIGTERM, timeout: float = DEFAULT_STOP_TIMEOUT_S) -> int | None:
         """Send `sig`, wait up to `timeout` s, then SIGKILL. Returns the exit code (None if never started)."""
-        if self.proc is None:
+        if self._launcher is None:
             return None
-        self.last_stop_needed_kill = False
-        if self.proc.poll() is None:
-            try:
-                self.proc.send_signal(sig)
-            except ProcessLookupError:
-                pass
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.last_stop_needed_kill = True
-                self._kill_group(signal.SIGKILL)
-                self.proc.wait(5)
-        # Children the broker may have spawned go with it (the group outlives its leader).
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        _live_processes.discard(self.proc)
-        return self.proc.returncode
+        return self._launcher.stop(sig, timeout)
 
     def kill9(self) -> int | None:
         """SIGKILL the broker (no graceful shutdown) and wait for it to be gone."""
         return self.stop(signal.SIGKILL, timeout=5)
 
+    def pause(self) -> None:
+        """SIGSTOP the broker (it keeps its connections but answers nothing) until resume()."""
+        if self._launcher is not None:
+            self._launcher.pause()
+
+    def resume(self) -> None:
+        """SIGCONT after pause()."""
+        if self._launcher is not None:
+            self._launcher.resume()
+
     def restart(self, sig: int = signal.SIGTERM, timeout: float = DEFAULT_START_TIMEOUT_S) -> None:
         """Stop with `sig` (if running) and start again on the same port and data dir."""
         self.stop(sig)
-        self._wait_port_released()
+        if self._launcher is not None:
+            self._launcher.wait_port_released()
         self.start(timeout)
-
-    def _wait_port_released(self, timeout: float = 5.0) -> None:
-        # After the listener closes, a lingering accept socket can make the next bind
-        # fail for a moment; wait until nothing is listening any more.
-        deadline = time.monotonic() + timeout
-        while port_accepts(self.host, self.port, timeout=0.2) and time.monotonic() < deadline:
-            time.sleep(0.1)
 
     def close(self) -> None:
         """Stop the broker and remove the temporary directory if this object created it."""
@@ -306,7 +261,7 @@ def start_broker(
     timeout: float = DEFAULT_START_TIMEOUT_S,
     env: Mapping[str, str] | None = None,
 ) -> BrokerProcess:
-    """Start a kafkapy broker on a free 127.0.0.1 port and return it once it accepts connections.
+    """Start a kafkapy broker on a free 127.0.0.1 port and return it once it answers requests.
 
     `overrides` are Kafka broker properties passed as `--override key=value`; a value of None
     leaves that property unset (even one the harness sets by default). `work_dir`
@@ -325,7 +280,11 @@ def start_broker(
         env=dict(env) if env is not None else None,
         _owns_work_dir=owns,
     )
-    broker.start(timeout)
+    try:
+        broker.start(timeout)
+    except BaseException:
+        broker.close()  # a broker that did not start leaves no process and no temporary directory
+        raise
     return broker
 
 
@@ -344,32 +303,3 @@ def broker_from_env(
     if address:
         return ExternalBroker(bootstrap=address)
     return start_broker(overrides=overrides, work_dir=work_dir)
-
-
-def _install_sigterm_cleanup() -> None:
-    """Make SIGTERM to the test runner (e.g. a CI timeout) take the brokers down with it.
-
-    Brokers run in their own session, so a signal to the runner's process group misses
-    them, and the default SIGTERM action skips atexit handlers.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        return
-    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
-        return  # someone else handles SIGTERM (or we already did)
-
-    def on_sigterm(signum: int, frame: object) -> None:
-        _kill_leftover_brokers()
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGTERM)
-
-    signal.signal(signal.SIGTERM, on_sigterm)
-
-
-@atexit.register
-def _kill_leftover_brokers() -> None:
-    for proc in list(_live_processes):
-        if proc.poll() is None:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass

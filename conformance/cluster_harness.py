@@ -1,4 +1,5 @@
-"""Pytest fixtures and helpers for tests that run a ZooKeeper-mode kafkapy cluster.
+"""Pytest fixtures and helpers for tests that run a ZooKeeper-mode kafkapy cluster: a LocalCluster
+(kafkapy/devcluster/brokers.py: a Java ZooKeeper and brokers started by the broker launcher).
 
     from conformance.cluster_harness import cluster3, describe, wait_for_isr, wait_for_leader  # noqa: F401
 
@@ -30,10 +31,11 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, TypeVar
 import pytest
 from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 
-from conformance.broker_process import PYTHON_ENV, _install_sigterm_cleanup as _install_single_broker_cleanup
+from conformance.broker_process import PYTHON_ENV
 from conformance.kafka_wire import ConnectionClosed, RawConnection
 from kafkapy.devcluster.brokers import LocalClusterStartError, LocalCluster
-from kafkapy.devcluster.zookeeper import ZooKeeperServer, ZooKeeperStartError
+from kafkapy.devcluster.launcher import install_sigterm_cleanup
+from kafkapy.devcluster.zookeeper import JavaZooKeeper, ZooKeeperStartError
 
 __all__ = [
     "ClusterUnreachable",
@@ -78,12 +80,12 @@ def start_cluster(tmp_path: Path, brokers: int = 3, overrides: Mapping[str, obje
 
     Skips the test ("!!! ...") when ZooKeeper cannot run here; fails it when a broker does not start.
     """
-    available, reason = ZooKeeperServer.available()
+    available, reason = JavaZooKeeper.available()
     if not available:
         pytest.skip(f"!!! ZooKeeper is not available, cluster tests cannot run: {reason}")
-    # Single brokers and clusters may share a test session: with that harness's SIGTERM cleanup
-    # installed first, ours runs and then hands the signal on to it, so both kinds get killed.
-    _install_single_broker_cleanup()
+    # The launcher's SIGTERM cleanup (every broker process) installed first: LocalCluster's own
+    # (brokers, then its ZooKeeper) runs and then hands the signal on to it.
+    install_sigterm_cleanup()
     cluster = LocalCluster(tmp_path, brokers=brokers, overrides=overrides,
                            python=os.environ.get(PYTHON_ENV) or None, await_registration=await_registration)
     try:

@@ -28,7 +28,7 @@ from conformance.cluster_harness import (
     wait_for_leader,
     wait_until,
 )
-from kafkapy.devcluster.zookeeper import ZooKeeperServer
+from kafkapy.devcluster.zookeeper import JavaZooKeeper
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 from confluent_kafka import ElectionType, KafkaError, KafkaException, TopicPartition  # noqa: E402
@@ -65,7 +65,7 @@ def create_topic(admin: AdminClient, name: str, partitions: int, replication_fac
 
 
 def test_replication_campaign_each_fault_on_leader_and_controller(tmp_path):
-    available, reason = ZooKeeperServer.available()
+    available, reason = JavaZooKeeper.available()
     if not available:
         pytest.skip(f"!!! ZooKeeper is not available, cluster tests cannot run: {reason}")
     # As start_cluster does: single-broker cleanup first, so that a SIGTERM kills both kinds.

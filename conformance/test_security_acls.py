@@ -265,9 +265,9 @@ def test_cluster_enforces_acls_written_through_any_broker(tmp_path, names):
     only once she has WRITE, and her consumer reads everything back; bob stays refused."""
     from conformance.cluster_harness import wait_for_isr, wait_until
     from kafkapy.devcluster.brokers import LocalCluster
-    from kafkapy.devcluster.zookeeper import ZooKeeperServer
+    from kafkapy.devcluster.zookeeper import JavaZooKeeper
 
-    available, reason = ZooKeeperServer.available()
+    available, reason = JavaZooKeeper.available()
     if not available:
         pytest.skip(f"!!! ZooKeeper is not available, cluster tests cannot run: {reason}")
     cluster = LocalCluster(tmp_path, brokers=2, overrides={
@@ -340,9 +340,9 @@ def test_cluster_brokers_without_cluster_action_are_refused(tmp_path):
     the other broker are refused (CLUSTER_AUTHORIZATION_FAILED, one INFO line per refusal)."""
     from conformance.cluster_harness import wait_until
     from kafkapy.devcluster.brokers import LocalCluster
-    from kafkapy.devcluster.zookeeper import ZooKeeperServer
+    from kafkapy.devcluster.zookeeper import JavaZooKeeper
 
-    available, reason = ZooKeeperServer.available()
+    available, reason = JavaZooKeeper.available()
     if not available:
         pytest.skip(f"!!! ZooKeeper is not available, cluster tests cannot run: {reason}")
     cluster = LocalCluster(tmp_path, brokers=2, overrides={

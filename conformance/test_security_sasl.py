@@ -603,13 +603,13 @@ def test_cluster_scram_credentials_in_zookeeper(tmp_path):
 
     from conformance.cluster_harness import wait_until
     from kafkapy.devcluster.brokers import LocalCluster
-    from kafkapy.devcluster.zookeeper import ZooKeeperServer
+    from kafkapy.devcluster.zookeeper import JavaZooKeeper
     from kafkapy.net.client import BrokerConnection, BrokerConnectionError, sasl_authenticate
     from kafkapy.protocol.messages import AlterUserScramCredentialsRequest as Alter
     from kafkapy.protocol.messages import DescribeUserScramCredentialsRequest as Describe
     from kafkapy.protocol.messages import MetadataRequest
 
-    available, reason = ZooKeeperServer.available()
+    available, reason = JavaZooKeeper.available()
     if not available:
         pytest.skip(f"!!! ZooKeeper is not available: {reason}")
     cluster = LocalCluster(tmp_path, brokers=2, overrides={"sasl.enabled.mechanisms": "SCRAM-SHA-256",
@@ -688,9 +688,9 @@ def test_cluster_replicates_over_a_sasl_ssl_inter_broker_listener(tmp_path, cert
 
     from conformance.cluster_harness import wait_for_isr, wait_until
     from kafkapy.devcluster.brokers import LocalCluster
-    from kafkapy.devcluster.zookeeper import ZooKeeperServer
+    from kafkapy.devcluster.zookeeper import JavaZooKeeper
 
-    available, reason = ZooKeeperServer.available()
+    available, reason = JavaZooKeeper.available()
     if not available:
         pytest.skip(f"!!! ZooKeeper is not available, cluster tests cannot run: {reason}")
     broker_pw = "broker-Pw-31aa07"

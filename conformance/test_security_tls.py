@@ -268,9 +268,9 @@ def test_cluster_replicates_over_an_ssl_inter_broker_listener(tmp_path, certs):
     # inter-broker listener's endpoints (Broker.brokers_for), which here are TLS
     client_ports = {1: free_port(), 2: free_port()}
     from kafkapy.devcluster.brokers import LocalCluster
-    from kafkapy.devcluster.zookeeper import ZooKeeperServer
+    from kafkapy.devcluster.zookeeper import JavaZooKeeper
 
-    available, reason = ZooKeeperServer.available()
+    available, reason = JavaZooKeeper.available()
     if not available:
         pytest.skip(f"!!! ZooKeeper is not available, cluster tests cannot run: {reason}")
     cluster = LocalCluster(tmp_path, brokers=2, overrides={

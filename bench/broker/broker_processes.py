@@ -1,8 +1,10 @@
 """Start broker processes for the benchmark, time their readiness and measure their memory.
 
-Each broker kind knows its argv for a given loopback port and scratch directory: kafkapy runs as
-`python -m kafkapy serve` (argv from conformance/broker_process.py, the same the conformance
-tests use) on a fresh log dir; tansu comes from bench/peers.py with memory storage.
+kafkapy is started by the broker launcher (kafkapy/devcluster/launcher.py, the same that starts the
+brokers of the tests and of `kafkapy cluster`): `python -m kafkapy serve` on a free loopback port and
+a fresh log dir. Other brokers (tansu, from bench/peers.py with memory storage) are started from
+their argv here. Readiness is timed here, finer than the launcher's own wait: spawn to TCP accept and
+spawn to the first ApiVersions answer.
 """
 
 from __future__ import annotations
@@ -26,23 +28,20 @@ sys.path.insert(0, str(REPO_ROOT))
 
 import peers  # noqa: E402  (bench/peers.py)
 
+from kafkapy.devcluster.launcher import BrokerLauncher, free_port  # noqa: E402
+
 START_TIMEOUT_S = 20.0
 
 
 @dataclass(slots=True)
 class BrokerKind:
-    """How to launch one broker implementation on a given port and scratch directory."""
+    """How to launch one broker implementation on a given port and scratch directory (`command` is
+    None for kafkapy: the launcher knows its argv)."""
 
     name: str
-    command: Callable[[int, Path], list[str]]
+    command: Callable[[int, Path], list[str]] | None
     cwd: Path | None = None
     note: str = ""
-
-
-def _kafkapy_command(port: int, work_dir: Path) -> list[str]:
-    from conformance.broker_process import BrokerProcess  # the same argv the conformance tests use
-
-    return BrokerProcess(port=port, data_dir=work_dir / "data", work_dir=work_dir).command()
 
 
 def _tansu_command(port: int, work_dir: Path) -> list[str]:
@@ -50,7 +49,7 @@ def _tansu_command(port: int, work_dir: Path) -> list[str]:
 
 
 BROKER_KINDS = {
-    "kafkapy": BrokerKind("kafkapy", _kafkapy_command, cwd=REPO_ROOT, note="python -m kafkapy serve, disk log dir"),
+    "kafkapy": BrokerKind("kafkapy", None, note="python -m kafkapy serve, disk log dir"),
     "tansu": BrokerKind("tansu", _tansu_command, note=f"tansu {peers.TANSU_VERSION}, memory://"),
 }
 
@@ -69,6 +68,7 @@ class RunningBroker:
     proc: subprocess.Popen
     spawned_at: float
     log_path: Path
+    launcher: BrokerLauncher | None = None  # kafkapy's
 
     @property
     def bootstrap(self) -> str:
@@ -85,26 +85,32 @@ class RunningBroker:
             raise BrokerFailed(f"{self.kind.name} exited with {self.proc.returncode}:\n{self.log_tail()}")
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
+        if self.launcher is not None:
+            self.launcher.close()
+        elif self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
                 self.proc.wait(10)
             except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(5)
-        try:  # children of the broker go with it
+                pass
+        try:  # the broker's session: whatever it started goes with it
             os.killpg(self.proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+        self.proc.wait(5)
         shutil.rmtree(self.work_dir, ignore_errors=True)
 
 
 def spawn(kind: BrokerKind) -> RunningBroker:
     """Start a broker process on a free loopback port (returns immediately)."""
-    port = peers.free_port()
     work_dir = Path(tempfile.mkdtemp(prefix=f"kafkapy-bench-{kind.name}-"))
-    argv = kind.command(port, work_dir)
     log_path = work_dir / "broker.log"
+    if kind.command is None:  # kafkapy
+        launcher = BrokerLauncher(mode="process", log_dir=work_dir / "data", log_path=log_path, name="bench")
+        launcher.launch()
+        return RunningBroker(kind, launcher.port, work_dir, launcher.proc, launcher.spawned_at, log_path, launcher)
+    port = free_port()
+    argv = kind.command(port, work_dir)
     with open(log_path, "wb") as log:
         spawned_at = time.perf_counter()
         proc = subprocess.Popen(
@@ -196,21 +202,8 @@ def process_tree_cpu_s(root_pid: int) -> float:
 
 def process_tree_rss_mb(root_pid: int) -> float:
     """Resident set size of a process and all its descendants, in MB (10^6 bytes)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        children.setdefault(int(fields[1]), []).append(int(entry))
     total_kb = 0
-    pending = [root_pid]
-    while pending:
-        pid = pending.pop()
-        pending.extend(children.get(pid, ()))
+    for pid in _process_tree(root_pid):
         try:
             with open(f"/proc/{pid}/status") as status:
                 for line in status:

@@ -74,7 +74,7 @@ from cluster_report import (  # noqa: E402
 
 from conformance.cluster_harness import describe, wait_for_isr, wait_until  # noqa: E402
 from kafkapy.devcluster.brokers import LocalCluster, LocalClusterStartError  # noqa: E402
-from kafkapy.devcluster.zookeeper import ZooKeeperServer, ZooKeeperStartError  # noqa: E402
+from kafkapy.devcluster.zookeeper import JavaZooKeeper, ZooKeeperStartError  # noqa: E402
 
 DOCS_PATH = REPO_ROOT / "docs" / "benchmarks.md"
 DEFAULT_JSON = REPO_ROOT / "build" / "bench" / "cluster.json"
@@ -396,7 +396,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import confluent_kafka
 
-    available, reason = ZooKeeperServer.available()
+    available, reason = JavaZooKeeper.available()
     if not available:
         print(f"cannot run: ZooKeeper is not available: {reason}", file=sys.stderr)
         return 1

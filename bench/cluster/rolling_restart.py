@@ -57,7 +57,7 @@ from conformance.test_cluster_operations import (  # noqa: E402
     restart_in_turn,
 )
 from kafkapy.devcluster.brokers import LocalCluster, LocalClusterStartError  # noqa: E402
-from kafkapy.devcluster.zookeeper import ZooKeeperServer, ZooKeeperStartError  # noqa: E402
+from kafkapy.devcluster.zookeeper import JavaZooKeeper, ZooKeeperStartError  # noqa: E402
 
 
 class RunTimeout(Exception):
@@ -198,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     client_log.setLevel(logging.CRITICAL)  # "connection refused" while a broker restarts is expected
-    available, reason = ZooKeeperServer.available()
+    available, reason = JavaZooKeeper.available()
     if not available:
         print(f"rolling_restart: cannot start ZooKeeper: {reason}", file=sys.stderr)
         return 1

@@ -17,7 +17,6 @@ import contextlib
 import json
 import logging
 import os
-import shlex
 import signal
 import socket
 import struct
@@ -33,7 +32,15 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 from kazoo.handlers.threading import KazooTimeoutError
 
-from .zookeeper import ZooKeeperServer, ZooKeeperStartError
+from .launcher import (
+    HOST,
+    BrokerLauncher,
+    answers_api_versions,
+    free_ports,
+    port_accepts,
+    suspend_sigterm_cleanup,
+)
+from .zookeeper import JavaZooKeeper, ZooKeeperStartError
 
 __all__ = [
     "BrokerNode",
@@ -49,13 +56,11 @@ log = logging.getLogger(__name__)
 _zookeeper_log = logging.getLogger(f"{__name__}.kazoo")
 _zookeeper_log.setLevel(logging.WARNING)
 
-HOST = "127.0.0.1"
 # `python -m kafkapy` from here imports the checkout's kafkapy even without `pip install`.
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_START_TIMEOUT_S = 30.0
 DEFAULT_STOP_TIMEOUT_S = 10.0
 LOG_TAIL_LINES = 40
-API_VERSIONS_KEY = 18
 # What a broker logs once its ephemeral /brokers/ids/<id> znode exists, lower-cased for a match in
 # either case: Kafka's KafkaZkClient says "Registered broker 1 at path /brokers/ids/1 with addresses: ...".
 REGISTERED_LOG_LINE = "registered broker {broker_id} at path /brokers/ids/{broker_id} "
@@ -65,42 +70,9 @@ class LocalClusterStartError(RuntimeError):
     """A broker exited, or was not ready in time, or its port was taken by another program."""
 
 
-_SECRET_KEYS = ("password", "jaas.config", "keystore.key", "secret")
-
-
-def _redacted(argv: list[str]) -> list[str]:
-    """The command line with secret values (passwords, JAAS configs, inline keys) masked, for logs."""
-    out = []
-    for arg in argv:
-        key, sep, _ = arg.partition("=")
-        out.append(f"{key}=[hidden]" if sep and any(s in key for s in _SECRET_KEYS) else arg)
-    return out
-
-
-def port_accepts(port: int, timeout: float = 0.5) -> bool:
-    """True if something accepts TCP connections on 127.0.0.1:port right now."""
-    try:
-        with socket.create_connection((HOST, port), timeout=timeout):
-            return True
-    except OSError:
-        return False
-
-
 def answers_requests(port: int, timeout: float = 0.5) -> bool:
-    """True if a broker on 127.0.0.1:port answers an ApiVersions request.
-
-    A kafkapy broker binds its port before it loads its logs; until it serves, connections only
-    wait in the backlog, so an accepted connection does not yet mean a working broker.
-    """
-    from ..protocol.headers import encode_request_header
-
-    request = encode_request_header(API_VERSIONS_KEY, 0, 1, "kafkapy-devcluster")  # ApiVersions v0: no body
-    try:
-        with socket.create_connection((HOST, port), timeout=timeout) as sock:
-            sock.sendall(struct.pack(">i", len(request)) + request)
-            return len(sock.recv(4)) > 0
-    except OSError:
-        return False
+    """True if a broker on 127.0.0.1:port answers an ApiVersions request (launcher.answers_api_versions)."""
+    return answers_api_versions(port, timeout=timeout)
 
 
 def known_controller(port: int, timeout: float = 0.5) -> int:
@@ -136,20 +108,6 @@ def _recv_exactly(sock: socket.socket, size: int) -> bytes:
     return bytes(data)
 
 
-def free_ports(count: int) -> list[int]:
-    """`count` distinct loopback ports that nothing listens on at this moment."""
-    sockets: list[socket.socket] = []
-    try:
-        for _ in range(count):  # held open together, so the kernel cannot hand out one port twice
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            sockets.append(sock)
-            sock.bind((HOST, 0))
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
-
-
 def cluster_defaults(brokers: int) -> dict[str, str]:
     """Internal-topic settings that a cluster of `brokers` nodes can satisfy (Kafka's defaults, capped)."""
     return {
@@ -161,7 +119,9 @@ def cluster_defaults(brokers: int) -> dict[str, str]:
 
 @dataclass(eq=False)
 class BrokerNode:
-    """One `python -m kafkapy serve` child process with a fixed id, port and log directory.
+    """One `python -m kafkapy serve` child process with a fixed id, port and log directory (a
+    BrokerLauncher, launcher.py, plus what a ZooKeeper-mode cluster adds: the broker id, the
+    ZooKeeper connect string and waiting for the registration).
 
     Because none of these change, `restart()` (or `start()` after `kill9()`) brings back the
     same broker over the same data. `overrides` may be edited between runs; a value of None
@@ -178,11 +138,10 @@ class BrokerNode:
     # that a started cluster has all its brokers in /brokers/ids (e.g. for replication factor N).
     await_registration: bool = True
     python: str = sys.executable
-    proc: subprocess.Popen | None = field(default=None, repr=False)
-    _output_start: int = field(default=0, repr=False)  # where the current run's output begins in log_path
     # The last run ended without closing its ZooKeeper session (killed or crashed), so its
     # registration may still be there.
     _left_session_open: bool = field(default=False, repr=False)
+    _launcher: BrokerLauncher | None = field(default=None, repr=False)
 
     host = HOST
 
@@ -191,30 +150,30 @@ class BrokerNode:
         return f"{self.host}:{self.port}"
 
     @property
+    def proc(self) -> subprocess.Popen | None:
+        return self._launcher.proc if self._launcher is not None else None
+
+    @property
     def pid(self) -> int | None:
         return self.proc.pid if self.proc is not None else None
 
     def is_running(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
+        return self._launcher is not None and self._launcher.running
+
+    def _config(self) -> dict[str, str | None]:
+        return {"broker.id": str(self.broker_id), "zookeeper.connect": self.zookeeper_connect, **self.overrides}
+
+    def _new_launcher(self) -> BrokerLauncher:
+        # made anew for each run: the port, overrides and connect string may have changed since
+        return BrokerLauncher(self._config(), mode="process", port=self.port, log_dir=self.log_dir,
+                              log_path=self.log_path, python=self.python, name=f"broker-{self.broker_id}")
 
     def settings(self) -> dict[str, str]:
         """The broker properties this node is started with."""
-        listener = f"PLAINTEXT://{self.host}:{self.port}"
-        merged: dict[str, str | None] = {
-            "broker.id": str(self.broker_id),
-            "listeners": listener,
-            "advertised.listeners": listener,
-            "log.dirs": str(self.log_dir),
-            "zookeeper.connect": self.zookeeper_connect,
-            **self.overrides,
-        }
-        return {key: value for key, value in merged.items() if value is not None}
+        return self._new_launcher().settings()
 
     def command(self) -> list[str]:
-        argv = [self.python, "-m", "kafkapy", "serve"]
-        for key, value in self.settings().items():
-            argv += ["--override", f"{key}={value}"]
-        return argv
+        return self._new_launcher().command()
 
     def start(self, timeout: float = DEFAULT_START_TIMEOUT_S) -> None:
         """Start the process and return once it serves (see `wait_ready`).
@@ -245,16 +204,8 @@ class BrokerNode:
         if self.is_running():
             raise RuntimeError(f"broker {self.broker_id} is already running (pid {self.pid})")
         self.check_port_free()
-        self.log_dir.mkdir(parents=True, exist_ok=True)
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        argv = self.command()
-        with open(self.log_path, "ab") as output:
-            output.write(f"===== {time.strftime('%Y-%m-%d %H:%M:%S')} {shlex.join(_redacted(argv))}\n".encode())
-            output.flush()
-            self._output_start = output.tell()
-            self.proc = subprocess.Popen(argv, cwd=REPO_ROOT, stdin=subprocess.DEVNULL, stdout=output,
-                                         stderr=subprocess.STDOUT, start_new_session=True)
-        _live_brokers.add(self)
+        self._launcher = self._new_launcher()
+        self._launcher.launch()
         _install_sigterm_cleanup()
 
     def check_port_free(self) -> None:
@@ -263,7 +214,7 @@ class BrokerNode:
             raise LocalClusterStartError(f"port {self.port} on {self.host} (broker {self.broker_id}) is already in use")
 
     def wait_ready(self, timeout: float = DEFAULT_START_TIMEOUT_S) -> None:
-        """Wait until the broker answers requests (and, with `await_registration`, has logged that it
+        """Wait until the broker answers ApiVersions (and, with `await_registration`, has logged that it
         registered in ZooKeeper). Raises LocalClusterStartError, killing the process on timeout."""
         assert self.proc is not None, "wait_ready() before launch()"
         deadline = time.monotonic() + timeout
@@ -271,8 +222,7 @@ class BrokerNode:
         while True:
             code = self.proc.poll()
             if code is not None:
-                _live_brokers.discard(self)
-                self._left_session_open = code != 0
+                self.wait_stopped(0)
                 raise LocalClusterStartError(self._failure(f"exited with code {code}"))
             serving = answers_requests(self.port)
             if serving and (not registers or self._registered()):
@@ -284,10 +234,8 @@ class BrokerNode:
             time.sleep(0.1)
 
     def _registered(self) -> bool:
-        line = REGISTERED_LOG_LINE.format(broker_id=self.broker_id).encode()
-        with open(self.log_path, "rb") as output:
-            output.seek(self._output_start)
-            return line in output.read().lower()
+        assert self._launcher is not None
+        return REGISTERED_LOG_LINE.format(broker_id=self.broker_id) in self._launcher.output().lower()
 
     def _failure(self, what: str) -> str:
         return (f"broker {self.broker_id} ({self.bootstrap}) {what}; log {self.log_path}, last lines:\n"
@@ -295,37 +243,20 @@ class BrokerNode:
 
     def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
         """The last lines of the process output, for error messages."""
-        try:
-            text = self.log_path.read_text(errors="replace")
-        except OSError as exc:
-            return f"<cannot read {self.log_path}: {exc}>"
-        return "\n".join(text.splitlines()[-lines:])
+        return (self._launcher or self._new_launcher()).log_tail(lines)
 
     def send_signal(self, sig: int = signal.SIGTERM) -> None:
         """Signal the broker if it runs; `wait_stopped` then waits for it."""
-        if self.is_running():
-            assert self.proc is not None
-            try:
-                self.proc.send_signal(sig)
-            except ProcessLookupError:
-                pass
+        if self._launcher is not None:
+            self._launcher.send_signal(sig)
 
     def wait_stopped(self, timeout: float = DEFAULT_STOP_TIMEOUT_S) -> int | None:
         """Wait up to `timeout` s for the process to exit, then SIGKILL it. Returns its exit code."""
-        proc = self.proc
-        if proc is None:
+        if self._launcher is None or self._launcher.proc is None:
             return None
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            log.warning("broker %d (pid %d) still running %.0f s after it was asked to stop; killing it",
-                        self.broker_id, proc.pid, timeout)
-        # Also takes down anything the broker started: the session outlives its leader.
-        _kill_session(proc.pid)
-        proc.wait()
-        _live_brokers.discard(self)
-        self._left_session_open = proc.returncode != 0
-        return proc.returncode
+        code = self._launcher.wait_stopped(timeout)
+        self._left_session_open = code != 0
+        return code
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = DEFAULT_STOP_TIMEOUT_S) -> int | None:
         """Send `sig`, wait up to `timeout` s, then SIGKILL. Returns the exit code (None if never started)."""
@@ -335,6 +266,16 @@ class BrokerNode:
     def kill9(self) -> int | None:
         """SIGKILL the broker: no controlled shutdown, no flush."""
         return self.stop(signal.SIGKILL, timeout=5.0)
+
+    def pause(self) -> None:
+        """SIGSTOP the broker: it keeps its sockets and its ZooKeeper session until that times out."""
+        if self._launcher is not None:
+            self._launcher.pause()
+
+    def resume(self) -> None:
+        """SIGCONT after pause()."""
+        if self._launcher is not None:
+            self._launcher.resume()
 
     def restart(self, sig: int = signal.SIGTERM, timeout: float = DEFAULT_START_TIMEOUT_S) -> None:
         """Stop with `sig` (if running) and start again with the same id, port and data."""
@@ -357,8 +298,8 @@ class LocalCluster:
             raise ValueError(f"a cluster needs at least one broker, not {brokers}")
         self.work_dir = Path(work_dir).resolve()  # processes run with other working dirs
         self._given_connect = zookeeper_connect
-        self.zookeeper: ZooKeeperServer | None = (
-            None if zookeeper_connect else ZooKeeperServer(self.work_dir / "zookeeper"))
+        self.zookeeper: JavaZooKeeper | None = (
+            None if zookeeper_connect else JavaZooKeeper(self.work_dir / "zookeeper"))
         self._auto_ports = base_port is None
         ports = free_ports(brokers) if base_port is None else list(range(base_port, base_port + brokers))
         # what every broker is started with, brokers added later included
@@ -490,11 +431,10 @@ class LocalCluster:
             return None
 
     def _kill(self) -> None:
-        """Last resort (interpreter exit, SIGTERM): SIGKILL without waiting, brokers first."""
+        """Last resort (interpreter exit, SIGTERM): SIGKILL, brokers first."""
         for node in self.brokers.values():
             if node.is_running():
-                assert node.pid is not None
-                _kill_session(node.pid)
+                node.send_signal(signal.SIGKILL)
         if self.zookeeper is not None:
             self.zookeeper.kill9()
 
@@ -514,7 +454,7 @@ def run_cluster(work_dir: Path, brokers: int = 3, base_port: int = 9092, overrid
     Returns the process exit code: 0 after a clean stop, 1 if the cluster could not start.
     """
     if zookeeper_connect is None:
-        available, reason = ZooKeeperServer.available()
+        available, reason = JavaZooKeeper.available()
         if not available:
             print(f"kafkapy cluster: cannot start ZooKeeper: {reason}", file=sys.stderr)
             return 1
@@ -568,11 +508,13 @@ def _interrupt_on_sigterm() -> Callable[[], None]:
 
     previous = signal.signal(signal.SIGTERM, on_sigterm)
     was_handled, _sigterm_handled = _sigterm_handled, True
+    restore_launcher = suspend_sigterm_cleanup()  # nor the launcher's: we stop the brokers in order
 
     def restore() -> None:
         global _sigterm_handled
         signal.signal(signal.SIGTERM, previous)
         _sigterm_handled = was_handled
+        restore_launcher()
 
     return restore
 
@@ -599,28 +541,17 @@ def _zookeeper_session(connect: str, timeout: float) -> Iterator[KazooClient | N
 
 # ------------------------------------------------------------------ leftovers
 
-# Started and not yet stopped; whatever is in here when the interpreter ends is killed.
-_live_brokers: set[BrokerNode] = set()
+# Started and not yet stopped; whatever is in here when the interpreter ends is killed. (Broker
+# processes on their own are the launcher's to kill; a cluster also has its ZooKeeper.)
 _live_clusters: set[LocalCluster] = set()
 _sigterm_handled = False
 
 
-def _kill_session(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
 @atexit.register
 def _kill_leftovers() -> None:
-    """SIGKILL every broker, then every ZooKeeper, this process started and did not stop."""
-    for node in list(_live_brokers):
-        if node.pid is not None:
-            _kill_session(node.pid)
+    """SIGKILL the brokers, then the ZooKeeper, of every cluster this process started and did not stop."""
     for cluster in list(_live_clusters):
         cluster._kill()
-    _live_brokers.clear()
     _live_clusters.clear()
 
 

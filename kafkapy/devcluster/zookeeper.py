@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import IO
 
-__all__ = ["ZooKeeperServer", "ZooKeeperStartError"]
+__all__ = ["JavaZooKeeper", "ZooKeeperStartError"]
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ _LOG_TAIL_LINES = 40
 
 # Servers started by this process and not yet stopped; killed at exit so that a crashed test run
 # never leaves a ZooKeeper behind (they run in their own session, so no signal reaches them).
-_running: set[ZooKeeperServer] = set()
+_running: set[JavaZooKeeper] = set()
 _running_lock = threading.Lock()
 
 
@@ -76,7 +76,7 @@ def _four_letter_word(host: str, port: int, word: bytes, timeout: float = 1.0) -
             chunks.append(chunk)
 
 
-class ZooKeeperServer:
+class JavaZooKeeper:
     """One standalone ZooKeeper on 127.0.0.1, data and log under `data_dir`.
 
     Port 0 picks a free port at the first start; restart() keeps the port and the data, so
@@ -85,7 +85,7 @@ class ZooKeeperServer:
 
     def __init__(self, data_dir: Path, port: int = 0, host: str = "127.0.0.1"):
         if host not in _LOOPBACK_HOSTS:
-            raise ValueError(f"ZooKeeperServer listens on loopback only, not {host!r}")
+            raise ValueError(f"JavaZooKeeper listens on loopback only, not {host!r}")
         self.data_dir = Path(data_dir).resolve()  # ZooKeeper runs with cwd=data_dir
         self.host = "127.0.0.1"
         self.port = port
@@ -114,6 +114,11 @@ class ZooKeeperServer:
     def connect(self) -> str:
         """The zookeeper.connect string for this server."""
         return f"{self.host}:{self.port}"
+
+    @property
+    def connect_string(self) -> str:
+        """The same, under the name the in-memory ZooKeeper gives it (launcher.ZooKeeper)."""
+        return self.connect
 
     @property
     def pid(self) -> int | None:
@@ -242,7 +247,7 @@ class ZooKeeperServer:
             return "(no ZooKeeper log)"
         return f"--- last lines of {self.log_path}:\n" + "\n".join(lines[-_LOG_TAIL_LINES:])
 
-    def __enter__(self) -> ZooKeeperServer:
+    def __enter__(self) -> JavaZooKeeper:
         self.start()
         return self
 
@@ -250,4 +255,4 @@ class ZooKeeperServer:
         self.stop()
 
     def __repr__(self) -> str:
-        return f"ZooKeeperServer({self.connect}, pid={self.pid}, data_dir={str(self.data_dir)!r})"
+        return f"JavaZooKeeper({self.connect}, pid={self.pid}, data_dir={str(self.data_dir)!r})"

@@ -212,3 +212,16 @@ class BrokerConnection:
         self._closed = True
         self._drop(BrokerConnectionError("connection closed"))
 
+
+
+async def request_once(host: str, port: int, request, version: int, *, timeout_s: float = 30.0,
+                       client_id: str = "kafkapy"):
+    """Open a connection, send one request, read its answer, close: for tools and test harnesses that
+    ask a broker one thing now and then (readiness, CreateTopics, Metadata) and keep no connection.
+    Raises BrokerConnectionError (or OSError) when the broker cannot be reached or does not answer."""
+    connection = BrokerConnection(host, port, client_id=client_id, request_timeout_s=timeout_s,
+                                  connect_timeout_s=timeout_s)
+    try:
+        return await connection.send(request, version)
+    finally:
+        connection.close()

@@ -23,13 +23,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..devcluster.storage import STORAGES, MemoryStorageUnavailable, data_directory
 from ..metadata.store import PartitionMetadata
 from ..protocol.errors import ErrorCode
-from .broker import (CREATE_TOPICS_VERSION, HOST, KafkaBroker, KafkaBrokerError, check_topic_created,
-                     create_topic_request, error_name)
+from .broker import (
+    CREATE_TOPICS_VERSION,
+    HOST,
+    KafkaBroker,
+    KafkaBrokerError,
+    check_topic_created,
+    create_topic_request,
+    error_name,
+)
 from .clients import KafkaClients
-from .storage import STORAGES, MemoryStorageUnavailable, data_directory
-from .zookeeper import ZooKeeperServer
+from .zookeeper import InMemoryZooKeeper
 
 __all__ = ["ClusterRule", "KafkaCluster", "PartitionInfo"]
 
@@ -88,7 +95,7 @@ class KafkaCluster(KafkaClients):
         self.isolation = isolation
         self.storage = storage
         self.properties = {key: str(value) for key, value in properties.items()}
-        self.zookeeper: ZooKeeperServer | None = None
+        self.zookeeper: InMemoryZooKeeper | None = None
         self._dir: Path | None = None
         self._brokers: dict[int, KafkaBroker] = {}
         self._ports: dict[int, int] = {}
@@ -159,7 +166,10 @@ class KafkaCluster(KafkaClients):
         """Make broker `to` the partition's leader, as a Kafka user would: AlterPartitionReassignments
         puts it first in the replica list (adding it if it is not a replica), then ElectLeaders
         (preferred). Returns once every running broker's metadata names `to` as the leader."""
-        from ..protocol.messages import AlterPartitionReassignmentsRequest, ElectLeadersRequest
+        from ..protocol.messages import (
+            AlterPartitionReassignmentsRequest,
+            ElectLeadersRequest,
+        )
 
         deadline = time.monotonic() + timeout
         if not self.broker(to).running:
@@ -278,7 +288,7 @@ class KafkaCluster(KafkaClients):
             raise KafkaBrokerError(str(exc)) from None
         try:
             # session timeouts from 1 s, so that a test may make kills noticed sooner
-            self.zookeeper = ZooKeeperServer(min_session_timeout_ms=1000, max_session_timeout_ms=60000).start()
+            self.zookeeper = InMemoryZooKeeper(min_session_timeout_ms=1000, max_session_timeout_ms=60000).start()
             for broker_id in range(1, self.size + 1):
                 self._brokers[broker_id] = self._new_broker(broker_id, 0)
             # started side by side: each waits for its own ZooKeeper session and registration
@@ -359,25 +369,17 @@ class KafkaCluster(KafkaClients):
         return [i for i, b in sorted(self._brokers.items()) if b.running]
 
     def _request(self, broker_id: int, request: Any, version: int, timeout: float = REQUEST_TIMEOUT_S) -> Any:
-        from ..net.client import BrokerConnection
+        from ..net.client import request_once
 
-        port = self._brokers[broker_id].port
-
-        async def send() -> Any:
-            connection = BrokerConnection(HOST, port, client_id="kafkapy-test-cluster", request_timeout_s=timeout,
-                                          connect_timeout_s=timeout)
-            try:
-                return await connection.send(request, version)
-            finally:
-                connection.close()
-
+        send = request_once(HOST, self._brokers[broker_id].port, request, version, timeout_s=timeout,
+                            client_id="kafkapy-test-cluster")
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(send())
+            return asyncio.run(send)
         # called from async code: this thread's loop is busy, so run the request on another thread
         with ThreadPoolExecutor(1) as pool:
-            return pool.submit(asyncio.run, send()).result()
+            return pool.submit(asyncio.run, send).result()
 
     def _metadata(self, topics: list[str], via: int | None) -> Any:
         from ..net.client import BrokerConnectionError

@@ -154,17 +154,6 @@ class BrokerFaults:
 
         self._faults = install(broker)
 
-    def _read_ready_lines(self, stdout: Any) -> bytes:
-        """Read the child's announcement: KAFKAPY_CONTROL= (kept) then the KAFKAPY_BOOTSTRAP= line (returned)."""
-        self._control_url = None
-        while True:
-            line = stdout.readline()
-            text = line.decode(errors="replace").strip()
-            if text.startswith(CONTROL_PREFIX):
-                self._control_url = text[len(CONTROL_PREFIX):]
-                continue
-            return line
-
     def _uses_control(self) -> bool:
         return getattr(self, "isolation", "thread") == "process"
 

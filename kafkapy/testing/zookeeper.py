@@ -1,9 +1,9 @@
 """An in-memory ZooKeeper server for tests: enough of ZooKeeper's wire protocol (jute) for kazoo, and
 so for kafkapy's KafkaZkClient, with no Java and no ZooKeeper installation.
 
-    from kafkapy.testing.zookeeper import ZooKeeperServer
+    from kafkapy.testing.zookeeper import InMemoryZooKeeper
 
-    with ZooKeeperServer() as zk:                     # 127.0.0.1, a free port, its own thread
+    with InMemoryZooKeeper() as zk:                   # 127.0.0.1, a free port, its own thread
         client = kazoo.client.KazooClient(hosts=zk.connect_string)
 
 What it does as ZooKeeper 3.x does: sessions (negotiated timeout, resumed on reconnect, expired when
@@ -36,7 +36,7 @@ from .jute import (
     OP_DELETE, OP_EXISTS, OP_GET_DATA, OP_SET_DATA, INVALID_ACL, STATE_SYNC_CONNECTED, WATCH_XID, INT,
     LONG, REPLY_HEADER, MULTI_HEADER, STAT, JuteReader, jute_buffer, jute_string)
 
-__all__ = ["ZooKeeperServer", "ZnodeStat"]
+__all__ = ["InMemoryZooKeeper", "ZnodeStat"]
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +127,7 @@ def _validate_path(path: str) -> None:
 class _Connection:
     """One client socket: frames in, replies and watch events out."""
 
-    def __init__(self, server: ZooKeeperServer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+    def __init__(self, server: InMemoryZooKeeper, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
         self.server = server
         self.reader = reader
         self.writer = writer
@@ -163,7 +163,7 @@ class _Connection:
 _DATA, _CHILD = "data", "child"
 
 
-class ZooKeeperServer:
+class InMemoryZooKeeper:
     """A single in-memory ZooKeeper server on 127.0.0.1; a context manager that starts and stops it.
 
     `tick_ms` is ZooKeeper's tickTime: negotiated session timeouts are kept within
@@ -204,7 +204,7 @@ class ZooKeeperServer:
     def running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
-    def start(self, timeout: float = 10.0) -> ZooKeeperServer:
+    def start(self, timeout: float = 10.0) -> InMemoryZooKeeper:
         """Start serving (on a daemon thread); returns once the port accepts connections."""
         if self.running:
             return self
@@ -252,7 +252,7 @@ class ZooKeeperServer:
         self._thread = self._loop = self._stopping = self._server = None
         log.info("in-memory ZooKeeper on port %s stopped", self.port)
 
-    def __enter__(self) -> ZooKeeperServer:
+    def __enter__(self) -> InMemoryZooKeeper:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -764,3 +764,9 @@ class ZooKeeperServer:
                 connection.event(EVENT_CHILD, path)
             else:
                 self._watch(_CHILD, path, session)
+
+
+# Deprecated: the name docs/testing.md gave this class before it was renamed (a Java ZooKeeper
+# process had the same name, see kafkapy.devcluster.zookeeper.JavaZooKeeper). Kept so that user
+# code written against the old docs keeps working; new code says InMemoryZooKeeper.
+ZooKeeperServer = InMemoryZooKeeper

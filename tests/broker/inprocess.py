@@ -1,12 +1,12 @@
-"""A kafkapy Broker built in-process (no sockets) so that tests can call its handlers directly."""
+"""A kafkapy Broker built in-process (no sockets; built by the broker launcher's build_broker) so that
+tests can call its handlers directly."""
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
 
-from kafkapy.broker.broker import Broker
-from kafkapy.broker.config import BrokerConfig
 from kafkapy.broker.dispatch import HANDLERS, RequestContext
+from kafkapy.devcluster.launcher import build_broker
 from kafkapy.protocol.headers import RequestHeader
 
 
@@ -14,9 +14,7 @@ class InProcessBroker:
     """Broker 0 over `data_dir` with its logs loaded; `call` runs one request through its handler."""
 
     def __init__(self, data_dir: Path, **props: object):
-        settings = {"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(data_dir), "broker.id": "0"}
-        settings.update({k: str(v) for k, v in props.items()})
-        self.broker = Broker(BrokerConfig(settings))
+        self.broker = build_broker({"broker.id": "0", **props}, log_dir=data_dir)
         self.broker.logs.load()
         self.broker.partitions.sync_with_metadata()
 

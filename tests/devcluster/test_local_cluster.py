@@ -29,7 +29,7 @@ from kafkapy.devcluster.brokers import (
     free_ports,
     port_accepts,
 )
-from kafkapy.devcluster.zookeeper import ZooKeeperServer
+from kafkapy.devcluster.zookeeper import JavaZooKeeper
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -211,7 +211,7 @@ def test_kill9_and_restart_one_broker(cluster2: LocalCluster) -> None:
 
 
 def test_stop_leaves_no_process(tmp_path: Path) -> None:
-    available, reason = ZooKeeperServer.available()
+    available, reason = JavaZooKeeper.available()
     if not available:
         pytest.skip(f"!!! ZooKeeper is not available: {reason}")
     with LocalCluster(tmp_path, brokers=2) as cluster:
@@ -225,7 +225,7 @@ def test_stop_leaves_no_process(tmp_path: Path) -> None:
 
 
 def test_cli_cluster_stops_on_sigterm(tmp_path: Path) -> None:
-    available, reason = ZooKeeperServer.available()
+    available, reason = JavaZooKeeper.available()
     if not available:
         pytest.skip(f"!!! ZooKeeper is not available: {reason}")
     base = _consecutive_free_ports(2)

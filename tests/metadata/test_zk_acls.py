@@ -21,7 +21,7 @@ from kafkapy.metadata.store import ChangeKind
 from kafkapy.metadata.zk.acl_store import ZkAclCache, decode_entry, encode_entry
 from kafkapy.metadata.zk.client import UNKNOWN_VERSION, BadVersionError, KafkaZkClient
 from kafkapy.metadata.zk.store import ZkMetadataStore
-from kafkapy.devcluster.zookeeper import ZooKeeperServer
+from kafkapy.devcluster.zookeeper import JavaZooKeeper
 from kafkapy.protocol.errors import KafkaError
 
 SESSION_TIMEOUT_MS = 6000
@@ -53,11 +53,11 @@ def wait_for(predicate: Callable[[], object], timeout: float = 10.0) -> None:
 
 
 @pytest.fixture(scope="module")
-def zk_server(tmp_path_factory) -> Iterator[ZooKeeperServer]:
-    ok, reason = ZooKeeperServer.available()
+def zk_server(tmp_path_factory) -> Iterator[JavaZooKeeper]:
+    ok, reason = JavaZooKeeper.available()
     if not ok:
         pytest.skip(f"!!! ZooKeeper ACL tests skipped: {reason}")
-    server = ZooKeeperServer(tmp_path_factory.mktemp("zookeeper"))
+    server = JavaZooKeeper(tmp_path_factory.mktemp("zookeeper"))
     try:
         server.start()
         yield server

@@ -1,4 +1,4 @@
-"""KafkaZkClient against a real ZooKeeper (Debian's, started by ZooKeeperServer for this module).
+"""KafkaZkClient against a real ZooKeeper (Debian's, started by JavaZooKeeper for this module).
 
 Each test works under its own chroot, so tests share the server but never each other's znodes.
 """
@@ -18,17 +18,17 @@ from kafkapy.metadata.zk.client import (UNKNOWN_VERSION, BadVersionError, Broker
                                           KafkaZkClient, TopicExistsError, ZkConnectionError)
 from kafkapy.metadata.zk.paths import (BrokerRegistration, Endpoint, LeaderIsr, TopicAssignment, broker_path,
                                          decode_producer_id_block, partition_state_path)
-from kafkapy.devcluster.zookeeper import ZooKeeperServer
+from kafkapy.devcluster.zookeeper import JavaZooKeeper
 
 SESSION_TIMEOUT_MS = 6000
 
 
 @pytest.fixture(scope="module")
-def zk_server(tmp_path_factory) -> Iterator[ZooKeeperServer]:
-    ok, reason = ZooKeeperServer.available()
+def zk_server(tmp_path_factory) -> Iterator[JavaZooKeeper]:
+    ok, reason = JavaZooKeeper.available()
     if not ok:
         pytest.skip(f"!!! ZooKeeper tests skipped: {reason}")
-    server = ZooKeeperServer(tmp_path_factory.mktemp("zookeeper"))
+    server = JavaZooKeeper(tmp_path_factory.mktemp("zookeeper"))
     try:
         server.start()
         yield server

@@ -1,7 +1,7 @@
-"""In-process cluster brokers for replication tests: real Broker objects with real listeners and
-real replica managers, talking over sockets on one event loop; only what ZooKeeper and the
-controller would provide is stubbed (what the last UpdateMetadata said, and an AlterPartition
-answerer that accepts every proposal)."""
+"""In-process cluster brokers for replication tests: real Broker objects (built by the broker
+launcher's build_broker) with real listeners and real replica managers, talking over sockets on one
+event loop; only what ZooKeeper and the controller would provide is stubbed (what the last
+UpdateMetadata said, and an AlterPartition answerer that accepts every proposal)."""
 from __future__ import annotations
 
 import asyncio
@@ -9,9 +9,8 @@ import time
 import uuid
 from types import SimpleNamespace
 
-from kafkapy.broker.broker import Broker
-from kafkapy.broker.config import BrokerConfig
 from kafkapy.broker.connection import KafkaConnection
+from kafkapy.devcluster.launcher import build_broker
 from kafkapy.metadata.store import PartitionMetadata, TopicMetadata
 from kafkapy.protocol.api_versions import CLUSTER_VERSIONS
 from kafkapy.protocol.errors import ErrorCode
@@ -88,12 +87,10 @@ class Node:
     """One cluster broker: its logs, replica manager and listener, with stubbed cluster metadata."""
 
     def __init__(self, node_id: int, data_dir, metadata: StubMetadata, **props: object):
-        settings = {"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(data_dir), "broker.id": str(node_id)}
-        settings.update({k: str(v) for k, v in {**FAST_REPLICATION, **props}.items()})
         self.node_id = node_id
         self.metadata = metadata
         self.controller = AcceptingController()
-        broker = self.broker = Broker(BrokerConfig(settings))
+        broker = self.broker = build_broker({"broker.id": node_id, **FAST_REPLICATION, **props}, log_dir=data_dir)
         self._embedded = broker.metadata
         broker.metadata = metadata
         broker.cluster = SimpleNamespace(controller=self.controller, controller_epoch_seen=0)

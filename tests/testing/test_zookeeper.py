@@ -1,4 +1,4 @@
-"""kafkapy.testing.zookeeper.ZooKeeperServer against kazoo (the client KafkaZkClient uses): znode
+"""kafkapy.testing.zookeeper.InMemoryZooKeeper against kazoo (the client KafkaZkClient uses): znode
 operations and stats, sequential and ephemeral znodes, watches, multi atomicity, session close,
 expiry and resumption, and setWatches from a raw client."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ from kazoo import exceptions as kz
 from kazoo.client import KazooClient, KazooState
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
-from kafkapy.testing.zookeeper import ZooKeeperServer
+from kafkapy.testing.zookeeper import InMemoryZooKeeper
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.timeout(60)
 @pytest.fixture
 def server():
     # tickTime 100 ms: session timeouts between 200 ms and 2 s, so expiry tests are quick
-    with ZooKeeperServer(tick_ms=100) as zk:
+    with InMemoryZooKeeper(tick_ms=100) as zk:
         yield zk
     assert not zk.running
 
@@ -243,7 +243,7 @@ def _strings(items: list[str]) -> bytes:
     return struct.pack("!i", len(items)) + b"".join(struct.pack("!i", len(s)) + s.encode() for s in items)
 
 
-def _raw_session(server: ZooKeeperServer) -> socket.socket:
+def _raw_session(server: InMemoryZooKeeper) -> socket.socket:
     sock = socket.create_connection(("127.0.0.1", server.port), timeout=5)
     sock.sendall(_frame(struct.pack("!iqiqi", 0, 0, 2000, 0, 16) + bytes(16) + b"\x00"))
     protocol, timeout, session_id = struct.unpack_from("!iiq", _read_frame(sock))
@@ -286,7 +286,7 @@ def test_set_watches_re_registers_or_fires_what_changed(server, connect):
 
 
 def test_stop_leaves_no_thread_or_port():
-    server = ZooKeeperServer().start()
+    server = InMemoryZooKeeper().start()
     port = server.port
     client = KazooClient(hosts=server.connect_string, timeout=2)
     client.start(5)
