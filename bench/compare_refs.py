@@ -487,6 +487,7 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="kafkapy-compare-"))
     sides: dict[str, Side] = {}
     runs: list[Run] = []
+    interrupted = False
     try:
         for label in ("before", "after"):
             side = Side(label, getattr(args, label), commits[label], work / label)
@@ -518,7 +519,8 @@ def main(argv: list[str] | None = None) -> int:
                     if run.error:
                         print("    " + run.output_tail.replace("\n", "\n    "), file=sys.stderr)
     except Interrupted as signal_name:
-        print(f"interrupted by {signal_name}; cleaning up", file=sys.stderr)
+        print(f"interrupted by {signal_name}; cleaning up, no report written", file=sys.stderr)
+        interrupted = True
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not skip the clean-up
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -527,6 +529,8 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(work, ignore_errors=True)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if interrupted:
+        return 130
     if not sides:
         return 1
 
