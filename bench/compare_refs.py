@@ -62,6 +62,7 @@ BENCH_DIR = REPO_ROOT / "bench"
 SERVE_STARTUP = BENCH_DIR / "broker" / "serve_startup.py"
 OUT_DIR = REPO_ROOT / "build" / "bench"
 TAG_ENV = "KAFKAPY_COMPARE_TAG"  # set for every child: finds (and stops) whatever a run left behind
+SESSION = uuid.uuid4().hex[:12]  # every tag of this invocation starts with it
 SAMPLE_INTERVAL_S = 1.0
 BAR = 0.95  # issue 21: each after/before ratio >= 0.95
 BENCHES = ("startup", "broker", "cluster")
@@ -192,13 +193,13 @@ def _environ(pid: str) -> dict[str, str] | None:
     return env
 
 
-def tagged_pids(tag: str) -> list[int]:
-    """Processes whose environment carries this run's tag: started by this run, directly or not."""
+def tagged_pids(prefix: str) -> list[int]:
+    """Processes whose environment carries a tag starting with `prefix`: started by us, directly or not."""
     found = []
     for pid in os.listdir("/proc"):
         if pid.isdigit() and int(pid) != os.getpid():
             env = _environ(pid)
-            if env is not None and env.get(TAG_ENV) == tag:
+            if env is not None and env.get(TAG_ENV, "").startswith(prefix):
                 found.append(int(pid))
     return found
 
@@ -226,12 +227,13 @@ class BrokerWatch(threading.Thread):
         super().__init__(daemon=True)
         self.tag = tag
         self.seen: dict[str, str] = {}
+        self.foreign: set[str] = set()  # not ours: never looked at again
         self.done = threading.Event()
 
     def run(self) -> None:
         while not self.done.wait(SAMPLE_INTERVAL_S):
             for pid in os.listdir("/proc"):
-                if not pid.isdigit() or pid in self.seen:
+                if not pid.isdigit() or pid in self.seen or pid in self.foreign:
                     continue
                 try:
                     with open(f"/proc/{pid}/cmdline", "rb") as raw:
@@ -241,24 +243,25 @@ class BrokerWatch(threading.Thread):
                     continue
                 env = _environ(pid)
                 if env is None or env.get(TAG_ENV) != self.tag:
+                    self.foreign.add(pid)  # the tag comes with exec, which for our children precedes "kafkapy"
                     continue
                 tree = broker_tree(int(pid), env)
                 if tree is not None:
                     self.seen[pid] = tree
 
 
-def stop_leftovers(tag: str) -> list[int]:
-    """SIGTERM, then SIGKILL, every process still carrying this run's tag; returns their pids."""
-    pids = tagged_pids(tag)
+def stop_leftovers(prefix: str) -> list[int]:
+    """SIGTERM, then SIGKILL, every process still carrying a tag starting with `prefix`; returns their pids."""
+    pids = tagged_pids(prefix)
     for pid in pids:
         try:
             os.kill(pid, signal.SIGTERM)
         except ProcessLookupError:
             pass
     deadline = time.monotonic() + 10
-    while pids and time.monotonic() < deadline and tagged_pids(tag):
+    while pids and time.monotonic() < deadline and tagged_pids(prefix):
         time.sleep(0.2)
-    for pid in tagged_pids(tag):
+    for pid in tagged_pids(prefix):
         try:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
@@ -268,7 +271,7 @@ def stop_leftovers(tag: str) -> list[int]:
 
 def run_child(run: Run, side: Side, timeout_s: float, log_path: Path) -> None:
     """Run one benchmark command from inside the side's worktree; bounded; cleans up after itself."""
-    tag = f"{uuid.uuid4().hex[:12]}-{side.label}-{run.bench}-{run.round}"
+    tag = f"{SESSION}/{side.label}-{run.bench}-{run.round}"
     watch = BrokerWatch(tag)
     watch.start()
     started = time.monotonic()
@@ -393,7 +396,7 @@ def speed_ratio(before: float, after: float, kind: str) -> float:
 def render(runs: list[Run], sides: dict[str, Side], settings: dict) -> str:
     lines = [
         (f"Before: `{sides['before'].ref}` ({sides['before'].commit[:10]}); after: `{sides['after'].ref}` "
-         f"({sides['after'].commit[:10]}). {settings['machine']}; {settings['rounds']} rounds, sides alternating "
+         f"({sides['after'].commit[:10]}). {settings['machine']}; {settings['rounds']} round(s), sides alternating "
          f"(ABBA); {settings['mode']} settings; took {settings['duration_s'] / 60:.1f} min."),
         "",
         ("Ratio = after vs before, in the better direction (rates: after/before; times: before/after): "
@@ -524,6 +527,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not skip the clean-up
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        stop_leftovers(SESSION)  # a run cut short in its own clean-up
         for side in sides.values():
             remove_worktree(side.tree)
         shutil.rmtree(work, ignore_errors=True)
