@@ -53,6 +53,10 @@ class MessageTypes(dict):
     def keys(self):
         return self._modules.keys()
 
+    def class_names(self) -> dict[int, str]:
+        """api key -> class name, without importing anything."""
+        return {api_key: name for api_key, (_, name) in self._modules.items()}
+
     def values(self):
         self._import_all()
         return dict.values(self)
