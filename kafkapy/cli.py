@@ -37,6 +37,18 @@ def setup_logging(level: str) -> None:
     logging.basicConfig(level=getattr(logging, level.upper()), format=LOG_FORMAT, stream=sys.stderr, force=True)
 
 
+class _VersionAction(argparse.Action):
+    """--version, with the version looked up only when asked for: importlib.metadata costs some
+    20 ms that `kafkapy serve` would otherwise pay before its first request."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"kafkapy {version()}")  # on stdout, as argparse's own version action
+        parser.exit()
+
+
 class _Parser(argparse.ArgumentParser):
     """Usage errors as one line (and exit code 2), pointing at --help instead of printing the usage."""
 
@@ -54,7 +66,8 @@ def _parser(with_admin: bool = True) -> argparse.ArgumentParser:
                         help="logging level (default INFO)")
     parser = _Parser(prog="kafkapy", parents=[common],
                                      description="A Kafka-compatible broker written in Python.")
-    parser.add_argument("--version", action="version", version=f"kafkapy {version()}")
+    parser.add_argument("--version", action=_VersionAction,
+                        help="show program's version number and exit")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     serve = commands.add_parser("serve", parents=[common], help="run a broker",
                                 description="Run a broker until SIGINT/SIGTERM.")

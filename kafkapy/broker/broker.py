@@ -10,7 +10,6 @@ from ..groupcoord import OFFSETS_TOPIC, GroupCoordinator, GroupCoordinatorConfig
 from ..log.manager import LogManager
 from ..log.producer_ids import ProducerIdAllocator
 from ..protocol.api_versions import CLUSTER_VERSIONS, SUPPORTED_VERSIONS
-from . import handlers  # noqa: F401  (registers every handler)
 from .connection import KafkaConnection, close_hung_up, peer_log
 from .connection_quotas import ConnectionQuotas
 from .dispatch import HANDLERS

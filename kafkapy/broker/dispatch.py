@@ -2,13 +2,15 @@
 
 Every handler has the same shape: `async def handle_x(ctx, request) -> response | None`,
 registered with `@handles(XRequest)`. Version negotiation, decode errors and response
-framing live here, once, not in the handlers.
+framing live here, once, not in the handlers. A handler's module is imported on the first
+request of its api key (handlers.HANDLER_MODULES).
 """
 from __future__ import annotations
 
 import logging
 import time
 from dataclasses import dataclass
+from importlib import import_module
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable
 
 from ..protocol.errors import ConnectionClosed
@@ -18,6 +20,7 @@ from ..metadata.acls import CLUSTER_RESOURCE_NAME, AclOperation, ResourceType
 from ..security.authorizer import SUPPORTED_OPERATIONS
 from ..security.principal import ANONYMOUS, KafkaPrincipal
 from ..security.quotas import BusyTime
+from .handlers import HANDLER_MODULES
 
 if TYPE_CHECKING:
     from .broker import Broker
@@ -28,6 +31,7 @@ log = logging.getLogger(__name__)
 API_VERSIONS_KEY = 18
 
 Handler = Callable[["RequestContext", Any], Awaitable[Any]]
+# api key -> handler; a stand-in until the key's first request imports its module (end of this file)
 HANDLERS: dict[int, Handler] = {}
 
 
@@ -196,3 +200,24 @@ async def handle_frame(ctx: RequestContext, frame: bytes) -> list | None:
     if response is None:
         return None
     return [encode_response_header(header.correlation_id, key, version)] + response.encode_parts(version)
+
+
+def _import_on_first_request(api_key: int, module: str) -> Handler:
+    """The stand-in handler of `api_key` until its module is imported: the first request imports
+    it, whose @handles replaces this entry, and goes on to the real handler, as every later
+    request does directly (no check on the way)."""
+    name = f"{__package__}.handlers.{module}"
+
+    async def handle_first_request(ctx: RequestContext, request: Any) -> Any:
+        import_module(name)
+        handler = HANDLERS[api_key]
+        if handler is handle_first_request:
+            raise RuntimeError(f"{name} registers no handler for api key {api_key} (handlers.HANDLER_MODULES)")
+        return await handler(ctx, request)
+
+    return handle_first_request
+
+
+for _key, _module in HANDLER_MODULES.items():
+    HANDLERS.setdefault(_key, _import_on_first_request(_key, _module))
+del _key, _module

@@ -19,10 +19,9 @@ SMALL_ALLOWANCE per connection for small frames.
 """
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import os
 from collections import deque
+from functools import cache
 from typing import Protocol
 
 # A connection holding at most this many bytes keeps reading when the pool is exhausted.
@@ -34,16 +33,18 @@ READ_CHUNK = 256 * 1024
 AUTO_MAX_BYTES = 256 * 1024 * 1024
 
 
-def _malloc_trim():
-    """glibc's malloc_trim, or None: gives freed heap pages back to the OS."""
+@cache
+def malloc_trim():
+    """glibc's malloc_trim, or None: gives freed heap pages back to the OS. Looked up on first use:
+    ctypes and find_library (which may run ldconfig) cost some 10 ms of a broker's start-up."""
+    import ctypes
+    import ctypes.util
+
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
         return libc.malloc_trim
     except (OSError, AttributeError):
         return None
-
-
-_TRIM = _malloc_trim()
 
 
 class MemoryWaiter(Protocol):
@@ -96,8 +97,9 @@ class MemoryPool:
             # the budget was mostly used and is now mostly free: the allocator keeps freed request
             # buffers in its heap, so give them back to the OS (rare: once per such swing)
             self._high = False
-            if _TRIM is not None:
-                _TRIM(0)
+            trim = malloc_trim()
+            if trim is not None:
+                trim(0)
         if self._waiters and self.used < self.capacity:
             # each resumed connection may read one more chunk before it is paused again
             room = self.capacity - self.used

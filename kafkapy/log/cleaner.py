@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
-import multiprocessing
 import os
 import struct
 import threading
@@ -695,6 +694,8 @@ class LogCleaner:
 
     @staticmethod
     def _new_pool() -> concurrent.futures.ProcessPoolExecutor:
+        import multiprocessing  # only for log.cleaner workers in a process (a few ms of start-up otherwise)
+
         return concurrent.futures.ProcessPoolExecutor(
             max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=_lower_priority,
             initargs=(os.getpid(),))

@@ -51,12 +51,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
-from crc32c import crc32c
-
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 from kafkapy.protocol.records import NO_PRODUCER_EPOCH, NO_SEQUENCE, BatchHeader
 
 log = logging.getLogger(__name__)
+
+
+def crc32c(data) -> int:
+    """The CRC-32C of `data`; imports crc32c on first use and rebinds this name to its C function
+    (as protocol.records.crc32c, which see)."""
+    global crc32c
+    from crc32c import crc32c
+
+    return crc32c(data)
+
 
 __all__ = [
     "BatchMetadata",

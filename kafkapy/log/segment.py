@@ -20,13 +20,22 @@ from kafkapy.protocol.records import (
     read_batch_header,
 )
 from kafkapy.protocol.errors import CorruptRecordError
-from crc32c import crc32c
 
 from .offset_index import OffsetIndex
 from .sparse_index import CorruptIndexError
 from .time_index import TimeIndex
 
 log = logging.getLogger(__name__)
+
+
+def crc32c(data) -> int:
+    """The CRC-32C of `data`; imports crc32c on first use and rebinds this name to its C function
+    (as protocol.records.crc32c, which see)."""
+    global crc32c
+    from crc32c import crc32c
+
+    return crc32c(data)
+
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"

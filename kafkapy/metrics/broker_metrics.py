@@ -108,7 +108,7 @@ class ClientFetches:
 def _api_names() -> dict[int, str]:
     from ..protocol.messages import REQUEST_TYPES
 
-    return {key: cls.__name__[:-len("Request")] for key, cls in REQUEST_TYPES.items()}
+    return {key: name.removesuffix("Request") for key, name in REQUEST_TYPES.class_names().items()}
 
 
 def _error_codes(obj, depth: int = 0):

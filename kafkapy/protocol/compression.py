@@ -25,12 +25,14 @@ from __future__ import annotations
 import struct
 import threading
 import zlib
-
-import lz4.frame
-import snappy
-import zstandard
+from typing import TYPE_CHECKING
 
 from .errors import CorruptRecordError, ErrorCode, KafkaError
+
+# The snappy, lz4 and zstd libraries are imported by the functions that use them: a broker starts
+# and answers its first requests without them, and most never see a compressed batch to open.
+if TYPE_CHECKING:
+    import zstandard
 
 NONE = 0
 GZIP = 1
@@ -64,10 +66,15 @@ _ZSTD_MAX_INPUT_CHUNK = 64 * 1024
 _I = struct.Struct(">i")
 _U32LE = struct.Struct("<I")
 
-_CODEC_ERRORS = (
-    zlib.error, EOFError, snappy.UncompressError, RuntimeError, zstandard.ZstdError, ValueError,
-    struct.error, OverflowError, TypeError,
-)
+
+
+def _codec_errors() -> tuple[type[Exception], ...]:
+    """What the codec libraries raise for input they cannot decompress (looked up only when one raises)."""
+    import snappy
+    import zstandard
+
+    return (zlib.error, EOFError, snappy.UncompressError, RuntimeError, zstandard.ZstdError, ValueError,
+            struct.error, OverflowError, TypeError)
 
 
 class UnsupportedCompressionTypeError(KafkaError):
@@ -95,6 +102,8 @@ def compress(codec: int, data, *, level: int | None = None, legacy_lz4_checksum:
     if codec == LZ4:
         return _compress_lz4(data, level, legacy_lz4_checksum)
     if codec == ZSTD:
+        import zstandard
+
         return zstandard.ZstdCompressor(level=ZSTD_DEFAULT_LEVEL if level is None else level).compress(data)
     raise UnsupportedCompressionTypeError(f"unknown compression codec id {codec}")
 
@@ -121,7 +130,7 @@ def decompress(codec: int, data, max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE, 
             raise CorruptRecordError(f"unknown compression codec id {codec}")
     except CorruptRecordError:
         raise
-    except _CODEC_ERRORS as exc:
+    except _codec_errors() as exc:
         raise CorruptRecordError(f"{CODEC_NAMES[codec]} data does not decompress: {exc}") from exc
     if len(out) > max_size:
         raise _too_large(codec, max_size)
@@ -163,6 +172,8 @@ def _decompress_gzip(data, max_size: int) -> bytes:
 # -- snappy -------------------------------------------------------------------------------------
 
 def _compress_xerial_snappy(data) -> bytes:
+    import snappy
+
     view = memoryview(data)
     parts = [XERIAL_HEADER]
     for start in range(0, len(view), XERIAL_BLOCK_SIZE):
@@ -186,6 +197,8 @@ def _snappy_raw_length(block) -> int:
 def _decompress_snappy_block(block, budget: int, max_size: int) -> bytes:
     if _snappy_raw_length(block) > budget:
         raise _too_large(SNAPPY, max_size)
+    import snappy
+
     return snappy.uncompress(bytes(block))
 
 
@@ -223,6 +236,8 @@ def _decompress_snappy(data, max_size: int) -> bytes:
 # -- lz4 ----------------------------------------------------------------------------------------
 
 def _compress_lz4(data, level: int | None, legacy_checksum: bool) -> bytes:
+    import lz4.frame
+
     # Java's Lz4BlockOutputStream: independent 64 KiB blocks, no content size/checksum.
     frame = lz4.frame.compress(
         data,
@@ -256,6 +271,8 @@ def _lz4_descriptor_end(view) -> int:
 
 
 def _decompress_lz4(data, max_size: int, legacy_checksum: bool) -> bytes:
+    import lz4.frame
+
     pending = bytes(data)
     if legacy_checksum:
         # Replace the broken checksum with the correct one so lz4 accepts the header.
@@ -341,11 +358,15 @@ def _zstd_decompressor() -> zstandard.ZstdDecompressor:
     # Creating a decompression context costs ~10 us; one per thread is reused.
     dctx = getattr(_zstd_state, "dctx", None)
     if dctx is None:
+        import zstandard
+
         dctx = _zstd_state.dctx = zstandard.ZstdDecompressor()
     return dctx
 
 
 def _decompress_zstd(data, max_size: int) -> bytes:
+    import zstandard
+
     view = memoryview(data)
     if not view:
         raise CorruptRecordError("zstd data is empty")

@@ -41,8 +41,9 @@ class RequestHeader:
 
 def _flexible(api_key: int, api_version: int) -> bool | None:
     """Whether the api version is flexible; None when the api key or version is unknown."""
-    message = REQUEST_TYPES.get(api_key)
-    if message is None:
+    try:
+        message = REQUEST_TYPES[api_key]  # a plain dict lookup once the API's module is imported
+    except KeyError:
         return None
     lo, hi = message.VALID_VERSIONS
     if not lo <= api_version <= hi:

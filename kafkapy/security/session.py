@@ -14,13 +14,16 @@ import asyncio
 import logging
 import time
 from enum import Enum
+from typing import TYPE_CHECKING
 
 from ..protocol.errors import ConnectionClosed, ErrorCode
 from ..protocol.messages import REQUEST_TYPES
 from .principal import KafkaPrincipal
 from .sasl import SaslAuthenticationError, SaslServer, client_failure_message
-from .sasl.listener_config import SaslListenerConfig
-from .sasl.scram import ScramCredential
+
+if TYPE_CHECKING:  # the mechanisms are imported once a SASL listener needs them
+    from .sasl.listener_config import SaslListenerConfig
+    from .sasl.scram import ScramCredential
 
 __all__ = ["ConnectionSession", "SASL_PROTOCOLS", "SaslState"]
 
@@ -63,6 +66,8 @@ class ConnectionSession:
     @property
     def listener_config(self) -> SaslListenerConfig:
         if self._config is None:
+            from .sasl.listener_config import SaslListenerConfig
+
             self._config = SaslListenerConfig(self.connection.broker.config.get, self.connection.listener.name)
         return self._config
 
@@ -193,6 +198,8 @@ class ConnectionSession:
         stored = self.connection.broker.metadata.scram_credentials(user).get(mechanism)
         if stored is None:
             return None
+        from .sasl.scram import ScramCredential
+
         try:
             return ScramCredential.from_config(stored)
         except ValueError as exc:
