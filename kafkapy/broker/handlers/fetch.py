@@ -39,7 +39,7 @@ class _Wanted:
     fetch_offset: int
     max_bytes: int
     current_leader_epoch: int = -1
-    # sent by followers (v12+ / v5+); used in cluster mode only
+    # sent by followers (v12+ / v5+)
     last_fetched_epoch: int = -1
     log_start_offset: int = -1
 
@@ -52,7 +52,7 @@ def _requested(broker, request: FetchRequest, version: int) -> tuple[list[_Wante
         if version >= 13:
             meta = broker.partitions.topic_by_id(topic.topic_id)
             name = meta.name if meta is not None else None
-            if name is None and replicas is not None:
+            if name is None:
                 # a new leader may be asked before the controller's UpdateMetadata arrives
                 name = replicas.topic_name(topic.topic_id)
             topic_id = topic.topic_id
@@ -75,67 +75,30 @@ def _requested(broker, request: FetchRequest, version: int) -> tuple[list[_Wante
 
 
 def _read_partition(broker, want: _Wanted, max_bytes: int, min_one: bool, isolation_level: int,
-                    version: int) -> PartitionData:
+                    version: int, replica_id: int, first_read: bool, leaders: dict) -> PartitionData:
+    """One partition through the replica manager: a follower reads up to the log end (fencing,
+    diverging epochs, follower progress), a consumer only from the leader, up to the high
+    watermark (or the last stable offset for read_committed)."""
     if want.topic is None:
         code = ErrorCode.UNKNOWN_TOPIC_ID if version >= 13 else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         return PartitionData(partition_index=want.partition, error_code=code, high_watermark=-1,
                              records=b"")
-    plog = broker.partitions.get_log(want.topic, want.partition)
-    if plog is None:
-        return PartitionData(partition_index=want.partition, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                             high_watermark=-1, records=b"")
-    hw = plog.high_watermark
-    log_start = plog.log_start_offset
-    lso = plog.last_stable_offset
-    data = PartitionData(partition_index=want.partition, error_code=0, high_watermark=hw,
-                         last_stable_offset=lso, log_start_offset=log_start, records=b"")
-    if isolation_level == READ_COMMITTED:
-        data.aborted_transactions = []
-    else:
-        data.aborted_transactions = None
-    data.error_code = broker.partitions.leader_epoch_error(want.topic, want.partition, want.current_leader_epoch)
-    if data.error_code:
-        return data
-    committed = isolation_level == READ_COMMITTED
-    try:
-        result = plog.read(want.fetch_offset, max_bytes, max_offset=lso if committed else hw,
-                           min_one_batch=min_one)
-    except KafkaError as exc:
-        data.error_code = exc.code
-        return data
-    data.records = result.records
-    if committed and result.records:
-        # the consumer drops these producers' batches from first_offset to their abort marker
-        data.aborted_transactions = [
-            AbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset)
-            for a in plog.aborted_transactions(want.fetch_offset, result.next_offset)]
-    return data
-
-
-def _read_partition_in_cluster(broker, want: _Wanted, max_bytes: int, min_one: bool, isolation_level: int,
-                               version: int, replica_id: int, first_read: bool, leaders: dict) -> PartitionData:
-    """Cluster mode: followers read up to the log end through the replica manager (fencing,
-    diverging epochs, follower progress); consumers only from the leader, up to the high watermark."""
     replicas = broker.replicas
-    if want.topic is None:
-        return _read_partition(broker, want, max_bytes, min_one, isolation_level, version)
     if replica_id >= 0:
         return replicas.read_for_follower(replica_id, want.topic, want.partition, want.fetch_offset,
                                           want.log_start_offset, want.current_leader_epoch, want.last_fetched_epoch,
                                           max_bytes, min_one, first_read)
-    code = replicas.leader_error(want.topic, want.partition, want.current_leader_epoch)
-    if code:
-        data = PartitionData(partition_index=want.partition, error_code=code, high_watermark=-1, records=b"")
-        if version >= 12 and code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH):
-            # KIP-951: name the leader we know of (and, v16+, its endpoint)
-            leader_id, leader_epoch = replicas.leader_hint(want.topic, want.partition)
-            data.current_leader = FetchResponse.LeaderIdAndEpoch(leader_id=leader_id, leader_epoch=leader_epoch)
-            endpoint = replicas.node_endpoint(leader_id)
-            if endpoint is not None:
-                leaders[leader_id] = FetchResponse.NodeEndpoint(node_id=leader_id, host=endpoint[0], port=endpoint[1])
-        return data
-    replicas.refresh_high_watermark(want.topic, want.partition)
-    return _read_partition(broker, want, max_bytes, min_one, isolation_level, version)
+    data = replicas.read_for_consumer(want.topic, want.partition, want.fetch_offset, want.current_leader_epoch,
+                                      max_bytes, min_one, isolation_level == READ_COMMITTED)
+    code = data.error_code
+    if version >= 12 and code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH):
+        # KIP-951: name the leader we know of (and, v16+, its endpoint)
+        leader_id, leader_epoch = replicas.leader_hint(want.topic, want.partition)
+        data.current_leader = FetchResponse.LeaderIdAndEpoch(leader_id=leader_id, leader_epoch=leader_epoch)
+        endpoint = replicas.node_endpoint(leader_id)
+        if endpoint is not None:
+            leaders[leader_id] = FetchResponse.NodeEndpoint(node_id=leader_id, host=endpoint[0], port=endpoint[1])
+    return data
 
 
 def _record_throttled_bytes(throttle, results) -> None:
@@ -150,11 +113,7 @@ def _record_throttled_bytes(throttle, results) -> None:
 
 def _topic_config(broker, topic: str, name: str):
     """One topic config's value: the topic's override, else the broker's default for it."""
-    if broker.partitions.cluster_mode:
-        overrides = broker.metadata.topic_configs(topic)
-    else:
-        meta = broker.metadata.get_topic(topic)
-        overrides = meta.configs if meta is not None else {}
+    overrides = broker.metadata.topic_configs(topic)
     raw = overrides.get(name)
     if raw is not None:
         return raw
@@ -241,10 +200,7 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
     broker = ctx.broker
     version = ctx.api_version
     wanted, forgotten = _requested(broker, request, version)
-    cluster = broker.replicas is not None
-    replica_id = -1
-    if cluster:
-        replica_id = request.replica_state.replica_id if version >= 15 else request.replica_id
+    replica_id = request.replica_state.replica_id if version >= 15 else request.replica_id
     leaders: dict = {}
     cache = broker.fetch_sessions
     session = None
@@ -325,13 +281,11 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
             if denied and want.topic in denied:
                 data = PartitionData(partition_index=want.partition, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
                                      high_watermark=-1, records=b"")
-            elif cluster:
-                data = _read_partition_in_cluster(broker, want, limit, total == 0, isolation, version, replica_id,
-                                                  first_read, leaders)
-                # a diverging epoch answers at once, like an error
-                errors = errors or _diverged(data)
             else:
-                data = _read_partition(broker, want, limit, total == 0, isolation, version)
+                data = _read_partition(broker, want, limit, total == 0, isolation, version, replica_id,
+                                       first_read, leaders)
+                # a diverging epoch (to a follower) answers at once, like an error
+                errors = errors or (replica_id >= 0 and _diverged(data))
             if data.error_code == ErrorCode.KAFKA_STORAGE_ERROR and version <= 5:
                 # clients before v6 don't know it as retriable: they refresh metadata on this one
                 data.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER

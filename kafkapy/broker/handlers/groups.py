@@ -103,21 +103,18 @@ def partition_leaders(broker, meta) -> list[int] | None:
         return None
     leaders = [p.leader for p in meta.partitions]
     replicas = broker.replicas
-    if replicas is not None:
-        for index in range(len(leaders)):
-            hosted = replicas.partition(meta.name, index)
-            if hosted is not None and hosted.is_leader:
-                leaders[index] = broker.node_id
-            elif leaders[index] == broker.node_id:
-                leaders[index] = -1
+    for index in range(len(leaders)):
+        hosted = replicas.partition(meta.name, index)
+        if hosted is not None and hosted.is_leader:
+            leaders[index] = broker.node_id
+        elif leaders[index] == broker.node_id:
+            leaders[index] = -1
     return leaders
 
 
 def on_leadership_change(broker, loop: asyncio.AbstractEventLoop, topic: str, resync) -> None:
     """Cluster mode: re-sync a coordinator when this broker's replica of `topic` becomes leader or
     follower (the replica manager's leadership listeners)."""
-    if broker.replicas is None:
-        return
 
     def changed(name: str, partition: int, is_leader: bool, leader_epoch: int) -> None:
         if name == topic:

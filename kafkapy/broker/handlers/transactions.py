@@ -68,8 +68,7 @@ def create_transaction_coordinator(broker) -> TransactionCoordinator:
         node_id=broker.node_id,
         coordinator_epoch_for=lambda p: max(broker.partitions.leader_epoch(TRANSACTION_STATE_TOPIC, p), 0),
         state_topic_leaders=lambda create: transaction_state_leaders(broker, create),
-        after_state_replicated=None if broker.replicas is None else
-        lambda partition, then: after_state_replicated(broker, partition, then))
+        after_state_replicated=lambda partition, then: after_state_replicated(broker, partition, then))
 
 
 _replication_waits: set[asyncio.Task] = set()
@@ -84,6 +83,9 @@ def after_state_replicated(broker, partition: int, then) -> None:
     if plog is None:
         return
     required = plog.log_end_offset
+    if plog.high_watermark >= required:  # replicated already (an ISR of one): no need to wait
+        then()
+        return
     timeout_s = broker.config.get("request.timeout.ms") / 1000
     backoff_s = broker.transaction_coordinator.config.marker_retry_backoff_ms / 1000
 
@@ -191,21 +193,20 @@ def write_txn_markers(broker, producer_id: int, producer_epoch: int, coordinator
         if not partition_exists(broker, topic, partition):
             results[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             continue
-        if broker.replicas is not None:
-            hosted = broker.replicas.partition(topic, partition)
-            if hosted is None or not hosted.is_leader:
-                leader = broker.metadata.get_topic(topic).partitions[partition].leader
-                if local_only or leader < 0 or leader == broker.node_id:
-                    results[tp] = ErrorCode.NOT_LEADER_OR_FOLLOWER
-                else:
-                    remote.setdefault(leader, []).append(tp)
-                continue
+        hosted = broker.replicas.partition(topic, partition)
+        if hosted is None or not hosted.is_leader:
+            leader = broker.metadata.get_topic(topic).partitions[partition].leader
+            if local_only or leader < 0 or leader == broker.node_id:
+                results[tp] = ErrorCode.NOT_LEADER_OR_FOLLOWER
+            else:
+                remote.setdefault(leader, []).append(tp)
+            continue
         plog = broker.partitions.get_log(topic, partition)
         if plog is None:
             results[tp] = ErrorCode.NOT_LEADER_OR_FOLLOWER
             continue
         key = (producer_id, producer_epoch, commit, topic, partition)
-        deliveries = marker_deliveries(broker) if broker.replicas is not None and not local_only else None
+        deliveries = broker.txn_markers if not local_only else None  # made once a marker had to wait
         if deliveries is not None:
             outcome = deliveries.outcome(key)
             if outcome is not None:  # appended on an earlier attempt: done, or still replicating
@@ -220,9 +221,10 @@ def write_txn_markers(broker, producer_id: int, producer_epoch: int, coordinator
             continue
         results[tp] = ErrorCode.NONE
         broker.purgatory.notify(tp)
-        if deliveries is not None:  # cluster mode: done once the ISR has the marker (acks=all)
-            broker.replicas.on_leader_append(broker.replicas.partition(topic, partition))
-            deliveries.await_local(key, topic, partition, plog.log_end_offset)
+        broker.replicas.on_leader_append(hosted)
+        if not local_only and plog.high_watermark < plog.log_end_offset:
+            # done once the ISR has the marker (acks=all); at once for an ISR of one
+            marker_deliveries(broker).await_local(key, topic, partition, plog.log_end_offset)
             results[tp] = ErrorCode.REQUEST_TIMED_OUT
         if topic == OFFSETS_TOPIC:
             offsets_partitions.append(partition)
@@ -253,7 +255,7 @@ async def durable_state(broker, transactional_id: str, markers: Iterable[TopicPa
         if plog is not None and plog.config.fsync_on_ack and plog.log_end_offset > 0:
             syncs.append(plog.sync_until(plog.log_end_offset - 1))
     await wait_durable(*syncs)
-    if broker.replicas is not None and broker.partitions.get_log(*state_partition) is not None:
+    if broker.partitions.get_log(*state_partition) is not None:
         await replicated(broker, *state_partition, broker.config.get("request.timeout.ms"))
 
 
@@ -464,14 +466,14 @@ async def handle_write_txn_markers(ctx: RequestContext, request: WriteTxnMarkers
             continue
         errors = write_txn_markers(broker, marker.producer_id, marker.producer_epoch, marker.coordinator_epoch,
                                    marker.transaction_result, partitions, local_only=True)
-        if broker.replicas is not None:  # cluster mode: answer once the ISR has the markers (acks=all)
-            timeout_s = broker.config.get("request.timeout.ms") / 1000
-            for tp, error in list(errors.items()):
-                plog = broker.partitions.get_log(*tp) if error == ErrorCode.NONE else None
-                if plog is not None:
-                    broker.replicas.on_leader_append(broker.replicas.partition(*tp))
-                    errors[tp] = await broker.replicas.wait_for_replication(tp[0], tp[1], plog.log_end_offset,
-                                                                            timeout_s)
+        # answer once the ISR has the markers (acks=all; at once for an ISR of one)
+        timeout_s = broker.config.get("request.timeout.ms") / 1000
+        for tp, error in list(errors.items()):
+            plog = broker.partitions.get_log(*tp) if error == ErrorCode.NONE else None
+            if plog is not None:
+                broker.replicas.on_leader_append(broker.replicas.partition(*tp))
+                errors[tp] = await broker.replicas.wait_for_replication(tp[0], tp[1], plog.log_end_offset,
+                                                                        timeout_s)
         by_topic: dict[str, list] = {}
         for (topic, partition), error in errors.items():
             by_topic.setdefault(topic, []).append(
@@ -580,8 +582,6 @@ def txn_verifier(broker):
 
 def coordinated_here(broker, transactional_id: str) -> bool:
     """Whether this broker's transaction coordinator owns `transactional_id` (always on one node)."""
-    if broker.replicas is None:
-        return True
     error, node_id = broker.transaction_coordinator.find_coordinator(transactional_id)
     return error == ErrorCode.NONE and node_id == broker.node_id
 
