@@ -1,5 +1,5 @@
-"""One partition replica hosted by a cluster broker: its role, the ISR, follower progress and the
-high watermark (the rules of Kafka's cluster.Partition, sheet section 4).
+"""One partition replica hosted by a broker: its role, the ISR, follower progress and the
+high watermark (the rules of Kafka's cluster.Partition).
 
 No sockets, no tasks: a leader's proposals to change the ISR leave through the `submit_isr_change`
 callback, and everything else is a method call, so that the rules can be tested directly. The only

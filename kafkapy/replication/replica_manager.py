@@ -1,6 +1,13 @@
-"""The replica manager of a cluster broker: the partitions the controller assigned to it.
-
-Kafka's ReplicaManager in ZooKeeper mode (the sheet, sections 3 and 4):
+"""The replica manager: every partition this broker hosts, as leader or follower (Kafka's
+ReplicaManager). Handlers hand it appends and reads; it is the same on a single node, where each
+partition has one replica and an ISR of one (`lead_alone`, called by the cluster of one), and in a
+cluster, where the controller's requests decide roles (ZooKeeper mode):
+- Appends (`append_records`, after the produce handler's validation): acks=all needs an ISR of at
+  least min.insync.replicas (NOT_ENOUGH_REPLICAS, nothing written); the append carries the leader
+  epoch; acks=all then waits in `wait_for_replication` unless the high watermark already covers
+  it (always for an ISR of one).
+- Reads: `read_for_consumer` (up to the high watermark or the last stable offset) and
+  `read_for_follower` (up to the log end; fencing, diverging epochs, follower progress).
 - LeaderAndIsr: per partition, accepted only with a leader epoch newer than ours (equal or older:
   STALE_CONTROLLER_EPOCH), a topic id matching the log's `partition.metadata`
   (INCONSISTENT_TOPIC_ID), this broker among the replicas (UNKNOWN_TOPIC_OR_PARTITION) and an
@@ -9,11 +16,12 @@ Kafka's ReplicaManager in ZooKeeper mode (the sheet, sections 3 and 4):
   watermark after truncating to it when it keeps no leader epochs.
 - StopReplica: leader epoch -2 (deletion), -1 (not sent) or at least ours is accepted, else
   FENCED_LEADER_EPOCH; fetching stops, and delete=true also drops the partition and its log.
-- Leaders: follower fetches move follower progress and the high watermark (`read_for_follower`),
-  an ISR-shrink task runs every replica.lag.time.max.ms/2, ISR changes go to the controller through
-  the AlterPartitionManager, acks=all produces wait in `wait_for_replication`.
-- High watermarks are restored from `<logdir>/replication-offset-checkpoint` at start and written
-  there every replica.high.watermark.checkpoint.interval.ms once the first LeaderAndIsr arrived.
+- Leaders: follower fetches move follower progress and the high watermark, an ISR-shrink task runs
+  every replica.lag.time.max.ms/2, ISR changes go to the controller through the
+  AlterPartitionManager (made on first use, as are the follower fetchers).
+- High watermarks are restored from `<logdir>/replication-offset-checkpoint` at start (for the logs
+  not led alone) and written there every replica.high.watermark.checkpoint.interval.ms once the
+  first LeaderAndIsr arrived.
 
 Waiters park in the broker's purgatory: consumer and follower fetches on (topic, partition), which
 is notified on appends and high-watermark changes; acks=all produces and coordinator writes on
@@ -140,7 +148,7 @@ def _stop_replica_states(request, version: int):
 
 
 class ReplicaManager:
-    """The partitions this cluster broker hosts, as leader or follower, and their replication."""
+    """The partitions this broker hosts, as leader or follower, and their replication."""
 
     def __init__(self, broker):
         self.broker = broker
