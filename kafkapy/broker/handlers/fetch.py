@@ -14,11 +14,11 @@ from dataclasses import dataclass
 
 from ...metadata.acls import AclOperation, ResourceType
 from ...protocol.compression import UnsupportedCompressionTypeError
-from ...protocol.errors import CorruptRecordError, ErrorCode, KafkaError
+from ...protocol.errors import CorruptRecordError, ErrorCode
 from ...protocol.legacy_records import MAGIC_V0, MAGIC_V1, v2_to_legacy
 from ...protocol.messages import FetchRequest, FetchResponse
 from ..dispatch import RequestContext, handles
-from ..fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, SessionPartition
+from ..fetch_sessions import FINAL_EPOCH
 
 PartitionData = FetchResponse.PartitionData
 AbortedTransaction = FetchResponse.AbortedTransaction
@@ -202,60 +202,18 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
     wanted, forgotten = _requested(broker, request, version)
     replica_id = request.replica_state.replica_id if version >= 15 else request.replica_id
     leaders: dict = {}
-    cache = broker.fetch_sessions
-    session = None
-    created = False
     session_id = request.session_id if version >= 7 else 0
     epoch = request.session_epoch if version >= 7 else FINAL_EPOCH
-    if session_id == 0:
-        # Followers get no session (answered with session id 0, they fetch in full every time), so
-        # that their last fetched epochs and log start offsets are always in the request.
-        if epoch == INITIAL_EPOCH:
-            if replica_id < 0:
-                session = cache.new_session()
-                created = True
-        elif epoch != FINAL_EPOCH:
-            return FetchResponse(error_code=ErrorCode.INVALID_FETCH_SESSION_EPOCH, session_id=0, responses=[])
-    elif epoch == FINAL_EPOCH:
-        cache.remove(session_id)
-    elif epoch == INITIAL_EPOCH:
-        # a full fetch naming an existing session closes it and opens a new one (Kafka's
-        # FetchSession: clients do this to reset a session after an error)
-        cache.remove(session_id)
-        if replica_id < 0:
-            session = cache.new_session()
-            created = True
-    else:
-        try:
-            session = cache.get(session_id, epoch)
-        except KafkaError as exc:
-            return FetchResponse(error_code=exc.code, session_id=0, responses=[])
-    full = session is None or created
-    if session is not None:
-        if full:
-            session.partitions.clear()
-        for key in forgotten:
-            session.partitions.pop(key, None)
-        for want in wanted:
-            key = (want.topic, want.partition)
-            state = session.partitions.get(key)
-            if state is None:
-                session.partitions[key] = SessionPartition(want.fetch_offset, want.max_bytes)
-            else:
-                state.fetch_offset = want.fetch_offset
-                state.max_bytes = want.max_bytes
-        if not full:
-            by_key = {(w.topic, w.partition): w for w in wanted}
-            wanted = []
-            for key, state in session.partitions.items():
-                want = by_key.get(key)
-                if want is None:
-                    meta = broker.partitions.topic(key[0]) if key[0] is not None else None
-                    want = _Wanted(key[0], meta.topic_id if meta is not None else _NULL_UUID, key[1],
-                                   state.fetch_offset, state.max_bytes)
-                wanted.append(want)
-        if not created:  # a new session already expects epoch 1 next
-            session.epoch += 1
+
+    def resume(key, state) -> _Wanted:  # a session partition this incremental request does not name
+        meta = broker.partitions.topic(key[0]) if key[0] is not None else None
+        return _Wanted(key[0], meta.topic_id if meta is not None else _NULL_UUID, key[1], state.fetch_offset,
+                       state.max_bytes)
+
+    context, wanted = broker.fetch_sessions.new_context(session_id, epoch, wanted, forgotten, replica_id >= 0,
+                                                        resume)
+    if context.error:
+        return FetchResponse(error_code=context.error, session_id=0, responses=[])
 
     deadline = time.monotonic() + max(request.max_wait_ms, 0) / 1000
     min_bytes = request.min_bytes
@@ -311,21 +269,8 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
     responses: list = []
     by_topic: dict = {}
     for want, data in results:
-        if session is not None and not full:
-            state = session.partitions.get((want.topic, want.partition))
-            if state is not None:
-                unchanged = (data.error_code == 0 and not data.records
-                             and data.high_watermark == state.sent_high_watermark
-                             and data.log_start_offset == state.sent_log_start_offset)
-                state.sent_high_watermark = data.high_watermark
-                state.sent_log_start_offset = data.log_start_offset
-                if unchanged:
-                    continue
-        elif session is not None:
-            state = session.partitions.get((want.topic, want.partition))
-            if state is not None:
-                state.sent_high_watermark = data.high_watermark
-                state.sent_log_start_offset = data.log_start_offset
+        if not context.include((want.topic, want.partition), data):
+            continue
         key = want.topic_id if version >= 13 else want.topic
         topic_resp = by_topic.get(key)
         if topic_resp is None:
@@ -335,5 +280,5 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
             responses.append(topic_resp)
         topic_resp.partitions.append(data)
     return FetchResponse(throttle_time_ms=0, error_code=0,
-                         session_id=session.session_id if session is not None else 0,
+                         session_id=context.session_id,
                          responses=responses, node_endpoints=list(leaders.values()))
