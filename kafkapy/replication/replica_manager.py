@@ -636,8 +636,9 @@ class ReplicaManager:
 
     @staticmethod
     def replicated_at_once(part: Partition, required_offset: int) -> bool:
-        """Whether an acks=all append is already acknowledged (always for an ISR of one)."""
-        return part.log.high_watermark >= required_offset and not part.under_min_isr()
+        """Whether an acks=all append is acknowledged without waiting: the high watermark covers it
+        already (always for an ISR of one; `append_records` checked the ISR size just before)."""
+        return part.log.high_watermark >= required_offset
 
     def read_for_consumer(self, topic: str, partition: int, fetch_offset: int, current_leader_epoch: int,
                           max_bytes: int, min_one_batch: bool, read_committed: bool) -> PartitionData:
