@@ -589,6 +589,7 @@ class ReplicaManager:
         alone = (self.node_id,)
         part.make_leader(_SoleReplicaState(alone, alone, leader_epoch, max(partition_epoch, part.partition_epoch)),
                          _now_ms(), record_epoch_start=False)
+        self._high_watermark_changed(topic, index)  # waiting fetches see the new epoch
         self._tell_listeners(topic, index, True, leader_epoch)
         return part
 

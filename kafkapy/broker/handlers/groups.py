@@ -113,8 +113,8 @@ def partition_leaders(broker, meta) -> list[int] | None:
 
 
 def on_leadership_change(broker, loop: asyncio.AbstractEventLoop, topic: str, resync) -> None:
-    """Cluster mode: re-sync a coordinator when this broker's replica of `topic` becomes leader or
-    follower (the replica manager's leadership listeners)."""
+    """Re-sync a coordinator when this broker's replica of `topic` becomes leader or follower (the
+    replica manager's leadership listeners)."""
 
     def changed(name: str, partition: int, is_leader: bool, leader_epoch: int) -> None:
         if name == topic:
