@@ -8,7 +8,6 @@ from pathlib import Path
 
 from ..groupcoord import OFFSETS_TOPIC, GroupCoordinator, GroupCoordinatorConfig, OffsetsTopicStore
 from ..log.manager import LogManager
-from ..log.producer_ids import ProducerIdAllocator
 from ..protocol.api_versions import CLUSTER_VERSIONS, SUPPORTED_VERSIONS
 from .connection import KafkaConnection, close_hung_up, peer_log
 from .connection_quotas import ConnectionQuotas
@@ -21,6 +20,7 @@ from .partitions import PartitionManager
 from .purgatory import Purgatory
 from .topic_view import BrokerTopicView
 from .transaction_coordination import TransactionCoordination
+from ..replication.replica_manager import ReplicaManager
 
 log = logging.getLogger(__name__)
 
@@ -70,13 +70,13 @@ class Broker:
             # as Kafka: the KIP-848 APIs are not advertised while the consumer protocol is off
             for key in (68, 69):  # ConsumerGroupHeartbeat, ConsumerGroupDescribe
                 self.advertised_versions.pop(key, None)
-        # cluster mode (zookeeper.connect, docs/cluster.md): the ZooKeeper membership, the controller
-        # object and the replica manager; all None on a single node
-        self.cluster = None
-        self.replicas = None
-        self.controller = None
         self.broker_epoch = -1
-        self.metadata = self._open_metadata_store()
+        # The membership: a cluster of one (single node, the embedded metadata store decides where
+        # partitions live) or a ZooKeeper cluster member (zookeeper.connect, docs/cluster.md) with
+        # the controller object. Everything below takes the same path with either.
+        self.cluster = self._join_cluster()
+        self.controller = self.cluster.controller
+        self.metadata = self.cluster.metadata
         # ACL enforcement (security/authorizer.py); None without authorizer.class.name: nothing is checked
         from ..security.authorizer import create_authorizer
 
@@ -91,16 +91,9 @@ class Broker:
             io_buffer_load_factor=config.get("log.cleaner.io.buffer.load.factor"),
             io_max_bytes_per_second=config.get("log.cleaner.io.max.bytes.per.second")))
         self.partitions = PartitionManager(self)
-        if self.cluster is not None:
-            from ..replication.replica_manager import ReplicaManager
-
-            self.replicas = ReplicaManager(self)
-        if self.cluster is not None:
-            from .producer_id_blocks import ProducerIdBlocks
-
-            self.producer_ids = ProducerIdBlocks(self)
-        else:
-            self.producer_ids = ProducerIdAllocator(self.data_dir / "kafkapy-producer-ids")
+        # appends, reads, leader/follower state and acks=all waits of every partition hosted here
+        self.replicas = ReplicaManager(self)
+        self.producer_ids = self.cluster.producer_ids()
         self.group_coordinator = self._create_group_coordinator()
         self.group_coordination = GroupCoordination(self)  # __consumer_offsets leadership
         self.transaction_coordination = TransactionCoordination(self)
@@ -115,20 +108,15 @@ class Broker:
 
         self.client_quotas = ClientQuotaTracker(self.metadata)
 
-    def _open_metadata_store(self):
+    def _join_cluster(self):
         if self.config.get("zookeeper.connect"):
-            from .cluster_member import ClusterMember
+            from .cluster_member import ClusterMember  # ZooKeeper and the controller load only here
 
-            self.cluster = ClusterMember(self)
-            self.controller = self.cluster.controller
             self.advertised_versions.update(CLUSTER_VERSIONS)
-            return self.cluster.metadata
-        from .config import open_metadata_store
+            return ClusterMember(self)
+        from .cluster_of_one import ClusterOfOne
 
-        store = open_metadata_store(self.config)
-        store.register_broker(self.node_id, self.advertised_host, self.advertised_port,
-                              self.config.get("broker.rack"))
-        return store
+        return ClusterOfOne(self)
 
     def _create_group_coordinator(self) -> GroupCoordinator:
         config = GroupCoordinatorConfig.from_getter(self.config.get)
@@ -189,8 +177,7 @@ class Broker:
             self.metadata.register_broker(self.node_id, self.advertised_host, self.port,
                                           self.config.get("broker.rack"))
         # Recovery needs each topic's own config (e.g. compacted topics may have offset gaps).
-        topics = [meta.name for meta in self.metadata.list_topics()] if self.cluster is None \
-            else await asyncio.to_thread(self.cluster.zk.get_all_topics)
+        topics = await self.cluster.topic_names()
         self.logs.load({name: self.partitions.log_config(name) for name in topics})
         self.partitions.sync_with_metadata()
         self.group_coordination.start(loop)  # loads __consumer_offsets partitions led here
@@ -202,9 +189,8 @@ class Broker:
                 self._servers.append(await loop.create_server(
                     lambda listener=listener: KafkaConnection(self, listener), sock=sock, ssl=context,
                     ssl_handshake_timeout=SSL_HANDSHAKE_TIMEOUT_S if context is not None else None))
-        if self.cluster is not None:
-            await self.replicas.start()
-            await self.cluster.start(self.advertised_host, self.advertised_port)
+        await self.replicas.start()
+        await self.cluster.start(self.advertised_host, self.advertised_port)
         self._tasks.append(loop.create_task(self._periodic(
             self.logs.run_retention, self.config.get("log.retention.check.interval.ms") / 1000)))
         self._tasks.append(loop.create_task(self._periodic(self.logs.flush_dirty, 1.0)))
@@ -233,16 +219,7 @@ class Broker:
         """The brokers as clients connected to `listener_name` must see them (Metadata,
         DescribeCluster, FindCoordinator): each one's endpoint on that listener; brokers without it
         are left out, as Kafka does."""
-        if self.cluster is not None:
-            return self.metadata.cache.broker_infos(listener_name or self.config.listeners[0].name)
-        if listener_name is None or listener_name == self.config.listeners[0].name:
-            return self.metadata.list_brokers()
-        from ..metadata.store import BrokerInfo
-
-        endpoint = self.endpoints.get(listener_name)
-        if endpoint is None:
-            return []
-        return [BrokerInfo(self.node_id, endpoint[0], endpoint[1], self.config.get("broker.rack"))]
+        return self.cluster.brokers_for(listener_name)
 
     async def _periodic(self, fn, interval_s: float) -> None:
         while True:
@@ -257,11 +234,10 @@ class Broker:
         log.info("kafkapy broker %d shutting down", self.node_id)
         if self.console is not None:
             await self.console.stop()
-        if self.cluster is not None:
-            try:
-                await self.cluster.controlled_shutdown()
-            except Exception:
-                log.exception("controlled shutdown of broker %d failed", self.node_id)
+        try:
+            await self.cluster.controlled_shutdown()
+        except Exception:
+            log.exception("controlled shutdown of broker %d failed", self.node_id)
         for server in self._servers:
             server.close()
         for task in self._tasks:
@@ -279,9 +255,8 @@ class Broker:
         for conn in list(self.connections):
             conn.close()
         self.transaction_coordination.close()  # its connections to other brokers
-        if self.cluster is not None:
-            await self.replicas.shutdown()
-            await self.cluster.stop()
+        await self.replicas.shutdown()
+        await self.cluster.stop()
         self.logs.close()
         self.metadata.close()
         peer_log.flush_all()

@@ -295,6 +295,35 @@ class ClusterMember:
         await self.controller.stop()
         await asyncio.to_thread(self.zk.close)
 
+    # -- the membership interface shared with a cluster of one (cluster_of_one.py) ---------------
+    mode = "ZooKeeper cluster"
+
+    async def topic_names(self) -> list[str]:
+        return await asyncio.to_thread(self.zk.get_all_topics)
+
+    def producer_ids(self):
+        from .producer_id_blocks import ProducerIdBlocks
+
+        return ProducerIdBlocks(self.broker)
+
+    def brokers_for(self, listener_name: str | None):
+        return self.metadata.cache.broker_infos(listener_name or self.config.listeners[0].name)
+
+    def host_loaded_partitions(self, partitions) -> None:
+        """The logs found on disk stay as they are until the controller's LeaderAndIsr or
+        StopReplica says what to do with them."""
+        partitions.adopt_loaded_logs()
+
+    def topic_created(self, partitions, meta) -> None:
+        """Recorded in ZooKeeper: the controller assigns the replicas (LeaderAndIsr)."""
+
+    def partitions_created(self, partitions, meta) -> None:
+        """Recorded in ZooKeeper: the controller assigns the replicas (LeaderAndIsr)."""
+
+    def topic_deleted(self, partitions, meta) -> None:
+        # the controller deletes the replicas (StopReplica delete=true)
+        log.info("topic %s marked for deletion", meta.name)
+
 
 def _error_name(code: int) -> str:
     try:

@@ -10,6 +10,7 @@ import itertools
 import random
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..protocol.errors import ErrorCode, KafkaError
@@ -38,6 +39,44 @@ class FetchSession:
     epoch: int
     partitions: OrderedDict = field(default_factory=OrderedDict)  # (topic, partition) -> SessionPartition
     last_used: float = 0.0
+
+
+@dataclass(slots=True)
+class FetchContext:
+    """What one Fetch request does with its session (Kafka's FetchContext, made by
+    FetchManager.newContext, here `FetchSessionCache.new_context`): which partitions it reads and
+    which of their answers go into the response.
+
+    - sessionless (`session` None): every partition named is read and answered;
+    - full (a new session): the same, and the session remembers them and what was sent;
+    - incremental: the session's partitions are read (the request names only changes), and only
+      the partitions with news (records, an error, a moved high watermark or log start) are answered;
+    - error (`error` set): the request is answered with that error alone.
+    """
+
+    session: FetchSession | None = None
+    full: bool = True
+    error: int = ErrorCode.NONE
+
+    @property
+    def session_id(self) -> int:
+        return self.session.session_id if self.session is not None else 0
+
+    def include(self, key: tuple, data) -> bool:
+        """Whether the answer `data` for partition `key` goes into the response (and, in a session,
+        remember what was sent)."""
+        session = self.session
+        if session is None:
+            return True
+        state = session.partitions.get(key)
+        if state is None:
+            return True
+        unchanged = (not self.full and data.error_code == 0 and not data.records
+                     and data.high_watermark == state.sent_high_watermark
+                     and data.log_start_offset == state.sent_log_start_offset)
+        state.sent_high_watermark = data.high_watermark
+        state.sent_log_start_offset = data.log_start_offset
+        return not unchanged
 
 
 class FetchSessionError(KafkaError):
@@ -84,6 +123,61 @@ class FetchSessionCache:
 
     def remove(self, session_id: int) -> None:
         self._sessions.pop(session_id, None)
+
+    def new_context(self, session_id: int, epoch: int, wanted: list, forgotten: list, is_follower: bool,
+                    resume: Callable[[tuple, SessionPartition], object]) -> tuple[FetchContext, list]:
+        """The context of a Fetch and the partitions it reads (Kafka's FetchManager.newContext).
+
+        `wanted` are the request's partitions (objects with topic, partition, fetch_offset and
+        max_bytes), `forgotten` the (topic, partition) keys it drops from its session, and
+        `resume(key, state)` makes the wanted entry of a session partition the request does not
+        name. Followers get no session (answered with session id 0, they fetch in full every time),
+        so that their last fetched epochs and log start offsets are always in the request."""
+        session = None
+        created = False
+        if session_id == 0:
+            if epoch == INITIAL_EPOCH:
+                if not is_follower:
+                    session = self.new_session()
+                    created = True
+            elif epoch != FINAL_EPOCH:
+                return FetchContext(error=ErrorCode.INVALID_FETCH_SESSION_EPOCH), []
+        elif epoch == FINAL_EPOCH:
+            self.remove(session_id)
+        elif epoch == INITIAL_EPOCH:
+            # a full fetch naming an existing session closes it and opens a new one (Kafka's
+            # FetchSession: clients do this to reset a session after an error)
+            self.remove(session_id)
+            if not is_follower:
+                session = self.new_session()
+                created = True
+        else:
+            try:
+                session = self.get(session_id, epoch)
+            except KafkaError as exc:
+                return FetchContext(error=exc.code), []
+        full = session is None or created
+        if session is None:
+            return FetchContext(None, True), wanted
+        partitions = session.partitions
+        if full:
+            partitions.clear()
+        for key in forgotten:
+            partitions.pop(key, None)
+        for want in wanted:
+            key = (want.topic, want.partition)
+            state = partitions.get(key)
+            if state is None:
+                partitions[key] = SessionPartition(want.fetch_offset, want.max_bytes)
+            else:
+                state.fetch_offset = want.fetch_offset
+                state.max_bytes = want.max_bytes
+        if not full:
+            by_key = {(w.topic, w.partition): w for w in wanted}
+            wanted = [by_key.get(key) or resume(key, state) for key, state in partitions.items()]
+        if not created:  # a new session already expects epoch 1 next
+            session.epoch += 1
+        return FetchContext(session, full), wanted
 
     def remove_topic(self, topic: str) -> None:
         """Forget a deleted topic's partitions in every session."""

@@ -80,28 +80,25 @@ class GroupCoordination:
 
 
 def partition_leaders(broker, meta) -> list[int] | None:
-    """Each partition's leader. In cluster mode this broker counts as leader only where its own
-    replica has become leader (LeaderAndIsr), so a coordinator loads a partition's state only once
+    """Each partition's leader. This broker counts as leader only where its own replica has become
+    leader (LeaderAndIsr in a cluster; at once in a cluster of one), so a coordinator loads a partition's state only once
     it leads the log, and unloads it as soon as it does not."""
     if meta is None:
         return None
     leaders = [p.leader for p in meta.partitions]
     replicas = broker.replicas
-    if replicas is not None:
-        for index in range(len(leaders)):
-            hosted = replicas.partition(meta.name, index)
-            if hosted is not None and hosted.is_leader:
-                leaders[index] = broker.node_id
-            elif leaders[index] == broker.node_id:
-                leaders[index] = -1
+    for index in range(len(leaders)):
+        hosted = replicas.partition(meta.name, index)
+        if hosted is not None and hosted.is_leader:
+            leaders[index] = broker.node_id
+        elif leaders[index] == broker.node_id:
+            leaders[index] = -1
     return leaders
 
 
 def on_leadership_change(broker, loop: asyncio.AbstractEventLoop, topic: str, resync: Callable[[], None]) -> None:
-    """Cluster mode: re-sync a coordinator when this broker's replica of `topic` becomes leader or
-    follower (the replica manager's leadership listeners)."""
-    if broker.replicas is None:
-        return
+    """Re-sync a coordinator when this broker's replica of `topic` becomes leader or follower (the
+    replica manager's leadership listeners)."""
 
     def changed(name: str, partition: int, is_leader: bool, leader_epoch: int) -> None:
         if name == topic:

@@ -54,8 +54,7 @@ class TransactionCoordination:
             node_id=broker.node_id,
             coordinator_epoch_for=lambda p: max(broker.partitions.leader_epoch(TRANSACTION_STATE_TOPIC, p), 0),
             state_topic_leaders=self.state_topic_leaders,
-            after_state_replicated=None if broker.replicas is None else
-            lambda partition, then: self.after_state_replicated(partition, then))
+            after_state_replicated=lambda partition, then: self.after_state_replicated(partition, then))
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         """Start the coordinator: timers on `loop`, __transaction_state partitions led here loaded
@@ -114,7 +113,7 @@ class TransactionCoordination:
         return partition_leaders(broker, meta)
 
     def after_state_replicated(self, partition: int, then) -> None:
-        """Cluster mode: call `then` once the high watermark of __transaction_state-`partition`
+        """Call `then` once the high watermark of __transaction_state-`partition`
         covers what is appended to it now (the coordinator's acks=-1 write), retrying the wait while
         this broker leads the partition; dropped once it no longer does (the next coordinator loads
         the partition and finishes what it finds)."""
@@ -123,6 +122,9 @@ class TransactionCoordination:
         if plog is None:
             return
         required = plog.log_end_offset
+        if plog.high_watermark >= required:  # replicated already (an ISR of one): no need to wait
+            then()
+            return
         timeout_s = broker.config.get("request.timeout.ms") / 1000
         backoff_s = self.coordinator.config.marker_retry_backoff_ms / 1000
 
@@ -147,8 +149,13 @@ class TransactionCoordination:
         self._replication_waits.add(task)
         task.add_done_callback(self._replication_waits.discard)
 
+    @property
+    def pending_marker_deliveries(self):
+        """The marker deliveries if any marker ever had to wait for its ISR or another broker, else None."""
+        return self._markers
+
     def marker_deliveries(self):
-        """The marker deliveries to other brokers (cluster mode), made on first use."""
+        """The marker deliveries to other brokers and to the ISR, made on first use."""
         if self._markers is None:
             from .txn_marker_sender import RemoteMarkers
 
@@ -180,7 +187,7 @@ def write_txn_markers(broker, producer_id: int, producer_epoch: int, coordinator
 
     A partition whose topic no longer exists answers UNKNOWN_TOPIC_OR_PARTITION (the coordinator
     then stops waiting for it). Markers on __consumer_offsets partitions also decide the
-    producer's transactional offset commits there. In cluster mode, partitions led by other brokers
+    producer's transactional offset commits there. Partitions led by other brokers
     get their markers through WriteTxnMarkers (kafkapy.broker.txn_marker_sender) unless `local_only`
     (the WriteTxnMarkers handler itself), where they answer NOT_LEADER_OR_FOLLOWER.
     """
@@ -192,21 +199,21 @@ def write_txn_markers(broker, producer_id: int, producer_epoch: int, coordinator
         if not partition_exists(broker, topic, partition):
             results[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             continue
-        if broker.replicas is not None:
-            hosted = broker.replicas.partition(topic, partition)
-            if hosted is None or not hosted.is_leader:
-                leader = broker.metadata.get_topic(topic).partitions[partition].leader
-                if local_only or leader < 0 or leader == broker.node_id:
-                    results[tp] = ErrorCode.NOT_LEADER_OR_FOLLOWER
-                else:
-                    remote.setdefault(leader, []).append(tp)
-                continue
+        hosted = broker.replicas.partition(topic, partition)
+        if hosted is None or not hosted.is_leader:
+            leader = broker.metadata.get_topic(topic).partitions[partition].leader
+            if local_only or leader < 0 or leader == broker.node_id:
+                results[tp] = ErrorCode.NOT_LEADER_OR_FOLLOWER
+            else:
+                remote.setdefault(leader, []).append(tp)
+            continue
         plog = broker.partitions.get_log(topic, partition)
         if plog is None:
             results[tp] = ErrorCode.NOT_LEADER_OR_FOLLOWER
             continue
         key = (producer_id, producer_epoch, commit, topic, partition)
-        deliveries = marker_deliveries(broker) if broker.replicas is not None and not local_only else None
+        # made once a marker had to wait: until then no earlier attempt can be pending
+        deliveries = broker.transaction_coordination.pending_marker_deliveries if not local_only else None
         if deliveries is not None:
             outcome = deliveries.outcome(key)
             if outcome is not None:  # appended on an earlier attempt: done, or still replicating
@@ -221,9 +228,10 @@ def write_txn_markers(broker, producer_id: int, producer_epoch: int, coordinator
             continue
         results[tp] = ErrorCode.NONE
         broker.purgatory.notify(tp)
-        if deliveries is not None:  # cluster mode: done once the ISR has the marker (acks=all)
-            broker.replicas.on_leader_append(broker.replicas.partition(topic, partition))
-            deliveries.await_local(key, topic, partition, plog.log_end_offset)
+        broker.replicas.on_leader_append(hosted)
+        if not local_only and plog.high_watermark < plog.log_end_offset:
+            # done once the ISR has the marker (acks=all); at once for an ISR of one
+            marker_deliveries(broker).await_local(key, topic, partition, plog.log_end_offset)
             results[tp] = ErrorCode.REQUEST_TIMED_OUT
         if topic == OFFSETS_TOPIC:
             offsets_partitions.append(partition)

@@ -72,7 +72,7 @@ def cluster_overview(broker) -> dict:
     return {
         "cluster_id": broker.cluster_id,
         "node_id": broker.node_id,
-        "mode": "ZooKeeper cluster" if broker.cluster is not None else "single node",
+        "mode": broker.cluster.mode,
         "controller": controller,
         "brokers": [{"id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack or "",
                      "controller": b.node_id == controller, "this": b.node_id == broker.node_id}

@@ -170,6 +170,9 @@ class EmbeddedMetadataStore(MetadataStore):
         with self._lock:
             return [self._brokers[n] for n in sorted(self._live)]
 
+    def is_live(self, node_id: int) -> bool:
+        return node_id in self._live
+
     def controller_id(self) -> int:
         # KRaft brokers report some live broker as "controller"; clients only need a reachable node.
         with self._lock:

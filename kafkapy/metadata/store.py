@@ -240,3 +240,22 @@ class MetadataStore(abc.ABC):
 
     def topic_names(self) -> list[str]:
         return [topic.name for topic in self.list_topics()]
+
+    def topic_configs(self, name: str) -> Mapping[str, str]:
+        """A topic's config overrides ({} for an unknown topic)."""
+        meta = self.get_topic(name)
+        return meta.configs if meta is not None else {}
+
+    def is_live(self, node_id: int) -> bool:
+        return any(b.node_id == node_id for b in self.list_brokers())
+
+    def broker_endpoint(self, node_id: int) -> tuple[str, int] | None:
+        """A live broker's (host, port), None when it is not live."""
+        for b in self.list_brokers():
+            if b.node_id == node_id:
+                return b.host, b.port
+        return None
+
+    def offline_replicas(self, name: str, partition: int) -> tuple[int, ...]:
+        """Replicas of a partition whose log dir is offline (known in a cluster only)."""
+        return ()

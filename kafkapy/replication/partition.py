@@ -1,5 +1,5 @@
-"""One partition replica hosted by a cluster broker: its role, the ISR, follower progress and the
-high watermark (the rules of Kafka's cluster.Partition, sheet section 4).
+"""One partition replica hosted by a broker: its role, the ISR, follower progress and the
+high watermark (the rules of Kafka's cluster.Partition).
 
 No sockets, no tasks: a leader's proposals to change the ISR leave through the `submit_isr_change`
 callback, and everything else is a method call, so that the rules can be tested directly. The only
@@ -151,11 +151,13 @@ class Partition:
         return ErrorCode.FENCED_LEADER_EPOCH if requested < self.leader_epoch else ErrorCode.UNKNOWN_LEADER_EPOCH
 
     # ------------------------------------------------------------------ role changes
-    def make_leader(self, state, now_ms: int) -> bool:
+    def make_leader(self, state, now_ms: int, record_epoch_start: bool = True) -> bool:
         """Become leader as a LeaderAndIsr partition state says (its epoch already checked newer).
 
         Returns False, changing nothing, when the state's partition epoch is older than ours: an
         AlterPartition answer may have taught us a newer one before this request arrived.
+        `record_epoch_start` False leaves the epoch's start to its first append (a cluster of one:
+        no follower asks where it starts, and creating a partition then costs no checkpoint write).
         """
         if state.partition_epoch < self.partition_epoch:
             log.info("%s: skipping become-leader at epoch %d: partition epoch %d is older than ours (%d)",
@@ -173,7 +175,8 @@ class Partition:
         self.is_leader = True
         # Followers that fetched under an older leader learn where this epoch starts from here
         # (diverging epochs, OffsetForLeaderEpoch).
-        plog.assign_epoch(state.leader_epoch, end)
+        if record_epoch_start:
+            plog.assign_epoch(state.leader_epoch, end)
         self.leader_epoch_start_offset = end
         old = self.followers
         self.followers = {}

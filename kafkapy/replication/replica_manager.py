@@ -1,6 +1,13 @@
-"""The replica manager of a cluster broker: the partitions the controller assigned to it.
-
-Kafka's ReplicaManager in ZooKeeper mode (the sheet, sections 3 and 4):
+"""The replica manager: every partition this broker hosts, as leader or follower (Kafka's
+ReplicaManager). Handlers hand it appends and reads; it is the same on a single node, where each
+partition has one replica and an ISR of one (`lead_alone`, called by the cluster of one), and in a
+cluster, where the controller's requests decide roles (ZooKeeper mode):
+- Appends (`append_records`, after the produce handler's validation): acks=all needs an ISR of at
+  least min.insync.replicas (NOT_ENOUGH_REPLICAS, nothing written); the append carries the leader
+  epoch; acks=all then waits in `wait_for_replication` unless the high watermark already covers
+  it (always for an ISR of one).
+- Reads: `read_for_consumer` (up to the high watermark or the last stable offset) and
+  `read_for_follower` (up to the log end; fencing, diverging epochs, follower progress).
 - LeaderAndIsr: per partition, accepted only with a leader epoch newer than ours (equal or older:
   STALE_CONTROLLER_EPOCH), a topic id matching the log's `partition.metadata`
   (INCONSISTENT_TOPIC_ID), this broker among the replicas (UNKNOWN_TOPIC_OR_PARTITION) and an
@@ -9,11 +16,12 @@ Kafka's ReplicaManager in ZooKeeper mode (the sheet, sections 3 and 4):
   watermark after truncating to it when it keeps no leader epochs.
 - StopReplica: leader epoch -2 (deletion), -1 (not sent) or at least ours is accepted, else
   FENCED_LEADER_EPOCH; fetching stops, and delete=true also drops the partition and its log.
-- Leaders: follower fetches move follower progress and the high watermark (`read_for_follower`),
-  an ISR-shrink task runs every replica.lag.time.max.ms/2, ISR changes go to the controller through
-  the AlterPartitionManager, acks=all produces wait in `wait_for_replication`.
-- High watermarks are restored from `<logdir>/replication-offset-checkpoint` at start and written
-  there every replica.high.watermark.checkpoint.interval.ms once the first LeaderAndIsr arrived.
+- Leaders: follower fetches move follower progress and the high watermark, an ISR-shrink task runs
+  every replica.lag.time.max.ms/2, ISR changes go to the controller through the
+  AlterPartitionManager (made on first use, as are the follower fetchers).
+- High watermarks are restored from `<logdir>/replication-offset-checkpoint` at start (for the logs
+  not led alone) and written there every replica.high.watermark.checkpoint.interval.ms once the
+  first LeaderAndIsr arrived.
 
 Waiters park in the broker's purgatory: consumer and follower fetches on (topic, partition), which
 is notified on appends and high-watermark changes; acks=all produces and coordinator writes on
@@ -27,8 +35,9 @@ import asyncio
 import logging
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from ..metadata.ids import uuid_from_kafka_str, uuid_to_kafka_str
 from ..log.checkpoints import (
@@ -41,11 +50,12 @@ from ..log.checkpoints import (
 from ..log.errors import KafkaStorageError
 from ..log.partition_log import PartitionLog
 from ..protocol.errors import ErrorCode, KafkaError
-from ..protocol.messages import FetchResponse, LeaderAndIsrResponse, StopReplicaResponse
-from .alter_partition import AlterPartitionManager
-from .fetcher import FetchPosition, ReplicaFetcherManager
+from ..protocol.messages import FetchResponse
 from .partition import IsrChange, IsrChangeOutcome, Partition
 from .throttle import ReplicationThrottle
+
+if TYPE_CHECKING:  # the controller's requests reach a cluster member only
+    from ..protocol.messages import LeaderAndIsrResponse, StopReplicaResponse
 
 __all__ = ["PARTITION_METADATA_FILE", "ReplicaManager", "read_partition_topic_id", "replicated_key",
            "write_partition_topic_id"]
@@ -59,6 +69,16 @@ _ZERO_UUID = uuid.UUID(int=0)
 
 PartitionData = FetchResponse.PartitionData
 LeadershipListener = Callable[[str, int, bool, int], None]
+
+
+@dataclass(slots=True)
+class _SoleReplicaState:
+    """The partition state a cluster of one gives its partitions (LeaderAndIsr's fields)."""
+
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    leader_epoch: int
+    partition_epoch: int
 
 
 def replicated_key(topic: str, partition: int) -> tuple:
@@ -128,7 +148,7 @@ def _stop_replica_states(request, version: int):
 
 
 class ReplicaManager:
-    """The partitions this cluster broker hosts, as leader or follower, and their replication."""
+    """The partitions this broker hosts, as leader or follower, and their replication."""
 
     def __init__(self, broker):
         self.broker = broker
@@ -138,12 +158,36 @@ class ReplicaManager:
         self.leadership_listeners: list[LeadershipListener] = []
         # replication throttles: consulted by read_for_follower (leader side) and the fetchers
         self.throttle = ReplicationThrottle(broker.node_id, broker.config, broker.metadata)
-        self.fetchers = ReplicaFetcherManager(broker, self._high_watermark_changed, self.throttle)
-        self.alter_partition = AlterPartitionManager(broker, self._isr_change_answered)
+        # The follower fetchers and the AlterPartition channel talk to other brokers: made on first
+        # use (a LeaderAndIsr), so that a cluster of one never loads the inter-broker client.
+        self._fetchers = None
+        self._alter_partition = None
         self._lag_ms: int = broker.config.get("replica.lag.time.max.ms")
         self._checkpoint_task: asyncio.Task | None = None
         self._shrink_task: asyncio.Task | None = None
         self._closed = False
+        # whether this broker keeps replication-offset-checkpoint: once it restored it or hosts a
+        # partition for the controller (a cluster of one has no use for it)
+        self._checkpointing = False
+
+    @property
+    def fetchers(self):
+        if self._fetchers is None:
+            from .fetcher import ReplicaFetcherManager
+
+            self._fetchers = ReplicaFetcherManager(self.broker, self._high_watermark_changed, self.throttle)
+        return self._fetchers
+
+    @property
+    def alter_partition(self):
+        if self._alter_partition is None:
+            from .alter_partition import AlterPartitionManager
+
+            self._alter_partition = AlterPartitionManager(self.broker, self._isr_change_answered)
+        return self._alter_partition
+
+    def _submit_isr_change(self, part: Partition, change: IsrChange) -> None:
+        self.alter_partition.submit(part, change)
 
     # ------------------------------------------------------------------ lookups
     def partition(self, topic: str, partition: int) -> Partition | None:
@@ -195,9 +239,15 @@ class ReplicaManager:
 
     # ------------------------------------------------------------------ start and stop
     async def start(self) -> None:
-        """Restore high watermarks of the loaded logs and start the ISR-shrink task."""
-        self._restore_high_watermarks()
+        """Restore the high watermarks of the loaded logs that do not lead alone (a cluster of one
+        hosts its partitions before this and needs no checkpoint) and start the ISR-shrink task."""
+        if any(not self._leads_alone(key) for key in self._online_logs()):
+            self._restore_high_watermarks()
         self._ensure_shrink_task()
+
+    def _leads_alone(self, key: tuple[str, int]) -> bool:
+        part = self._partitions.get(key)
+        return part is not None and part.is_leader and part.replicas == (self.node_id,)
 
     async def shutdown(self) -> None:
         self._closed = True
@@ -211,14 +261,17 @@ class ReplicaManager:
                 except (asyncio.CancelledError, Exception):
                     pass
         self._checkpoint_task = self._shrink_task = None
-        await self.fetchers.shutdown()
-        await self.alter_partition.shutdown()
+        if self._fetchers is not None:
+            await self._fetchers.shutdown()
+        if self._alter_partition is not None:
+            await self._alter_partition.shutdown()
         for part in self._partitions.values():
             self._high_watermark_changed(part.topic, part.partition)
-        try:
-            await self.checkpoint_high_watermarks()
-        except Exception:
-            log.exception("writing the final high-watermark checkpoint failed")
+        if self._checkpointing:
+            try:
+                await self.checkpoint_high_watermarks()
+            except Exception:
+                log.exception("writing the final high-watermark checkpoint failed")
 
     def _ensure_shrink_task(self) -> None:
         if self._shrink_task is None and not self._closed:
@@ -226,6 +279,7 @@ class ReplicaManager:
 
     def _ensure_checkpoint_task(self) -> None:
         # As Kafka: from the first LeaderAndIsr on, when there is something hosted to record.
+        self._checkpointing = True
         if self._checkpoint_task is None and not self._closed:
             self._checkpoint_task = asyncio.get_running_loop().create_task(self._checkpoint_loop(),
                                                                            name="hw-checkpoint")
@@ -238,7 +292,8 @@ class ReplicaManager:
     def _restore_high_watermarks(self) -> None:
         """Every loaded log gets the high watermark it had (0 when unrecorded): in a cluster a
         log's end is not committed just because it is on disk."""
-        logs = self._online_logs()
+        logs = {key: plog for key, plog in self._online_logs().items() if not self._leads_alone(key)}
+        self._checkpointing = True
         for log_dir in self.broker.logs.log_dirs:
             path = Path(log_dir) / REPLICATION_OFFSET_CHECKPOINT
             try:
@@ -405,7 +460,7 @@ class ReplicaManager:
             plog.auto_high_watermark = False
             part = Partition(topic, index, self.node_id, plog, topic_id=read_partition_topic_id(plog.dir),
                              lag_ms=self._lag_ms, is_eligible=self._is_eligible,
-                             submit_isr_change=self.alter_partition.submit)
+                             submit_isr_change=self._submit_isr_change)
             self._partitions[key] = part
         if topic_id is not None and part.topic_id is None:
             write_partition_topic_id(part.log.dir, topic_id)
@@ -433,6 +488,8 @@ class ReplicaManager:
             log.info("%s has no leader epochs; truncating to its high watermark %d", part.name, plog.high_watermark)
             plog.truncate_to(plog.high_watermark)
         changed.append((part, False))
+        from .fetcher import FetchPosition
+
         self.fetchers.add(FetchPosition(topic, index, part.topic_id, state.leader, state.leader_epoch,
                                         plog.log_end_offset, plog.leader_epochs.latest_epoch, plog))
 
@@ -446,6 +503,8 @@ class ReplicaManager:
 
     @staticmethod
     def _leader_and_isr_response(results, version: int) -> LeaderAndIsrResponse:
+        from ..protocol.messages import LeaderAndIsrResponse
+
         Error = LeaderAndIsrResponse.LeaderAndIsrPartitionError
         if version < 5:
             return LeaderAndIsrResponse(error_code=0, partition_errors=[
@@ -463,6 +522,8 @@ class ReplicaManager:
     # ------------------------------------------------------------------ StopReplica
     async def apply_stop_replica(self, request, version: int) -> StopReplicaResponse:
         """Apply a (screened) StopReplica request."""
+        from ..protocol.messages import StopReplicaResponse
+
         Error = StopReplicaResponse.StopReplicaPartitionError
         errors = []
         stopping = []
@@ -507,7 +568,111 @@ class ReplicaManager:
         self.fetchers.shutdown_idle()
         return StopReplicaResponse(error_code=0, partition_errors=errors)
 
+    # ------------------------------------------------------------------ a cluster of one
+    def lead_alone(self, topic: str, index: int, plog: PartitionLog, topic_id: uuid.UUID | None,
+                   leader_epoch: int, partition_epoch: int = 0) -> Partition:
+        """Lead a partition whose only replica is this broker, at the epoch the embedded metadata
+        store (the controller of a cluster of one) gives it: the ISR is this broker, so the high
+        watermark is the log end and acks=all waits for no one."""
+        key = (topic, index)
+        part = self._partitions.get(key)
+        if part is None or part.log is not plog:
+            # the topic id is the metadata's; partition.metadata is only kept for the controller's
+            part = Partition(topic, index, self.node_id, plog, topic_id=topic_id, lag_ms=self._lag_ms,
+                             is_eligible=self._is_eligible, submit_isr_change=self._submit_isr_change)
+            self._partitions[key] = part
+        elif part.is_leader and part.leader_epoch == leader_epoch and part.replicas == (self.node_id,):
+            return part
+        if topic_id is not None:
+            part.topic_id = topic_id
+            self._topic_names[topic_id] = topic
+        alone = (self.node_id,)
+        part.make_leader(_SoleReplicaState(alone, alone, leader_epoch, max(partition_epoch, part.partition_epoch)),
+                         _now_ms(), record_epoch_start=False)
+        self._high_watermark_changed(topic, index)  # waiting fetches see the new epoch
+        self._tell_listeners(topic, index, True, leader_epoch)
+        return part
+
+    def stop_hosting(self, topic: str, index: int) -> None:
+        """Drop a partition (its topic was deleted in a cluster of one); the log is the caller's."""
+        part = self._partitions.pop((topic, index), None)
+        if part is None:
+            return
+        part.stop()
+        if part.topic_id is not None and self._topic_names.get(part.topic_id) == topic \
+                and not any(p.topic == topic for p in self._partitions.values()):
+            del self._topic_names[part.topic_id]
+        self._high_watermark_changed(topic, index)
+        self._tell_listeners(topic, index, False, part.leader_epoch)
+
     # ------------------------------------------------------------------ leader reads and writes
+    def leader_partition(self, topic: str, partition: int, current_leader_epoch: int = -1) -> Partition:
+        """The partition led here, checked as Kafka's getPartitionOrException and the leader epoch
+        fence; raises KafkaError with the code to answer (see leader_error)."""
+        part = self._partitions.get((topic, partition))
+        if part is not None and part.is_leader and (current_leader_epoch < 0 or
+                                                    current_leader_epoch == part.leader_epoch) \
+                and not part.log.is_offline:
+            return part
+        raise KafkaError(f"{topic}-{partition} is not led here",
+                         self.leader_error(topic, partition, current_leader_epoch))
+
+    def append_records(self, part: Partition, buf, headers, required_acks: int, validate=None):
+        """Append a produce request's batches (validated by the handler: `headers` are their
+        checked batch headers) to a partition led here, as Kafka's appendRecordsToLeader: acks=all
+        needs an ISR of at least min.insync.replicas (NOT_ENOUGH_REPLICAS, before anything is
+        written); `validate()`, when given, runs the record-level checks after that. Returns the
+        log's append result; acks=all then waits in `wait_for_replication` unless the high
+        watermark already covers it (an ISR of one)."""
+        plog = part.log
+        if required_acks == -1 and len(part.isr) < plog.config.min_insync_replicas:
+            raise KafkaError(f"ISR {list(part.isr)} of {part.name} is smaller than min.insync.replicas "
+                             f"{plog.config.min_insync_replicas}", ErrorCode.NOT_ENOUGH_REPLICAS)
+        if validate is not None:
+            validate()
+        result = plog.append(buf, leader_epoch=part.leader_epoch, validated=headers)
+        if not plog.auto_high_watermark and part.maybe_increment_hw(_now_ms()):
+            self._high_watermark_changed(part.topic, part.partition)
+        return result
+
+    @staticmethod
+    def replicated_at_once(part: Partition, required_offset: int) -> bool:
+        """Whether an acks=all append is acknowledged without waiting: the high watermark covers it
+        already (always for an ISR of one; `append_records` checked the ISR size just before)."""
+        return part.log.high_watermark >= required_offset
+
+    def read_for_consumer(self, topic: str, partition: int, fetch_offset: int, current_leader_epoch: int,
+                          max_bytes: int, min_one_batch: bool, read_committed: bool) -> PartitionData:
+        """A consumer's fetch of one partition led here (Kafka's readFromLog for a consumer): up to
+        the high watermark, or the last stable offset for read_committed, with the aborted
+        transactions of what it returns."""
+        part = self._partitions.get((topic, partition))
+        if part is None or not part.is_leader or part.log.is_offline or (
+                current_leader_epoch >= 0 and current_leader_epoch != part.leader_epoch):
+            return PartitionData(partition_index=partition, high_watermark=-1, records=b"",
+                                 error_code=self.leader_error(topic, partition, current_leader_epoch))
+        plog = part.log
+        if not plog.auto_high_watermark and plog.high_watermark < plog.log_end_offset:
+            self.on_leader_append(part)  # appends made outside the produce path
+        hw = plog.high_watermark
+        lso = plog.last_stable_offset
+        data = PartitionData(partition_index=partition, error_code=0, high_watermark=hw, last_stable_offset=lso,
+                             log_start_offset=plog.log_start_offset, records=b"",
+                             aborted_transactions=[] if read_committed else None)
+        try:
+            result = plog.read(fetch_offset, max_bytes, max_offset=lso if read_committed else hw,
+                               min_one_batch=min_one_batch)
+        except KafkaError as exc:
+            data.error_code = exc.code
+            return data
+        data.records = result.records
+        if read_committed and result.records:
+            # the consumer drops these producers' batches from first_offset to their abort marker
+            data.aborted_transactions = [
+                FetchResponse.AbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset)
+                for a in plog.aborted_transactions(fetch_offset, result.next_offset)]
+        return data
+
     def on_leader_append(self, part: Partition) -> None:
         """After an append to a partition led here: the high watermark may move (the leader's
         end counts as soon as enough followers have it)."""

@@ -93,7 +93,8 @@ class Node:
         broker = self.broker = build_broker({"broker.id": node_id, **FAST_REPLICATION, **props}, log_dir=data_dir)
         self._embedded = broker.metadata
         broker.metadata = metadata
-        broker.cluster = SimpleNamespace(controller=self.controller, controller_epoch_seen=0)
+        broker.cluster = SimpleNamespace(controller=self.controller, controller_epoch_seen=0,
+                                         host_loaded_partitions=lambda partitions: partitions.adopt_loaded_logs())
         broker.advertised_versions.update(CLUSTER_VERSIONS)
         broker.broker_epoch = 1000 + node_id
         broker.replicas = ReplicaManager(broker)

@@ -35,8 +35,10 @@ log = logging.getLogger(__name__)
 
 
 def _member(ctx: RequestContext):
-    member = getattr(ctx.broker, "cluster", None)
-    if member is None:  # a single node never advertises these APIs; a peer that sends them anyway is confused
+    member = ctx.broker.cluster
+    if member.controller is None:
+        # a cluster of one (no controller object) never advertises these APIs; a peer that sends
+        # them anyway is confused
         raise ConnectionClosed(f"inter-broker api {ctx.header.api_key} sent to a broker that is not in a cluster")
     return member
 

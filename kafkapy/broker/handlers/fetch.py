@@ -14,11 +14,11 @@ from dataclasses import dataclass
 
 from ...metadata.acls import AclOperation, ResourceType
 from ...protocol.compression import UnsupportedCompressionTypeError
-from ...protocol.errors import CorruptRecordError, ErrorCode, KafkaError
+from ...protocol.errors import CorruptRecordError, ErrorCode
 from ...protocol.legacy_records import MAGIC_V0, MAGIC_V1, v2_to_legacy
 from ...protocol.messages import FetchRequest, FetchResponse
 from ..dispatch import RequestContext, handles
-from ..fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, SessionPartition
+from ..fetch_sessions import FINAL_EPOCH
 
 PartitionData = FetchResponse.PartitionData
 AbortedTransaction = FetchResponse.AbortedTransaction
@@ -39,7 +39,7 @@ class _Wanted:
     fetch_offset: int
     max_bytes: int
     current_leader_epoch: int = -1
-    # sent by followers (v12+ / v5+); used in cluster mode only
+    # sent by followers (v12+ / v5+)
     last_fetched_epoch: int = -1
     log_start_offset: int = -1
 
@@ -52,7 +52,7 @@ def _requested(broker, request: FetchRequest, version: int) -> tuple[list[_Wante
         if version >= 13:
             meta = broker.partitions.topic_by_id(topic.topic_id)
             name = meta.name if meta is not None else None
-            if name is None and replicas is not None:
+            if name is None:
                 # a new leader may be asked before the controller's UpdateMetadata arrives
                 name = replicas.topic_name(topic.topic_id)
             topic_id = topic.topic_id
@@ -75,67 +75,30 @@ def _requested(broker, request: FetchRequest, version: int) -> tuple[list[_Wante
 
 
 def _read_partition(broker, want: _Wanted, max_bytes: int, min_one: bool, isolation_level: int,
-                    version: int) -> PartitionData:
+                    version: int, replica_id: int, first_read: bool, leaders: dict) -> PartitionData:
+    """One partition through the replica manager: a follower reads up to the log end (fencing,
+    diverging epochs, follower progress), a consumer only from the leader, up to the high
+    watermark (or the last stable offset for read_committed)."""
     if want.topic is None:
         code = ErrorCode.UNKNOWN_TOPIC_ID if version >= 13 else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         return PartitionData(partition_index=want.partition, error_code=code, high_watermark=-1,
                              records=b"")
-    plog = broker.partitions.get_log(want.topic, want.partition)
-    if plog is None:
-        return PartitionData(partition_index=want.partition, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                             high_watermark=-1, records=b"")
-    hw = plog.high_watermark
-    log_start = plog.log_start_offset
-    lso = plog.last_stable_offset
-    data = PartitionData(partition_index=want.partition, error_code=0, high_watermark=hw,
-                         last_stable_offset=lso, log_start_offset=log_start, records=b"")
-    if isolation_level == READ_COMMITTED:
-        data.aborted_transactions = []
-    else:
-        data.aborted_transactions = None
-    data.error_code = broker.partitions.leader_epoch_error(want.topic, want.partition, want.current_leader_epoch)
-    if data.error_code:
-        return data
-    committed = isolation_level == READ_COMMITTED
-    try:
-        result = plog.read(want.fetch_offset, max_bytes, max_offset=lso if committed else hw,
-                           min_one_batch=min_one)
-    except KafkaError as exc:
-        data.error_code = exc.code
-        return data
-    data.records = result.records
-    if committed and result.records:
-        # the consumer drops these producers' batches from first_offset to their abort marker
-        data.aborted_transactions = [
-            AbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset)
-            for a in plog.aborted_transactions(want.fetch_offset, result.next_offset)]
-    return data
-
-
-def _read_partition_in_cluster(broker, want: _Wanted, max_bytes: int, min_one: bool, isolation_level: int,
-                               version: int, replica_id: int, first_read: bool, leaders: dict) -> PartitionData:
-    """Cluster mode: followers read up to the log end through the replica manager (fencing,
-    diverging epochs, follower progress); consumers only from the leader, up to the high watermark."""
     replicas = broker.replicas
-    if want.topic is None:
-        return _read_partition(broker, want, max_bytes, min_one, isolation_level, version)
     if replica_id >= 0:
         return replicas.read_for_follower(replica_id, want.topic, want.partition, want.fetch_offset,
                                           want.log_start_offset, want.current_leader_epoch, want.last_fetched_epoch,
                                           max_bytes, min_one, first_read)
-    code = replicas.leader_error(want.topic, want.partition, want.current_leader_epoch)
-    if code:
-        data = PartitionData(partition_index=want.partition, error_code=code, high_watermark=-1, records=b"")
-        if version >= 12 and code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH):
-            # KIP-951: name the leader we know of (and, v16+, its endpoint)
-            leader_id, leader_epoch = replicas.leader_hint(want.topic, want.partition)
-            data.current_leader = FetchResponse.LeaderIdAndEpoch(leader_id=leader_id, leader_epoch=leader_epoch)
-            endpoint = replicas.node_endpoint(leader_id)
-            if endpoint is not None:
-                leaders[leader_id] = FetchResponse.NodeEndpoint(node_id=leader_id, host=endpoint[0], port=endpoint[1])
-        return data
-    replicas.refresh_high_watermark(want.topic, want.partition)
-    return _read_partition(broker, want, max_bytes, min_one, isolation_level, version)
+    data = replicas.read_for_consumer(want.topic, want.partition, want.fetch_offset, want.current_leader_epoch,
+                                      max_bytes, min_one, isolation_level == READ_COMMITTED)
+    code = data.error_code
+    if version >= 12 and code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH):
+        # KIP-951: name the leader we know of (and, v16+, its endpoint)
+        leader_id, leader_epoch = replicas.leader_hint(want.topic, want.partition)
+        data.current_leader = FetchResponse.LeaderIdAndEpoch(leader_id=leader_id, leader_epoch=leader_epoch)
+        endpoint = replicas.node_endpoint(leader_id)
+        if endpoint is not None:
+            leaders[leader_id] = FetchResponse.NodeEndpoint(node_id=leader_id, host=endpoint[0], port=endpoint[1])
+    return data
 
 
 def _record_throttled_bytes(throttle, results) -> None:
@@ -150,11 +113,7 @@ def _record_throttled_bytes(throttle, results) -> None:
 
 def _topic_config(broker, topic: str, name: str):
     """One topic config's value: the topic's override, else the broker's default for it."""
-    if broker.partitions.cluster_mode:
-        overrides = broker.metadata.topic_configs(topic)
-    else:
-        meta = broker.metadata.get_topic(topic)
-        overrides = meta.configs if meta is not None else {}
+    overrides = broker.metadata.topic_configs(topic)
     raw = overrides.get(name)
     if raw is not None:
         return raw
@@ -241,65 +200,20 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
     broker = ctx.broker
     version = ctx.api_version
     wanted, forgotten = _requested(broker, request, version)
-    cluster = broker.replicas is not None
-    replica_id = -1
-    if cluster:
-        replica_id = request.replica_state.replica_id if version >= 15 else request.replica_id
+    replica_id = request.replica_state.replica_id if version >= 15 else request.replica_id
     leaders: dict = {}
-    cache = broker.fetch_sessions
-    session = None
-    created = False
     session_id = request.session_id if version >= 7 else 0
     epoch = request.session_epoch if version >= 7 else FINAL_EPOCH
-    if session_id == 0:
-        # Followers get no session (answered with session id 0, they fetch in full every time), so
-        # that their last fetched epochs and log start offsets are always in the request.
-        if epoch == INITIAL_EPOCH:
-            if replica_id < 0:
-                session = cache.new_session()
-                created = True
-        elif epoch != FINAL_EPOCH:
-            return FetchResponse(error_code=ErrorCode.INVALID_FETCH_SESSION_EPOCH, session_id=0, responses=[])
-    elif epoch == FINAL_EPOCH:
-        cache.remove(session_id)
-    elif epoch == INITIAL_EPOCH:
-        # a full fetch naming an existing session closes it and opens a new one (Kafka's
-        # FetchSession: clients do this to reset a session after an error)
-        cache.remove(session_id)
-        if replica_id < 0:
-            session = cache.new_session()
-            created = True
-    else:
-        try:
-            session = cache.get(session_id, epoch)
-        except KafkaError as exc:
-            return FetchResponse(error_code=exc.code, session_id=0, responses=[])
-    full = session is None or created
-    if session is not None:
-        if full:
-            session.partitions.clear()
-        for key in forgotten:
-            session.partitions.pop(key, None)
-        for want in wanted:
-            key = (want.topic, want.partition)
-            state = session.partitions.get(key)
-            if state is None:
-                session.partitions[key] = SessionPartition(want.fetch_offset, want.max_bytes)
-            else:
-                state.fetch_offset = want.fetch_offset
-                state.max_bytes = want.max_bytes
-        if not full:
-            by_key = {(w.topic, w.partition): w for w in wanted}
-            wanted = []
-            for key, state in session.partitions.items():
-                want = by_key.get(key)
-                if want is None:
-                    meta = broker.partitions.topic(key[0]) if key[0] is not None else None
-                    want = _Wanted(key[0], meta.topic_id if meta is not None else _NULL_UUID, key[1],
-                                   state.fetch_offset, state.max_bytes)
-                wanted.append(want)
-        if not created:  # a new session already expects epoch 1 next
-            session.epoch += 1
+
+    def resume(key, state) -> _Wanted:  # a session partition this incremental request does not name
+        meta = broker.partitions.topic(key[0]) if key[0] is not None else None
+        return _Wanted(key[0], meta.topic_id if meta is not None else _NULL_UUID, key[1], state.fetch_offset,
+                       state.max_bytes)
+
+    context, wanted = broker.fetch_sessions.new_context(session_id, epoch, wanted, forgotten, replica_id >= 0,
+                                                        resume)
+    if context.error:
+        return FetchResponse(error_code=context.error, session_id=0, responses=[])
 
     deadline = time.monotonic() + max(request.max_wait_ms, 0) / 1000
     min_bytes = request.min_bytes
@@ -325,13 +239,11 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
             if denied and want.topic in denied:
                 data = PartitionData(partition_index=want.partition, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
                                      high_watermark=-1, records=b"")
-            elif cluster:
-                data = _read_partition_in_cluster(broker, want, limit, total == 0, isolation, version, replica_id,
-                                                  first_read, leaders)
-                # a diverging epoch answers at once, like an error
-                errors = errors or _diverged(data)
             else:
-                data = _read_partition(broker, want, limit, total == 0, isolation, version)
+                data = _read_partition(broker, want, limit, total == 0, isolation, version, replica_id,
+                                       first_read, leaders)
+                # a diverging epoch (to a follower) answers at once, like an error
+                errors = errors or (replica_id >= 0 and _diverged(data))
             if data.error_code == ErrorCode.KAFKA_STORAGE_ERROR and version <= 5:
                 # clients before v6 don't know it as retriable: they refresh metadata on this one
                 data.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
@@ -357,21 +269,8 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
     responses: list = []
     by_topic: dict = {}
     for want, data in results:
-        if session is not None and not full:
-            state = session.partitions.get((want.topic, want.partition))
-            if state is not None:
-                unchanged = (data.error_code == 0 and not data.records
-                             and data.high_watermark == state.sent_high_watermark
-                             and data.log_start_offset == state.sent_log_start_offset)
-                state.sent_high_watermark = data.high_watermark
-                state.sent_log_start_offset = data.log_start_offset
-                if unchanged:
-                    continue
-        elif session is not None:
-            state = session.partitions.get((want.topic, want.partition))
-            if state is not None:
-                state.sent_high_watermark = data.high_watermark
-                state.sent_log_start_offset = data.log_start_offset
+        if not context.include((want.topic, want.partition), data):
+            continue
         key = want.topic_id if version >= 13 else want.topic
         topic_resp = by_topic.get(key)
         if topic_resp is None:
@@ -381,5 +280,5 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
             responses.append(topic_resp)
         topic_resp.partitions.append(data)
     return FetchResponse(throttle_time_ms=0, error_code=0,
-                         session_id=session.session_id if session is not None else 0,
+                         session_id=context.session_id,
                          responses=responses, node_endpoints=list(leaders.values()))

@@ -27,22 +27,17 @@ PartitionResponse = ListOffsetsResponse.ListOffsetsPartitionResponse
 def _lookup(broker, topic: str, p, version: int, isolation_level: int, replica_id: int = -1) -> PartitionResponse:
     index = p.partition_index
     replicas = broker.replicas
-    if replicas is not None:
-        # cluster mode: only the leader answers, consumers and followers alike
-        code = replicas.leader_error(topic, index, p.current_leader_epoch)
-        if code:
-            return PartitionResponse(partition_index=index, error_code=code)
-        replicas.refresh_high_watermark(topic, index)
-    plog = broker.partitions.get_log(topic, index)
-    if plog is None:
-        return PartitionResponse(partition_index=index, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-    code = broker.partitions.leader_epoch_error(topic, index, p.current_leader_epoch)
+    # only the leader answers, consumers and followers alike
+    code = replicas.leader_error(topic, index, p.current_leader_epoch)
     if code:
         return PartitionResponse(partition_index=index, error_code=code)
-    epoch = broker.partitions.leader_epoch(topic, index)
+    replicas.refresh_high_watermark(topic, index)
+    part = replicas.partition(topic, index)
+    plog = part.log
+    epoch = part.leader_epoch
     ts = p.timestamp
     if ts == LATEST:
-        if replicas is not None and replica_id >= 0:
+        if replica_id >= 0:
             offset = plog.log_end_offset  # a follower resolving an out-of-range fetch wants our log end
         else:
             # read_committed consumers start at the last stable offset
@@ -60,7 +55,7 @@ def _lookup(broker, topic: str, p, version: int, isolation_level: int, replica_i
     else:
         found = plog.offset_for_timestamp(ts)
         offset, found_ts = found if found is not None else (-1, -1)
-    if replicas is not None and replica_id < 0 and ts not in (LATEST, EARLIEST, EARLIEST_LOCAL, LATEST_TIERED):
+    if replica_id < 0 and ts not in (LATEST, EARLIEST, EARLIEST_LOCAL, LATEST_TIERED):
         # a consumer is never pointed at an offset it cannot fetch yet
         visible = plog.last_stable_offset if isolation_level == 1 else plog.high_watermark
         if offset >= visible:
@@ -110,7 +105,7 @@ def _lookup_v0(broker, topic: str, p, replica_id: int) -> PartitionResponse:
         # Kafka fails allocating a negative-sized array and answers with the generic error
         return PartitionResponse(partition_index=index, error_code=ErrorCode.UNKNOWN_SERVER_ERROR)
     replicas = broker.replicas
-    if replicas is not None and replica_id != DEBUGGING_REPLICA_ID:
+    if replica_id != DEBUGGING_REPLICA_ID:
         # only the leader answers, except to the debugging replica id
         code = replicas.leader_error(topic, index, -1)
         if code:

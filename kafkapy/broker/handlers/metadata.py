@@ -12,17 +12,13 @@ _NULL_UUID = uuid.UUID(int=0)
 
 
 def topic_response(broker, meta, version: int) -> MetadataResponse.MetadataResponseTopic:
-    """One topic's metadata entry; in cluster mode a partition whose leader is not live (or not yet
-    elected) carries LEADER_NOT_AVAILABLE, as Kafka's metadata cache answers."""
-    cache = broker.metadata.cache if broker.cluster is not None else None
+    """One topic's metadata entry; a partition whose leader is not live (or not yet elected)
+    carries LEADER_NOT_AVAILABLE, as Kafka's metadata cache answers."""
+    store = broker.metadata
     partitions = []
     for index, p in enumerate(meta.partitions):
-        error = 0
-        offline: list[int] = []
-        if cache is not None:
-            offline = list(cache.offline_replicas(meta.name, index))
-            if p.leader < 0 or p.leader not in cache.brokers:
-                error = ErrorCode.LEADER_NOT_AVAILABLE
+        offline = list(store.offline_replicas(meta.name, index))
+        error = ErrorCode.LEADER_NOT_AVAILABLE if p.leader < 0 or not store.is_live(p.leader) else 0
         partitions.append(MetadataResponse.MetadataResponsePartition(
             error_code=error, partition_index=index, leader_id=p.leader if not error else -1,
             leader_epoch=p.leader_epoch, replica_nodes=list(p.replicas), isr_nodes=list(p.isr),
@@ -101,8 +97,9 @@ async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> Meta
                         topics.append(MetadataResponse.MetadataResponseTopic(
                             error_code=exc.code, name=name, topic_id=_NULL_UUID))
                         continue
-                    if meta is not None and broker.cluster is not None:
-                        # created in ZooKeeper; its leaders come with the controller's UpdateMetadata
+                    if meta is not None and broker.replicas.partition(name, 0) is None:
+                        # created in the store, led nowhere yet: in a cluster its leaders come with
+                        # the controller's UpdateMetadata (a cluster of one leads it at once)
                         topics.append(MetadataResponse.MetadataResponseTopic(
                             error_code=ErrorCode.LEADER_NOT_AVAILABLE, name=name, topic_id=_NULL_UUID))
                         continue

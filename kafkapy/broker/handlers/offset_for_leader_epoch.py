@@ -12,8 +12,7 @@ EpochEndOffset = OffsetForLeaderEpochResponse.EpochEndOffset
 @handles(OffsetForLeaderEpochRequest)
 async def handle_offset_for_leader_epoch(
         ctx: RequestContext, request: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse:
-    partitions = ctx.broker.partitions
-    replicas = ctx.broker.replicas  # None on a single node
+    replicas = ctx.broker.replicas
     topics = []
     # KafkaApis: CLUSTER_ACTION (a follower) covers every topic, otherwise DESCRIBE on each
     denied = frozenset() if ctx.authorized_cluster(AclOperation.CLUSTER_ACTION, log_if_denied=False) else \
@@ -26,21 +25,12 @@ async def handle_offset_for_leader_epoch(
                 for p in topic.partitions]))
             continue
         for p in topic.partitions:
-            if replicas is not None:
-                # cluster mode: only the leader answers (Kafka fetches only from the leader here)
-                code = replicas.leader_error(topic.topic, p.partition, p.current_leader_epoch)
-                if code:
-                    results.append(EpochEndOffset(error_code=code, partition=p.partition))
-                    continue
-            plog = partitions.get_log(topic.topic, p.partition)
-            if plog is None:
-                results.append(EpochEndOffset(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                                              partition=p.partition))
-                continue
-            code = partitions.leader_epoch_error(topic.topic, p.partition, p.current_leader_epoch)
+            # only the leader answers (Kafka fetches only from the leader here)
+            code = replicas.leader_error(topic.topic, p.partition, p.current_leader_epoch)
             if code:
                 results.append(EpochEndOffset(error_code=code, partition=p.partition))
                 continue
+            plog = replicas.partition(topic.topic, p.partition).log
             epoch, end_offset = plog.end_offset_for_epoch(p.leader_epoch)
             results.append(EpochEndOffset(error_code=0, partition=p.partition, leader_epoch=epoch,
                                           end_offset=end_offset))

@@ -39,11 +39,9 @@ async def coordinator_write_durable(broker, partition: int) -> int:
 
 
 async def replicated(broker, topic: str, partition: int, timeout_ms: int) -> int:
-    """Cluster mode: wait until the partition's high watermark covers its log end (a coordinator's
-    write with acks=all). The error is mapped as Kafka's coordinators map a failed append:
+    """Wait until the partition's high watermark covers its log end (a coordinator's write with
+    acks=all; at once for an ISR of one). The error is mapped as Kafka's coordinators map a failed append:
     COORDINATOR_NOT_AVAILABLE for missing replicas or a timeout, NOT_COORDINATOR for lost leadership."""
-    if broker.replicas is None:
-        return ErrorCode.NONE
     plog = broker.partitions.get_log(topic, partition)
     if plog is None:
         return ErrorCode.NOT_COORDINATOR

@@ -100,8 +100,8 @@ def _validate_records(buf, headers, config, name: str, index: int) -> None:
 
 def _not_led_here(replicas, name: str, index: int, code: int, version: int,
                   leaders: dict[int, object]) -> PartitionResponse:
-    """Cluster mode: the partition is not led here. v10+ also names the leader we know of and
-    collects its endpoint for the response (KIP-951), so the client need not refresh metadata."""
+    """The partition is not led here. v10+ also names the leader we know of and collects its
+    endpoint for the response (KIP-951), so the client need not refresh metadata."""
     response = _error(index, code)
     if code == ErrorCode.NOT_LEADER_OR_FOLLOWER and version >= 10:
         leader_id, leader_epoch = replicas.leader_hint(name, index)
@@ -114,7 +114,7 @@ def _not_led_here(replicas, name: str, index: int, code: int, version: int,
 
 async def _replicated(replicas, response: PartitionResponse, name: str, index: int, required: int,
                       timeout_s: float) -> None:
-    """acks=all in cluster mode: the answer waits for the ISR (Kafka's delayed produce)."""
+    """acks=all: the answer waits for the ISR (Kafka's delayed produce)."""
     code = await replicas.wait_for_replication(name, index, required, timeout_s)
     if code:
         response.error_code = code
@@ -127,13 +127,24 @@ def _to_v2(records, version: int, max_size: int) -> bytearray:
     return bytearray(records)
 
 
+def _auto_created(ctx: RequestContext, partitions, name: str) -> bool:
+    """Create an unknown topic on produce when allowed (auto.create.topics.enable and CREATE on
+    the cluster or the topic); whether it was created."""
+    if partitions.topic(name) is not None:
+        return False
+    if not (ctx.authorized_cluster(AclOperation.CREATE, log_if_denied=False)
+            or ctx.authorized(AclOperation.CREATE, ResourceType.TOPIC, name)):
+        return False
+    return partitions.auto_create(name) is not None
+
+
 @handles(ProduceRequest)
 async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> ProduceResponse | None:
     broker = ctx.broker
     version = ctx.api_version
     acks = request.acks
     partitions = broker.partitions
-    replicas = broker.replicas  # None on a single node
+    replicas = broker.replicas
     responses = []
     syncs = []
     waits = []
@@ -161,35 +172,27 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
                 _error(p.index, ErrorCode.TOPIC_AUTHORIZATION_FAILED) for p in topic.partition_data]))
             failed = True
             continue
-        if replicas is None:
-            meta = partitions.topic(name)
-            # (Kafka does not create topics on produce; kafkapy does, with Metadata's CREATE check)
-            if meta is None and (ctx.authorized_cluster(AclOperation.CREATE, log_if_denied=False)
-                                 or ctx.authorized(AclOperation.CREATE, ResourceType.TOPIC, name)):
-                meta = partitions.auto_create(name)
-        else:
-            meta = None  # the hosted partition is the truth; the metadata cache may lag behind
         results = []
+        may_create = True
         for pdata in topic.partition_data:
             index = pdata.index
-            hosted = None
-            if replicas is None:
-                plog = partitions.get_log(name, index) if meta is not None else None
-                if plog is None:
-                    results.append(_error(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
-                    failed = True
-                    continue
-                internal = meta.internal
-            else:
+            # the hosted partition is the truth; the metadata (a cluster's cache) may lag behind
+            hosted = replicas.partition(name, index)
+            if hosted is None or not hosted.is_leader or hosted.log.is_offline:
                 code = replicas.leader_error(name, index)
+                if code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and may_create \
+                        and _auto_created(ctx, partitions, name):
+                    # (Kafka does not create topics on produce; kafkapy does, with Metadata's CREATE check)
+                    hosted = replicas.partition(name, index)
+                    code = ErrorCode.NONE if hosted is not None and hosted.is_leader else \
+                        replicas.leader_error(name, index)
+                may_create = False
                 if code:
                     results.append(_not_led_here(replicas, name, index, code, version, leaders))
                     failed = True
                     continue
-                hosted = replicas.partition(name, index)
-                plog = hosted.log
-                internal = name in _INTERNAL_TOPICS
-            if internal:
+            plog = hosted.log
+            if name in _INTERNAL_TOPICS:
                 results.append(_error(index, ErrorCode.INVALID_TOPIC_EXCEPTION,
                                       f"cannot produce to internal topic {name}"))
                 failed = True
@@ -221,22 +224,9 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
                                                           headers, version)
                     if remote is not None:  # cluster mode: the coordinator is another broker
                         await verify_with_remote_coordinator(broker, *remote, name, index, version)
-                if hosted is None:
-                    if acks == -1 and plog.config.min_insync_replicas > len(meta.partitions[index].isr):
-                        raise KafkaError("fewer in-sync replicas than min.insync.replicas",
-                                         ErrorCode.NOT_ENOUGH_REPLICAS)
-                    if read_records:
-                        _validate_records(buf, headers, config, name, index)
-                    result = plog.append(buf, leader_epoch=meta.partitions[index].leader_epoch,
-                                         validated=headers)
-                else:
-                    if acks == -1 and hosted.under_min_isr():
-                        raise KafkaError(f"ISR {list(hosted.isr)} is smaller than the minimum {hosted.min_isr}",
-                                         ErrorCode.NOT_ENOUGH_REPLICAS)
-                    if read_records:
-                        _validate_records(buf, headers, config, name, index)
-                    result = plog.append(buf, leader_epoch=hosted.leader_epoch, validated=headers)
-                    replicas.on_leader_append(hosted)
+                result = replicas.append_records(
+                    hosted, buf, headers, acks,
+                    (lambda: _validate_records(buf, headers, config, name, index)) if read_records else None)
             except KafkaError as exc:
                 if exc.code != ErrorCode.CORRUPT_MESSAGE:
                     log.debug("produce to %s-%d failed: %s", name, index, exc)
@@ -264,7 +254,7 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
                 index=index, error_code=0, base_offset=result.base_offset,
                 log_append_time_ms=result.log_append_time, log_start_offset=result.log_start_offset)
             results.append(response)
-            if hosted is not None and acks == -1:
+            if acks == -1 and not replicas.replicated_at_once(hosted, result.last_offset + 1):
                 waits.append(_replicated(replicas, response, name, index, result.last_offset + 1,
                                          request.timeout_ms / 1000))
         responses.append(ProduceResponse.TopicProduceResponse(name=name, partition_responses=results))

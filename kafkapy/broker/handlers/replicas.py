@@ -149,13 +149,19 @@ async def handle_alter_partition_reassignments(
                                                responses=responses)
 
 
+def _target_replicas(wanted) -> list[int] | None:
+    """A reassignment's target replicas; None (null) cancels one in progress."""
+    target = wanted.replicas
+    return None if target is None else list(target)
+
+
 async def _reassign_in_cluster(broker, request: AlterPartitionReassignmentsRequest
                                ) -> AlterPartitionReassignmentsResponse:
     """Cluster mode: only the active controller reassigns; the others answer NOT_CONTROLLER for the
     whole request, as Kafka's ZooKeeper-mode brokers do. The answer does not wait for the data to move."""
     TopicResponse = AlterPartitionReassignmentsResponse.ReassignableTopicResponse
     PartitionResponse = AlterPartitionReassignmentsResponse.ReassignablePartitionResponse
-    targets = {(t.name, p.partition_index): (list(p.replicas) if p.replicas is not None else None)
+    targets = {(t.name, p.partition_index): _target_replicas(p)
                for t in request.topics for p in t.partitions}
     outcomes = await broker.controller.alter_partition_reassignments(targets)
     if outcomes is None:

@@ -146,12 +146,13 @@ async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest
             result.configs = _topic_configs_result(broker, topic.name) if not request.validate_only else []
         if not request.validate_only:
             created.append((result, len(meta.partitions)))
-    if broker.controller is not None and created:
-        for result, count in created:
-            if not await wait_for_cache(broker, lambda: _has_leaders(broker, result.name, count),
-                                        request.timeout_ms):
-                result.error_code = ErrorCode.REQUEST_TIMED_OUT
-                result.error_message = f"Topic {result.name} was created, but its leaders were not elected in time."
+    # the answer waits until the metadata shows the leaders (at once in a cluster of one; in a
+    # cluster, once the controller's UpdateMetadata arrived)
+    for result, count in created:
+        if not await wait_for_cache(broker, lambda: _has_leaders(broker, result.name, count),
+                                    request.timeout_ms):
+            result.error_code = ErrorCode.REQUEST_TIMED_OUT
+            result.error_message = f"Topic {result.name} was created, but its leaders were not elected in time."
     return CreateTopicsResponse(throttle_time_ms=0, topics=results)
 
 
@@ -205,11 +206,10 @@ async def handle_delete_topics(ctx: RequestContext, request: DeleteTopicsRequest
         except KafkaError as exc:
             result.error_code = exc.code
             result.error_message = str(exc)
-    if broker.controller is not None:
-        for result in deleted:
-            if not await wait_for_cache(broker, lambda: broker.partitions.topic(result.name) is None,
-                                        request.timeout_ms):
-                result.error_code = ErrorCode.REQUEST_TIMED_OUT
+    for result in deleted:  # gone from the metadata (at once in a cluster of one)
+        if not await wait_for_cache(broker, lambda: broker.partitions.topic(result.name) is None,
+                                    request.timeout_ms):
+            result.error_code = ErrorCode.REQUEST_TIMED_OUT
     return DeleteTopicsResponse(throttle_time_ms=0, responses=results)
 
 

@@ -61,7 +61,7 @@ async def durable_state(broker, transactional_id: str, markers: Iterable[TopicPa
         if plog is not None and plog.config.fsync_on_ack and plog.log_end_offset > 0:
             syncs.append(plog.sync_until(plog.log_end_offset - 1))
     await wait_durable(*syncs)
-    if broker.replicas is not None and broker.partitions.get_log(*state_partition) is not None:
+    if broker.partitions.get_log(*state_partition) is not None:
         await replicated(broker, *state_partition, broker.config.get("request.timeout.ms"))
 
 
@@ -272,14 +272,14 @@ async def handle_write_txn_markers(ctx: RequestContext, request: WriteTxnMarkers
             continue
         errors = write_txn_markers(broker, marker.producer_id, marker.producer_epoch, marker.coordinator_epoch,
                                    marker.transaction_result, partitions, local_only=True)
-        if broker.replicas is not None:  # cluster mode: answer once the ISR has the markers (acks=all)
-            timeout_s = broker.config.get("request.timeout.ms") / 1000
-            for tp, error in list(errors.items()):
-                plog = broker.partitions.get_log(*tp) if error == ErrorCode.NONE else None
-                if plog is not None:
-                    broker.replicas.on_leader_append(broker.replicas.partition(*tp))
-                    errors[tp] = await broker.replicas.wait_for_replication(tp[0], tp[1], plog.log_end_offset,
-                                                                            timeout_s)
+        # answer once the ISR has the markers (acks=all; at once for an ISR of one)
+        timeout_s = broker.config.get("request.timeout.ms") / 1000
+        for tp, error in list(errors.items()):
+            plog = broker.partitions.get_log(*tp) if error == ErrorCode.NONE else None
+            if plog is not None:
+                broker.replicas.on_leader_append(broker.replicas.partition(*tp))
+                errors[tp] = await broker.replicas.wait_for_replication(tp[0], tp[1], plog.log_end_offset,
+                                                                        timeout_s)
         by_topic: dict[str, list] = {}
         for (topic, partition), error in errors.items():
             by_topic.setdefault(topic, []).append(
@@ -379,8 +379,6 @@ _RETRIABLE_VERIFICATION = {ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COORDINA
 
 def coordinated_here(broker, transactional_id: str) -> bool:
     """Whether this broker's transaction coordinator owns `transactional_id` (always on one node)."""
-    if broker.replicas is None:
-        return True
     error, node_id = broker.transaction_coordinator.find_coordinator(transactional_id)
     return error == ErrorCode.NONE and node_id == broker.node_id
 

@@ -177,6 +177,9 @@ class ZkMetadataStore(MetadataStore):
     def is_live(self, node_id: int) -> bool:
         return node_id in self.cache.brokers
 
+    def offline_replicas(self, name: str, partition: int) -> tuple[int, ...]:
+        return self.cache.offline_replicas(name, partition)
+
     # -- topics ---------------------------------------------------------------------------------
     def _registered_brokers(self) -> list[int]:
         return sorted(self.zk.get_all_brokers())
