@@ -324,6 +324,73 @@ class ClusterMember:
         # the controller deletes the replicas (StopReplica delete=true)
         log.info("topic %s marked for deletion", meta.name)
 
+    # -- the controller's decisions: the controller object takes them ---------------------------
+    def is_active_controller(self) -> bool:
+        """Whether this broker's controller object won the election (/controller in ZooKeeper)."""
+        return self.controller.active
+
+    async def elect_leaders(self, wanted, unclean: bool, timeout_ms: int):
+        """(topic, [(partition, error code, message)]) grouped by topic, as ClusterOfOne.elect_leaders.
+
+        The local controller object elects (a non-controller answers NOT_CONTROLLER per partition,
+        as Kafka's ZooKeeper-mode brokers do); the answer waits, up to `timeout_ms`, until this
+        broker's metadata cache shows the new leaders. With `wanted` None (every partition), those
+        that needed no election are left out, and so are topics left with none."""
+        from .handlers.topics import wait_for_cache
+
+        if wanted is None:
+            keys = [(t.name, p) for t in self.metadata.list_topics() for p in range(t.partition_count)]
+        else:
+            keys = [(topic, p) for topic, partitions in wanted for p in partitions]
+        outcomes = await self.controller.elect_leaders(keys, unclean)
+        elected = [key for key, (code, _) in outcomes.items() if code == ErrorCode.NONE]
+        cache = self.metadata.cache
+
+        def visible() -> bool:
+            for topic, partition in elected:
+                part = cache.partition(topic, partition)
+                if part is None or part.leader < 0:
+                    return False
+                if not unclean and part.replicas and part.leader != part.replicas[0]:
+                    return False
+            return True
+
+        if elected:
+            await wait_for_cache(self.broker, visible, timeout_ms)
+        by_topic: dict[str, list] = {}
+        for (topic, partition), (code, message) in outcomes.items():
+            if wanted is None and code == ErrorCode.ELECTION_NOT_NEEDED:
+                continue
+            by_topic.setdefault(topic, []).append((partition, code, message))
+        return list(by_topic.items())
+
+    async def alter_partition_reassignments(self, targets):
+        """(topic, [(partition, error code, message)]) grouped by topic, or None when this broker is
+        not the active controller: only that one reassigns (the request then fails as a whole with
+        NOT_CONTROLLER, as on Kafka's ZooKeeper-mode brokers). The answer does not wait for the
+        data to move."""
+        outcomes = await self.controller.alter_partition_reassignments(
+            {(topic, p): replicas for topic, partitions in targets for p, replicas in partitions})
+        if outcomes is None:
+            return None
+        by_topic: dict[str, list] = {}
+        for (topic, partition), (code, message) in outcomes.items():
+            by_topic.setdefault(topic, []).append((partition, code, message))
+        return list(by_topic.items())
+
+    async def list_partition_reassignments(self, wanted):
+        """(topic, [(partition, replicas, adding, removing)]) sorted by topic and partition, or None
+        when this broker is not the active controller."""
+        keys = None if wanted is None else [(topic, p) for topic, partitions in wanted for p in partitions]
+        ongoing = await self.controller.list_partition_reassignments(keys)
+        if ongoing is None:
+            return None
+        by_topic: dict[str, list] = {}
+        for (topic, partition), assignment in sorted(ongoing.items()):
+            by_topic.setdefault(topic, []).append((partition, list(assignment.replicas), list(assignment.adding),
+                                                   list(assignment.removing)))
+        return list(by_topic.items())
+
 
 def _error_name(code: int) -> str:
     try:

@@ -6,6 +6,8 @@ and its handlers take one path whatever the mode:
   controller: when a topic or partition is created, loaded or deleted here, this broker leads it
   alone at once (`ReplicaManager.lead_alone`: replicas and ISR are this broker, the high
   watermark is the log end), where a cluster waits for the controller's LeaderAndIsr;
+- ElectLeaders and reassignments are decided by the embedded store with the KRaft controller's
+  rules (metadata/partition_changes.py), at once, and this node always answers as the controller;
 - start, controlled shutdown and stop have nothing to do (no session, no registration);
 - producer ids come from a local block file.
 Nothing here imports ZooKeeper or the inter-broker client.
@@ -16,8 +18,11 @@ import logging
 from typing import TYPE_CHECKING
 
 from ..metadata.store import BrokerInfo, ChangeKind, MetadataChange
+from ..protocol.errors import ErrorCode, KafkaError
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from ..metadata.store import TopicMetadata
     from .broker import Broker
     from .partitions import PartitionManager
@@ -106,6 +111,80 @@ class ClusterOfOne:
             plog = partitions.open_log(meta.name, index, config)
             replicas.lead_alone(meta.name, index, plog, meta.topic_id, state.leader_epoch,
                                 state.partition_epoch)
+
+    # -- the controller's decisions: the embedded store takes them (metadata/partition_changes.py) -
+    def is_active_controller(self) -> bool:
+        """Always: the embedded store on this node is the only controller there is."""
+        return True
+
+    async def elect_leaders(self, wanted: Sequence[tuple[str, Sequence[int]]] | None, unclean: bool,
+                            timeout_ms: int) -> list[tuple[str, list[tuple[int, int, str | None]]]]:
+        """(topic, [(partition, error code, message)]) in the order asked, the store's new leaders
+        already in force. `wanted` None is every partition: as KRaft's
+        ReplicationControlManager.electLeaders, each topic is answered, with only its partitions
+        that needed an election."""
+        if wanted is None:
+            return [(meta.name, [(p, code, message) for p in range(meta.partition_count)
+                                 for code, message in [self._elect(meta.name, p, unclean)]
+                                 if code != ErrorCode.ELECTION_NOT_NEEDED])
+                    for meta in self.metadata.list_topics()]
+        return [(topic, [(p, *self._elect(topic, p, unclean)) for p in partitions]) for topic, partitions in wanted]
+
+    def _elect(self, topic: str, partition: int, unclean: bool) -> tuple[int, str | None]:
+        meta = self.metadata.get_topic(topic)
+        if meta is None:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"No such topic as {topic}"
+        if not 0 <= partition < meta.partition_count:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"No such partition as {topic}-{partition}"
+        try:
+            new = self.metadata.elect_leader(topic, partition, unclean)
+        except KafkaError as exc:
+            return exc.code, str(exc)
+        log.info("%s election made broker %d the leader of %s-%d (leader epoch %d)",
+                 "unclean" if unclean else "preferred", new.leader, topic, partition, new.leader_epoch)
+        return ErrorCode.NONE, None
+
+    async def alter_partition_reassignments(
+            self, targets: Sequence[tuple[str, Sequence[tuple[int, list[int] | None]]]]
+    ) -> list[tuple[str, list[tuple[int, int, str | None]]]]:
+        """(topic, [(partition, error code, message)]) in the order asked; a target of None cancels
+        the partition's reassignment. Never None: this node is always the controller."""
+        return [(topic, [(p, *self._reassign(topic, p, replicas)) for p, replicas in partitions])
+                for topic, partitions in targets]
+
+    def _reassign(self, topic: str, partition: int, replicas: list[int] | None) -> tuple[int, str | None]:
+        meta = self.metadata.get_topic(topic)
+        if meta is None:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unable to find a topic named {topic}."
+        if not 0 <= partition < meta.partition_count:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unable to find partition {topic}:{partition}."
+        try:
+            self.metadata.alter_partition_reassignment(topic, partition, replicas)
+        except KafkaError as exc:
+            log.info("Unable to alter partition reassignment for %s:%d because of an %s error: %s", topic,
+                     partition, exc.code.name, exc)
+            return exc.code, str(exc)
+        return ErrorCode.NONE, None
+
+    async def list_partition_reassignments(self, wanted: Sequence[tuple[str, Sequence[int]]] | None
+                                           ) -> list[tuple[str, list[tuple[int, list[int], list[int], list[int]]]]]:
+        """(topic, [(partition, replicas, adding, removing)]) of the ongoing reassignments among
+        `wanted` (None: all), in the order asked; unknown topics and partitions are left out, as in
+        Kafka."""
+        store = self.metadata
+        if wanted is None:
+            asked = [(meta, range(meta.partition_count)) for meta in store.list_topics()]
+        else:
+            asked = [(meta, partitions) for topic, partitions in wanted
+                     if (meta := store.get_topic(topic)) is not None]
+        ongoing = []
+        for meta, indexes in asked:
+            states = [meta.partitions[p] for p in indexes if 0 <= p < meta.partition_count]
+            moving = [(s.partition, list(s.replicas), list(s.adding_replicas), list(s.removing_replicas))
+                      for s in states if s.adding_replicas or s.removing_replicas]
+            if moving:
+                ongoing.append((meta.name, moving))
+        return ongoing
 
     def _on_metadata_change(self, change: MetadataChange) -> None:
         # ElectLeaders and reassignments on one node bump a partition's leader epoch in the store

@@ -85,8 +85,10 @@ class ProducerIdBlocks:
         for _ in range(200):  # about 10 s of retries, then the next allocate() starts again
             controller_id = broker.metadata.controller_id()
             try:
-                if controller_id == broker.node_id and broker.controller is not None:
-                    response = await broker.controller.allocate_producer_ids(broker.node_id, broker.broker_epoch)
+                # blocks serve cluster members only (ClusterMember.producer_ids), each with its controller
+                if controller_id == broker.node_id:
+                    response = await broker.cluster.controller.allocate_producer_ids(broker.node_id,
+                                                                                     broker.broker_epoch)
                 elif controller_id >= 0:
                     response = await self._controller.send_to_controller(AllocateProducerIdsRequest(
                         broker_id=broker.node_id, broker_epoch=broker.broker_epoch), 0)

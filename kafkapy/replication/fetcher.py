@@ -5,7 +5,8 @@ follower does: replica_state = (our node id, our broker epoch), topic ids, and p
 current leader epoch and the epoch of the last batch we hold (`last_fetched_epoch`). Sessions are
 not used: every request is a full fetch (session id 0, final epoch), which any leader serves.
 
-What a response does to a partition (the sheet, section 4):
+What a response does to a partition (as Kafka's AbstractFetcherThread.processFetchRequest, with
+ReplicaFetcherThread's follower append and truncation):
 - records: appended as they are (offsets and epochs kept) with `append_as_follower`; then the high
   watermark becomes min(leader HW, our log end) and the log start follows the leader's.
 - `diverging_epoch`: truncate to where our log agrees with the leader's, then fetch again.

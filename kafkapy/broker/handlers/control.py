@@ -1,4 +1,4 @@
-"""The ZooKeeper-mode inter-broker APIs (cluster mode only).
+"""The ZooKeeper-mode inter-broker APIs, advertised by cluster members only (see _member).
 
 Broker side, from the controller: LeaderAndIsr and StopReplica (applied by the replica manager,
 kafkapy.replication) and UpdateMetadata (the metadata cache). Each is first screened as Kafka
@@ -29,18 +29,17 @@ from ...protocol.messages import (
     UpdateMetadataRequest,
     UpdateMetadataResponse,
 )
-from ..dispatch import ConnectionClosed, RequestContext, handles
+from ..dispatch import RequestContext, handles
 
 log = logging.getLogger(__name__)
 
 
 def _member(ctx: RequestContext):
-    member = ctx.broker.cluster
-    if member.controller is None:
-        # a cluster of one (no controller object) never advertises these APIs; a peer that sends
-        # them anyway is confused
-        raise ConnectionClosed(f"inter-broker api {ctx.header.api_key} sent to a broker that is not in a cluster")
-    return member
+    """The ZooKeeper membership (cluster_member.ClusterMember). Only it advertises these APIs
+    (CLUSTER_VERSIONS, added when the broker joins a ZooKeeper cluster), and dispatch closes the
+    connection of a peer that sends an API the broker does not advertise, so a cluster of one never
+    gets here."""
+    return ctx.broker.cluster
 
 
 def _cluster_action(ctx: RequestContext) -> int:

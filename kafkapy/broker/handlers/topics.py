@@ -39,8 +39,9 @@ def _topic_configs_result(broker, name: str) -> list:
 
 
 def not_controller(broker) -> bool:
-    """Cluster mode, and this broker is not the active controller."""
-    return broker.controller is not None and not broker.controller.active
+    """This broker is not the active controller, so it answers NOT_CONTROLLER (a cluster of one
+    always is the controller; in a ZooKeeper cluster, the broker that won the election is)."""
+    return not broker.cluster.is_active_controller()
 
 
 async def wait_for_cache(broker, done, timeout_ms: int) -> bool:
