@@ -45,7 +45,7 @@ DEFAULT_STOP_TIMEOUT_S = 10.0
 STDERR_TAIL_LINES = 60
 
 # Brokers left running at exit or on SIGTERM are the launcher's to kill (launcher.kill_leftovers).
-_install_sigterm_cleanup = launcher.install_sigterm_cleanup
+_stop_children_on_sigterm = launcher.stop_children_on_sigterm
 
 
 class BrokerStartError(RuntimeError):

@@ -34,7 +34,7 @@ from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 from conformance.broker_process import PYTHON_ENV
 from conformance.kafka_wire import ConnectionClosed, RawConnection
 from kafkapy.devcluster.brokers import LocalClusterStartError, LocalCluster
-from kafkapy.devcluster.launcher import install_sigterm_cleanup
+from kafkapy.devcluster.launcher import stop_children_on_sigterm
 from kafkapy.devcluster.zookeeper import JavaZooKeeper, ZooKeeperStartError
 
 __all__ = [
@@ -85,7 +85,7 @@ def start_cluster(tmp_path: Path, brokers: int = 3, overrides: Mapping[str, obje
         pytest.skip(f"!!! ZooKeeper is not available, cluster tests cannot run: {reason}")
     # The launcher's SIGTERM cleanup (every broker process) installed first: LocalCluster's own
     # (brokers, then its ZooKeeper) runs and then hands the signal on to it.
-    install_sigterm_cleanup()
+    stop_children_on_sigterm()
     cluster = LocalCluster(tmp_path, brokers=brokers, overrides=overrides,
                            python=os.environ.get(PYTHON_ENV) or None, await_registration=await_registration)
     try:

@@ -18,7 +18,7 @@ import uuid
 
 import pytest
 
-from conformance.broker_process import _install_sigterm_cleanup as _install_single_broker_cleanup
+from conformance.broker_process import _stop_children_on_sigterm as _stop_single_broker_children_on_sigterm
 from conformance.cluster_harness import (
     ClusterUnreachable,
     cluster_fixture,
@@ -69,7 +69,7 @@ def test_replication_campaign_each_fault_on_leader_and_controller(tmp_path):
     if not available:
         pytest.skip(f"!!! ZooKeeper is not available, cluster tests cannot run: {reason}")
     # As start_cluster does: single-broker cleanup first, so that a SIGTERM kills both kinds.
-    _install_single_broker_cleanup()
+    _stop_single_broker_children_on_sigterm()
     result = run_campaign(tmp_path / "campaign", rounds=CAMPAIGN_ROUNDS, kinds=FAULT_KINDS, target=TARGETS,
                           time_budget_s=CAMPAIGN_BUDGET_S)
     assert result.ok, result.report()

@@ -16,13 +16,11 @@ import atexit
 import contextlib
 import json
 import logging
-import os
 import signal
 import socket
 import struct
 import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +34,7 @@ from .launcher import (
     HOST,
     BrokerLauncher,
     answers_api_versions,
+    chain_sigterm,
     free_ports,
     port_accepts,
     suspend_sigterm_cleanup,
@@ -206,7 +205,7 @@ class BrokerNode:
         self.check_port_free()
         self._launcher = self._new_launcher()
         self._launcher.launch()
-        _install_sigterm_cleanup()
+        _stop_clusters_on_sigterm()
 
     def check_port_free(self) -> None:
         """Raise LocalClusterStartError if another program listens on this broker's port."""
@@ -555,27 +554,8 @@ def _kill_leftovers() -> None:
     _live_clusters.clear()
 
 
-def _install_sigterm_cleanup() -> None:
-    """Kill the leftovers on SIGTERM too (e.g. a CI timeout), which skips atexit by default.
-
-    Children run in their own sessions, so a signal to our process group misses them. The
-    handler then passes the signal on to whatever handled it before (another harness's cleanup,
-    or the default action), so it composes with other cleanups in either order.
-    """
+def _stop_clusters_on_sigterm() -> None:
+    """Kill the leftover clusters on SIGTERM too (once; launcher.chain_sigterm)."""
     global _sigterm_handled
-    if _sigterm_handled or threading.current_thread() is not threading.main_thread():
-        return
-    previous = signal.getsignal(signal.SIGTERM)
-    if previous is signal.SIG_IGN:
-        return
-
-    def on_sigterm(signum: int, frame: object) -> None:
-        _kill_leftovers()
-        if callable(previous):
-            previous(signum, frame)
-            return
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGTERM)
-
-    signal.signal(signal.SIGTERM, on_sigterm)
-    _sigterm_handled = True
+    if not _sigterm_handled:
+        _sigterm_handled = chain_sigterm(_kill_leftovers)

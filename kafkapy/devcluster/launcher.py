@@ -53,10 +53,11 @@ __all__ = [
     "answers_api_versions",
     "build_broker",
     "free_port",
+    "chain_sigterm",
     "free_ports",
-    "install_sigterm_cleanup",
     "JavaZooKeeper",
     "port_accepts",
+    "stop_children_on_sigterm",
     "suspend_sigterm_cleanup",
 ]
 
@@ -469,7 +470,7 @@ class BrokerLauncher:
             self.proc = subprocess.Popen(argv, cwd=PACKAGE_PARENT, stdin=subprocess.DEVNULL, stdout=output,
                                          stderr=subprocess.STDOUT, env=self.env, start_new_session=True)
         _live.add(self)
-        install_sigterm_cleanup()
+        stop_children_on_sigterm()
 
     def _read_control_url(self) -> None:
         # printed (and flushed) before the broker serves, so it is in the log by now
@@ -626,22 +627,22 @@ def kill_leftovers() -> None:
     _live.clear()
 
 
-def install_sigterm_cleanup() -> None:
-    """Kill the leftovers on SIGTERM too (e.g. a CI timeout), which skips atexit by default.
+def chain_sigterm(cleanup: Callable[[], None]) -> bool:
+    """Run `cleanup` on SIGTERM too (e.g. a CI timeout), which skips atexit by default; False when
+    that cannot be done here (not the main thread, where Python alone sets signal handlers, or
+    SIGTERM ignored).
 
     Children run in their own sessions, so a signal to our process group misses them. The handler
     then passes the signal on to whatever handled it before (another cleanup, or the default
-    action), so it composes with other cleanups in either order. Only from the main thread (Python
-    sets signal handlers there alone), once."""
-    global _sigterm_installed
-    if _sigterm_installed or threading.current_thread() is not threading.main_thread():
-        return
+    action), so it composes with other cleanups in either order."""
+    if threading.current_thread() is not threading.main_thread():
+        return False
     previous = signal.getsignal(signal.SIGTERM)
     if previous is signal.SIG_IGN:
-        return
+        return False
 
     def on_sigterm(signum: int, frame: object) -> None:
-        kill_leftovers()
+        cleanup()
         if callable(previous):
             previous(signum, frame)
             return
@@ -649,11 +650,18 @@ def install_sigterm_cleanup() -> None:
         os.kill(os.getpid(), signal.SIGTERM)
 
     signal.signal(signal.SIGTERM, on_sigterm)
-    _sigterm_installed = True
+    return True
+
+
+def stop_children_on_sigterm() -> None:
+    """Kill the launchers' leftover children on SIGTERM too (once)."""
+    global _sigterm_installed
+    if not _sigterm_installed:
+        _sigterm_installed = chain_sigterm(kill_leftovers)
 
 
 def suspend_sigterm_cleanup() -> Callable[[], None]:
-    """Keep install_sigterm_cleanup from taking SIGTERM over (a program that handles SIGTERM itself
+    """Keep stop_children_on_sigterm from taking SIGTERM over (a program that handles SIGTERM itself
     and stops its brokers in order, as `kafkapy cluster` does); returns the function that undoes it."""
     global _sigterm_installed
     was_installed, _sigterm_installed = _sigterm_installed, True

@@ -27,6 +27,12 @@ UNCLEAN_ELECTION = 1
 _NOT_CONTROLLER = "This is not the correct controller for this cluster."
 
 
+def _target(partition) -> list[int] | None:
+    """A partition's target replicas; None (the field is nullable) cancels its reassignment."""
+    target = partition.replicas
+    return None if target is None else list(target)
+
+
 # -- ElectLeaders -------------------------------------------------------------------------------
 
 @handles(ElectLeadersRequest)
@@ -70,8 +76,7 @@ async def handle_alter_partition_reassignments(
             TopicResponse(name=t.name, partitions=[PartitionResponse(partition_index=p.partition_index, error_code=code,
                                                                      error_message=None) for p in t.partitions])
             for t in request.topics])
-    targets = [(t.name, [(p.partition_index, None if p.replicas is None else list(p.replicas))
-                         for p in t.partitions])
+    targets = [(t.name, [(p.partition_index, _target(p)) for p in t.partitions])
                for t in request.topics]  # a target of None (null) cancels a reassignment in progress
     outcomes = await ctx.broker.cluster.alter_partition_reassignments(targets)
     if outcomes is None:
