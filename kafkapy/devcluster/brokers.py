@@ -37,6 +37,7 @@ from .launcher import (
     chain_sigterm,
     free_ports,
     port_accepts,
+    recv_exactly,
     suspend_sigterm_cleanup,
 )
 from .zookeeper import JavaZooKeeper, ZooKeeperStartError
@@ -89,22 +90,12 @@ def known_controller(port: int, timeout: float = 0.5) -> int:
     try:
         with socket.create_connection((HOST, port), timeout=timeout) as sock:
             sock.sendall(frame)
-            size = struct.unpack(">i", _recv_exactly(sock, 4))[0]
-            body = _recv_exactly(sock, size)
+            size = struct.unpack(">i", recv_exactly(sock, 4))[0]
+            body = recv_exactly(sock, size)
         _, pos = decode_response_header(body, MetadataRequest.API_KEY, version)
         return MetadataResponse.decode(body, version, pos).controller_id
     except (OSError, ValueError, struct.error):
         return -1
-
-
-def _recv_exactly(sock: socket.socket, size: int) -> bytes:
-    data = bytearray()
-    while len(data) < size:
-        chunk = sock.recv(size - len(data))
-        if not chunk:
-            raise OSError("connection closed")
-        data += chunk
-    return bytes(data)
 
 
 def cluster_defaults(brokers: int) -> dict[str, str]:

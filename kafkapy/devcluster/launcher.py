@@ -57,6 +57,7 @@ __all__ = [
     "free_ports",
     "JavaZooKeeper",
     "port_accepts",
+    "recv_exactly",
     "stop_children_on_sigterm",
     "suspend_sigterm_cleanup",
 ]
@@ -133,14 +134,15 @@ def answers_api_versions(port: int, host: str = HOST, timeout: float = 1.0) -> b
     try:
         with socket.create_connection((host, port), timeout=timeout) as sock:
             sock.sendall(struct.pack(">i", len(request)) + request)
-            (size,) = struct.unpack(">i", _recv_exactly(sock, 4))
-            _recv_exactly(sock, size)  # a whole response frame: the broker serves requests
+            (size,) = struct.unpack(">i", recv_exactly(sock, 4))
+            recv_exactly(sock, size)  # a whole response frame: the broker serves requests
             return True
     except (OSError, struct.error):
         return False
 
 
-def _recv_exactly(sock: socket.socket, size: int) -> bytes:
+def recv_exactly(sock: socket.socket, size: int) -> bytes:
+    """Exactly `size` bytes from a blocking socket; OSError if the peer closes first."""
     data = bytearray()
     while len(data) < size:
         chunk = sock.recv(size - len(data))
