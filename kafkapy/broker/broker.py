@@ -6,20 +6,16 @@ import logging
 import time
 from pathlib import Path
 
-from ..groupcoord import OFFSETS_TOPIC, GroupCoordinator, GroupCoordinatorConfig, OffsetsTopicStore
 from ..log.manager import LogManager
 from ..protocol.api_versions import CLUSTER_VERSIONS, SUPPORTED_VERSIONS
 from .connection import KafkaConnection, close_hung_up, peer_log
 from .connection_quotas import ConnectionQuotas
 from .dispatch import HANDLERS
 from .fetch_sessions import FetchSessionCache
-from .group_coordination import GroupCoordination
 from .listener import bind_listener
 from .memory_pool import MemoryPool, pool_capacity
 from .partitions import PartitionManager
 from .purgatory import Purgatory
-from .topic_view import BrokerTopicView
-from .transaction_coordination import TransactionCoordination
 from ..replication.replica_manager import ReplicaManager
 
 log = logging.getLogger(__name__)
@@ -94,10 +90,12 @@ class Broker:
         # appends, reads, leader/follower state and acks=all waits of every partition hosted here
         self.replicas = ReplicaManager(self)
         self.producer_ids = self.cluster.producer_ids()
-        self.group_coordinator = self._create_group_coordinator()
-        self.group_coordination = GroupCoordination(self)  # __consumer_offsets leadership
-        self.transaction_coordination = TransactionCoordination(self)
-        self.transaction_coordinator = self.transaction_coordination.coordinator
+        # The group and transaction coordinators are built on first use (the properties below):
+        # a group or transaction request, or a partition of their topic to load here. A broker
+        # that never sees one never imports them (start-up time, issue 21).
+        self._group_coordination = None
+        self._transaction_coordination = None
+        self._loop: asyncio.AbstractEventLoop | None = None  # set by start(): coordinators start on it
         self._servers: list[asyncio.base_events.Server] = []
         self._tasks: list[asyncio.Task] = []
         self.console = None  # the web console (kafkapy/console), when kafkapy.console.listener is set
@@ -118,17 +116,67 @@ class Broker:
 
         return ClusterOfOne(self)
 
-    def _create_group_coordinator(self) -> GroupCoordinator:
-        config = GroupCoordinatorConfig.from_getter(self.config.get)
-        store = OffsetsTopicStore(
-            log_for=lambda p: self.partitions.get_log(OFFSETS_TOPIC, p),
-            leader_epoch_for=lambda p: self.partitions.leader_epoch(OFFSETS_TOPIC, p),
-            on_append=lambda p: self.purgatory.notify((OFFSETS_TOPIC, p)),
-            load_buffer_size=config.offsets_load_buffer_size)
-        # the topics KIP-848 consumer groups subscribe to, kept current by the metadata store
-        topics = BrokerTopicView(self.partitions, self.metadata)
-        self.metadata.add_listener(topics.on_metadata_change)
-        return GroupCoordinator(config, store, topics=topics)
+    @property
+    def group_coordination(self):
+        """The group coordinator wired to this broker (broker/group_coordination.py), built and
+        started on first use."""
+        if self._group_coordination is None:
+            from .group_coordination import GroupCoordination
+
+            self._group_coordination = GroupCoordination(self)
+            if self._loop is not None:
+                self._group_coordination.start(self._loop)
+        return self._group_coordination
+
+    @property
+    def group_coordinator(self):
+        return self.group_coordination.coordinator
+
+    @property
+    def loaded_group_coordinator(self):
+        """The group coordinator if it was built, else None (no group has been seen): for readers
+        such as metrics and the console, which must not build it."""
+        return None if self._group_coordination is None else self._group_coordination.coordinator
+
+    @property
+    def transaction_coordination(self):
+        """The transaction coordinator wired to this broker (broker/transaction_coordination.py),
+        built and started on first use."""
+        if self._transaction_coordination is None:
+            from .transaction_coordination import TransactionCoordination
+
+            self._transaction_coordination = TransactionCoordination(self)
+            if self._loop is not None:
+                self._transaction_coordination.start(self._loop)
+        return self._transaction_coordination
+
+    @property
+    def transaction_coordinator(self):
+        return self.transaction_coordination.coordinator
+
+    def _start_coordinators(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Build the coordinators now if their topic exists (they have partitions to load), else
+        when it appears: the metadata store's listener builds a coordinator as soon as its topic
+        is created, here or (in a cluster) by another broker, before any of its partitions can be
+        led here."""
+        self._loop = loop
+        from ..metadata.topic_rules import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
+
+        if self.partitions.topic(OFFSETS_TOPIC) is not None:
+            self.group_coordination  # noqa: B018  loads __consumer_offsets partitions led here
+        # after the groups: finishing prepared transactions may complete transactional offsets
+        if self.partitions.topic(TRANSACTION_STATE_TOPIC) is not None:
+            self.transaction_coordination  # noqa: B018
+
+        def on_change(change) -> None:
+            topic = getattr(change, "topic", None)
+            name = getattr(topic, "name", None)
+            if name == OFFSETS_TOPIC and self._group_coordination is None:
+                loop.call_soon_threadsafe(lambda: self.group_coordination)
+            elif name == TRANSACTION_STATE_TOPIC and self._transaction_coordination is None:
+                loop.call_soon_threadsafe(lambda: self.transaction_coordination)
+
+        self.metadata.add_listener(on_change)
 
     def enable_faults(self, control: str | None = None):
         """Turn fault injection on (call on the broker's loop): requests are recorded and rules may
@@ -180,9 +228,7 @@ class Broker:
         topics = await self.cluster.topic_names()
         self.logs.load({name: self.partitions.log_config(name) for name in topics})
         self.partitions.sync_with_metadata()
-        self.group_coordination.start(loop)  # loads __consumer_offsets partitions led here
-        # after the groups: finishing prepared transactions may complete transactional offsets
-        self.transaction_coordination.start(loop)
+        self._start_coordinators(loop)
         for listener in self.config.listeners:
             context = self._ssl_contexts.get(listener.name)
             for sock in bound[listener.name]:
@@ -247,14 +293,17 @@ class Broker:
         self.metrics.stop_probe()
         self.purgatory.wake_all()
         # answers parked JoinGroup/SyncGroup requests so that their connections can finish
-        self.group_coordinator.close()
-        self.transaction_coordinator.close()
+        if self._group_coordination is not None:
+            self._group_coordination.coordinator.close()
+        if self._transaction_coordination is not None:
+            self._transaction_coordination.coordinator.close()
         deadline = time.monotonic() + 5
         while any(c._worker is not None for c in self.connections) and time.monotonic() < deadline:
             await asyncio.sleep(0.01)
         for conn in list(self.connections):
             conn.close()
-        self.transaction_coordination.close()  # its connections to other brokers
+        if self._transaction_coordination is not None:
+            self._transaction_coordination.close()  # its connections to other brokers
         await self.replicas.shutdown()
         await self.cluster.stop()
         self.logs.close()

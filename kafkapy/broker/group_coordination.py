@@ -1,8 +1,9 @@
 """The group coordinator wired to this broker: __consumer_offsets created on first use, and the
 coordinator loading and unloading its partitions as their leadership moves here or away.
 
-The broker builds one GroupCoordination next to its GroupCoordinator (broker/broker.py) and starts
-it with the broker; the FindCoordinator handler asks it for the topic. The leadership helpers below
+The broker builds its GroupCoordination, and with it the GroupCoordinator, on first use
+(broker/broker.py: a group request, or a __consumer_offsets partition to load), so a broker without
+groups never imports the coordinator; the FindCoordinator handler asks it for the topic. The leadership helpers below
 serve the transaction coordinator's __transaction_state the same way (transaction_coordination.py).
 """
 from __future__ import annotations
@@ -11,9 +12,10 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from ..groupcoord import OFFSETS_TOPIC
+from ..groupcoord import OFFSETS_TOPIC, GroupCoordinator, GroupCoordinatorConfig, OffsetsTopicStore
 from ..groupcoord.offsets_topic import offsets_topic_configs
 from ..protocol.errors import ErrorCode, KafkaError
+from .topic_view import BrokerTopicView
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +27,21 @@ class GroupCoordination:
         self._broker = broker
         # clients retry FindCoordinator every few hundred ms: a failed creation warns once, then quietly
         self._offsets_topic_warned = False
+        self.coordinator = self._create_coordinator()
+
+    def _create_coordinator(self) -> GroupCoordinator:
+        """The broker's group coordinator (not started: see start)."""
+        broker = self._broker
+        config = GroupCoordinatorConfig.from_getter(broker.config.get)
+        store = OffsetsTopicStore(
+            log_for=lambda p: broker.partitions.get_log(OFFSETS_TOPIC, p),
+            leader_epoch_for=lambda p: broker.partitions.leader_epoch(OFFSETS_TOPIC, p),
+            on_append=lambda p: broker.purgatory.notify((OFFSETS_TOPIC, p)),
+            load_buffer_size=config.offsets_load_buffer_size)
+        # the topics KIP-848 consumer groups subscribe to, kept current by the metadata store
+        topics = BrokerTopicView(broker.partitions, broker.metadata)
+        broker.metadata.add_listener(topics.on_metadata_change)
+        return GroupCoordinator(config, store, topics=topics)
 
     def offsets_topic(self):
         """__consumer_offsets metadata, creating the topic on first use as Kafka does; None if it can't."""
@@ -32,7 +49,7 @@ class GroupCoordination:
         meta = broker.partitions.topic(OFFSETS_TOPIC)
         if meta is not None:
             return meta
-        config = broker.group_coordinator.config
+        config = self.coordinator.config
         try:
             meta = broker.partitions.create_topic(
                 OFFSETS_TOPIC, config.offsets_topic_num_partitions, config.offsets_topic_replication_factor,
@@ -53,13 +70,13 @@ class GroupCoordination:
         """Tell the coordinator which __consumer_offsets partitions this broker leads now."""
         broker = self._broker
         meta = broker.partitions.topic(OFFSETS_TOPIC)
-        broker.group_coordinator.sync_leadership(partition_leaders(broker, meta), broker.node_id)
+        self.coordinator.sync_leadership(partition_leaders(broker, meta), broker.node_id)
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         """Start the broker's group coordinator: timers on `loop`, partitions led here loaded,
         and reloading/unloading as __consumer_offsets leadership changes."""
         broker = self._broker
-        broker.group_coordinator.start(loop)
+        self.coordinator.start(loop)
         self.sync_leadership()
 
         def on_change(change) -> None:
@@ -72,7 +89,7 @@ class GroupCoordination:
         on_leadership_change(broker, loop, OFFSETS_TOPIC, self._resync)
 
     def _resync(self) -> None:
-        if self._broker.group_coordinator.active:
+        if self.coordinator.active:
             try:
                 self.sync_leadership()
             except Exception:

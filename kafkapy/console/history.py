@@ -13,7 +13,7 @@ import os
 import time
 from collections import deque
 
-from .state import group_lag_sum
+from .state import group_lag_sum, known_groups
 
 __all__ = ["History", "SAMPLE_INTERVAL_S", "HISTORY_POINTS"]
 
@@ -56,7 +56,7 @@ class History:
         if totals is not None:
             self._sample_totals(now, totals)
             self._sample_topics(now)
-        groups = self.broker.group_coordinator.manager.groups
+        groups = known_groups(self.broker)
         for group_id, group in groups.items():
             series = self.group_lag.get(group_id)
             if series is None:

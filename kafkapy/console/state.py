@@ -82,8 +82,15 @@ def cluster_overview(broker) -> dict:
         "partitions": partitions,
         "under_replicated": under_replicated,
         "offline": offline,
-        "groups": sum(not g.is_in(GroupState.DEAD) for g in broker.group_coordinator.manager.groups.values()),
+        "groups": sum(not g.is_in(GroupState.DEAD) for g in known_groups(broker).values()),
     }
+
+
+def known_groups(broker) -> dict:
+    """The groups by id; none before the broker's group coordinator is built (no group seen yet):
+    the console does not build it by looking."""
+    coordinator = broker.loaded_group_coordinator
+    return {} if coordinator is None else coordinator.manager.groups
 
 
 def topic_summaries(broker, query: str = "", include_internal: bool = True) -> list[dict]:
@@ -162,7 +169,7 @@ def fetch_positions(broker, meta) -> list[dict] | None:
 
 def consuming_groups(broker, topic: str) -> list[dict]:
     rows = []
-    for group in broker.group_coordinator.manager.groups.values():
+    for group in known_groups(broker).values():
         committed = [tp for tp in group.offsets if tp[0] == topic]
         if isinstance(group, ConsumerGroup):
             subscribed = group.is_subscribed_to(topic)
@@ -192,7 +199,7 @@ def group_lag_sum(broker, group) -> int:
 def group_summaries(broker, query: str = "") -> list[dict]:
     query = query.strip().lower()
     rows = []
-    for group in broker.group_coordinator.manager.groups.values():
+    for group in known_groups(broker).values():
         if group.is_in(GroupState.DEAD) or (query and query not in group.group_id.lower()):
             continue
         if isinstance(group, ConsumerGroup):
@@ -211,7 +218,7 @@ def group_summaries(broker, query: str = "") -> list[dict]:
 
 
 def get_group(broker, group_id: str):
-    group = broker.group_coordinator.manager.get_group(group_id)
+    group = known_groups(broker).get(group_id)
     if group is None or group.is_in(GroupState.DEAD):
         raise ConsoleError(404, f"unknown group {group_id!r} (GROUP_ID_NOT_FOUND; groups coordinated "
                                 f"by broker {broker.node_id} are listed on /groups)")

@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
+from ..metadata.topic_rules import OFFSETS_TOPIC
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.records import BatchHeader, Record, build_batch, iter_batch_headers, iter_records
 
@@ -18,8 +19,6 @@ if TYPE_CHECKING:
     from ..log.partition_log import AppendResult, PartitionLog
 
 log = logging.getLogger(__name__)
-
-OFFSETS_TOPIC = "__consumer_offsets"
 
 
 def java_string_hash(text: str) -> int:

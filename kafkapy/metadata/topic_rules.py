@@ -17,11 +17,14 @@ from .errors import (
     TopicAlreadyExistsError,
 )
 
-__all__ = ["INTERNAL_TOPICS", "MAX_TOPIC_NAME_LENGTH", "check_new_topic_name", "is_internal_topic",
+__all__ = ["INTERNAL_TOPICS", "OFFSETS_TOPIC", "SHARE_GROUP_STATE_TOPIC", "TRANSACTION_STATE_TOPIC", "MAX_TOPIC_NAME_LENGTH", "check_new_topic_name", "is_internal_topic",
            "place_replicas", "plan_assignments", "validate_manual_assignment", "validate_topic_name"]
 
 MAX_TOPIC_NAME_LENGTH = 249
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
+OFFSETS_TOPIC = "__consumer_offsets"  # the group coordinator's (groupcoord/offsets_topic.py)
+TRANSACTION_STATE_TOPIC = "__transaction_state"  # the transaction coordinator's (txncoord/)
+SHARE_GROUP_STATE_TOPIC = "__share_group_state"  # Kafka 4's share coordinator's
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, SHARE_GROUP_STATE_TOPIC})
 _LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
 
 

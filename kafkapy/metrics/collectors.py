@@ -250,7 +250,7 @@ class BrokerCollector:
             brokers=_safe(lambda: [(f"{b.host}:{b.port}", b.node_id) for b in broker.metadata.list_brokers()]),
             groups=_safe(lambda: [(g.group_id, g.state.value, len(g.members),
                                    [(topic, index, o.offset) for (topic, index), o in g.offsets.items()])
-                                  for g in list(broker.group_coordinator.manager.groups.values())]))
+                                  for g in _groups(broker)]))
         hws = {(p.topic, p.partition): p.high_watermark for p in partitions if p.high_watermark is not None}
         state.fetches = _safe(lambda: self._read_fetches(hws))
         return state
@@ -523,3 +523,9 @@ def _offline(plog) -> bool:
 def _segment_count(plog) -> int:
     segments = getattr(plog, "_segments", None)
     return len(segments) if segments is not None else 1
+
+
+def _groups(broker) -> list:
+    """The groups of the broker's group coordinator; none before it is built (no group seen yet)."""
+    coordinator = broker.loaded_group_coordinator
+    return [] if coordinator is None else list(coordinator.manager.groups.values())

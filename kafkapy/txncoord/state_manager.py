@@ -16,13 +16,13 @@ from typing import Any
 
 from ..groupcoord.metadata_manager import LOAD_SLICE_S, CollectorPause
 from ..groupcoord.offsets_topic import OffsetsTopicStore, partition_for
+from ..metadata.topic_rules import TRANSACTION_STATE_TOPIC
 from ..protocol.errors import ErrorCode, KafkaError
 from .metadata import TransactionMetadata, TransactionState, TxnTransitMetadata
 from .records import TransactionLogValue, decode_key, decode_value, encode_key, encode_value
 
 log = logging.getLogger(__name__)
 
-TRANSACTION_STATE_TOPIC = "__transaction_state"
 
 __all__ = ["TRANSACTION_STATE_TOPIC", "TransactionStateManager", "transaction_state_topic_configs"]
 

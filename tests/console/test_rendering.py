@@ -38,7 +38,7 @@ def test_ranges():
 def test_history_topic_rates():
     stats = SimpleNamespace(messages_in=0)
     metrics = SimpleNamespace(totals=lambda: {"requests": {}}, topics={"t": stats})
-    broker = SimpleNamespace(metrics=metrics, group_coordinator=SimpleNamespace(manager=SimpleNamespace(groups={})))
+    broker = SimpleNamespace(metrics=metrics, loaded_group_coordinator=SimpleNamespace(manager=SimpleNamespace(groups={})))
     history = History(broker)
     history.sample(now=0.0)
     assert history.topic_rates == {}
@@ -52,7 +52,7 @@ def test_history_rates_and_missing_metrics():
               "requests": {"Produce": {"count": 0, "errors": 0, "p99_ms": float("nan")}}}
     metrics = SimpleNamespace(totals=lambda: totals)
     group = SimpleNamespace(offsets={})
-    broker = SimpleNamespace(metrics=metrics, group_coordinator=SimpleNamespace(
+    broker = SimpleNamespace(metrics=metrics, loaded_group_coordinator=SimpleNamespace(
         manager=SimpleNamespace(groups={"g": group})), partitions=None)
     history = History(broker, points=3)
     history.sample(now=100.0)

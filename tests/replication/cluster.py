@@ -121,7 +121,8 @@ class Node:
             conn.close()
         self.broker.purgatory.wake_all()
         await asyncio.sleep(0)
-        self.broker.group_coordinator.close()
+        if self.broker.loaded_group_coordinator is not None:
+            self.broker.loaded_group_coordinator.close()
         self.broker.logs.close()
         self._embedded.close()
 
