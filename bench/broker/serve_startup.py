@@ -17,6 +17,15 @@ nothing from kafkapy itself (the request is encoded here), so it measures older 
     PYTHONPATH=/path/to/tree python bench/broker/serve_startup.py --runs 15 --json build/bench/startup.json
 
 Prints one line per start, then median/min/max, then one JSON line (also written to --json).
+
+`--site clean` runs the brokers with an interpreter whose `site` executes no `.pth` hooks: a
+throw-away venv whose only `.pth` names this interpreter's site-packages as a plain path, as a
+`pip install kafkapy` into a fresh venv would have it. `--site machine` (the default) runs this
+interpreter as it is, with whatever hooks its site-packages carries (here: the editable install's
+path finder, and a certifi hook of the sandbox), which all run before kafkapy's first line.
+Either way the floor is measured too: the same interpreter spawned to exit with `-c pass`, and
+with `-c "import asyncio, uvloop"` (what any asyncio broker imports), so the report can tell the
+interpreter's share from kafkapy's.
 """
 
 from __future__ import annotations
@@ -124,12 +133,38 @@ def stop(proc: subprocess.Popen) -> None:
         print(f"  warning: broker pid {proc.pid} did not go away after SIGKILL", file=sys.stderr)
 
 
-def one_start(tree: Path, env: dict[str, str], index: int) -> tuple[float, float]:
+def clean_site_python(work_dir: Path) -> str:
+    """An interpreter like this one whose `site` runs no `.pth` hooks (see --site clean): a venv
+    without pip whose one `.pth` line is this interpreter's site-packages as a plain path."""
+    import site
+    import sysconfig
+
+    venv = work_dir / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             check=True, capture_output=True, text=True).stdout.strip()
+    paths = dict.fromkeys([*site.getsitepackages(), sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])
+    Path(purelib, "_serve_startup_deps.pth").write_text("".join(f"{p}\n" for p in paths))
+    return str(python)
+
+
+def spawn_to_exit(python: str, code: str, env: dict[str, str], runs: int) -> float:
+    """Median seconds from spawn to exit of `python -c code` (the interpreter's own floor)."""
+    times = []
+    for _ in range(runs + 1):
+        started = time.perf_counter()
+        subprocess.run([python, "-c", code], env=env, check=True, stdin=subprocess.DEVNULL)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times[1:])
+
+
+def one_start(tree: Path, env: dict[str, str], index: int, python: str = sys.executable) -> tuple[float, float]:
     """Spawn one broker; return (seconds to a TCP accept, seconds to the ApiVersions answer)."""
     work_dir = Path(tempfile.mkdtemp(prefix="kafkapy-serve-startup-"))
     port = free_port()
     listener = f"PLAINTEXT://127.0.0.1:{port}"
-    argv = [sys.executable, "-m", "kafkapy", "serve",
+    argv = [python, "-m", "kafkapy", "serve",
             "--override", f"listeners={listener}", "--override", f"advertised.listeners={listener}",
             "--override", f"log.dirs={work_dir / 'data'}"]
     log_path = work_dir / "broker.log"
@@ -182,6 +217,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=1,
                         help="starts before the measured ones, not counted (default 1: file cache, bytecode)")
     parser.add_argument("--json", type=Path, help="also write the JSON result to this file")
+    parser.add_argument("--site", choices=("machine", "clean"), default="machine",
+                        help="machine: this interpreter with its site-packages' .pth hooks (default); clean: "
+                             "a venv whose site runs no .pth hooks, as a regular install (see above)")
     args = parser.parse_args(argv)
     if args.runs < 1:
         parser.error("--runs must be at least 1")
@@ -190,15 +228,17 @@ def main(argv: list[str] | None = None) -> int:
     if not compileall.compile_dir(str(tree / "kafkapy"), quiet=1):
         print("warning: some kafkapy modules did not compile", file=sys.stderr)
     env = child_env(tree)
-    print(f"kafkapy tree: {tree} (python {platform.python_version()}, load {os.getloadavg()[0]:.1f})",
-          file=sys.stderr)
+    venv_dir = Path(tempfile.mkdtemp(prefix="kafkapy-serve-startup-venv-"))
+    python = clean_site_python(venv_dir) if args.site == "clean" else sys.executable
+    print(f"kafkapy tree: {tree} (python {platform.python_version()}, site {args.site}, "
+          f"load {os.getloadavg()[0]:.1f})", file=sys.stderr)
 
     accepts: list[float] = []
     answers: list[float] = []
     error = None
     try:
         for index in range(args.warmup + args.runs):
-            accept_s, answer_s = one_start(tree, env, index)
+            accept_s, answer_s = one_start(tree, env, index, python)
             counted = index >= args.warmup
             if counted:
                 accepts.append(accept_s)
@@ -208,6 +248,10 @@ def main(argv: list[str] | None = None) -> int:
     except StartFailed as failure:
         error = str(failure)
         print(f"start failed: {error}", file=sys.stderr)
+    floor_env = {k: v for k, v in env.items() if k != "PYTHONPATH"}
+    floor_pass = spawn_to_exit(python, "pass", floor_env, args.runs)
+    floor_asyncio = spawn_to_exit(python, "import asyncio, uvloop", floor_env, args.runs)
+    shutil.rmtree(venv_dir, ignore_errors=True)
 
     result = {
         "metric": "serve_startup",
@@ -221,13 +265,17 @@ def main(argv: list[str] | None = None) -> int:
         "max_s": max(answers) if answers else None,
         "accept_median_s": statistics.median(accepts) if accepts else None,
         "goal_s": GOAL_S,
+        "site": args.site,
+        "interpreter_s": floor_pass,
+        "interpreter_asyncio_uvloop_s": floor_asyncio,
         "load_avg_1m": os.getloadavg()[0],
         "error": error,
     }
     if answers:
         print(f"spawn -> first ApiVersions answer over {len(answers)} starts: median {result['median_s'] * 1000:.0f} ms, "
               f"min {result['min_s'] * 1000:.0f} ms, max {result['max_s'] * 1000:.0f} ms "
-              f"(goal <= {GOAL_S * 1000:.0f} ms: {'met' if result['median_s'] <= GOAL_S else 'NOT met'})")
+              f"(goal <= {GOAL_S * 1000:.0f} ms: {'met' if result['median_s'] <= GOAL_S else 'NOT met'}); "
+              f"floor: interpreter {floor_pass * 1000:.0f} ms, with asyncio+uvloop {floor_asyncio * 1000:.0f} ms")
     print(json.dumps(result))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
