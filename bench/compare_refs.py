@@ -46,6 +46,7 @@ import json
 import os
 import platform
 import shutil
+import shlex
 import signal
 import statistics
 import subprocess
@@ -313,8 +314,12 @@ def run_child(run: Run, side: Side, timeout_s: float, log_path: Path) -> None:
 # -- the benchmarks ------------------------------------------------------------------------------------------
 
 
+EXTRA_ARGS: dict[str, list[str]] = {}  # --extra BENCH="ARGS": appended, so they win over SETTINGS
+
+
 def command_for(bench: str, side: Side, quick: bool, json_path: Path) -> list[str]:
     args, _ = SETTINGS[quick][bench]
+    args = [*args, *EXTRA_ARGS.get(bench, [])]
     script = {
         "startup": SERVE_STARTUP,  # self-contained; measures the tree PYTHONPATH names
         "broker": side.tree / "bench" / "broker" / "bench_broker.py",
@@ -472,8 +477,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bench-scripts", default="own", metavar="own|current|REF",
                         help="which bench/ each side runs: its own (default), this checkout's, or a ref's")
     parser.add_argument("--out", type=Path, help="output stem (default build/bench/compare-<before>-<after>)")
+    parser.add_argument("--extra", action="append", default=[], metavar="BENCH=ARGS",
+                        help="more arguments for one benchmark's script, after the defaults (so they win), "
+                             "e.g. --extra broker='--records 1000000 --repeat 1' --extra startup='--site clean'")
     args = parser.parse_args(argv)
     benches = [b.strip() for b in args.only.split(",") if b.strip()]
+    for extra in args.extra:
+        bench, sep, rest = extra.partition("=")
+        if not sep or bench not in BENCHES:
+            parser.error(f"--extra takes BENCH=ARGS with BENCH one of {', '.join(BENCHES)}: {extra!r}")
+        EXTRA_ARGS.setdefault(bench, []).extend(shlex.split(rest))
     unknown = [b for b in benches if b not in BENCHES]
     if unknown:
         parser.error(f"unknown benchmark(s) {unknown}; known: {', '.join(BENCHES)}")
@@ -542,12 +555,13 @@ def main(argv: list[str] | None = None) -> int:
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "machine": f"{os.cpu_count()} cores, 1-min load average {load_before:.1f} before and "
                    f"{os.getloadavg()[0]:.1f} after, Python {platform.python_version()}",
-        "mode": "--quick" if args.quick else "full",
+        "mode": ("--quick" if args.quick else "full") + "".join(
+            f", {b} +`{shlex.join(a)}`" for b, a in EXTRA_ARGS.items() if b in benches),
         "rounds": rounds,
         "bench_scripts": {"own": "each side its own bench/", "current": "this checkout's bench/ on both sides"}
                          .get(args.bench_scripts, f"bench/ of {args.bench_scripts} on both sides"),
         "bench_diff": git("diff", "--name-only", commits["before"], commits["after"], "--", "bench").split(),
-        "bench_args": {b: SETTINGS[args.quick][b][0] for b in benches},
+        "bench_args": {b: [*SETTINGS[args.quick][b][0], *EXTRA_ARGS.get(b, [])] for b in benches},
         "duration_s": round(time.monotonic() - started, 1),
         "command": "python bench/compare_refs.py " + " ".join(argv if argv is not None else sys.argv[1:]),
     }
