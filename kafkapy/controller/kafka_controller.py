@@ -116,26 +116,40 @@ class KafkaController(BrokerRequests, Reassignments):
             pass
 
     async def call(self, name: str, payload: Any = None) -> Any:
-        """Queue an event from the loop and wait for its result (requests from brokers)."""
+        """Queue an event from the loop and wait for its result (requests from brokers).
+
+        Raises NotController while the event task is not running (before `start`, after `stop`):
+        a request can arrive in that window (another broker elected us from ZooKeeper's view
+        before our own start finished), and Kafka answers NOT_CONTROLLER until it is ready."""
+        events, task = self._events, self._task
+        if events is None or task is None or task.done():
+            raise NotController()
         future = asyncio.get_running_loop().create_future()
-        self._events.put_nowait(_Event(name, payload, future))
+        events.put_nowait(_Event(name, payload, future))
         return await future
 
     async def stop(self) -> None:
+        events, self._events = self._events, None
         if self._task is not None:
             self._task.cancel()
         if self._rebalance_task is not None:
             self._rebalance_task.cancel()
         self.channel.close()
         self.active = False
+        # requests still queued would wait forever for the cancelled task: answer them now
+        while events is not None and not events.empty():
+            event = events.get_nowait()
+            if event.future is not None and not event.future.done():
+                event.future.set_exception(NotController())
 
     def session_expired(self) -> None:
         """Our ZooKeeper session ended: resign now (the events reach the loop later)."""
         self.post("resign_and_elect")
 
     async def _run(self) -> None:
+        events = self._events
         while True:
-            event = await self._events.get()
+            event = await events.get()
             try:
                 result = await self._process(event)
             except ControllerMovedError:
@@ -146,6 +160,9 @@ class KafkaController(BrokerRequests, Reassignments):
                     event.future.set_exception(NotController())
                 self.post("elect")
             except asyncio.CancelledError:
+                # stopping: the request in hand gets NOT_CONTROLLER rather than no answer
+                if event.future is not None and not event.future.done():
+                    event.future.set_exception(NotController())
                 raise
             except Exception as exc:
                 log.exception("controller %d failed handling %s", self.node_id, event.name)
