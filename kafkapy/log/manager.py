@@ -379,12 +379,11 @@ class LogManager:
             with self._dir_lock:
                 if state.status != FULL:
                     continue
-                was = state.reason
+                was, full_for = state.reason, time.time() - state.since
                 state.status, state.reason, state.since = ONLINE, None, time.time()
                 state.recoveries += 1
-            log.warning("log dir %s is back online: space is free again (%d bytes); it was full since "
-                        "%s: %s", log_dir, shutil.disk_usage(log_dir).free,
-                        time.strftime("%H:%M:%S", time.localtime(state.since)), was)
+            log.warning("log dir %s is back online: space is free again (%d bytes free); it was full for "
+                        "%.1f s: %s", log_dir, shutil.disk_usage(log_dir).free, full_for, was)
             self._tell_listeners(state)
             back.append(log_dir)
         return back
