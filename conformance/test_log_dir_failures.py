@@ -217,3 +217,23 @@ def test_an_io_error_in_the_only_log_dir_stops_the_broker(tmp_path):
         assert produce(broker, topic, 0, b"lost") == STORAGE_ERROR
         proc = broker._proc
         assert proc.wait(timeout=30) == 1   # Kafka halts once every log dir has failed
+
+
+def test_an_fsync_that_fails_for_space_with_fsync_on_ack(tmp_path):
+    """kafkapy.log.fsync.on.ack: the produce waits for the fsync; a failing one answers
+    KAFKA_STORAGE_ERROR (the record may be in the log but is not acknowledged), the dir is full
+    until the fault clears, and the flush then makes everything durable."""
+    topic = f"fsync-{uuid.uuid4().hex[:8]}"
+    with KafkaBroker(isolation="process", data_dir=tmp_path / "data",
+                     **{"kafkapy.log.fsync.on.ack": "true", **FAST_RECHECK}) as broker:
+        create_topic(broker, topic, 1)
+        assert produce(broker, topic, 0, b"one") == ErrorCode.NONE
+        broker.inject_storage_fault(topic=topic, partition=0, error="ENOSPC", operation="fsync")
+        assert produce(broker, topic, 0, b"unsynced") == STORAGE_ERROR
+        wait_for(lambda: dir_status(broker, tmp_path / "data") == "full", what="the dir to be full")
+        assert produce(broker, topic, 0, b"refused") == STORAGE_ERROR
+        assert broker.storage_faults()[0]["hits"] >= 1
+        broker.clear_storage_faults()
+        wait_for(lambda: dir_status(broker, tmp_path / "data") == "online", what="the dir to come back")
+        assert produce(broker, topic, 0, b"two") == ErrorCode.NONE
+        assert fetch(broker, topic, 0) == (ErrorCode.NONE, 3)
