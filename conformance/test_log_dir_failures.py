@@ -237,3 +237,82 @@ def test_an_fsync_that_fails_for_space_with_fsync_on_ack(tmp_path):
         wait_for(lambda: dir_status(broker, tmp_path / "data") == "online", what="the dir to come back")
         assert produce(broker, topic, 0, b"two") == ErrorCode.NONE
         assert fetch(broker, topic, 0) == (ErrorCode.NONE, 3)
+
+
+def test_a_real_full_file_system_comes_back(tmp_path):
+    """A broker whose only log dir is an 8 MiB tmpfs (mounted in a private mount namespace with
+    `unshare -m`, so nothing outside sees it) is filled until writes fail for real with ENOSPC; then
+    the test deletes a filler file (through /proc/<pid>/root) and writes resume, every acknowledged
+    record readable."""
+    import os
+    import shutil
+    import signal
+    import subprocess
+    import sys
+
+    from kafkapy.devcluster.launcher import free_ports
+
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("!!! a real full file system needs root and unshare (util-linux): not tested here")
+    mount = tmp_path / "mnt"
+    mount.mkdir()
+    port = free_ports(1)[0]
+    settings = {"log.dirs": f"{mount}/data", "listeners": f"PLAINTEXT://127.0.0.1:{port}",
+                "kafkapy.log.dir.space.check.interval.ms": "200", "offsets.topic.num.partitions": "1",
+                "log.segment.bytes": str(1 << 20)}
+    serve = " ".join([sys.executable, "-m", "kafkapy", "serve"] +
+                     [f"--override {key}={value}" for key, value in settings.items()])
+    script = f"mount -t tmpfs -o size=8m tmpfs {mount} && head -c 3M /dev/zero > {mount}/filler && exec {serve}"
+    log_path = tmp_path / "broker.log"
+    with open(log_path, "wb") as out:
+        proc = subprocess.Popen(["unshare", "-m", "sh", "-c", script], stdout=out, stderr=subprocess.STDOUT,
+                                env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    try:
+        class Broker:
+            bootstrap_servers = f"127.0.0.1:{port}"
+
+        broker = Broker()
+        broker.port = port
+        wait_for(lambda: b"listening on" in log_path.read_bytes() or proc.poll() is not None, 30,
+                 what="the broker to start")
+        if proc.poll() is not None:
+            pytest.skip(f"!!! could not mount a tmpfs in a private namespace: {log_path.read_text()[-500:]}")
+        create_topic(broker, "fill", 1)
+        value = b"x" * 50000
+        acked = 0
+        for _ in range(400):
+            code = produce(broker, "fill", 0, value)
+            if code != ErrorCode.NONE:
+                break
+            acked += 1
+        assert code == STORAGE_ERROR and acked > 10, (code, acked)
+        assert b"No space left on device" in log_path.read_bytes()
+        assert fetch(broker, "fill", 0) == (ErrorCode.NONE, acked)          # reads go on
+        assert log_dir_errors(broker) == {f"{mount}/data": STORAGE_ERROR}
+        os.unlink(f"/proc/{proc.pid}/root{mount}/filler")                 # space comes back
+        wait_for(lambda: produce(broker, "fill", 0, value) == ErrorCode.NONE, 20, what="writes to resume")
+        assert fetch(broker, "fill", 0) == (ErrorCode.NONE, acked + 1)
+        consumer = confluent_kafka.Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "fs",
+                                             "enable.partition.eof": True})
+        try:
+            consumer.assign([confluent_kafka.TopicPartition("fill", 0, 0)])
+            seen, deadline = 0, time.monotonic() + 30
+            while time.monotonic() < deadline:
+                msg = consumer.poll(0.5)
+                if msg is None:
+                    continue
+                if msg.error():
+                    break  # end of the partition
+                assert msg.value() == value
+                seen += 1
+        finally:
+            consumer.close()
+        assert seen == acked + 1
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(5)
