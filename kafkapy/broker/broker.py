@@ -98,6 +98,8 @@ class Broker:
         self._loop: asyncio.AbstractEventLoop | None = None  # set by start(): coordinators start on it
         self._servers: list[asyncio.base_events.Server] = []
         self._tasks: list[asyncio.Task] = []
+        # set when every log dir is offline after I/O errors: serve() stops the broker (Kafka halts)
+        self.fatal_error = asyncio.Event()
         self.console = None  # the web console (kafkapy/console), when kafkapy.console.listener is set
         self.faults = None  # fault injection (broker/faults.py), when a launcher turns it on: enable_faults
         self.started_at = time.monotonic()
@@ -240,6 +242,12 @@ class Broker:
         self._tasks.append(loop.create_task(self._periodic(
             self.logs.run_retention, self.config.get("log.retention.check.interval.ms") / 1000)))
         self._tasks.append(loop.create_task(self._periodic(self.logs.flush_dirty, 1.0)))
+        # log dir failures (log/dir_health.py): heard from any thread, handled on the loop; a
+        # full dir is probed off the loop until it takes writes again
+        self.logs.dir_listeners.append(
+            lambda state: loop.call_soon_threadsafe(self._log_dir_changed, state.path, state.status))
+        self._tasks.append(loop.create_task(self._recheck_full_log_dirs(
+            self.config.get("kafkapy.log.dir.space.check.interval.ms") / 1000)))
         idle_ms = self.config.get("connections.max.idle.ms")
         if idle_ms >= 0:
             self._tasks.append(loop.create_task(self._periodic(
@@ -266,6 +274,30 @@ class Broker:
         DescribeCluster, FindCoordinator): each one's endpoint on that listener; brokers without it
         are left out, as Kafka does."""
         return self.cluster.brokers_for(listener_name)
+
+    async def _recheck_full_log_dirs(self, interval_s: float) -> None:
+        while True:
+            await asyncio.sleep(interval_s)
+            if any(state.status == "full" for state in self.logs.dir_states.values()):
+                try:
+                    await asyncio.to_thread(self.logs.recheck_full_dirs)
+                except Exception:
+                    log.exception("probing the full log dirs failed")
+
+    def _log_dir_changed(self, path, status: str) -> None:
+        """A log dir went full or offline, or came back: the membership tells the controller
+        (a cluster), and every dir offline after I/O errors stops the broker, as Kafka does."""
+        notify = getattr(self.cluster, "log_dir_changed", None)
+        if notify is not None:
+            try:
+                notify(path, status)
+            except Exception:
+                log.exception("reporting the change of log dir %s failed", path)
+        if all(state.status == "offline" for state in self.logs.dir_states.values()) \
+                and not self.fatal_error.is_set():
+            log.error("broker %d: every log dir (%s) is offline after I/O errors: stopping", self.node_id,
+                      ", ".join(str(d) for d in self.logs.log_dirs))
+            self.fatal_error.set()
 
     async def _periodic(self, fn, interval_s: float) -> None:
         while True:
@@ -321,7 +353,17 @@ async def serve(config, stop_event: asyncio.Event | None = None, sockets: list |
     if on_ready is not None:
         on_ready(broker)
     try:
-        await (stop_event.wait() if stop_event is not None else asyncio.Event().wait())
+        waits = [asyncio.ensure_future(broker.fatal_error.wait())]
+        if stop_event is not None:
+            waits.append(asyncio.ensure_future(stop_event.wait()))
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiting in waits:
+                waiting.cancel()
     finally:
         await broker.stop()
+    if broker.fatal_error.is_set():
+        # Kafka halts the process when its last log dir fails; the exit status says so
+        raise SystemExit(1)
 

@@ -65,6 +65,7 @@ class ClusterMember:
         self.zk.ensure_persistent_paths()
         self.cluster_id = self._agree_on_cluster_id()
         self.controller_epoch_seen = 0
+        self._log_dir_tasks: set[asyncio.Task] = set()
         self._registered_at: tuple[str, int, str | None] | None = None
         self._session_lost = False
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -308,6 +309,26 @@ class ClusterMember:
 
     def brokers_for(self, listener_name: str | None):
         return self.metadata.cache.broker_infos(listener_name or self.config.listeners[0].name)
+
+    def log_dir_changed(self, path, status: str) -> None:
+        """A log dir went offline or full, or a full one is back: tell the controller with a
+        /log_dir_event_notification znode, as Kafka's broker does on a failure (the controller
+        then asks this broker which replicas it can still serve, controller/log_dir_events.py)."""
+        log.info("broker %d: log dir %s is %s; notifying the controller", self.node_id, path, status)
+
+        async def notify() -> None:
+            for attempt in range(30):
+                try:
+                    await asyncio.to_thread(self.zk.create_log_dir_event, self.node_id)
+                    return
+                except Exception as exc:  # ZooKeeper away: keep trying, the controller must hear of it
+                    log.warning("broker %d could not write a log dir event (attempt %d): %s", self.node_id,
+                                attempt + 1, exc)
+                    await asyncio.sleep(1)
+
+        task = asyncio.get_running_loop().create_task(notify())
+        self._log_dir_tasks.add(task)
+        task.add_done_callback(self._log_dir_tasks.discard)
 
     def host_loaded_partitions(self, partitions) -> None:
         """The logs found on disk stay as they are until the controller's LeaderAndIsr or

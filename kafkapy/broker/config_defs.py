@@ -886,6 +886,9 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _table(
       "stored one afterwards. Generated when unset."),
     K("kafkapy.log.fsync.on.ack", B, False, M, "kafkapy: fsync the log before acknowledging a produce "
       "request (acks != 0); topics can override it."),
+    K("kafkapy.log.dir.space.check.interval.ms", LG, 5000, L, "kafkapy: how often a log dir that filled up "
+      "(ENOSPC) is probed for free space; it takes writes again once a probe write and fsync succeed "
+      "(docs/operations.md, log directory failures)."),
     K("kafkapy.control.listener", S, None, L, "kafkapy: loopback host:port (port 0: a free one) of the fault "
       "injection control endpoint, HTTP+JSON for tests (docs/testing.md); off when unset."),
     K("kafkapy.metrics.listener", S, None, L, "kafkapy: http://host:port of the Prometheus endpoint (GET "

@@ -38,7 +38,8 @@ class ControlServer:
     """HTTP+JSON control of a FaultInjector for tests in other languages, on a loopback port.
 
     GET /rules, POST /rules, DELETE /rules/<id>, DELETE /rules; GET/PUT /latency;
-    GET /recorded[?api=Name], DELETE /recorded (see docs/testing.md). Requests are served on a
+    GET /recorded[?api=Name], DELETE /recorded; GET/POST/DELETE /storage-faults, DELETE
+    /storage-faults/<id>, GET /log-dirs (see docs/testing.md). Requests are served on a
     thread; every operation runs on the broker's event loop (FaultInjector.call).
     """
 
@@ -143,7 +144,24 @@ class _ControlHandler(BaseHTTPRequestHandler):
             if parts == ["recorded"] and method == "DELETE":
                 injector.call(injector.clear_recorded)
                 return self._send(200, {"cleared": True})
-            if parts in (["rules"], ["latency"], ["recorded"]):
+            if parts == ["storage-faults"] and method == "GET":
+                faults = injector.call(injector.list_storage_faults)
+                return self._send(200, {"faults": [f.to_json() for f in faults]})
+            if parts == ["storage-faults"] and method == "POST":
+                spec = _storage_fault_spec(body)
+                fault = injector.call(lambda: injector.add_storage_fault(**spec))
+                return self._send(201, {"fault": fault.to_json()})
+            if parts == ["storage-faults"] and method == "DELETE":
+                return self._send(200, {"removed": injector.call(injector.clear_storage_faults)})
+            if len(parts) == 2 and parts[0] == "storage-faults" and method == "DELETE":
+                if not parts[1].isdigit():
+                    return self._send(400, {"error": f"not a storage fault id: {parts[1]!r}"})
+                if injector.call(injector.clear_storage_faults, int(parts[1])):
+                    return self._send(200, {"removed": 1})
+                return self._send(404, {"error": f"no storage fault {parts[1]}"})
+            if parts == ["log-dirs"] and method == "GET":
+                return self._send(200, {"log_dirs": injector.call(injector.log_dir_states)})
+            if parts in (["rules"], ["latency"], ["recorded"], ["storage-faults"], ["log-dirs"]):
                 return self._send(405, {"error": f"{method} not allowed on /{parts[0]}"})
             return self._send(404, {"error": f"no such endpoint: {url.path}"})
         except (ValueError, TypeError) as exc:
@@ -187,3 +205,17 @@ def _rule_spec(body: Any) -> dict[str, Any]:
     if "count" not in spec and spec.get("probability") is not None:
         spec["count"] = None
     return spec
+
+
+_STORAGE_FAULT_FIELDS = frozenset({"error", "operation", "log_dir", "topic", "partition"})
+
+
+def _storage_fault_spec(body: Any) -> dict[str, Any]:
+    """A POST /storage-faults body as add_storage_fault's arguments."""
+    if not isinstance(body, dict):
+        raise ValueError('expected a JSON object, e.g. {"log_dir": "/data/a", "error": "ENOSPC", '
+                         '"operation": "write"}')
+    unknown = set(body) - _STORAGE_FAULT_FIELDS
+    if unknown:
+        raise ValueError(f"unknown storage fault field(s): {', '.join(sorted(unknown))}")
+    return dict(body)

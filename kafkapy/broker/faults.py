@@ -497,6 +497,31 @@ class FaultInjector:
         if any(rule.expired(now) for rule in self.rules):
             self.rules = [rule for rule in self.rules if not rule.expired(now)]
 
+    # -- storage faults (log/storage_faults.py) ------------------------------------------------------
+    def add_storage_fault(self, *, error: str = "ENOSPC", operation: str = "write", log_dir: str | None = None,
+                          topic: str | None = None, partition: int | None = None) -> Any:
+        """Make writes or fsyncs in a log dir, or of one partition, fail with ENOSPC or EIO."""
+        fault = self.broker.logs.storage_faults.inject(error=error, operation=operation, log_dir=log_dir,
+                                                       topic=topic, partition=partition)
+        log.info("fault injection: storage fault %d: %s on %s of %s", fault.id, fault.error, fault.operation,
+                 fault.log_dir or f"{topic}" + (f"-{partition}" if partition is not None else ""))
+        return fault
+
+    def clear_storage_faults(self, fault_id: int | None = None) -> int:
+        """Remove one storage fault (by id) or all; how many went. A full log dir comes back at
+        its next space check (kafkapy.log.dir.space.check.interval.ms)."""
+        removed = self.broker.logs.storage_faults.clear(fault_id)
+        log.info("fault injection: removed %d storage fault(s)", removed)
+        return removed
+
+    def list_storage_faults(self) -> list[Any]:
+        return self.broker.logs.storage_faults.list()
+
+    def log_dir_states(self) -> list[dict[str, Any]]:
+        """Each log dir's health: path, status (online, full, offline), reason, failures, recoveries."""
+        return [{"path": str(path), "status": state.status, "reason": state.reason, "failures": state.failures,
+                 "recoveries": state.recoveries} for path, state in self.broker.logs.dir_states.items()]
+
     # -- the request path --------------------------------------------------------------------------
     def match(self, ctx: RequestContext, request: Any) -> FaultRule | None:
         """The first rule that applies to this request (counted as applied), or None."""

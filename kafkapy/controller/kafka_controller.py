@@ -26,6 +26,7 @@ from ..protocol.errors import ErrorCode
 from .broker_requests import BrokerRequests, NotController
 from .channel import ControllerChannel, PartitionInfo, RequestBatch
 from ..metadata.ids import new_topic_id
+from .log_dir_events import LogDirEvents
 from .reassignment import Reassignments
 from .leader_election import (
     NO_LEADER,
@@ -53,7 +54,7 @@ class _Event:
     future: asyncio.Future | None = None
 
 
-class KafkaController(BrokerRequests, Reassignments):
+class KafkaController(BrokerRequests, Reassignments, LogDirEvents):
     """The controller of one broker; active only while it holds `/controller`."""
 
     def __init__(self, zk: KafkaZkClient, node_id: int, *, listener_name: str,
@@ -83,6 +84,8 @@ class KafkaController(BrokerRequests, Reassignments):
         # not been answered without error yet (Kafka's ReplicaDeletionStarted/Ineligible replicas)
         self.deletion_waiting: dict[str, set[tuple[int, int]]] = {}
         self._watched_topics: set[str] = set()
+        # replicas on a failed or full log dir, per broker (Kafka's replicasOnOfflineDirs)
+        self.offline_replicas: dict[int, set[TopicPartition]] = {}
         self._events: asyncio.Queue[_Event] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task | None = None
@@ -104,6 +107,7 @@ class KafkaController(BrokerRequests, Reassignments):
         self.zk.watch_topic_deletions(lambda *_: self.post("topic_deletion"))
         self.zk.watch_reassignment(lambda *_: self.post("zk_reassignment"))
         self.zk.watch_preferred_replica_election(lambda *_: self.post("zk_preferred_election"))
+        self.zk.watch_log_dir_events(lambda *_: self.post("log_dir_event"))
 
     def post(self, name: str, payload: Any = None) -> None:
         """Queue an event; safe to call from any thread (kazoo's watch callbacks)."""
@@ -116,26 +120,40 @@ class KafkaController(BrokerRequests, Reassignments):
             pass
 
     async def call(self, name: str, payload: Any = None) -> Any:
-        """Queue an event from the loop and wait for its result (requests from brokers)."""
+        """Queue an event from the loop and wait for its result (requests from brokers).
+
+        Raises NotController while the event task is not running (before `start`, after `stop`):
+        a request can arrive in that window (another broker elected us from ZooKeeper's view
+        before our own start finished), and Kafka answers NOT_CONTROLLER until it is ready."""
+        events, task = self._events, self._task
+        if events is None or task is None or task.done():
+            raise NotController()
         future = asyncio.get_running_loop().create_future()
-        self._events.put_nowait(_Event(name, payload, future))
+        events.put_nowait(_Event(name, payload, future))
         return await future
 
     async def stop(self) -> None:
+        events, self._events = self._events, None
         if self._task is not None:
             self._task.cancel()
         if self._rebalance_task is not None:
             self._rebalance_task.cancel()
         self.channel.close()
         self.active = False
+        # requests still queued would wait forever for the cancelled task: answer them now
+        while events is not None and not events.empty():
+            event = events.get_nowait()
+            if event.future is not None and not event.future.done():
+                event.future.set_exception(NotController())
 
     def session_expired(self) -> None:
         """Our ZooKeeper session ended: resign now (the events reach the loop later)."""
         self.post("resign_and_elect")
 
     async def _run(self) -> None:
+        events = self._events
         while True:
-            event = await self._events.get()
+            event = await events.get()
             try:
                 result = await self._process(event)
             except ControllerMovedError:
@@ -146,6 +164,9 @@ class KafkaController(BrokerRequests, Reassignments):
                     event.future.set_exception(NotController())
                 self.post("elect")
             except asyncio.CancelledError:
+                # stopping: the request in hand gets NOT_CONTROLLER rather than no answer
+                if event.future is not None and not event.future.done():
+                    event.future.set_exception(NotController())
                 raise
             except Exception as exc:
                 log.exception("controller %d failed handling %s", self.node_id, event.name)
@@ -201,6 +222,10 @@ class KafkaController(BrokerRequests, Reassignments):
             return await self._on_zk_reassignment()
         if name == "zk_preferred_election":
             return await self._on_zk_preferred_election()
+        if name == "log_dir_event":
+            return await self._on_log_dir_event()
+        if name == "leader_and_isr_response":
+            return await self._on_leader_and_isr_outcome(*event.payload)
         log.warning("controller %d: unknown event %s", self.node_id, name)
         return None
 
@@ -235,6 +260,7 @@ class KafkaController(BrokerRequests, Reassignments):
                                          self.channel.connection_options)
         self.live.clear()
         self.shutting_down.clear()
+        self.offline_replicas.clear()
         self.topics.clear()
         self.states.clear()
         self.deleting.clear()
@@ -310,6 +336,7 @@ class KafkaController(BrokerRequests, Reassignments):
         if response.error_code:
             log.warning("controller %d: LeaderAndIsr to broker %d failed: %s", self.node_id, broker_id,
                         ErrorCode(response.error_code).name)
+        self._leader_and_isr_outcome(broker_id, response)
 
     def _live_ids(self) -> set[int]:
         """Brokers that may lead or join an ISR: registered and not shutting down."""
@@ -332,7 +359,7 @@ class KafkaController(BrokerRequests, Reassignments):
                 continue
             state, zk_version = self.states[key]
             info = self._info(*key)
-            offline = [r for r in info.replicas if r not in self.live]
+            offline = [r for r in info.replicas if r not in self.live or not self._replica_online(r, key)]
             entries.append((info, state, zk_version, offline))
         return entries
 
@@ -444,6 +471,7 @@ class KafkaController(BrokerRequests, Reassignments):
             gone = set(dead) | set(bounced)
             for broker_id in gone:
                 self.live.pop(broker_id, None)
+                self.offline_replicas.pop(broker_id, None)  # a restarted broker loads its dirs anew
                 self.shutting_down.discard(broker_id)
                 self.channel.remove_broker(broker_id)
             await self._on_brokers_failed(gone)

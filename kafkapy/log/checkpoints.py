@@ -66,7 +66,13 @@ def _format(lines: list[str]) -> bytes:
 
 
 def _parse(path: Path, fields: int) -> list[list[str]]:
-    text = path.read_bytes().decode("utf-8", errors="strict")
+    data = path.read_bytes()
+    if not data:
+        # a file created but never written (a crash between create and write, or a Kafka broker
+        # that made the leader-epoch-checkpoint before its first epoch): Kafka's
+        # CheckpointReadBuffer reads no version line as no entries, and so do we
+        return []
+    text = data.decode("utf-8", errors="strict")
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
@@ -91,7 +97,7 @@ def _parse(path: Path, fields: int) -> list[list[str]]:
 
 
 def read_offset_checkpoint(path: str | os.PathLike) -> dict[tuple[str, int], int]:
-    """Parse a "topic partition offset" checkpoint; a missing file is empty.
+    """Parse a "topic partition offset" checkpoint; a missing or 0-byte file is empty.
 
     Raises CheckpointError on a malformed file.
     """
@@ -115,7 +121,7 @@ def write_offset_checkpoint(path: str | os.PathLike, offsets: dict[tuple[str, in
 
 
 def read_epoch_checkpoint(path: str | os.PathLike) -> list[tuple[int, int]]:
-    """Parse a leader-epoch-checkpoint into (epoch, start_offset) pairs; a missing file is empty."""
+    """Parse a leader-epoch-checkpoint into (epoch, start_offset) pairs; a missing or 0-byte file is empty."""
     path = Path(path)
     if not path.exists():
         return []

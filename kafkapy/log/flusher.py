@@ -201,8 +201,8 @@ class Flusher:
                 try:
                     plog._flush_to(offset)
                 except Exception as exc:
-                    log.error("background flush of %s failed, partition goes offline: %s", plog.dir.name, exc)
-                    plog._mark_offline(f"flush failed: {exc}")
+                    log.error("background flush of %s failed: %s", plog.dir.name, exc)
+                    plog._io_failed(f"flush of {plog.dir.name}", exc)
             for fn, future in tasks:
                 # a caller that gave up may have cancelled its Future: the work still runs (a
                 # checkpoint or a deletion must not be lost), and the thread must live on
@@ -223,8 +223,8 @@ class Flusher:
         try:
             durable = plog._sync_data()
         except Exception as exc:
-            log.error("fsync of %s failed, partition goes offline: %s", plog.dir.name, exc)
-            plog._mark_offline(f"fsync failed: {exc}")
+            log.error("fsync of %s failed: %s", plog.dir.name, exc)
+            plog._io_failed(f"fsync of {plog.dir.name}", exc)
             if not pending.future.done():
                 pending.future.set_exception(KafkaStorageError(f"fsync of {plog.dir.name} failed: {exc}"))
             return

@@ -31,15 +31,18 @@ from .checkpoints import (
 )
 from .cleaner import CleanerConfig, LogCleaner
 from .config import LogConfig
+from .dir_health import FULL, OFFLINE, ONLINE, LogDirState, is_out_of_space
 from .dir_move import FUTURE_SUFFIX, MOVED_SUFFIX, LogDirMover, clean_interrupted_moves
 from .errors import KafkaStorageError, LogOfflineError
 from .flusher import Flusher
 from .partition_log import PartitionLog
 from .recovery import parse_partition_dir_name
+from .storage_faults import StorageFaults
 
 log = logging.getLogger(__name__)
 
 CHECKPOINT_INTERVAL_S = 60.0  # log.flush.offset.checkpoint.interval.ms
+SPACE_PROBE_BYTES = 1 << 20  # what a full log dir must be able to take before it comes back
 PRODUCER_EXPIRATION_CHECK_S = 600.0  # producer.id.expiration.check.interval.ms
 
 __all__ = ["LogManager", "OfflinePartitionLog"]
@@ -102,6 +105,11 @@ class LogManager:
         self._checkpoint_seq = 0
         self._checkpoint_written = 0
         self._closed = False
+        # Each log dir's health (dir_health.py); listeners hear of every change, from any thread
+        self.dir_states = {d: LogDirState(d) for d in self.log_dirs}
+        self.dir_listeners: list = []
+        self._dir_lock = threading.Lock()
+        self.storage_faults = StorageFaults(self.log_dirs)
         # Kafka's default for num.replica.alter.log.dirs.threads: one per log dir.
         self.mover = LogDirMover(self, threads=len(self.log_dirs))
         # log.cleaner.*: compaction of cleanup.policy=compact logs; its checkpoints are kept
@@ -152,9 +160,9 @@ class LogManager:
                 continue
             config = self._topic_configs.get(key[0], self.default_config)
             try:
-                self._logs[key] = PartitionLog.open(
+                self._logs[key] = self._attach(PartitionLog.open(
                     path, config, recovery_point=recovery_points.get(key, 0),
-                    log_start_offset=start_offsets.get(key), clean_shutdown=clean, flusher=self.flusher)
+                    log_start_offset=start_offsets.get(key), clean_shutdown=clean, flusher=self.flusher))
                 if key in cleaned_up_to:
                     self._logs[key].cleaner_checkpoint = cleaned_up_to[key]
                 count += 1
@@ -208,18 +216,24 @@ class LogManager:
             return existing
         if len(self.log_dirs) == 1:
             log_dir = self.log_dirs[0]   # no choice to make: no walk over every log per new partition
+            if not self.dir_states[log_dir].online:
+                raise KafkaStorageError(f"log dir {log_dir} is {self.dir_states[log_dir].status}: "
+                                        f"{self.dir_states[log_dir].reason}")
         else:
-            counts = {d: 0 for d in self.log_dirs}
+            # as Kafka, new logs go to online dirs only
+            counts = {d: 0 for d in self.log_dirs if self.dir_states[d].online}
+            if not counts:
+                raise KafkaStorageError("no log dir is online")
             for plog in self._logs.values():
                 parent = plog.dir.parent
                 if parent in counts:
                     counts[parent] += 1
-            log_dir = min(self.log_dirs, key=lambda d: counts[d])
+            log_dir = min(counts, key=lambda d: counts[d])
         log_dir.mkdir(parents=True, exist_ok=True)
         path = log_dir / f"{topic}-{partition}"
         created = not path.exists()
         # A brand-new directory has nothing to recover.
-        plog = PartitionLog.open(path, config, flusher=self.flusher, clean_shutdown=created)
+        plog = self._attach(PartitionLog.open(path, config, flusher=self.flusher, clean_shutdown=created))
         if created:
             fsync_dir(log_dir)
         self._logs[key] = plog
@@ -280,6 +294,121 @@ class LogManager:
             if name == topic:
                 plog.update_config(config)
 
+    # ---------------------------------------------------------------- log dir failures
+    def _attach(self, plog: PartitionLog) -> PartitionLog:
+        """Wire a log to the storage faults and the failure handling of its dir."""
+        plog.storage_faults = self.storage_faults
+        plog.io_error_handler = self._on_io_error
+        state = self.dir_states.get(plog.dir.parent)
+        if state is not None and state.status == FULL:
+            plog.refuse_writes(state.reason or "the log dir is full")
+        elif state is not None and state.status == OFFLINE:
+            plog._mark_offline(state.reason or "the log dir is offline")
+        return plog
+
+    def dir_state(self, log_dir: str | os.PathLike) -> LogDirState | None:
+        wanted = os.path.abspath(log_dir)
+        return next((s for d, s in self.dir_states.items() if os.path.abspath(d) == wanted), None)
+
+    def _logs_in(self, log_dir: Path) -> list[PartitionLog]:
+        return [p for p in list(self._logs.values()) if isinstance(p, PartitionLog) and p.dir.parent == log_dir]
+
+    def _on_io_error(self, plog: PartitionLog, reason: str, exc: OSError) -> None:
+        """A write or fsync in `plog` failed (any thread): the whole log dir goes offline, as
+        Kafka's LogDirFailureChannel has it, or is full when space is all it lacks."""
+        log_dir = plog.dir.parent
+        state = self.dir_states.get(log_dir)
+        if state is None:  # a log outside the log dirs (a move's destination copy): alone
+            plog._mark_offline(reason)
+            return
+        full = is_out_of_space(exc)
+        with self._dir_lock:
+            if state.status == OFFLINE or (full and state.status == FULL):
+                changed = False
+            else:
+                state.status = FULL if full else OFFLINE
+                state.reason = f"{plog.dir.name}: {reason}"
+                state.since = time.time()
+                state.failures += 1
+                changed = True
+            logs = self._logs_in(log_dir)
+        for other in logs:
+            if full:
+                other.refuse_writes(state.reason)
+            else:
+                other._mark_offline(state.reason)
+        if full:
+            plog.refuse_writes(state.reason)
+        else:
+            plog._mark_offline(state.reason)
+        if changed:
+            if full:
+                log.error("log dir %s is full: %d partition(s) refuse writes until space is free again "
+                          "(reads go on): %s", log_dir, len(logs), state.reason)
+            else:
+                log.error("log dir %s is offline after an I/O error: its %d partition(s) answer "
+                          "KAFKA_STORAGE_ERROR until a restart: %s", log_dir, len(logs), state.reason)
+            self._tell_listeners(state)
+
+    def _tell_listeners(self, state: LogDirState) -> None:
+        for listener in list(self.dir_listeners):
+            try:
+                listener(state)
+            except Exception:
+                log.exception("log dir listener failed for %s", state.path)
+
+    def recheck_full_dirs(self, min_interval_s: float = 0.0) -> list[Path]:
+        """Bring back the full log dirs that have space again (blocking: run it off the event
+        loop): a probe write and fsync must succeed, then every log of the dir cuts what a failed
+        write left, is flushed, and takes appends again. Returns the dirs that came back."""
+        back = []
+        now = time.monotonic()
+        for log_dir, state in self.dir_states.items():
+            if state.status != FULL or now - state.last_probe < min_interval_s or self._closed:
+                continue
+            state.last_probe = now
+            if self.storage_faults.blocks_dir(log_dir):
+                continue
+            try:
+                self._probe_space(log_dir)
+                for plog in self._logs_in(log_dir):
+                    plog.resume_writes()
+            except OSError as exc:
+                log.debug("log dir %s is still full: %s", log_dir, exc)
+                continue
+            with self._dir_lock:
+                if state.status != FULL:
+                    continue
+                was, full_for = state.reason, time.time() - state.since
+                state.status, state.reason, state.since = ONLINE, None, time.time()
+                state.recoveries += 1
+            log.warning("log dir %s is back online: space is free again (%d bytes free); it was full for "
+                        "%.1f s: %s", log_dir, shutil.disk_usage(log_dir).free, full_for, was)
+            self._tell_listeners(state)
+            back.append(log_dir)
+        return back
+
+    @staticmethod
+    def _probe_space(log_dir: Path) -> None:
+        """Write, fsync and remove SPACE_PROBE_BYTES in `log_dir`; OSError if it does not fit."""
+        if shutil.disk_usage(log_dir).free < 2 * SPACE_PROBE_BYTES:
+            raise OSError(28, "less than 2 MiB free")
+        probe = log_dir / ".kafkapy-space-probe"
+        try:
+            fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                chunk = bytes(64 << 10)
+                for _ in range(SPACE_PROBE_BYTES // len(chunk)):
+                    os.write(fd, chunk)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        finally:
+            try:
+                os.unlink(probe)
+            except FileNotFoundError:
+                pass
+
     # ---------------------------------------------------------------- periodic work
     def run_retention(self) -> None:
         """Delete segments past retention.ms / retention.bytes / the log start offset."""
@@ -317,6 +446,8 @@ class LogManager:
         also_in = also_in or {}
         files = []
         for log_dir in self.log_dirs:
+            if self.dir_states[log_dir].status == OFFLINE:
+                continue  # as Kafka: nothing more is written to a failed dir
             logs = [p for p in online
                     if p.dir.parent == log_dir or also_in.get((p.topic, p.partition)) == log_dir]
             recovery = {(p.topic, p.partition): p.recovery_point for p in logs}
@@ -365,7 +496,7 @@ class LogManager:
         self.cleaner.write_checkpoints()
         self.flusher.stop()
         for log_dir in self.log_dirs:
-            if log_dir in failed_dirs:
+            if log_dir in failed_dirs or not self.dir_states[log_dir].online:
                 log.warning("not marking %s as cleanly shut down: it has offline partitions", log_dir)
                 continue
             try:

@@ -17,7 +17,7 @@ import time
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from kafkapy.protocol.control_records import ControlRecordType, build_control_batch, read_control_batch_marker
 from kafkapy.protocol.errors import CorruptRecordError
@@ -49,6 +49,7 @@ from .txn_index import AbortedTxn, TransactionIndex
 
 if TYPE_CHECKING:
     from .producer_state import ProducerStateManager
+    from .storage_faults import StorageFaults
 
 log = logging.getLogger(__name__)
 
@@ -112,6 +113,13 @@ class PartitionLog(TimestampLookups, SegmentRetention, LogTruncation):
         self._flusher = flusher if flusher is not None else Flusher(f"kafkapy-flusher-{self.dir.name}")
         self.auto_high_watermark = True  # single node: the high watermark follows the end
         self.offline_reason: str | None = None
+        # Why appends are refused: the log is offline, or its log dir is full (ENOSPC: reads go
+        # on, and writes resume when the LogManager finds space again)
+        self.write_refused: str | None = None
+        # Set by the LogManager: the broker's injected storage faults (tests), and who hears of an
+        # I/O error (a failed write or fsync takes the whole log dir offline, as in Kafka)
+        self.storage_faults: StorageFaults | None = None
+        self.io_error_handler: Callable[[PartitionLog, str, OSError], None] | None = None
         self._unflushed_messages = 0
         self.last_flush_ms = _now_ms()
         self._pending_deletes: list[tuple[float, LogSegment]] = []
@@ -191,7 +199,54 @@ class PartitionLog(TimestampLookups, SegmentRetention, LogTruncation):
     def _mark_offline(self, reason: str) -> None:
         if self.offline_reason is None:
             self.offline_reason = reason
+            self.write_refused = reason
             log.error("partition %s is offline: %s", self.dir.name, reason)
+
+    def refuse_writes(self, reason: str) -> None:
+        """The log dir is full: appends fail with KAFKA_STORAGE_ERROR, reads go on."""
+        if self.write_refused is None:
+            self.write_refused = reason
+
+    def resume_writes(self) -> None:
+        """Space is back in the log dir: cut whatever a failed write left past the last whole
+        batch (the file may be longer than the log if cutting failed then), make everything
+        durable again (a failed fsync may have left pages unwritten), and take appends.
+        Raises OSError when that fails; the log keeps refusing writes then."""
+        if self.offline_reason is not None or self.write_refused is None:
+            return
+        with self._lock:
+            segment = self._active
+            on_disk = os.fstat(segment._fd).st_size
+            if on_disk != segment.size:
+                log.warning("%s: cutting %d byte(s) a failed write left after offset %d", self.dir.name,
+                            on_disk - segment.size, self._log_end_offset)
+                os.ftruncate(segment._fd, segment.size)
+        self._flush_to(self._log_end_offset)
+        self.write_refused = None
+        log.info("partition %s takes writes again at offset %d", self.dir.name, self._log_end_offset)
+
+    def _check_writable(self) -> None:
+        self._check_online()
+        if self.write_refused is not None:
+            raise KafkaStorageError(f"partition {self.dir.name} refuses writes: {self.write_refused}")
+
+    def _io_failed(self, what: str, exc: BaseException) -> None:
+        """A write or fsync failed: the LogManager takes the log dir offline (or marks it full);
+        a log without a manager goes offline alone."""
+        reason = f"{what} failed: {exc}"
+        handler = self.io_error_handler
+        if handler is not None and isinstance(exc, OSError):
+            try:
+                handler(self, reason, exc)
+                return
+            except Exception:
+                log.exception("handling the I/O error of %s failed", self.dir.name)
+        self._mark_offline(reason)
+
+    def _fault_check(self, operation: str) -> None:
+        faults = self.storage_faults
+        if faults is not None and faults.active:
+            faults.check(self.dir.parent, self.topic, self.partition, operation)
 
     def __repr__(self) -> str:
         return (f"PartitionLog({self.dir.name}, start={self._log_start_offset}, "
@@ -210,8 +265,8 @@ class PartitionLog(TimestampLookups, SegmentRetention, LogTruncation):
         offset commits), which carry no sequence numbers; `coordinator_epoch` is that of the
         transaction markers among them.
         """
-        if self.offline_reason is not None:
-            self._check_online()
+        if self.write_refused is not None:
+            self._check_writable()
         if validated is None:
             validated = list(iter_batch_headers(batches, validate=True))
         if len(validated) != 1 or self._stamp_or_check_time or not from_client:
@@ -256,6 +311,8 @@ class PartitionLog(TimestampLookups, SegmentRetention, LogTruncation):
         header.partition_leader_epoch = leader_epoch
         # LogSegment.append for one batch, inlined: this runs once per produce request.
         try:
+            if self.storage_faults is not None and self.storage_faults.active:
+                self._fault_check("write")
             written = os.write(segment._fd, batch)
             if written != size:
                 segment.finish_write(batch, written)
@@ -322,8 +379,8 @@ class PartitionLog(TimestampLookups, SegmentRetention, LogTruncation):
                 self._check_timestamps(validated, now_ms)
 
         with self._lock:
-            if self.offline_reason is not None:
-                self._check_online()
+            if self.write_refused is not None:
+                self._check_writable()
             if has_producer:
                 duplicate = self._check_producers(validated, from_client, coordinator_epoch)
                 if duplicate is not None:
@@ -357,6 +414,8 @@ class PartitionLog(TimestampLookups, SegmentRetention, LogTruncation):
                 raise CorruptRecordError(
                     f"batch headers cover {position} of {total} bytes appended to {self.dir.name}")
             try:
+                if self.storage_faults is not None and self.storage_faults.active:
+                    self._fault_check("write")
                 segment.append(batches, validated)
             except OSError as exc:
                 self._write_failed(segment, size, exc)
@@ -428,11 +487,14 @@ class PartitionLog(TimestampLookups, SegmentRetention, LogTruncation):
         return (now_ms if now_ms >= 0 else _now_ms()) - segment.created_ms > roll_ms
 
     def _write_failed(self, segment: LogSegment, old_size: int, exc: OSError):
+        # the part of the batch that reached the file goes (a full disk writes some of it): the
+        # segment ends with its last whole batch, and O_APPEND puts the next write right there
         try:
             os.ftruncate(segment.file.fileno(), old_size)
         except OSError:
             log.exception("could not cut the failed write off %s", segment)
-        self._mark_offline(f"write to {segment.path(LOG_SUFFIX).name} failed: {exc}")
+            self._mark_offline(f"write to {segment.path(LOG_SUFFIX).name} failed and could not be cut off: {exc}")
+        self._io_failed(f"write to {segment.path(LOG_SUFFIX).name}", exc)
         raise KafkaStorageError(f"write to {self.dir.name} failed: {exc}") from exc
 
     # ---------------------------------------------------------------- read
@@ -565,6 +627,8 @@ class PartitionLog(TimestampLookups, SegmentRetention, LogTruncation):
             target = self._log_end_offset
             segments = [s for s in self._segments_from(self.durable_offset)
                         if s.durable_size < s.size or s.needs_dir_sync]
+        if self.storage_faults is not None and segments:
+            self._fault_check("fsync")
         if any(s.needs_dir_sync for s in segments):
             self._sync_dir()
             for s in segments:
@@ -600,6 +664,8 @@ class PartitionLog(TimestampLookups, SegmentRetention, LogTruncation):
             if offset <= self.recovery_point:
                 return
             segments = [s for s in self._segments_from(self.recovery_point) if s.base_offset < offset]
+        if self.storage_faults is not None and segments:
+            self._fault_check("fsync")
         if any(s.needs_dir_sync for s in segments):
             self._sync_dir()
             for s in segments:
@@ -645,12 +711,14 @@ class PartitionLog(TimestampLookups, SegmentRetention, LogTruncation):
             log.warning("%s: replacing empty leftover segment file %s", self.dir.name, path.name)
         config = self.config
         try:
+            if self.storage_faults is not None and self.storage_faults.active:
+                self._fault_check("write")
             active.make_inactive()
             segment = LogSegment(self.dir, new_base, max_index_size=config.segment_index_bytes,
                                  active=True, now_ms=_now_ms(), index_interval=config.index_interval_bytes,
                                  jitter_ms=config.segment_jitter_ms, fresh_indexes=True, new_file=True)
         except OSError as exc:
-            self._mark_offline(f"roll failed: {exc}")
+            self._io_failed(f"roll of {self.dir.name}", exc)
             raise KafkaStorageError(f"roll of {self.dir.name} failed: {exc}") from exc
         self._segments.append(segment)
         self._bases.append(new_base)

@@ -152,7 +152,9 @@ def load_partition_log(directory: Path, config: LogConfig, *, recovery_point: in
     epochs_trusted = True
     try:
         epochs.load()
-        if not epochs.path.exists() and bases:
+        if not len(epochs) and bases:
+            # no checkpoint, or a 0-byte one (created, never written; Kafka reads it as no
+            # entries): the batches' epochs fill the cache quietly, nothing was damaged
             epochs_trusted = False
     except (CheckpointError, OSError) as exc:
         log.warning("%s: ignoring unreadable leader epoch checkpoint, rebuilding it from the log: %s",

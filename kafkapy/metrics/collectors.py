@@ -101,6 +101,18 @@ ACTIVE_CONTROLLER = _source("kafka_controller_kafkacontroller_activecontrollerco
 OFFLINE = _source("kafka_controller_kafkacontroller_offlinepartitionscount",
                   "kafka.controller:type=KafkaController,name=OfflinePartitionsCount", "",
                   "partitions without a live leader (reported by the active controller)")
+OFFLINE_LOG_DIRS = _source("kafka_log_logmanager_offlinelogdirectorycount",
+                           "kafka.log:type=LogManager,name=OfflineLogDirectoryCount", "",
+                           "log dirs not serving writes: offline after an I/O error, or full (kafkapy)")
+LOG_DIR_OFFLINE = _source("kafka_log_logmanager_logdirectoryoffline",
+                          "kafka.log:type=LogManager,name=LogDirectoryOffline,logDirectory=", "logdirectory",
+                          "1 while the log dir is offline or full")
+LOG_DIR_FULL = _source("kafkapy_log_dir_full", "(kafkapy)", "logdirectory",
+                       "1 while the log dir is full (ENOSPC: writes refused, reads served, rechecked)")
+LOG_DIR_FAILURES = _source("kafkapy_log_dir_failures_total", "(kafkapy)", "logdirectory",
+                           "times the log dir went full or offline")
+LOG_DIR_RECOVERIES = _source("kafkapy_log_dir_recoveries_total", "(kafkapy)", "logdirectory",
+                             "times the log dir came back online once space was free again")
 GLOBAL_PARTITIONS = _source("kafka_controller_kafkacontroller_globalpartitioncount",
                             "kafka.controller:type=KafkaController,name=GlobalPartitionCount", "",
                             "partitions in the cluster (active controller)")
@@ -203,6 +215,8 @@ class BrokerState:
     groups: list[tuple[str, str, int, list[tuple[str, int, int]]]]
     # (client id, host, topic, partition, fetch offset, high watermark or None)
     fetches: list[tuple[str, str, str, int, int, int | None]] = field(default_factory=list)
+    # (log dir, status, failures, recoveries)
+    log_dirs: list[tuple[str, str, int, int]] = field(default_factory=list)
 
 
 class BrokerCollector:
@@ -253,6 +267,8 @@ class BrokerCollector:
                                   for g in _groups(broker)]))
         hws = {(p.topic, p.partition): p.high_watermark for p in partitions if p.high_watermark is not None}
         state.fetches = _safe(lambda: self._read_fetches(hws))
+        state.log_dirs = _safe(lambda: [(str(d), st.status, st.failures, st.recoveries)
+                                        for d, st in broker.logs.dir_states.items()]) or []
         return state
 
     def _read_partitions(self, active: int) -> tuple[list[PartitionState], int]:
@@ -311,7 +327,7 @@ def families(state: BrokerState) -> list[Metric]:
     """The metric families of a BrokerState."""
     out: list[Metric] = []
     for part in (_topic_families, _request_families, _network_families, _partition_families,
-                 _controller_families, _group_families, _fetch_position_families):
+                 _log_dir_families, _controller_families, _group_families, _fetch_position_families):
         try:
             out.extend(part(state))
         except Exception:
@@ -415,6 +431,20 @@ def _partition_families(state: BrokerState) -> Iterator[Metric]:
         counter = _counter(name, METRIC_SOURCES[name][2], [])
         counter.add_metric([], value)
         yield counter
+
+
+def _log_dir_families(state: BrokerState) -> Iterator[Metric]:
+    yield _gauge(OFFLINE_LOG_DIRS, sum(1 for _, status, _, _ in state.log_dirs if status != "online"))
+    offline = _gauge(LOG_DIR_OFFLINE, labels=["logdirectory"])
+    full = _gauge(LOG_DIR_FULL, labels=["logdirectory"])
+    failures = _counter(LOG_DIR_FAILURES, METRIC_SOURCES[LOG_DIR_FAILURES][2], ["logdirectory"])
+    recoveries = _counter(LOG_DIR_RECOVERIES, METRIC_SOURCES[LOG_DIR_RECOVERIES][2], ["logdirectory"])
+    for path, status, failed, recovered in state.log_dirs:
+        offline.add_metric([path], int(status != "online"))
+        full.add_metric([path], int(status == "full"))
+        failures.add_metric([path], failed)
+        recoveries.add_metric([path], recovered)
+    yield from (offline, full, failures, recoveries)
 
 
 def _controller_families(state: BrokerState) -> Iterator[Metric]:

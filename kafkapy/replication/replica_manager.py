@@ -425,7 +425,9 @@ class ReplicaManager:
     def _screen(self, topic: str, topic_id: uuid.UUID | None, state) -> int:
         part = self._partitions.get((topic, state.partition_index))
         plog = part.log if part is not None else self.broker.partitions.get_log(topic, state.partition_index)
-        if plog is not None and plog.is_offline:
+        if plog is not None and (plog.is_offline or getattr(plog, "write_refused", None)):
+            # offline, or in a full log dir: it can neither lead nor follow (the controller takes
+            # the replica as offline and moves leadership, log/dir_health.py)
             return ErrorCode.KAFKA_STORAGE_ERROR
         if topic_id is not None:
             try:

@@ -1,4 +1,5 @@
-"""Fault injection and request recording on KafkaBroker: `inject`, `rules`, `recorded`, `set_latency`.
+"""Fault injection and request recording on KafkaBroker: `inject`, `rules`, `recorded`, `set_latency`,
+and storage faults: `inject_storage_fault`, `storage_faults`, `clear_storage_faults`, `log_dirs`.
 
 The same calls work in both isolations: in-process they run on the broker's event loop
 (FaultInjector.call); with isolation="process" they go to the child's control endpoint
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
@@ -128,6 +130,49 @@ class BrokerFaults:
             return
         injector = self._injector()
         injector.call(injector.set_latency, ms)
+
+    # -- storage faults ----------------------------------------------------------------------------
+    def inject_storage_fault(self, *, log_dir: str | os.PathLike | None = None, topic: str | None = None,
+                             partition: int | None = None, error: str = "ENOSPC",
+                             operation: str = "write") -> dict[str, Any]:
+        """Make writes (`operation="write"`), fsyncs ("fsync") or both ("any") in `log_dir` (one of
+        the broker's log.dirs), or of one partition (`topic`, `partition`), fail with `error`:
+        "ENOSPC" (the dir fills up: its partitions refuse writes, reads go on, and the dir comes
+        back once the fault is cleared) or "EIO" (the dir goes offline until the broker restarts).
+        Returns the fault as a dict (its "id" for `clear_storage_faults`)."""
+        spec = {"error": error, "operation": operation, "topic": topic, "partition": partition,
+                "log_dir": None if log_dir is None else os.fspath(log_dir)}
+        if self._uses_control():
+            return self._control("POST", "/storage-faults", spec)["fault"]
+        injector = self._injector()
+        return injector.call(lambda: injector.add_storage_fault(**spec).to_json())
+
+    def storage_faults(self) -> list[dict[str, Any]]:
+        """The active storage faults (with how often each struck: "hits")."""
+        if self._uses_control():
+            return self._control("GET", "/storage-faults")["faults"]
+        injector = self._injector()
+        return injector.call(lambda: [f.to_json() for f in injector.list_storage_faults()])
+
+    def clear_storage_faults(self, fault_id: int | None = None) -> int:
+        """Remove one storage fault (by id) or all of them; how many went."""
+        if self._uses_control():
+            if fault_id is None:
+                return self._control("DELETE", "/storage-faults")["removed"]
+            try:
+                return self._control("DELETE", f"/storage-faults/{fault_id}")["removed"]
+            except LookupError:
+                return 0
+        injector = self._injector()
+        return injector.call(injector.clear_storage_faults, fault_id)
+
+    def log_dirs(self) -> list[dict[str, Any]]:
+        """Each log dir's health: {"path", "status": "online" | "full" | "offline", "reason",
+        "failures", "recoveries"}."""
+        if self._uses_control():
+            return self._control("GET", "/log-dirs")["log_dirs"]
+        injector = self._injector()
+        return injector.call(injector.log_dir_states)
 
     @property
     def control_url(self) -> str | None:

@@ -291,3 +291,39 @@ def test_log_start_offset_checkpoint_only_lists_moved_starts(tmp_path):
     m.load()
     assert m.get("b", 1).log_start_offset == 3 and m.get("a", 0).log_start_offset == 0
     m.close()
+
+
+def test_empty_leader_epoch_checkpoint_reads_as_no_entries_quietly(tmp_path, caplog):
+    """A leader-epoch-checkpoint created but never written (0 bytes, as a Kafka broker can leave
+    one) is no entries, as Kafka's CheckpointReadBuffer reads it: no warning, and the cache is
+    filled from the batches; a garbled one is still reported."""
+    from kafkapy.log.checkpoints import read_epoch_checkpoint, read_offset_checkpoint
+
+    empty = tmp_path / "empty"
+    empty.write_bytes(b"")
+    assert read_epoch_checkpoint(empty) == [] and read_offset_checkpoint(empty) == {}
+    config = small_config(segment_bytes=600)
+    m = LogManager([str(tmp_path / "data")], config)
+    m.load()
+    raw = fill(m.create("t", 0), 6, epoch=2)
+    fill(m.create("u", 0), 0)
+    m.close()
+    data = tmp_path / "data"
+    (data / "t-0" / "leader-epoch-checkpoint").write_bytes(b"")
+    (data / "u-0" / "leader-epoch-checkpoint").write_bytes(b"")
+    with caplog.at_level(logging.WARNING, logger="kafkapy.log"):
+        m = LogManager([str(data)], config)
+        m.load()
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
+    assert m.get("t", 0).leader_epochs.entries() == [(2, 0)]
+    assert m.get("u", 0).leader_epochs.entries() == []
+    assert read_all(m.get("t", 0)) == b"".join(raw)
+    m.close()
+    caplog.clear()
+    (data / "t-0" / "leader-epoch-checkpoint").write_bytes(b"0\n")
+    with caplog.at_level(logging.WARNING, logger="kafkapy.log"):
+        m = LogManager([str(data)], config)
+        m.load()
+    assert any("unreadable leader epoch checkpoint" in r.getMessage() for r in caplog.records)
+    assert m.get("t", 0).leader_epochs.entries() == [(2, 0)]
+    m.close()

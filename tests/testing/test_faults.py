@@ -374,3 +374,32 @@ def test_serve_ephemeral_control_prints_both_lines_and_serves_the_api():
         drive_control_endpoint(control, bootstrap)
     finally:
         stop_child(proc, 15)
+
+
+def test_storage_faults_in_process():
+    """inject_storage_fault and log_dirs on an in-process broker (isolation="thread"; the process
+    isolation goes through the control endpoint: conformance/test_log_dir_failures.py)."""
+    with KafkaBroker(**{"kafkapy.log.dir.space.check.interval.ms": "200"}) as b:
+        topic = topic_name("disk")
+        b.create_topic(topic)
+        producer = confluent_kafka.Producer({"bootstrap.servers": b.bootstrap_servers, "message.timeout.ms": 1500,
+                                             "retries": 0})
+        with pytest.raises(ValueError):
+            b.inject_storage_fault(log_dir="/not/a/log/dir")
+        fault = b.inject_storage_fault(log_dir=b.data_dir, error="ENOSPC")
+        assert b.storage_faults() == [fault] and fault["hits"] == 0
+        errors = []
+        producer.produce(topic, b"refused", on_delivery=lambda err, msg: errors.append(err))
+        producer.flush(10)
+        assert errors and errors[0] is not None
+        assert [d["status"] for d in b.log_dirs()] == ["full"]
+        assert b.storage_faults()[0]["hits"] >= 1
+        assert b.clear_storage_faults(fault["id"]) == 1 and b.storage_faults() == []
+        deadline = time.monotonic() + 10
+        while b.log_dirs()[0]["status"] != "online" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert b.log_dirs()[0]["status"] == "online" and b.log_dirs()[0]["recoveries"] == 1
+        delivered = []
+        producer.produce(topic, b"taken", on_delivery=lambda err, msg: delivered.append(err))
+        producer.flush(10)
+        assert delivered == [None]

@@ -98,6 +98,14 @@ async def handle_describe_log_dirs(ctx: RequestContext, request: DescribeLogDirs
             partition_index=partition, partition_size=move.size, offset_lag=move.offset_lag, is_future_key=True))
     results = []
     for log_dir, topics in by_dir.items():
+        state = broker.logs.dir_state(log_dir)
+        if state is not None and not state.online:
+            # as Kafka answers for a failed log dir: the error, no replicas, no sizes (a full dir
+            # is offline to clients until it takes writes again)
+            results.append(DescribeLogDirsResponse.DescribeLogDirsResult(
+                error_code=ErrorCode.KAFKA_STORAGE_ERROR, log_dir=log_dir, total_bytes=-1, usable_bytes=-1,
+                topics=[]))
+            continue
         usage = shutil.disk_usage(log_dir)
         results.append(DescribeLogDirsResponse.DescribeLogDirsResult(
             error_code=0, log_dir=log_dir, total_bytes=usage.total, usable_bytes=usage.free,

@@ -97,11 +97,15 @@ async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> Meta
                         topics.append(MetadataResponse.MetadataResponseTopic(
                             error_code=exc.code, name=name, topic_id=_NULL_UUID))
                         continue
-                    if meta is not None and broker.replicas.partition(name, 0) is None:
-                        # created in the store, led nowhere yet: in a cluster its leaders come with
-                        # the controller's UpdateMetadata (a cluster of one leads it at once)
+                    if meta is not None:
+                        # ZooKeeper-mode Kafka (KafkaApis.createTopic) answers the request that
+                        # creates a topic, or loses the race to create it, with the name, no
+                        # partitions and LEADER_NOT_AVAILABLE; the topic shows on a later request.
+                        # A cluster of one answers the same, though it leads the topic at once:
+                        # clients' delete-then-describe logic counts on it (kafka-go's tests do)
                         topics.append(MetadataResponse.MetadataResponseTopic(
-                            error_code=ErrorCode.LEADER_NOT_AVAILABLE, name=name, topic_id=_NULL_UUID))
+                            error_code=ErrorCode.LEADER_NOT_AVAILABLE, name=name, topic_id=_NULL_UUID,
+                            partitions=[]))
                         continue
                 if meta is None:
                     topics.append(MetadataResponse.MetadataResponseTopic(

@@ -5,6 +5,7 @@ layer does); the group coordinator decides everything else.
 """
 from __future__ import annotations
 
+import logging
 import time
 
 from ...metadata.acls import AclOperation, ResourceType
@@ -21,6 +22,8 @@ from ...protocol.messages import (
 from ..durability import wait_durable
 from ..dispatch import RequestContext, handles
 
+log = logging.getLogger(__name__)
+
 INVALID_OFFSET = -1
 NO_LEADER_EPOCH = -1
 NO_METADATA = ""
@@ -34,7 +37,11 @@ async def coordinator_write_durable(broker, partition: int) -> int:
     fails, else NONE."""
     plog = broker.partitions.get_log(OFFSETS_TOPIC, partition)
     if plog is not None and plog.config.fsync_on_ack:
-        await wait_durable(plog.sync_until(plog.log_end_offset - 1))
+        try:
+            await wait_durable(plog.sync_until(plog.log_end_offset - 1))
+        except Exception as exc:  # noqa: BLE001 - the fsync failed: its log dir is full or offline now
+            log.warning("__consumer_offsets-%d: the write could not be made durable: %s", partition, exc)
+            return ErrorCode.NOT_COORDINATOR  # Kafka's coordinator maps KAFKA_STORAGE_ERROR to it
     return await replicated(broker, OFFSETS_TOPIC, partition, broker.config.get("offsets.commit.timeout.ms"))
 
 

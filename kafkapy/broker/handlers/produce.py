@@ -120,6 +120,23 @@ async def _replicated(replicas, response: PartitionResponse, name: str, index: i
         response.error_code = code
 
 
+async def _durable(syncs: list) -> None:
+    """kafkapy.log.fsync.on.ack: the answer waits for the fsyncs; a partition whose fsync failed
+    (its log dir is full or offline now) answers KAFKA_STORAGE_ERROR, the others their offsets."""
+    try:
+        await wait_durable(*(sync for sync, _ in syncs))
+        return
+    except Exception:  # noqa: BLE001 - which one failed is found below, one at a time
+        pass
+    for sync, response in syncs:
+        try:
+            await wait_durable(sync)
+        except Exception as exc:  # noqa: BLE001 - the flusher's failure, logged where it happened
+            response.error_code = getattr(exc, "code", ErrorCode.KAFKA_STORAGE_ERROR)
+            response.base_offset = -1
+            response.log_append_time_ms = -1
+
+
 def _to_v2(records, version: int, max_size: int) -> bytearray:
     """Produce v0-2 carry magic 0/1 message sets; the log only stores magic 2."""
     if version <= 2 and len(records) > MAGIC_POS and records[MAGIC_POS] < 2:
@@ -248,11 +265,11 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
                 broker.purgatory.notify((name, index))
                 # counted from the batch headers' offsets, never per record (kafkapy/metrics)
                 broker.metrics.produced(name, result.last_offset - result.base_offset + 1, len(buf))
-            if plog.config.fsync_on_ack and acks != 0:
-                syncs.append(plog.sync_until(result.last_offset))
             response = PartitionResponse(
                 index=index, error_code=0, base_offset=result.base_offset,
                 log_append_time_ms=result.log_append_time, log_start_offset=result.log_start_offset)
+            if plog.config.fsync_on_ack and acks != 0:
+                syncs.append((plog.sync_until(result.last_offset), response))
             results.append(response)
             if acks == -1 and not replicas.replicated_at_once(hosted, result.last_offset + 1):
                 waits.append(_replicated(replicas, response, name, index, result.last_offset + 1,
@@ -265,8 +282,8 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
         return None
     if waits:
         if syncs:
-            waits.append(wait_durable(*syncs))
+            waits.append(_durable(syncs))
         await asyncio.gather(*waits)
     elif syncs:
-        await wait_durable(*syncs)
+        await _durable(syncs)
     return ProduceResponse(responses=responses, throttle_time_ms=0, node_endpoints=list(leaders.values()))

@@ -60,7 +60,11 @@ async def durable_state(broker, transactional_id: str, markers: Iterable[TopicPa
         plog = broker.partitions.get_log(topic, partition)
         if plog is not None and plog.config.fsync_on_ack and plog.log_end_offset > 0:
             syncs.append(plog.sync_until(plog.log_end_offset - 1))
-    await wait_durable(*syncs)
+    try:
+        await wait_durable(*syncs)
+    except Exception as exc:  # noqa: BLE001 - an fsync failed: not reported either (see above)
+        log.warning("transaction %s: its state could not be made durable: %s", transactional_id, exc)
+        return
     if broker.partitions.get_log(*state_partition) is not None:
         await replicated(broker, *state_partition, broker.config.get("request.timeout.ms"))
 

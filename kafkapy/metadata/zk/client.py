@@ -34,6 +34,7 @@ from kazoo.retry import KazooRetry
 
 from .errors import (BadVersionError, BrokerIdInUseError, ControllerMovedError, NodeExistsError, NoNodeError,
                      TopicExistsError, ZkConnectionError, ZkError)
+from .paths import LOG_DIR_EVENT_PATH, LOG_DIR_EVENT_PREFIX, decode_log_dir_event, encode_log_dir_event
 from .paths import (ACL_CHANGE_PREFIX, BROKER_IDS_PATH, CONFIG_CHANGE_PREFIX, CONFIG_CHANGES_PATH,
                     CONTROLLER_EPOCH_PATH, CONTROLLER_PATH, CLUSTER_ID_PATH, DELETE_TOPICS_PATH,
                     EXTENDED_ACL_CHANGES_PATH, FEATURE_PATH, LITERAL_ACL_CHANGES_PATH, PERSISTENT_PATHS,
@@ -809,6 +810,36 @@ class KafkaZkClient:
     def get_children(self, path: str) -> list[str]:
         """Children of any znode ([] if it does not exist), e.g. pending ISR-change notifications."""
         return sorted(self._children(path))
+
+    # -- log dir events (Kafka's LogDirEventNotification) ------------------------------------------------
+
+    def create_log_dir_event(self, broker_id: int) -> None:
+        """Tell the controller that a log dir of `broker_id` changed (Kafka writes one on a failure;
+        kafkapy also when a full dir is back): /log_dir_event_notification/log_dir_event_<seq>."""
+        self._ensure_path(LOG_DIR_EVENT_PATH)
+        self._create(f"{LOG_DIR_EVENT_PATH}/{LOG_DIR_EVENT_PREFIX}", encode_log_dir_event(broker_id), sequence=True)
+
+    def watch_log_dir_events(self, callback: Callable[[], None]) -> WatchHandle:
+        return self.watch_children(LOG_DIR_EVENT_PATH, lambda _children: callback())
+
+    def take_log_dir_events(self) -> set[int]:
+        """The brokers named by the pending log dir events, which are deleted (the controller's
+        read-and-delete, as Kafka's LogDirEventNotification handling)."""
+        names = self._children(LOG_DIR_EVENT_PATH)
+        paths = [f"{LOG_DIR_EVENT_PATH}/{name}" for name in names]
+        found = self._get_many(paths)
+        brokers = set()
+        for path in paths:
+            if path in found:
+                try:
+                    brokers.add(decode_log_dir_event(found[path][0]))
+                except ZnodeDecodeError as exc:
+                    log.warning("ignoring unreadable log dir event %s: %s", path, exc)
+            try:
+                self._retry(lambda client, path=path: client.delete(path))
+            except kz.NoNodeError:
+                pass
+        return brokers
 
     # -- configs ---------------------------------------------------------------------------------------
 

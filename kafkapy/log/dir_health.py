@@ -1,0 +1,43 @@
+"""The health of each log directory (Kafka's LogDirFailureChannel, and more).
+
+As in Kafka, an I/O error in a log directory takes the whole directory offline: every partition
+in it answers KAFKA_STORAGE_ERROR until the broker restarts, the other directories keep serving,
+and the broker stops itself once every directory is offline. Beyond Kafka, a directory whose
+writes failed only for lack of space (ENOSPC, EDQUOT) is "full" rather than offline: its
+partitions refuse appends with KAFKA_STORAGE_ERROR while reads go on, and the LogManager probes it
+periodically and brings it back online once space is free again.
+"""
+from __future__ import annotations
+
+import errno
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["FULL", "OFFLINE", "ONLINE", "LogDirState", "is_out_of_space"]
+
+ONLINE = "online"
+FULL = "full"
+OFFLINE = "offline"
+
+
+def is_out_of_space(exc: BaseException) -> bool:
+    """An error that more free space would cure (no space left, or over a disk quota)."""
+    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
+@dataclass(slots=True)
+class LogDirState:
+    """One log dir: its status, why, since when, and how often it failed and came back."""
+
+    path: Path
+    status: str = ONLINE
+    reason: str | None = None
+    since: float = field(default_factory=time.time)
+    failures: int = 0
+    recoveries: int = 0
+    last_probe: float = 0.0
+
+    @property
+    def online(self) -> bool:
+        return self.status == ONLINE
