@@ -101,6 +101,7 @@ class Broker:
         self._servers: list[asyncio.base_events.Server] = []
         self._tasks: list[asyncio.Task] = []
         self.console = None  # the web console (kafkapy/console), when kafkapy.console.listener is set
+        self.schema_registry = None  # kafkapy/schemaregistry, when kafkapy.schema.registry.listener is set
         self.faults = None  # fault injection (broker/faults.py), when a launcher turns it on: enable_faults
         self.started_at = time.monotonic()
         # client quotas (security/quotas.py) follow the stored ones; `.current` is None while there are none
@@ -208,6 +209,10 @@ class Broker:
             from ..console import start_console  # aiohttp is imported only when the console is on
 
             self.console = await start_console(self)
+        if self.config.get("kafkapy.schema.registry.listener"):
+            from ..schemaregistry import start_schema_registry  # imported only when the registry is on
+
+            self.schema_registry = await start_schema_registry(self)
         log.info("kafkapy broker %d listening on %s (advertised %s), cluster id %s, data in %s,"
                  " started in %.3f s", self.node_id,
                  ", ".join(f"{lst.name}://{lst.host}:{bound[lst.name][0].getsockname()[1]}"
@@ -234,6 +239,8 @@ class Broker:
         log.info("kafkapy broker %d shutting down", self.node_id)
         if self.console is not None:
             await self.console.stop()
+        if self.schema_registry is not None:
+            await self.schema_registry.stop()
         try:
             await self.cluster.controlled_shutdown()
         except Exception:

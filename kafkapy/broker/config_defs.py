@@ -877,6 +877,10 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _table(
       "(docs/console.md); off when unset.", _http_listener),
     K("kafkapy.console.writes.enable", B, False, L, "kafkapy: allow the web console's write actions "
       "(offset reset); read-only when false."),
+    K("kafkapy.schema.registry.listener", S, None, L, "kafkapy: http://host:port of the built-in schema registry "
+      "(Confluent's REST API; docs/schema-registry.md); off when unset.", _http_listener),
+    K("kafkapy.schema.registry.topic", S, "_schemas", L, "kafkapy: the compacted topic the schema registry keeps "
+      "its schemas in (Confluent's kafkastore.topic)."),
 )
 
 

@@ -1,0 +1,67 @@
+"""The built-in schema registry: Confluent Schema Registry's REST API served by the broker, with its
+state kept in the compacted `_schemas` topic (`kafkapy.schema.registry.listener`;
+docs/schema-registry.md).
+
+Nothing here is imported unless the listener is set: the broker imports this package lazily, and
+aiohttp, avro, jsonschema and protobuf are imported only by the modules that use them.
+"""
+from __future__ import annotations
+
+__all__ = ["start_schema_registry", "SchemaRegistryService"]
+
+
+class SchemaRegistryService:
+    """One broker's registry: the state, its `_schemas` store and the HTTP server."""
+
+    def __init__(self, broker, listener: str):
+        from ..metrics.http_endpoint import parse_listener_url
+        from .registry import Registry
+        from .server import RegistryServer
+        from .store import KafkaStore
+
+        host, port = parse_listener_url(listener)
+        self.broker = broker
+        self.registry = Registry()
+        self.registry.broker = broker
+        self.store = KafkaStore(broker, self.registry.apply, topic=broker.config.get("kafkapy.schema.registry.topic"))
+        self.registry.store = self.store
+        self.server = RegistryServer(self.registry, host, port)
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    async def start(self) -> None:
+        import asyncio
+        import logging
+
+        await self.server.start()  # the port is bound now; requests wait for the store (below)
+        self._ready = asyncio.get_running_loop().create_task(self._start_store())
+        self.server.gate = self._ready
+        logging.getLogger(__name__).info("schema registry on %s (topic %s)", self.url, self.store.topic)
+
+    async def _start_store(self) -> None:
+        import logging
+
+        try:
+            await self.store.start()
+        except Exception:
+            logging.getLogger(__name__).exception("schema registry: cannot read %s", self.store.topic)
+            raise
+
+    async def ready(self) -> None:
+        await self._ready
+
+    async def stop(self) -> None:
+        ready = getattr(self, "_ready", None)
+        if ready is not None and not ready.done():
+            ready.cancel()
+        await self.server.stop()
+        await self.store.stop()
+
+
+async def start_schema_registry(broker) -> SchemaRegistryService:
+    """Start the registry of `broker` on its `kafkapy.schema.registry.listener` (on the running loop)."""
+    service = SchemaRegistryService(broker, broker.config.get("kafkapy.schema.registry.listener"))
+    await service.start()
+    return service
