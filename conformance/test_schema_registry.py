@@ -329,3 +329,34 @@ def test_restart_and_sigkill_keep_subjects_versions_and_ids(registry):
     new_id = fresh.register_schema(unique("after"), Schema(json.dumps({"type": "enum", "name": "E",
                                                                         "symbols": ["A", "B"]}), "AVRO"))
     assert new_id > max_id  # ids are never handed out twice
+
+
+def test_schemas_cli(registry, tmp_path):
+    import subprocess
+    import sys
+
+    _, url = registry
+    subject = unique("cli")
+    v1, bad = tmp_path / "v1.avsc", tmp_path / "bad.avsc"
+    v1.write_text(json.dumps(USER_V1))
+    bad.write_text(json.dumps(USER_BAD))
+
+    def cli(*args):
+        done = subprocess.run([sys.executable, "-m", "kafkapy", "schemas", "--url", url, *args], capture_output=True,
+                              text=True, timeout=30)
+        return done.returncode, done.stdout, done.stderr
+
+    code, out, _ = cli("register", subject, str(v1))
+    assert code == 0 and json.loads(out)["version"] == 1
+    code, out, _ = cli("list")
+    assert code == 0 and subject in json.loads(out)
+    code, out, _ = cli("get", subject, "--schema-only")
+    assert code == 0 and json.loads(out) == USER_V1
+    code, out, _ = cli("compat", subject, str(bad))
+    assert code == 3 and json.loads(out)["is_compatible"] is False
+    code, _, err = cli("register", subject, str(bad))
+    assert code == 1 and "409" in err
+    code, out, _ = cli("delete", subject)
+    assert code == 0 and json.loads(out) == [1]
+    code, _, err = cli("get", subject)
+    assert code == 1 and "40401" in err
