@@ -35,8 +35,10 @@ USER_BAD = dict(USER_V1, fields=USER_V1["fields"] + [{"name": "team", "type": "s
 
 @pytest.fixture(scope="module")
 def registry():
-    port = free_port()
-    with start_broker(overrides={"kafkapy.schema.registry.listener": f"http://127.0.0.1:{port}"}) as broker:
+    port, metrics_port = free_port(), free_port()
+    with start_broker(overrides={"kafkapy.schema.registry.listener": f"http://127.0.0.1:{port}",
+                                 "kafkapy.metrics.listener": f"http://127.0.0.1:{metrics_port}"}) as broker:
+        broker.metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
         yield broker, f"http://127.0.0.1:{port}"
 
 
@@ -360,3 +362,15 @@ def test_schemas_cli(registry, tmp_path):
     assert code == 0 and json.loads(out) == [1]
     code, _, err = cli("get", subject)
     assert code == 1 and "40401" in err
+
+
+def test_registry_metrics_on_the_broker_metrics_endpoint(registry):
+    broker, url = registry
+    client = SchemaRegistryClient({"url": url})
+    client.register_schema(unique("m"), Schema(json.dumps(USER_V1), "AVRO"))
+    with urllib.request.urlopen(broker.metrics_url, timeout=10) as response:
+        text = response.read().decode()
+    subjects = [line for line in text.splitlines() if line.startswith("kafkapy_schema_registry_subjects ")]
+    assert subjects and float(subjects[0].split()[1]) >= 1
+    assert 'kafkapy_schema_registry_request_latency_seconds_count{route="POST /subjects/{subject}/versions"}' in text
+    assert "kafkapy_schema_registry_registrations_total" in text

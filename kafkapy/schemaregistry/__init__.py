@@ -49,6 +49,12 @@ class SchemaRegistryService:
             logging.getLogger(__name__).exception("schema registry: cannot read %s", self.store.topic)
             raise
 
+    def metric_families(self) -> list:
+        """The registry's metrics for the broker's /metrics (docs/schema-registry.md lists them)."""
+        from .metrics import registry_families
+
+        return registry_families(self)
+
     async def ready(self) -> None:
         await self._ready
 
