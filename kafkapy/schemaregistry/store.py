@@ -54,10 +54,12 @@ class KafkaStore:
         self.topic = topic
         self.timeout_s = timeout_s
         self._apply = apply
-        self._peers = PeerConnections(
-            "schema-registry", lambda node_id: broker.metadata.broker_endpoint(node_id),
-            client_id=f"kafkapy-schema-registry-{broker.node_id}", request_timeout_s=timeout_s,
-            **inter_broker_options(broker.config))
+        # a broker answers one request of a connection at a time, as Kafka's do: the tail's long polls
+        # get connections of their own, so that a write is never queued behind one
+        self._peers, self._tail_peers = (PeerConnections(
+            purpose, lambda node_id: broker.metadata.broker_endpoint(node_id),
+            client_id=f"kafkapy-{purpose}-{broker.node_id}", request_timeout_s=timeout_s,
+            **inter_broker_options(broker.config)) for purpose in ("schema-registry", "schema-registry-reader"))
         self.position = 0  # the next offset the reader applies
         self._advanced = asyncio.Condition()
         self._leader = -1
@@ -80,6 +82,7 @@ class KafkaStore:
             except (asyncio.CancelledError, Exception):
                 pass
         self._peers.close()
+        self._tail_peers.close()
 
     # -- writing ---------------------------------------------------------------------------
     async def append(self, key: dict, value: dict | None) -> int:
@@ -96,6 +99,9 @@ class KafkaStore:
                 response = await self._peers.send(leader, request, PRODUCE_VERSION)
                 part = response.responses[0].partition_responses[0]
                 if not part.error_code:
+                    # read it back at once rather than waiting for the tail's long poll to answer
+                    while self.position <= part.base_offset and asyncio.get_running_loop().time() < deadline:
+                        await self._fetch_once(max_wait_ms=0)
                     await self.wait_for(part.base_offset + 1, deadline)
                     return part.base_offset
                 error = f"error code {part.error_code}"
@@ -152,7 +158,8 @@ class KafkaStore:
                 FetchRequest.FetchTopic(topic=self.topic, partitions=[FetchRequest.FetchPartition(
                     partition=0, current_leader_epoch=-1, fetch_offset=self.position, last_fetched_epoch=-1,
                     log_start_offset=-1, partition_max_bytes=8 << 20)])])
-        response = await self._peers.send(leader, request, FETCH_VERSION, timeout_s=self.timeout_s + max_wait_ms / 1000)
+        peers = self._tail_peers if max_wait_ms else self._peers
+        response = await peers.send(leader, request, FETCH_VERSION, timeout_s=self.timeout_s + max_wait_ms / 1000)
         if response.error_code:
             raise StoreError(f"fetch error code {response.error_code}")
         data = response.responses[0].partitions[0]
@@ -164,35 +171,38 @@ class KafkaStore:
         await self._apply_records(data.records)
 
     async def _apply_records(self, records) -> None:
+        """Apply the records from `self.position` on. Positions move without an await in between, so
+        a catch-up fetch and the tail's fetch answering with the same records apply each one once."""
         if not records:
             return
-        pos, end, position = 0, len(records), self.position
+        pos, end, before = 0, len(records), self.position
         while pos + HEADER_SIZE <= end:
             header = read_batch_header(records, pos)
             if pos + header.size > end:
                 break
-            if not header.is_control and header.next_offset > position:
+            if not header.is_control and header.next_offset > self.position:
                 for record in iter_records(records, header):
-                    if record.offset < position:
+                    if record.offset < self.position:
                         continue
-                    try:
-                        key = json.loads(record.key) if record.key is not None else None
-                        value = json.loads(record.value) if record.value is not None else None
-                    except ValueError:
-                        log.warning("schema registry: record at offset %d of %s is not JSON; skipped",
-                                    record.offset, self.topic)
-                    else:
-                        try:
-                            self._apply(key, value, record.offset)
-                        except Exception:
-                            log.exception("schema registry: cannot apply the record at offset %d of %s",
-                                          record.offset, self.topic)
-            position = max(position, header.next_offset)
+                    self._apply_one(record)
+                    self.position = record.offset + 1
+            self.position = max(self.position, header.next_offset)
             pos += header.size
-        if position != self.position:
+        if self.position != before:
             async with self._advanced:
-                self.position = position
                 self._advanced.notify_all()
+
+    def _apply_one(self, record) -> None:
+        try:
+            key = json.loads(record.key) if record.key is not None else None
+            value = json.loads(record.value) if record.value is not None else None
+        except ValueError:
+            log.warning("schema registry: record at offset %d of %s is not JSON; skipped", record.offset, self.topic)
+            return
+        try:
+            self._apply(key, value, record.offset)
+        except Exception:
+            log.exception("schema registry: cannot apply the record at offset %d of %s", record.offset, self.topic)
 
     # -- metadata --------------------------------------------------------------------------
     async def _metadata(self):
