@@ -184,6 +184,12 @@ class Broker:
         self.group_coordination.start(loop)  # loads __consumer_offsets partitions led here
         # after the groups: finishing prepared transactions may complete transactional offsets
         self.transaction_coordination.start(loop)
+        if self.config.get("kafkapy.schema.registry.listener"):
+            # bound before the Kafka listeners serve, so that it answers once the broker does (its
+            # requests wait until it has read the schemas topic through those listeners)
+            from ..schemaregistry import start_schema_registry  # imported only when the registry is on
+
+            self.schema_registry = await start_schema_registry(self)
         for listener in self.config.listeners:
             context = self._ssl_contexts.get(listener.name)
             for sock in bound[listener.name]:
@@ -209,10 +215,6 @@ class Broker:
             from ..console import start_console  # aiohttp is imported only when the console is on
 
             self.console = await start_console(self)
-        if self.config.get("kafkapy.schema.registry.listener"):
-            from ..schemaregistry import start_schema_registry  # imported only when the registry is on
-
-            self.schema_registry = await start_schema_registry(self)
         log.info("kafkapy broker %d listening on %s (advertised %s), cluster id %s, data in %s,"
                  " started in %.3f s", self.node_id,
                  ", ".join(f"{lst.name}://{lst.host}:{bound[lst.name][0].getsockname()[1]}"
