@@ -881,6 +881,8 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _table(
       "(Confluent's REST API; docs/schema-registry.md); off when unset.", _http_listener),
     K("kafkapy.schema.registry.topic", S, "_schemas", L, "kafkapy: the compacted topic the schema registry keeps "
       "its schemas in (Confluent's kafkastore.topic)."),
+    K("kafkapy.schema.registry.group.id", S, "schema-registry", L, "kafkapy: the Kafka group through which the "
+      "brokers' schema registries elect the one that writes (Confluent's schema.registry.group.id)."),
 )
 
 

@@ -26,6 +26,8 @@ class SchemaRegistryService:
         self.store = KafkaStore(broker, self.registry.apply, topic=broker.config.get("kafkapy.schema.registry.topic"))
         self.registry.store = self.store
         self.server = RegistryServer(self.registry, host, port)
+        self.server.store = self.store
+        self.elector = None
 
     @property
     def url(self) -> str:
@@ -36,8 +38,13 @@ class SchemaRegistryService:
         import logging
 
         await self.server.start()  # the port is bound now; requests wait for the store (below)
+        from .elector import LeaderElector
+
         self._ready = asyncio.get_running_loop().create_task(self._start_store())
         self.server.gate = self._ready
+        self.elector = LeaderElector(self.broker, self.broker.config.get("kafkapy.schema.registry.group.id"),
+                                     self.server.host, self.server.port)
+        self.server.elector = self.elector
         logging.getLogger(__name__).info("schema registry on %s (topic %s)", self.url, self.store.topic)
 
     async def _start_store(self) -> None:
@@ -45,6 +52,7 @@ class SchemaRegistryService:
 
         try:
             await self.store.start()
+            self.elector.start()  # joins the group once the registry has read the topic
         except Exception:
             logging.getLogger(__name__).exception("schema registry: cannot read %s", self.store.topic)
             raise
@@ -62,6 +70,8 @@ class SchemaRegistryService:
         ready = getattr(self, "_ready", None)
         if ready is not None and not ready.done():
             ready.cancel()
+        if self.elector is not None:
+            await self.elector.stop()
         await self.server.stop()
         await self.store.stop()
 

@@ -28,6 +28,10 @@ ACCEPTED_CONTENT_TYPES = {"application/vnd.schemaregistry.v1+json", "application
                           "application/json", "application/octet-stream", ""}
 MAX_BODY = 4 * 1024 * 1024
 LATENCY_BUCKETS_MS = (1, 5, 10, 50, 100, 500, 1000, 5000)
+# handlers that change the registry: made by the leader (forwarded to it by the other registries)
+WRITE_HANDLERS = {"register", "delete_version", "delete_subject", "put_config", "delete_config", "put_mode",
+                  "delete_mode"}
+FORWARDED_HEADER = "X-Kafkapy-Forwarded"
 
 
 def _flag(request: web.Request, name: str, default: bool = False) -> bool:
@@ -57,6 +61,9 @@ class RegistryServer:
         self.latency: dict[str, list] = defaultdict(lambda: [0, 0.0, [0] * len(LATENCY_BUCKETS_MS)])
         self.errors: dict[int, int] = defaultdict(int)
         self.gate = None  # the task reading the schemas topic at start: requests wait for it
+        self.elector = None  # elector.LeaderElector: who writes; None writes here (unit tests)
+        self.store = None
+        self._client = None  # aiohttp.ClientSession for forwarding writes to the leader
 
     async def _wait_ready(self) -> None:
         import asyncio
@@ -122,6 +129,9 @@ class RegistryServer:
             self.port = server.sockets[0].getsockname()[1]
 
     async def stop(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -135,7 +145,10 @@ class RegistryServer:
                 await self._wait_ready()
             elif self.gate is not None and self.gate.exception() is not None:
                 raise RegistryError.store_error(f"cannot read the schemas topic: {self.gate.exception()}")
-            response = await handler(request)
+            if getattr(handler, "__name__", "") in WRITE_HANDLERS and self.elector is not None:
+                response = await self._write(request, handler)
+            else:
+                response = await handler(request)
         except RegistryError as exc:
             response = _answer(exc.body(), exc.status)
         except web.HTTPException as exc:
@@ -157,6 +170,42 @@ class RegistryServer:
         if response.status >= 400:
             self.errors[response.status] += 1
         return response
+
+    async def _write(self, request: web.Request, handler) -> web.Response:
+        """A write is made by the leader: here when this registry leads (after reading `_schemas` to
+        its end, so ids continue after every one handed out), else forwarded to it over HTTP."""
+        elector = self.elector
+        leader = elector.leader_url or await elector.wait_for_leader(30)
+        if leader is None:
+            raise RegistryError.forwarding("no schema registry leader is elected yet")
+        if leader != elector.own_url:
+            if request.headers.get(FORWARDED_HEADER):
+                raise RegistryError.forwarding(f"this registry is not the leader (the leader is {leader})")
+            return await self._forward(request, leader)
+        if self.store is not None:
+            from .store import StoreError
+
+            try:
+                await self.store.sync()
+            except StoreError as exc:
+                raise RegistryError.store_error(str(exc)) from None
+        return await handler(request)
+
+    async def _forward(self, request: web.Request, leader: str) -> web.Response:
+        import aiohttp
+
+        if self._client is None:
+            self._client = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60))
+        body = await request.read()
+        headers = {"Content-Type": request.headers.get("Content-Type", CONTENT_TYPE), FORWARDED_HEADER: "1"}
+        try:
+            async with self._client.request(request.method, leader + request.path_qs, data=body or None,
+                                            headers=headers) as answer:
+                raw = await answer.read()
+                return web.Response(body=raw, status=answer.status,
+                                    content_type=answer.content_type or CONTENT_TYPE)
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            raise RegistryError.forwarding(f"{leader}: {exc}") from None
 
     @staticmethod
     async def _body(request: web.Request):
