@@ -881,6 +881,9 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _table(
       "(Confluent's REST API; docs/schema-registry.md); off when unset.", _http_listener),
     K("kafkapy.schema.registry.topic", S, "_schemas", L, "kafkapy: the compacted topic the schema registry keeps "
       "its schemas in (Confluent's kafkastore.topic)."),
+    K("kafkapy.schema.registry.topic.replication.factor", I, 3, L, "kafkapy: replicas of the schema registry's "
+      "topic in a cluster (Confluent's kafkastore.topic.replication.factor; capped by the brokers there are; "
+      "a single node has 1)."),
     K("kafkapy.schema.registry.group.id", S, "schema-registry", L, "kafkapy: the Kafka group through which the "
       "brokers' schema registries elect the one that writes (Confluent's schema.registry.group.id)."),
 )

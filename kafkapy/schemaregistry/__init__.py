@@ -23,7 +23,8 @@ class SchemaRegistryService:
         self.broker = broker
         self.registry = Registry()
         self.registry.broker = broker
-        self.store = KafkaStore(broker, self.registry.apply, topic=broker.config.get("kafkapy.schema.registry.topic"))
+        self.store = KafkaStore(broker, self.registry.apply, topic=broker.config.get("kafkapy.schema.registry.topic"),
+                                replication_factor=broker.config.get("kafkapy.schema.registry.topic.replication.factor"))
         self.registry.store = self.store
         self.server = RegistryServer(self.registry, host, port)
         self.server.store = self.store

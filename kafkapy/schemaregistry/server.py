@@ -116,6 +116,7 @@ class RegistryServer:
             web.post("/compatibility/subjects/{subject}/versions/{version}", r.compatibility),
             web.get("/contexts", r.contexts),
             web.get("/v1/metadata/id", r.metadata_id),
+            web.get("/kafkapy/leader", r.leader),
         ])
         return app
 
@@ -366,6 +367,12 @@ class RegistryServer:
 
     async def contexts(self, request: web.Request) -> web.Response:
         return _answer(["."])
+
+    async def leader(self, request: web.Request) -> web.Response:
+        """kafkapy's own: which registry writes (the group's elected leader) and this one's URL."""
+        elector = self.elector
+        return _answer({"leader": elector.leader_url if elector else self.url, "this": self.url,
+                        "is_leader": bool(elector is None or elector.is_leader)})
 
     async def metadata_id(self, request: web.Request) -> web.Response:
         broker = getattr(self.registry, "broker", None)

@@ -49,10 +49,11 @@ class KafkaStore:
     """Append-and-tail access to the one partition of the `_schemas` topic."""
 
     def __init__(self, broker, apply: Callable[[dict | None, dict | None, int], None], *,
-                 topic: str = "_schemas", timeout_s: float = 30.0):
+                 topic: str = "_schemas", timeout_s: float = 30.0, replication_factor: int = 3):
         self.broker = broker
         self.topic = topic
         self.timeout_s = timeout_s
+        self.replication_factor = replication_factor
         self._apply = apply
         # a broker answers one request of a connection at a time, as Kafka's do: the tail's long polls
         # get connections of their own, so that a write is never queued behind one
@@ -221,15 +222,22 @@ class KafkaStore:
         return self._leader
 
     async def _ensure_topic(self) -> None:
-        """Create `_schemas` as Confluent does (one partition, compacted, replicated up to 3 times)."""
+        """Create `_schemas` as Confluent does: one partition, compacted, replicated
+        `replication_factor` times. In a cluster the creation waits (up to the timeout) for that many
+        brokers, so the first broker up does not create it with fewer replicas; a single node has one."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.timeout_s
+        single = getattr(self.broker.cluster, "mode", "") == "single node"
         while True:
             try:
                 response = await self._metadata()
                 topic = response.topics[0]
-                if topic.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
-                    replication = max(1, min(3, len(response.brokers)))
+                wanted = 1 if single else self.replication_factor
+                if topic.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and \
+                        len(response.brokers) < wanted and loop.time() < deadline - 1:
+                    pass  # wait for more brokers to register
+                elif topic.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+                    replication = max(1, min(wanted, len(response.brokers)))
                     request = CreateTopicsRequest(timeout_ms=int(self.timeout_s * 1000), validate_only=False, topics=[
                         CreateTopicsRequest.CreatableTopic(
                             name=self.topic, num_partitions=1, replication_factor=replication, assignments=[],
