@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from .errors import RegistryError
@@ -34,6 +35,7 @@ MODES = ("READWRITE", "READONLY", "READONLY_OVERRIDE", "IMPORT")
 DEFAULT_COMPATIBILITY = "BACKWARD"
 MAX_VERSION = 2**31 - 1
 MAX_REFERENCE_DEPTH = 32
+PARSED_CACHE_SIZE = 1000
 
 
 @dataclass
@@ -77,6 +79,8 @@ class Registry:
         self._by_content: dict[tuple, int] = {}
         self._lock = asyncio.Lock()
         self.counters = {"registered": 0, "lookups": 0, "incompatible": 0}
+        # parsed request schemas by their text: serializers look the same schema up again and again
+        self._parsed_cache: OrderedDict[tuple, ParsedSchema] = OrderedDict()
 
     # -- applying records ------------------------------------------------------------------
     def apply(self, key: dict | None, value: dict | None, offset: int = -1) -> None:
@@ -229,10 +233,19 @@ class Registry:
             raise RegistryError.invalid_schema("Empty schema")
         resolved: list[tuple[str, str, str]] = []
         self._resolve_references(references, resolved, set(), [], 0)
+        cache_key = (schema_type, text, tuple(resolved))
+        cached = self._parsed_cache.get(cache_key)
+        if cached is not None:
+            self._parsed_cache.move_to_end(cache_key)
+            return cached
         try:
-            return parse_schema(schema_type, text, resolved)
+            parsed = parse_schema(schema_type, text, resolved)
         except InvalidSchema as exc:
             raise RegistryError.invalid_schema(str(exc)) from None
+        self._parsed_cache[cache_key] = parsed
+        if len(self._parsed_cache) > PARSED_CACHE_SIZE:
+            self._parsed_cache.popitem(last=False)
+        return parsed
 
     def _resolve_references(self, references, out: list, done: set, stack: list, depth: int) -> None:
         """Depth first, dependencies before their dependants; unknown or cyclic references are 42201."""
