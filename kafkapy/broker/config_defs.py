@@ -312,6 +312,11 @@ def _http_listener(name: str, value: Any) -> None:
             raise ConfigError.invalid_value(name, value, str(exc)) from None
 
 
+def _registry_authentication(name: str, value: Any) -> None:
+    if value not in ("none", "basic"):
+        raise ConfigError.invalid_value(name, value, "Expected 'none' or 'basic'")
+
+
 # -- definitions ---------------------------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)
@@ -884,6 +889,9 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _table(
     K("kafkapy.schema.registry.topic.replication.factor", I, 3, L, "kafkapy: replicas of the schema registry's "
       "topic in a cluster (Confluent's kafkastore.topic.replication.factor; capped by the brokers there are; "
       "a single node has 1)."),
+    K("kafkapy.schema.registry.authentication", S, "none", L, "kafkapy: 'basic' asks HTTP basic auth of the "
+      "schema registry's clients, with the broker's PLAIN and SCRAM users; its ACLs on the registry's topic "
+      "decide what they may do (docs/schema-registry.md).", _registry_authentication),
     K("kafkapy.schema.registry.group.id", S, "schema-registry", L, "kafkapy: the Kafka group through which the "
       "brokers' schema registries elect the one that writes (Confluent's schema.registry.group.id)."),
 )

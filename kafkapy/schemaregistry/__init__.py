@@ -28,6 +28,10 @@ class SchemaRegistryService:
         self.registry.store = self.store
         self.server = RegistryServer(self.registry, host, port)
         self.server.store = self.store
+        if broker.config.get("kafkapy.schema.registry.authentication") == "basic":
+            from .auth import BasicAuth
+
+            self.server.auth = BasicAuth(broker, self.store.topic)
         self.elector = None
 
     @property

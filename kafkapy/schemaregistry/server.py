@@ -64,6 +64,7 @@ class RegistryServer:
         self.elector = None  # elector.LeaderElector: who writes; None writes here (unit tests)
         self.store = None
         self._client = None  # aiohttp.ClientSession for forwarding writes to the leader
+        self.auth = None  # auth.BasicAuth when kafkapy.schema.registry.authentication=basic
 
     async def _wait_ready(self) -> None:
         import asyncio
@@ -146,12 +147,17 @@ class RegistryServer:
                 await self._wait_ready()
             elif self.gate is not None and self.gate.exception() is not None:
                 raise RegistryError.store_error(f"cannot read the schemas topic: {self.gate.exception()}")
+            if self.auth is not None:
+                principal = self.auth.principal(request.headers.get("Authorization"))
+                self.auth.authorize(principal, request.remote or "", getattr(handler, "__name__", ""))
             if getattr(handler, "__name__", "") in WRITE_HANDLERS and self.elector is not None:
                 response = await self._write(request, handler)
             else:
                 response = await handler(request)
         except RegistryError as exc:
             response = _answer(exc.body(), exc.status)
+            if exc.status == 401:
+                response.headers["WWW-Authenticate"] = 'Basic realm="kafkapy schema registry"'
         except web.HTTPException as exc:
             if exc.status < 400:
                 raise
@@ -199,6 +205,8 @@ class RegistryServer:
             self._client = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60))
         body = await request.read()
         headers = {"Content-Type": request.headers.get("Content-Type", CONTENT_TYPE), FORWARDED_HEADER: "1"}
+        if "Authorization" in request.headers:  # the leader authorizes the same principal
+            headers["Authorization"] = request.headers["Authorization"]
         try:
             async with self._client.request(request.method, leader + request.path_qs, data=body or None,
                                             headers=headers) as answer:
