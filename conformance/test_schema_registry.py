@@ -424,3 +424,23 @@ def test_huge_body_is_refused(registry):
     status, answer = http(f"{url}/subjects/{unique('huge')}/versions", "POST",
                           json.dumps({"schema": "x" * (5 * 1024 * 1024)}).encode())
     assert status == 413 and answer["error_code"] == 413
+
+
+def test_console_pages_list_subjects_and_diff_versions(tmp_path):
+    """The web console's Schemas pages (on when the console and the registry both are)."""
+    registry_port, console_port = free_port(), free_port()
+    with start_broker(overrides={"kafkapy.schema.registry.listener": f"http://127.0.0.1:{registry_port}",
+                                 "kafkapy.console.listener": f"http://127.0.0.1:{console_port}"}):
+        client = SchemaRegistryClient({"url": f"http://127.0.0.1:{registry_port}"})
+        client.register_schema("orders-value", Schema(json.dumps(USER_V1), "AVRO"))
+        client.register_schema("orders-value", Schema(json.dumps(USER_V2), "AVRO"))
+        console = f"http://127.0.0.1:{console_port}"
+        with urllib.request.urlopen(console + "/schemas", timeout=10) as response:
+            page = response.read().decode()
+        assert 'id="nav-schemas"' in page and "/schemas/orders-value" in page
+        with urllib.request.urlopen(console + "/schemas/orders-value", timeout=10) as response:
+            page = response.read().decode()
+        assert 'class="diff-add">+' in page and "email" in page
+        with pytest.raises(urllib.error.HTTPError) as info:
+            urllib.request.urlopen(console + "/schemas/nope", timeout=10)
+        assert info.value.code == 404

@@ -307,7 +307,7 @@ class Registry:
     def lookup(self, subject: str, body: dict, deleted: bool = False) -> dict:
         self.counters["lookups"] += 1
         schema_type, text, references = _schema_fields(body)
-        if subject not in self.subjects:
+        if subject not in self.subjects or not self.live_versions(subject, deleted):
             raise RegistryError.subject_not_found(subject)
         parsed = self.parse(schema_type, text, references)
         wanted = _key(schema_type, parsed.canonical, references)
