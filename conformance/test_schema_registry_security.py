@@ -73,3 +73,24 @@ def test_basic_auth_with_the_brokers_users_and_acls(tmp_path):
         with pytest.raises(urllib.error.HTTPError) as info:
             urllib.request.urlopen(request, timeout=10)
         assert info.value.code == 401 and info.value.headers["WWW-Authenticate"].startswith("Basic")
+
+
+def test_https_with_client_certificates(tmp_path):
+    from conformance.tls_certs import make_certs
+
+    certs = make_certs(tmp_path / "certs")
+    alice = certs.client("alice")
+    url = f"https://127.0.0.1:{free_port()}"
+    settings = {"ssl.keystore.type": "PEM", "ssl.keystore.location": str(certs.broker_keystore),
+                "ssl.truststore.type": "PEM", "ssl.truststore.location": str(certs.ca_pem),
+                "listener.name.schema_registry.ssl.client.auth": "required",
+                "kafkapy.schema.registry.listener": url}
+    with start_broker(settings, work_dir=tmp_path / "broker"):
+        client = SchemaRegistryClient({"url": url, "ssl.ca.location": str(certs.ca_pem),
+                                       "ssl.certificate.location": str(alice.cert_pem),
+                                       "ssl.key.location": str(alice.key_pem)})
+        assert client.register_schema("s-value", Schema(SCHEMA, "AVRO")) == 1
+        assert client.get_subjects() == ["s-value"]
+        # no client certificate: the TLS handshake fails
+        with pytest.raises(Exception):
+            SchemaRegistryClient({"url": url, "ssl.ca.location": str(certs.ca_pem)}).get_subjects()

@@ -7,19 +7,32 @@ aiohttp, avro, jsonschema and protobuf are imported only by the modules that use
 """
 from __future__ import annotations
 
-__all__ = ["start_schema_registry", "SchemaRegistryService"]
+__all__ = ["start_schema_registry", "SchemaRegistryService", "parse_registry_listener"]
+
+# the name of the registry's TLS settings: listener.name.schema_registry.ssl.* win over ssl.* (as for
+# a Kafka listener called SCHEMA_REGISTRY)
+TLS_LISTENER_NAME = "SCHEMA_REGISTRY"
+
+
+def parse_registry_listener(text: str) -> tuple[str, str, int]:
+    """(scheme, host, port) of kafkapy.schema.registry.listener: http://host:port or https://host:port."""
+    from ..metrics.http_endpoint import parse_listener_url
+
+    text = (text or "").strip()
+    scheme = "https" if text.lower().startswith("https://") else "http"
+    host, port = parse_listener_url("http://" + text[len("https://"):] if scheme == "https" else text)
+    return scheme, host, port
 
 
 class SchemaRegistryService:
     """One broker's registry: the state, its `_schemas` store and the HTTP server."""
 
     def __init__(self, broker, listener: str):
-        from ..metrics.http_endpoint import parse_listener_url
         from .registry import Registry
         from .server import RegistryServer
         from .store import KafkaStore
 
-        host, port = parse_listener_url(listener)
+        scheme, host, port = parse_registry_listener(listener)
         self.broker = broker
         self.registry = Registry()
         self.registry.broker = broker
@@ -27,11 +40,22 @@ class SchemaRegistryService:
                                 replication_factor=broker.config.get("kafkapy.schema.registry.topic.replication.factor"))
         self.registry.store = self.store
         self.server = RegistryServer(self.registry, host, port)
+        if scheme == "https":
+            from types import SimpleNamespace
+
+            from ..security.tls import client_ssl_context, server_ssl_context
+
+            # the broker's key store (ssl.keystore.*), ssl.client.auth=required for mTLS; forwarded
+            # writes go to the leader's https listener with the same trust and key stores
+            self.server.ssl_context = server_ssl_context(
+                broker.config, SimpleNamespace(name=TLS_LISTENER_NAME, security_protocol="SSL"))
+            self.server.client_ssl_context = client_ssl_context(broker.config, TLS_LISTENER_NAME)
         self.server.store = self.store
-        if broker.config.get("kafkapy.schema.registry.authentication") == "basic":
+        basic = broker.config.get("kafkapy.schema.registry.authentication") == "basic"
+        if basic or scheme == "https":
             from .auth import BasicAuth
 
-            self.server.auth = BasicAuth(broker, self.store.topic)
+            self.server.auth = BasicAuth(broker, self.store.topic, basic=basic)
         self.elector = None
 
     @property
@@ -48,7 +72,8 @@ class SchemaRegistryService:
         self._ready = asyncio.get_running_loop().create_task(self._start_store())
         self.server.gate = self._ready
         self.elector = LeaderElector(self.broker, self.broker.config.get("kafkapy.schema.registry.group.id"),
-                                     self.server.host, self.server.port)
+                                     self.server.host, self.server.port,
+                                     "https" if self.server.ssl_context is not None else "http")
         self.server.elector = self.elector
         logging.getLogger(__name__).info("schema registry on %s (topic %s)", self.url, self.store.topic)
 

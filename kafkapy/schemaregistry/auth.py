@@ -1,6 +1,8 @@
 """HTTP basic authentication and authorization of the registry, with the broker's own users and ACLs.
 
-With `kafkapy.schema.registry.authentication=basic`, every request needs `Authorization: Basic`
+On an https:// listener, a client certificate (mTLS, ssl.client.auth) is the principal,
+`User:<subject DN>` mapped by ssl.principal.mapping.rules as on a Kafka SSL listener.
+With `kafkapy.schema.registry.authentication=basic`, every other request needs `Authorization: Basic`
 with a user the broker knows: a PLAIN user of a SASL listener's JAAS config (`user_<name>="..."`)
 or a SCRAM user (SCRAM-SHA-256/512 credentials, checked against the stored salted key). A missing
 or wrong login is answered 401 (error_code 40101) with `WWW-Authenticate: Basic`.
@@ -45,9 +47,10 @@ def operation_for(handler_name: str) -> AclOperation:
 
 
 class BasicAuth:
-    def __init__(self, broker, topic: str):
+    def __init__(self, broker, topic: str, basic: bool = True):
         self.broker = broker
         self.topic = topic
+        self.basic = basic  # False: an https listener's clients without a certificate are User:ANONYMOUS
         self._verified: dict[tuple[str, bytes], float] = {}  # (user, sha256 of password) -> until
 
     def _plain_password(self, user: str) -> str | None:
@@ -83,6 +86,8 @@ class BasicAuth:
         return False
 
     def principal(self, header: str | None) -> KafkaPrincipal:
+        if not self.basic:
+            return KafkaPrincipal.user("ANONYMOUS")
         if not header or not header.startswith("Basic "):
             raise Unauthorized()
         try:

@@ -65,6 +65,8 @@ class RegistryServer:
         self.store = None
         self._client = None  # aiohttp.ClientSession for forwarding writes to the leader
         self.auth = None  # auth.BasicAuth when kafkapy.schema.registry.authentication=basic
+        self.ssl_context = None  # https:// listener: the broker's key store
+        self.client_ssl_context = None  # for forwarding to another registry's https listener
 
     async def _wait_ready(self) -> None:
         import asyncio
@@ -78,7 +80,7 @@ class RegistryServer:
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        return f"{'https' if self.ssl_context is not None else 'http'}://{self.host}:{self.port}"
 
     def app(self) -> web.Application:
         app = web.Application(middlewares=[self._errors], client_max_size=MAX_BODY)
@@ -124,7 +126,7 @@ class RegistryServer:
     async def start(self) -> None:
         self._runner = web.AppRunner(self.app(), access_log=None, handle_signals=False)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port, reuse_address=True)
+        site = web.TCPSite(self._runner, self.host, self.port, reuse_address=True, ssl_context=self.ssl_context)
         await site.start()
         server = getattr(site, "_server", None)
         if server is not None and server.sockets:
@@ -148,7 +150,8 @@ class RegistryServer:
             elif self.gate is not None and self.gate.exception() is not None:
                 raise RegistryError.store_error(f"cannot read the schemas topic: {self.gate.exception()}")
             if self.auth is not None:
-                principal = self.auth.principal(request.headers.get("Authorization"))
+                principal = self._tls_principal(request) or self.auth.principal(request.headers.get("Authorization"))
+                # (a client certificate is the principal, as on a Kafka SSL listener; else the basic login)
                 self.auth.authorize(principal, request.remote or "", getattr(handler, "__name__", ""))
             if getattr(handler, "__name__", "") in WRITE_HANDLERS and self.elector is not None:
                 response = await self._write(request, handler)
@@ -178,6 +181,18 @@ class RegistryServer:
             self.errors[response.status] += 1
         return response
 
+    @staticmethod
+    def _tls_principal(request: web.Request):
+        """User:<certificate subject> of a client that presented a certificate (mTLS), else None."""
+        if request.transport is None:
+            return None
+        ssl_object = request.transport.get_extra_info("ssl_object")
+        if ssl_object is None or not ssl_object.getpeercert(binary_form=True):
+            return None
+        from ..security.tls import peer_principal
+
+        return peer_principal(ssl_object)
+
     async def _write(self, request: web.Request, handler) -> web.Response:
         """A write is made by the leader: here when this registry leads (after reading `_schemas` to
         its end, so ids continue after every one handed out), else forwarded to it over HTTP."""
@@ -202,7 +217,8 @@ class RegistryServer:
         import aiohttp
 
         if self._client is None:
-            self._client = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60))
+            connector = aiohttp.TCPConnector(ssl=self.client_ssl_context) if self.client_ssl_context else None
+            self._client = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60), connector=connector)
         body = await request.read()
         headers = {"Content-Type": request.headers.get("Content-Type", CONTENT_TYPE), FORWARDED_HEADER: "1"}
         if "Authorization" in request.headers:  # the leader authorizes the same principal
