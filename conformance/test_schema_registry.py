@@ -444,3 +444,37 @@ def test_console_pages_list_subjects_and_diff_versions(tmp_path):
         with pytest.raises(urllib.error.HTTPError) as info:
             urllib.request.urlopen(console + "/schemas/nope", timeout=10)
         assert info.value.code == 404
+
+
+def test_protobuf_serializer_registers_imports_as_references(registry):
+    """A message importing google/protobuf/timestamp.proto: the serializer registers the import as a
+    subject of its own and the message's schema with a reference to it (skip.known.types off)."""
+    from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, timestamp_pb2
+
+    _, url = registry
+    pool = descriptor_pool.DescriptorPool()
+    timestamp = descriptor_pb2.FileDescriptorProto()
+    timestamp_pb2.DESCRIPTOR.CopyToProto(timestamp)
+    pool.Add(timestamp)
+    file = descriptor_pb2.FileDescriptorProto(name=f"event_{uuid.uuid4().hex[:6]}.proto", package="test.ev",
+                                              syntax="proto3", dependency=["google/protobuf/timestamp.proto"])
+    message = file.message_type.add(name="Event")
+    message.field.add(name="at", number=1, type=descriptor_pb2.FieldDescriptorProto.TYPE_MESSAGE,
+                      type_name=".google.protobuf.Timestamp", label=descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL)
+    message.field.add(name="what", number=2, type=descriptor_pb2.FieldDescriptorProto.TYPE_STRING,
+                      label=descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL)
+    pool.Add(file)
+    event_class = message_factory.GetMessageClass(pool.FindMessageTypeByName("test.ev.Event"))
+    client = SchemaRegistryClient({"url": url})
+    topic = unique("events")
+    serializer = ProtobufSerializer(event_class, client, {"use.deprecated.format": False, "skip.known.types": False})
+    event = event_class(what="deployed")
+    event.at.seconds = 1_700_000_000
+    data = serializer(event, SerializationContext(topic, MessageField.VALUE))
+    references = client.get_latest_version(f"{topic}-value").schema.references
+    assert [(r.name, r.subject) for r in references] == [("google/protobuf/timestamp.proto",) * 2]
+    back = ProtobufDeserializer(event_class, {"use.deprecated.format": False})(
+        data, SerializationContext(topic, MessageField.VALUE))
+    assert (back.what, back.at.seconds) == ("deployed", 1_700_000_000)
