@@ -78,14 +78,28 @@ class SchemaRegistryService:
         logging.getLogger(__name__).info("schema registry on %s (topic %s)", self.url, self.store.topic)
 
     async def _start_store(self) -> None:
+        """Read `_schemas` (creating it first if needed), retrying until it works: a cluster whose
+        brokers are still starting gets a registry as soon as the topic can be read. Requests wait
+        meanwhile (50002 after a minute)."""
+        import asyncio
         import logging
 
-        try:
-            await self.store.start()
-            self.elector.start()  # joins the group once the registry has read the topic
-        except Exception:
-            logging.getLogger(__name__).exception("schema registry: cannot read %s", self.store.topic)
-            raise
+        from ..net.client import BrokerConnectionError
+        from .store import StoreError
+
+        delay = 0.5
+        while True:
+            try:
+                await self.store.start()
+                break
+            except (StoreError, BrokerConnectionError, OSError) as exc:
+                logging.getLogger(__name__).warning("schema registry: cannot read %s yet (%s); retrying",
+                                                    self.store.topic, exc)
+            except Exception:
+                logging.getLogger(__name__).exception("schema registry: cannot read %s; retrying", self.store.topic)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 10.0)
+        self.elector.start()  # joins the group once the registry has read the topic
 
     def metric_families(self) -> list:
         """The registry's metrics for the broker's /metrics (docs/schema-registry.md lists them)."""
