@@ -1,6 +1,6 @@
 """`kafkapy schemas list|get|register|delete|compat`: the schema registry's REST API from the shell.
 
-Plain urllib (no client library): each command is one or two requests. Answers are printed as
+Plain urllib, imported when a schemas command runs (no client library): each command is one or two requests. Answers are printed as
 JSON; an error answer prints Confluent's "error_code: message" on stderr and exits 1.
 """
 from __future__ import annotations
@@ -9,9 +9,6 @@ import argparse
 import json
 import os
 import sys
-import urllib.error
-import urllib.parse
-import urllib.request
 
 __all__ = ["add_schemas_command", "run_schemas"]
 
@@ -53,6 +50,8 @@ def add_schemas_command(commands) -> None:
 
 
 def _request(url: str, method: str = "GET", body: dict | None = None):
+    import urllib.error
+    import urllib.request  # here: the other commands' parser set-up does not pay for it
     data = json.dumps(body).encode() if body is not None else None
     request = urllib.request.Request(url, data=data, method=method,
                                      headers={"Content-Type": CONTENT_TYPE, "Accept": CONTENT_TYPE})
@@ -101,6 +100,7 @@ def _schema_body(args) -> dict:
 
 
 def run_schemas(args: argparse.Namespace) -> int:
+    import urllib.parse
     base = args.url.rstrip("/")
     quote = lambda s: urllib.parse.quote(s, safe="")  # noqa: E731
     verb = args.schemas_verb
