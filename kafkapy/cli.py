@@ -106,6 +106,9 @@ def _parser(with_admin: bool = True) -> argparse.ArgumentParser:
     add_cluster_verbs(cluster)
     if with_admin:
         add_admin_commands(commands)
+        from .schemaregistry.cli import add_schemas_command  # argparse and urllib only
+
+        add_schemas_command(commands)
     return parser
 
 
@@ -240,6 +243,10 @@ def main(argv: list[str] | None = None) -> int:
         from .admin.commands import run_admin
 
         return run_admin(args)
+    if getattr(args, "schemas_command", False):
+        from .schemaregistry.cli import run_schemas
+
+        return run_schemas(args)
     if args.command == "serve":
         return _serve(args)
     if args.command == "cluster":

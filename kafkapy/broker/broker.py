@@ -101,6 +101,7 @@ class Broker:
         # set when every log dir is offline after I/O errors: serve() stops the broker (Kafka halts)
         self.fatal_error = asyncio.Event()
         self.console = None  # the web console (kafkapy/console), when kafkapy.console.listener is set
+        self.schema_registry = None  # kafkapy/schemaregistry, when kafkapy.schema.registry.listener is set
         self.faults = None  # fault injection (broker/faults.py), when a launcher turns it on: enable_faults
         self.started_at = time.monotonic()
         # client quotas (security/quotas.py) follow the stored ones; `.current` is None while there are none
@@ -231,6 +232,12 @@ class Broker:
         self.logs.load({name: self.partitions.log_config(name) for name in topics})
         self.partitions.sync_with_metadata()
         self._start_coordinators(loop)
+        if self.config.get("kafkapy.schema.registry.listener"):
+            # bound before the Kafka listeners serve, so that it answers once the broker does (its
+            # requests wait until it has read the schemas topic through those listeners)
+            from ..schemaregistry import start_schema_registry  # imported only when the registry is on
+
+            self.schema_registry = await start_schema_registry(self)
         for listener in self.config.listeners:
             context = self._ssl_contexts.get(listener.name)
             for sock in bound[listener.name]:
@@ -312,6 +319,8 @@ class Broker:
         log.info("kafkapy broker %d shutting down", self.node_id)
         if self.console is not None:
             await self.console.stop()
+        if self.schema_registry is not None:
+            await self.schema_registry.stop()
         try:
             await self.cluster.controlled_shutdown()
         except Exception:

@@ -331,6 +331,18 @@ def _http_listener(name: str, value: Any) -> None:
             raise ConfigError.invalid_value(name, value, str(exc)) from None
 
 
+def _registry_listener(name: str, value: Any) -> None:
+    """kafkapy.schema.registry.listener: http://host:port or https://host:port."""
+    if value:
+        text = str(value).strip()
+        _http_listener(name, "http://" + text[len("https://"):] if text.lower().startswith("https://") else text)
+
+
+def _registry_authentication(name: str, value: Any) -> None:
+    if value not in ("none", "basic"):
+        raise ConfigError.invalid_value(name, value, "Expected 'none' or 'basic'")
+
+
 # -- definitions ---------------------------------------------------------------------------------
 
 class BrokerSynonym(NamedTuple):
@@ -897,6 +909,19 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _table(
       "(docs/console.md); off when unset.", _http_listener),
     K("kafkapy.console.writes.enable", B, False, L, "kafkapy: allow the web console's write actions "
       "(offset reset); read-only when false."),
+    K("kafkapy.schema.registry.listener", S, None, L, "kafkapy: http://host:port (or https://, with the broker's "
+      "ssl.* key store) of the built-in schema registry (Confluent's REST API; docs/schema-registry.md); off "
+      "when unset.", _registry_listener),
+    K("kafkapy.schema.registry.topic", S, "_schemas", L, "kafkapy: the compacted topic the schema registry keeps "
+      "its schemas in (Confluent's kafkastore.topic)."),
+    K("kafkapy.schema.registry.topic.replication.factor", I, 3, L, "kafkapy: replicas of the schema registry's "
+      "topic in a cluster (Confluent's kafkastore.topic.replication.factor; capped by the brokers there are; "
+      "a single node has 1)."),
+    K("kafkapy.schema.registry.authentication", S, "none", L, "kafkapy: 'basic' asks HTTP basic auth of the "
+      "schema registry's clients, with the broker's PLAIN and SCRAM users; its ACLs on the registry's topic "
+      "decide what they may do (docs/schema-registry.md).", _registry_authentication),
+    K("kafkapy.schema.registry.group.id", S, "schema-registry", L, "kafkapy: the Kafka group through which the "
+      "brokers' schema registries elect the one that writes (Confluent's schema.registry.group.id)."),
 )
 
 

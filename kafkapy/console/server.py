@@ -76,6 +76,8 @@ class ConsoleServer:
             web.get("/groups/{group}", self.group),
             web.post("/groups/{group}/reset", self.reset),
             web.get("/requests", self.requests),
+            web.get("/schemas", self.schemas),
+            web.get("/schemas/{subject}", self.subject),
             web.get("/static/{name}", self.static),
         ])
         return app
@@ -142,7 +144,8 @@ class ConsoleServer:
     def _page(self, template: str, http_status: int = 200, **context) -> web.Response:
         html = self.templates.get_template(template).render(
             node_id=self.broker.node_id, cluster_id=self.broker.cluster_id,
-            writes_enabled=self.writes_enabled, **context)
+            writes_enabled=self.writes_enabled,
+            schemas_enabled=getattr(self.broker, "schema_registry", None) is not None, **context)
         return web.Response(text=html, status=http_status, content_type="text/html")
 
     async def static(self, request: web.Request) -> web.Response:
@@ -249,6 +252,60 @@ class ConsoleServer:
         name = f"{topic}-{partition}-{page.start}.json"
         return web.Response(text=body, content_type="application/json",
                             headers={"Content-Disposition": f'attachment; filename="{name}"'})
+
+    # -- the schema registry's subjects (kafkapy/schemaregistry, read through the broker) ------------
+    def _registry(self):
+        service = getattr(self.broker, "schema_registry", None)
+        if service is None:
+            raise ConsoleError(404, "the schema registry is off (kafkapy.schema.registry.listener)")
+        return service.registry
+
+    async def schemas(self, request: web.Request) -> web.Response:
+        registry = self._registry()
+        query = request.query.get("q", "")
+        rows = []
+        for subject in registry.subject_list(deleted=True):
+            if query.lower() not in subject.lower():
+                continue
+            versions = registry.live_versions(subject, deleted=True)
+            live = [v for v in versions if not v.deleted]
+            latest = (live or versions)[-1]
+            content = registry.schemas[latest.id]
+            rows.append({"subject": subject, "versions": len(live), "deleted": len(versions) - len(live),
+                         "latest": latest.version, "id": latest.id, "type": content.schema_type,
+                         "compatibility": registry.compatibility_of(subject)})
+        return self._page("schemas.html", title="Schemas", nav="schemas", rows=rows, query=query,
+                          global_compatibility=registry.compatibility_of(None), mode=registry.mode_of(None))
+
+    async def subject(self, request: web.Request) -> web.Response:
+        import difflib
+
+        registry = self._registry()
+        subject = request.match_info["subject"]
+        versions = registry.live_versions(subject, deleted=True)
+        if not versions:
+            raise ConsoleError(404, f"no subject {subject!r} in the schema registry")
+        numbers = [v.version for v in versions]
+        new = _int_param(request, "to", numbers[-1])
+        old = _int_param(request, "from", numbers[-2] if len(numbers) > 1 else numbers[-1])
+        if new not in numbers or old not in numbers:
+            raise ConsoleError(404, f"subject {subject!r} has versions {numbers}")
+        by_number = {v.version: v for v in versions}
+
+        def pretty(version) -> list[str]:
+            text = registry.schemas[by_number[version].id].text
+            try:
+                text = json.dumps(json.loads(text), indent=2)
+            except ValueError:
+                pass
+            return text.splitlines()
+
+        diff = list(difflib.unified_diff(pretty(old), pretty(new), f"version {old}", f"version {new}", lineterm=""))
+        rows = [{"version": v.version, "id": v.id, "type": registry.schemas[v.id].schema_type, "deleted": v.deleted,
+                 "references": registry.schemas[v.id].references} for v in versions]
+        return self._page("subject.html", title=f"Subject {subject}", nav="schemas", subject=subject, rows=rows,
+                          old=old, new=new, diff=diff, schema="\n".join(pretty(new)),
+                          compatibility=registry.compatibility_of(subject))
 
     async def groups(self, request: web.Request) -> web.Response:
         query = request.query.get("q", "")

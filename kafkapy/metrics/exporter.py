@@ -48,12 +48,15 @@ class PrometheusExporter:
 
         encoder, content_type = choose_encoder(accept)
         state = self.collector.read()  # on the loop: broker state is read without locks
-        return await asyncio.to_thread(self._encode, encoder, state), content_type
+        # the schema registry's few families (kafkapy/schemaregistry, when it is on), read on the loop too
+        registry = getattr(self.broker, "schema_registry", None)
+        extra = registry.metric_families() if registry is not None else []
+        return await asyncio.to_thread(self._encode, encoder, state, extra), content_type
 
-    def _encode(self, encoder, state) -> bytes:
+    def _encode(self, encoder, state, extra=()) -> bytes:
         from .collectors import families
 
-        return encoder(_Snapshot(self.process_registry, families(state)))
+        return encoder(_Snapshot(self.process_registry, families(state) + list(extra)))
 
     async def start(self) -> None:
         await self.endpoint.start()

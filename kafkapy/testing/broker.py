@@ -11,7 +11,7 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from ..devcluster.launcher import HOST, BrokerLauncher, BrokerStartError
+from ..devcluster.launcher import HOST, BrokerLauncher, BrokerStartError, free_port
 from ..devcluster.storage import STORAGES, MemoryStorageUnavailable
 from .clients import KafkaClients
 from .faults import BrokerFaults
@@ -29,6 +29,7 @@ class KafkaBrokerError(RuntimeError):
 
 
 CREATE_TOPICS_VERSION = 5
+SCHEMA_REGISTRY_LISTENER = "kafkapy.schema.registry.listener"
 
 
 def create_topic_request(name: str, partitions: int, replication_factor: int, config: dict[str, str] | None,
@@ -80,6 +81,10 @@ class KafkaBroker(KafkaClients, BrokerFaults):
         self.isolation = isolation
         self.storage = storage
         self.properties = {key: str(value) for key, value in properties.items()}
+        registry = self.properties.get(SCHEMA_REGISTRY_LISTENER, "")
+        if registry.rstrip("/").endswith(":0"):
+            # a fixed port, so that the registry's URL is known before the start and kept by restarts
+            self.properties[SCHEMA_REGISTRY_LISTENER] = f"http://{HOST}:{free_port()}"
         self._data_dir = Path(data_dir) if data_dir is not None else None
         self._launcher = BrokerLauncher(
             self.properties, mode=isolation, port=port, storage=storage,
@@ -99,6 +104,12 @@ class KafkaBroker(KafkaClients, BrokerFaults):
         if not self._launcher.port:
             raise KafkaBrokerError("the broker is not running")
         return f"{HOST}:{self._launcher.port}"
+
+    @property
+    def schema_registry_url(self) -> str | None:
+        """The built-in schema registry's URL when the broker runs with kafkapy.schema.registry.listener
+        (http://127.0.0.1:0 picks a free port), else None."""
+        return self.properties.get(SCHEMA_REGISTRY_LISTENER) or None
 
     @property
     def data_dir(self) -> Path:

@@ -29,6 +29,8 @@ _CLIENTS_BEFORE = pytest.StashKey[int]()
 # after Kafka's 3 s wait for more members (Kafka's quickstart config and Spring's @EmbeddedKafka do
 # the same); a test's consumer is its group's only member.
 PLUGIN_DEFAULTS = {"group.initial.rebalance.delay.ms": "0"}
+REGISTRY_FIXTURE = "schema_registry_url"
+REGISTRY_LISTENER = "kafkapy.schema.registry.listener"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -132,7 +134,11 @@ def kafka_broker(request: pytest.FixtureRequest) -> Iterator[KafkaBroker]:
     A test that kill()s or stop()s it gets it back before the next test that uses it (restarted on the
     same port, with its data if it was killed)."""
     config = request.config
-    broker = _new_broker(config, _ini_options(config), _ini_properties(config))
+    properties = _ini_properties(config)
+    # the schema registry only when some test of the session asks for it (schema_registry_url)
+    if any(REGISTRY_FIXTURE in getattr(item, "fixturenames", ()) for item in request.session.items):
+        properties.setdefault(REGISTRY_LISTENER, "http://127.0.0.1:0")
+    broker = _new_broker(config, _ini_options(config), properties)
     broker.start()
     config.stash[_SESSION_BROKER] = broker
     try:
@@ -140,6 +146,18 @@ def kafka_broker(request: pytest.FixtureRequest) -> Iterator[KafkaBroker]:
     finally:
         del config.stash[_SESSION_BROKER]
         broker.stop()
+
+
+@pytest.fixture
+def schema_registry_url(kafka_broker: KafkaBroker) -> str:
+    """The URL of the session broker's built-in schema registry (Confluent's REST API), for
+    confluent-kafka's SchemaRegistryClient and serializers. The session broker runs the registry
+    when a collected test asks for this fixture."""
+    url = kafka_broker.schema_registry_url
+    if url is None:
+        raise pytest.UsageError(f"the session broker was started without {REGISTRY_LISTENER}: set it in the "
+                                f"{INI_PROPERTIES} ini option")
+    return url
 
 
 @pytest.fixture
