@@ -70,6 +70,11 @@ class Broker:
             # as Kafka: the KIP-848 APIs are not advertised while the consumer protocol is off
             for key in (68, 69):  # ConsumerGroupHeartbeat, ConsumerGroupDescribe
                 self.advertised_versions.pop(key, None)
+        if not config.get("group.share.enable"):
+            # share.version=0 in Kafka's terms: the share group APIs are not advertised
+            for key in (76, 77, 78, 79):
+                self.advertised_versions.pop(key, None)
+        self._share_groups = None  # built on the first share request (share_groups)
         self.broker_epoch = -1
         # The membership: a cluster of one (single node, the embedded metadata store decides where
         # partitions live) or a ZooKeeper cluster member (zookeeper.connect, docs/cluster.md) with
@@ -129,6 +134,17 @@ class Broker:
         topics = BrokerTopicView(self.partitions, self.metadata)
         self.metadata.add_listener(topics.on_metadata_change)
         return GroupCoordinator(config, store, topics=topics)
+
+    @property
+    def share_groups(self):
+        """The share group coordinator and share-partitions (KIP-932, kafkapy/groupcoord/share),
+        imported and built on the first share request."""
+        if self._share_groups is None:
+            from ..groupcoord.share import ShareGroupConfig, ShareGroupCoordinator
+
+            self._share_groups = ShareGroupCoordinator(ShareGroupConfig.from_getter(self.config.get),
+                                                       self.metadata.get_topic)
+        return self._share_groups
 
     def enable_faults(self, control: str | None = None):
         """Turn fault injection on (call on the broker's loop): requests are recorded and rules may

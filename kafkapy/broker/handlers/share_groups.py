@@ -1,0 +1,422 @@
+"""Share groups (KIP-932): ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch, ShareAcknowledge.
+
+The handlers translate between the wire and kafkapy.groupcoord.share (Broker.share_groups):
+membership requests go to the group's coordinator (the leader of its __consumer_offsets
+partition, as for every group); fetches and acknowledgements go to each partition's leader,
+which is the share-partition leader and reads records with broker.replicas.read_for_consumer,
+the path every consumer fetch takes on one node and in a cluster. Record batches are sent as
+read; only their headers are looked at, to know which offsets were acquired.
+"""
+from __future__ import annotations
+
+import logging
+import time
+
+from ...groupcoord.share import AckBatch, validate_ack_batches
+from ...groupcoord.share.batches import batch_ranges
+from ...metadata.acls import AclOperation, ResourceType
+from ...protocol.errors import ErrorCode
+from ...protocol.messages import (
+    ShareAcknowledgeRequest,
+    ShareAcknowledgeResponse,
+    ShareFetchRequest,
+    ShareFetchResponse,
+    ShareGroupDescribeRequest,
+    ShareGroupDescribeResponse,
+    ShareGroupHeartbeatRequest,
+    ShareGroupHeartbeatResponse,
+)
+from ...protocol.primitives import ExternalRecords
+from ..dispatch import RequestContext, handles
+from .groups import client_host
+
+log = logging.getLogger(__name__)
+
+# most acknowledgement offsets one request may carry (more is INVALID_REQUEST, nothing applied)
+MAX_ACK_OFFSETS = 1 << 20
+DEFAULT_MAX_RECORDS = 500
+_INT32_MAX = 2**31 - 1
+
+
+def _coordinator_error(broker, group_id: str) -> int:
+    """The group coordinator checks of the classic and consumer groups, for a share group."""
+    manager = broker.group_coordinator.manager
+    if not group_id:
+        return ErrorCode.INVALID_GROUP_ID
+    if manager.is_loading(group_id):
+        return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    if not manager.is_local(group_id):
+        return ErrorCode.NOT_COORDINATOR
+    return ErrorCode.NONE
+
+
+# -- ShareGroupHeartbeat ---------------------------------------------------------------------
+@handles(ShareGroupHeartbeatRequest)
+async def handle_share_group_heartbeat(ctx: RequestContext,
+                                       request: ShareGroupHeartbeatRequest) -> ShareGroupHeartbeatResponse:
+    R = ShareGroupHeartbeatResponse
+    broker = ctx.broker
+    if not ctx.authorized(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return R(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    names = request.subscribed_topic_names
+    if names:
+        denied = ctx.unauthorized_names(AclOperation.DESCRIBE, ResourceType.TOPIC, names)
+        if denied:
+            return R(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                     error_message=f"The client is not authorized to describe topics: {', '.join(sorted(denied))}.")
+    error = _coordinator_error(broker, request.group_id)
+    if error:
+        return R(error_code=error)
+    result = broker.share_groups.heartbeat(
+        request.group_id, request.member_id, request.member_epoch, request.rack_id, names,
+        ctx.client_id or "", client_host(ctx), time.monotonic())
+    if result.error:
+        return R(error_code=result.error, error_message=result.message)
+    if result.member_epoch == -1:
+        # a member leaving: what it holds on share-partitions led here goes back at once
+        _release_everywhere(broker, request.group_id, request.member_id)
+    assignment = None
+    if result.assignment is not None:
+        assignment = R.Assignment(topic_partitions=[
+            R.TopicPartitions(topic_id=topic_id, partitions=sorted(parts))
+            for topic_id, parts in sorted(result.assignment.items(), key=lambda item: str(item[0]))])
+    return R(error_code=ErrorCode.NONE, member_id=result.member_id, member_epoch=result.member_epoch,
+             heartbeat_interval_ms=result.heartbeat_interval_ms, assignment=assignment)
+
+
+def _release_everywhere(broker, group_id: str, member_id: str) -> None:
+    share = broker.share_groups
+    session = share.sessions.get((group_id, member_id))
+    if session is not None and share.close_session(session):
+        for topic, partition, _ in session.partitions:
+            broker.purgatory.notify(("share", group_id, topic, partition))
+
+
+# -- ShareGroupDescribe ----------------------------------------------------------------------
+@handles(ShareGroupDescribeRequest)
+async def handle_share_group_describe(ctx: RequestContext,
+                                      request: ShareGroupDescribeRequest) -> ShareGroupDescribeResponse:
+    R = ShareGroupDescribeResponse
+    broker = ctx.broker
+    groups = []
+    for group_id in request.group_ids:
+        described = R.DescribedGroup(group_id=group_id, error_code=ErrorCode.NONE, members=[])
+        groups.append(described)
+        if not ctx.authorized(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+            described.error_code = ErrorCode.GROUP_AUTHORIZATION_FAILED
+            continue
+        error = _coordinator_error(broker, group_id)
+        if error:
+            described.error_code = error
+            continue
+        share = broker.share_groups
+        share.expire_members(time.monotonic())
+        group = share.describe(group_id)
+        if group is None:
+            described.error_code = ErrorCode.GROUP_ID_NOT_FOUND
+            described.error_message = f"Group {group_id} not found."
+            continue
+        described.group_state = group.state
+        described.group_epoch = described.assignment_epoch = group.group_epoch
+        described.assignor_name = "simple"
+        if request.include_authorized_operations:
+            described.authorized_operations = ctx.authorized_operations(ResourceType.GROUP, group_id)
+        for member in group.members.values():
+            topics = []
+            for topic_id, parts in sorted(member.assignment.items(), key=lambda item: str(item[0])):
+                meta = broker.partitions.topic_by_id(topic_id)
+                topics.append(R.TopicPartitions(topic_id=topic_id, topic_name=meta.name if meta else "",
+                                                partitions=sorted(parts)))
+            described.members.append(R.Member(
+                member_id=member.member_id, rack_id=member.rack_id, member_epoch=member.member_epoch,
+                client_id=member.client_id, client_host=member.client_host,
+                subscribed_topic_names=list(member.subscribed),
+                assignment=R.Assignment(topic_partitions=topics)))
+    return R(throttle_time_ms=0, groups=groups)
+
+
+# -- share sessions ----------------------------------------------------------------------------
+def _next_epoch(epoch: int) -> int:
+    return 1 if epoch >= _INT32_MAX else epoch + 1
+
+
+def _session_for(broker, group_id: str, member_id: str, epoch: int, has_acks: bool, is_fetch: bool):
+    """(error, session) for a request's share session epoch: 0 opens one (ShareFetch only, and
+    without acknowledgements), -1 closes it after its acknowledgements, others must be the next."""
+    share = broker.share_groups
+    if epoch == 0:
+        if not is_fetch:
+            return ErrorCode.INVALID_SHARE_SESSION_EPOCH, None
+        if has_acks:
+            return ErrorCode.INVALID_REQUEST, None
+        return ErrorCode.NONE, share.open_session(group_id, member_id)
+    error, session = share.session_error(group_id, member_id, epoch)
+    if error:
+        return error, None
+    if epoch != -1:
+        session.epoch = _next_epoch(epoch)
+    return ErrorCode.NONE, session
+
+
+def _leader_error(broker, topic: str, partition: int) -> int:
+    hosted = broker.replicas.partition(topic, partition)
+    if hosted is None or not hosted.is_leader:
+        meta = broker.partitions.topic(topic)
+        if meta is None or partition >= meta.partition_count:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
+    if hosted.log.is_offline:
+        return ErrorCode.KAFKA_STORAGE_ERROR
+    return ErrorCode.NONE
+
+
+def _acknowledge(broker, share, group_id: str, member_id: str, topic: str, partition: int,
+                 wire_batches, allow_renew: bool, now: float) -> int:
+    batches = [AckBatch(b.first_offset, b.last_offset, b.acknowledge_types) for b in wire_batches]
+    error = validate_ack_batches(batches, allow_renew, MAX_ACK_OFFSETS)
+    if error:
+        return error
+    error = _leader_error(broker, topic, partition)
+    if error:
+        return error
+    sp = share.partitions.get((group_id, topic, partition))
+    if sp is None:
+        return ErrorCode.INVALID_RECORD_STATE
+    sp.expire_locks(now)
+    error = sp.acknowledge(member_id, batches, share.lock_duration_s(group_id), now)
+    if error == ErrorCode.NONE:
+        broker.purgatory.notify(("share", group_id, topic, partition))
+    return error
+
+
+class _PartitionAnswer:
+    __slots__ = ("topic", "topic_id", "partition", "error", "ack_error", "records", "acquired")
+
+    def __init__(self, topic, topic_id, partition) -> None:
+        self.topic, self.topic_id, self.partition = topic, topic_id, partition
+        self.error = ErrorCode.NONE
+        self.ack_error = ErrorCode.NONE
+        self.records = None
+        self.acquired: list = []
+
+
+def _resolve(broker, topic_id):
+    meta = broker.partitions.topic_by_id(topic_id)
+    return meta.name if meta is not None else None
+
+
+# -- ShareFetch --------------------------------------------------------------------------------
+def _acquire(broker, share, group_id: str, member_id: str, topic: str, partition: int,
+             max_records: int, strict: bool, max_bytes: int, now: float):
+    """Read from the share-partition's fetch offset and acquire what may be delivered:
+    (error, records bytes or None, acquired runs)."""
+    error = _leader_error(broker, topic, partition)
+    if error:
+        return error, None, []
+    plog = broker.partitions.get_log(topic, partition)
+    read_committed = share.group_config(group_id, "share.isolation.level") == "read_committed"
+    limit = plog.last_stable_offset if read_committed else plog.high_watermark
+    sp = share.share_partition(group_id, topic, partition, plog.log_start_offset, limit)
+    sp.expire_locks(now)
+    offset = sp.fetch_offset()
+    if offset >= limit:
+        return ErrorCode.NONE, None, []
+    data = broker.replicas.read_for_consumer(topic, partition, offset, -1, max_bytes, True, read_committed)
+    if data.error_code:
+        return data.error_code, None, []
+    records = data.records
+    if isinstance(records, ExternalRecords):
+        records = records.tobytes()
+    if not records:
+        return ErrorCode.NONE, None, []
+    aborted = [(a.producer_id, a.first_offset) for a in (data.aborted_transactions or [])]
+    ranges = batch_ranges(records, aborted)
+    wanted = [(r.first, r.last, r.deliverable) for r in ranges]
+    acquired = sp.acquire(wanted, member_id, max_records, share.lock_duration_s(group_id), now,
+                          strict=strict)
+    if not acquired:
+        return ErrorCode.NONE, None, []
+    # send the batches from the first to the last one holding an acquired offset, as read
+    first_off, last_off = acquired[0][0], acquired[-1][1]
+    used = [r for r in ranges if r.last >= first_off and r.first <= last_off]
+    view = memoryview(records)[used[0].start:used[-1].end]
+    return ErrorCode.NONE, view, acquired
+
+
+@handles(ShareFetchRequest)
+async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) -> ShareFetchResponse:
+    R = ShareFetchResponse
+    broker = ctx.broker
+    share = broker.share_groups
+    group_id, member_id = request.group_id, request.member_id
+    if not group_id or not member_id:
+        return R(error_code=ErrorCode.INVALID_REQUEST, error_message="GroupId and MemberId must be set.")
+    if not ctx.authorized(AclOperation.READ, ResourceType.GROUP, group_id):
+        return R(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    renew = ctx.api_version >= 2 and request.is_renew_ack
+    has_acks = any(p.acknowledgement_batches for t in request.topics for p in t.partitions)
+    epoch = request.share_session_epoch
+    error, session = _session_for(broker, group_id, member_id, epoch, has_acks, True)
+    if error:
+        return R(error_code=error)
+    now = time.monotonic()
+    lock_ms = int(share.lock_duration_s(group_id) * 1000)
+    answers: dict[tuple[str, int], _PartitionAnswer] = {}
+    order: list[_PartitionAnswer] = []
+
+    def answer_for(topic, topic_id, partition):
+        key = (topic, partition)
+        a = answers.get(key)
+        if a is None:
+            a = answers[key] = _PartitionAnswer(topic, topic_id, partition)
+            order.append(a)
+        return a
+
+    unknown_ids = []
+    for forgotten in request.forgotten_topics_data:
+        name = _resolve(broker, forgotten.topic_id)
+        for p in forgotten.partitions:
+            session.partitions.discard((name, p, forgotten.topic_id))
+    denied = ctx.unauthorized_names(AclOperation.READ, ResourceType.TOPIC,
+                                    {n for n in (_resolve(broker, t.topic_id) for t in request.topics) if n})
+    for t in request.topics:
+        name = _resolve(broker, t.topic_id)
+        for p in t.partitions:
+            if name is None:
+                unknown_ids.append((t.topic_id, p.partition_index))
+                continue
+            if name in denied:
+                answer_for(name, t.topic_id, p.partition_index).error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                continue
+            if epoch != -1:
+                session.partitions.add((name, p.partition_index, t.topic_id))
+            if p.acknowledgement_batches:
+                answer_for(name, t.topic_id, p.partition_index).ack_error = _acknowledge(
+                    broker, share, group_id, member_id, name, p.partition_index,
+                    p.acknowledgement_batches, renew, now)
+    if epoch == -1:
+        if share.close_session(session):
+            for name, partition, _ in session.partitions:
+                broker.purgatory.notify(("share", group_id, name, partition))
+    elif not renew:
+        # fetch: every partition of the session, until something is acquired or max wait passes
+        max_records = request.max_records if request.max_records > 0 else DEFAULT_MAX_RECORDS
+        strict = ctx.api_version >= 2 and request.share_acquire_mode == 1
+        deadline = now + max(request.max_wait_ms, 0) / 1000.0
+        targets = sorted(session.partitions, key=lambda k: (k[0], k[1]))
+        while True:
+            now = time.monotonic()
+            got = 0
+            budget = max(request.max_bytes, 1)
+            for name, partition, topic_id in targets:
+                if got >= max_records:
+                    break
+                existing = answers.get((name, partition))
+                if existing is not None and existing.error:
+                    continue
+                error, records, acquired = _acquire(broker, share, group_id, member_id, name, partition,
+                                                    max_records - got, strict, budget, now)
+                if error == ErrorCode.NONE and not acquired:
+                    continue
+                a = answer_for(name, topic_id, partition)
+                a.error, a.records, a.acquired = error, records, acquired
+                got += sum(last - first + 1 for first, last, _ in acquired)
+                if records is not None:
+                    budget = max(budget - len(records), 1)
+            if got or any(a.error for a in order) or now >= deadline or not targets:
+                break
+            next_lock = min((sp.next_deadline() for (g, _, _), sp in share.partitions.items()
+                             if g == group_id), default=float("inf"))
+            keys = [(n, p) for n, p, _ in targets] + [("share", group_id, n, p) for n, p, _ in targets]
+            await broker.purgatory.wait_any(keys, max(min(deadline, next_lock) - now, 0.001))
+            if session is not share.sessions.get((group_id, member_id)):
+                break  # replaced or closed while waiting
+    return R(error_code=ErrorCode.NONE, acquisition_lock_timeout_ms=lock_ms,
+             responses=_fetch_topics(broker, order, unknown_ids), node_endpoints=_endpoints(broker, order, R))
+
+
+def _leader_hint(broker, a, R):
+    leader_id, leader_epoch = -1, -1
+    if a.error in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH):
+        leader_id, leader_epoch = broker.replicas.leader_hint(a.topic, a.partition)
+    return R.LeaderIdAndEpoch(leader_id=leader_id, leader_epoch=leader_epoch)
+
+
+def _endpoints(broker, order, R) -> list:
+    out = {}
+    for a in order:
+        if a.error == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+            leader_id, _ = broker.replicas.leader_hint(a.topic, a.partition)
+            endpoint = broker.replicas.node_endpoint(leader_id)
+            if endpoint is not None:
+                out[leader_id] = R.NodeEndpoint(node_id=leader_id, host=endpoint[0], port=endpoint[1])
+    return list(out.values())
+
+
+def _fetch_topics(broker, order, unknown_ids) -> list:
+    R = ShareFetchResponse
+    by_topic: dict = {}
+    for a in order:
+        topic = by_topic.get(a.topic_id)
+        if topic is None:
+            topic = by_topic[a.topic_id] = R.ShareFetchableTopicResponse(topic_id=a.topic_id, partitions=[])
+        topic.partitions.append(R.PartitionData(
+            partition_index=a.partition, error_code=a.error, acknowledge_error_code=a.ack_error,
+            current_leader=_leader_hint(broker, a, R), records=a.records,
+            acquired_records=[R.AcquiredRecords(first_offset=f, last_offset=l, delivery_count=c)
+                              for f, l, c in a.acquired]))
+    for topic_id, partition in unknown_ids:
+        topic = by_topic.get(topic_id)
+        if topic is None:
+            topic = by_topic[topic_id] = R.ShareFetchableTopicResponse(topic_id=topic_id, partitions=[])
+        topic.partitions.append(R.PartitionData(
+            partition_index=partition, error_code=ErrorCode.UNKNOWN_TOPIC_ID,
+            acknowledge_error_code=ErrorCode.UNKNOWN_TOPIC_ID,
+            current_leader=R.LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1)))
+    return list(by_topic.values())
+
+
+# -- ShareAcknowledge --------------------------------------------------------------------------
+@handles(ShareAcknowledgeRequest)
+async def handle_share_acknowledge(ctx: RequestContext,
+                                   request: ShareAcknowledgeRequest) -> ShareAcknowledgeResponse:
+    R = ShareAcknowledgeResponse
+    broker = ctx.broker
+    share = broker.share_groups
+    group_id, member_id = request.group_id, request.member_id
+    if not group_id or not member_id:
+        return R(error_code=ErrorCode.INVALID_REQUEST, error_message="GroupId and MemberId must be set.")
+    if not ctx.authorized(AclOperation.READ, ResourceType.GROUP, group_id):
+        return R(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    renew = ctx.api_version >= 2 and request.is_renew_ack
+    epoch = request.share_session_epoch
+    error, session = _session_for(broker, group_id, member_id, epoch, True, False)
+    if error:
+        return R(error_code=error)
+    now = time.monotonic()
+    topics = []
+    names = {n for n in (_resolve(broker, t.topic_id) for t in request.topics) if n}
+    denied = ctx.unauthorized_names(AclOperation.READ, ResourceType.TOPIC, names)
+    for t in request.topics:
+        name = _resolve(broker, t.topic_id)
+        out = R.ShareAcknowledgeTopicResponse(topic_id=t.topic_id, partitions=[])
+        topics.append(out)
+        for p in t.partitions:
+            if name is None:
+                code = ErrorCode.UNKNOWN_TOPIC_ID
+            elif name in denied:
+                code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            else:
+                code = _acknowledge(broker, share, group_id, member_id, name, p.partition_index,
+                                    p.acknowledgement_batches, renew, now)
+            leader = R.LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1)
+            if name is not None and code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+                leader_id, leader_epoch = broker.replicas.leader_hint(name, p.partition_index)
+                leader = R.LeaderIdAndEpoch(leader_id=leader_id, leader_epoch=leader_epoch)
+            out.partitions.append(R.PartitionData(partition_index=p.partition_index, error_code=code,
+                                                  current_leader=leader))
+    if epoch == -1 and share.close_session(session):
+        for name, partition, _ in session.partitions:
+            broker.purgatory.notify(("share", group_id, name, partition))
+    return R(error_code=ErrorCode.NONE, acquisition_lock_timeout_ms=int(share.lock_duration_s(group_id) * 1000),
+             responses=topics, node_endpoints=[])
