@@ -34,7 +34,6 @@ log = logging.getLogger(__name__)
 
 # most acknowledgement offsets one request may carry (more is INVALID_REQUEST, nothing applied)
 MAX_ACK_OFFSETS = 1 << 20
-DEFAULT_MAX_RECORDS = 500
 _INT32_MAX = 2**31 - 1
 
 
@@ -298,9 +297,10 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
         if share.close_session(session):
             for name, partition, _ in session.partitions:
                 broker.purgatory.notify(("share", group_id, name, partition))
-    elif not renew:
+    elif not renew and request.max_records > 0:
         # fetch: every partition of the session, until something is acquired or max wait passes
-        max_records = request.max_records if request.max_records > 0 else DEFAULT_MAX_RECORDS
+        # (MaxRecords 0 is an acknowledgement-only request, as librdkafka sends them)
+        max_records = request.max_records
         strict = ctx.api_version >= 2 and request.share_acquire_mode == 1
         deadline = now + max(request.max_wait_ms, 0) / 1000.0
         targets = sorted(session.partitions, key=lambda k: (k[0], k[1]))
