@@ -223,3 +223,35 @@ def test_delivery_count_limit_archives_a_record_that_keeps_being_released(share_
         assert _poll_until(consumer, 1, (LOCK_MS / 1000) + 2) == []
     finally:
         consumer.close()
+
+
+def test_read_committed_never_delivers_aborted_transactions(share_broker, topic_name):
+    bootstrap, group = share_broker.bootstrap, f"{topic_name}-g"
+    _setup(bootstrap, topic_name, group)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+        ConfigEntry("share.isolation.level", "read_committed", incremental_operation=AlterConfigOpType.SET)])
+    for future in admin.incremental_alter_configs([resource]).values():
+        future.result(15)
+    described = admin.describe_configs([ConfigResource(ResourceType.GROUP, group)])
+    configs = next(iter(described.values())).result(15)
+    assert configs["share.isolation.level"].value == "read_committed"
+    assert configs["share.auto.offset.reset"].value == "earliest"
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"{topic_name}-tx"})
+    producer.init_transactions(15)
+    producer.begin_transaction()
+    for value in (b"aborted-1", b"aborted-2"):
+        producer.produce(topic_name, value=value)
+    producer.flush(15)
+    producer.abort_transaction(15)
+    producer.begin_transaction()
+    for value in (b"committed-1", b"committed-2"):
+        producer.produce(topic_name, value=value)
+    producer.commit_transaction(15)
+    consumer = _consumer(bootstrap, group, topic_name)
+    try:
+        got = _poll_until(consumer, 2, 20)
+        got += _poll_until(consumer, 1, 2)  # nothing else turns up
+        assert [m.value() for m in got] == [b"committed-1", b"committed-2"]
+    finally:
+        consumer.close()
