@@ -84,6 +84,14 @@ class ShareGroup:
 
 
 @dataclass
+class ListedShareGroup:
+    group_id: str
+    state: str
+    protocol_type: str = "share"
+    group_type: str = "share"
+
+
+@dataclass
 class HeartbeatResult:
     error: int = ErrorCode.NONE
     message: str | None = None
@@ -301,6 +309,15 @@ class ShareGroupCoordinator:
         return sp
 
     # -- descriptions -------------------------------------------------------------------------
+    def list_groups(self, is_local, states=None, types=None) -> list:
+        """ListGroups' entries for the share groups coordinated here (type and protocol type
+        "share"), with Kafka's case-insensitive state and type filters."""
+        if types and "share" not in {t.lower() for t in types}:
+            return []
+        wanted = {s.lower() for s in states} if states else None
+        return [ListedShareGroup(g.group_id, g.state) for g in self.groups.values()
+                if is_local(g.group_id) and (wanted is None or g.state.lower() in wanted)]
+
     def describe(self, group_id: str) -> ShareGroup | None:
         return self.groups.get(group_id)
 

@@ -1,4 +1,5 @@
-"""Share group requests that are wrong, on a raw socket to a real broker: stale or unknown share
+"""Share group requests on a raw socket to a real broker: ListGroups' share type and
+ShareGroupDescribe, then requests that are wrong: stale or unknown share
 session epochs, unknown members, acknowledgements of records not held, out of range, overlapping
 or oversized acknowledgement batches, unknown topic ids. Each gets Kafka's error code; the
 connection stays usable and the share state is untouched (the records still held are then
@@ -25,10 +26,14 @@ from kafkapy.protocol.messages import (  # noqa: E402
     FindCoordinatorResponse,
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
+    ListGroupsRequest,
+    ListGroupsResponse,
     MetadataRequest,
     MetadataResponse,
     ShareAcknowledgeRequest,
     ShareAcknowledgeResponse,
+    ShareGroupDescribeRequest,
+    ShareGroupDescribeResponse,
     ShareFetchRequest,
     ShareFetchResponse,
     ShareGroupHeartbeatRequest,
@@ -219,3 +224,33 @@ def test_share_apis_not_advertised_when_turned_off():
             ranges = parse_api_versions_v0(conn.roundtrip(api_versions_request(0, correlation_id=3))).ranges
     assert not set(SHARE_APIS) & set(ranges)
     assert 68 in ranges  # the consumer protocol stays
+
+
+def test_list_groups_share_type_and_share_group_describe(setup):
+    _, wire, group, topic_id = setup
+    R = ShareGroupHeartbeatRequest
+    member = uuid.uuid4().hex
+    joined = wire.call(R(group_id=group, member_id=member, member_epoch=0, subscribed_topic_names=["share-bad-input"]),
+                       1, ShareGroupHeartbeatResponse)
+    assert joined.error_code == ErrorCode.NONE
+    [tp] = joined.assignment.topic_partitions
+    assert (tp.topic_id, tp.partitions) == (topic_id, [0])
+    try:
+        listed = wire.call(ListGroupsRequest(types_filter=["share"]), 5, ListGroupsResponse)
+        assert [(g.group_id, g.group_type, g.protocol_type, g.group_state) for g in listed.groups] == [
+            (group, "share", "share", "Stable")]
+        assert wire.call(ListGroupsRequest(types_filter=["classic"]), 5, ListGroupsResponse).groups == []
+        assert wire.call(ListGroupsRequest(states_filter=["Empty"], types_filter=["share"]), 5,
+                         ListGroupsResponse).groups == []
+        described = wire.call(ShareGroupDescribeRequest(group_ids=[group, "no-such-group"]), 1,
+                              ShareGroupDescribeResponse)
+        found, missing = described.groups
+        assert found.error_code == ErrorCode.NONE and found.group_state == "Stable"
+        assert [(m.member_id, m.subscribed_topic_names) for m in found.members] == [(member, ["share-bad-input"])]
+        [assigned] = found.members[0].assignment.topic_partitions
+        assert (assigned.topic_name, assigned.partitions) == ("share-bad-input", [0])
+        assert missing.error_code == ErrorCode.GROUP_ID_NOT_FOUND
+    finally:
+        wire.call(R(group_id=group, member_id=member, member_epoch=-1), 1, ShareGroupHeartbeatResponse)
+    listed = wire.call(ListGroupsRequest(types_filter=["share"]), 5, ListGroupsResponse)
+    assert [(g.group_id, g.group_state) for g in listed.groups] == [(group, "Empty")]
