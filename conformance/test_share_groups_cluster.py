@@ -1,0 +1,73 @@
+"""Share groups in a three-broker cluster: the share group's heartbeats go to its coordinator,
+share fetches and acknowledgements to each partition's leader (the share-partition leader), the
+same request path as on one node. Two ShareConsumers on a three-partition topic whose leaders
+are on different brokers receive every record once."""
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+
+from conformance.cluster_harness import cluster_fixture, describe, wait_for_isr
+
+confluent_kafka = pytest.importorskip("confluent_kafka")
+if not hasattr(confluent_kafka, "ShareConsumer"):
+    pytest.skip("confluent-kafka without ShareConsumer (2.15+ needed)", allow_module_level=True)
+from confluent_kafka import Producer, ShareConsumer  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+
+pytestmark = pytest.mark.timeout(240)
+
+cluster = cluster_fixture(3, {
+    "offsets.topic.num.partitions": "3",
+    "offsets.topic.replication.factor": "3",
+    "zookeeper.session.timeout.ms": "6000",
+})
+
+PARTITIONS = 3
+
+
+def test_share_consumers_read_every_partition_from_its_leader(cluster):
+    topic, group = f"share-{uuid.uuid4().hex[:8]}", f"share-g-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.create_topics([NewTopic(topic, PARTITIONS, 3)], request_timeout=30)[topic].result(60)
+    wait_for_isr(cluster, topic, 3)
+    leaders = {p: state.leader for p, state in describe(cluster, topic).items()}
+    assert len(set(leaders.values())) > 1, leaders  # the share-partition leaders are on several brokers
+    members = [ShareConsumer({"bootstrap.servers": cluster.bootstrap, "group.id": group,
+                              "max.poll.records": 20}) for _ in range(2)]
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "linger.ms": 0})
+    try:
+        for member in members:
+            member.subscribe([topic])
+        # share.auto.offset.reset is latest: warm up until every partition's share-partition exists
+        warm: set[int] = set()
+        deadline = time.monotonic() + 90
+        while len(warm) < PARTITIONS and time.monotonic() < deadline:
+            for p in range(PARTITIONS):
+                producer.produce(topic, value=b"warm-up", partition=p)
+            producer.flush(30)
+            for member in members:
+                warm |= {m.partition() for m in member.poll(0.5) or [] if m.error() is None}
+        assert warm == set(range(PARTITIONS))
+        values = [b"record-%04d" % i for i in range(300)]
+        for i, value in enumerate(values):
+            producer.produce(topic, value=value, partition=i % PARTITIONS)
+        assert producer.flush(30) == 0
+        seen: list[tuple[int, bytes, int]] = []
+        by_member = [0, 0]
+        deadline = time.monotonic() + 90
+        while len([v for _, v, _ in seen if v != b"warm-up"]) < len(values) and time.monotonic() < deadline:
+            for i, member in enumerate(members):
+                for m in member.poll(0.3) or []:
+                    assert m.error() is None, m.error()
+                    seen.append((m.partition(), m.value(), m.delivery_count()))
+                    by_member[i] += 1
+        got = sorted(v for _, v, _ in seen if v != b"warm-up")
+        assert got == values                       # every record, each once
+        assert all(count == 1 for _, _, count in seen)
+        assert {p for p, _, _ in seen} == set(range(PARTITIONS))
+    finally:
+        for member in members:
+            member.close()
