@@ -71,9 +71,7 @@ async def handle_share_group_heartbeat(ctx: RequestContext,
         ctx.client_id or "", client_host(ctx), time.monotonic())
     if result.error:
         return R(error_code=result.error, error_message=result.message)
-    if result.member_epoch == -1:
-        # a member leaving: what it holds on share-partitions led here goes back at once
-        _release_everywhere(broker, request.group_id, request.member_id)
+    _wake_released(broker)
     assignment = None
     if result.assignment is not None:
         assignment = R.Assignment(topic_partitions=[
@@ -83,12 +81,11 @@ async def handle_share_group_heartbeat(ctx: RequestContext,
              heartbeat_interval_ms=result.heartbeat_interval_ms, assignment=assignment)
 
 
-def _release_everywhere(broker, group_id: str, member_id: str) -> None:
-    share = broker.share_groups
-    session = share.sessions.get((group_id, member_id))
-    if session is not None and share.close_session(session):
+def _wake_released(broker) -> None:
+    """Fetches waiting on share-partitions whose records a closed session gave back."""
+    for session in broker.share_groups.take_released():
         for topic, partition, _ in session.partitions:
-            broker.purgatory.notify(("share", group_id, topic, partition))
+            broker.purgatory.notify(("share", session.group_id, topic, partition))
 
 
 # -- ShareGroupDescribe ----------------------------------------------------------------------
@@ -148,10 +145,13 @@ def _session_for(broker, group_id: str, member_id: str, epoch: int, has_acks: bo
             return ErrorCode.INVALID_SHARE_SESSION_EPOCH, None
         if has_acks:
             return ErrorCode.INVALID_REQUEST, None
-        return ErrorCode.NONE, share.open_session(group_id, member_id)
+        session = share.open_session(group_id, member_id, time.monotonic())
+        _wake_released(broker)
+        return ErrorCode.NONE, session
     error, session = share.session_error(group_id, member_id, epoch)
     if error:
         return error, None
+    share.touch(session, time.monotonic())
     if epoch != -1:
         session.epoch = _next_epoch(epoch)
     return ErrorCode.NONE, session

@@ -109,6 +109,7 @@ class ShareSession:
     member_id: str
     epoch: int
     partitions: set = field(default_factory=set)   # (topic name, partition, topic id)
+    last_used: float = 0.0
 
 
 class ShareGroupCoordinator:
@@ -122,6 +123,7 @@ class ShareGroupCoordinator:
         self.group_configs: dict[str, dict[str, str]] = {}
         self.sessions: dict[tuple[str, str], ShareSession] = {}
         self.partitions: dict[tuple[str, str, int], SharePartition] = {}
+        self.released: list[ShareSession] = []
 
     # -- group configs (IncrementalAlterConfigs / DescribeConfigs on GROUP resources) ----------
     def group_config(self, group_id: str, name: str):
@@ -190,6 +192,7 @@ class ShareGroupCoordinator:
             if group is not None and group.members.pop(member_id, None) is not None:
                 group.group_epoch += 1
                 self._assign(group)
+            self._close_member_session(group_id, member_id)
             return HeartbeatResult(member_id=member_id, member_epoch=-1)
         interval = int(self.group_config(group_id, "share.heartbeat.interval.ms"))
         session_s = int(self.group_config(group_id, "share.session.timeout.ms")) / 1000.0
@@ -244,6 +247,7 @@ class ShareGroupCoordinator:
             gone = [m for m, member in group.members.items() if member.deadline < now]
             for member_id in gone:
                 del group.members[member_id]
+                self._close_member_session(group.group_id, member_id)
             if gone:
                 group.group_epoch += 1
                 self._assign(group)
@@ -262,13 +266,25 @@ class ShareGroupCoordinator:
             member.assignment = self._assignment_for(member)
 
     # -- share sessions and share-partitions (share-partition leader role) ------------------
-    def open_session(self, group_id: str, member_id: str) -> ShareSession:
+    def open_session(self, group_id: str, member_id: str, now: float = 0.0) -> ShareSession:
         """Epoch 0: a new session for the member (one it had before is replaced)."""
+        self.evict_idle_sessions(now)
         old = self.sessions.pop((group_id, member_id), None)
         if old is not None:
             self.release_member(group_id, member_id, old.partitions)
-        session = self.sessions[(group_id, member_id)] = ShareSession(group_id, member_id, 1)
+        session = self.sessions[(group_id, member_id)] = ShareSession(group_id, member_id, 1, last_used=now)
         return session
+
+    def evict_idle_sessions(self, now: float) -> list[ShareSession]:
+        """Sessions unused for longer than their group's share.session.timeout.ms: their member is
+        gone (a killed consumer never closes its session), so they are closed and what they hold
+        is released; this keeps the sessions of dead members from piling up."""
+        idle = [s for s in self.sessions.values()
+                if now - s.last_used > int(self.group_config(s.group_id, "share.session.timeout.ms")) / 1000.0]
+        for session in idle:
+            self.close_session(session)
+        self.released += idle
+        return idle
 
     def session_error(self, group_id: str, member_id: str, epoch: int) -> tuple[int, ShareSession | None]:
         """A session epoch above 0 (or -1, closing) must match the session's next epoch."""
@@ -278,6 +294,24 @@ class ShareGroupCoordinator:
         if epoch != -1 and epoch != session.epoch:
             return ErrorCode.INVALID_SHARE_SESSION_EPOCH, None
         return ErrorCode.NONE, session
+
+    def touch(self, session: ShareSession, now: float) -> None:
+        session.last_used = now
+
+    def _close_member_session(self, group_id: str, member_id: str) -> None:
+        # a member that left (or was expired by) the group coordinator on this broker: its share
+        # session here ends and what it holds is released (Kafka's share session cache listens
+        # to group membership the same way)
+        session = self.sessions.get((group_id, member_id))
+        if session is not None:
+            self.close_session(session)
+            self.released.append(session)
+
+    def take_released(self) -> list[ShareSession]:
+        """Sessions closed by membership changes since the last call (the caller wakes fetches
+        waiting on their partitions)."""
+        out, self.released = self.released, []
+        return out
 
     def close_session(self, session: ShareSession) -> bool:
         self.sessions.pop((session.group_id, session.member_id), None)
