@@ -182,6 +182,10 @@ class SharePartition:
         have passed validate_ack_batches. INVALID_RECORD_STATE when any offset is not ACQUIRED by
         this member (Kafka's answer for records the member does not hold or whose lock expired)."""
         for batch in batches:
+            if batch.first < self.start_offset or batch.last >= self.end_offset:
+                # outside the in-flight window (so never looped over: a range is at most the
+                # window, group.share.partition.max.record.locks, long)
+                return ErrorCode.INVALID_RECORD_STATE
             for offset in range(batch.first, batch.last + 1):
                 rec = self.records.get(offset)
                 if rec is None or rec.state != ACQUIRED or rec.member != member:
