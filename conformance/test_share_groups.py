@@ -6,7 +6,8 @@ and the delivery count limit archiving a record (docs/share-groups.md).
 One broker for the module, with a 2 s acquisition lock (group.share.record.lock.duration.ms) and
 a delivery count limit of 3 so the lock and limit cases take seconds; every test has its own
 topic and group, whose share.auto.offset.reset is set to earliest through IncrementalAlterConfigs
-on the GROUP resource.
+on the GROUP resource. And the share state in __share_group_state across a SIGKILL of the
+broker: acknowledged records are not delivered again, held ones come back with their counts.
 """
 from __future__ import annotations
 
@@ -39,14 +40,18 @@ pytestmark = pytest.mark.timeout(120)
 
 LOCK_MS = 2000
 DELIVERY_LIMIT = 3
+OVERRIDES = {
+    "offsets.topic.replication.factor": "1",
+    "share.coordinator.state.topic.replication.factor": "1",
+    "share.coordinator.state.topic.num.partitions": "3",
+    "group.share.record.lock.duration.ms": str(LOCK_MS),
+    "group.share.delivery.count.limit": str(DELIVERY_LIMIT),
+}
 
 
 @pytest.fixture(scope="module")
 def share_broker():
-    with start_broker(overrides={
-            "offsets.topic.replication.factor": "1",
-            "group.share.record.lock.duration.ms": str(LOCK_MS),
-            "group.share.delivery.count.limit": str(DELIVERY_LIMIT)}) as broker:
+    with start_broker(overrides=OVERRIDES) as broker:
         yield broker
 
 
@@ -255,3 +260,61 @@ def test_read_committed_never_delivers_aborted_transactions(share_broker, topic_
         assert [m.value() for m in got] == [b"committed-1", b"committed-2"]
     finally:
         consumer.close()
+
+
+RESTART_HOLDER = textwrap.dedent("""
+    import sys, time
+    from confluent_kafka import AcknowledgeType, ShareConsumer
+    bootstrap, group, topic = sys.argv[1:4]
+    c = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group,
+                       "share.acknowledgement.mode": "explicit"})
+    c.subscribe([topic])
+    got = []
+    deadline = time.monotonic() + 30
+    while len(got) < 6 and time.monotonic() < deadline:
+        got += [m for m in (c.poll(0.5) or []) if m.error() is None]
+    # accept 0, 1 and 4, release 5; 2 and 3 stay held (in flight) until this process is killed
+    for m in got:
+        if m.offset() in (0, 1, 4):
+            c.acknowledge(m, AcknowledgeType.ACCEPT)
+        elif m.offset() == 5:
+            c.acknowledge(m, AcknowledgeType.RELEASE)
+    c.commit_sync(10)
+    print(" ".join(f"{m.offset()}:{m.delivery_count()}" for m in got), flush=True)
+    time.sleep(120)
+""")
+
+
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM], ids=["sigkill", "sigterm"])
+def test_share_state_survives_a_broker_restart(broker_factory, topic_name, how):
+    broker = broker_factory(OVERRIDES)
+    bootstrap, group = broker.bootstrap, f"{topic_name}-g"
+    _setup(bootstrap, topic_name, group)
+    _produce(bootstrap, topic_name, [b"s%d" % i for i in range(6)])
+    holder = subprocess.Popen([sys.executable, "-c", RESTART_HOLDER, bootstrap, group, topic_name],
+                              stdout=subprocess.PIPE, text=True, env=dict(os.environ))
+    try:
+        line = holder.stdout.readline().split()
+        assert sorted(line) == [f"{o}:1" for o in range(6)], line
+        broker.restart(how)     # with 2 and 3 in flight
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(10)
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait(10)
+        holder.stdout.close()
+    # the group config lives in memory: set it again (docs/share-groups.md)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+        ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)])
+    for future in admin.incremental_alter_configs([resource]).values():
+        future.result(15)
+    after = _consumer(bootstrap, group, topic_name)
+    try:
+        got = _poll_until(after, 3, 30)
+        got += _poll_until(after, 1, 2)  # and nothing else
+        # 0, 1 and 4 were accepted: never again; 2, 3 (in flight) and 5 (released) were delivered once
+        assert sorted((m.offset(), m.delivery_count()) for m in got) == [(2, 2), (3, 2), (5, 2)]
+    finally:
+        after.close()

@@ -22,6 +22,7 @@ pytestmark = pytest.mark.timeout(240)
 cluster = cluster_fixture(3, {
     "offsets.topic.num.partitions": "3",
     "offsets.topic.replication.factor": "3",
+    "share.coordinator.state.topic.num.partitions": "3",
     "zookeeper.session.timeout.ms": "6000",
 })
 

@@ -95,7 +95,9 @@ def _partition(response):
 
 @pytest.fixture(scope="module")
 def setup():
-    with start_broker(overrides={"offsets.topic.replication.factor": "1"}) as broker:
+    with start_broker(overrides={"offsets.topic.replication.factor": "1",
+                                 "share.coordinator.state.topic.replication.factor": "1",
+                                 "share.coordinator.state.topic.num.partitions": "3"}) as broker:
         topic, group = "share-bad-input", "share-bad-input-g"
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
         admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(15)

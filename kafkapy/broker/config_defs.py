@@ -493,7 +493,8 @@ _USED = {
     # share groups (kafkapy/groupcoord/share)
     "group.share.enable", "group.share.record.lock.duration.ms", "group.share.delivery.count.limit",
     "group.share.session.timeout.ms", "group.share.heartbeat.interval.ms", "group.share.max.size",
-    "group.share.partition.max.record.locks",
+    "group.share.partition.max.record.locks", "share.coordinator.state.topic.num.partitions",
+    "share.coordinator.state.topic.replication.factor", "share.coordinator.state.topic.segment.bytes",
     "transaction.state.log.num.partitions",
     "transaction.state.log.replication.factor", "transaction.state.log.segment.bytes",
     "transaction.state.log.min.isr", "transaction.max.timeout.ms", "transactional.id.expiration.ms",
@@ -780,6 +781,12 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _table(
     K("group.share.max.size", I, 200, M, "Most members in one share group.", Range(1, 1000)),
     K("group.share.partition.max.record.locks", I, 2000, M, "Most records in flight on one share-partition.",
       Range(100, 10000)),
+    K("share.coordinator.state.topic.num.partitions", I, 50, H, "Partitions of __share_group_state, where "
+      "share-partition state is kept.", Range(1)),
+    K("share.coordinator.state.topic.replication.factor", SH, 3, H, "Replication factor of __share_group_state; "
+      "until it can be created share-partition state is kept in memory only.", Range(1)),
+    K("share.coordinator.state.topic.segment.bytes", I, 104857600, H, "Segment size of __share_group_state.",
+      Range(1)),
     K("offset.metadata.max.bytes", I, 4096, H, "Largest metadata string of a committed offset."),
     K("offsets.load.buffer.size", I, 5242880, H, "Read buffer when loading offsets.", Range(1)),
     K("offsets.topic.replication.factor", SH, 3, H, "Replication factor of __consumer_offsets; it cannot be "

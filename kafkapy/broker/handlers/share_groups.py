@@ -12,10 +12,13 @@ from __future__ import annotations
 import logging
 import time
 
+from ...groupcoord.offsets_topic import OffsetsTopicStore, offsets_topic_configs
 from ...groupcoord.share import AckBatch, validate_ack_batches
 from ...groupcoord.share.batches import batch_ranges
+from ...groupcoord.share.state_records import ShareState
+from ...groupcoord.share.state_store import SHARE_STATE_TOPIC, ShareStateStore
 from ...metadata.acls import AclOperation, ResourceType
-from ...protocol.errors import ErrorCode
+from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages import (
     ShareAcknowledgeRequest,
     ShareAcknowledgeResponse,
@@ -28,7 +31,9 @@ from ...protocol.messages import (
 )
 from ...protocol.primitives import ExternalRecords
 from ..dispatch import RequestContext, handles
+from ..durability import wait_durable
 from .groups import client_host
+from .offsets import replicated
 
 log = logging.getLogger(__name__)
 
@@ -169,8 +174,8 @@ def _leader_error(broker, topic: str, partition: int) -> int:
     return ErrorCode.NONE
 
 
-def _acknowledge(broker, share, group_id: str, member_id: str, topic: str, partition: int,
-                 wire_batches, allow_renew: bool, now: float) -> int:
+def _acknowledge(broker, share, group_id: str, member_id: str, topic: str, topic_id, partition: int,
+                 wire_batches, allow_renew: bool, now: float, dirty: set) -> int:
     batches = [AckBatch(b.first_offset, b.last_offset, b.acknowledge_types) for b in wire_batches]
     error = validate_ack_batches(batches, allow_renew, MAX_ACK_OFFSETS)
     if error:
@@ -184,6 +189,7 @@ def _acknowledge(broker, share, group_id: str, member_id: str, topic: str, parti
     sp.expire_locks(now)
     error = sp.acknowledge(member_id, batches, share.lock_duration_s(group_id), now)
     if error == ErrorCode.NONE:
+        dirty.add((topic, topic_id, partition))
         broker.purgatory.notify(("share", group_id, topic, partition))
     return error
 
@@ -204,8 +210,90 @@ def _resolve(broker, topic_id):
     return meta.name if meta is not None else None
 
 
+# -- durable state: __share_group_state -------------------------------------------------------
+def _state_store(broker) -> ShareStateStore | None:
+    """The store of share-partition state, creating __share_group_state on first use as Kafka's
+    share coordinator does; None while it cannot be created (state then stays in memory)."""
+    share = broker.share_groups
+    if share.state_store is not None:
+        return share.state_store
+    now = time.monotonic()
+    if now < share.state_store_retry_at:
+        return None
+    get = broker.config.get
+    meta = broker.partitions.topic(SHARE_STATE_TOPIC)
+    if meta is None:
+        try:
+            meta = broker.partitions.create_topic(
+                SHARE_STATE_TOPIC, get("share.coordinator.state.topic.num.partitions"),
+                get("share.coordinator.state.topic.replication.factor"),
+                configs=offsets_topic_configs(get("share.coordinator.state.topic.segment.bytes")), internal=True)
+        except KafkaError as exc:
+            if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS:
+                share.state_store_retry_at = now + 10
+                log.warning("cannot create %s, share group state is kept in memory for now: %s",
+                            SHARE_STATE_TOPIC, exc)
+                return None
+            meta = broker.partitions.topic(SHARE_STATE_TOPIC)
+    store = OffsetsTopicStore(
+        log_for=lambda p: broker.partitions.get_log(SHARE_STATE_TOPIC, p),
+        leader_epoch_for=lambda p: broker.partitions.leader_epoch(SHARE_STATE_TOPIC, p),
+        on_append=lambda p: broker.purgatory.notify((SHARE_STATE_TOPIC, p)), topic=SHARE_STATE_TOPIC)
+
+    def local_epoch(state_partition: int) -> int | None:
+        hosted = broker.replicas.partition(SHARE_STATE_TOPIC, state_partition)
+        if hosted is None or not hosted.is_leader or broker.partitions.get_log(SHARE_STATE_TOPIC, state_partition) is None:
+            return None
+        return hosted.leader_epoch
+
+    share.state_store = ShareStateStore(store, len(meta.partitions), local_epoch)
+    return share.state_store
+
+
+def _stored_state(broker, group_id: str, topic_id, partition: int):
+    store = _state_store(broker)
+    if store is None:
+        return None
+    try:
+        return store.read(group_id, topic_id, partition)
+    except KafkaError as exc:
+        log.warning("reading the state of %s/%s-%d failed: %s", group_id, topic_id, partition, exc)
+        return None
+
+
+async def _persist(broker, share, group_id: str, dirty) -> int:
+    """Write the state of the share-partitions in `dirty` ((topic, topic id, partition)) and wait
+    until it is as durable as a coordinator's write; the error for the response, else NONE."""
+    store = _state_store(broker) if dirty else None
+    if store is None:
+        return ErrorCode.NONE
+    written = set()
+    for topic, topic_id, partition in dirty:
+        sp = share.partitions.get((group_id, topic, partition))
+        if sp is None:
+            continue
+        start, batches = sp.to_state()
+        try:
+            state_partition = store.write(group_id, topic_id, partition, ShareState(
+                start, batches, leader_epoch=broker.partitions.leader_epoch(topic, partition)))
+        except KafkaError as exc:
+            log.warning("writing the state of %s/%s-%d failed: %s", group_id, topic, partition, exc)
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if state_partition is not None:
+            written.add(state_partition)
+    for state_partition in written:
+        plog = broker.partitions.get_log(SHARE_STATE_TOPIC, state_partition)
+        if plog is not None and plog.config.fsync_on_ack:
+            await wait_durable(plog.sync_until(plog.log_end_offset - 1))
+        error = await replicated(broker, SHARE_STATE_TOPIC, state_partition,
+                                 broker.config.get("offsets.commit.timeout.ms"))
+        if error:
+            return error
+    return ErrorCode.NONE
+
+
 # -- ShareFetch --------------------------------------------------------------------------------
-def _acquire(broker, share, group_id: str, member_id: str, topic: str, partition: int,
+def _acquire(broker, share, group_id: str, member_id: str, topic: str, topic_id, partition: int,
              max_records: int, strict: bool, max_bytes: int, now: float):
     """Read from the share-partition's fetch offset and acquire what may be delivered:
     (error, records bytes or None, acquired runs)."""
@@ -215,7 +303,10 @@ def _acquire(broker, share, group_id: str, member_id: str, topic: str, partition
     plog = broker.partitions.get_log(topic, partition)
     read_committed = share.group_config(group_id, "share.isolation.level") == "read_committed"
     limit = plog.last_stable_offset if read_committed else plog.high_watermark
-    sp = share.share_partition(group_id, topic, partition, plog.log_start_offset, limit)
+    stored = None
+    if (group_id, topic, partition) not in share.partitions:
+        stored = _stored_state(broker, group_id, topic_id, partition)
+    sp = share.share_partition(group_id, topic, partition, plog.log_start_offset, limit, stored)
     sp.expire_locks(now)
     offset = sp.fetch_offset()
     if offset >= limit:
@@ -272,6 +363,7 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
         return a
 
     unknown_ids = []
+    dirty: set = set()   # share-partitions whose state changed: written to __share_group_state
     for forgotten in request.forgotten_topics_data:
         name = _resolve(broker, forgotten.topic_id)
         for p in forgotten.partitions:
@@ -291,8 +383,8 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
                 session.partitions.add((name, p.partition_index, t.topic_id))
             if p.acknowledgement_batches:
                 answer_for(name, t.topic_id, p.partition_index).ack_error = _acknowledge(
-                    broker, share, group_id, member_id, name, p.partition_index,
-                    p.acknowledgement_batches, renew, now)
+                    broker, share, group_id, member_id, name, t.topic_id, p.partition_index,
+                    p.acknowledgement_batches, renew, now, dirty)
     if epoch == -1:
         if share.close_session(session):
             for name, partition, _ in session.partitions:
@@ -314,8 +406,10 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
                 existing = answers.get((name, partition))
                 if existing is not None and existing.error:
                     continue
-                error, records, acquired = _acquire(broker, share, group_id, member_id, name, partition,
-                                                    max_records - got, strict, budget, now)
+                error, records, acquired = _acquire(broker, share, group_id, member_id, name, topic_id,
+                                                    partition, max_records - got, strict, budget, now)
+                if acquired:
+                    dirty.add((name, topic_id, partition))
                 if error == ErrorCode.NONE and not acquired:
                     continue
                 a = answer_for(name, topic_id, partition)
@@ -331,6 +425,16 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
             await broker.purgatory.wait_any(keys, max(min(deadline, next_lock) - now, 0.001))
             if session is not share.sessions.get((group_id, member_id)):
                 break  # replaced or closed while waiting
+    error = await _persist(broker, share, group_id, dirty)
+    if error:
+        # not durable: acknowledged records could come back after a restart, so say so as Kafka
+        # does when the share coordinator write fails; what was acquired is released
+        for a in order:
+            if a.acquired:
+                sp = share.partitions.get((group_id, a.topic, a.partition))
+                if sp is not None:
+                    sp.release_member(member_id)
+        return R(error_code=error)
     return R(error_code=ErrorCode.NONE, acquisition_lock_timeout_ms=lock_ms,
              responses=_fetch_topics(broker, order, unknown_ids), node_endpoints=_endpoints(broker, order, R))
 
@@ -395,6 +499,7 @@ async def handle_share_acknowledge(ctx: RequestContext,
         return R(error_code=error)
     now = time.monotonic()
     topics = []
+    dirty: set = set()
     names = {n for n in (_resolve(broker, t.topic_id) for t in request.topics) if n}
     denied = ctx.unauthorized_names(AclOperation.READ, ResourceType.TOPIC, names)
     for t in request.topics:
@@ -407,8 +512,8 @@ async def handle_share_acknowledge(ctx: RequestContext,
             elif name in denied:
                 code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
             else:
-                code = _acknowledge(broker, share, group_id, member_id, name, p.partition_index,
-                                    p.acknowledgement_batches, renew, now)
+                code = _acknowledge(broker, share, group_id, member_id, name, t.topic_id, p.partition_index,
+                                    p.acknowledgement_batches, renew, now, dirty)
             leader = R.LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1)
             if name is not None and code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
                 leader_id, leader_epoch = broker.replicas.leader_hint(name, p.partition_index)
@@ -418,5 +523,8 @@ async def handle_share_acknowledge(ctx: RequestContext,
     if epoch == -1 and share.close_session(session):
         for name, partition, _ in session.partitions:
             broker.purgatory.notify(("share", group_id, name, partition))
+    error = await _persist(broker, share, group_id, dirty)
+    if error:
+        return R(error_code=error)
     return R(error_code=ErrorCode.NONE, acquisition_lock_timeout_ms=int(share.lock_duration_s(group_id) * 1000),
              responses=topics, node_endpoints=[])

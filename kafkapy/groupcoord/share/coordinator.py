@@ -124,6 +124,9 @@ class ShareGroupCoordinator:
         self.sessions: dict[tuple[str, str], ShareSession] = {}
         self.partitions: dict[tuple[str, str, int], SharePartition] = {}
         self.released: list[ShareSession] = []
+        # __share_group_state (state_store.ShareStateStore), set by the broker once the topic exists
+        self.state_store = None
+        self.state_store_retry_at = 0.0
 
     # -- group configs (IncrementalAlterConfigs / DescribeConfigs on GROUP resources) ----------
     def group_config(self, group_id: str, name: str):
@@ -326,16 +329,21 @@ class ShareGroupCoordinator:
         return released
 
     def share_partition(self, group_id: str, topic: str, partition: int, log_start: int,
-                        high_watermark: int) -> SharePartition:
-        """The share-partition, created on first use at share.auto.offset.reset's position."""
+                        high_watermark: int, stored=None) -> SharePartition:
+        """The share-partition, created on first use from its `stored` state (state_records.ShareState
+        read from __share_group_state), else at share.auto.offset.reset's position."""
         key = (group_id, topic, partition)
         sp = self.partitions.get(key)
         if sp is None:
-            reset = self.group_config(group_id, "share.auto.offset.reset")
-            start = log_start if reset == "earliest" else high_watermark
-            sp = self.partitions[key] = SharePartition(
-                start, int(self.group_config(group_id, "share.delivery.count.limit")),
-                self.config.partition_max_record_locks)
+            limit = int(self.group_config(group_id, "share.delivery.count.limit"))
+            if stored is not None:
+                sp = SharePartition.from_state(stored.start_offset, stored.batches, limit,
+                                               self.config.partition_max_record_locks)
+            else:
+                reset = self.group_config(group_id, "share.auto.offset.reset")
+                start = log_start if reset == "earliest" else high_watermark
+                sp = SharePartition(start, limit, self.config.partition_max_record_locks)
+            self.partitions[key] = sp
         else:
             sp.delivery_limit = int(self.group_config(group_id, "share.delivery.count.limit"))
         if sp.start_offset < log_start:

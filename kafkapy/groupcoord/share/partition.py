@@ -103,6 +103,37 @@ class SharePartition:
         return self.end_offset < high_watermark or any(
             r.state == AVAILABLE for r in self.records.values())
 
+    # -- durable state (__share_group_state, state_records.py) ----------------------------
+    def to_state(self) -> tuple[int, list[tuple[int, int, int, int]]]:
+        """(start offset, state batches) as the share coordinator keeps them: ACQUIRED is not a
+        durable state, so a held record is written as AVAILABLE with its delivery count (after a
+        restart it is delivered again, counted)."""
+        from .state_records import STATE_ACKNOWLEDGED, STATE_ARCHIVED, STATE_AVAILABLE, runs
+
+        codes = {AVAILABLE: STATE_AVAILABLE, ACQUIRED: STATE_AVAILABLE, ACKNOWLEDGED: STATE_ACKNOWLEDGED,
+                 ARCHIVED: STATE_ARCHIVED}
+        return self.start_offset, runs({o: (codes[r.state], r.delivery_count) for o, r in self.records.items()})
+
+    @classmethod
+    def from_state(cls, start_offset: int, batches, delivery_limit: int = 5,
+                   max_in_flight: int = 2000) -> "SharePartition":
+        """The share-partition a stored state describes; records delivered delivery_limit times
+        already are archived (their last lock may have expired while the broker was down)."""
+        from .state_records import STATE_ACKNOWLEDGED, STATE_AVAILABLE
+
+        sp = cls(start_offset, delivery_limit, max_in_flight)
+        for first, last, state, count in batches:
+            for offset in range(max(first, start_offset), last + 1):
+                if state == STATE_AVAILABLE and count < delivery_limit:
+                    sp.records[offset] = InFlight(AVAILABLE, count, None, 0.0)
+                elif state == STATE_ACKNOWLEDGED:
+                    sp.records[offset] = InFlight(ACKNOWLEDGED, count, None, 0.0)
+                else:
+                    sp.records[offset] = InFlight(ARCHIVED, count, None, 0.0)
+                sp.end_offset = max(sp.end_offset, offset + 1)
+        sp._advance()
+        return sp
+
     # -- changes -------------------------------------------------------------------------
     def reset_start(self, offset: int) -> None:
         """Move an empty window (nothing in flight) to `offset` (share.auto.offset.reset, or the
