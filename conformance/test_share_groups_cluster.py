@@ -72,3 +72,62 @@ def test_share_consumers_read_every_partition_from_its_leader(cluster):
     finally:
         for member in members:
             member.close()
+
+
+def test_share_state_survives_the_share_partition_leader_being_killed(cluster):
+    """Acknowledged records are not delivered again after the partition's leader is SIGKILLed; the
+    ones in flight come back with their delivery counts from the new leader, which reads the
+    state from the share coordinator (__share_group_state, ReadShareGroupState)."""
+    from confluent_kafka import AcknowledgeType
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    from conformance.cluster_harness import wait_for_leader
+
+    topic, group = f"share-{uuid.uuid4().hex[:8]}", f"share-g-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 3)], request_timeout=30)[topic].result(60)
+    wait_for_isr(cluster, topic, 3)
+    # group configs are kept per broker: every broker gets it (docs/share-groups.md)
+    for node in cluster.brokers.values():
+        node_admin = AdminClient({"bootstrap.servers": node.bootstrap})
+        resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+            ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)])
+        for future in node_admin.incremental_alter_configs([resource]).values():
+            future.result(15)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    for i in range(6):
+        producer.produce(topic, value=b"k%d" % i, partition=0)
+    assert producer.flush(30) == 0
+    consumer = ShareConsumer({"bootstrap.servers": cluster.bootstrap, "group.id": group,
+                              "share.acknowledgement.mode": "explicit"})
+    consumer.subscribe([topic])
+    got = []
+    deadline = time.monotonic() + 60
+    while len(got) < 6 and time.monotonic() < deadline:
+        got += [m for m in consumer.poll(0.5) or [] if m.error() is None]
+    assert sorted(m.offset() for m in got) == list(range(6))
+    for m in got:
+        if m.offset() < 3:
+            consumer.acknowledge(m, AcknowledgeType.ACCEPT)
+        else:
+            consumer.acknowledge(m, AcknowledgeType.RELEASE)
+    consumer.commit_sync(15)
+    consumer.close()
+    old_leader = describe(cluster, topic)[0].leader
+    cluster.broker(old_leader).kill9()
+    try:
+        wait_for_leader(cluster, topic, 0, not_in=[old_leader])
+        after = ShareConsumer({"bootstrap.servers": cluster.bootstrap, "group.id": group})
+        after.subscribe([topic])
+        again = []
+        deadline = time.monotonic() + 60
+        while len(again) < 3 and time.monotonic() < deadline:
+            again += [m for m in after.poll(0.5) or [] if m.error() is None]
+        end = time.monotonic() + 2
+        while time.monotonic() < end:
+            again += [m for m in after.poll(0.5) or [] if m.error() is None]
+        after.close()
+        # 0-2 were accepted before the kill; 3-5 were released once and come back as second deliveries
+        assert sorted((m.offset(), m.delivery_count()) for m in again) == [(3, 2), (4, 2), (5, 2)]
+    finally:
+        cluster.broker(old_leader).start()

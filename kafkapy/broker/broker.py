@@ -264,6 +264,8 @@ class Broker:
         self.purgatory.wake_all()
         # answers parked JoinGroup/SyncGroup requests so that their connections can finish
         self.group_coordinator.close()
+        if self._share_groups is not None:
+            self._share_groups.close()  # its connections to other brokers' share coordinators
         self.transaction_coordinator.close()
         deadline = time.monotonic() + 5
         while any(c._worker is not None for c in self.connections) and time.monotonic() < deadline:

@@ -117,4 +117,7 @@ CLUSTER_VERSIONS: dict[int, tuple[int, int]] = {
     7: (0, 3),    # ControlledShutdown
     56: (0, 3),   # AlterPartition
     67: (0, 0),   # AllocateProducerIds
+    # the share coordinator's APIs, between kafkapy brokers (share-partition leader -> coordinator)
+    84: (0, 0),   # ReadShareGroupState
+    85: (0, 0),   # WriteShareGroupState
 }

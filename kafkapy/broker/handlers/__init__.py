@@ -72,4 +72,6 @@ HANDLER_MODULES: dict[int, str] = {
     77: "share_groups",               # ShareGroupDescribe
     78: "share_groups",               # ShareFetch
     79: "share_groups",               # ShareAcknowledge
+    84: "share_groups",               # ReadShareGroupState
+    85: "share_groups",               # WriteShareGroupState
 }

@@ -18,8 +18,11 @@ from ...groupcoord.share.batches import batch_ranges
 from ...groupcoord.share.state_records import ShareState
 from ...groupcoord.share.state_store import SHARE_STATE_TOPIC, ShareStateStore
 from ...metadata.acls import AclOperation, ResourceType
+from ...net.client import BrokerConnection
 from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages import (
+    ReadShareGroupStateRequest,
+    ReadShareGroupStateResponse,
     ShareAcknowledgeRequest,
     ShareAcknowledgeResponse,
     ShareFetchRequest,
@@ -28,8 +31,11 @@ from ...protocol.messages import (
     ShareGroupDescribeResponse,
     ShareGroupHeartbeatRequest,
     ShareGroupHeartbeatResponse,
+    WriteShareGroupStateRequest,
+    WriteShareGroupStateResponse,
 )
 from ...protocol.primitives import ExternalRecords
+from ...security.inter_broker import inter_broker_options
 from ..dispatch import RequestContext, handles
 from ..durability import wait_durable
 from .groups import client_host
@@ -183,15 +189,31 @@ def _acknowledge(broker, share, group_id: str, member_id: str, topic: str, topic
     error = _leader_error(broker, topic, partition)
     if error:
         return error
-    sp = share.partitions.get((group_id, topic, partition))
-    if sp is None:
+    if not _current_share_partition(broker, share, group_id, topic, partition):
         return ErrorCode.INVALID_RECORD_STATE
+    sp = share.partitions[(group_id, topic, partition)]
     sp.expire_locks(now)
     error = sp.acknowledge(member_id, batches, share.lock_duration_s(group_id), now)
     if error == ErrorCode.NONE:
         dirty.add((topic, topic_id, partition))
         broker.purgatory.notify(("share", group_id, topic, partition))
     return error
+
+
+def _current_share_partition(broker, share, group_id: str, topic: str, partition: int) -> bool:
+    """Whether the share-partition in memory is this leadership's: one from an earlier time this
+    broker led the partition is dropped (another leader has changed the state since)."""
+    key = (group_id, topic, partition)
+    sp = share.partitions.get(key)
+    if sp is None:
+        return False
+    epoch = broker.partitions.leader_epoch(topic, partition)
+    if sp.leader_epoch is None:
+        sp.leader_epoch = epoch
+    elif sp.leader_epoch != epoch:
+        del share.partitions[key]
+        return False
+    return True
 
 
 class _PartitionAnswer:
@@ -250,15 +272,77 @@ def _state_store(broker) -> ShareStateStore | None:
     return share.state_store
 
 
-def _stored_state(broker, group_id: str, topic_id, partition: int):
+async def _stored_state(broker, group_id: str, topic_id, partition: int):
+    """(ok, state): the stored state of a share-partition, read here or from the share
+    coordinator (ReadShareGroupState); ok is False when it could not be read (try again later)."""
     store = _state_store(broker)
     if store is None:
+        return True, None
+    state_partition = store.partition_of(group_id, topic_id, partition)
+    if store.is_local(state_partition):
+        return True, store.read(group_id, topic_id, partition)
+    R = ReadShareGroupStateRequest
+    response = await _call_coordinator(broker, state_partition, R(group_id=group_id, topics=[R.ReadStateData(
+        topic_id=topic_id, partitions=[R.PartitionData(partition=partition, leader_epoch=-1)])]))
+    if response is None:
+        return False, None
+    result = response.results[0].partitions[0]
+    if result.error_code:
+        return False, None
+    if result.start_offset < 0:
+        return True, None  # nothing stored
+    return True, ShareState(result.start_offset, [(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
+                                                  for b in result.state_batches], state_epoch=result.state_epoch)
+
+
+async def _call_coordinator(broker, state_partition: int, request):
+    """Send a share state request to the leader of the __share_group_state partition; None
+    when it cannot be reached."""
+    meta = broker.partitions.topic(SHARE_STATE_TOPIC)
+    if meta is None or state_partition >= len(meta.partitions):
         return None
+    leader = meta.partitions[state_partition].leader
+    endpoint = broker.metadata.broker_endpoint(leader) if leader >= 0 else None
+    if endpoint is None:
+        return None
+    share = broker.share_groups
+    connection = share.connections.get(leader)
+    if connection is None:
+        connection = share.connections[leader] = BrokerConnection(
+            endpoint[0], endpoint[1], client_id=f"broker-{broker.node_id}-share", request_timeout_s=10,
+            **inter_broker_options(broker.config))
+    else:
+        connection.retarget(endpoint[0], endpoint[1])
     try:
-        return store.read(group_id, topic_id, partition)
-    except KafkaError as exc:
-        log.warning("reading the state of %s/%s-%d failed: %s", group_id, topic_id, partition, exc)
+        return await connection.send(request, 0)
+    except Exception as exc:  # a connection failure, a timeout: the caller retries later
+        log.info("share state request to broker %d failed: %s", leader, exc)
         return None
+
+
+async def _write_state(broker, store, group_id: str, topic_id, partition: int, state: ShareState) -> int:
+    """Write a share-partition's state where it is kept and wait until it is durable."""
+    state_partition = store.partition_of(group_id, topic_id, partition)
+    if not store.is_local(state_partition):
+        W = WriteShareGroupStateRequest
+        response = await _call_coordinator(broker, state_partition, W(group_id=group_id, topics=[W.WriteStateData(
+            topic_id=topic_id, partitions=[W.PartitionData(
+                partition=partition, state_epoch=state.state_epoch, leader_epoch=state.leader_epoch,
+                start_offset=state.start_offset, state_batches=[
+                    W.StateBatch(first_offset=f, last_offset=l, delivery_state=st, delivery_count=c)
+                    for f, l, st, c in state.batches])])]))
+        if response is None:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        return response.results[0].partitions[0].error_code
+    try:
+        store.write(group_id, topic_id, partition, state)
+    except KafkaError as exc:
+        log.warning("writing the state of %s/%s-%d failed: %s", group_id, topic_id, partition, exc)
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    plog = broker.partitions.get_log(SHARE_STATE_TOPIC, state_partition)
+    if plog is not None and plog.config.fsync_on_ack:
+        await wait_durable(plog.sync_until(plog.log_end_offset - 1))
+    return await replicated(broker, SHARE_STATE_TOPIC, state_partition, broker.config.get("offsets.commit.timeout.ms"))
 
 
 async def _persist(broker, share, group_id: str, dirty) -> int:
@@ -267,34 +351,76 @@ async def _persist(broker, share, group_id: str, dirty) -> int:
     store = _state_store(broker) if dirty else None
     if store is None:
         return ErrorCode.NONE
-    written = set()
     for topic, topic_id, partition in dirty:
         sp = share.partitions.get((group_id, topic, partition))
         if sp is None:
             continue
         start, batches = sp.to_state()
-        try:
-            state_partition = store.write(group_id, topic_id, partition, ShareState(
-                start, batches, leader_epoch=broker.partitions.leader_epoch(topic, partition)))
-        except KafkaError as exc:
-            log.warning("writing the state of %s/%s-%d failed: %s", group_id, topic, partition, exc)
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        if state_partition is not None:
-            written.add(state_partition)
-    for state_partition in written:
-        plog = broker.partitions.get_log(SHARE_STATE_TOPIC, state_partition)
-        if plog is not None and plog.config.fsync_on_ack:
-            await wait_durable(plog.sync_until(plog.log_end_offset - 1))
-        error = await replicated(broker, SHARE_STATE_TOPIC, state_partition,
-                                 broker.config.get("offsets.commit.timeout.ms"))
+        error = await _write_state(broker, store, group_id, topic_id, partition, ShareState(
+            start, batches, leader_epoch=broker.partitions.leader_epoch(topic, partition)))
         if error:
             return error
     return ErrorCode.NONE
 
 
+# -- the share coordinator's side (cluster: another broker's share-partition leader asks) -------
+def _coordinator_check(ctx, store, group_id: str, topic_id, partition: int) -> int:
+    if not ctx.authorized_cluster(AclOperation.CLUSTER_ACTION):
+        return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    if store is None:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    if not store.is_local(store.partition_of(group_id, topic_id, partition)):
+        return ErrorCode.NOT_COORDINATOR
+    return ErrorCode.NONE
+
+
+@handles(ReadShareGroupStateRequest)
+async def handle_read_share_group_state(ctx: RequestContext,
+                                        request: ReadShareGroupStateRequest) -> ReadShareGroupStateResponse:
+    R = ReadShareGroupStateResponse
+    store = _state_store(ctx.broker)
+    results = []
+    for t in request.topics:
+        out = R.ReadStateResult(topic_id=t.topic_id, partitions=[])
+        results.append(out)
+        for p in t.partitions:
+            error = _coordinator_check(ctx, store, request.group_id, t.topic_id, p.partition)
+            result = R.PartitionResult(partition=p.partition, error_code=error, start_offset=-1)
+            out.partitions.append(result)
+            if error:
+                continue
+            state = store.read(request.group_id, t.topic_id, p.partition)
+            if state is not None:
+                result.state_epoch, result.start_offset = state.state_epoch, state.start_offset
+                result.state_batches = [R.StateBatch(first_offset=f, last_offset=l, delivery_state=st,
+                                                     delivery_count=c) for f, l, st, c in state.batches]
+    return R(results=results)
+
+
+@handles(WriteShareGroupStateRequest)
+async def handle_write_share_group_state(ctx: RequestContext,
+                                         request: WriteShareGroupStateRequest) -> WriteShareGroupStateResponse:
+    R = WriteShareGroupStateResponse
+    broker = ctx.broker
+    store = _state_store(broker)
+    results = []
+    for t in request.topics:
+        out = R.WriteStateResult(topic_id=t.topic_id, partitions=[])
+        results.append(out)
+        for p in t.partitions:
+            error = _coordinator_check(ctx, store, request.group_id, t.topic_id, p.partition)
+            if not error:
+                error = await _write_state(broker, store, request.group_id, t.topic_id, p.partition, ShareState(
+                    p.start_offset, [(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
+                                     for b in p.state_batches],
+                    state_epoch=p.state_epoch, leader_epoch=p.leader_epoch))
+            out.partitions.append(R.PartitionResult(partition=p.partition, error_code=error))
+    return R(results=results)
+
+
 # -- ShareFetch --------------------------------------------------------------------------------
 def _acquire(broker, share, group_id: str, member_id: str, topic: str, topic_id, partition: int,
-             max_records: int, strict: bool, max_bytes: int, now: float):
+             max_records: int, strict: bool, max_bytes: int, now: float, stored=None):
     """Read from the share-partition's fetch offset and acquire what may be delivered:
     (error, records bytes or None, acquired runs)."""
     error = _leader_error(broker, topic, partition)
@@ -303,9 +429,6 @@ def _acquire(broker, share, group_id: str, member_id: str, topic: str, topic_id,
     plog = broker.partitions.get_log(topic, partition)
     read_committed = share.group_config(group_id, "share.isolation.level") == "read_committed"
     limit = plog.last_stable_offset if read_committed else plog.high_watermark
-    stored = None
-    if (group_id, topic, partition) not in share.partitions:
-        stored = _stored_state(broker, group_id, topic_id, partition)
     sp = share.share_partition(group_id, topic, partition, plog.log_start_offset, limit, stored)
     sp.expire_locks(now)
     offset = sp.fetch_offset()
@@ -406,8 +529,13 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
                 existing = answers.get((name, partition))
                 if existing is not None and existing.error:
                     continue
+                stored = None
+                if not _current_share_partition(broker, share, group_id, name, partition):
+                    ok, stored = await _stored_state(broker, group_id, topic_id, partition)
+                    if not ok or _current_share_partition(broker, share, group_id, name, partition):
+                        continue  # the share coordinator is not reachable now: nothing this time
                 error, records, acquired = _acquire(broker, share, group_id, member_id, name, topic_id,
-                                                    partition, max_records - got, strict, budget, now)
+                                                    partition, max_records - got, strict, budget, now, stored)
                 if acquired:
                     dirty.add((name, topic_id, partition))
                 if error == ErrorCode.NONE and not acquired:

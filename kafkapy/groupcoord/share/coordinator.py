@@ -126,6 +126,7 @@ class ShareGroupCoordinator:
         self.released: list[ShareSession] = []
         # __share_group_state (state_store.ShareStateStore), set by the broker once the topic exists
         self.state_store = None
+        self.connections: dict = {}   # node id -> connection to that broker's share coordinator
         self.state_store_retry_at = 0.0
 
     # -- group configs (IncrementalAlterConfigs / DescribeConfigs on GROUP resources) ----------
@@ -365,3 +366,6 @@ class ShareGroupCoordinator:
 
     def close(self) -> None:
         self.sessions.clear()
+        for connection in self.connections.values():
+            connection.close()
+        self.connections.clear()

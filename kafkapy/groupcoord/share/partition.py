@@ -79,6 +79,8 @@ class SharePartition:
         self.delivery_limit = delivery_limit
         self.max_in_flight = max_in_flight
         self.records: dict[int, InFlight] = {}
+        # the partition leader epoch this state belongs to (set by the broker on first use)
+        self.leader_epoch: int | None = None
         # the earliest acquisition lock deadline, so expiry checks are cheap when nothing is due
         self._next_deadline = float("inf")
 

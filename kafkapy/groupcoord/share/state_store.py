@@ -6,10 +6,10 @@ state is written as a ShareSnapshot record (state_records.py) appended to that p
 read back by scanning the partition the first time a share-partition is created after a start
 or a leadership change (the scan is cached per partition and leader epoch).
 
-kafkapy's share-partition leader writes the snapshot itself when the __share_group_state
-partition is led by the same broker (always on a single node); Kafka's leader sends
-WriteShareGroupState to the share coordinator, which kafkapy does not serve yet, so in a cluster
-a share-partition whose state partition is led elsewhere keeps its state in memory only.
+The share-partition leader writes the snapshot itself when the __share_group_state partition is
+led by the same broker (always on a single node), else it sends ReadShareGroupState /
+WriteShareGroupState to that partition's leader, the share coordinator, as Kafka's leader does
+(broker/handlers/share_groups.py).
 """
 from __future__ import annotations
 
@@ -69,6 +69,9 @@ class ShareStateStore:
             states[k] = state if kind == SNAPSHOT else apply_update(states.get(k), state)
         self._cache[state_partition] = (epoch, states)
         return states
+
+    def is_local(self, state_partition: int) -> bool:
+        return self._local_epoch(state_partition) is not None
 
     def read(self, group_id: str, topic_id: uuid.UUID, partition: int) -> ShareState | None:
         """The stored state of a share-partition (None: none stored, or not led here)."""
