@@ -29,6 +29,22 @@ cluster = cluster_fixture(3, {
 PARTITIONS = 3
 
 
+def _set_group_config(bootstrap: str, group: str, name: str, value: str) -> None:
+    from conformance.kafka_wire import RawConnection, frame
+    from kafkapy.protocol.headers import decode_response_header, encode_request_header
+    from kafkapy.protocol.messages import IncrementalAlterConfigsRequest as R
+    from kafkapy.protocol.messages import IncrementalAlterConfigsResponse
+
+    request = R(resources=[R.AlterConfigsResource(resource_type=32, resource_name=group, configs=[
+        R.AlterableConfig(name=name, config_operation=0, value=value)])])
+    payload = encode_request_header(request.API_KEY, 1, 1, "share-test") + b"".join(
+        bytes(part) for part in request.encode_parts(1))
+    with RawConnection(bootstrap) as conn:
+        raw = conn.roundtrip(frame(payload))
+    _, pos = decode_response_header(raw, request.API_KEY, 1)
+    assert IncrementalAlterConfigsResponse.decode(raw, 1, pos).responses[0].error_code == 0
+
+
 def test_share_consumers_read_every_partition_from_its_leader(cluster):
     topic, group = f"share-{uuid.uuid4().hex[:8]}", f"share-g-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
@@ -79,21 +95,44 @@ def test_share_state_survives_the_share_partition_leader_being_killed(cluster):
     ones in flight come back with their delivery counts from the new leader, which reads the
     state from the share coordinator (__share_group_state, ReadShareGroupState)."""
     from confluent_kafka import AcknowledgeType
-    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
     from conformance.cluster_harness import wait_for_leader
 
-    topic, group = f"share-{uuid.uuid4().hex[:8]}", f"share-g-{uuid.uuid4().hex[:8]}"
+    from kafkapy.groupcoord.offsets_topic import partition_for
+    from kafkapy.groupcoord.share.state_store import SHARE_STATE_TOPIC, coordinator_key
+
+    topic = f"share-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
     admin.create_topics([NewTopic(topic, 1, 3)], request_timeout=30)[topic].result(60)
     wait_for_isr(cluster, topic, 3)
-    # group configs are kept per broker: every broker gets it (docs/share-groups.md)
+    if SHARE_STATE_TOPIC not in admin.list_topics(timeout=10).topics:
+        warm = ShareConsumer({"bootstrap.servers": cluster.bootstrap, "group.id": "warm-up"})
+        warm.subscribe([topic])
+        deadline = time.monotonic() + 30
+        while SHARE_STATE_TOPIC not in admin.list_topics(timeout=10).topics and time.monotonic() < deadline:
+            warm.poll(0.5)
+        warm.close()
+    wait_for_isr(cluster, SHARE_STATE_TOPIC, 3)
+    # a group whose state partition is led by another broker than the topic's partition: the
+    # share-partition leader then goes through WriteShareGroupState / ReadShareGroupState
+    from conformance.cluster_harness import _metadata
+
+    [entry] = [t for t in _metadata(cluster, [topic], None).topics if t.name == topic]
+    topic_id = uuid.UUID(str(entry.topic_id))
+    leader = describe(cluster, topic)[0].leader
+    state_leaders = {p: st.leader for p, st in describe(cluster, SHARE_STATE_TOPIC).items()}
+    group = f"share-g-{uuid.uuid4().hex[:8]}"
+    for _ in range(500):
+        candidate = f"share-g-{uuid.uuid4().hex[:8]}"
+        if state_leaders[partition_for(coordinator_key(candidate, topic_id, 0), len(state_leaders))] != leader:
+            group = candidate
+            break
+    else:
+        pytest.fail(f"no group found whose state partition is led elsewhere than broker {leader}")
+    # group configs are kept per broker: every broker gets it (docs/share-groups.md); sent on a
+    # raw connection to each, since an admin client picks any broker for a GROUP resource
     for node in cluster.brokers.values():
-        node_admin = AdminClient({"bootstrap.servers": node.bootstrap})
-        resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
-            ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)])
-        for future in node_admin.incremental_alter_configs([resource]).values():
-            future.result(15)
+        _set_group_config(node.bootstrap, group, "share.auto.offset.reset", "earliest")
     producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
     for i in range(6):
         producer.produce(topic, value=b"k%d" % i, partition=0)

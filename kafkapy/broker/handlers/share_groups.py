@@ -288,6 +288,8 @@ async def _stored_state(broker, group_id: str, topic_id, partition: int):
         return False, None
     result = response.results[0].partitions[0]
     if result.error_code:
+        log.info("reading the state of %s/%s-%d from the share coordinator: %s", group_id, topic_id, partition,
+                 ErrorCode(result.error_code).name)
         return False, None
     if result.start_offset < 0:
         return True, None  # nothing stored
