@@ -22,6 +22,8 @@ from conformance.kafka_wire import RawConnection, api_versions_request, frame, p
 from kafkapy.protocol.error_codes import ErrorCode  # noqa: E402
 from kafkapy.protocol.headers import decode_response_header, encode_request_header  # noqa: E402
 from kafkapy.protocol.messages import (  # noqa: E402
+    DescribeShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsResponse,
     FindCoordinatorRequest,
     FindCoordinatorResponse,
     IncrementalAlterConfigsRequest,
@@ -256,3 +258,42 @@ def test_list_groups_share_type_and_share_group_describe(setup):
         wire.call(R(group_id=group, member_id=member, member_epoch=-1), 1, ShareGroupHeartbeatResponse)
     listed = wire.call(ListGroupsRequest(types_filter=["share"]), 5, ListGroupsResponse)
     assert [(g.group_id, g.group_state) for g in listed.groups] == [(group, "Empty")]
+
+
+def test_describe_share_group_offsets(setup):
+    _, wire, group, topic_id = setup
+    R = DescribeShareGroupOffsetsRequest
+    member = uuid.uuid4().hex
+    joined = wire.call(ShareGroupHeartbeatRequest(group_id=group, member_id=member, member_epoch=0,
+                                                  subscribed_topic_names=["share-bad-input"]),
+                       1, ShareGroupHeartbeatResponse)
+    assert joined.error_code == ErrorCode.NONE
+    try:
+        assert _fetch(wire, group, member, 0, topic_id, max_records=0, wait_ms=0).error_code == ErrorCode.NONE
+        got = _partition(_fetch(wire, group, member, 1, topic_id, max_records=100))
+        first, last = got.acquired_records[0].first_offset, got.acquired_records[-1].last_offset
+        assert (first, last) == (0, 9)
+        # accept 0-3: the start offset moves to 4; 4-9 are in flight (lag counts them)
+        assert _partition(_ack(wire, group, member, 2, topic_id, [(0, 3, [1])])).error_code == ErrorCode.NONE
+        answer = wire.call(R(groups=[R.DescribeShareGroupOffsetsRequestGroup(group_id=group, topics=None),
+                                     R.DescribeShareGroupOffsetsRequestGroup(group_id="no-such-share-group",
+                                                                             topics=None)]),
+                           1, DescribeShareGroupOffsetsResponse)
+        found, missing = answer.groups
+        assert found.error_code == ErrorCode.NONE
+        [topic] = found.topics
+        assert (topic.topic_name, topic.topic_id) == ("share-bad-input", topic_id)
+        [part] = topic.partitions
+        assert (part.partition_index, part.start_offset, part.lag, part.error_code) == (0, 4, 6, ErrorCode.NONE)
+        assert missing.error_code == ErrorCode.GROUP_ID_NOT_FOUND
+        # by topic, v0 (no lag), and an unknown partition
+        named = wire.call(R(groups=[R.DescribeShareGroupOffsetsRequestGroup(group_id=group, topics=[
+            R.DescribeShareGroupOffsetsRequestTopic(topic_name="share-bad-input", partitions=[0, 5])])]),
+            0, DescribeShareGroupOffsetsResponse)
+        p0, p5 = named.groups[0].topics[0].partitions
+        assert (p0.start_offset, p0.error_code) == (4, ErrorCode.NONE)
+        assert p5.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        assert _fetch(wire, group, member, -1, topic_id).error_code == ErrorCode.NONE
+    finally:
+        wire.call(ShareGroupHeartbeatRequest(group_id=group, member_id=member, member_epoch=-1), 1,
+                  ShareGroupHeartbeatResponse)

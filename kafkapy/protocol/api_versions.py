@@ -103,6 +103,8 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     77: (1, 1),
     78: (1, 2),
     79: (1, 2),
+    # DescribeShareGroupOffsets: v1 (Kafka 4.2) adds Lag.
+    90: (0, 1),
 }
 # Not served (deliberately absent): delegation tokens and telemetry — no handlers.
 

@@ -104,6 +104,7 @@ def test_supported_versions_policy():
     # Fetch v0-3 down-converted, OffsetCommit v0-1, ... as well)
     # (the share group APIs excepted: Kafka 4.1 removed their v0, 4.0's early access)
     share_apis = {76, 77, 78, 79}
+    assert SUPPORTED_VERSIONS[90] == (0, 1)
     assert all(lo == REQUEST_TYPES[key].VALID_VERSIONS[0] == 0 for key, (lo, _) in SUPPORTED_VERSIONS.items()
                if key not in share_apis)
     assert all(SUPPORTED_VERSIONS[key][0] == REQUEST_TYPES[key].VALID_VERSIONS[0] == 1 for key in share_apis)

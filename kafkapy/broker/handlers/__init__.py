@@ -74,4 +74,5 @@ HANDLER_MODULES: dict[int, str] = {
     79: "share_groups",               # ShareAcknowledge
     84: "share_groups",               # ReadShareGroupState
     85: "share_groups",               # WriteShareGroupState
+    90: "share_groups",               # DescribeShareGroupOffsets
 }

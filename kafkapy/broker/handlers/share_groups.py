@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 
 from ...groupcoord.offsets_topic import OffsetsTopicStore, offsets_topic_configs
 from ...groupcoord.share import AckBatch, validate_ack_batches
@@ -21,6 +22,8 @@ from ...metadata.acls import AclOperation, ResourceType
 from ...net.client import BrokerConnection
 from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages import (
+    DescribeShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsResponse,
     ReadShareGroupStateRequest,
     ReadShareGroupStateResponse,
     ShareAcknowledgeRequest,
@@ -46,6 +49,7 @@ log = logging.getLogger(__name__)
 # most acknowledgement offsets one request may carry (more is INVALID_REQUEST, nothing applied)
 MAX_ACK_OFFSETS = 1 << 20
 _INT32_MAX = 2**31 - 1
+_ZERO_UUID = uuid.UUID(int=0)
 
 
 def _coordinator_error(broker, group_id: str) -> int:
@@ -658,3 +662,79 @@ async def handle_share_acknowledge(ctx: RequestContext,
         return R(error_code=error)
     return R(error_code=ErrorCode.NONE, acquisition_lock_timeout_ms=int(share.lock_duration_s(group_id) * 1000),
              responses=topics, node_endpoints=[])
+
+
+# -- DescribeShareGroupOffsets -------------------------------------------------------------------
+async def _read_state_anywhere(broker, group_id: str, topic_id, partition: int):
+    ok, state = await _stored_state(broker, group_id, topic_id, partition)
+    return state if ok else None
+
+
+@handles(DescribeShareGroupOffsetsRequest)
+async def handle_describe_share_group_offsets(
+        ctx: RequestContext, request: DescribeShareGroupOffsetsRequest) -> DescribeShareGroupOffsetsResponse:
+    """Each partition's share-partition start offset (-1 when it was never fetched) and, v1+,
+    its lag: the records from the start offset to the high watermark not yet acknowledged or
+    archived (-1 when the partition is not led here, whose high watermark this broker does not
+    know). From the state in __share_group_state, as Kafka's group coordinator reads it."""
+    R = DescribeShareGroupOffsetsResponse
+    broker = ctx.broker
+    groups = []
+    for wanted in request.groups:
+        group_id = wanted.group_id
+        out = R.DescribeShareGroupOffsetsResponseGroup(group_id=group_id, topics=[])
+        groups.append(out)
+        if not ctx.authorized(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+            out.error_code = ErrorCode.GROUP_AUTHORIZATION_FAILED
+            continue
+        error = _coordinator_error(broker, group_id)
+        if error:
+            out.error_code = error
+            continue
+        share = broker.share_groups
+        group = share.describe(group_id)
+        if wanted.topics is None:
+            if group is None:
+                out.error_code, out.error_message = ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
+                continue
+            names = sorted({name for m in group.members.values() for name in m.subscribed})
+            topics = []
+            for name in names:
+                meta = broker.partitions.topic(name)
+                if meta is not None:
+                    topics.append((name, list(range(meta.partition_count))))
+        else:
+            topics = [(t.topic_name, list(t.partitions)) for t in wanted.topics]
+        denied = ctx.unauthorized_names(AclOperation.DESCRIBE, ResourceType.TOPIC, [name for name, _ in topics])
+        for name, partitions in topics:
+            meta = broker.partitions.topic(name)
+            topic_out = R.DescribeShareGroupOffsetsResponseTopic(
+                topic_name=name, topic_id=meta.topic_id if meta is not None else _ZERO_UUID, partitions=[])
+            out.topics.append(topic_out)
+            for partition in partitions:
+                result = R.DescribeShareGroupOffsetsResponsePartition(
+                    partition_index=partition, start_offset=-1, leader_epoch=-1, lag=-1)
+                topic_out.partitions.append(result)
+                if name in denied:
+                    result.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                    continue
+                if meta is None or not 0 <= partition < meta.partition_count:
+                    result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                    continue
+                sp = share.partitions.get((group_id, name, partition))
+                hosted = broker.replicas.partition(name, partition)
+                if sp is not None and hosted is not None and hosted.is_leader:
+                    start, batches = sp.to_state()   # this broker leads it: the state in memory is current
+                    leader_epoch = hosted.leader_epoch
+                else:
+                    state = await _read_state_anywhere(broker, group_id, meta.topic_id, partition)
+                    if state is None:
+                        continue
+                    start, batches, leader_epoch = state.start_offset, state.batches, state.leader_epoch
+                result.start_offset, result.leader_epoch = start, leader_epoch
+                plog = broker.partitions.get_log(name, partition)
+                if hosted is not None and hosted.is_leader and plog is not None:
+                    done = sum(max(0, min(last, plog.high_watermark - 1) - max(first, start) + 1)
+                               for first, last, st, _ in batches if st != 0)
+                    result.lag = max(plog.high_watermark - start - done, 0)
+    return R(throttle_time_ms=0, groups=groups)
