@@ -29,20 +29,23 @@ cluster = cluster_fixture(3, {
 PARTITIONS = 3
 
 
-def _set_group_config(bootstrap: str, group: str, name: str, value: str) -> None:
+def _describe_group_config(bootstrap: str, group: str, name: str) -> str | None:
+    """DescribeConfigs of a GROUP resource sent to one given broker."""
     from conformance.kafka_wire import RawConnection, frame
     from kafkapy.protocol.headers import decode_response_header, encode_request_header
-    from kafkapy.protocol.messages import IncrementalAlterConfigsRequest as R
-    from kafkapy.protocol.messages import IncrementalAlterConfigsResponse
+    from kafkapy.protocol.messages import DescribeConfigsRequest as R
+    from kafkapy.protocol.messages import DescribeConfigsResponse
 
-    request = R(resources=[R.AlterConfigsResource(resource_type=32, resource_name=group, configs=[
-        R.AlterableConfig(name=name, config_operation=0, value=value)])])
-    payload = encode_request_header(request.API_KEY, 1, 1, "share-test") + b"".join(
-        bytes(part) for part in request.encode_parts(1))
+    request = R(resources=[R.DescribeConfigsResource(resource_type=32, resource_name=group,
+                                                     configuration_keys=[name])])
+    payload = encode_request_header(request.API_KEY, 4, 1, "share-test") + b"".join(
+        bytes(part) for part in request.encode_parts(4))
     with RawConnection(bootstrap) as conn:
         raw = conn.roundtrip(frame(payload))
-    _, pos = decode_response_header(raw, request.API_KEY, 1)
-    assert IncrementalAlterConfigsResponse.decode(raw, 1, pos).responses[0].error_code == 0
+    _, pos = decode_response_header(raw, request.API_KEY, 4)
+    [result] = DescribeConfigsResponse.decode(raw, 4, pos).results
+    assert result.error_code == 0
+    return {c.name: c.value for c in result.configs}.get(name)
 
 
 def test_share_consumers_read_every_partition_from_its_leader(cluster):
@@ -129,10 +132,16 @@ def test_share_state_survives_the_share_partition_leader_being_killed(cluster):
             break
     else:
         pytest.fail(f"no group found whose state partition is led elsewhere than broker {leader}")
-    # group configs are kept per broker: every broker gets it (docs/share-groups.md); sent on a
-    # raw connection to each, since an admin client picks any broker for a GROUP resource
-    for node in cluster.brokers.values():
-        _set_group_config(node.bootstrap, group, "share.auto.offset.reset", "earliest")
+    # group configs are kept in ZooKeeper: whichever broker the admin client sends them to, the
+    # share-partition leader reads them
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+        ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)])
+    for future in admin.incremental_alter_configs([resource]).values():
+        future.result(15)
+    for node in cluster.brokers.values():   # each broker describes the same value
+        assert _describe_group_config(node.bootstrap, group, "share.auto.offset.reset") == "earliest"
     producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
     for i in range(6):
         producer.produce(topic, value=b"k%d" % i, partition=0)

@@ -142,8 +142,9 @@ class Broker:
         if self._share_groups is None:
             from ..groupcoord.share import ShareGroupConfig, ShareGroupCoordinator
 
-            self._share_groups = ShareGroupCoordinator(ShareGroupConfig.from_getter(self.config.get),
-                                                       self.metadata.get_topic)
+            self._share_groups = ShareGroupCoordinator(
+                ShareGroupConfig.from_getter(self.config.get), self.metadata.get_topic,
+                self.metadata.get_group_configs, self.metadata.set_group_configs)
         return self._share_groups
 
     def enable_faults(self, control: str | None = None):

@@ -16,11 +16,18 @@ State is kept in memory: a broker restart forgets in-flight records and the star
 """
 from __future__ import annotations
 
+import logging
+import time
 import uuid
 from dataclasses import dataclass, field
 
 from ...protocol.errors import ErrorCode
 from .partition import SharePartition
+
+log = logging.getLogger(__name__)
+
+# how long a group's configs read from the metadata store are used before they are read again
+GROUP_CONFIG_TTL_S = 2.0
 
 # group configs Kafka accepts on GROUP config resources for share groups, with their defaults
 SHARE_GROUP_CONFIGS = {
@@ -115,12 +122,18 @@ class ShareSession:
 class ShareGroupCoordinator:
     """See the module docstring."""
 
-    def __init__(self, config: ShareGroupConfig, topics) -> None:
+    def __init__(self, config: ShareGroupConfig, topics, load_configs=None, store_configs=None) -> None:
         self.config = config
         # topics: name -> TopicMetadata or None (the metadata store's get_topic)
         self._topics = topics
         self.groups: dict[str, ShareGroup] = {}
+        # group configs live in the metadata store (load_configs / store_configs: its
+        # get_group_configs / set_group_configs), so that every broker of a cluster and a restarted
+        # one see them; read again after GROUP_CONFIG_TTL_S
+        self._load_configs = load_configs
+        self._store_configs = store_configs
         self.group_configs: dict[str, dict[str, str]] = {}
+        self._configs_read_at: dict[str, float] = {}
         self.sessions: dict[tuple[str, str], ShareSession] = {}
         self.partitions: dict[tuple[str, str, int], SharePartition] = {}
         self.released: list[ShareSession] = []
@@ -130,8 +143,19 @@ class ShareGroupCoordinator:
         self.state_store_retry_at = 0.0
 
     # -- group configs (IncrementalAlterConfigs / DescribeConfigs on GROUP resources) ----------
+    def _overrides(self, group_id: str) -> dict[str, str]:
+        if self._load_configs is not None:
+            now = time.monotonic()
+            if now - self._configs_read_at.get(group_id, -GROUP_CONFIG_TTL_S) >= GROUP_CONFIG_TTL_S:
+                try:
+                    self.group_configs[group_id] = dict(self._load_configs(group_id))
+                except Exception as exc:  # e.g. ZooKeeper unreachable: keep what was read last
+                    log.warning("cannot read the configs of group %s: %s", group_id, exc)
+                self._configs_read_at[group_id] = now
+        return self.group_configs.get(group_id, {})
+
     def group_config(self, group_id: str, name: str):
-        value = self.group_configs.get(group_id, {}).get(name)
+        value = self._overrides(group_id).get(name)
         if value is not None:
             return value
         broker_default = {
@@ -149,13 +173,13 @@ class ShareGroupCoordinator:
 
     def describe_group_configs(self, group_id: str) -> list[tuple[str, str, bool]]:
         """(name, value, is_default) of every share group config."""
-        overrides = self.group_configs.get(group_id, {})
+        overrides = self._overrides(group_id)
         return [(name, str(self.group_config(group_id, name)), name not in overrides)
                 for name in SHARE_GROUP_CONFIGS]
 
     def alter_group_configs(self, group_id: str, ops, validate_only: bool) -> tuple[int, str | None]:
         """IncrementalAlterConfigs ops (name, operation 0 SET / 1 DELETE, value) on a group."""
-        updated = dict(self.group_configs.get(group_id, {}))
+        updated = dict(self._overrides(group_id))
         for name, operation, value in ops:
             if name not in SHARE_GROUP_CONFIGS:
                 return ErrorCode.INVALID_CONFIG, f"Unknown group config name: {name}"
@@ -179,7 +203,13 @@ class ShareGroupCoordinator:
                     return ErrorCode.INVALID_CONFIG, f"Invalid value {value} for configuration {name}"
             updated[name] = value
         if not validate_only:
+            if self._store_configs is not None:
+                try:
+                    self._store_configs(group_id, updated)
+                except Exception as exc:
+                    return ErrorCode.UNKNOWN_SERVER_ERROR, f"cannot store the configs of group {group_id}: {exc}"
             self.group_configs[group_id] = updated
+            self._configs_read_at[group_id] = time.monotonic()
         return ErrorCode.NONE, None
 
     # -- membership (group coordinator role) ----------------------------------------------

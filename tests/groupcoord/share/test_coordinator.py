@@ -114,3 +114,24 @@ def test_list_groups_filters():
     assert [g.group_id for g in sg.list_groups(everywhere, ["stable"], ["Share"])] == ["g"]
     assert sg.list_groups(everywhere, None, ["consumer"]) == []
     assert sg.list_groups(lambda group_id: group_id == "e", None, None)[0].group_id == "e"
+
+
+def test_group_configs_live_in_the_metadata_store(monkeypatch, tmp_path):
+    from kafkapy.groupcoord.share import coordinator as module
+    from kafkapy.metadata.embedded import EmbeddedMetadataStore
+
+    clock = [100.0]
+    monkeypatch.setattr(module.time, "monotonic", lambda: clock[0])
+    store = EmbeddedMetadataStore(tmp_path / "meta")
+    one = ShareGroupCoordinator(ShareGroupConfig(), TOPICS.get, store.get_group_configs, store.set_group_configs)
+    other = ShareGroupCoordinator(ShareGroupConfig(), TOPICS.get, store.get_group_configs, store.set_group_configs)
+    assert other.group_config("g", "share.isolation.level") == "read_uncommitted"   # read (and cached) now
+    assert one.alter_group_configs("g", [("share.isolation.level", 0, "read_committed")], False)[0] == ErrorCode.NONE
+    assert one.group_config("g", "share.isolation.level") == "read_committed"
+    assert other.group_config("g", "share.isolation.level") == "read_uncommitted"   # until its copy is old
+    clock[0] += module.GROUP_CONFIG_TTL_S
+    assert other.group_config("g", "share.isolation.level") == "read_committed"
+    store.close()
+    reopened = EmbeddedMetadataStore(tmp_path / "meta")   # and after a restart
+    assert reopened.get_group_configs("g") == {"share.isolation.level": "read_committed"}
+    reopened.close()
