@@ -562,12 +562,12 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
     error = await _persist(broker, share, group_id, dirty)
     if error:
         # not durable: acknowledged records could come back after a restart, so say so as Kafka
-        # does when the share coordinator write fails; what was acquired is released
+        # does when the share coordinator write fails; what this request acquired is given back
         for a in order:
             if a.acquired:
                 sp = share.partitions.get((group_id, a.topic, a.partition))
                 if sp is not None:
-                    sp.release_member(member_id)
+                    sp.undo_acquire(member_id, a.acquired)
         return R(error_code=error)
     return R(error_code=ErrorCode.NONE, acquisition_lock_timeout_ms=lock_ms,
              responses=_fetch_topics(broker, order, unknown_ids), node_endpoints=_endpoints(broker, order, R))

@@ -249,6 +249,16 @@ class SharePartition:
         self._advance()
         return released
 
+    def undo_acquire(self, member: str, runs) -> None:
+        """Give back what acquire() just returned (its state could not be stored): the offsets
+        become AVAILABLE again with the delivery count they had before."""
+        for first, last, _ in runs:
+            for offset in range(first, last + 1):
+                rec = self.records.get(offset)
+                if rec is not None and rec.state == ACQUIRED and rec.member == member:
+                    rec.state, rec.member = AVAILABLE, None
+                    rec.delivery_count -= 1
+
     def _release(self, rec: InFlight) -> bool:
         rec.member = None
         if rec.delivery_count >= self.delivery_limit:

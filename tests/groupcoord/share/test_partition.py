@@ -197,3 +197,11 @@ def test_invariants_hold_under_any_operations(ops):
         if sp.start_offset < sp.end_offset:
             first = sp.records.get(sp.start_offset)
             assert first is not None and first.state not in (ACKNOWLEDGED, ARCHIVED)
+
+
+def test_undo_acquire_gives_records_back_with_their_count():
+    sp = SharePartition(0)
+    runs = sp.acquire([(0, 2, True)], "m", 100, LOCK, 0.0)
+    sp.undo_acquire("m", runs)
+    assert all(r.state == AVAILABLE and r.delivery_count == 0 for r in sp.records.values())
+    assert sp.acquire([(0, 2, True)], "n", 100, LOCK, 0.0) == [(0, 2, 1)]
