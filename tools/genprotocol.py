@@ -222,15 +222,20 @@ class ApiSpec:
 def load_apis(spec_dir: Path) -> list[ApiSpec]:
     """Every API whose request is served on the broker listener (KRaft or ZooKeeper mode), by api key."""
     served: dict[int, str] = {}
-    with open(spec_dir / "apis.tsv", newline="") as f:
-        for row in csv.DictReader(f, delimiter="\t"):
-            listeners = row["listeners"].split(",")
-            # ZooKeeper-mode inter-broker APIs (LeaderAndIsr, UpdateMetadata, AlterPartition, ...)
-            # are served too: kafkapy brokers and controllers speak them in cluster mode.
-            # Envelope is only for KRaft forwarding.
-            if row["type"] == "request" and ("broker" in listeners or "zkBroker" in listeners) \
-                    and row["name"] != "EnvelopeRequest":
-                served[int(row["api_key"])] = row["name"][: -len("Request")]
+    rows = []
+    # the overlay's apis.tsv adds the APIs Kafka 4.x added (DescribeShareGroupOffsets, ...)
+    for path in (spec_dir / "apis.tsv", OVERLAY_DIR / "apis.tsv"):
+        if path.is_file():
+            with open(path, newline="") as f:
+                rows += list(csv.DictReader(f, delimiter="\t"))
+    for row in rows:
+        listeners = row["listeners"].split(",")
+        # ZooKeeper-mode inter-broker APIs (LeaderAndIsr, UpdateMetadata, AlterPartition, ...)
+        # are served too: kafkapy brokers and controllers speak them in cluster mode.
+        # Envelope is only for KRaft forwarding.
+        if row["type"] == "request" and ("broker" in listeners or "zkBroker" in listeners) \
+                and row["name"] != "EnvelopeRequest":
+            served[int(row["api_key"])] = row["name"][: -len("Request")]
     apis = []
     for api_key, name in sorted(served.items()):
         request = load_message(_message_path(spec_dir, f"{name}Request.json"))

@@ -66,6 +66,11 @@ class Broker:
             # as Kafka: the KIP-848 APIs are not advertised while the consumer protocol is off
             for key in (68, 69):  # ConsumerGroupHeartbeat, ConsumerGroupDescribe
                 self.advertised_versions.pop(key, None)
+        if not config.get("group.share.enable"):
+            # share.version=0 in Kafka's terms: the share group APIs are not advertised
+            for key in (76, 77, 78, 79, 90):
+                self.advertised_versions.pop(key, None)
+        self._share_groups = None  # built on the first share request (share_groups)
         self.broker_epoch = -1
         # The membership: a cluster of one (single node, the embedded metadata store decides where
         # partitions live) or a ZooKeeper cluster member (zookeeper.connect, docs/cluster.md) with
@@ -180,6 +185,18 @@ class Broker:
                 loop.call_soon_threadsafe(lambda: self.transaction_coordination)
 
         self.metadata.add_listener(on_change)
+
+    @property
+    def share_groups(self):
+        """The share group coordinator and share-partitions (KIP-932, kafkapy/groupcoord/share),
+        imported and built on the first share request."""
+        if self._share_groups is None:
+            from ..groupcoord.share import ShareGroupConfig, ShareGroupCoordinator
+
+            self._share_groups = ShareGroupCoordinator(
+                ShareGroupConfig.from_getter(self.config.get), self.metadata.get_topic,
+                self.metadata.get_group_configs, self.metadata.set_group_configs)
+        return self._share_groups
 
     def enable_faults(self, control: str | None = None):
         """Turn fault injection on (call on the broker's loop): requests are recorded and rules may
@@ -338,6 +355,8 @@ class Broker:
             self._group_coordination.coordinator.close()
         if self._transaction_coordination is not None:
             self._transaction_coordination.coordinator.close()
+        if self._share_groups is not None:
+            self._share_groups.close()  # its connections to other brokers' share coordinators
         deadline = time.monotonic() + 5
         while any(c._worker is not None for c in self.connections) and time.monotonic() < deadline:
             await asyncio.sleep(0.01)

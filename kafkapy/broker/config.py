@@ -256,6 +256,7 @@ class ConfigEntry:
 
 QUICKSTART_PROPERTIES = {
     "offsets.topic.replication.factor": "1",
+    "share.coordinator.state.topic.replication.factor": "1",
     "transaction.state.log.replication.factor": "1",
     "transaction.state.log.min.isr": "1",
 }

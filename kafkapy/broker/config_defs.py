@@ -519,6 +519,11 @@ _USED = {
     "group.max.session.timeout.ms", "group.max.size", "group.consumer.migration.policy",
     "group.coordinator.rebalance.protocols", "group.consumer.session.timeout.ms",
     "group.consumer.heartbeat.interval.ms", "group.consumer.max.size", "group.consumer.assignors",
+    # share groups (kafkapy/groupcoord/share)
+    "group.share.enable", "group.share.record.lock.duration.ms", "group.share.delivery.count.limit",
+    "group.share.session.timeout.ms", "group.share.heartbeat.interval.ms", "group.share.max.size",
+    "group.share.partition.max.record.locks", "share.coordinator.state.topic.num.partitions",
+    "share.coordinator.state.topic.replication.factor", "share.coordinator.state.topic.segment.bytes",
     "transaction.state.log.num.partitions",
     "transaction.state.log.replication.factor", "transaction.state.log.segment.bytes",
     "transaction.state.log.min.isr", "transaction.max.timeout.ms", "transactional.id.expiration.ms",
@@ -794,6 +799,23 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _table(
     K("group.consumer.migration.policy", S, "bidirectional", M, "Whether a non-empty classic group may become a "
       "KIP-848 consumer group and back: bidirectional, upgrade, downgrade or disabled.",
       OneOf(("bidirectional", "upgrade", "downgrade", "disabled"), case_insensitive=True)),
+    # -- share groups (KIP-932, kafkapy/groupcoord/share) -------------------------------------------
+    K("group.share.enable", B, True, M, "Serve share groups (Kafka 4.2 finalizes share.version=1 by default; "
+      "false stands for share.version=0: the share APIs are not advertised)."),
+    K("group.share.record.lock.duration.ms", I, 30000, M, "How long a share consumer holds a record it was "
+      "given before it goes back to the group.", Range(1000, 3600000)),
+    K("group.share.delivery.count.limit", I, 5, M, "Deliveries of a record before it is archived.", Range(2, 10)),
+    K("group.share.session.timeout.ms", I, 45000, M, "Session timeout of share group members.", Range(1)),
+    K("group.share.heartbeat.interval.ms", I, 5000, M, "Heartbeat interval of share group members.", Range(1)),
+    K("group.share.max.size", I, 200, M, "Most members in one share group.", Range(1, 1000)),
+    K("group.share.partition.max.record.locks", I, 2000, M, "Most records in flight on one share-partition.",
+      Range(100, 10000)),
+    K("share.coordinator.state.topic.num.partitions", I, 50, H, "Partitions of __share_group_state, where "
+      "share-partition state is kept.", Range(1)),
+    K("share.coordinator.state.topic.replication.factor", SH, 3, H, "Replication factor of __share_group_state; "
+      "until it can be created share-partition state is kept in memory only.", Range(1)),
+    K("share.coordinator.state.topic.segment.bytes", I, 104857600, H, "Segment size of __share_group_state.",
+      Range(1)),
     K("offset.metadata.max.bytes", I, 4096, H, "Largest metadata string of a committed offset."),
     K("offsets.load.buffer.size", I, 5242880, H, "Read buffer when loading offsets.", Range(1)),
     K("offsets.topic.replication.factor", SH, 3, H, "Replication factor of __consumer_offsets; it cannot be "

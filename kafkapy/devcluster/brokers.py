@@ -102,6 +102,7 @@ def cluster_defaults(brokers: int) -> dict[str, str]:
     """Internal-topic settings that a cluster of `brokers` nodes can satisfy (Kafka's defaults, capped)."""
     return {
         "offsets.topic.replication.factor": str(min(3, brokers)),
+        "share.coordinator.state.topic.replication.factor": str(min(3, brokers)),
         "transaction.state.log.replication.factor": str(min(3, brokers)),
         "transaction.state.log.min.isr": str(min(2, brokers)),
     }

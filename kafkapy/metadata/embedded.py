@@ -65,6 +65,7 @@ class EmbeddedMetadataStore(MetadataStore):
         self._brokers: dict[int, BrokerInfo] = {}
         self._live: set[int] = set()
         self._broker_configs: dict[str, dict[str, str]] = {}
+        self._group_configs: dict[str, dict[str, str]] = {}
         self._acls: set[AclBinding] = set()
         self._client_quotas: dict[QuotaEntity, dict[str, float]] = {}
         self._scram: dict[str, dict[str, str]] = {}  # user -> {mechanism: Kafka's stored form}
@@ -98,6 +99,7 @@ class EmbeddedMetadataStore(MetadataStore):
                 self._topics[topic.name] = topic
                 self._topics_by_id[topic.topic_id] = topic
             self._broker_configs = {k: dict(v) for k, v in data.get("broker_configs", {}).items()}
+            self._group_configs = {k: dict(v) for k, v in data.get("group_configs", {}).items()}
             self._acls = {AclBinding.from_json(raw) for raw in data.get("acls", [])}
             self._client_quotas = {QuotaEntity.of(raw["entity"]): {k: float(v) for k, v in raw["quotas"].items()}
                                    for raw in data.get("client_quotas", [])}
@@ -120,6 +122,8 @@ class EmbeddedMetadataStore(MetadataStore):
             "topics": [_topic_to_json(t) for t in sorted(self._topics.values(), key=lambda t: t.name)],
             "broker_configs": self._broker_configs,
         }
+        if self._group_configs:
+            data["group_configs"] = self._group_configs
         if self._acls:
             data["acls"] = [acl.to_json() for acl in sorted(self._acls, key=AclBinding.sort_key)]
         if self._client_quotas:
@@ -336,6 +340,19 @@ class EmbeddedMetadataStore(MetadataStore):
                 self._broker_configs.pop(resource, None)
             self._persist()
             self._notify(MetadataChange(ChangeKind.BROKER_CONFIGS_CHANGED, resource=resource))
+
+    # -- group configs ----------------------------------------------------------------------------
+    def get_group_configs(self, group_id: str) -> dict[str, str]:
+        with self._lock:
+            return dict(self._group_configs.get(group_id, {}))
+
+    def set_group_configs(self, group_id: str, configs: Mapping[str, str]) -> None:
+        with self._lock:
+            if configs:
+                self._group_configs[group_id] = dict(configs)
+            else:
+                self._group_configs.pop(group_id, None)
+            self._persist()
 
     # -- client quotas ----------------------------------------------------------------------------
     def describe_client_quotas(self) -> dict[QuotaEntity, dict[str, float]]:

@@ -204,6 +204,21 @@ class MetadataStore(abc.ABC):
     def set_broker_configs(self, resource: str, configs: Mapping[str, str]) -> None:
         """Replace the dynamic broker configs of `resource` (already validated by the caller)."""
 
+    # -- group configs (IncrementalAlterConfigs on GROUP resources: the share groups' share.*) ------
+    def get_group_configs(self, group_id: str) -> dict[str, str]:
+        """The config overrides of a group ({} if none). This default keeps them in memory;
+        the embedded store persists them, the ZooKeeper store keeps them in /config/groups/<group>."""
+        return dict(getattr(self, "_memory_group_configs", {}).get(group_id, {}))
+
+    def set_group_configs(self, group_id: str, configs: Mapping[str, str]) -> None:
+        """Replace the config overrides of a group (already validated by the caller)."""
+        if not hasattr(self, "_memory_group_configs"):
+            self._memory_group_configs: dict[str, dict[str, str]] = {}
+        if configs:
+            self._memory_group_configs[group_id] = dict(configs)
+        else:
+            self._memory_group_configs.pop(group_id, None)
+
     # -- client quotas ----------------------------------------------------------------------------
     @abc.abstractmethod
     def describe_client_quotas(self) -> dict[QuotaEntity, dict[str, float]]:

@@ -164,6 +164,14 @@ FETCH_POSITION = _source("kafkapy_consumer_fetch_position", "kafkapy", "client_i
                          "forgotten 10 minutes after its last fetch")
 FETCH_LAG = _source("kafkapy_consumer_fetch_lag", "kafkapy", "client_id, host, topic, partition",
                     "high watermark - last fetch offset")
+SG_MEMBERS = _source("kafkapy_sharegroup_members", "kafkapy", "sharegroup",
+                     "members of a share group coordinated here (KIP-932)")
+SG_START = _source("kafkapy_sharegroup_partition_start_offset", "kafkapy", "sharegroup, topic, partition",
+                   "share-partition start offset (share-partitions led here)")
+SG_LAG = _source("kafkapy_sharegroup_partition_lag", "kafkapy", "sharegroup, topic, partition",
+                 "records from the start offset to the high watermark not yet acknowledged or archived")
+SG_RECORDS = _source("kafkapy_sharegroup_partition_records", "kafkapy", "sharegroup, topic, partition, state",
+                     "records of the in-flight window by state: available, acquired, acknowledged, archived")
 
 
 def _counter(name: str, doc: str, labels: list[str]) -> CounterMetricFamily:
@@ -217,6 +225,10 @@ class BrokerState:
     fetches: list[tuple[str, str, str, int, int, int | None]] = field(default_factory=list)
     # (log dir, status, failures, recoveries)
     log_dirs: list[tuple[str, str, int, int]] = field(default_factory=list)
+    # share groups (KIP-932): (group id, members) coordinated here, and the share-partitions led
+    # here: (group id, topic, partition, start offset, {state: records})
+    share_groups: list[tuple[str, int]] = field(default_factory=list)
+    share_partitions: list[tuple[str, str, int, int, dict[str, int]]] = field(default_factory=list)
 
 
 class BrokerCollector:
@@ -269,6 +281,13 @@ class BrokerCollector:
         state.fetches = _safe(lambda: self._read_fetches(hws))
         state.log_dirs = _safe(lambda: [(str(d), st.status, st.failures, st.recoveries)
                                         for d, st in broker.logs.dir_states.items()]) or []
+        share = getattr(broker, "_share_groups", None)  # built on the first share request only
+        if share is not None:
+            state.share_groups = _safe(lambda: [(g.group_id, len(g.members)) for g in list(share.groups.values())])
+            state.share_partitions = _safe(lambda: [
+                (gid, topic, index, sp.start_offset, sp.counts())
+                for (gid, topic, index), sp in list(share.partitions.items())
+                if (topic, index) in hws])
         return state
 
     def _read_partitions(self, active: int) -> tuple[list[PartitionState], int]:
@@ -327,7 +346,8 @@ def families(state: BrokerState) -> list[Metric]:
     """The metric families of a BrokerState."""
     out: list[Metric] = []
     for part in (_topic_families, _request_families, _network_families, _partition_families,
-                 _log_dir_families, _controller_families, _group_families, _fetch_position_families):
+                 _log_dir_families, _controller_families, _group_families, _share_group_families,
+                 _fetch_position_families):
         try:
             out.extend(part(state))
         except Exception:
@@ -458,6 +478,31 @@ def _controller_families(state: BrokerState) -> Iterator[Metric]:
     for address, node_id in state.brokers:
         info.add_metric([address, str(node_id)], 1)
     yield info
+
+
+def _share_group_families(state: BrokerState) -> Iterator[Metric]:
+    if not state.share_groups and not state.share_partitions:
+        return
+    members = _gauge(SG_MEMBERS, labels=["sharegroup"])
+    for gid, n in sorted(state.share_groups):
+        members.add_metric([gid], n)
+    yield members
+    hws = {(p.topic, p.partition): p.high_watermark for p in state.partitions if p.high_watermark is not None}
+    start = _gauge(SG_START, labels=["sharegroup", "topic", "partition"])
+    lag = _gauge(SG_LAG, labels=["sharegroup", "topic", "partition"])
+    records = _gauge(SG_RECORDS, labels=["sharegroup", "topic", "partition", "state"])
+    for gid, topic, index, start_offset, counts in sorted(state.share_partitions, key=lambda e: e[:3]):
+        labels = [gid, topic, str(index)]
+        start.add_metric(labels, start_offset)
+        hw = hws.get((topic, index))
+        if hw is not None:
+            done = counts.get("ACKNOWLEDGED", 0) + counts.get("ARCHIVED", 0)
+            lag.add_metric(labels, max(hw - start_offset - done, 0))
+        for name, value in sorted(counts.items()):
+            records.add_metric(labels + [name.lower()], value)
+    yield start
+    yield lag
+    yield records
 
 
 def _group_families(state: BrokerState) -> Iterator[Metric]:

@@ -97,8 +97,16 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     # ConsumerGroupDescribe: v1 adds MemberType (Kafka 4.0).
     69: (0, 1),
     75: (0, 0),
+    # Share groups (KIP-932), the stable versions: Kafka 4.1 removed v0 (4.0's early access).
+    # ShareFetch/ShareAcknowledge v2 (Kafka 4.2): ShareAcquireMode record_limit and RENEW.
+    76: (1, 1),
+    77: (1, 1),
+    78: (1, 2),
+    79: (1, 2),
+    # DescribeShareGroupOffsets: v1 (Kafka 4.2) adds Lag.
+    90: (0, 1),
 }
-# Not served (deliberately absent): delegation tokens, telemetry and share groups — no handlers.
+# Not served (deliberately absent): delegation tokens and telemetry — no handlers.
 
 # Advertised only by a broker in a ZooKeeper cluster (zookeeper.connect set): the inter-broker APIs of
 # Kafka's ZooKeeper mode at every version Kafka 3.9 defines. A 3.7 controller sends LeaderAndIsr v7,
@@ -111,4 +119,7 @@ CLUSTER_VERSIONS: dict[int, tuple[int, int]] = {
     7: (0, 3),    # ControlledShutdown
     56: (0, 3),   # AlterPartition
     67: (0, 0),   # AllocateProducerIds
+    # the share coordinator's APIs, between kafkapy brokers (share-partition leader -> coordinator)
+    84: (0, 0),   # ReadShareGroupState
+    85: (0, 0),   # WriteShareGroupState
 }

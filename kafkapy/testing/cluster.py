@@ -350,6 +350,7 @@ class KafkaCluster(KafkaClients):
         properties = {
             # what a cluster of this size can satisfy (devcluster's cluster_defaults)
             "offsets.topic.replication.factor": factor,
+            "share.coordinator.state.topic.replication.factor": factor,
             "transaction.state.log.replication.factor": factor,
             "transaction.state.log.min.isr": str(min(2, self.size)),
             "default.replication.factor": factor,

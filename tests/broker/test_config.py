@@ -166,6 +166,7 @@ def test_from_file_with_overrides(tmp_path):
 def test_without_a_file_single_node_quickstart_values_apply():
     c = BrokerConfig.from_properties_file(None)
     assert c.get("offsets.topic.replication.factor") == 1 and c.get("transaction.state.log.min.isr") == 1
+    assert c.get("share.coordinator.state.topic.replication.factor") == 1
 
 
 def test_bad_override_syntax():

@@ -88,6 +88,7 @@ def test_broker_settings(tmp_path: Path) -> None:
         "log.dirs": str(tmp_path / "broker-2"),
         "zookeeper.connect": "127.0.0.1:2181/kafkapy",
         "offsets.topic.replication.factor": "2",
+        "share.coordinator.state.topic.replication.factor": "2",
         "transaction.state.log.replication.factor": "2",
         "num.partitions": "4",
     }
@@ -98,6 +99,7 @@ def test_broker_settings(tmp_path: Path) -> None:
 
 def test_cluster_defaults_are_capped_by_size() -> None:
     assert cluster_defaults(1) == {"offsets.topic.replication.factor": "1",
+                                   "share.coordinator.state.topic.replication.factor": "1",
                                    "transaction.state.log.replication.factor": "1",
                                    "transaction.state.log.min.isr": "1"}
     assert cluster_defaults(5)["offsets.topic.replication.factor"] == "3"

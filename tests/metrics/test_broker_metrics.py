@@ -221,3 +221,46 @@ def test_fetch_positions_by_topic_id_are_named_at_scrape_time(tmp_path):
         assert state.fetches == [("spark-exec", "10.0.0.7", "clicks", 1, 0, 0)]
     finally:
         node.close()
+
+
+def test_share_groups_on_metrics(tmp_path):
+    from kafkapy.groupcoord.share.partition import ACCEPT, AckBatch
+    from kafkapy.metrics.collectors import BrokerCollector
+
+    node = InProcessBroker(tmp_path)
+    try:
+        broker = node.broker
+        node.create_topic("jobs", 1)
+        batch = build_batch([(b"k", b"v%d" % i) for i in range(10)])
+        response = node.call(ProduceRequest(acks=1, timeout_ms=1000, topic_data=[ProduceRequest.TopicProduceData(
+            name="jobs", partition_data=[ProduceRequest.PartitionProduceData(index=0, records=batch)])]), 9)
+        assert response.responses[0].partition_responses[0].error_code == 0
+        assert broker._share_groups is None
+        assert not any(key[0].startswith("kafkapy_sharegroup") for key, _ in _scrape(broker, BrokerCollector))
+        share = broker.share_groups
+        share.heartbeat("sg", "m1", 0, None, ["jobs"], "c", "/h", 0.0)
+        assert share.alter_group_configs("sg", [("share.auto.offset.reset", 0, "earliest")], False)[0] == 0
+        sp = share.share_partition("sg", "jobs", 0, 0, 10)
+        assert sp.acquire([(0, 9, True)], "m1", 100, 30.0, 0.0) == [(0, 9, 1)]
+        assert sp.acknowledge("m1", [AckBatch(0, 3, [ACCEPT]), AckBatch(6, 6, [ACCEPT])], 30.0, 0.0) == 0
+        samples = dict(_scrape(broker, BrokerCollector))
+        labels = (("partition", "0"), ("sharegroup", "sg"), ("topic", "jobs"))
+        assert samples[("kafkapy_sharegroup_members", (("sharegroup", "sg"),))] == 1
+        assert samples[("kafkapy_sharegroup_partition_start_offset", labels)] == 4
+        assert samples[("kafkapy_sharegroup_partition_lag", labels)] == 5    # 4-9 less the accepted 6
+        assert samples[("kafkapy_sharegroup_partition_records", labels[:2] + (("state", "acquired"),)
+                        + labels[2:])] == 5
+    finally:
+        node.close()
+
+
+def _scrape(broker, collector_cls):
+    from prometheus_client import CollectorRegistry, generate_latest
+    from prometheus_client.parser import text_string_to_metric_families
+
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(collector_cls(broker, broker.metrics))
+    text = generate_latest(registry).decode()
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            yield (sample.name, tuple(sorted(sample.labels.items()))), sample.value

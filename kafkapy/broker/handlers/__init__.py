@@ -68,4 +68,11 @@ HANDLER_MODULES: dict[int, str] = {
     68: "consumer_groups",            # ConsumerGroupHeartbeat
     69: "groups",                     # ConsumerGroupDescribe
     75: "describe_topic_partitions",  # DescribeTopicPartitions
+    76: "share_groups",               # ShareGroupHeartbeat
+    77: "share_groups",               # ShareGroupDescribe
+    78: "share_groups",               # ShareFetch
+    79: "share_groups",               # ShareAcknowledge
+    84: "share_groups",               # ReadShareGroupState
+    85: "share_groups",               # WriteShareGroupState
+    90: "share_groups",               # DescribeShareGroupOffsets
 }

@@ -1,4 +1,4 @@
-"""DescribeConfigs, AlterConfigs, IncrementalAlterConfigs for topics and the broker."""
+"""DescribeConfigs, AlterConfigs, IncrementalAlterConfigs for topics, the broker and (share) groups."""
 from __future__ import annotations
 
 import logging
@@ -26,6 +26,8 @@ log = logging.getLogger(__name__)
 TOPIC = 2
 BROKER = 4
 BROKER_LOGGER = 8
+GROUP = 32
+GROUP_CONFIG_SOURCE = 8  # Kafka's ConfigSource.GROUP_CONFIG
 
 
 def _authorization_error(ctx: RequestContext, resource, operation: AclOperation) -> int:
@@ -36,7 +38,21 @@ def _authorization_error(ctx: RequestContext, resource, operation: AclOperation)
     elif resource.resource_type in (BROKER, BROKER_LOGGER):
         if not ctx.authorized_cluster(operation):
             return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    elif resource.resource_type == GROUP:
+        if not ctx.authorized(operation, ResourceType.GROUP, resource.resource_name):
+            return ErrorCode.GROUP_AUTHORIZATION_FAILED
     return ErrorCode.NONE
+
+
+def _describe_group(broker, resource) -> list:
+    """The share group configs of a group (kafkapy/groupcoord/share; KIP-932's share.* keys)."""
+    from ..config import ConfigEntry, ConfigSource
+
+    keys = resource.configuration_keys
+    return [ConfigEntry(name=name, value=value, read_only=False, is_sensitive=False,
+                        source=ConfigSource.DEFAULT_CONFIG if is_default else GROUP_CONFIG_SOURCE)
+            for name, value, is_default in broker.share_groups.describe_group_configs(resource.resource_name)
+            if keys is None or name in keys]
 
 
 def _describe(broker, resource, version: int, include_synonyms: bool, include_docs: bool) -> list:
@@ -56,6 +72,8 @@ def _describe(broker, resource, version: int, include_synonyms: bool, include_do
                                        include_synonyms=include_synonyms, include_documentation=include_docs)
     if resource.resource_type == BROKER_LOGGER:
         return []
+    if resource.resource_type == GROUP:
+        return _describe_group(broker, resource)
     raise KafkaError(f"Unsupported resource type {resource.resource_type}", ErrorCode.INVALID_REQUEST)
 
 
@@ -103,6 +121,10 @@ def _alter(broker, resource, validate_only: bool, *, ops=None, replace=None) -> 
             broker.readvertise()
             for meta in broker.partitions.topics():
                 broker.partitions.apply_topic_config(meta.name)
+    elif resource.resource_type == GROUP and ops is not None:
+        code, message = broker.share_groups.alter_group_configs(resource.resource_name, ops, validate_only)
+        if code:
+            raise KafkaError(message, code)
     else:
         raise KafkaError(f"Unsupported resource type {resource.resource_type}", ErrorCode.INVALID_REQUEST)
 

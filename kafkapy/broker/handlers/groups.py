@@ -214,8 +214,12 @@ async def handle_leave_group(ctx: RequestContext, request: LeaveGroupRequest) ->
 @handles(ListGroupsRequest)
 async def handle_list_groups(ctx: RequestContext, request: ListGroupsRequest) -> ListGroupsResponse:
     version = ctx.api_version
-    error, groups = ctx.broker.group_coordinator.list_groups(
-        request.states_filter if version >= 4 else None, request.types_filter if version >= 5 else None)
+    states = request.states_filter if version >= 4 else None
+    types = request.types_filter if version >= 5 else None
+    error, groups = ctx.broker.group_coordinator.list_groups(states, types)
+    share = ctx.broker._share_groups  # share groups (KIP-932), once the first share request built them
+    if share is not None and error == ErrorCode.NONE:
+        groups = list(groups) + share.list_groups(ctx.broker.group_coordinator.manager.is_local, states, types)
     # KafkaApis: DESCRIBE on the cluster lists every group, otherwise those the principal may DESCRIBE
     if groups and not ctx.authorized_cluster(AclOperation.DESCRIBE, log_if_denied=False):
         groups = [g for g in groups if ctx.authorized(AclOperation.DESCRIBE, _GROUP, g.group_id, log_if_denied=False)]

@@ -18,6 +18,7 @@ import threading
 import uuid
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
+from urllib.parse import quote
 
 from ...protocol.errors import ErrorCode, KafkaError
 from ..quotas import CLIENT_ID, USER, QuotaEntity, format_quota_value, quota_values
@@ -336,6 +337,15 @@ class ZkMetadataStore(MetadataStore):
 
     def set_broker_configs(self, resource: str, configs: Mapping[str, str]) -> None:
         self.zk.set_entity_config("brokers", resource or _DEFAULT_ENTITY, dict(configs))
+
+    # -- group configs: /config/groups/<group> (Kafka 3.9's ZooKeeper mode has none; same layout as
+    # the other entity configs, and other brokers ignore the config_change_ notification) --------
+    def get_group_configs(self, group_id: str) -> dict[str, str]:
+        return dict(self.zk.get_entity_config("groups", quote(group_id, safe="")))
+
+    def set_group_configs(self, group_id: str, configs: Mapping[str, str]) -> None:
+        # the znode name is the group id URL-encoded, as Kafka sanitizes user names ("/" is not a name)
+        self.zk.set_entity_config("groups", quote(group_id, safe=""), dict(configs))
 
     # -- client quotas: /config/users/<u>, /config/clients/<c>, /config/users/<u>/clients/<c> --------
     def describe_client_quotas(self) -> dict[QuotaEntity, dict[str, float]]:

@@ -92,6 +92,7 @@ if TYPE_CHECKING:
     from .write_share_group_state import WriteShareGroupStateRequest, WriteShareGroupStateResponse
     from .delete_share_group_state import DeleteShareGroupStateRequest, DeleteShareGroupStateResponse
     from .read_share_group_state_summary import ReadShareGroupStateSummaryRequest, ReadShareGroupStateSummaryResponse
+    from .describe_share_group_offsets import DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse
 
 __all__ = [
     "ProduceRequest", "ProduceResponse",
@@ -172,6 +173,7 @@ __all__ = [
     "WriteShareGroupStateRequest", "WriteShareGroupStateResponse",
     "DeleteShareGroupStateRequest", "DeleteShareGroupStateResponse",
     "ReadShareGroupStateSummaryRequest", "ReadShareGroupStateSummaryResponse",
+    "DescribeShareGroupOffsetsRequest", "DescribeShareGroupOffsetsResponse",
     "REQUEST_TYPES", "RESPONSE_TYPES",
 ]
 
@@ -255,6 +257,7 @@ _APIS: dict[int, tuple[str, str, str]] = {
     85: ("write_share_group_state", "WriteShareGroupStateRequest", "WriteShareGroupStateResponse"),
     86: ("delete_share_group_state", "DeleteShareGroupStateRequest", "DeleteShareGroupStateResponse"),
     87: ("read_share_group_state_summary", "ReadShareGroupStateSummaryRequest", "ReadShareGroupStateSummaryResponse"),
+    90: ("describe_share_group_offsets", "DescribeShareGroupOffsetsRequest", "DescribeShareGroupOffsetsResponse"),
 }
 
 REQUEST_TYPES = MessageTypes(__name__, {key: (module, request) for key, (module, request, _) in _APIS.items()})

@@ -64,28 +64,32 @@ class _ShareAcknowledgeRequest_AcknowledgeTopic(_GeneratedStruct):
 
 
 class ShareAcknowledgeRequest(_Message):
-    """Kafka ShareAcknowledgeRequest (api key 79), versions 0-0, flexible from v0."""
+    """Kafka ShareAcknowledgeRequest (api key 79), versions 1-2, flexible from v0."""
 
     API_KEY = 79
-    VALID_VERSIONS = (0, 0)
+    VALID_VERSIONS = (1, 2)
     FLEXIBLE_VERSION = 0
 
     AcknowledgementBatch = _ShareAcknowledgeRequest_AcknowledgementBatch
     AcknowledgePartition = _ShareAcknowledgeRequest_AcknowledgePartition
     AcknowledgeTopic = _ShareAcknowledgeRequest_AcknowledgeTopic
 
-    __slots__ = __match_args__ = ('group_id', 'member_id', 'share_session_epoch', 'topics')
+    __slots__ = __match_args__ = (
+        'group_id', 'member_id', 'share_session_epoch', 'is_renew_ack', 'topics',
+    )
 
     def __init__(
         self,
         group_id: str | None = None,
         member_id: str = '',
         share_session_epoch: int = 0,
+        is_renew_ack: bool = False,
         topics: list[ShareAcknowledgeRequest.AcknowledgeTopic] = _FACTORY,
     ):
         self.group_id = group_id
         self.member_id = member_id
         self.share_session_epoch = share_session_epoch
+        self.is_renew_ack = is_renew_ack
         self.topics = [] if topics is _FACTORY else topics
 
 
@@ -150,10 +154,10 @@ class _ShareAcknowledgeResponse_NodeEndpoint(_GeneratedStruct):
 
 
 class ShareAcknowledgeResponse(_Message):
-    """Kafka ShareAcknowledgeResponse (api key 79), versions 0-0, flexible from v0."""
+    """Kafka ShareAcknowledgeResponse (api key 79), versions 1-2, flexible from v0."""
 
     API_KEY = 79
-    VALID_VERSIONS = (0, 0)
+    VALID_VERSIONS = (1, 2)
     FLEXIBLE_VERSION = 0
 
     LeaderIdAndEpoch = _ShareAcknowledgeResponse_LeaderIdAndEpoch
@@ -162,7 +166,8 @@ class ShareAcknowledgeResponse(_Message):
     NodeEndpoint = _ShareAcknowledgeResponse_NodeEndpoint
 
     __slots__ = __match_args__ = (
-        'throttle_time_ms', 'error_code', 'error_message', 'responses', 'node_endpoints',
+        'throttle_time_ms', 'error_code', 'error_message', 'acquisition_lock_timeout_ms',
+        'responses', 'node_endpoints',
     )
 
     def __init__(
@@ -170,12 +175,14 @@ class ShareAcknowledgeResponse(_Message):
         throttle_time_ms: int = 0,
         error_code: int = 0,
         error_message: str | None = None,
+        acquisition_lock_timeout_ms: int = 0,
         responses: list[ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse] = _FACTORY,
         node_endpoints: list[ShareAcknowledgeResponse.NodeEndpoint] = _FACTORY,
     ):
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
+        self.acquisition_lock_timeout_ms = acquisition_lock_timeout_ms
         self.responses = [] if responses is _FACTORY else responses
         self.node_endpoints = [] if node_endpoints is _FACTORY else node_endpoints
 
@@ -199,6 +206,7 @@ ShareAcknowledgeRequest._FIELD_SPEC = """
 GroupId string 0+ nullable=0+
 MemberId string 0+ nullable=0+
 ShareSessionEpoch int32 0+
+IsRenewAck bool 2+
 Topics []AcknowledgeTopic 0+
 """
 _ShareAcknowledgeResponse_LeaderIdAndEpoch._FIELD_SPEC = """
@@ -225,6 +233,7 @@ ShareAcknowledgeResponse._FIELD_SPEC = """
 ThrottleTimeMs int32 0+
 ErrorCode int16 0+
 ErrorMessage string 0+ nullable=0+
+AcquisitionLockTimeoutMs int32 2+
 Responses []ShareAcknowledgeTopicResponse 0+
 NodeEndpoints []NodeEndpoint 0+
 """

@@ -80,10 +80,10 @@ class _ShareFetchRequest_ForgottenTopic(_GeneratedStruct):
 
 
 class ShareFetchRequest(_Message):
-    """Kafka ShareFetchRequest (api key 78), versions 0-0, flexible from v0."""
+    """Kafka ShareFetchRequest (api key 78), versions 1-2, flexible from v0."""
 
     API_KEY = 78
-    VALID_VERSIONS = (0, 0)
+    VALID_VERSIONS = (1, 2)
     FLEXIBLE_VERSION = 0
 
     AcknowledgementBatch = _ShareFetchRequest_AcknowledgementBatch
@@ -93,7 +93,8 @@ class ShareFetchRequest(_Message):
 
     __slots__ = __match_args__ = (
         'group_id', 'member_id', 'share_session_epoch', 'max_wait_ms', 'min_bytes', 'max_bytes',
-        'topics', 'forgotten_topics_data',
+        'max_records', 'batch_size', 'share_acquire_mode', 'is_renew_ack', 'topics',
+        'forgotten_topics_data',
     )
 
     def __init__(
@@ -104,6 +105,10 @@ class ShareFetchRequest(_Message):
         max_wait_ms: int = 0,
         min_bytes: int = 0,
         max_bytes: int = 2147483647,
+        max_records: int = 0,
+        batch_size: int = 0,
+        share_acquire_mode: int = 0,
+        is_renew_ack: bool = False,
         topics: list[ShareFetchRequest.FetchTopic] = _FACTORY,
         forgotten_topics_data: list[ShareFetchRequest.ForgottenTopic] = _FACTORY,
     ):
@@ -113,6 +118,10 @@ class ShareFetchRequest(_Message):
         self.max_wait_ms = max_wait_ms
         self.min_bytes = min_bytes
         self.max_bytes = max_bytes
+        self.max_records = max_records
+        self.batch_size = batch_size
+        self.share_acquire_mode = share_acquire_mode
+        self.is_renew_ack = is_renew_ack
         self.topics = [] if topics is _FACTORY else topics
         self.forgotten_topics_data = [] if forgotten_topics_data is _FACTORY else forgotten_topics_data
 
@@ -199,10 +208,10 @@ class _ShareFetchResponse_NodeEndpoint(_GeneratedStruct):
 
 
 class ShareFetchResponse(_Message):
-    """Kafka ShareFetchResponse (api key 78), versions 0-0, flexible from v0."""
+    """Kafka ShareFetchResponse (api key 78), versions 1-2, flexible from v0."""
 
     API_KEY = 78
-    VALID_VERSIONS = (0, 0)
+    VALID_VERSIONS = (1, 2)
     FLEXIBLE_VERSION = 0
 
     LeaderIdAndEpoch = _ShareFetchResponse_LeaderIdAndEpoch
@@ -212,7 +221,8 @@ class ShareFetchResponse(_Message):
     NodeEndpoint = _ShareFetchResponse_NodeEndpoint
 
     __slots__ = __match_args__ = (
-        'throttle_time_ms', 'error_code', 'error_message', 'responses', 'node_endpoints',
+        'throttle_time_ms', 'error_code', 'error_message', 'acquisition_lock_timeout_ms',
+        'responses', 'node_endpoints',
     )
 
     def __init__(
@@ -220,12 +230,14 @@ class ShareFetchResponse(_Message):
         throttle_time_ms: int = 0,
         error_code: int = 0,
         error_message: str | None = None,
+        acquisition_lock_timeout_ms: int = 0,
         responses: list[ShareFetchResponse.ShareFetchableTopicResponse] = _FACTORY,
         node_endpoints: list[ShareFetchResponse.NodeEndpoint] = _FACTORY,
     ):
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
+        self.acquisition_lock_timeout_ms = acquisition_lock_timeout_ms
         self.responses = [] if responses is _FACTORY else responses
         self.node_endpoints = [] if node_endpoints is _FACTORY else node_endpoints
 
@@ -239,7 +251,7 @@ AcknowledgeTypes []int8 0+
 """
 _ShareFetchRequest_FetchPartition._FIELD_SPEC = """
 PartitionIndex int32 0+
-PartitionMaxBytes int32 0+
+PartitionMaxBytes int32 0
 AcknowledgementBatches []AcknowledgementBatch 0+
 """
 _ShareFetchRequest_FetchTopic._FIELD_SPEC = """
@@ -257,6 +269,10 @@ ShareSessionEpoch int32 0+
 MaxWaitMs int32 0+
 MinBytes int32 0+
 MaxBytes int32 0+
+MaxRecords int32 1+
+BatchSize int32 1+
+ShareAcquireMode int8 2+
+IsRenewAck bool 2+
 Topics []FetchTopic 0+
 ForgottenTopicsData []ForgottenTopic 0+
 """
@@ -293,6 +309,7 @@ ShareFetchResponse._FIELD_SPEC = """
 ThrottleTimeMs int32 0+
 ErrorCode int16 0+
 ErrorMessage string 0+ nullable=0+
+AcquisitionLockTimeoutMs int32 1+
 Responses []ShareFetchableTopicResponse 0+
 NodeEndpoints []NodeEndpoint 0+
 """

@@ -17,10 +17,10 @@ __all__ = ["ShareGroupDescribeRequest", "ShareGroupDescribeResponse"]
 
 
 class ShareGroupDescribeRequest(_Message):
-    """Kafka ShareGroupDescribeRequest (api key 77), versions 0-0, flexible from v0."""
+    """Kafka ShareGroupDescribeRequest (api key 77), versions 1-1, flexible from v0."""
 
     API_KEY = 77
-    VALID_VERSIONS = (0, 0)
+    VALID_VERSIONS = (1, 1)
     FLEXIBLE_VERSION = 0
 
     __slots__ = __match_args__ = ('group_ids', 'include_authorized_operations')
@@ -125,10 +125,10 @@ class _ShareGroupDescribeResponse_DescribedGroup(_GeneratedStruct):
 
 
 class ShareGroupDescribeResponse(_Message):
-    """Kafka ShareGroupDescribeResponse (api key 77), versions 0-0, flexible from v0."""
+    """Kafka ShareGroupDescribeResponse (api key 77), versions 1-1, flexible from v0."""
 
     API_KEY = 77
-    VALID_VERSIONS = (0, 0)
+    VALID_VERSIONS = (1, 1)
     FLEXIBLE_VERSION = 0
 
     TopicPartitions = _ShareGroupDescribeResponse_TopicPartitions

@@ -17,10 +17,10 @@ __all__ = ["ShareGroupHeartbeatRequest", "ShareGroupHeartbeatResponse"]
 
 
 class ShareGroupHeartbeatRequest(_Message):
-    """Kafka ShareGroupHeartbeatRequest (api key 76), versions 0-0, flexible from v0."""
+    """Kafka ShareGroupHeartbeatRequest (api key 76), versions 1-1, flexible from v0."""
 
     API_KEY = 76
-    VALID_VERSIONS = (0, 0)
+    VALID_VERSIONS = (1, 1)
     FLEXIBLE_VERSION = 0
 
     __slots__ = __match_args__ = (
@@ -67,10 +67,10 @@ class _ShareGroupHeartbeatResponse_Assignment(_GeneratedStruct):
 
 
 class ShareGroupHeartbeatResponse(_Message):
-    """Kafka ShareGroupHeartbeatResponse (api key 76), versions 0-0, flexible from v0."""
+    """Kafka ShareGroupHeartbeatResponse (api key 76), versions 1-1, flexible from v0."""
 
     API_KEY = 76
-    VALID_VERSIONS = (0, 0)
+    VALID_VERSIONS = (1, 1)
     FLEXIBLE_VERSION = 0
 
     TopicPartitions = _ShareGroupHeartbeatResponse_TopicPartitions

@@ -32,6 +32,7 @@ _S_i = _Struct('>i')
 _S_16s = _Struct('>16s')
 _S_qq = _Struct('>qq')
 _T_Nb = _StructTable('>{0}b')
+_S_iT = _Struct('>i?')
 _T_qqBNbx = _StructTable('>qqB{0}bx')
 _S_ih = _Struct('>ih')
 _S_iiB = _Struct('>iiB')
@@ -40,9 +41,10 @@ _UUID_GET = _UUID_CACHE.get
 
 
 
-def _decode_share_acknowledge_request_v0(buf, pos):
+def _decode_share_acknowledge_request_v1(buf, pos):
     end = len(buf)
     o1 = _new(ShareAcknowledgeRequest)
+    o1.is_renew_ack = False
     n = buf[pos] - 1
     if n < 127:
         pos += 1
@@ -148,7 +150,115 @@ def _decode_share_acknowledge_request_v0(buf, pos):
     return o1
 
 
-def _encode_share_acknowledge_request_v0(o0, ext):
+def _decode_share_acknowledge_request_v2(buf, pos):
+    end = len(buf)
+    o1 = _new(ShareAcknowledgeRequest)
+    n = buf[pos] - 1
+    if n < 127:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+        n -= 1
+    if n < 0:
+        o1.group_id = None
+    else:
+        if n > end - pos:
+            raise _Malformed(f'GroupId: length {n} out of range', pos)
+        e = pos + n
+        o1.group_id = str(buf[pos:e], 'utf-8')
+        pos = e
+    n = buf[pos] - 1
+    if n < 127:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+        n -= 1
+    if n < 0:
+        o1.member_id = None
+    else:
+        if n > end - pos:
+            raise _Malformed(f'MemberId: length {n} out of range', pos)
+        e = pos + n
+        o1.member_id = str(buf[pos:e], 'utf-8')
+        pos = e
+    o1.share_session_epoch, o1.is_renew_ack = _S_iT.unpack_from(buf, pos)
+    pos += 5
+    n = buf[pos] - 1
+    if n < 127:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+        n -= 1
+    if n < 0 or n > end - pos:
+        raise _Malformed(f'Topics: array length {n} out of range', pos)
+    l2 = []
+    for _ in range(n):
+        o3 = _new(_ShareAcknowledgeRequest_AcknowledgeTopic)
+        u4 = _S_16s.unpack_from(buf, pos)[0]
+        pos += 16
+        o3.topic_id = _UUID_GET(u4) or _read_uuid(u4)
+        n = buf[pos] - 1
+        if n < 127:
+            pos += 1
+        else:
+            n, pos = _read_uvarint(buf, pos)
+            n -= 1
+        if n < 0 or n > end - pos:
+            raise _Malformed(f'Partitions: array length {n} out of range', pos)
+        l5 = []
+        for _ in range(n):
+            o6 = _new(_ShareAcknowledgeRequest_AcknowledgePartition)
+            o6.partition_index = _S_i.unpack_from(buf, pos)[0]
+            pos += 4
+            n = buf[pos] - 1
+            if n < 127:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+                n -= 1
+            if n < 0 or n > end - pos:
+                raise _Malformed(f'AcknowledgementBatches: array length {n} out of range', pos)
+            l7 = []
+            for _ in range(n):
+                o8 = _new(_ShareAcknowledgeRequest_AcknowledgementBatch)
+                o8.first_offset, o8.last_offset = _S_qq.unpack_from(buf, pos)
+                pos += 16
+                n = buf[pos] - 1
+                if n < 127:
+                    pos += 1
+                else:
+                    n, pos = _read_uvarint(buf, pos)
+                    n -= 1
+                if n < 0 or n > end - pos:
+                    raise _Malformed(f'AcknowledgeTypes: array length {n} out of range', pos)
+                o8.acknowledge_types = list(_T_Nb[n].unpack_from(buf, pos))
+                pos += n
+                if buf[pos]:
+                    pos = _skip_tagged_fields(buf, pos)
+                else:
+                    pos += 1
+                l7.append(o8)
+            o6.acknowledgement_batches = l7
+            if buf[pos]:
+                pos = _skip_tagged_fields(buf, pos)
+            else:
+                pos += 1
+            l5.append(o6)
+        o3.partitions = l5
+        if buf[pos]:
+            pos = _skip_tagged_fields(buf, pos)
+        else:
+            pos += 1
+        l2.append(o3)
+    o1.topics = l2
+    if buf[pos]:
+        pos = _skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
+    return o1
+
+
+def _encode_share_acknowledge_request_v1(o0, ext):
     parts = []
     ap = parts.append
     s1 = o0.group_id
@@ -199,9 +309,61 @@ def _encode_share_acknowledge_request_v0(o0, ext):
     return parts
 
 
-def _decode_share_acknowledge_response_v0(buf, pos):
+def _encode_share_acknowledge_request_v2(o0, ext):
+    parts = []
+    ap = parts.append
+    s1 = o0.group_id
+    if s1 is not None:
+        s1 = s1.encode()
+    if s1 is None:
+        ap(b'\x00')
+    else:
+        n = len(s1) + 1
+        ap(_UV1[n] if n < 128 else _uvarint(n))
+        ap(s1)
+    s2 = o0.member_id
+    if s2 is not None:
+        s2 = s2.encode()
+    if s2 is None:
+        ap(b'\x00')
+    else:
+        n = len(s2) + 1
+        ap(_UV1[n] if n < 128 else _uvarint(n))
+        ap(s2)
+    x3 = o0.topics
+    ap(_S_iT.pack(o0.share_session_epoch, o0.is_renew_ack))
+    n = len(x3) + 1
+    ap(_UV1[n] if n < 128 else _uvarint(n))
+    for o4 in x3:
+        x5 = o4.partitions
+        ap(_S_16s.pack(o4.topic_id.bytes))
+        n = len(x5) + 1
+        ap(_UV1[n] if n < 128 else _uvarint(n))
+        for o6 in x5:
+            x7 = o6.acknowledgement_batches
+            ap(_S_i.pack(o6.partition_index))
+            n = len(x7) + 1
+            ap(_UV1[n] if n < 128 else _uvarint(n))
+            for o8 in x7:
+                x9 = o8.acknowledge_types
+                c10 = len(x9)
+                if c10 < 127:
+                    ap(_T_qqBNbx[c10].pack(o8.first_offset, o8.last_offset, c10 + 1, *x9))
+                else:
+                    ap(_S_qq.pack(o8.first_offset, o8.last_offset))
+                    ap(_uvarint(c10 + 1))
+                    ap(_T_Nb[c10].pack(*x9))
+                    ap(b'\x00')
+            ap(b'\x00')
+        ap(b'\x00')
+    ap(b'\x00')
+    return parts
+
+
+def _decode_share_acknowledge_response_v1(buf, pos):
     end = len(buf)
     o1 = _new(ShareAcknowledgeResponse)
+    o1.acquisition_lock_timeout_ms = 0
     o1.throttle_time_ms, o1.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
     n = buf[pos] - 1
@@ -330,7 +492,140 @@ def _decode_share_acknowledge_response_v0(buf, pos):
     return o1
 
 
-def _encode_share_acknowledge_response_v0(o0, ext):
+def _decode_share_acknowledge_response_v2(buf, pos):
+    end = len(buf)
+    o1 = _new(ShareAcknowledgeResponse)
+    o1.throttle_time_ms, o1.error_code = _S_ih.unpack_from(buf, pos)
+    pos += 6
+    n = buf[pos] - 1
+    if n < 127:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+        n -= 1
+    if n < 0:
+        o1.error_message = None
+    else:
+        if n > end - pos:
+            raise _Malformed(f'ErrorMessage: length {n} out of range', pos)
+        e = pos + n
+        o1.error_message = str(buf[pos:e], 'utf-8')
+        pos = e
+    o1.acquisition_lock_timeout_ms = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
+    n = buf[pos] - 1
+    if n < 127:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+        n -= 1
+    if n < 0 or n > end - pos:
+        raise _Malformed(f'Responses: array length {n} out of range', pos)
+    l2 = []
+    for _ in range(n):
+        o3 = _new(_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse)
+        u4 = _S_16s.unpack_from(buf, pos)[0]
+        pos += 16
+        o3.topic_id = _UUID_GET(u4) or _read_uuid(u4)
+        n = buf[pos] - 1
+        if n < 127:
+            pos += 1
+        else:
+            n, pos = _read_uvarint(buf, pos)
+            n -= 1
+        if n < 0 or n > end - pos:
+            raise _Malformed(f'Partitions: array length {n} out of range', pos)
+        l5 = []
+        for _ in range(n):
+            o6 = _new(_ShareAcknowledgeResponse_PartitionData)
+            o6.partition_index, o6.error_code = _S_ih.unpack_from(buf, pos)
+            pos += 6
+            n = buf[pos] - 1
+            if n < 127:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+                n -= 1
+            if n < 0:
+                o6.error_message = None
+            else:
+                if n > end - pos:
+                    raise _Malformed(f'ErrorMessage: length {n} out of range', pos)
+                e = pos + n
+                o6.error_message = str(buf[pos:e], 'utf-8')
+                pos = e
+            o7 = _new(_ShareAcknowledgeResponse_LeaderIdAndEpoch)
+            o7.leader_id, o7.leader_epoch, t8 = _S_iiB.unpack_from(buf, pos)
+            pos += 9
+            if t8:
+                pos = _skip_tagged_fields(buf, pos - 1)
+            o6.current_leader = o7
+            if buf[pos]:
+                pos = _skip_tagged_fields(buf, pos)
+            else:
+                pos += 1
+            l5.append(o6)
+        o3.partitions = l5
+        if buf[pos]:
+            pos = _skip_tagged_fields(buf, pos)
+        else:
+            pos += 1
+        l2.append(o3)
+    o1.responses = l2
+    n = buf[pos] - 1
+    if n < 127:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+        n -= 1
+    if n < 0 or n > end - pos:
+        raise _Malformed(f'NodeEndpoints: array length {n} out of range', pos)
+    l9 = []
+    for _ in range(n):
+        o10 = _new(_ShareAcknowledgeResponse_NodeEndpoint)
+        o10.node_id = _S_i.unpack_from(buf, pos)[0]
+        pos += 4
+        n = buf[pos] - 1
+        if n < 127:
+            pos += 1
+        else:
+            n, pos = _read_uvarint(buf, pos)
+            n -= 1
+        if n < 0 or n > end - pos:
+            raise _Malformed(f'Host: length {n} out of range', pos)
+        e = pos + n
+        o10.host = str(buf[pos:e], 'utf-8')
+        pos = e
+        o10.port = _S_i.unpack_from(buf, pos)[0]
+        pos += 4
+        n = buf[pos] - 1
+        if n < 127:
+            pos += 1
+        else:
+            n, pos = _read_uvarint(buf, pos)
+            n -= 1
+        if n < 0:
+            o10.rack = None
+        else:
+            if n > end - pos:
+                raise _Malformed(f'Rack: length {n} out of range', pos)
+            e = pos + n
+            o10.rack = str(buf[pos:e], 'utf-8')
+            pos = e
+        if buf[pos]:
+            pos = _skip_tagged_fields(buf, pos)
+        else:
+            pos += 1
+        l9.append(o10)
+    o1.node_endpoints = l9
+    if buf[pos]:
+        pos = _skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
+    return o1
+
+
+def _encode_share_acknowledge_response_v1(o0, ext):
     parts = []
     ap = parts.append
     s1 = o0.error_message
@@ -389,17 +684,81 @@ def _encode_share_acknowledge_response_v0(o0, ext):
     return parts
 
 
+def _encode_share_acknowledge_response_v2(o0, ext):
+    parts = []
+    ap = parts.append
+    s1 = o0.error_message
+    if s1 is not None:
+        s1 = s1.encode()
+    ap(_S_ih.pack(o0.throttle_time_ms, o0.error_code))
+    if s1 is None:
+        ap(b'\x00')
+    else:
+        n = len(s1) + 1
+        ap(_UV1[n] if n < 128 else _uvarint(n))
+        ap(s1)
+    x2 = o0.responses
+    ap(_S_i.pack(o0.acquisition_lock_timeout_ms))
+    n = len(x2) + 1
+    ap(_UV1[n] if n < 128 else _uvarint(n))
+    for o3 in x2:
+        x4 = o3.partitions
+        ap(_S_16s.pack(o3.topic_id.bytes))
+        n = len(x4) + 1
+        ap(_UV1[n] if n < 128 else _uvarint(n))
+        for o5 in x4:
+            s6 = o5.error_message
+            if s6 is not None:
+                s6 = s6.encode()
+            ap(_S_ih.pack(o5.partition_index, o5.error_code))
+            if s6 is None:
+                ap(b'\x00')
+            else:
+                n = len(s6) + 1
+                ap(_UV1[n] if n < 128 else _uvarint(n))
+                ap(s6)
+            o7 = o5.current_leader
+            ap(_S_iixx.pack(o7.leader_id, o7.leader_epoch))
+        ap(b'\x00')
+    x8 = o0.node_endpoints
+    n = len(x8) + 1
+    ap(_UV1[n] if n < 128 else _uvarint(n))
+    for o9 in x8:
+        s10 = o9.host.encode()
+        ap(_S_i.pack(o9.node_id))
+        n = len(s10) + 1
+        ap(_UV1[n] if n < 128 else _uvarint(n))
+        ap(s10)
+        s11 = o9.rack
+        if s11 is not None:
+            s11 = s11.encode()
+        ap(_S_i.pack(o9.port))
+        if s11 is None:
+            ap(b'\x00')
+        else:
+            n = len(s11) + 1
+            ap(_UV1[n] if n < 128 else _uvarint(n))
+            ap(s11)
+        ap(b'\x00')
+    ap(b'\x00')
+    return parts
+
+
 ShareAcknowledgeRequest._DECODERS = {
-    0: _decode_share_acknowledge_request_v0,
+    1: _decode_share_acknowledge_request_v1,
+    2: _decode_share_acknowledge_request_v2,
 }
 ShareAcknowledgeRequest._ENCODERS = {
-    0: _encode_share_acknowledge_request_v0,
+    1: _encode_share_acknowledge_request_v1,
+    2: _encode_share_acknowledge_request_v2,
 }
 
 
 ShareAcknowledgeResponse._DECODERS = {
-    0: _decode_share_acknowledge_response_v0,
+    1: _decode_share_acknowledge_response_v1,
+    2: _decode_share_acknowledge_response_v2,
 }
 ShareAcknowledgeResponse._ENCODERS = {
-    0: _encode_share_acknowledge_response_v0,
+    1: _encode_share_acknowledge_response_v1,
+    2: _encode_share_acknowledge_response_v2,
 }

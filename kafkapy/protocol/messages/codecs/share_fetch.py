@@ -29,12 +29,13 @@ _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
 # _T_<format>: Structs by array length, N marking where each array's elements go.
-_S_iiii = _Struct('>iiii')
+_S_iiiiii = _Struct('>iiiiii')
 _S_16s = _Struct('>16s')
-_S_ii = _Struct('>ii')
+_S_i = _Struct('>i')
 _S_qq = _Struct('>qq')
 _T_Nb = _StructTable('>{0}b')
 _T_Ni = _StructTable('>{0}i')
+_S_iiiiiibT = _Struct('>iiiiiib?')
 _T_qqBNbx = _StructTable('>qqB{0}bx')
 _T_16sBNix = _StructTable('>16sB{0}ix')
 _S_ih = _Struct('>ih')
@@ -42,15 +43,16 @@ _S_h = _Struct('>h')
 _S_iiB = _Struct('>iiB')
 _S_qqhx = _Struct('>qqhx')
 _S_qqhB = _Struct('>qqhB')
-_S_i = _Struct('>i')
 _S_iix = _Struct('>iix')
 _UUID_GET = _UUID_CACHE.get
 
 
 
-def _decode_share_fetch_request_v0(buf, pos):
+def _decode_share_fetch_request_v1(buf, pos):
     end = len(buf)
     o1 = _new(ShareFetchRequest)
+    o1.share_acquire_mode = 0
+    o1.is_renew_ack = False
     n = buf[pos] - 1
     if n < 127:
         pos += 1
@@ -79,8 +81,8 @@ def _decode_share_fetch_request_v0(buf, pos):
         e = pos + n
         o1.member_id = str(buf[pos:e], 'utf-8')
         pos = e
-    o1.share_session_epoch, o1.max_wait_ms, o1.min_bytes, o1.max_bytes = _S_iiii.unpack_from(buf, pos)
-    pos += 16
+    o1.share_session_epoch, o1.max_wait_ms, o1.min_bytes, o1.max_bytes, o1.max_records, o1.batch_size = _S_iiiiii.unpack_from(buf, pos)
+    pos += 24
     n = buf[pos] - 1
     if n < 127:
         pos += 1
@@ -106,8 +108,9 @@ def _decode_share_fetch_request_v0(buf, pos):
         l5 = []
         for _ in range(n):
             o6 = _new(_ShareFetchRequest_FetchPartition)
-            o6.partition_index, o6.partition_max_bytes = _S_ii.unpack_from(buf, pos)
-            pos += 8
+            o6.partition_max_bytes = 0
+            o6.partition_index = _S_i.unpack_from(buf, pos)[0]
+            pos += 4
             n = buf[pos] - 1
             if n < 127:
                 pos += 1
@@ -186,7 +189,146 @@ def _decode_share_fetch_request_v0(buf, pos):
     return o1
 
 
-def _encode_share_fetch_request_v0(o0, ext):
+def _decode_share_fetch_request_v2(buf, pos):
+    end = len(buf)
+    o1 = _new(ShareFetchRequest)
+    n = buf[pos] - 1
+    if n < 127:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+        n -= 1
+    if n < 0:
+        o1.group_id = None
+    else:
+        if n > end - pos:
+            raise _Malformed(f'GroupId: length {n} out of range', pos)
+        e = pos + n
+        o1.group_id = str(buf[pos:e], 'utf-8')
+        pos = e
+    n = buf[pos] - 1
+    if n < 127:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+        n -= 1
+    if n < 0:
+        o1.member_id = None
+    else:
+        if n > end - pos:
+            raise _Malformed(f'MemberId: length {n} out of range', pos)
+        e = pos + n
+        o1.member_id = str(buf[pos:e], 'utf-8')
+        pos = e
+    o1.share_session_epoch, o1.max_wait_ms, o1.min_bytes, o1.max_bytes, o1.max_records, o1.batch_size, o1.share_acquire_mode, o1.is_renew_ack = _S_iiiiiibT.unpack_from(buf, pos)
+    pos += 26
+    n = buf[pos] - 1
+    if n < 127:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+        n -= 1
+    if n < 0 or n > end - pos:
+        raise _Malformed(f'Topics: array length {n} out of range', pos)
+    l2 = []
+    for _ in range(n):
+        o3 = _new(_ShareFetchRequest_FetchTopic)
+        u4 = _S_16s.unpack_from(buf, pos)[0]
+        pos += 16
+        o3.topic_id = _UUID_GET(u4) or _read_uuid(u4)
+        n = buf[pos] - 1
+        if n < 127:
+            pos += 1
+        else:
+            n, pos = _read_uvarint(buf, pos)
+            n -= 1
+        if n < 0 or n > end - pos:
+            raise _Malformed(f'Partitions: array length {n} out of range', pos)
+        l5 = []
+        for _ in range(n):
+            o6 = _new(_ShareFetchRequest_FetchPartition)
+            o6.partition_max_bytes = 0
+            o6.partition_index = _S_i.unpack_from(buf, pos)[0]
+            pos += 4
+            n = buf[pos] - 1
+            if n < 127:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+                n -= 1
+            if n < 0 or n > end - pos:
+                raise _Malformed(f'AcknowledgementBatches: array length {n} out of range', pos)
+            l7 = []
+            for _ in range(n):
+                o8 = _new(_ShareFetchRequest_AcknowledgementBatch)
+                o8.first_offset, o8.last_offset = _S_qq.unpack_from(buf, pos)
+                pos += 16
+                n = buf[pos] - 1
+                if n < 127:
+                    pos += 1
+                else:
+                    n, pos = _read_uvarint(buf, pos)
+                    n -= 1
+                if n < 0 or n > end - pos:
+                    raise _Malformed(f'AcknowledgeTypes: array length {n} out of range', pos)
+                o8.acknowledge_types = list(_T_Nb[n].unpack_from(buf, pos))
+                pos += n
+                if buf[pos]:
+                    pos = _skip_tagged_fields(buf, pos)
+                else:
+                    pos += 1
+                l7.append(o8)
+            o6.acknowledgement_batches = l7
+            if buf[pos]:
+                pos = _skip_tagged_fields(buf, pos)
+            else:
+                pos += 1
+            l5.append(o6)
+        o3.partitions = l5
+        if buf[pos]:
+            pos = _skip_tagged_fields(buf, pos)
+        else:
+            pos += 1
+        l2.append(o3)
+    o1.topics = l2
+    n = buf[pos] - 1
+    if n < 127:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+        n -= 1
+    if n < 0 or n > end - pos:
+        raise _Malformed(f'ForgottenTopicsData: array length {n} out of range', pos)
+    l9 = []
+    for _ in range(n):
+        o10 = _new(_ShareFetchRequest_ForgottenTopic)
+        u11 = _S_16s.unpack_from(buf, pos)[0]
+        pos += 16
+        o10.topic_id = _UUID_GET(u11) or _read_uuid(u11)
+        n = buf[pos] - 1
+        if n < 127:
+            pos += 1
+        else:
+            n, pos = _read_uvarint(buf, pos)
+            n -= 1
+        if n < 0 or n * 4 > end - pos:
+            raise _Malformed(f'Partitions: array length {n} out of range', pos)
+        o10.partitions = list(_T_Ni[n].unpack_from(buf, pos))
+        pos += 4 * n
+        if buf[pos]:
+            pos = _skip_tagged_fields(buf, pos)
+        else:
+            pos += 1
+        l9.append(o10)
+    o1.forgotten_topics_data = l9
+    if buf[pos]:
+        pos = _skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
+    return o1
+
+
+def _encode_share_fetch_request_v1(o0, ext):
     parts = []
     ap = parts.append
     s1 = o0.group_id
@@ -208,7 +350,7 @@ def _encode_share_fetch_request_v0(o0, ext):
         ap(_UV1[n] if n < 128 else _uvarint(n))
         ap(s2)
     x3 = o0.topics
-    ap(_S_iiii.pack(o0.share_session_epoch, o0.max_wait_ms, o0.min_bytes, o0.max_bytes))
+    ap(_S_iiiiii.pack(o0.share_session_epoch, o0.max_wait_ms, o0.min_bytes, o0.max_bytes, o0.max_records, o0.batch_size))
     n = len(x3) + 1
     ap(_UV1[n] if n < 128 else _uvarint(n))
     for o4 in x3:
@@ -218,7 +360,7 @@ def _encode_share_fetch_request_v0(o0, ext):
         ap(_UV1[n] if n < 128 else _uvarint(n))
         for o6 in x5:
             x7 = o6.acknowledgement_batches
-            ap(_S_ii.pack(o6.partition_index, o6.partition_max_bytes))
+            ap(_S_i.pack(o6.partition_index))
             n = len(x7) + 1
             ap(_UV1[n] if n < 128 else _uvarint(n))
             for o8 in x7:
@@ -250,7 +392,71 @@ def _encode_share_fetch_request_v0(o0, ext):
     return parts
 
 
-def _decode_share_fetch_response_v0(buf, pos):
+def _encode_share_fetch_request_v2(o0, ext):
+    parts = []
+    ap = parts.append
+    s1 = o0.group_id
+    if s1 is not None:
+        s1 = s1.encode()
+    if s1 is None:
+        ap(b'\x00')
+    else:
+        n = len(s1) + 1
+        ap(_UV1[n] if n < 128 else _uvarint(n))
+        ap(s1)
+    s2 = o0.member_id
+    if s2 is not None:
+        s2 = s2.encode()
+    if s2 is None:
+        ap(b'\x00')
+    else:
+        n = len(s2) + 1
+        ap(_UV1[n] if n < 128 else _uvarint(n))
+        ap(s2)
+    x3 = o0.topics
+    ap(_S_iiiiiibT.pack(o0.share_session_epoch, o0.max_wait_ms, o0.min_bytes, o0.max_bytes, o0.max_records, o0.batch_size, o0.share_acquire_mode, o0.is_renew_ack))
+    n = len(x3) + 1
+    ap(_UV1[n] if n < 128 else _uvarint(n))
+    for o4 in x3:
+        x5 = o4.partitions
+        ap(_S_16s.pack(o4.topic_id.bytes))
+        n = len(x5) + 1
+        ap(_UV1[n] if n < 128 else _uvarint(n))
+        for o6 in x5:
+            x7 = o6.acknowledgement_batches
+            ap(_S_i.pack(o6.partition_index))
+            n = len(x7) + 1
+            ap(_UV1[n] if n < 128 else _uvarint(n))
+            for o8 in x7:
+                x9 = o8.acknowledge_types
+                c10 = len(x9)
+                if c10 < 127:
+                    ap(_T_qqBNbx[c10].pack(o8.first_offset, o8.last_offset, c10 + 1, *x9))
+                else:
+                    ap(_S_qq.pack(o8.first_offset, o8.last_offset))
+                    ap(_uvarint(c10 + 1))
+                    ap(_T_Nb[c10].pack(*x9))
+                    ap(b'\x00')
+            ap(b'\x00')
+        ap(b'\x00')
+    x11 = o0.forgotten_topics_data
+    n = len(x11) + 1
+    ap(_UV1[n] if n < 128 else _uvarint(n))
+    for o12 in x11:
+        x13 = o12.partitions
+        c14 = len(x13)
+        if c14 < 127:
+            ap(_T_16sBNix[c14].pack(o12.topic_id.bytes, c14 + 1, *x13))
+        else:
+            ap(_S_16s.pack(o12.topic_id.bytes))
+            ap(_uvarint(c14 + 1))
+            ap(_T_Ni[c14].pack(*x13))
+            ap(b'\x00')
+    ap(b'\x00')
+    return parts
+
+
+def _decode_share_fetch_response_v1(buf, pos):
     end = len(buf)
     mv = memoryview(buf)  # records are zero-copy slices of the input
     o1 = _new(ShareFetchResponse)
@@ -270,6 +476,8 @@ def _decode_share_fetch_response_v0(buf, pos):
         e = pos + n
         o1.error_message = str(buf[pos:e], 'utf-8')
         pos = e
+    o1.acquisition_lock_timeout_ms = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
     n = buf[pos] - 1
     if n < 127:
         pos += 1
@@ -437,7 +645,7 @@ def _decode_share_fetch_response_v0(buf, pos):
     return o1
 
 
-def _encode_share_fetch_response_v0(o0, ext):
+def _encode_share_fetch_response_v1(o0, ext):
     parts = []
     ap = parts.append
     s1 = o0.error_message
@@ -451,6 +659,7 @@ def _encode_share_fetch_response_v0(o0, ext):
         ap(_UV1[n] if n < 128 else _uvarint(n))
         ap(s1)
     x2 = o0.responses
+    ap(_S_i.pack(o0.acquisition_lock_timeout_ms))
     n = len(x2) + 1
     ap(_UV1[n] if n < 128 else _uvarint(n))
     for o3 in x2:
@@ -522,16 +731,20 @@ def _encode_share_fetch_response_v0(o0, ext):
 
 
 ShareFetchRequest._DECODERS = {
-    0: _decode_share_fetch_request_v0,
+    1: _decode_share_fetch_request_v1,
+    2: _decode_share_fetch_request_v2,
 }
 ShareFetchRequest._ENCODERS = {
-    0: _encode_share_fetch_request_v0,
+    1: _encode_share_fetch_request_v1,
+    2: _encode_share_fetch_request_v2,
 }
 
 
 ShareFetchResponse._DECODERS = {
-    0: _decode_share_fetch_response_v0,
+    1: _decode_share_fetch_response_v1,
+    2: _decode_share_fetch_response_v1,
 }
 ShareFetchResponse._ENCODERS = {
-    0: _encode_share_fetch_response_v0,
+    1: _encode_share_fetch_response_v1,
+    2: _encode_share_fetch_response_v1,
 }

@@ -40,7 +40,7 @@ _UUID_GET = _UUID_CACHE.get
 
 
 
-def _decode_share_group_describe_request_v0(buf, pos):
+def _decode_share_group_describe_request_v1(buf, pos):
     end = len(buf)
     o1 = _new(ShareGroupDescribeRequest)
     n = buf[pos] - 1
@@ -73,7 +73,7 @@ def _decode_share_group_describe_request_v0(buf, pos):
     return o1
 
 
-def _encode_share_group_describe_request_v0(o0, ext):
+def _encode_share_group_describe_request_v1(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.group_ids
@@ -88,7 +88,7 @@ def _encode_share_group_describe_request_v0(o0, ext):
     return parts
 
 
-def _decode_share_group_describe_response_v0(buf, pos):
+def _decode_share_group_describe_response_v1(buf, pos):
     end = len(buf)
     o1 = _new(ShareGroupDescribeResponse)
     o1.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
@@ -304,7 +304,7 @@ def _decode_share_group_describe_response_v0(buf, pos):
     return o1
 
 
-def _encode_share_group_describe_response_v0(o0, ext):
+def _encode_share_group_describe_response_v1(o0, ext):
     parts = []
     ap = parts.append
     x1 = o0.groups
@@ -394,16 +394,16 @@ def _encode_share_group_describe_response_v0(o0, ext):
 
 
 ShareGroupDescribeRequest._DECODERS = {
-    0: _decode_share_group_describe_request_v0,
+    1: _decode_share_group_describe_request_v1,
 }
 ShareGroupDescribeRequest._ENCODERS = {
-    0: _encode_share_group_describe_request_v0,
+    1: _encode_share_group_describe_request_v1,
 }
 
 
 ShareGroupDescribeResponse._DECODERS = {
-    0: _decode_share_group_describe_response_v0,
+    1: _decode_share_group_describe_response_v1,
 }
 ShareGroupDescribeResponse._ENCODERS = {
-    0: _encode_share_group_describe_response_v0,
+    1: _encode_share_group_describe_response_v1,
 }

@@ -35,7 +35,7 @@ _UUID_GET = _UUID_CACHE.get
 
 
 
-def _decode_share_group_heartbeat_request_v0(buf, pos):
+def _decode_share_group_heartbeat_request_v1(buf, pos):
     end = len(buf)
     o1 = _new(ShareGroupHeartbeatRequest)
     n = buf[pos] - 1
@@ -109,7 +109,7 @@ def _decode_share_group_heartbeat_request_v0(buf, pos):
     return o1
 
 
-def _encode_share_group_heartbeat_request_v0(o0, ext):
+def _encode_share_group_heartbeat_request_v1(o0, ext):
     parts = []
     ap = parts.append
     s1 = o0.group_id.encode()
@@ -146,7 +146,7 @@ def _encode_share_group_heartbeat_request_v0(o0, ext):
     return parts
 
 
-def _decode_share_group_heartbeat_response_v0(buf, pos):
+def _decode_share_group_heartbeat_response_v1(buf, pos):
     end = len(buf)
     o1 = _new(ShareGroupHeartbeatResponse)
     o1.throttle_time_ms, o1.error_code = _S_ih.unpack_from(buf, pos)
@@ -227,7 +227,7 @@ def _decode_share_group_heartbeat_response_v0(buf, pos):
     return o1
 
 
-def _encode_share_group_heartbeat_response_v0(o0, ext):
+def _encode_share_group_heartbeat_response_v1(o0, ext):
     parts = []
     ap = parts.append
     s1 = o0.error_message
@@ -271,16 +271,16 @@ def _encode_share_group_heartbeat_response_v0(o0, ext):
 
 
 ShareGroupHeartbeatRequest._DECODERS = {
-    0: _decode_share_group_heartbeat_request_v0,
+    1: _decode_share_group_heartbeat_request_v1,
 }
 ShareGroupHeartbeatRequest._ENCODERS = {
-    0: _encode_share_group_heartbeat_request_v0,
+    1: _encode_share_group_heartbeat_request_v1,
 }
 
 
 ShareGroupHeartbeatResponse._DECODERS = {
-    0: _decode_share_group_heartbeat_response_v0,
+    1: _decode_share_group_heartbeat_response_v1,
 }
 ShareGroupHeartbeatResponse._ENCODERS = {
-    0: _encode_share_group_heartbeat_response_v0,
+    1: _encode_share_group_heartbeat_response_v1,
 }

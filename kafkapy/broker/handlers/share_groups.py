@@ -1,0 +1,740 @@
+"""Share groups (KIP-932): ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch, ShareAcknowledge.
+
+The handlers translate between the wire and kafkapy.groupcoord.share (Broker.share_groups):
+membership requests go to the group's coordinator (the leader of its __consumer_offsets
+partition, as for every group); fetches and acknowledgements go to each partition's leader,
+which is the share-partition leader and reads records with broker.replicas.read_for_consumer,
+the path every consumer fetch takes on one node and in a cluster. Record batches are sent as
+read; only their headers are looked at, to know which offsets were acquired.
+"""
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+
+from ...groupcoord.offsets_topic import OffsetsTopicStore, offsets_topic_configs
+from ...groupcoord.share import AckBatch, validate_ack_batches
+from ...groupcoord.share.batches import batch_ranges
+from ...groupcoord.share.state_records import ShareState
+from ...groupcoord.share.state_store import SHARE_STATE_TOPIC, ShareStateStore
+from ...metadata.acls import AclOperation, ResourceType
+from ...net.client import BrokerConnection
+from ...protocol.errors import ErrorCode, KafkaError
+from ...protocol.messages import (
+    DescribeShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsResponse,
+    ReadShareGroupStateRequest,
+    ReadShareGroupStateResponse,
+    ShareAcknowledgeRequest,
+    ShareAcknowledgeResponse,
+    ShareFetchRequest,
+    ShareFetchResponse,
+    ShareGroupDescribeRequest,
+    ShareGroupDescribeResponse,
+    ShareGroupHeartbeatRequest,
+    ShareGroupHeartbeatResponse,
+    WriteShareGroupStateRequest,
+    WriteShareGroupStateResponse,
+)
+from ...protocol.primitives import ExternalRecords
+from ...security.inter_broker import inter_broker_options
+from ..dispatch import RequestContext, handles
+from ..durability import wait_durable
+from .groups import client_host
+from .offsets import replicated
+
+log = logging.getLogger(__name__)
+
+# most acknowledgement offsets one request may carry (more is INVALID_REQUEST, nothing applied)
+MAX_ACK_OFFSETS = 1 << 20
+_INT32_MAX = 2**31 - 1
+_ZERO_UUID = uuid.UUID(int=0)
+
+
+def _coordinator_error(broker, group_id: str) -> int:
+    """The group coordinator checks of the classic and consumer groups, for a share group."""
+    manager = broker.group_coordinator.manager
+    if not group_id:
+        return ErrorCode.INVALID_GROUP_ID
+    if manager.is_loading(group_id):
+        return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    if not manager.is_local(group_id):
+        return ErrorCode.NOT_COORDINATOR
+    return ErrorCode.NONE
+
+
+# -- ShareGroupHeartbeat ---------------------------------------------------------------------
+@handles(ShareGroupHeartbeatRequest)
+async def handle_share_group_heartbeat(ctx: RequestContext,
+                                       request: ShareGroupHeartbeatRequest) -> ShareGroupHeartbeatResponse:
+    R = ShareGroupHeartbeatResponse
+    broker = ctx.broker
+    if not ctx.authorized(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return R(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    names = request.subscribed_topic_names
+    if names:
+        denied = ctx.unauthorized_names(AclOperation.DESCRIBE, ResourceType.TOPIC, names)
+        if denied:
+            return R(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                     error_message=f"The client is not authorized to describe topics: {', '.join(sorted(denied))}.")
+    error = _coordinator_error(broker, request.group_id)
+    if error:
+        return R(error_code=error)
+    result = broker.share_groups.heartbeat(
+        request.group_id, request.member_id, request.member_epoch, request.rack_id, names,
+        ctx.client_id or "", client_host(ctx), time.monotonic())
+    if result.error:
+        return R(error_code=result.error, error_message=result.message)
+    _wake_released(broker)
+    assignment = None
+    if result.assignment is not None:
+        assignment = R.Assignment(topic_partitions=[
+            R.TopicPartitions(topic_id=topic_id, partitions=sorted(parts))
+            for topic_id, parts in sorted(result.assignment.items(), key=lambda item: str(item[0]))])
+    return R(error_code=ErrorCode.NONE, member_id=result.member_id, member_epoch=result.member_epoch,
+             heartbeat_interval_ms=result.heartbeat_interval_ms, assignment=assignment)
+
+
+def _wake_released(broker) -> None:
+    """Fetches waiting on share-partitions whose records a closed session gave back."""
+    for session in broker.share_groups.take_released():
+        for topic, partition, _ in session.partitions:
+            broker.purgatory.notify(("share", session.group_id, topic, partition))
+
+
+# -- ShareGroupDescribe ----------------------------------------------------------------------
+@handles(ShareGroupDescribeRequest)
+async def handle_share_group_describe(ctx: RequestContext,
+                                      request: ShareGroupDescribeRequest) -> ShareGroupDescribeResponse:
+    R = ShareGroupDescribeResponse
+    broker = ctx.broker
+    groups = []
+    for group_id in request.group_ids:
+        described = R.DescribedGroup(group_id=group_id, error_code=ErrorCode.NONE, members=[])
+        groups.append(described)
+        if not ctx.authorized(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+            described.error_code = ErrorCode.GROUP_AUTHORIZATION_FAILED
+            continue
+        error = _coordinator_error(broker, group_id)
+        if error:
+            described.error_code = error
+            continue
+        share = broker.share_groups
+        share.expire_members(time.monotonic())
+        group = share.describe(group_id)
+        if group is None:
+            described.error_code = ErrorCode.GROUP_ID_NOT_FOUND
+            described.error_message = f"Group {group_id} not found."
+            continue
+        described.group_state = group.state
+        described.group_epoch = described.assignment_epoch = group.group_epoch
+        described.assignor_name = "simple"
+        if request.include_authorized_operations:
+            described.authorized_operations = ctx.authorized_operations(ResourceType.GROUP, group_id)
+        for member in group.members.values():
+            topics = []
+            for topic_id, parts in sorted(member.assignment.items(), key=lambda item: str(item[0])):
+                meta = broker.partitions.topic_by_id(topic_id)
+                topics.append(R.TopicPartitions(topic_id=topic_id, topic_name=meta.name if meta else "",
+                                                partitions=sorted(parts)))
+            described.members.append(R.Member(
+                member_id=member.member_id, rack_id=member.rack_id, member_epoch=member.member_epoch,
+                client_id=member.client_id, client_host=member.client_host,
+                subscribed_topic_names=list(member.subscribed),
+                assignment=R.Assignment(topic_partitions=topics)))
+    return R(throttle_time_ms=0, groups=groups)
+
+
+# -- share sessions ----------------------------------------------------------------------------
+def _next_epoch(epoch: int) -> int:
+    return 1 if epoch >= _INT32_MAX else epoch + 1
+
+
+def _session_for(broker, group_id: str, member_id: str, epoch: int, has_acks: bool, is_fetch: bool):
+    """(error, session) for a request's share session epoch: 0 opens one (ShareFetch only, and
+    without acknowledgements), -1 closes it after its acknowledgements, others must be the next."""
+    share = broker.share_groups
+    if epoch == 0:
+        if not is_fetch:
+            return ErrorCode.INVALID_SHARE_SESSION_EPOCH, None
+        if has_acks:
+            return ErrorCode.INVALID_REQUEST, None
+        session = share.open_session(group_id, member_id, time.monotonic())
+        _wake_released(broker)
+        return ErrorCode.NONE, session
+    error, session = share.session_error(group_id, member_id, epoch)
+    if error:
+        return error, None
+    share.touch(session, time.monotonic())
+    if epoch != -1:
+        session.epoch = _next_epoch(epoch)
+    return ErrorCode.NONE, session
+
+
+def _leader_error(broker, topic: str, partition: int) -> int:
+    hosted = broker.replicas.partition(topic, partition)
+    if hosted is None or not hosted.is_leader:
+        meta = broker.partitions.topic(topic)
+        if meta is None or partition >= meta.partition_count:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
+    if hosted.log.is_offline:
+        return ErrorCode.KAFKA_STORAGE_ERROR
+    return ErrorCode.NONE
+
+
+def _acknowledge(broker, share, group_id: str, member_id: str, topic: str, topic_id, partition: int,
+                 wire_batches, allow_renew: bool, now: float, dirty: set) -> int:
+    batches = [AckBatch(b.first_offset, b.last_offset, b.acknowledge_types) for b in wire_batches]
+    error = validate_ack_batches(batches, allow_renew, MAX_ACK_OFFSETS)
+    if error:
+        return error
+    error = _leader_error(broker, topic, partition)
+    if error:
+        return error
+    if not _current_share_partition(broker, share, group_id, topic, partition):
+        return ErrorCode.INVALID_RECORD_STATE
+    sp = share.partitions[(group_id, topic, partition)]
+    sp.expire_locks(now)
+    error = sp.acknowledge(member_id, batches, share.lock_duration_s(group_id), now)
+    if error == ErrorCode.NONE:
+        dirty.add((topic, topic_id, partition))
+        broker.purgatory.notify(("share", group_id, topic, partition))
+    return error
+
+
+def _current_share_partition(broker, share, group_id: str, topic: str, partition: int) -> bool:
+    """Whether the share-partition in memory is this leadership's: one from an earlier time this
+    broker led the partition is dropped (another leader has changed the state since)."""
+    key = (group_id, topic, partition)
+    sp = share.partitions.get(key)
+    if sp is None:
+        return False
+    epoch = broker.partitions.leader_epoch(topic, partition)
+    if sp.leader_epoch is None:
+        sp.leader_epoch = epoch
+    elif sp.leader_epoch != epoch:
+        del share.partitions[key]
+        return False
+    return True
+
+
+class _PartitionAnswer:
+    __slots__ = ("topic", "topic_id", "partition", "error", "ack_error", "records", "acquired")
+
+    def __init__(self, topic, topic_id, partition) -> None:
+        self.topic, self.topic_id, self.partition = topic, topic_id, partition
+        self.error = ErrorCode.NONE
+        self.ack_error = ErrorCode.NONE
+        self.records = None
+        self.acquired: list = []
+
+
+def _resolve(broker, topic_id):
+    meta = broker.partitions.topic_by_id(topic_id)
+    return meta.name if meta is not None else None
+
+
+# -- durable state: __share_group_state -------------------------------------------------------
+def _state_store(broker) -> ShareStateStore | None:
+    """The store of share-partition state, creating __share_group_state on first use as Kafka's
+    share coordinator does; None while it cannot be created (state then stays in memory)."""
+    share = broker.share_groups
+    if share.state_store is not None:
+        return share.state_store
+    now = time.monotonic()
+    if now < share.state_store_retry_at:
+        return None
+    get = broker.config.get
+    meta = broker.partitions.topic(SHARE_STATE_TOPIC)
+    if meta is None:
+        try:
+            meta = broker.partitions.create_topic(
+                SHARE_STATE_TOPIC, get("share.coordinator.state.topic.num.partitions"),
+                get("share.coordinator.state.topic.replication.factor"),
+                configs=offsets_topic_configs(get("share.coordinator.state.topic.segment.bytes")), internal=True)
+        except KafkaError as exc:
+            if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS:
+                share.state_store_retry_at = now + 10
+                log.warning("cannot create %s, share group state is kept in memory for now: %s",
+                            SHARE_STATE_TOPIC, exc)
+                return None
+            meta = broker.partitions.topic(SHARE_STATE_TOPIC)
+    store = OffsetsTopicStore(
+        log_for=lambda p: broker.partitions.get_log(SHARE_STATE_TOPIC, p),
+        leader_epoch_for=lambda p: broker.partitions.leader_epoch(SHARE_STATE_TOPIC, p),
+        on_append=lambda p: broker.purgatory.notify((SHARE_STATE_TOPIC, p)), topic=SHARE_STATE_TOPIC)
+
+    def local_epoch(state_partition: int) -> int | None:
+        hosted = broker.replicas.partition(SHARE_STATE_TOPIC, state_partition)
+        if hosted is None or not hosted.is_leader or broker.partitions.get_log(SHARE_STATE_TOPIC, state_partition) is None:
+            return None
+        return hosted.leader_epoch
+
+    share.state_store = ShareStateStore(store, len(meta.partitions), local_epoch)
+    return share.state_store
+
+
+async def _stored_state(broker, group_id: str, topic_id, partition: int):
+    """(ok, state): the stored state of a share-partition, read here or from the share
+    coordinator (ReadShareGroupState); ok is False when it could not be read (try again later)."""
+    store = _state_store(broker)
+    if store is None:
+        return True, None
+    state_partition = store.partition_of(group_id, topic_id, partition)
+    if store.is_local(state_partition):
+        return True, store.read(group_id, topic_id, partition)
+    R = ReadShareGroupStateRequest
+    response = await _call_coordinator(broker, state_partition, R(group_id=group_id, topics=[R.ReadStateData(
+        topic_id=topic_id, partitions=[R.PartitionData(partition=partition, leader_epoch=-1)])]))
+    if response is None:
+        return False, None
+    result = response.results[0].partitions[0]
+    if result.error_code:
+        log.info("reading the state of %s/%s-%d from the share coordinator: %s", group_id, topic_id, partition,
+                 ErrorCode(result.error_code).name)
+        return False, None
+    if result.start_offset < 0:
+        return True, None  # nothing stored
+    return True, ShareState(result.start_offset, [(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
+                                                  for b in result.state_batches], state_epoch=result.state_epoch)
+
+
+async def _call_coordinator(broker, state_partition: int, request):
+    """Send a share state request to the leader of the __share_group_state partition; None
+    when it cannot be reached."""
+    meta = broker.partitions.topic(SHARE_STATE_TOPIC)
+    if meta is None or state_partition >= len(meta.partitions):
+        return None
+    leader = meta.partitions[state_partition].leader
+    endpoint = broker.metadata.broker_endpoint(leader) if leader >= 0 else None
+    if endpoint is None:
+        return None
+    share = broker.share_groups
+    connection = share.connections.get(leader)
+    if connection is None:
+        connection = share.connections[leader] = BrokerConnection(
+            endpoint[0], endpoint[1], client_id=f"broker-{broker.node_id}-share", request_timeout_s=10,
+            **inter_broker_options(broker.config))
+    else:
+        connection.retarget(endpoint[0], endpoint[1])
+    try:
+        return await connection.send(request, 0)
+    except Exception as exc:  # a connection failure, a timeout: the caller retries later
+        log.info("share state request to broker %d failed: %s", leader, exc)
+        return None
+
+
+async def _write_state(broker, store, group_id: str, topic_id, partition: int, state: ShareState) -> int:
+    """Write a share-partition's state where it is kept and wait until it is durable."""
+    state_partition = store.partition_of(group_id, topic_id, partition)
+    if not store.is_local(state_partition):
+        W = WriteShareGroupStateRequest
+        response = await _call_coordinator(broker, state_partition, W(group_id=group_id, topics=[W.WriteStateData(
+            topic_id=topic_id, partitions=[W.PartitionData(
+                partition=partition, state_epoch=state.state_epoch, leader_epoch=state.leader_epoch,
+                start_offset=state.start_offset, state_batches=[
+                    W.StateBatch(first_offset=f, last_offset=l, delivery_state=st, delivery_count=c)
+                    for f, l, st, c in state.batches])])]))
+        if response is None:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        return response.results[0].partitions[0].error_code
+    try:
+        store.write(group_id, topic_id, partition, state)
+    except KafkaError as exc:
+        log.warning("writing the state of %s/%s-%d failed: %s", group_id, topic_id, partition, exc)
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    plog = broker.partitions.get_log(SHARE_STATE_TOPIC, state_partition)
+    if plog is not None and plog.config.fsync_on_ack:
+        await wait_durable(plog.sync_until(plog.log_end_offset - 1))
+    return await replicated(broker, SHARE_STATE_TOPIC, state_partition, broker.config.get("offsets.commit.timeout.ms"))
+
+
+async def _persist(broker, share, group_id: str, dirty) -> int:
+    """Write the state of the share-partitions in `dirty` ((topic, topic id, partition)) and wait
+    until it is as durable as a coordinator's write; the error for the response, else NONE."""
+    store = _state_store(broker) if dirty else None
+    if store is None:
+        return ErrorCode.NONE
+    for topic, topic_id, partition in dirty:
+        sp = share.partitions.get((group_id, topic, partition))
+        if sp is None:
+            continue
+        start, batches = sp.to_state()
+        error = await _write_state(broker, store, group_id, topic_id, partition, ShareState(
+            start, batches, leader_epoch=broker.partitions.leader_epoch(topic, partition)))
+        if error:
+            return error
+    return ErrorCode.NONE
+
+
+# -- the share coordinator's side (cluster: another broker's share-partition leader asks) -------
+def _coordinator_check(ctx, store, group_id: str, topic_id, partition: int) -> int:
+    if not ctx.authorized_cluster(AclOperation.CLUSTER_ACTION):
+        return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    if store is None:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    if not store.is_local(store.partition_of(group_id, topic_id, partition)):
+        return ErrorCode.NOT_COORDINATOR
+    return ErrorCode.NONE
+
+
+@handles(ReadShareGroupStateRequest)
+async def handle_read_share_group_state(ctx: RequestContext,
+                                        request: ReadShareGroupStateRequest) -> ReadShareGroupStateResponse:
+    R = ReadShareGroupStateResponse
+    store = _state_store(ctx.broker)
+    results = []
+    for t in request.topics:
+        out = R.ReadStateResult(topic_id=t.topic_id, partitions=[])
+        results.append(out)
+        for p in t.partitions:
+            error = _coordinator_check(ctx, store, request.group_id, t.topic_id, p.partition)
+            result = R.PartitionResult(partition=p.partition, error_code=error, start_offset=-1)
+            out.partitions.append(result)
+            if error:
+                continue
+            state = store.read(request.group_id, t.topic_id, p.partition)
+            if state is not None:
+                result.state_epoch, result.start_offset = state.state_epoch, state.start_offset
+                result.state_batches = [R.StateBatch(first_offset=f, last_offset=l, delivery_state=st,
+                                                     delivery_count=c) for f, l, st, c in state.batches]
+    return R(results=results)
+
+
+@handles(WriteShareGroupStateRequest)
+async def handle_write_share_group_state(ctx: RequestContext,
+                                         request: WriteShareGroupStateRequest) -> WriteShareGroupStateResponse:
+    R = WriteShareGroupStateResponse
+    broker = ctx.broker
+    store = _state_store(broker)
+    results = []
+    for t in request.topics:
+        out = R.WriteStateResult(topic_id=t.topic_id, partitions=[])
+        results.append(out)
+        for p in t.partitions:
+            error = _coordinator_check(ctx, store, request.group_id, t.topic_id, p.partition)
+            if not error:
+                error = await _write_state(broker, store, request.group_id, t.topic_id, p.partition, ShareState(
+                    p.start_offset, [(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
+                                     for b in p.state_batches],
+                    state_epoch=p.state_epoch, leader_epoch=p.leader_epoch))
+            out.partitions.append(R.PartitionResult(partition=p.partition, error_code=error))
+    return R(results=results)
+
+
+# -- ShareFetch --------------------------------------------------------------------------------
+def _acquire(broker, share, group_id: str, member_id: str, topic: str, topic_id, partition: int,
+             max_records: int, strict: bool, max_bytes: int, now: float, stored=None):
+    """Read from the share-partition's fetch offset and acquire what may be delivered:
+    (error, records bytes or None, acquired runs)."""
+    error = _leader_error(broker, topic, partition)
+    if error:
+        return error, None, []
+    plog = broker.partitions.get_log(topic, partition)
+    read_committed = share.group_config(group_id, "share.isolation.level") == "read_committed"
+    limit = plog.last_stable_offset if read_committed else plog.high_watermark
+    sp = share.share_partition(group_id, topic, partition, plog.log_start_offset, limit, stored)
+    sp.expire_locks(now)
+    offset = sp.fetch_offset()
+    if offset >= limit:
+        return ErrorCode.NONE, None, []
+    data = broker.replicas.read_for_consumer(topic, partition, offset, -1, max_bytes, True, read_committed)
+    if data.error_code:
+        return data.error_code, None, []
+    records = data.records
+    if isinstance(records, ExternalRecords):
+        records = records.tobytes()
+    if not records:
+        return ErrorCode.NONE, None, []
+    aborted = [(a.producer_id, a.first_offset) for a in (data.aborted_transactions or [])]
+    ranges = batch_ranges(records, aborted)
+    wanted = [(r.first, r.last, r.deliverable) for r in ranges]
+    acquired = sp.acquire(wanted, member_id, max_records, share.lock_duration_s(group_id), now,
+                          strict=strict)
+    if not acquired:
+        return ErrorCode.NONE, None, []
+    # send the batches from the first to the last one holding an acquired offset, as read
+    first_off, last_off = acquired[0][0], acquired[-1][1]
+    used = [r for r in ranges if r.last >= first_off and r.first <= last_off]
+    view = memoryview(records)[used[0].start:used[-1].end]
+    return ErrorCode.NONE, view, acquired
+
+
+@handles(ShareFetchRequest)
+async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) -> ShareFetchResponse:
+    R = ShareFetchResponse
+    broker = ctx.broker
+    share = broker.share_groups
+    group_id, member_id = request.group_id, request.member_id
+    if not group_id or not member_id:
+        return R(error_code=ErrorCode.INVALID_REQUEST, error_message="GroupId and MemberId must be set.")
+    if not ctx.authorized(AclOperation.READ, ResourceType.GROUP, group_id):
+        return R(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    renew = ctx.api_version >= 2 and request.is_renew_ack
+    has_acks = any(p.acknowledgement_batches for t in request.topics for p in t.partitions)
+    epoch = request.share_session_epoch
+    error, session = _session_for(broker, group_id, member_id, epoch, has_acks, True)
+    if error:
+        return R(error_code=error)
+    now = time.monotonic()
+    lock_ms = int(share.lock_duration_s(group_id) * 1000)
+    answers: dict[tuple[str, int], _PartitionAnswer] = {}
+    order: list[_PartitionAnswer] = []
+
+    def answer_for(topic, topic_id, partition):
+        key = (topic, partition)
+        a = answers.get(key)
+        if a is None:
+            a = answers[key] = _PartitionAnswer(topic, topic_id, partition)
+            order.append(a)
+        return a
+
+    unknown_ids = []
+    dirty: set = set()   # share-partitions whose state changed: written to __share_group_state
+    for forgotten in request.forgotten_topics_data:
+        name = _resolve(broker, forgotten.topic_id)
+        for p in forgotten.partitions:
+            session.partitions.discard((name, p, forgotten.topic_id))
+    denied = ctx.unauthorized_names(AclOperation.READ, ResourceType.TOPIC,
+                                    {n for n in (_resolve(broker, t.topic_id) for t in request.topics) if n})
+    for t in request.topics:
+        name = _resolve(broker, t.topic_id)
+        for p in t.partitions:
+            if name is None:
+                unknown_ids.append((t.topic_id, p.partition_index))
+                continue
+            if name in denied:
+                answer_for(name, t.topic_id, p.partition_index).error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                continue
+            if epoch != -1:
+                session.partitions.add((name, p.partition_index, t.topic_id))
+            if p.acknowledgement_batches:
+                answer_for(name, t.topic_id, p.partition_index).ack_error = _acknowledge(
+                    broker, share, group_id, member_id, name, t.topic_id, p.partition_index,
+                    p.acknowledgement_batches, renew, now, dirty)
+    if epoch == -1:
+        if share.close_session(session):
+            for name, partition, _ in session.partitions:
+                broker.purgatory.notify(("share", group_id, name, partition))
+    elif not renew and request.max_records > 0:
+        # fetch: every partition of the session, until something is acquired or max wait passes
+        # (MaxRecords 0 is an acknowledgement-only request, as librdkafka sends them)
+        max_records = request.max_records
+        strict = ctx.api_version >= 2 and request.share_acquire_mode == 1
+        deadline = now + max(request.max_wait_ms, 0) / 1000.0
+        targets = sorted(session.partitions, key=lambda k: (k[0], k[1]))
+        while True:
+            now = time.monotonic()
+            got = 0
+            budget = max(request.max_bytes, 1)
+            for name, partition, topic_id in targets:
+                if got >= max_records:
+                    break
+                existing = answers.get((name, partition))
+                if existing is not None and existing.error:
+                    continue
+                stored = None
+                if not _current_share_partition(broker, share, group_id, name, partition):
+                    ok, stored = await _stored_state(broker, group_id, topic_id, partition)
+                    if not ok or _current_share_partition(broker, share, group_id, name, partition):
+                        continue  # the share coordinator is not reachable now: nothing this time
+                error, records, acquired = _acquire(broker, share, group_id, member_id, name, topic_id,
+                                                    partition, max_records - got, strict, budget, now, stored)
+                if acquired:
+                    dirty.add((name, topic_id, partition))
+                if error == ErrorCode.NONE and not acquired:
+                    continue
+                a = answer_for(name, topic_id, partition)
+                a.error, a.records, a.acquired = error, records, acquired
+                got += sum(last - first + 1 for first, last, _ in acquired)
+                if records is not None:
+                    budget = max(budget - len(records), 1)
+            if got or any(a.error for a in order) or now >= deadline or not targets:
+                break
+            next_lock = min((sp.next_deadline() for (g, _, _), sp in share.partitions.items()
+                             if g == group_id), default=float("inf"))
+            keys = [(n, p) for n, p, _ in targets] + [("share", group_id, n, p) for n, p, _ in targets]
+            await broker.purgatory.wait_any(keys, max(min(deadline, next_lock) - now, 0.001))
+            if session is not share.sessions.get((group_id, member_id)):
+                break  # replaced or closed while waiting
+    error = await _persist(broker, share, group_id, dirty)
+    if error:
+        # not durable: acknowledged records could come back after a restart, so say so as Kafka
+        # does when the share coordinator write fails; what this request acquired is given back
+        for a in order:
+            if a.acquired:
+                sp = share.partitions.get((group_id, a.topic, a.partition))
+                if sp is not None:
+                    sp.undo_acquire(member_id, a.acquired)
+        return R(error_code=error)
+    return R(error_code=ErrorCode.NONE, acquisition_lock_timeout_ms=lock_ms,
+             responses=_fetch_topics(broker, order, unknown_ids), node_endpoints=_endpoints(broker, order, R))
+
+
+def _leader_hint(broker, a, R):
+    leader_id, leader_epoch = -1, -1
+    if a.error in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH):
+        leader_id, leader_epoch = broker.replicas.leader_hint(a.topic, a.partition)
+    return R.LeaderIdAndEpoch(leader_id=leader_id, leader_epoch=leader_epoch)
+
+
+def _endpoints(broker, order, R) -> list:
+    out = {}
+    for a in order:
+        if a.error == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+            leader_id, _ = broker.replicas.leader_hint(a.topic, a.partition)
+            endpoint = broker.replicas.node_endpoint(leader_id)
+            if endpoint is not None:
+                out[leader_id] = R.NodeEndpoint(node_id=leader_id, host=endpoint[0], port=endpoint[1])
+    return list(out.values())
+
+
+def _fetch_topics(broker, order, unknown_ids) -> list:
+    R = ShareFetchResponse
+    by_topic: dict = {}
+    for a in order:
+        topic = by_topic.get(a.topic_id)
+        if topic is None:
+            topic = by_topic[a.topic_id] = R.ShareFetchableTopicResponse(topic_id=a.topic_id, partitions=[])
+        topic.partitions.append(R.PartitionData(
+            partition_index=a.partition, error_code=a.error, acknowledge_error_code=a.ack_error,
+            current_leader=_leader_hint(broker, a, R), records=a.records,
+            acquired_records=[R.AcquiredRecords(first_offset=f, last_offset=l, delivery_count=c)
+                              for f, l, c in a.acquired]))
+    for topic_id, partition in unknown_ids:
+        topic = by_topic.get(topic_id)
+        if topic is None:
+            topic = by_topic[topic_id] = R.ShareFetchableTopicResponse(topic_id=topic_id, partitions=[])
+        topic.partitions.append(R.PartitionData(
+            partition_index=partition, error_code=ErrorCode.UNKNOWN_TOPIC_ID,
+            acknowledge_error_code=ErrorCode.UNKNOWN_TOPIC_ID,
+            current_leader=R.LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1)))
+    return list(by_topic.values())
+
+
+# -- ShareAcknowledge --------------------------------------------------------------------------
+@handles(ShareAcknowledgeRequest)
+async def handle_share_acknowledge(ctx: RequestContext,
+                                   request: ShareAcknowledgeRequest) -> ShareAcknowledgeResponse:
+    R = ShareAcknowledgeResponse
+    broker = ctx.broker
+    share = broker.share_groups
+    group_id, member_id = request.group_id, request.member_id
+    if not group_id or not member_id:
+        return R(error_code=ErrorCode.INVALID_REQUEST, error_message="GroupId and MemberId must be set.")
+    if not ctx.authorized(AclOperation.READ, ResourceType.GROUP, group_id):
+        return R(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    renew = ctx.api_version >= 2 and request.is_renew_ack
+    epoch = request.share_session_epoch
+    error, session = _session_for(broker, group_id, member_id, epoch, True, False)
+    if error:
+        return R(error_code=error)
+    now = time.monotonic()
+    topics = []
+    dirty: set = set()
+    names = {n for n in (_resolve(broker, t.topic_id) for t in request.topics) if n}
+    denied = ctx.unauthorized_names(AclOperation.READ, ResourceType.TOPIC, names)
+    for t in request.topics:
+        name = _resolve(broker, t.topic_id)
+        out = R.ShareAcknowledgeTopicResponse(topic_id=t.topic_id, partitions=[])
+        topics.append(out)
+        for p in t.partitions:
+            if name is None:
+                code = ErrorCode.UNKNOWN_TOPIC_ID
+            elif name in denied:
+                code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            else:
+                code = _acknowledge(broker, share, group_id, member_id, name, t.topic_id, p.partition_index,
+                                    p.acknowledgement_batches, renew, now, dirty)
+            leader = R.LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1)
+            if name is not None and code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+                leader_id, leader_epoch = broker.replicas.leader_hint(name, p.partition_index)
+                leader = R.LeaderIdAndEpoch(leader_id=leader_id, leader_epoch=leader_epoch)
+            out.partitions.append(R.PartitionData(partition_index=p.partition_index, error_code=code,
+                                                  current_leader=leader))
+    if epoch == -1 and share.close_session(session):
+        for name, partition, _ in session.partitions:
+            broker.purgatory.notify(("share", group_id, name, partition))
+    error = await _persist(broker, share, group_id, dirty)
+    if error:
+        return R(error_code=error)
+    return R(error_code=ErrorCode.NONE, acquisition_lock_timeout_ms=int(share.lock_duration_s(group_id) * 1000),
+             responses=topics, node_endpoints=[])
+
+
+# -- DescribeShareGroupOffsets -------------------------------------------------------------------
+async def _read_state_anywhere(broker, group_id: str, topic_id, partition: int):
+    ok, state = await _stored_state(broker, group_id, topic_id, partition)
+    return state if ok else None
+
+
+@handles(DescribeShareGroupOffsetsRequest)
+async def handle_describe_share_group_offsets(
+        ctx: RequestContext, request: DescribeShareGroupOffsetsRequest) -> DescribeShareGroupOffsetsResponse:
+    """Each partition's share-partition start offset (-1 when it was never fetched) and, v1+,
+    its lag: the records from the start offset to the high watermark not yet acknowledged or
+    archived (-1 when the partition is not led here, whose high watermark this broker does not
+    know). From the state in __share_group_state, as Kafka's group coordinator reads it."""
+    R = DescribeShareGroupOffsetsResponse
+    broker = ctx.broker
+    groups = []
+    for wanted in request.groups:
+        group_id = wanted.group_id
+        out = R.DescribeShareGroupOffsetsResponseGroup(group_id=group_id, topics=[])
+        groups.append(out)
+        if not ctx.authorized(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+            out.error_code = ErrorCode.GROUP_AUTHORIZATION_FAILED
+            continue
+        error = _coordinator_error(broker, group_id)
+        if error:
+            out.error_code = error
+            continue
+        share = broker.share_groups
+        group = share.describe(group_id)
+        if wanted.topics is None:
+            if group is None:
+                out.error_code, out.error_message = ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
+                continue
+            names = sorted({name for m in group.members.values() for name in m.subscribed})
+            topics = []
+            for name in names:
+                meta = broker.partitions.topic(name)
+                if meta is not None:
+                    topics.append((name, list(range(meta.partition_count))))
+        else:
+            topics = [(t.topic_name, list(t.partitions)) for t in wanted.topics]
+        denied = ctx.unauthorized_names(AclOperation.DESCRIBE, ResourceType.TOPIC, [name for name, _ in topics])
+        for name, partitions in topics:
+            meta = broker.partitions.topic(name)
+            topic_out = R.DescribeShareGroupOffsetsResponseTopic(
+                topic_name=name, topic_id=meta.topic_id if meta is not None else _ZERO_UUID, partitions=[])
+            out.topics.append(topic_out)
+            for partition in partitions:
+                result = R.DescribeShareGroupOffsetsResponsePartition(
+                    partition_index=partition, start_offset=-1, leader_epoch=-1, lag=-1)
+                topic_out.partitions.append(result)
+                if name in denied:
+                    result.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                    continue
+                if meta is None or not 0 <= partition < meta.partition_count:
+                    result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                    continue
+                sp = share.partitions.get((group_id, name, partition))
+                hosted = broker.replicas.partition(name, partition)
+                if sp is not None and hosted is not None and hosted.is_leader:
+                    start, batches = sp.to_state()   # this broker leads it: the state in memory is current
+                    leader_epoch = hosted.leader_epoch
+                else:
+                    state = await _read_state_anywhere(broker, group_id, meta.topic_id, partition)
+                    if state is None:
+                        continue
+                    start, batches, leader_epoch = state.start_offset, state.batches, state.leader_epoch
+                result.start_offset, result.leader_epoch = start, leader_epoch
+                plog = broker.partitions.get_log(name, partition)
+                if hosted is not None and hosted.is_leader and plog is not None:
+                    done = sum(max(0, min(last, plog.high_watermark - 1) - max(first, start) + 1)
+                               for first, last, st, _ in batches if st != 0)
+                    result.lag = max(plog.high_watermark - start - done, 0)
+    return R(throttle_time_ms=0, groups=groups)

@@ -1,0 +1,401 @@
+"""Share groups (KIP-932): membership, assignment, share sessions, group configs and the
+share-partitions of one broker.
+
+One object per broker (Broker.share_groups, built on the first share request). Two roles live
+in it, as in Kafka, and both take the same path on a single node and in a cluster:
+
+- group coordinator of the share groups whose __consumer_offsets partition is led here
+  (ShareGroupHeartbeat, ShareGroupDescribe): members, epochs and the server-side assignment,
+  where every member subscribed to a topic is assigned all its partitions (share groups let
+  members share partitions; the share-partition hands each record to one of them);
+- share-partition leader of the partitions led here (ShareFetch, ShareAcknowledge): the
+  share sessions of members and the in-flight state of each (group, topic, partition).
+
+State is kept in memory: a broker restart forgets in-flight records and the start offsets
+(docs/share-groups.md). Time comes from the caller (`now`, seconds, monotonic).
+"""
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from ...protocol.errors import ErrorCode
+from .partition import SharePartition
+
+log = logging.getLogger(__name__)
+
+# how long a group's configs read from the metadata store are used before they are read again
+GROUP_CONFIG_TTL_S = 2.0
+
+# group configs Kafka accepts on GROUP config resources for share groups, with their defaults
+SHARE_GROUP_CONFIGS = {
+    "share.auto.offset.reset": "latest",
+    "share.isolation.level": "read_uncommitted",
+    "share.record.lock.duration.ms": None,     # None: the broker's group.share.record.lock.duration.ms
+    "share.delivery.count.limit": None,        # None: the broker's group.share.delivery.count.limit
+    "share.session.timeout.ms": None,
+    "share.heartbeat.interval.ms": None,
+}
+_CONFIG_CHOICES = {
+    "share.auto.offset.reset": ("earliest", "latest"),
+    "share.isolation.level": ("read_uncommitted", "read_committed"),
+}
+
+
+@dataclass
+class ShareGroupConfig:
+    """The broker's group.share.* settings."""
+
+    enabled: bool = True
+    record_lock_duration_ms: int = 30000
+    delivery_count_limit: int = 5
+    session_timeout_ms: int = 45000
+    heartbeat_interval_ms: int = 5000
+    max_size: int = 200
+    partition_max_record_locks: int = 2000
+
+    @classmethod
+    def from_getter(cls, get) -> "ShareGroupConfig":
+        return cls(enabled=get("group.share.enable"),
+                   record_lock_duration_ms=get("group.share.record.lock.duration.ms"),
+                   delivery_count_limit=get("group.share.delivery.count.limit"),
+                   session_timeout_ms=get("group.share.session.timeout.ms"),
+                   heartbeat_interval_ms=get("group.share.heartbeat.interval.ms"),
+                   max_size=get("group.share.max.size"),
+                   partition_max_record_locks=get("group.share.partition.max.record.locks"))
+
+
+@dataclass
+class ShareMember:
+    member_id: str
+    member_epoch: int
+    client_id: str
+    client_host: str
+    rack_id: str | None
+    subscribed: list[str]
+    deadline: float
+    assignment: dict[uuid.UUID, list[int]] = field(default_factory=dict)
+
+
+@dataclass
+class ShareGroup:
+    group_id: str
+    group_epoch: int = 0
+    members: dict[str, ShareMember] = field(default_factory=dict)
+
+    @property
+    def state(self) -> str:
+        return "Stable" if self.members else "Empty"
+
+
+@dataclass
+class ListedShareGroup:
+    group_id: str
+    state: str
+    protocol_type: str = "share"
+    group_type: str = "share"
+
+
+@dataclass
+class HeartbeatResult:
+    error: int = ErrorCode.NONE
+    message: str | None = None
+    member_id: str | None = None
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0
+    assignment: dict[uuid.UUID, list[int]] | None = None
+
+
+@dataclass
+class ShareSession:
+    """A member's share session on this share-partition leader (Kafka's ShareSession)."""
+
+    group_id: str
+    member_id: str
+    epoch: int
+    partitions: set = field(default_factory=set)   # (topic name, partition, topic id)
+    last_used: float = 0.0
+
+
+class ShareGroupCoordinator:
+    """See the module docstring."""
+
+    def __init__(self, config: ShareGroupConfig, topics, load_configs=None, store_configs=None) -> None:
+        self.config = config
+        # topics: name -> TopicMetadata or None (the metadata store's get_topic)
+        self._topics = topics
+        self.groups: dict[str, ShareGroup] = {}
+        # group configs live in the metadata store (load_configs / store_configs: its
+        # get_group_configs / set_group_configs), so that every broker of a cluster and a restarted
+        # one see them; read again after GROUP_CONFIG_TTL_S
+        self._load_configs = load_configs
+        self._store_configs = store_configs
+        self.group_configs: dict[str, dict[str, str]] = {}
+        self._configs_read_at: dict[str, float] = {}
+        self.sessions: dict[tuple[str, str], ShareSession] = {}
+        self.partitions: dict[tuple[str, str, int], SharePartition] = {}
+        self.released: list[ShareSession] = []
+        # __share_group_state (state_store.ShareStateStore), set by the broker once the topic exists
+        self.state_store = None
+        self.connections: dict = {}   # node id -> connection to that broker's share coordinator
+        self.state_store_retry_at = 0.0
+
+    # -- group configs (IncrementalAlterConfigs / DescribeConfigs on GROUP resources) ----------
+    def _overrides(self, group_id: str) -> dict[str, str]:
+        if self._load_configs is not None:
+            now = time.monotonic()
+            if now - self._configs_read_at.get(group_id, -GROUP_CONFIG_TTL_S) >= GROUP_CONFIG_TTL_S:
+                try:
+                    self.group_configs[group_id] = dict(self._load_configs(group_id))
+                except Exception as exc:  # e.g. ZooKeeper unreachable: keep what was read last
+                    log.warning("cannot read the configs of group %s: %s", group_id, exc)
+                self._configs_read_at[group_id] = now
+        return self.group_configs.get(group_id, {})
+
+    def group_config(self, group_id: str, name: str):
+        value = self._overrides(group_id).get(name)
+        if value is not None:
+            return value
+        broker_default = {
+            "share.record.lock.duration.ms": self.config.record_lock_duration_ms,
+            "share.delivery.count.limit": self.config.delivery_count_limit,
+            "share.session.timeout.ms": self.config.session_timeout_ms,
+            "share.heartbeat.interval.ms": self.config.heartbeat_interval_ms,
+        }
+        if name in broker_default:
+            return broker_default[name]
+        return SHARE_GROUP_CONFIGS[name]
+
+    def lock_duration_s(self, group_id: str) -> float:
+        return int(self.group_config(group_id, "share.record.lock.duration.ms")) / 1000.0
+
+    def describe_group_configs(self, group_id: str) -> list[tuple[str, str, bool]]:
+        """(name, value, is_default) of every share group config."""
+        overrides = self._overrides(group_id)
+        return [(name, str(self.group_config(group_id, name)), name not in overrides)
+                for name in SHARE_GROUP_CONFIGS]
+
+    def alter_group_configs(self, group_id: str, ops, validate_only: bool) -> tuple[int, str | None]:
+        """IncrementalAlterConfigs ops (name, operation 0 SET / 1 DELETE, value) on a group."""
+        updated = dict(self._overrides(group_id))
+        for name, operation, value in ops:
+            if name not in SHARE_GROUP_CONFIGS:
+                return ErrorCode.INVALID_CONFIG, f"Unknown group config name: {name}"
+            if operation == 1:
+                updated.pop(name, None)
+                continue
+            if operation != 0 or value is None:
+                return ErrorCode.INVALID_CONFIG, f"Unsupported operation on group config {name}"
+            choices = _CONFIG_CHOICES.get(name)
+            if choices is not None:
+                if value.lower() not in choices:
+                    return ErrorCode.INVALID_CONFIG, f"Invalid value {value} for configuration {name}"
+                value = value.lower()
+            else:
+                try:
+                    number = int(value)
+                except ValueError:
+                    return ErrorCode.INVALID_CONFIG, f"Invalid value {value} for configuration {name}"
+                low = 2 if name == "share.delivery.count.limit" else 1
+                if number < low:
+                    return ErrorCode.INVALID_CONFIG, f"Invalid value {value} for configuration {name}"
+            updated[name] = value
+        if not validate_only:
+            if self._store_configs is not None:
+                try:
+                    self._store_configs(group_id, updated)
+                except Exception as exc:
+                    return ErrorCode.UNKNOWN_SERVER_ERROR, f"cannot store the configs of group {group_id}: {exc}"
+            self.group_configs[group_id] = updated
+            self._configs_read_at[group_id] = time.monotonic()
+        return ErrorCode.NONE, None
+
+    # -- membership (group coordinator role) ----------------------------------------------
+    def heartbeat(self, group_id: str, member_id: str, member_epoch: int, rack_id: str | None,
+                  subscribed: list[str] | None, client_id: str, client_host: str, now: float) -> HeartbeatResult:
+        """ShareGroupHeartbeat: join (epoch 0), stay (current epoch), leave (epoch -1)."""
+        if not group_id:
+            return HeartbeatResult(ErrorCode.INVALID_REQUEST, "GroupId can't be empty.")
+        if not member_id:
+            return HeartbeatResult(ErrorCode.INVALID_REQUEST, "MemberId can't be empty.")
+        self.expire_members(now)
+        group = self.groups.get(group_id)
+        if member_epoch == -1:
+            if group is not None and group.members.pop(member_id, None) is not None:
+                group.group_epoch += 1
+                self._assign(group)
+            self._close_member_session(group_id, member_id)
+            return HeartbeatResult(member_id=member_id, member_epoch=-1)
+        interval = int(self.group_config(group_id, "share.heartbeat.interval.ms"))
+        session_s = int(self.group_config(group_id, "share.session.timeout.ms")) / 1000.0
+        if member_epoch == 0:
+            if subscribed is None or not subscribed:
+                return HeartbeatResult(ErrorCode.INVALID_REQUEST,
+                                       "SubscribedTopicNames must be set in first request.")
+            if group is None:
+                group = self.groups[group_id] = ShareGroup(group_id)
+            member = group.members.get(member_id)
+            if member is None:
+                if len(group.members) >= self.config.max_size:
+                    return HeartbeatResult(ErrorCode.GROUP_MAX_SIZE_REACHED,
+                                           f"The share group has reached its maximum capacity of "
+                                           f"{self.config.max_size} members.")
+                member = group.members[member_id] = ShareMember(
+                    member_id, 0, client_id, client_host, rack_id, sorted(set(subscribed)), now + session_s)
+            member.subscribed = sorted(set(subscribed))
+            group.group_epoch += 1
+            self._assign(group)
+        else:
+            member = group.members.get(member_id) if group is not None else None
+            if member is None:
+                return HeartbeatResult(ErrorCode.UNKNOWN_MEMBER_ID,
+                                       f"Member {member_id} is not a member of group {group_id}.")
+            if member_epoch != member.member_epoch:
+                return HeartbeatResult(ErrorCode.FENCED_MEMBER_EPOCH,
+                                       f"The share group member has a smaller member epoch "
+                                       f"({member_epoch}) than the one known by the group coordinator "
+                                       f"({member.member_epoch}).")
+            if subscribed is not None and sorted(set(subscribed)) != member.subscribed:
+                member.subscribed = sorted(set(subscribed))
+                group.group_epoch += 1
+                self._assign(group)
+            # the topics' partition counts may have changed since the last assignment
+            if self._assignment_for(member) != member.assignment:
+                group.group_epoch += 1
+                self._assign(group)
+        member.deadline = now + session_s
+        if rack_id is not None:
+            member.rack_id = rack_id
+        # the assignment goes out whenever the member's epoch moves (joining included)
+        send_assignment = member_epoch != group.group_epoch
+        member.member_epoch = group.group_epoch
+        return HeartbeatResult(member_id=member_id, member_epoch=member.member_epoch,
+                               heartbeat_interval_ms=interval,
+                               assignment=dict(member.assignment) if send_assignment else None)
+
+    def expire_members(self, now: float) -> None:
+        """Members that missed their session timeout leave their groups (Kafka's session expiry)."""
+        for group in self.groups.values():
+            gone = [m for m, member in group.members.items() if member.deadline < now]
+            for member_id in gone:
+                del group.members[member_id]
+                self._close_member_session(group.group_id, member_id)
+            if gone:
+                group.group_epoch += 1
+                self._assign(group)
+
+    def _assignment_for(self, member: ShareMember) -> dict[uuid.UUID, list[int]]:
+        assignment = {}
+        for name in member.subscribed:
+            meta = self._topics(name)
+            if meta is not None and meta.partition_count > 0:
+                assignment[meta.topic_id] = list(range(meta.partition_count))
+        return assignment
+
+    def _assign(self, group: ShareGroup) -> None:
+        # every member gets every partition of its topics: a share-partition serves many members
+        for member in group.members.values():
+            member.assignment = self._assignment_for(member)
+
+    # -- share sessions and share-partitions (share-partition leader role) ------------------
+    def open_session(self, group_id: str, member_id: str, now: float = 0.0) -> ShareSession:
+        """Epoch 0: a new session for the member (one it had before is replaced)."""
+        self.evict_idle_sessions(now)
+        old = self.sessions.pop((group_id, member_id), None)
+        if old is not None:
+            self.release_member(group_id, member_id, old.partitions)
+        session = self.sessions[(group_id, member_id)] = ShareSession(group_id, member_id, 1, last_used=now)
+        return session
+
+    def evict_idle_sessions(self, now: float) -> list[ShareSession]:
+        """Sessions unused for longer than their group's share.session.timeout.ms: their member is
+        gone (a killed consumer never closes its session), so they are closed and what they hold
+        is released; this keeps the sessions of dead members from piling up."""
+        idle = [s for s in self.sessions.values()
+                if now - s.last_used > int(self.group_config(s.group_id, "share.session.timeout.ms")) / 1000.0]
+        for session in idle:
+            self.close_session(session)
+        self.released += idle
+        return idle
+
+    def session_error(self, group_id: str, member_id: str, epoch: int) -> tuple[int, ShareSession | None]:
+        """A session epoch above 0 (or -1, closing) must match the session's next epoch."""
+        session = self.sessions.get((group_id, member_id))
+        if session is None:
+            return ErrorCode.SHARE_SESSION_NOT_FOUND, None
+        if epoch != -1 and epoch != session.epoch:
+            return ErrorCode.INVALID_SHARE_SESSION_EPOCH, None
+        return ErrorCode.NONE, session
+
+    def touch(self, session: ShareSession, now: float) -> None:
+        session.last_used = now
+
+    def _close_member_session(self, group_id: str, member_id: str) -> None:
+        # a member that left (or was expired by) the group coordinator on this broker: its share
+        # session here ends and what it holds is released (Kafka's share session cache listens
+        # to group membership the same way)
+        session = self.sessions.get((group_id, member_id))
+        if session is not None:
+            self.close_session(session)
+            self.released.append(session)
+
+    def take_released(self) -> list[ShareSession]:
+        """Sessions closed by membership changes since the last call (the caller wakes fetches
+        waiting on their partitions)."""
+        out, self.released = self.released, []
+        return out
+
+    def close_session(self, session: ShareSession) -> bool:
+        self.sessions.pop((session.group_id, session.member_id), None)
+        return self.release_member(session.group_id, session.member_id, session.partitions)
+
+    def release_member(self, group_id: str, member_id: str, partitions) -> bool:
+        released = False
+        for topic, partition, _ in partitions:
+            sp = self.partitions.get((group_id, topic, partition))
+            if sp is not None:
+                released |= sp.release_member(member_id)
+        return released
+
+    def share_partition(self, group_id: str, topic: str, partition: int, log_start: int,
+                        high_watermark: int, stored=None) -> SharePartition:
+        """The share-partition, created on first use from its `stored` state (state_records.ShareState
+        read from __share_group_state), else at share.auto.offset.reset's position."""
+        key = (group_id, topic, partition)
+        sp = self.partitions.get(key)
+        if sp is None:
+            limit = int(self.group_config(group_id, "share.delivery.count.limit"))
+            if stored is not None:
+                sp = SharePartition.from_state(stored.start_offset, stored.batches, limit,
+                                               self.config.partition_max_record_locks)
+            else:
+                reset = self.group_config(group_id, "share.auto.offset.reset")
+                start = log_start if reset == "earliest" else high_watermark
+                sp = SharePartition(start, limit, self.config.partition_max_record_locks)
+            self.partitions[key] = sp
+        else:
+            sp.delivery_limit = int(self.group_config(group_id, "share.delivery.count.limit"))
+        if sp.start_offset < log_start:
+            sp.reset_start(log_start)  # retention or DeleteRecords removed what it had not done
+        return sp
+
+    # -- descriptions -------------------------------------------------------------------------
+    def list_groups(self, is_local, states=None, types=None) -> list:
+        """ListGroups' entries for the share groups coordinated here (type and protocol type
+        "share"), with Kafka's case-insensitive state and type filters."""
+        if types and "share" not in {t.lower() for t in types}:
+            return []
+        wanted = {s.lower() for s in states} if states else None
+        return [ListedShareGroup(g.group_id, g.state) for g in self.groups.values()
+                if is_local(g.group_id) and (wanted is None or g.state.lower() in wanted)]
+
+    def describe(self, group_id: str) -> ShareGroup | None:
+        return self.groups.get(group_id)
+
+    def close(self) -> None:
+        self.sessions.clear()
+        for connection in self.connections.values():
+            connection.close()
+        self.connections.clear()
