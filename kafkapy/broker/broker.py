@@ -53,6 +53,9 @@ class Broker:
 
         self.metrics = BrokerMetrics()
         self.metrics_server = None
+        # KIP-714 client telemetry: the client instances and what they pushed (made on first use by
+        # kafkapy/broker/handlers/telemetry.py), shown on /metrics and in the console
+        self.client_telemetry = None
         # bytes of requests held in memory (queued.max.request.bytes) and the connection limits
         self.memory_pool = MemoryPool(pool_capacity(config.get("queued.max.request.bytes"),
                                                     config.get("socket.request.max.bytes")))
@@ -65,6 +68,11 @@ class Broker:
         if "consumer" not in [p.lower() for p in config.get("group.coordinator.rebalance.protocols")]:
             # as Kafka: the KIP-848 APIs are not advertised while the consumer protocol is off
             for key in (68, 69):  # ConsumerGroupHeartbeat, ConsumerGroupDescribe
+                self.advertised_versions.pop(key, None)
+        if not (config.get("kafkapy.metrics.listener") or config.get("kafkapy.console.listener")):
+            # as Kafka without a ClientTelemetry metrics reporter: nowhere to show pushed client
+            # metrics, so clients are not asked to push them
+            for key in (71, 72):  # GetTelemetrySubscriptions, PushTelemetry
                 self.advertised_versions.pop(key, None)
         self.broker_epoch = -1
         # The membership: a cluster of one (single node, the embedded metadata store decides where

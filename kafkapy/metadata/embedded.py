@@ -68,6 +68,7 @@ class EmbeddedMetadataStore(MetadataStore):
         self._acls: set[AclBinding] = set()
         self._client_quotas: dict[QuotaEntity, dict[str, float]] = {}
         self._scram: dict[str, dict[str, str]] = {}  # user -> {mechanism: Kafka's stored form}
+        self._client_metrics: dict[str, dict[str, str]] = {}  # CLIENT_METRICS resources (KIP-714)
         self._closed = False
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._cluster_id = self._load(cluster_id)
@@ -102,6 +103,7 @@ class EmbeddedMetadataStore(MetadataStore):
             self._client_quotas = {QuotaEntity.of(raw["entity"]): {k: float(v) for k, v in raw["quotas"].items()}
                                    for raw in data.get("client_quotas", [])}
             self._scram = {user: dict(creds) for user, creds in data.get("scram_credentials", {}).items()}
+            self._client_metrics = {name: dict(c) for name, c in data.get("client_metrics", {}).items()}
         except (OSError, ValueError, KeyError, TypeError) as exc:
             # Never start from empty metadata over a file we could not read: that would orphan every log.
             raise RuntimeError(f"cannot read kafkapy metadata file {self.path}: {exc}") from exc
@@ -122,6 +124,8 @@ class EmbeddedMetadataStore(MetadataStore):
         }
         if self._acls:
             data["acls"] = [acl.to_json() for acl in sorted(self._acls, key=AclBinding.sort_key)]
+        if self._client_metrics:
+            data["client_metrics"] = self._client_metrics
         if self._client_quotas:
             data["client_quotas"] = [{"entity": entity.as_dict(), "quotas": quotas}
                                      for entity, quotas in sorted(self._client_quotas.items(), key=lambda e: str(e[0]))]
@@ -336,6 +340,20 @@ class EmbeddedMetadataStore(MetadataStore):
                 self._broker_configs.pop(resource, None)
             self._persist()
             self._notify(MetadataChange(ChangeKind.BROKER_CONFIGS_CHANGED, resource=resource))
+
+    # -- client-metrics subscriptions ---------------------------------------------------------------
+    def client_metrics_configs(self) -> dict[str, dict[str, str]]:
+        with self._lock:
+            return {name: dict(configs) for name, configs in self._client_metrics.items()}
+
+    def set_client_metrics_configs(self, name: str, configs: Mapping[str, str]) -> None:
+        with self._lock:
+            if configs:
+                self._client_metrics[name] = dict(configs)
+            else:
+                self._client_metrics.pop(name, None)
+            self._persist()
+            log.info("client metrics subscription %s now %s", name, dict(configs) or "removed")
 
     # -- client quotas ----------------------------------------------------------------------------
     def describe_client_quotas(self) -> dict[QuotaEntity, dict[str, float]]:

@@ -204,6 +204,15 @@ class MetadataStore(abc.ABC):
     def set_broker_configs(self, resource: str, configs: Mapping[str, str]) -> None:
         """Replace the dynamic broker configs of `resource` (already validated by the caller)."""
 
+    # -- client-metrics subscriptions (KIP-714 CLIENT_METRICS config resources) ------------------
+    def client_metrics_configs(self) -> dict[str, dict[str, str]]:
+        """Every CLIENT_METRICS resource by name with its configs (kafkapy/metrics/client_telemetry.py)."""
+        return {}
+
+    def set_client_metrics_configs(self, name: str, configs: Mapping[str, str]) -> None:
+        """Replace the configs of CLIENT_METRICS resource `name` (none: remove it), already validated."""
+        raise NotImplementedError("this metadata store keeps no client-metrics subscriptions")
+
     # -- client quotas ----------------------------------------------------------------------------
     @abc.abstractmethod
     def describe_client_quotas(self) -> dict[QuotaEntity, dict[str, float]]:

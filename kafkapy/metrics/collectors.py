@@ -164,6 +164,11 @@ FETCH_POSITION = _source("kafkapy_consumer_fetch_position", "kafkapy", "client_i
                          "forgotten 10 minutes after its last fetch")
 FETCH_LAG = _source("kafkapy_consumer_fetch_lag", "kafkapy", "client_id, host, topic, partition",
                     "high watermark - last fetch offset")
+CLIENT_METRIC = _source("kafkapy_client_telemetry_metric", "KIP-714 PushTelemetry",
+                        "client_instance_id, client_id, metric, attributes",
+                        "latest value a client pushed (delta sums added up; histograms as .count/.sum)")
+CLIENT_PUSHES = _source("kafkapy_client_telemetry_pushes_total", "KIP-714 PushTelemetry",
+                        "client_instance_id, client_id", "accepted PushTelemetry requests of a client instance")
 
 
 def _counter(name: str, doc: str, labels: list[str]) -> CounterMetricFamily:
@@ -217,6 +222,10 @@ class BrokerState:
     fetches: list[tuple[str, str, str, int, int, int | None]] = field(default_factory=list)
     # (log dir, status, failures, recoveries)
     log_dirs: list[tuple[str, str, int, int]] = field(default_factory=list)
+    # pushed client telemetry (KIP-714): (client instance id, client id, metric, attributes, value)
+    client_metrics: list[tuple[str, str, str, str, float]] = field(default_factory=list)
+    # (client instance id, client id, pushes)
+    client_pushes: list[tuple[str, str, int]] = field(default_factory=list)
 
 
 class BrokerCollector:
@@ -269,6 +278,11 @@ class BrokerCollector:
         state.fetches = _safe(lambda: self._read_fetches(hws))
         state.log_dirs = _safe(lambda: [(str(d), st.status, st.failures, st.recoveries)
                                         for d, st in broker.logs.dir_states.items()]) or []
+        telemetry = broker.client_telemetry
+        if telemetry is not None:
+            state.client_metrics = _safe(telemetry.samples) or []
+            state.client_pushes = sorted((str(i.instance_id), i.client_id, i.pushes)
+                                         for i in telemetry.instances.values())
         return state
 
     def _read_partitions(self, active: int) -> tuple[list[PartitionState], int]:
@@ -327,7 +341,8 @@ def families(state: BrokerState) -> list[Metric]:
     """The metric families of a BrokerState."""
     out: list[Metric] = []
     for part in (_topic_families, _request_families, _network_families, _partition_families,
-                 _log_dir_families, _controller_families, _group_families, _fetch_position_families):
+                 _log_dir_families, _controller_families, _group_families, _fetch_position_families,
+                 _client_telemetry_families):
         try:
             out.extend(part(state))
         except Exception:
@@ -507,6 +522,17 @@ def _fetch_position_families(state: BrokerState) -> Iterator[Metric]:
             lag.add_metric(values, max(hw - offset, 0))
     yield position
     yield lag
+
+
+def _client_telemetry_families(state: BrokerState) -> Iterator[Metric]:
+    value = _gauge(CLIENT_METRIC, labels=["client_instance_id", "client_id", "metric", "attributes"])
+    for instance_id, client_id, name, attributes, number in state.client_metrics:
+        value.add_metric([instance_id, client_id, name, attributes], number)
+    pushes = _counter(CLIENT_PUSHES, METRIC_SOURCES[CLIENT_PUSHES][2], ["client_instance_id", "client_id"])
+    for instance_id, client_id, count in state.client_pushes:
+        pushes.add_metric([instance_id, client_id], count)
+    yield value
+    yield pushes
 
 
 def _with_fetch_total(apis: list[tuple]) -> list[tuple]:

@@ -96,9 +96,14 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     68: (0, 1),
     # ConsumerGroupDescribe: v1 adds MemberType (Kafka 4.0).
     69: (0, 1),
+    # GetTelemetrySubscriptions, PushTelemetry, ListClientMetricsResources (KIP-714); 71-72 only
+    # with somewhere to show the pushed metrics (broker.py)
+    71: (0, 0),
+    72: (0, 0),
+    74: (0, 0),
     75: (0, 0),
 }
-# Not served (deliberately absent): delegation tokens, telemetry and share groups — no handlers.
+# Not served (deliberately absent): delegation tokens and share groups — no handlers.
 
 # Advertised only by a broker in a ZooKeeper cluster (zookeeper.connect set): the inter-broker APIs of
 # Kafka's ZooKeeper mode at every version Kafka 3.9 defines. A 3.7 controller sends LeaderAndIsr v7,

@@ -67,5 +67,8 @@ HANDLER_MODULES: dict[int, str] = {
     67: "control",                    # AllocateProducerIds
     68: "consumer_groups",            # ConsumerGroupHeartbeat
     69: "groups",                     # ConsumerGroupDescribe
+    71: "telemetry",                  # GetTelemetrySubscriptions
+    72: "telemetry",                  # PushTelemetry
+    74: "telemetry",                  # ListClientMetricsResources (ListConfigResources in 4.1)
     75: "describe_topic_partitions",  # DescribeTopicPartitions
 }

@@ -18,4 +18,7 @@ def unsupported_version_response(broker) -> ApiVersionsResponse:
 
 @handles(ApiVersionsRequest)
 async def handle_api_versions(ctx: RequestContext, request: ApiVersionsRequest) -> ApiVersionsResponse:
+    if ctx.connection is not None and ctx.api_version >= 3:
+        # what client telemetry subscriptions match on (client_software_name/_version, KIP-714)
+        ctx.connection.client_software = (request.client_software_name, request.client_software_version)
     return ApiVersionsResponse(error_code=0, api_keys=_api_keys(ctx.broker))

@@ -337,6 +337,14 @@ class ZkMetadataStore(MetadataStore):
     def set_broker_configs(self, resource: str, configs: Mapping[str, str]) -> None:
         self.zk.set_entity_config("brokers", resource or _DEFAULT_ENTITY, dict(configs))
 
+    # -- client-metrics subscriptions: /config/client-metrics/<name>, beside the other config entities
+    def client_metrics_configs(self) -> dict[str, dict[str, str]]:
+        return {name: configs for name, configs in self.zk.get_all_entity_configs("client-metrics").items()
+                if configs}
+
+    def set_client_metrics_configs(self, name: str, configs: Mapping[str, str]) -> None:
+        self.zk.set_entity_config("client-metrics", name, dict(configs))
+
     # -- client quotas: /config/users/<u>, /config/clients/<c>, /config/users/<u>/clients/<c> --------
     def describe_client_quotas(self) -> dict[QuotaEntity, dict[str, float]]:
         quotas = {}
