@@ -30,10 +30,12 @@ PYTHON_CLIENT = "telemetry-confluent-producer"
 
 @pytest.fixture(scope="module")
 def telemetry_broker():
-    port = free_port()
+    port, console_port = free_port(), free_port()
     with start_broker(overrides={"kafkapy.metrics.listener": f"http://127.0.0.1:{port}",
+                                 "kafkapy.console.listener": f"http://127.0.0.1:{console_port}",
                                  "telemetry.max.bytes": "100000"}) as broker:
         broker.metrics_url = f"http://127.0.0.1:{port}/metrics"
+        broker.console_url = f"http://127.0.0.1:{console_port}"
         yield broker
 
 
@@ -101,6 +103,10 @@ def test_confluent_kafka_producer_pushes_metrics(telemetry_broker):
     finally:
         producer.flush(5)
     assert "org.apache.kafka.producer.node.request.latency.avg" in series, sorted(series)
+    # and on the console's Clients page, with the subscription
+    page = urllib.request.urlopen(telemetry_broker.console_url + "/clients", timeout=10).read().decode()
+    assert PYTHON_CLIENT in page and "confluent-producers" in page
+    assert "org.apache.kafka.producer.node.request.latency.avg" in page and "Traceback" not in page
 
 
 def test_java_producer_pushes_metrics(telemetry_broker, java_programs: JavaPrograms):  # noqa: F811
