@@ -204,6 +204,15 @@ class MetadataStore(abc.ABC):
     def set_broker_configs(self, resource: str, configs: Mapping[str, str]) -> None:
         """Replace the dynamic broker configs of `resource` (already validated by the caller)."""
 
+    # -- finalized feature levels (KIP-584; kafkapy/metadata/features.py) ------------------------
+    def stored_features(self) -> tuple[int, dict[str, int]]:
+        """(epoch, the levels UpdateFeatures stored); defaults are not stored."""
+        return 0, {}
+
+    def store_features(self, changes: Mapping[str, int]) -> None:
+        """Set finalized levels (0: turned off), already validated, in one change."""
+        raise NotImplementedError("this metadata store keeps no finalized features")
+
     # -- client-metrics subscriptions (KIP-714 CLIENT_METRICS config resources) ------------------
     def client_metrics_configs(self) -> dict[str, dict[str, str]]:
         """Every CLIENT_METRICS resource by name with its configs (kafkapy/metrics/client_telemetry.py)."""

@@ -87,6 +87,8 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     45: (0, 0),
     46: (0, 0),
     47: (0, 0),
+    # UpdateFeatures (KIP-584): finalized levels in the metadata store (metadata/features.py)
+    57: (0, 1),
     60: (0, 1),
     # DescribeProducers, DescribeTransactions, ListTransactions (KIP-664).
     61: (0, 0),

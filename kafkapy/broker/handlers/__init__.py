@@ -60,6 +60,7 @@ HANDLER_MODULES: dict[int, str] = {
     50: "scram",                      # DescribeUserScramCredentials
     51: "scram",                      # AlterUserScramCredentials
     56: "control",                    # AlterPartition
+    57: "features",                   # UpdateFeatures
     60: "cluster",                    # DescribeCluster
     61: "transactions",               # DescribeProducers
     65: "transactions",               # DescribeTransactions

@@ -14,6 +14,7 @@ handler paths that make them (CreateTopics, AlterConfigs, ...), never on produce
 from __future__ import annotations
 
 import logging
+import time
 import threading
 import uuid
 from collections.abc import Mapping, Sequence
@@ -336,6 +337,23 @@ class ZkMetadataStore(MetadataStore):
 
     def set_broker_configs(self, resource: str, configs: Mapping[str, str]) -> None:
         self.zk.set_entity_config("brokers", resource or _DEFAULT_ENTITY, dict(configs))
+
+    # -- finalized features: /feature, its znode version the epoch (as Kafka's ZooKeeper mode) ----------
+    def stored_features(self) -> tuple[int, dict[str, int]]:
+        # ApiVersions asks on every connection: read /feature at most once a second
+        now = time.monotonic()
+        cached = getattr(self, "_features_cache", None)
+        if cached is not None and now - cached[0] < 1.0:
+            return cached[1]
+        state, version = self.zk.get_feature()
+        result = (max(version, 0), dict(state.features) if state is not None else {})
+        self._features_cache = (now, result)
+        return result
+
+    def store_features(self, changes: Mapping[str, int]) -> None:
+        self.zk.update_feature(changes)
+        self._features_cache = None
+        log.info("finalized features in %s changed: %s", "/feature", dict(changes))
 
     # -- client-metrics subscriptions: /config/client-metrics/<name>, beside the other config entities
     def client_metrics_configs(self) -> dict[str, dict[str, str]]:
