@@ -375,3 +375,16 @@ def test_client_metrics_subscriptions_are_config_entities(new_client):
     client.set_entity_config("client-metrics", "none", {})
     found = client.get_all_entity_configs("client-metrics")
     assert found["all"] == {"metrics": "*", "interval.ms": "1000"} and found.get("none", {}) == {}
+
+
+def test_finalized_features_are_written_to_feature_znode(new_client):
+    """UpdateFeatures in a ZooKeeper cluster: /feature keeps the levels, its version is the epoch;
+    the controller's ensure_feature_znode leaves an enabled /feature as it is."""
+    client = new_client()
+    assert client.get_feature() == (None, -1)
+    client.update_feature({"group.version": 0})
+    state, version = client.get_feature()
+    assert state.status == 1 and state.features == {"group.version": 0} and version == 0
+    client.update_feature({"group.version": 1, "metadata.version": 21})
+    state, version = client.get_feature()
+    assert state.features == {"group.version": 1, "metadata.version": 21} and version == 1
