@@ -53,9 +53,11 @@ class Broker:
 
         self.metrics = BrokerMetrics()
         self.metrics_server = None
-        # KIP-714 client telemetry: the client instances and what they pushed (made on first use by
-        # kafkapy/broker/handlers/telemetry.py), shown on /metrics and in the console
-        self.client_telemetry = None
+        # KIP-714 client telemetry: the client instances and what they pushed (handlers/telemetry.py),
+        # shown on /metrics and in the console; protobuf is imported on the first push only
+        from ..metrics.client_telemetry import ClientTelemetry
+
+        self.client_telemetry = ClientTelemetry()
         # bytes of requests held in memory (queued.max.request.bytes) and the connection limits
         self.memory_pool = MemoryPool(pool_capacity(config.get("queued.max.request.bytes"),
                                                     config.get("socket.request.max.bytes")))

@@ -26,11 +26,7 @@ _SUBSCRIPTIONS_TTL = 1.0
 
 
 def client_telemetry(broker):
-    """The broker's ClientTelemetry, made on first use."""
-    if broker.client_telemetry is None:
-        from ...metrics.client_telemetry import ClientTelemetry
-
-        broker.client_telemetry = ClientTelemetry()
+    """The broker's ClientTelemetry (Broker.__init__ makes it)."""
     return broker.client_telemetry
 
 
@@ -54,8 +50,9 @@ def subscriptions(broker) -> list:
 
 def forget_subscriptions(broker) -> None:
     """After an alteration on this broker: the next request reads the store again."""
-    if broker.client_telemetry is not None:
-        broker.client_telemetry.cached_subscriptions = (float("-inf"), [])
+    telemetry = getattr(broker, "client_telemetry", None)
+    if telemetry is not None:
+        telemetry.cached_subscriptions = (float("-inf"), [])
 
 
 def _attributes(ctx: RequestContext) -> dict[str, str | None]:
