@@ -3,6 +3,8 @@ IncrementalAlterConfigs on CLIENT_METRICS, then a confluent-kafka producer and a
 push their metrics, which appear on /metrics; Kafka's errors for bad pushes over the wire."""
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 import urllib.request
 import uuid
@@ -86,6 +88,23 @@ def test_subscription_configs(telemetry_broker):
     assert {c.name: c.value for c in described.configs} == {"metrics": "org.apache.kafka.", "interval.ms": "2000",
                                                             "match": "client_id=nobody"}
     assert "cfg-check" in [r.name for r in listed.client_metrics_resources]
+
+
+def test_cli_configures_subscriptions(telemetry_broker):
+    """`kafkapy configs --entity-type client-metrics`, as kafka-configs.sh."""
+    def cli(*argv):
+        return subprocess.run([sys.executable, "-m", "kafkapy", "configs", *argv, "--entity-type", "client-metrics",
+                               "--entity-name", "cli-sub", "-b", telemetry_broker.bootstrap],
+                              capture_output=True, text=True, timeout=60)
+
+    done = cli("alter", "--add-config", "metrics=[org.apache.kafka.producer.,org.apache.kafka.consumer.],"
+                                        "interval.ms=10000,match=[client_id=nobody]")
+    assert done.returncode == 0, done.stderr
+    described = cli("describe")
+    assert "org.apache.kafka.producer.,org.apache.kafka.consumer." in described.stdout
+    assert "CLIENT_METRICS_CONFIG" in described.stdout
+    refused = cli("alter", "--add-config", "interval.ms=5")
+    assert refused.returncode == 1 and "INVALID_CONFIG" in refused.stderr and "Traceback" not in refused.stderr
 
 
 def test_confluent_kafka_producer_pushes_metrics(telemetry_broker):
