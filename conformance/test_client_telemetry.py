@@ -20,6 +20,7 @@ from kafkapy.protocol.messages import (
     GetTelemetrySubscriptionsRequest,
     IncrementalAlterConfigsRequest,
     ListClientMetricsResourcesRequest,
+    MetadataRequest,
     PushTelemetryRequest,
 )
 
@@ -88,6 +89,25 @@ def test_subscription_configs(telemetry_broker):
     assert {c.name: c.value for c in described.configs} == {"metrics": "org.apache.kafka.", "interval.ms": "2000",
                                                             "match": "client_id=nobody"}
     assert "cfg-check" in [r.name for r in listed.client_metrics_resources]
+
+
+def test_list_config_resources_v1(telemetry_broker):
+    """Kafka 4.1's ListConfigResources (74 v1, KIP-1142): every config resource type, or those asked for."""
+    L = ListClientMetricsResourcesRequest
+    bootstrap = telemetry_broker.bootstrap
+    assert _subscribe(bootstrap, "listed", metrics="x", match="client_id=nobody").error_code == 0
+    with AdminClient(bootstrap) as admin:
+        admin.send(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="listed-topic")],
+                                   allow_auto_topic_creation=True))
+        every = admin.send(L(resource_types=[]), floor=1)
+        only = admin.send(L(resource_types=[16]), floor=1)
+        v0 = admin.send(L(), cap=0)
+        bad = admin.send(L(resource_types=[99]), floor=1)
+    found = {(r.resource_type, r.name) for r in every.client_metrics_resources}
+    assert {(16, "listed"), (2, "listed-topic"), (4, "1"), (8, "1")} <= found
+    assert {r.resource_type for r in only.client_metrics_resources} == {16}
+    assert "listed" in [r.name for r in v0.client_metrics_resources]
+    assert bad.error_code == ErrorCode.UNSUPPORTED_VERSION
 
 
 def test_cli_configures_subscriptions(telemetry_broker):

@@ -99,10 +99,11 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     # ConsumerGroupDescribe: v1 adds MemberType (Kafka 4.0).
     69: (0, 1),
     # GetTelemetrySubscriptions, PushTelemetry, ListClientMetricsResources (KIP-714); 71-72 only
-    # with somewhere to show the pushed metrics (broker.py)
+    # with somewhere to show the pushed metrics (broker.py). 74 v1 is Kafka 4.1's ListConfigResources
+    # (KIP-1142, every config resource type; tools/protocol-4.0 has its schema).
     71: (0, 0),
     72: (0, 0),
-    74: (0, 0),
+    74: (0, 1),
     75: (0, 0),
 }
 # Not served (deliberately absent): delegation tokens and share groups — no handlers.

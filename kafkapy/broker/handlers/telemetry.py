@@ -1,5 +1,5 @@
-"""GetTelemetrySubscriptions (71), PushTelemetry (72), ListClientMetricsResources (74): KIP-714
-client telemetry. The bookkeeping is kafkapy/metrics/client_telemetry.py; the subscriptions are
+"""GetTelemetrySubscriptions (71), PushTelemetry (72), ListClientMetricsResources (74; Kafka 4.1's
+ListConfigResources at v1, KIP-1142): KIP-714 client telemetry. The bookkeeping is kafkapy/metrics/client_telemetry.py; the subscriptions are
 CLIENT_METRICS config resources in the metadata store (handlers/configs.py alters them).
 """
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import time
 
-from ...metadata.acls import AclOperation
+from ...metadata.acls import AclOperation, ResourceType
 from ...protocol.errors import ErrorCode
 from ...protocol.messages import (
     GetTelemetrySubscriptionsRequest,
@@ -101,12 +101,33 @@ async def handle_push_telemetry(ctx: RequestContext, request: PushTelemetryReque
     return PushTelemetryResponse(throttle_time_ms=0, error_code=0)
 
 
+# config resource types: TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP
+TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
+
+
 @handles(ListClientMetricsResourcesRequest)
 async def handle_list_client_metrics_resources(
         ctx: RequestContext, request: ListClientMetricsResourcesRequest) -> ListClientMetricsResourcesResponse:
+    """v0 lists the CLIENT_METRICS resources; v1 (ListConfigResources) the config resources of the
+    types asked for (none: every type v1 knows)."""
     Response = ListClientMetricsResourcesResponse
     if not ctx.authorized_cluster(AclOperation.DESCRIBE_CONFIGS):
         return Response(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
-    names = sorted(ctx.broker.metadata.client_metrics_configs())
-    return Response(throttle_time_ms=0, error_code=0,
-                    client_metrics_resources=[Response.ClientMetricsResource(name=n) for n in names])
+    supported = (TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP) if ctx.api_version >= 1 else (CLIENT_METRICS,)
+    wanted = set(request.resource_types or supported) if ctx.api_version >= 1 else {CLIENT_METRICS}
+    if not wanted <= set(supported):
+        return Response(throttle_time_ms=0, error_code=ErrorCode.UNSUPPORTED_VERSION)
+    broker = ctx.broker
+    found: list[tuple[int, str]] = []
+    if CLIENT_METRICS in wanted:
+        found += [(CLIENT_METRICS, name) for name in sorted(broker.metadata.client_metrics_configs())]
+    if TOPIC in wanted:
+        found += [(TOPIC, name) for name in sorted(broker.metadata.topic_names())
+                  if ctx.authorized(AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, name, log_if_denied=False)]
+    brokers = sorted(b.node_id for b in broker.metadata.list_brokers()) if wanted & {BROKER, BROKER_LOGGER} else []
+    for resource_type in (BROKER, BROKER_LOGGER):
+        if resource_type in wanted:
+            found += [(resource_type, str(node_id)) for node_id in brokers]
+    # GROUP: kafkapy keeps no group config resources, so there are none to list
+    return Response(throttle_time_ms=0, error_code=0, client_metrics_resources=[
+        Response.ClientMetricsResource(name=name, resource_type=resource_type) for resource_type, name in found])
