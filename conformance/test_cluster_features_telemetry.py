@@ -28,7 +28,8 @@ def _finalized(node) -> dict[str, int]:
 
 def _subscriptions(node) -> dict[str, dict[str, str]]:
     with AdminClient(node.bootstrap) as admin:
-        names = [r.name for r in admin.send(ListClientMetricsResourcesRequest()).client_metrics_resources]
+        listed = admin.send(ListClientMetricsResourcesRequest(resource_types=[16]))
+        names = [r.name for r in listed.client_metrics_resources]
         out = {}
         for name in names:
             result = admin.send(D(resources=[D.DescribeConfigsResource(resource_type=16, resource_name=name,

@@ -1,6 +1,7 @@
 """GetTelemetrySubscriptions (71), PushTelemetry (72), ListClientMetricsResources (74; Kafka 4.1's
-ListConfigResources at v1, KIP-1142): KIP-714 client telemetry. The bookkeeping is kafkapy/metrics/client_telemetry.py; the subscriptions are
-CLIENT_METRICS config resources in the metadata store (handlers/configs.py alters them).
+ListConfigResources at v1, KIP-1142): KIP-714 client telemetry. The bookkeeping is
+kafkapy/metrics/client_telemetry.py; the subscriptions are CLIENT_METRICS config resources in the
+metadata store (handlers/configs.py alters them).
 """
 from __future__ import annotations
 

@@ -338,30 +338,64 @@ class ZkMetadataStore(MetadataStore):
     def set_broker_configs(self, resource: str, configs: Mapping[str, str]) -> None:
         self.zk.set_entity_config("brokers", resource or _DEFAULT_ENTITY, dict(configs))
 
+    # -- reads on a client's request path (ApiVersions, telemetry) -----------------------------------
+    def _cached_read(self, key: str, load, ttl: float = 1.0):
+        """`load()`'s value, read again in a background thread once it is `ttl` old: ApiVersions and
+        telemetry requests never wait on ZooKeeper after the first read, nor stop during an outage
+        (they keep the last value, as a Kafka broker keeps its caches)."""
+        with self._lock:
+            cache = self.__dict__.setdefault("_read_cache", {})
+            entry = cache.get(key)
+            if entry is not None:
+                read_at, value, refreshing = entry
+                if time.monotonic() - read_at >= ttl and not refreshing:
+                    cache[key] = (read_at, value, True)
+                    threading.Thread(target=self._refresh_read, args=(key, load, value), daemon=True,
+                                     name=f"zk-read-{key}").start()
+                return value
+        value = load()
+        with self._lock:
+            cache[key] = (time.monotonic(), value, False)
+        return value
+
+    def _refresh_read(self, key: str, load, old) -> None:
+        try:
+            value = load()
+        except Exception as exc:  # ZooKeeper unreachable: keep the last value, try again later
+            log.debug("could not read %s from ZooKeeper: %s", key, exc)
+            value = old
+        with self._lock:
+            self._read_cache[key] = (time.monotonic(), value, False)
+
+    def _forget_read(self, key: str) -> None:
+        with self._lock:
+            self.__dict__.setdefault("_read_cache", {}).pop(key, None)
+
     # -- finalized features: /feature, its znode version the epoch (as Kafka's ZooKeeper mode) ----------
     def stored_features(self) -> tuple[int, dict[str, int]]:
-        # ApiVersions asks on every connection: read /feature at most once a second
-        now = time.monotonic()
-        cached = getattr(self, "_features_cache", None)
-        if cached is not None and now - cached[0] < 1.0:
-            return cached[1]
-        state, version = self.zk.get_feature()
-        result = (max(version, 0), dict(state.features) if state is not None else {})
-        self._features_cache = (now, result)
-        return result
+        def load() -> tuple[int, dict[str, int]]:
+            state, version = self.zk.get_feature()
+            return max(version, 0), dict(state.features) if state is not None else {}
+
+        epoch, levels = self._cached_read("feature", load)
+        return epoch, dict(levels)
 
     def store_features(self, changes: Mapping[str, int]) -> None:
         self.zk.update_feature(changes)
-        self._features_cache = None
+        self._forget_read("feature")
         log.info("finalized features in %s changed: %s", "/feature", dict(changes))
 
     # -- client-metrics subscriptions: /config/client-metrics/<name>, beside the other config entities
     def client_metrics_configs(self) -> dict[str, dict[str, str]]:
-        return {name: configs for name, configs in self.zk.get_all_entity_configs("client-metrics").items()
-                if configs}
+        def load() -> dict[str, dict[str, str]]:
+            return {name: configs for name, configs in self.zk.get_all_entity_configs("client-metrics").items()
+                    if configs}
+
+        return {name: dict(configs) for name, configs in self._cached_read("client-metrics", load).items()}
 
     def set_client_metrics_configs(self, name: str, configs: Mapping[str, str]) -> None:
         self.zk.set_entity_config("client-metrics", name, dict(configs))
+        self._forget_read("client-metrics")
 
     # -- client quotas: /config/users/<u>, /config/clients/<c>, /config/users/<u>/clients/<c> --------
     def describe_client_quotas(self) -> dict[QuotaEntity, dict[str, float]]:
