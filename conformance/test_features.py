@@ -3,11 +3,13 @@ features, UpdateFeatures through kafka-clients 3.9's Admin API (conformance/java
 what kafka-features.sh calls), and finalized levels that survive a restart."""
 from __future__ import annotations
 
+import time
+
 from conformance.broker_process import start_broker
 from conformance.java.test_java_clients import JavaPrograms, java_programs  # noqa: F401  (fixture)
 from kafkapy.admin.client import AdminClient
 from kafkapy.protocol.errors import ErrorCode
-from kafkapy.protocol.messages import ApiVersionsRequest, UpdateFeaturesRequest
+from kafkapy.protocol.messages import ApiVersionsRequest, ConsumerGroupHeartbeatRequest, UpdateFeaturesRequest
 
 U = UpdateFeaturesRequest
 
@@ -24,7 +26,7 @@ def test_java_admin_describes_and_updates_features(broker, java_programs: JavaPr
 
 
 def test_finalized_levels_survive_a_restart_and_bad_updates_change_nothing():
-    with start_broker() as broker:
+    with start_broker(overrides={"offsets.topic.replication.factor": "1"}) as broker:
         supported, epoch, finalized = _features(broker.bootstrap)
         assert supported["metadata.version"][1] >= 21 and finalized["metadata.version"] == supported[
             "metadata.version"][1]
@@ -47,5 +49,28 @@ def test_finalized_levels_survive_a_restart_and_bad_updates_change_nothing():
             assert ok.error_code == 0
         _, epoch_after, finalized_after = _features(broker.bootstrap)
         assert epoch_after > epoch and "group.version" not in finalized_after
+        assert _join_consumer_group(broker.bootstrap) == ErrorCode.UNSUPPORTED_VERSION  # as Kafka 4.0
         broker.restart()
         assert _features(broker.bootstrap)[1:] == (epoch_after, finalized_after)
+        assert _join_consumer_group(broker.bootstrap) == ErrorCode.UNSUPPORTED_VERSION
+        with AdminClient(broker.bootstrap) as admin:
+            assert admin.send(U(feature_updates=[U.FeatureUpdateKey(feature="group.version", max_version_level=1,
+                                                                    upgrade_type=1)])).error_code == 0
+        deadline = time.monotonic() + 30
+        while (code := _join_consumer_group(broker.bootstrap)) in (14, 15, 16) and time.monotonic() < deadline:
+            time.sleep(0.2)  # __consumer_offsets being created and loaded
+        assert code == 0
+
+
+def _join_consumer_group(bootstrap: str) -> int:
+    """A KIP-848 member's first heartbeat: the consumer protocol needs group.version >= 1."""
+    import uuid
+
+    from kafkapy.protocol.messages import FindCoordinatorRequest
+
+    with AdminClient(bootstrap) as admin:
+        # the first FindCoordinator creates __consumer_offsets
+        admin.send(FindCoordinatorRequest(key_type=0, coordinator_keys=["features-group"]), cap=4)
+        return admin.send(ConsumerGroupHeartbeatRequest(
+            group_id="features-group", member_id=str(uuid.uuid4()), member_epoch=0, rebalance_timeout_ms=5000,
+            subscribed_topic_names=["features-topic"], topic_partitions=[]), cap=1).error_code
