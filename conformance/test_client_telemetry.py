@@ -130,8 +130,8 @@ def test_cli_configures_subscriptions(telemetry_broker):
 def test_confluent_kafka_producer_pushes_metrics(telemetry_broker):
     confluent_kafka = pytest.importorskip("confluent_kafka")
     bootstrap = telemetry_broker.bootstrap
-    assert _subscribe(bootstrap, "confluent-producers", metrics="*", interval_ms="1000",
-                      match=f"client_id={PYTHON_CLIENT}").error_code == 0
+    assert _subscribe(bootstrap, "confluent-clients", metrics="*", interval_ms="1000",
+                      match="client_id=telemetry-confluent-.*").error_code == 0
     producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "client.id": PYTHON_CLIENT})
     try:
         for i in range(50):
@@ -144,8 +144,17 @@ def test_confluent_kafka_producer_pushes_metrics(telemetry_broker):
     assert "org.apache.kafka.producer.node.request.latency.avg" in series, sorted(series)
     # and on the console's Clients page, with the subscription
     page = urllib.request.urlopen(telemetry_broker.console_url + "/clients", timeout=10).read().decode()
-    assert PYTHON_CLIENT in page and "confluent-producers" in page
+    assert PYTHON_CLIENT in page and "confluent-clients" in page
     assert "org.apache.kafka.producer.node.request.latency.avg" in page and "Traceback" not in page
+    # a consumer of the same subscription pushes its consumer metrics
+    consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "client.id": "telemetry-confluent-consumer",
+                                         "group.id": "telemetry-group", "auto.offset.reset": "earliest"})
+    try:
+        consumer.subscribe(["telemetry-confluent"])
+        _wait_for_series(telemetry_broker.metrics_url, "telemetry-confluent-consumer", "org.apache.kafka.consumer.",
+                         timeout=30, poll=lambda: consumer.poll(0.2))
+    finally:
+        consumer.close()
 
 
 def test_java_producer_pushes_metrics(telemetry_broker, java_programs: JavaPrograms):  # noqa: F811
