@@ -165,7 +165,7 @@ def _configs(commands, conn) -> None:
     for name, target, help_text in (("describe", "configs:describe_configs", "an entity's configs"),
                                     ("alter", "configs:alter_configs", "set or remove configs")):
         p = _verb(verbs, name, target, help_text, [conn])
-        p.add_argument("--entity-type", choices=("topics", "brokers", "broker-loggers"))
+        p.add_argument("--entity-type", choices=("topics", "brokers", "broker-loggers", "client-metrics"))
         p.add_argument("--entity-name", metavar="NAME")
         p.add_argument("--entity-default", action="store_true", help="the cluster-wide broker defaults")
         p.add_argument("--topic", "-t", metavar="TOPIC", help="short for --entity-type topics --entity-name TOPIC")

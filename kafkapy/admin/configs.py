@@ -1,4 +1,4 @@
-"""`kafkapy configs describe|alter`: kafka-configs.sh for topics and brokers."""
+"""`kafkapy configs describe|alter`: kafka-configs.sh for topics, brokers and client-metrics subscriptions."""
 from __future__ import annotations
 
 import argparse
@@ -10,7 +10,8 @@ from .output import emit
 
 __all__ = ["describe_configs", "alter_configs", "alter_resource", "split_config_list"]
 
-RESOURCE_TYPES = {"topics": 2, "brokers": 4, "broker-loggers": 8}
+# client-metrics: KIP-714 client telemetry subscriptions, as kafka-configs.sh --entity-type client-metrics
+RESOURCE_TYPES = {"topics": 2, "brokers": 4, "broker-loggers": 8, "client-metrics": 16}
 # DescribeConfigsResponse ConfigSource ids, by the names Kafka's tools print
 SOURCES = {0: "UNKNOWN", 1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONFIG", 3: "DYNAMIC_DEFAULT_BROKER_CONFIG",
            4: "STATIC_BROKER_CONFIG", 5: "DEFAULT_CONFIG", 6: "DYNAMIC_BROKER_LOGGER_CONFIG",

@@ -71,6 +71,18 @@ class Broker:
             for key in (76, 77, 78, 79, 90):
                 self.advertised_versions.pop(key, None)
         self._share_groups = None  # built on the first share request (share_groups)
+        # KIP-714 client telemetry: the client instances and what they pushed (handlers/telemetry.py),
+        # shown on /metrics and in the console; protobuf is imported on the first push only. As
+        # Kafka without a ClientTelemetry metrics reporter: with nowhere to show pushed client
+        # metrics, clients are not asked to push them (and nothing of it is imported).
+        self.client_telemetry = None
+        if config.get("kafkapy.metrics.listener") or config.get("kafkapy.console.listener"):
+            from ..metrics.client_telemetry import ClientTelemetry
+
+            self.client_telemetry = ClientTelemetry()
+        else:
+            for key in (71, 72):  # GetTelemetrySubscriptions, PushTelemetry
+                self.advertised_versions.pop(key, None)
         self.broker_epoch = -1
         # The membership: a cluster of one (single node, the embedded metadata store decides where
         # partitions live) or a ZooKeeper cluster member (zookeeper.connect, docs/cluster.md) with

@@ -513,6 +513,7 @@ _USED = {
     # connection limits and the request memory budget (broker/connection_quotas.py, broker/memory_pool.py)
     "max.connections.per.ip", "max.connections.per.ip.overrides", "max.connections", "max.connection.creation.rate",
     "queued.max.request.bytes", "max.incremental.fetch.session.cache.slots",
+    "telemetry.max.bytes",  # KIP-714 client telemetry (kafkapy/metrics/client_telemetry.py)
     "offsets.topic.num.partitions", "offsets.topic.replication.factor", "offsets.topic.segment.bytes",
     "offsets.retention.minutes", "offsets.retention.check.interval.ms", "offset.metadata.max.bytes",
     "offsets.commit.timeout.ms", "group.initial.rebalance.delay.ms", "group.min.session.timeout.ms",

@@ -78,6 +78,7 @@ class ConsoleServer:
             web.get("/requests", self.requests),
             web.get("/schemas", self.schemas),
             web.get("/schemas/{subject}", self.subject),
+            web.get("/clients", self.clients),
             web.get("/static/{name}", self.static),
         ])
         return app
@@ -428,6 +429,30 @@ class ConsoleServer:
                                                      for api in apis}, unit="ms", window_s=window)]
         return self._page("requests.html", title="Requests", nav="requests", rows=rows, errors=errors,
                           charts=charts, metrics=totals is not None)
+
+    async def clients(self, request: web.Request) -> web.Response:
+        """Client telemetry (KIP-714): what each client instance last pushed."""
+        telemetry = getattr(self.broker, "client_telemetry", None)
+        clients = []
+        if telemetry is not None:
+            samples: dict[str, list] = {}
+            for instance_id, _client_id, name, attrs, value in telemetry.samples():
+                samples.setdefault(instance_id, []).append({"metric": name, "attributes": attrs, "value": value})
+            for instance in sorted(telemetry.instances.values(), key=lambda i: (i.client_id, str(i.instance_id))):
+                attrs = instance.attributes
+                clients.append({
+                    "instance_id": str(instance.instance_id), "client_id": instance.client_id,
+                    "software": " ".join(filter(None, (attrs.get("client_software_name"),
+                                                       attrs.get("client_software_version")))),
+                    "address": attrs.get("client_source_address") or "", "interval_ms": instance.interval_ms,
+                    "pushes": instance.pushes, "metrics": samples.get(str(instance.instance_id), [])})
+        subscriptions = {}
+        try:
+            subscriptions = self.broker.metadata.client_metrics_configs()
+        except Exception:  # a metadata store that is not reachable: the page still shows the clients
+            log.exception("console: reading client metrics subscriptions failed")
+        return self._page("clients.html", title="Clients", nav="clients", clients=clients,
+                          subscriptions=sorted(subscriptions.items()))
 
 
 def _int_param(request: web.Request, name: str, default, minimum: int | None = None,

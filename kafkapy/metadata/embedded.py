@@ -69,6 +69,9 @@ class EmbeddedMetadataStore(MetadataStore):
         self._acls: set[AclBinding] = set()
         self._client_quotas: dict[QuotaEntity, dict[str, float]] = {}
         self._scram: dict[str, dict[str, str]] = {}  # user -> {mechanism: Kafka's stored form}
+        self._client_metrics: dict[str, dict[str, str]] = {}  # CLIENT_METRICS resources (KIP-714)
+        self._features: dict[str, int] = {}  # finalized feature levels stored by UpdateFeatures
+        self._features_epoch = 0
         self._closed = False
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._cluster_id = self._load(cluster_id)
@@ -104,6 +107,9 @@ class EmbeddedMetadataStore(MetadataStore):
             self._client_quotas = {QuotaEntity.of(raw["entity"]): {k: float(v) for k, v in raw["quotas"].items()}
                                    for raw in data.get("client_quotas", [])}
             self._scram = {user: dict(creds) for user, creds in data.get("scram_credentials", {}).items()}
+            self._client_metrics = {name: dict(c) for name, c in data.get("client_metrics", {}).items()}
+            self._features = {name: int(level) for name, level in data.get("features", {}).items()}
+            self._features_epoch = int(data.get("features_epoch", 0))
         except (OSError, ValueError, KeyError, TypeError) as exc:
             # Never start from empty metadata over a file we could not read: that would orphan every log.
             raise RuntimeError(f"cannot read kafkapy metadata file {self.path}: {exc}") from exc
@@ -126,6 +132,11 @@ class EmbeddedMetadataStore(MetadataStore):
             data["group_configs"] = self._group_configs
         if self._acls:
             data["acls"] = [acl.to_json() for acl in sorted(self._acls, key=AclBinding.sort_key)]
+        if self._client_metrics:
+            data["client_metrics"] = self._client_metrics
+        if self._features or self._features_epoch:
+            data["features"] = self._features
+            data["features_epoch"] = self._features_epoch
         if self._client_quotas:
             data["client_quotas"] = [{"entity": entity.as_dict(), "quotas": quotas}
                                      for entity, quotas in sorted(self._client_quotas.items(), key=lambda e: str(e[0]))]
@@ -353,6 +364,31 @@ class EmbeddedMetadataStore(MetadataStore):
             else:
                 self._group_configs.pop(group_id, None)
             self._persist()
+    # -- finalized features -------------------------------------------------------------------------
+    def stored_features(self) -> tuple[int, dict[str, int]]:
+        with self._lock:
+            return self._features_epoch, dict(self._features)
+
+    def store_features(self, changes: Mapping[str, int]) -> None:
+        with self._lock:
+            self._features.update(changes)  # 0 kept: a feature turned off stays off over a new default
+            self._features_epoch += 1
+            self._persist()
+            log.info("finalized features now %s (epoch %d)", self._features or "defaults", self._features_epoch)
+
+    # -- client-metrics subscriptions ---------------------------------------------------------------
+    def client_metrics_configs(self) -> dict[str, dict[str, str]]:
+        with self._lock:
+            return {name: dict(configs) for name, configs in self._client_metrics.items()}
+
+    def set_client_metrics_configs(self, name: str, configs: Mapping[str, str]) -> None:
+        with self._lock:
+            if configs:
+                self._client_metrics[name] = dict(configs)
+            else:
+                self._client_metrics.pop(name, None)
+            self._persist()
+            log.info("client metrics subscription %s now %s", name, dict(configs) or "removed")
 
     # -- client quotas ----------------------------------------------------------------------------
     def describe_client_quotas(self) -> dict[QuotaEntity, dict[str, float]]:

@@ -218,6 +218,23 @@ class MetadataStore(abc.ABC):
             self._memory_group_configs[group_id] = dict(configs)
         else:
             self._memory_group_configs.pop(group_id, None)
+    # -- finalized feature levels (KIP-584; kafkapy/metadata/features.py) ------------------------
+    def stored_features(self) -> tuple[int, dict[str, int]]:
+        """(epoch, the levels UpdateFeatures stored); defaults are not stored."""
+        return 0, {}
+
+    def store_features(self, changes: Mapping[str, int]) -> None:
+        """Set finalized levels (0: turned off), already validated, in one change."""
+        raise NotImplementedError("this metadata store keeps no finalized features")
+
+    # -- client-metrics subscriptions (KIP-714 CLIENT_METRICS config resources) ------------------
+    def client_metrics_configs(self) -> dict[str, dict[str, str]]:
+        """Every CLIENT_METRICS resource by name with its configs (kafkapy/metrics/client_telemetry.py)."""
+        return {}
+
+    def set_client_metrics_configs(self, name: str, configs: Mapping[str, str]) -> None:
+        """Replace the configs of CLIENT_METRICS resource `name` (none: remove it), already validated."""
+        raise NotImplementedError("this metadata store keeps no client-metrics subscriptions")
 
     # -- client quotas ----------------------------------------------------------------------------
     @abc.abstractmethod

@@ -172,6 +172,11 @@ SG_LAG = _source("kafkapy_sharegroup_partition_lag", "kafkapy", "sharegroup, top
                  "records from the start offset to the high watermark not yet acknowledged or archived")
 SG_RECORDS = _source("kafkapy_sharegroup_partition_records", "kafkapy", "sharegroup, topic, partition, state",
                      "records of the in-flight window by state: available, acquired, acknowledged, archived")
+CLIENT_METRIC = _source("kafkapy_client_telemetry_metric", "KIP-714 PushTelemetry",
+                        "client_instance_id, client_id, metric, attributes",
+                        "latest value a client pushed (delta sums added up; histograms as .count/.sum)")
+CLIENT_PUSHES = _source("kafkapy_client_telemetry_pushes_total", "KIP-714 PushTelemetry",
+                        "client_instance_id, client_id", "accepted PushTelemetry requests of a client instance")
 
 
 def _counter(name: str, doc: str, labels: list[str]) -> CounterMetricFamily:
@@ -229,6 +234,10 @@ class BrokerState:
     # here: (group id, topic, partition, start offset, {state: records})
     share_groups: list[tuple[str, int]] = field(default_factory=list)
     share_partitions: list[tuple[str, str, int, int, dict[str, int]]] = field(default_factory=list)
+    # pushed client telemetry (KIP-714): (client instance id, client id, metric, attributes, value)
+    client_metrics: list[tuple[str, str, str, str, float]] = field(default_factory=list)
+    # (client instance id, client id, pushes)
+    client_pushes: list[tuple[str, str, int]] = field(default_factory=list)
 
 
 class BrokerCollector:
@@ -288,6 +297,11 @@ class BrokerCollector:
                 (gid, topic, index, sp.start_offset, sp.counts())
                 for (gid, topic, index), sp in list(share.partitions.items())
                 if (topic, index) in hws])
+        telemetry = broker.client_telemetry
+        if telemetry is not None:
+            state.client_metrics = _safe(telemetry.samples) or []
+            state.client_pushes = sorted((str(i.instance_id), i.client_id, i.pushes)
+                                         for i in telemetry.instances.values())
         return state
 
     def _read_partitions(self, active: int) -> tuple[list[PartitionState], int]:
@@ -347,7 +361,7 @@ def families(state: BrokerState) -> list[Metric]:
     out: list[Metric] = []
     for part in (_topic_families, _request_families, _network_families, _partition_families,
                  _log_dir_families, _controller_families, _group_families, _share_group_families,
-                 _fetch_position_families):
+                 _fetch_position_families, _client_telemetry_families):
         try:
             out.extend(part(state))
         except Exception:
@@ -552,6 +566,17 @@ def _fetch_position_families(state: BrokerState) -> Iterator[Metric]:
             lag.add_metric(values, max(hw - offset, 0))
     yield position
     yield lag
+
+
+def _client_telemetry_families(state: BrokerState) -> Iterator[Metric]:
+    value = _gauge(CLIENT_METRIC, labels=["client_instance_id", "client_id", "metric", "attributes"])
+    for instance_id, client_id, name, attributes, number in state.client_metrics:
+        value.add_metric([instance_id, client_id, name, attributes], number)
+    pushes = _counter(CLIENT_PUSHES, METRIC_SOURCES[CLIENT_PUSHES][2], ["client_instance_id", "client_id"])
+    for instance_id, client_id, count in state.client_pushes:
+        pushes.add_metric([instance_id, client_id], count)
+    yield value
+    yield pushes
 
 
 def _with_fetch_total(apis: list[tuple]) -> list[tuple]:

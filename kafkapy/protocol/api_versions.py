@@ -87,6 +87,8 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     45: (0, 0),
     46: (0, 0),
     47: (0, 0),
+    # UpdateFeatures (KIP-584): finalized levels in the metadata store (metadata/features.py)
+    57: (0, 1),
     60: (0, 1),
     # DescribeProducers, DescribeTransactions, ListTransactions (KIP-664).
     61: (0, 0),
@@ -96,6 +98,12 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     68: (0, 1),
     # ConsumerGroupDescribe: v1 adds MemberType (Kafka 4.0).
     69: (0, 1),
+    # GetTelemetrySubscriptions, PushTelemetry, ListClientMetricsResources (KIP-714); 71-72 only
+    # with somewhere to show the pushed metrics (broker.py). 74 v1 is Kafka 4.1's ListConfigResources
+    # (KIP-1142, every config resource type; tools/protocol-4.0 has its schema).
+    71: (0, 0),
+    72: (0, 0),
+    74: (0, 1),
     75: (0, 0),
     # Share groups (KIP-932), the stable versions: Kafka 4.1 removed v0 (4.0's early access).
     # ShareFetch/ShareAcknowledge v2 (Kafka 4.2): ShareAcquireMode record_limit and RENEW.
@@ -106,7 +114,7 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     # DescribeShareGroupOffsets: v1 (Kafka 4.2) adds Lag.
     90: (0, 1),
 }
-# Not served (deliberately absent): delegation tokens and telemetry — no handlers.
+# Not served (deliberately absent): delegation tokens — no handlers.
 
 # Advertised only by a broker in a ZooKeeper cluster (zookeeper.connect set): the inter-broker APIs of
 # Kafka's ZooKeeper mode at every version Kafka 3.9 defines. A 3.7 controller sends LeaderAndIsr v7,

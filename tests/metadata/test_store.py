@@ -349,3 +349,17 @@ def test_corrupt_file_is_an_error_not_an_empty_cluster(tmp_path, store):
     (tmp_path / METADATA_FILE).write_text("{ not json")
     with pytest.raises(RuntimeError, match="cannot read kafkapy metadata file"):
         EmbeddedMetadataStore(tmp_path)
+
+
+# -- client-metrics subscriptions (KIP-714) --------------------------------------------------------
+
+def test_client_metrics_subscriptions_persist_and_are_removed_when_empty(tmp_path, store):
+    store.set_client_metrics_configs("all", {"metrics": "*", "interval.ms": "1000"})
+    store.set_client_metrics_configs("gone", {"metrics": "x"})
+    store.set_client_metrics_configs("gone", {})
+    store.close()
+    again = reopen(tmp_path)
+    try:
+        assert again.client_metrics_configs() == {"all": {"metrics": "*", "interval.ms": "1000"}}
+    finally:
+        again.close()

@@ -366,3 +366,25 @@ def test_producer_id_blocks_follow_each_other(new_client):
     data, version = client.get_data("/latest_producer_id_block")
     assert json.loads(data) == {"version": 1, "broker": 2, "block_start": "1000", "block_end": "1999"}
     assert decode_producer_id_block(data).last_id == 1999 and version == 2
+
+
+def test_client_metrics_subscriptions_are_config_entities(new_client):
+    """ZkMetadataStore keeps CLIENT_METRICS resources in /config/client-metrics/<name>."""
+    client = new_client()
+    client.set_entity_config("client-metrics", "all", {"metrics": "*", "interval.ms": "1000"})
+    client.set_entity_config("client-metrics", "none", {})
+    found = client.get_all_entity_configs("client-metrics")
+    assert found["all"] == {"metrics": "*", "interval.ms": "1000"} and found.get("none", {}) == {}
+
+
+def test_finalized_features_are_written_to_feature_znode(new_client):
+    """UpdateFeatures in a ZooKeeper cluster: /feature keeps the levels, its version is the epoch;
+    the controller's ensure_feature_znode leaves an enabled /feature as it is."""
+    client = new_client()
+    assert client.get_feature() == (None, -1)
+    client.update_feature({"group.version": 0})
+    state, version = client.get_feature()
+    assert state.status == 1 and state.features == {"group.version": 0} and version == 0
+    client.update_feature({"group.version": 1, "metadata.version": 21})
+    state, version = client.get_feature()
+    assert state.features == {"group.version": 1, "metadata.version": 21} and version == 1

@@ -189,6 +189,6 @@ def test_coverage_of_served_apis():
     """kafka-python covers every API the broker serves except the ones it lacks entirely."""
     from kafkapy.protocol.api_versions import SUPPORTED_VERSIONS
     covered = {(c[0].API_KEY) for c in CASES}
-    # ConsumerGroupHeartbeat, ConsumerGroupDescribe (KIP-848) and the share group APIs (KIP-932):
-    # not in kafka-python
-    assert set(SUPPORTED_VERSIONS) - covered <= {68, 69, 76, 77, 78, 79, 90}
+    # ConsumerGroupHeartbeat, ConsumerGroupDescribe (KIP-848), GetTelemetrySubscriptions and
+    # PushTelemetry (KIP-714) and the share group APIs (KIP-932): not in kafka-python
+    assert set(SUPPORTED_VERSIONS) - covered <= {68, 69, 71, 72, 76, 77, 78, 79, 90}

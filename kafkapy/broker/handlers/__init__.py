@@ -60,6 +60,7 @@ HANDLER_MODULES: dict[int, str] = {
     50: "scram",                      # DescribeUserScramCredentials
     51: "scram",                      # AlterUserScramCredentials
     56: "control",                    # AlterPartition
+    57: "features",                   # UpdateFeatures
     60: "cluster",                    # DescribeCluster
     61: "transactions",               # DescribeProducers
     65: "transactions",               # DescribeTransactions
@@ -67,6 +68,9 @@ HANDLER_MODULES: dict[int, str] = {
     67: "control",                    # AllocateProducerIds
     68: "consumer_groups",            # ConsumerGroupHeartbeat
     69: "groups",                     # ConsumerGroupDescribe
+    71: "telemetry",                  # GetTelemetrySubscriptions
+    72: "telemetry",                  # PushTelemetry
+    74: "telemetry",                  # ListClientMetricsResources (ListConfigResources in 4.1)
     75: "describe_topic_partitions",  # DescribeTopicPartitions
     76: "share_groups",               # ShareGroupHeartbeat
     77: "share_groups",               # ShareGroupDescribe

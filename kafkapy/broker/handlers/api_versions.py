@@ -16,6 +16,26 @@ def unsupported_version_response(broker) -> ApiVersionsResponse:
     return ApiVersionsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=_api_keys(broker))
 
 
+def _features(broker) -> dict:
+    """ApiVersions v3+'s feature fields (KIP-584): what this broker supports, what is finalized."""
+    from ...metadata.features import FEATURES, finalized_levels
+
+    epoch, stored = broker.metadata.stored_features()
+    return dict(
+        supported_features=[ApiVersionsResponse.SupportedFeatureKey(name=f.name, min_version=f.min_version,
+                                                                    max_version=f.max_version)
+                             for f in sorted(FEATURES.values(), key=lambda f: f.name)],
+        finalized_features_epoch=epoch,
+        finalized_features=[ApiVersionsResponse.FinalizedFeatureKey(name=name, max_version_level=level,
+                                                                    min_version_level=level)
+                            for name, level in finalized_levels(stored).items()])
+
+
 @handles(ApiVersionsRequest)
 async def handle_api_versions(ctx: RequestContext, request: ApiVersionsRequest) -> ApiVersionsResponse:
-    return ApiVersionsResponse(error_code=0, api_keys=_api_keys(ctx.broker))
+    if ctx.header is None or ctx.api_version < 3:  # v0-2 (or an in-process call): no features
+        return ApiVersionsResponse(error_code=0, api_keys=_api_keys(ctx.broker))
+    if ctx.connection is not None:
+        # what client telemetry subscriptions match on (client_software_name/_version, KIP-714)
+        ctx.connection.client_software = (request.client_software_name, request.client_software_version)
+    return ApiVersionsResponse(error_code=0, api_keys=_api_keys(ctx.broker), **_features(ctx.broker))

@@ -1,4 +1,5 @@
-"""DescribeConfigs, AlterConfigs, IncrementalAlterConfigs for topics, the broker and (share) groups."""
+"""DescribeConfigs, AlterConfigs, IncrementalAlterConfigs for topics, the broker, (share) groups and
+client-metrics subscriptions (CLIENT_METRICS, KIP-714)."""
 from __future__ import annotations
 
 import logging
@@ -28,6 +29,10 @@ BROKER = 4
 BROKER_LOGGER = 8
 GROUP = 32
 GROUP_CONFIG_SOURCE = 8  # Kafka's ConfigSource.GROUP_CONFIG
+CLIENT_METRICS = 16
+# DescribeConfigs' ConfigSource.CLIENT_METRICS_CONFIG and the ConfigTypes of the three configs
+CLIENT_METRICS_SOURCE = 7
+_CLIENT_METRICS_TYPES = {"metrics": 7, "interval.ms": 3, "match": 7}  # LIST, INT, LIST
 
 
 def _authorization_error(ctx: RequestContext, resource, operation: AclOperation) -> int:
@@ -35,7 +40,7 @@ def _authorization_error(ctx: RequestContext, resource, operation: AclOperation)
     if resource.resource_type == TOPIC:
         if not ctx.authorized(operation, ResourceType.TOPIC, resource.resource_name):
             return ErrorCode.TOPIC_AUTHORIZATION_FAILED
-    elif resource.resource_type in (BROKER, BROKER_LOGGER):
+    elif resource.resource_type in (BROKER, BROKER_LOGGER, CLIENT_METRICS):
         if not ctx.authorized_cluster(operation):
             return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
     elif resource.resource_type == GROUP:
@@ -74,7 +79,60 @@ def _describe(broker, resource, version: int, include_synonyms: bool, include_do
         return []
     if resource.resource_type == GROUP:
         return _describe_group(broker, resource)
+    if resource.resource_type == CLIENT_METRICS:
+        return _describe_client_metrics(broker, resource)
     raise KafkaError(f"Unsupported resource type {resource.resource_type}", ErrorCode.INVALID_REQUEST)
+
+
+class _Entry:
+    """A described config, in the shape describe_*_configs return."""
+
+    def __init__(self, name: str, value: str):
+        self.name, self.value = name, value
+        self.read_only, self.is_default, self.is_sensitive = False, False, False
+        self.source, self.synonyms, self.documentation = CLIENT_METRICS_SOURCE, [], None
+        self.config_type = _CLIENT_METRICS_TYPES.get(name, 0)
+
+
+def _describe_client_metrics(broker, resource) -> list:
+    """As Kafka: the stored configs of the subscription (none for an unknown name)."""
+    if not resource.resource_name:
+        raise KafkaError("Client metrics subscription name must not be empty", ErrorCode.INVALID_REQUEST)
+    configs = broker.metadata.client_metrics_configs().get(resource.resource_name, {})
+    keys = resource.configuration_keys
+    return [_Entry(name, value) for name, value in sorted(configs.items()) if not keys or name in keys]
+
+
+def _alter_client_metrics(broker, resource, validate_only: bool, *, ops=None, replace=None) -> None:
+    from ...metrics.client_telemetry import TelemetryError, validate_client_metrics_configs
+    from .telemetry import forget_subscriptions
+
+    name = resource.resource_name
+    if not name:
+        raise KafkaError("Client metrics subscription name must not be empty", ErrorCode.INVALID_REQUEST)
+    if replace is not None:
+        configs = {k: v for k, v in replace.items() if v is not None}
+    else:
+        configs = dict(broker.metadata.client_metrics_configs().get(name, {}))
+        for key, op, value in ops:
+            items = [v.strip() for v in (configs.get(key) or "").split(",") if v.strip()]
+            if op == 0:  # SET
+                configs[key] = value or ""
+            elif op == 1:  # DELETE
+                configs.pop(key, None)
+            elif op in (2, 3) and key in ("metrics", "match"):  # APPEND, SUBTRACT on the list configs
+                new = [v.strip() for v in (value or "").split(",") if v.strip()]
+                items = items + [v for v in new if v not in items] if op == 2 else [v for v in items if v not in new]
+                configs[key] = ",".join(items)
+            else:
+                raise KafkaError(f"Operation {op} is not valid for {key}", ErrorCode.INVALID_CONFIG)
+    try:
+        validate_client_metrics_configs(configs)
+    except TelemetryError as exc:
+        raise KafkaError(str(exc), exc.code) from None
+    if not validate_only:
+        broker.metadata.set_client_metrics_configs(name, configs)
+        forget_subscriptions(broker)
 
 
 @handles(DescribeConfigsRequest)
@@ -125,6 +183,8 @@ def _alter(broker, resource, validate_only: bool, *, ops=None, replace=None) -> 
         code, message = broker.share_groups.alter_group_configs(resource.resource_name, ops, validate_only)
         if code:
             raise KafkaError(message, code)
+    elif resource.resource_type == CLIENT_METRICS:
+        _alter_client_metrics(broker, resource, validate_only, ops=ops, replace=replace)
     else:
         raise KafkaError(f"Unsupported resource type {resource.resource_type}", ErrorCode.INVALID_REQUEST)
 

@@ -29,13 +29,21 @@ def _assignment(assignment) -> _Response.Assignment:
         for topic_id, partitions in sorted(assignment.items(), key=lambda item: str(item[0]))])
 
 
+def _group_version_finalized(broker) -> bool:
+    """group.version >= 1 (KIP-584 feature of the consumer protocol; metadata/features.py)."""
+    from ...metadata.features import finalized_levels
+
+    return finalized_levels(broker.metadata.stored_features()[1]).get("group.version", 0) >= 1
+
+
 @handles(ConsumerGroupHeartbeatRequest)
 async def handle_consumer_group_heartbeat(ctx: RequestContext,
                                           request: ConsumerGroupHeartbeatRequest) -> ConsumerGroupHeartbeatResponse:
     broker = ctx.broker
     coordinator = broker.group_coordinator
-    if not coordinator.consumer.enabled:
-        # group.coordinator.rebalance.protocols without "consumer" (Kafka answers the same)
+    if not coordinator.consumer.enabled or not _group_version_finalized(broker):
+        # group.coordinator.rebalance.protocols without "consumer", or group.version finalized below 1
+        # (Kafka 4.0 answers the same to both)
         return _Response(error_code=ErrorCode.UNSUPPORTED_VERSION)
     if not ctx.authorized(AclOperation.READ, ResourceType.GROUP, request.group_id):
         return _Response(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)

@@ -670,6 +670,31 @@ class KafkaZkClient:
                     raise _translate(failed.error, FEATURE_PATH) from None
         raise ZkError(f"could not settle {FEATURE_PATH}: it kept changing")
 
+    def get_feature(self) -> tuple[FinalizedFeatures | None, int]:
+        """/feature and its znode version (None, -1 when absent)."""
+        found = self._get(FEATURE_PATH)
+        if found is None:
+            return None, -1
+        return decode_feature(found[0]), found[1].version
+
+    def update_feature(self, changes: Mapping[str, int]) -> None:
+        """UpdateFeatures: set (level > 0) or remove finalized levels in /feature, compare-and-set."""
+        for _ in range(10):
+            state, version = self.get_feature()
+            state = state if state is not None else FinalizedFeatures()
+            features = dict(state.features)
+            features.update(changes)  # 0 kept: a feature turned off stays off over a new default
+            data = encode_feature(FinalizedFeatures(1, features, 2))
+            try:
+                if version < 0:
+                    self._create(FEATURE_PATH, data)
+                else:
+                    self._retry(lambda client: client.set(FEATURE_PATH, data, version=version))
+                return
+            except (kz.NodeExistsError, kz.BadVersionError, kz.NoNodeError):
+                continue
+        raise ZkError(f"could not update {FEATURE_PATH}: it kept changing")
+
     def allocate_producer_id_block(self, broker_id: int, epoch_zk_version: int) -> tuple[int, int]:
         """Claims the next 1000 producer ids for `broker_id`: (first id, count)."""
         while True:

@@ -14,6 +14,7 @@ handler paths that make them (CreateTopics, AlterConfigs, ...), never on produce
 from __future__ import annotations
 
 import logging
+import time
 import threading
 import uuid
 from collections.abc import Mapping, Sequence
@@ -346,6 +347,64 @@ class ZkMetadataStore(MetadataStore):
     def set_group_configs(self, group_id: str, configs: Mapping[str, str]) -> None:
         # the znode name is the group id URL-encoded, as Kafka sanitizes user names ("/" is not a name)
         self.zk.set_entity_config("groups", quote(group_id, safe=""), dict(configs))
+    # -- reads on a client's request path (ApiVersions, telemetry) -----------------------------------
+    def _cached_read(self, key: str, load, ttl: float = 1.0):
+        """`load()`'s value, read again in a background thread once it is `ttl` old: ApiVersions and
+        telemetry requests never wait on ZooKeeper after the first read, nor stop during an outage
+        (they keep the last value, as a Kafka broker keeps its caches)."""
+        with self._lock:
+            cache = self.__dict__.setdefault("_read_cache", {})
+            entry = cache.get(key)
+            if entry is not None:
+                read_at, value, refreshing = entry
+                if time.monotonic() - read_at >= ttl and not refreshing:
+                    cache[key] = (read_at, value, True)
+                    threading.Thread(target=self._refresh_read, args=(key, load, value), daemon=True,
+                                     name=f"zk-read-{key}").start()
+                return value
+        value = load()
+        with self._lock:
+            cache[key] = (time.monotonic(), value, False)
+        return value
+
+    def _refresh_read(self, key: str, load, old) -> None:
+        try:
+            value = load()
+        except Exception as exc:  # ZooKeeper unreachable: keep the last value, try again later
+            log.debug("could not read %s from ZooKeeper: %s", key, exc)
+            value = old
+        with self._lock:
+            self._read_cache[key] = (time.monotonic(), value, False)
+
+    def _forget_read(self, key: str) -> None:
+        with self._lock:
+            self.__dict__.setdefault("_read_cache", {}).pop(key, None)
+
+    # -- finalized features: /feature, its znode version the epoch (as Kafka's ZooKeeper mode) ----------
+    def stored_features(self) -> tuple[int, dict[str, int]]:
+        def load() -> tuple[int, dict[str, int]]:
+            state, version = self.zk.get_feature()
+            return max(version, 0), dict(state.features) if state is not None else {}
+
+        epoch, levels = self._cached_read("feature", load)
+        return epoch, dict(levels)
+
+    def store_features(self, changes: Mapping[str, int]) -> None:
+        self.zk.update_feature(changes)
+        self._forget_read("feature")
+        log.info("finalized features in %s changed: %s", "/feature", dict(changes))
+
+    # -- client-metrics subscriptions: /config/client-metrics/<name>, beside the other config entities
+    def client_metrics_configs(self) -> dict[str, dict[str, str]]:
+        def load() -> dict[str, dict[str, str]]:
+            return {name: configs for name, configs in self.zk.get_all_entity_configs("client-metrics").items()
+                    if configs}
+
+        return {name: dict(configs) for name, configs in self._cached_read("client-metrics", load).items()}
+
+    def set_client_metrics_configs(self, name: str, configs: Mapping[str, str]) -> None:
+        self.zk.set_entity_config("client-metrics", name, dict(configs))
+        self._forget_read("client-metrics")
 
     # -- client quotas: /config/users/<u>, /config/clients/<c>, /config/users/<u>/clients/<c> --------
     def describe_client_quotas(self) -> dict[QuotaEntity, dict[str, float]]:

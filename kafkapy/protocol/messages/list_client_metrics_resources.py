@@ -14,30 +14,34 @@ __all__ = ["ListClientMetricsResourcesRequest", "ListClientMetricsResourcesRespo
 
 
 class ListClientMetricsResourcesRequest(_Message):
-    """Kafka ListClientMetricsResourcesRequest (api key 74), versions 0-0, flexible from v0."""
+    """Kafka ListClientMetricsResourcesRequest (api key 74), versions 0-1, flexible from v0."""
 
     API_KEY = 74
-    VALID_VERSIONS = (0, 0)
+    VALID_VERSIONS = (0, 1)
     FLEXIBLE_VERSION = 0
 
-    __slots__ = __match_args__ = ()
+    __slots__ = __match_args__ = ('resource_types',)
+
+    def __init__(self, resource_types: list[int] = _FACTORY):
+        self.resource_types = [] if resource_types is _FACTORY else resource_types
 
 
 class _ListClientMetricsResourcesResponse_ClientMetricsResource(_GeneratedStruct):
     """ListClientMetricsResourcesResponse struct ClientMetricsResource."""
 
     __qualname__ = "ListClientMetricsResourcesResponse.ClientMetricsResource"
-    __slots__ = __match_args__ = ('name',)
+    __slots__ = __match_args__ = ('name', 'resource_type')
 
-    def __init__(self, name: str = ''):
+    def __init__(self, name: str = '', resource_type: int = 16):
         self.name = name
+        self.resource_type = resource_type
 
 
 class ListClientMetricsResourcesResponse(_Message):
-    """Kafka ListClientMetricsResourcesResponse (api key 74), versions 0-0, flexible from v0."""
+    """Kafka ListClientMetricsResourcesResponse (api key 74), versions 0-1, flexible from v0."""
 
     API_KEY = 74
-    VALID_VERSIONS = (0, 0)
+    VALID_VERSIONS = (0, 1)
     FLEXIBLE_VERSION = 0
 
     ClientMetricsResource = _ListClientMetricsResourcesResponse_ClientMetricsResource
@@ -57,8 +61,12 @@ class ListClientMetricsResourcesResponse(_Message):
 
 # Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
 # tools): Kafka name, type ([] for arrays), versions, nullable versions, tagged versions, tag.
+ListClientMetricsResourcesRequest._FIELD_SPEC = """
+ResourceTypes []int8 1+
+"""
 _ListClientMetricsResourcesResponse_ClientMetricsResource._FIELD_SPEC = """
 Name string 0+
+ResourceType int8 1+
 """
 ListClientMetricsResourcesResponse._FIELD_SPEC = """
 ThrottleTimeMs int32 0+

@@ -9,6 +9,7 @@ from struct import Struct as _Struct
 
 from ...primitives import UVARINT_1 as _UV1
 from ...primitives import Malformed as _Malformed
+from ...primitives import StructTable as _StructTable
 from ...primitives import encode_uvarint as _uvarint
 from ...primitives import read_uvarint as _read_uvarint
 from ...primitives import skip_tagged_fields as _skip_tagged_fields
@@ -22,12 +23,37 @@ _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
 # _T_<format>: Structs by array length, N marking where each array's elements go.
+_T_Nb = _StructTable('>{0}b')
+_T_BNbx = _StructTable('>B{0}bx')
 _S_ih = _Struct('>ih')
+_S_bB = _Struct('>bB')
+_S_bx = _Struct('>bx')
 
 
 
 def _decode_list_client_metrics_resources_request_v0(buf, pos):
     o1 = _new(ListClientMetricsResourcesRequest)
+    o1.resource_types = []
+    if buf[pos]:
+        pos = _skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
+    return o1
+
+
+def _decode_list_client_metrics_resources_request_v1(buf, pos):
+    end = len(buf)
+    o1 = _new(ListClientMetricsResourcesRequest)
+    n = buf[pos] - 1
+    if n < 127:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+        n -= 1
+    if n < 0 or n > end - pos:
+        raise _Malformed(f'ResourceTypes: array length {n} out of range', pos)
+    o1.resource_types = list(_T_Nb[n].unpack_from(buf, pos))
+    pos += n
     if buf[pos]:
         pos = _skip_tagged_fields(buf, pos)
     else:
@@ -42,7 +68,62 @@ def _encode_list_client_metrics_resources_request_v0(o0, ext):
     return parts
 
 
+def _encode_list_client_metrics_resources_request_v1(o0, ext):
+    parts = []
+    ap = parts.append
+    x1 = o0.resource_types
+    c2 = len(x1)
+    if c2 < 127:
+        ap(_T_BNbx[c2].pack(c2 + 1, *x1))
+    else:
+        ap(_uvarint(c2 + 1))
+        ap(_T_Nb[c2].pack(*x1))
+        ap(b'\x00')
+    return parts
+
+
 def _decode_list_client_metrics_resources_response_v0(buf, pos):
+    end = len(buf)
+    o1 = _new(ListClientMetricsResourcesResponse)
+    o1.throttle_time_ms, o1.error_code = _S_ih.unpack_from(buf, pos)
+    pos += 6
+    n = buf[pos] - 1
+    if n < 127:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+        n -= 1
+    if n < 0 or n > end - pos:
+        raise _Malformed(f'ClientMetricsResources: array length {n} out of range', pos)
+    l2 = []
+    for _ in range(n):
+        o3 = _new(_ListClientMetricsResourcesResponse_ClientMetricsResource)
+        o3.resource_type = 16
+        n = buf[pos] - 1
+        if n < 127:
+            pos += 1
+        else:
+            n, pos = _read_uvarint(buf, pos)
+            n -= 1
+        if n < 0 or n > end - pos:
+            raise _Malformed(f'Name: length {n} out of range', pos)
+        e = pos + n
+        o3.name = str(buf[pos:e], 'utf-8')
+        pos = e
+        if buf[pos]:
+            pos = _skip_tagged_fields(buf, pos)
+        else:
+            pos += 1
+        l2.append(o3)
+    o1.client_metrics_resources = l2
+    if buf[pos]:
+        pos = _skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
+    return o1
+
+
+def _decode_list_client_metrics_resources_response_v1(buf, pos):
     end = len(buf)
     o1 = _new(ListClientMetricsResourcesResponse)
     o1.throttle_time_ms, o1.error_code = _S_ih.unpack_from(buf, pos)
@@ -69,10 +150,10 @@ def _decode_list_client_metrics_resources_response_v0(buf, pos):
         e = pos + n
         o3.name = str(buf[pos:e], 'utf-8')
         pos = e
-        if buf[pos]:
-            pos = _skip_tagged_fields(buf, pos)
-        else:
-            pos += 1
+        o3.resource_type, t4 = _S_bB.unpack_from(buf, pos)
+        pos += 2
+        if t4:
+            pos = _skip_tagged_fields(buf, pos - 1)
         l2.append(o3)
     o1.client_metrics_resources = l2
     if buf[pos]:
@@ -99,17 +180,38 @@ def _encode_list_client_metrics_resources_response_v0(o0, ext):
     return parts
 
 
+def _encode_list_client_metrics_resources_response_v1(o0, ext):
+    parts = []
+    ap = parts.append
+    x1 = o0.client_metrics_resources
+    ap(_S_ih.pack(o0.throttle_time_ms, o0.error_code))
+    n = len(x1) + 1
+    ap(_UV1[n] if n < 128 else _uvarint(n))
+    for o2 in x1:
+        s3 = o2.name.encode()
+        n = len(s3) + 1
+        ap(_UV1[n] if n < 128 else _uvarint(n))
+        ap(s3)
+        ap(_S_bx.pack(o2.resource_type))
+    ap(b'\x00')
+    return parts
+
+
 ListClientMetricsResourcesRequest._DECODERS = {
     0: _decode_list_client_metrics_resources_request_v0,
+    1: _decode_list_client_metrics_resources_request_v1,
 }
 ListClientMetricsResourcesRequest._ENCODERS = {
     0: _encode_list_client_metrics_resources_request_v0,
+    1: _encode_list_client_metrics_resources_request_v1,
 }
 
 
 ListClientMetricsResourcesResponse._DECODERS = {
     0: _decode_list_client_metrics_resources_response_v0,
+    1: _decode_list_client_metrics_resources_response_v1,
 }
 ListClientMetricsResourcesResponse._ENCODERS = {
     0: _encode_list_client_metrics_resources_response_v0,
+    1: _encode_list_client_metrics_resources_response_v1,
 }
