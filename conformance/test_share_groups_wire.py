@@ -297,3 +297,28 @@ def test_describe_share_group_offsets(setup):
     finally:
         wire.call(ShareGroupHeartbeatRequest(group_id=group, member_id=member, member_epoch=-1), 1,
                   ShareGroupHeartbeatResponse)
+
+
+def test_share_version_zero_turns_share_groups_off(setup):
+    """kafka-features.sh disable --feature share.version: heartbeats answer UNSUPPORTED_VERSION
+    (Kafka 4.2's GroupCoordinatorService), and share groups work again once it is back at 1."""
+    from kafkapy.protocol.messages import UpdateFeaturesRequest, UpdateFeaturesResponse
+
+    _, wire, group, _ = setup
+    U = UpdateFeaturesRequest
+
+    def set_share_version(level: int, upgrade_type: int) -> None:
+        answer = wire.call(U(timeout_ms=10_000, feature_updates=[U.FeatureUpdateKey(
+            feature="share.version", max_version_level=level, upgrade_type=upgrade_type)]), 1, UpdateFeaturesResponse)
+        assert answer.error_code == ErrorCode.NONE, answer
+
+    R = ShareGroupHeartbeatRequest
+    join = R(group_id=group, member_id=uuid.uuid4().hex, member_epoch=0, subscribed_topic_names=["share-bad-input"])
+    set_share_version(0, 2)  # SAFE_DOWNGRADE
+    try:
+        assert wire.call(join, 1, ShareGroupHeartbeatResponse).error_code == ErrorCode.UNSUPPORTED_VERSION
+    finally:
+        set_share_version(1, 1)  # UPGRADE
+    joined = wire.call(join, 1, ShareGroupHeartbeatResponse)
+    assert joined.error_code == ErrorCode.NONE
+    wire.call(R(group_id=group, member_id=join.member_id, member_epoch=-1), 1, ShareGroupHeartbeatResponse)

@@ -45,6 +45,9 @@ register_feature(Feature("metadata.version", 7, 21, 21, "3.3-IV3 .. 3.9-IV0"))
 register_feature(Feature("group.version", 0, 1, 1, "1: KIP-848 consumer groups"))
 # kraft.version and transaction.version: level 0 only (no KRaft quorum; transactions as Kafka 3.9,
 # without KIP-890 part 2): listed so that clients see the range, never finalized above 0
+# share.version 1: share groups (KIP-932), finalized by default as in Kafka 4.2; level 0 turns them
+# off (ShareGroupHeartbeat answers UNSUPPORTED_VERSION, broker/handlers/share_groups.py)
+register_feature(Feature("share.version", 0, 1, 1, "1: share groups (KIP-932)"))
 register_feature(Feature("kraft.version", 0, 0, 0))
 register_feature(Feature("transaction.version", 0, 0, 0))
 

@@ -52,6 +52,13 @@ _INT32_MAX = 2**31 - 1
 _ZERO_UUID = uuid.UUID(int=0)
 
 
+def _share_version_finalized(broker) -> bool:
+    """share.version >= 1 (the KIP-584 feature of share groups; metadata/features.py)."""
+    from ...metadata.features import finalized_levels
+
+    return finalized_levels(broker.metadata.stored_features()[1]).get("share.version", 0) >= 1
+
+
 def _coordinator_error(broker, group_id: str) -> int:
     """The group coordinator checks of the classic and consumer groups, for a share group."""
     manager = broker.group_coordinator.manager
@@ -72,6 +79,10 @@ async def handle_share_group_heartbeat(ctx: RequestContext,
     broker = ctx.broker
     if not ctx.authorized(AclOperation.READ, ResourceType.GROUP, request.group_id):
         return R(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    if not _share_version_finalized(broker):
+        # share.version finalized at 0 (kafka-features.sh disable --feature share.version), as Kafka 4.2
+        return R(error_code=ErrorCode.UNSUPPORTED_VERSION,
+                 error_message="Share groups are not enabled: share.version is not finalized at 1 or above.")
     names = request.subscribed_topic_names
     if names:
         denied = ctx.unauthorized_names(AclOperation.DESCRIBE, ResourceType.TOPIC, names)
