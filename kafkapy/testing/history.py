@@ -39,6 +39,7 @@ __all__ = [
     "ABORTED",
     "READ_COMMITTED",
     "READ_UNCOMMITTED",
+    "TXN_HEADER",
     "History",
     "Journal",
     "HistoryReport",
@@ -50,6 +51,9 @@ READ_COMMITTED = "read_committed"
 READ_UNCOMMITTED = "read_uncommitted"
 COMMITTED = "committed"
 ABORTED = "aborted"
+# The record header a transactional test producer puts on each record it writes: the transaction's
+# name, so that a reader can tell an aborted copy of a value from its committed retry.
+TXN_HEADER = "kafkapy-txn"
 MAX_EXAMPLES = 5  # per kind of violation, in the report
 
 TopicPartition = tuple[str, int]
@@ -115,6 +119,7 @@ class History:
         self.txn_outcomes: dict[str, tuple[str, int]] = {}  # transaction -> (committed|aborted, when)
         self.commits: list[OffsetCommit] = []
         self.notes: list[str] = []
+        self.stray_acks = 0  # acknowledgements matching no send (a recording mistake of the test)
 
     def _tick(self) -> int:
         # CLOCK_MONOTONIC is one clock for every process on the machine, so events a client in a
@@ -137,8 +142,10 @@ class History:
         with self._lock:
             send = self._pending.pop((producer, topic, partition, value, txn), None)
             if send is None:
-                self.notes.append(f"acknowledgement of a record never sent: {producer} {topic}-{partition} "
-                                  f"{value!r}")
+                self.stray_acks += 1
+                if self.stray_acks <= MAX_EXAMPLES:
+                    self.notes.append(f"acknowledgement of a record never sent: {producer} {topic}-{partition} "
+                                      f"{value!r}")
                 return
             send.offset = offset
 
@@ -148,6 +155,13 @@ class History:
             send = self._pending.pop((producer, topic, partition, value, txn), None)
             if send is not None:
                 send.error = error
+
+    def unsent(self, producer: str, topic: str, partition: int, value: bytes, txn: str | None = None) -> None:
+        """Take back a `sent` whose hand-over the client refused (a full queue): it is not in flight."""
+        with self._lock:
+            send = self._pending.pop((producer, topic, partition, value, txn), None)
+            if send is not None:
+                self.sends.remove(send)
 
     def begin_transaction(self, txn: str, at: int | None = None) -> None:
         with self._lock:
@@ -215,7 +229,7 @@ class Journal:
     Same method names and arguments as History's; each line is flushed at once so that a client
     killed with SIGKILL leaves every event it recorded before the kill."""
 
-    _KINDS = ("sent", "acked", "failed", "begin_transaction", "committing", "end_transaction", "read",
+    _KINDS = ("sent", "unsent", "acked", "failed", "begin_transaction", "committing", "end_transaction", "read",
               "committed_offset", "note")
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
@@ -327,6 +341,8 @@ def check(history: History) -> HistoryReport:
         committing = dict(history.txn_committing)
         commits = list(history.commits)
         notes = list(history.notes)
+        if history.stray_acks:
+            notes.append(f"{history.stray_acks} acknowledgement(s) matched no recorded send")
     report = HistoryReport(notes=notes)
     report.transactions = dict(Counter(o for o, _ in outcomes.values()))
     open_txns = len(set(begun) - set(outcomes))
