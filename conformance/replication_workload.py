@@ -381,6 +381,8 @@ def read_topic(bootstrap: str, topic: str, partitions: int, timeout: float = 60.
     records: list[list[tuple[int, bytes]]] = [[] for _ in range(partitions)]
     next_offset = [0] * partitions
     consumer = _consumer(bootstrap, "readback", isolation)
+    if history is not None:
+        history.final_read_begun(topic, range(partitions), isolation)
     try:
         consumer.assign([TopicPartition(topic, p, confluent_kafka.OFFSET_BEGINNING) for p in range(partitions)])
         deadline = time.monotonic() + timeout

@@ -45,6 +45,7 @@ __all__ = [
     "HistoryReport",
     "PartitionReport",
     "check",
+    "longest_ack_gap",
 ]
 
 READ_COMMITTED = "read_committed"
@@ -74,6 +75,7 @@ class Send:
     sequence: int = -1
     offset: int | None = None  # acknowledged at
     error: str | None = None  # the delivery failed with this (it may still be in the log, at most once)
+    acked_at: int = 0  # monotonic ns of the acknowledgement
 
 
 @dataclass(slots=True)
@@ -148,6 +150,7 @@ class History:
                                       f"{value!r}")
                 return
             send.offset = offset
+            send.acked_at = time.monotonic_ns()
 
     def failed(self, producer: str, topic: str, partition: int, value: bytes, error: str,
                txn: str | None = None) -> None:
@@ -195,6 +198,12 @@ class History:
             self.final.setdefault(isolation, {}).setdefault((topic, partition), []).append(
                 Read("final", topic, partition, offset, value, key, isolation, txn, at=self._tick()))
 
+    def final_read_begun(self, topic: str, partitions: Iterable[int], isolation: str = READ_UNCOMMITTED) -> None:
+        """A full read of these partitions starts: one that then finds nothing says they are empty."""
+        with self._lock:
+            for partition in partitions:
+                self.final.setdefault(isolation, {}).setdefault((topic, partition), [])
+
     def committed_offset(self, group: str, topic: str, partition: int, offset: int, at: int | None = None) -> None:
         with self._lock:
             self.commits.append(OffsetCommit(group, topic, partition, offset, at or self._tick()))
@@ -229,7 +238,7 @@ class Journal:
     Same method names and arguments as History's; each line is flushed at once so that a client
     killed with SIGKILL leaves every event it recorded before the kill."""
 
-    _KINDS = ("sent", "unsent", "acked", "failed", "begin_transaction", "committing", "end_transaction", "read",
+    _KINDS = ("sent", "unsent", "acked", "failed", "final_read_begun", "begin_transaction", "committing", "end_transaction", "read",
               "committed_offset", "note")
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
@@ -361,7 +370,7 @@ def check(history: History) -> HistoryReport:
         partitions |= set(parts)
     for tp in sorted(partitions):
         report.partitions.append(_check_partition(tp, sends_by_tp.get(tp, []), reads_by_tp.get(tp, []),
-                                                  {iso: parts.get(tp, []) for iso, parts in final.items()},
+                                                  {iso: parts[tp] for iso, parts in final.items() if tp in parts},
                                                   outcomes, committing))
     report.offset_regressions = _check_commits(commits, report.violations)
     return report
@@ -374,7 +383,7 @@ def _check_partition(tp: TopicPartition, sends: list[Send], reads: list[Read], f
                           reads=len(reads))
     # The final log to hold acknowledgements against: read_committed if there is one (it is what an
     # exactly-once reader sees, and an acknowledged non-transactional record is in both).
-    iso = READ_COMMITTED if finals.get(READ_COMMITTED) else READ_UNCOMMITTED
+    iso = READ_COMMITTED if READ_COMMITTED in finals else READ_UNCOMMITTED
     log = finals.get(iso, [])
     out.final_records = len(log)
     at_offset = {r.offset: r for r in log}
@@ -414,7 +423,7 @@ def _check_partition(tp: TopicPartition, sends: list[Send], reads: list[Read], f
             conflicting.append(f"offset {read.offset}: {earlier.consumer} read {earlier.value!r}, "
                                f"{read.consumer} read {read.value!r}")
         final_at = final_by_offset.get(read.isolation)
-        if final_at:
+        if final_at is not None:  # a final read at this isolation was made (an empty one included)
             now = final_at.get(read.offset)
             if now is None or (now.value, now.txn) != (read.value, read.txn):
                 truncated.append(f"offset {read.offset}: {read.consumer} read {read.value!r}, final log has "
@@ -454,3 +463,21 @@ def _check_commits(commits: Iterable[OffsetCommit], violations: list[str]) -> in
     if regressions:
         violations.append(f"{len(regressions)} committed group offset(s) went backwards: {_examples(regressions)}")
     return len(regressions)
+
+
+def longest_ack_gap(history: History, start_ns: int, end_ns: int, topic: str | None = None) -> dict[int, float]:
+    """Per partition (of `topic`, or of every topic), the longest time in seconds without an
+    acknowledgement between `start_ns` and `end_ns` (monotonic ns): how long producers to it
+    were kept waiting by a fault."""
+    with history._lock:
+        times: dict[int, list[int]] = defaultdict(list)
+        for send in history.sends:
+            if send.offset is not None and (topic is None or send.topic == topic) and start_ns <= send.acked_at <= end_ns:
+                times[send.partition].append(send.acked_at)
+        partitions = {s.partition for s in history.sends if topic is None or s.topic == topic}
+    out = {}
+    for partition in sorted(partitions):
+        points = [start_ns, *sorted(times.get(partition, [])), end_ns]
+        out[partition] = round(max(b - a for a, b in zip(points, points[1:])) / 1e9, 3)
+    return out
+

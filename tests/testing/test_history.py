@@ -2,10 +2,12 @@
 any shape passing while any one break of it fails (hypothesis)."""
 from __future__ import annotations
 
+import time
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafkapy.testing.history import ABORTED, COMMITTED, READ_COMMITTED, History, Journal, check
+from kafkapy.testing.history import ABORTED, COMMITTED, READ_COMMITTED, History, Journal, check, longest_ack_gap
 
 
 def simple(values=(b"a", b"b", b"c"), final=None) -> History:
@@ -230,3 +232,32 @@ def test_any_break_is_caught(run, breakage, data):
         rs = final[tp]
         rs[a].value, rs[b].value = rs[b].value, rs[a].value
     assert not check(h).ok
+
+
+def test_longest_ack_gap():
+    h = History()
+    for n in range(3):
+        h.sent("p", "t", 0, b"%d" % n)
+    start = time.monotonic_ns()
+    h.acked("p", "t", 0, b"0", 0)
+    time.sleep(0.3)
+    h.acked("p", "t", 0, b"1", 1)
+    end = time.monotonic_ns()
+    gap = longest_ack_gap(h, start, end)
+    assert set(gap) == {0} and 0.25 < gap[0] < 1.0
+
+
+def test_final_reads_per_topic_and_isolation():
+    """A plain topic read read_uncommitted and a transactional one read read_committed: each
+    partition is held against its own final read; an empty final read still counts."""
+    h = simple()
+    h.begin_transaction("x")
+    h.sent("tx", "out", 0, b"A", txn="x")
+    h.acked("tx", "out", 0, b"A", 0, txn="x")
+    h.committing("x")
+    h.end_transaction("x", COMMITTED)
+    h.final_read_begun("out", [0, 1], READ_COMMITTED)
+    h.final_read("out", 0, 0, b"A", isolation=READ_COMMITTED, txn="x")
+    h.read("c", "out", 1, 0, b"gone", isolation=READ_COMMITTED)
+    report = check(h)
+    assert report.totals()["missing"] == 0 and report.totals()["truncated_reads"] == 1, report.text()
