@@ -59,7 +59,7 @@ PARTITIONS = 3
 class FaultWorkload:
     """The three recorded clients of the module docstring, on two new topics of `cluster`."""
 
-    def __init__(self, cluster: LocalCluster, work_dir: Path, rate: float = 100.0) -> None:
+    def __init__(self, cluster: LocalCluster, work_dir: Path, rate: float = 100.0, max_restarts: int = 4) -> None:
         self.cluster = cluster
         tag = uuid.uuid4().hex[:8]
         self.source, self.sink = f"faults-in-{tag}", f"faults-out-{tag}"
@@ -69,7 +69,7 @@ class FaultWorkload:
         self.producer = SequenceProducer(cluster.bootstrap, self.source, PARTITIONS, rate=rate, history=self.history)
         self.tail = TailingConsumer(cluster.bootstrap, self.source, PARTITIONS, history=self.history)
         self.app = TransformLoopProcess(cluster.bootstrap, self.group, self.source, self.sink, self.transactional_id,
-                                        stall_s=60, max_restarts=4, journal=self.journal)
+                                        stall_s=60, max_restarts=max_restarts, journal=self.journal)
         self.exactly_once: list[str] = []
 
     def start(self, timeout: float = 90.0) -> None:
