@@ -32,8 +32,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
-from conformance.cluster_harness import ClusterUnreachable, controller_id, describe, start_cluster, wait_for_isr, \
-    wait_until
+from conformance.cluster_harness import (
+    ClusterUnreachable,
+    controller_id,
+    describe,
+    start_cluster,
+    wait_for_isr,
+    wait_until,
+)
 from conformance.fault_workload import FAULT_OVERRIDES, FaultWorkload
 from kafkapy.devcluster.brokers import LocalCluster
 from kafkapy.devcluster.netns import NetworkLab

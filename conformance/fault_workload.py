@@ -31,11 +31,22 @@ from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from conformance.cluster_harness import ClusterUnreachable, wait_for_isr, wait_until
-from conformance.replication_workload import SequenceProducer, TailingConsumer, client_log, high_watermarks, \
-    read_topic
+from conformance.replication_workload import (
+    SequenceProducer,
+    TailingConsumer,
+    client_log,
+    high_watermarks,
+    read_topic,
+)
 from conformance.transform_loop import TransformLoopProcess
 from kafkapy.devcluster.brokers import LocalCluster
-from kafkapy.testing.history import READ_COMMITTED, READ_UNCOMMITTED, History, HistoryReport, check
+from kafkapy.testing.history import (
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
+    History,
+    HistoryReport,
+    check,
+)
 
 __all__ = ["FAULT_OVERRIDES", "FaultWorkload"]
 

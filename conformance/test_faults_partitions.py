@@ -24,8 +24,14 @@ import time
 
 import pytest
 
-from conformance.cluster_harness import ClusterUnreachable, controller_id, describe, start_cluster, wait_for_isr, \
-    wait_until
+from conformance.cluster_harness import (
+    ClusterUnreachable,
+    controller_id,
+    describe,
+    start_cluster,
+    wait_for_isr,
+    wait_until,
+)
 from conformance.fault_workload import FAULT_OVERRIDES, FaultWorkload
 from kafkapy.devcluster.netns import NetworkLab
 from kafkapy.testing.history import longest_ack_gap

@@ -19,7 +19,7 @@ from conformance.cluster_harness import start_cluster, wait_for_isr, wait_until
 from conformance.fault_workload import FAULT_OVERRIDES, FaultWorkload
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
-from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewTopic
 
 pytestmark = pytest.mark.timeout(420)
 

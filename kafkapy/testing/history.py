@@ -386,7 +386,6 @@ def _check_partition(tp: TopicPartition, sends: list[Send], reads: list[Read], f
     iso = READ_COMMITTED if READ_COMMITTED in finals else READ_UNCOMMITTED
     log = finals.get(iso, [])
     out.final_records = len(log)
-    at_offset = {r.offset: r for r in log}
     where: dict[tuple[bytes | None, str | None], int] = {}
     copies: Counter[bytes | None] = Counter()
     for r in log:

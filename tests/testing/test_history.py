@@ -7,7 +7,15 @@ import time
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafkapy.testing.history import ABORTED, COMMITTED, READ_COMMITTED, History, Journal, check, longest_ack_gap
+from kafkapy.testing.history import (
+    ABORTED,
+    COMMITTED,
+    READ_COMMITTED,
+    History,
+    Journal,
+    check,
+    longest_ack_gap,
+)
 
 
 def simple(values=(b"a", b"b", b"c"), final=None) -> History:
