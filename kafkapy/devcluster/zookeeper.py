@@ -180,7 +180,8 @@ class JavaZooKeeper:
         self._log_file.write(f"--- kafkapy: starting ZooKeeper on {self.connect} at {time.ctime()}\n".encode())
         self._log_file.flush()
         self._process = subprocess.Popen(
-            [*(["ip", "netns", "exec", self.netns] if self.netns else []), "java", *_JVM_OPTIONS, "-cp", self.classpath(), _MAIN_CLASS, str(self.config_path)],
+            [*(["ip", "netns", "exec", self.netns] if self.netns else []),
+             "java", *_JVM_OPTIONS, "-cp", self.classpath(), _MAIN_CLASS, str(self.config_path)],
             stdin=subprocess.DEVNULL, stdout=self._log_file, stderr=subprocess.STDOUT, cwd=self.data_dir,
             start_new_session=True)
         with _running_lock:
