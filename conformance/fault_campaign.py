@@ -225,9 +225,14 @@ def run_campaign(work_dir: Path, rounds: int, kinds: Sequence[str] = FAULT_KINDS
                         f"recovered in {current.recovered_s:.1f} s, acked {workload.acked()}")
             finally:
                 lab.heal()
-                report = workload.finish()
-                result.report = report.to_dict()
-                say(report.text())
+                try:
+                    report = workload.finish()
+                except Exception as exc:  # e.g. a read-back that cannot reach the end: say so, keep the rounds
+                    result.violations.append(f"final check failed: {type(exc).__name__}: {exc}")
+                    say(f"final check failed: {exc!r}")
+                else:
+                    result.report = report.to_dict()
+                    say(report.text())
     result.duration_s = round(time.monotonic() - began, 1)
     say(result.summary())
     return result

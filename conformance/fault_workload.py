@@ -114,6 +114,8 @@ class FaultWorkload:
                    message=f"new acknowledgements on every partition {what}")
         wait_until(lambda: self.app.progress(committed, 1 << 60), max(5.0, timeout - (time.monotonic() - began)),
                    message=f"a new commit of the transform application {what}")
+        if self.app.errors:  # progress() also says yes when the application gave up
+            raise AssertionError(f"the transform application gave up {what}: {self.app.errors[-3:]}")
         return time.monotonic() - began
 
     def finish(self, catch_up_timeout: float = 120.0) -> HistoryReport:
