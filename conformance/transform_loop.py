@@ -110,7 +110,7 @@ def run(bootstrap: str, group: str, source: str, sink: str, transactional_id: st
                 if journal is not None:
                     journal.end_transaction(txn, ABORTED)
                 # rewind to the committed offsets: the aborted batch is read again
-                committed = consumer.committed(consumer.assignment(), 30)
+                committed = _committed(consumer)
                 for tp in committed:
                     consumer.seek(tp if tp.offset >= 0 else confluent_kafka.TopicPartition(
                         tp.topic, tp.partition, confluent_kafka.OFFSET_BEGINNING))
@@ -118,6 +118,27 @@ def run(bootstrap: str, group: str, source: str, sink: str, transactional_id: st
         print(f"error {exc!r}", flush=True)
     finally:
         consumer.close()
+
+
+def _committed(consumer) -> list:
+    """The group's committed offsets, retried while the error is retriable: NOT_COORDINATOR and
+    COORDINATOR_LOAD_IN_PROGRESS while the group coordinator moves (a broker killed, paused or cut
+    off) are Kafka's normal answers, and an application asks again."""
+    import confluent_kafka
+
+    for attempt in range(10):
+        try:
+            return consumer.committed(consumer.assignment(), 30)
+        except confluent_kafka.KafkaException as exc:
+            error = exc.args[0]
+            transient = error.retriable() or error.code() in (
+                confluent_kafka.KafkaError.NOT_COORDINATOR, confluent_kafka.KafkaError.COORDINATOR_NOT_AVAILABLE,
+                confluent_kafka.KafkaError.COORDINATOR_LOAD_IN_PROGRESS, confluent_kafka.KafkaError.REQUEST_TIMED_OUT,
+                confluent_kafka.KafkaError._TIMED_OUT, confluent_kafka.KafkaError._TRANSPORT)
+            if not transient or attempt == 9:
+                raise
+            time.sleep(1.0)
+    return []
 
 
 def _commit(producer) -> None:
