@@ -35,6 +35,7 @@ from conformance.broker_process import PYTHON_ENV
 from conformance.kafka_wire import ConnectionClosed, RawConnection
 from kafkapy.devcluster.brokers import LocalClusterStartError, LocalCluster
 from kafkapy.devcluster.launcher import stop_children_on_sigterm
+from kafkapy.devcluster.netns import NetworkLab
 from kafkapy.devcluster.zookeeper import JavaZooKeeper, ZooKeeperStartError
 
 __all__ = [
@@ -75,10 +76,13 @@ class PartitionState:
 # ------------------------------------------------------------------ starting clusters
 
 def start_cluster(tmp_path: Path, brokers: int = 3, overrides: Mapping[str, object] | None = None,
-                  timeout: float = 60.0, await_registration: bool = True) -> LocalCluster:
+                  timeout: float = 60.0, await_registration: bool = True,
+                  network: NetworkLab | None = None) -> LocalCluster:
     """Start ZooKeeper and `brokers` kafkapy brokers under `tmp_path`; the caller stops the cluster.
 
     Skips the test ("!!! ...") when ZooKeeper cannot run here; fails it when a broker does not start.
+    With `network` (an open kafkapy.devcluster.netns.NetworkLab) ZooKeeper and each broker run in
+    a network namespace of their own, so that a test can partition them.
     """
     available, reason = JavaZooKeeper.available()
     if not available:
@@ -87,7 +91,8 @@ def start_cluster(tmp_path: Path, brokers: int = 3, overrides: Mapping[str, obje
     # (brokers, then its ZooKeeper) runs and then hands the signal on to it.
     stop_children_on_sigterm()
     cluster = LocalCluster(tmp_path, brokers=brokers, overrides=overrides,
-                           python=os.environ.get(PYTHON_ENV) or None, await_registration=await_registration)
+                           python=os.environ.get(PYTHON_ENV) or None, await_registration=await_registration,
+                           network=network)
     try:
         cluster.start(timeout)
     except (LocalClusterStartError, ZooKeeperStartError) as exc:

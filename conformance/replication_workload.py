@@ -29,9 +29,12 @@ from typing import Mapping, Sequence
 import confluent_kafka
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
+from kafkapy.testing.history import READ_COMMITTED, READ_UNCOMMITTED, TXN_HEADER, History
+
 __all__ = [
     "LogCheck",
     "SequenceProducer",
+    "TXN_HEADER",
     "TailingConsumer",
     "check_records",
     "client_log",
@@ -39,6 +42,7 @@ __all__ = [
     "encode_value",
     "high_watermarks",
     "read_topic",
+    "txn_of",
 ]
 
 log = logging.getLogger(__name__)
@@ -63,6 +67,13 @@ def decode_value(value: bytes | None) -> tuple[int, int] | None:
     return (int(match[1]), int(match[2])) if match else None
 
 
+def txn_of(msg: confluent_kafka.Message) -> str | None:
+    for name, value in msg.headers() or ():
+        if name == TXN_HEADER and value is not None:
+            return value.decode()
+    return None
+
+
 # ------------------------------------------------------------------ producing
 
 class SequenceProducer:
@@ -74,8 +85,9 @@ class SequenceProducer:
     """
 
     def __init__(self, bootstrap: str, topic: str, partitions: int, rate: float = 300.0,
-                 config: Mapping[str, object] | None = None) -> None:
+                 config: Mapping[str, object] | None = None, history: History | None = None) -> None:
         self.bootstrap = bootstrap
+        self.history = history  # every send and its outcome also go here (kafkapy.testing.history)
         self.topic = topic
         self.partitions = partitions
         self.rate = rate
@@ -99,6 +111,7 @@ class SequenceProducer:
         self._fatal = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._name = f"sequence-producer-{uuid.uuid4().hex[:6]}"
         self.flush_timeout_s = 60.0
         self.unflushed = 0  # records still undelivered when stop() gave up waiting
 
@@ -157,6 +170,12 @@ class SequenceProducer:
             log.error("delivery report for a value we did not send: %r", msg.value())
             return
         partition, seq = decoded
+        if self.history is not None:
+            if err is not None:
+                self.history.failed(self._name, self.topic, partition, msg.value(), err.name())
+            else:
+                self.history.acked(self._name, self.topic, msg.partition(), msg.value(),
+                                   -1 if msg.offset() is None else msg.offset())
         with self._lock:
             if err is not None:
                 self._not_acked[partition].add(seq)
@@ -185,13 +204,17 @@ class SequenceProducer:
                     continue
                 with self._lock:
                     seq = self._next_seq[partition]
+                if self.history is not None:  # before produce(): the delivery report may come first
+                    self.history.sent(self._name, self.topic, partition, encode_value(partition, seq))
                 try:
                     producer.produce(self.topic, value=encode_value(partition, seq), partition=partition,
                                      on_delivery=self._on_delivery)
                 except BufferError:
+                    self._unsend(partition, seq)
                     producer.poll(0.05)
                     continue
                 except KafkaException as exc:  # a fatal error surfaces here before error_cb runs
+                    self._unsend(partition, seq)
                     log.error("produce to %s-%d failed: %s", self.topic, partition, exc)
                     self._fatal.set()
                     continue
@@ -201,6 +224,11 @@ class SequenceProducer:
                 next_at = max(next_at + interval, now - 1.0)  # no burst after a stall
         finally:
             self._retire(producer, self.flush_timeout_s)
+
+    def _unsend(self, partition: int, seq: int) -> None:
+        """produce() refused the record: it was never handed over (the seq is sent again)."""
+        if self.history is not None:
+            self.history.unsent(self._name, self.topic, partition, encode_value(partition, seq))
 
     def _retire(self, producer: confluent_kafka.Producer, timeout: float) -> None:
         """Flush with a deadline, then purge: purged records get an error callback (not acked)."""
@@ -214,9 +242,10 @@ class SequenceProducer:
 
 # ------------------------------------------------------------------ consuming
 
-def _consumer(bootstrap: str, purpose: str) -> confluent_kafka.Consumer:
+def _consumer(bootstrap: str, purpose: str, isolation: str = READ_UNCOMMITTED) -> confluent_kafka.Consumer:
     # group.id is required by the client; nothing is committed (assign mode, no auto commit).
     return confluent_kafka.Consumer({
+        "isolation.level": isolation,
         "bootstrap.servers": bootstrap,
         "group.id": f"replication-{purpose}-{uuid.uuid4().hex[:8]}",
         "enable.auto.commit": False,
@@ -252,8 +281,11 @@ class TailingConsumer:
     STALL_S = 20.0
     MAX_RESTARTS = 2
 
-    def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
+    def __init__(self, bootstrap: str, topic: str, partitions: int, history: History | None = None,
+                 isolation: str = READ_UNCOMMITTED) -> None:
         self.bootstrap = bootstrap
+        self.history = history  # every record read also goes here (kafkapy.testing.history)
+        self.isolation = isolation
         self.topic = topic
         self.partitions = partitions
         self._lock = threading.Lock()
@@ -312,7 +344,7 @@ class TailingConsumer:
         return False
 
     def _run(self, generation: int, starts: list[TopicPartition]) -> None:
-        consumer = _consumer(self.bootstrap, "tail")
+        consumer = _consumer(self.bootstrap, "tail", self.isolation)
         try:
             consumer.assign(starts)
             while not self._stop.is_set() and generation == self._generation:
@@ -322,6 +354,9 @@ class TailingConsumer:
                             self.errors[msg.error().name()] += 1
                         continue
                     self._record(generation, msg.partition(), msg.offset(), msg.value())
+                    if self.history is not None and generation == self._generation:
+                        self.history.read(f"tailing-consumer-{generation}", self.topic, msg.partition(),
+                                          msg.offset(), msg.value(), msg.key(), self.isolation, txn_of(msg))
         finally:
             consumer.close()
 
@@ -335,13 +370,19 @@ class TailingConsumer:
             self._next_offset[partition] = max(self._next_offset[partition], offset + 1)
 
 
-def read_topic(bootstrap: str, topic: str, partitions: int, timeout: float = 60.0) -> list[list[tuple[int, bytes]]]:
+def read_topic(bootstrap: str, topic: str, partitions: int, timeout: float = 60.0, history: History | None = None,
+               isolation: str = READ_UNCOMMITTED) -> list[list[tuple[int, bytes]]]:
     """The whole topic, read from offset 0 by a fresh consumer up to the current high watermarks:
-    per partition, (offset, value) in log order. Raises TimeoutError if it cannot get there in time."""
+    per partition, (offset, value) in log order. Raises TimeoutError if it cannot get there in time.
+    With `history`, every record is also its final read. read_committed stops at the last stable
+    offset, so the high watermark is only reached past the last transaction marker: a position past
+    the end counts as there."""
     ends = high_watermarks(bootstrap, topic, partitions)
     records: list[list[tuple[int, bytes]]] = [[] for _ in range(partitions)]
     next_offset = [0] * partitions
-    consumer = _consumer(bootstrap, "readback")
+    consumer = _consumer(bootstrap, "readback", isolation)
+    if history is not None:
+        history.final_read_begun(topic, range(partitions), isolation)
     try:
         consumer.assign([TopicPartition(topic, p, confluent_kafka.OFFSET_BEGINNING) for p in range(partitions)])
         deadline = time.monotonic() + timeout
@@ -354,6 +395,15 @@ def read_topic(bootstrap: str, topic: str, partitions: int, timeout: float = 60.
                     continue
                 records[msg.partition()].append((msg.offset(), msg.value()))
                 next_offset[msg.partition()] = msg.offset() + 1
+                if history is not None:
+                    history.final_read(topic, msg.partition(), msg.offset(), msg.value(), msg.key(), isolation,
+                                       txn_of(msg))
+            if isolation == READ_COMMITTED and any(pos < end for pos, end in zip(next_offset, ends)):
+                # the last records before the high watermark may be a commit or abort marker, which
+                # a consumer never returns: its position says how far it got
+                for tp in consumer.position([TopicPartition(topic, p) for p in range(partitions)]):
+                    if tp.offset >= 0:
+                        next_offset[tp.partition] = max(next_offset[tp.partition], tp.offset)
     finally:
         consumer.close()
     return records

@@ -31,8 +31,27 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
-def run(bootstrap: str, group: str, source: str, sink: str, transactional_id: str) -> None:
+def run(bootstrap: str, group: str, source: str, sink: str, transactional_id: str,
+        journal_path: str | None = None) -> None:
     import confluent_kafka
+
+    from kafkapy.testing.history import ABORTED, COMMITTED, READ_COMMITTED, TXN_HEADER, Journal
+
+    # With a journal, every read, send, transaction and committed offset is written down for the
+    # test's history checker (kafkapy.testing.history); transactions are named <id>.<pid>.<n>
+    # and each record carries its transaction's name in a header.
+    journal = Journal(journal_path) if journal_path else None
+    me = f"transform-{os.getpid()}"
+    txn_count = 0
+
+    def on_delivery(err, msg, txn: str) -> None:
+        # the transaction comes with the callback: delivery reports do not carry the headers
+        if journal is None:
+            return
+        if err is not None:
+            journal.failed(me, sink, msg.partition(), msg.value(), err.name(), txn=txn)
+        else:
+            journal.acked(me, sink, msg.partition(), msg.value(), msg.offset(), txn=txn)
 
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -56,20 +75,42 @@ def run(bootstrap: str, group: str, source: str, sink: str, transactional_id: st
             batch = [m for m in consumer.consume(200, 0.5) if m.error() is None]
             if not batch:
                 continue
+            txn_count += 1
+            txn = f"{transactional_id}.{os.getpid()}.{txn_count}"
+            if journal is not None:
+                for msg in batch:
+                    journal.read(me, source, msg.partition(), msg.offset(), msg.value(), msg.key(),
+                                 READ_COMMITTED)
             try:
                 producer.begin_transaction()
+                if journal is not None:
+                    journal.begin_transaction(txn)
                 for msg in batch:
-                    producer.produce(sink, key=msg.key(), value=msg.value().upper(), partition=msg.partition())
+                    value = msg.value().upper()
+                    if journal is not None:
+                        journal.sent(me, sink, msg.partition(), value, msg.key(), txn=txn)
+                    producer.produce(sink, key=msg.key(), value=value, partition=msg.partition(),
+                                     headers=[(TXN_HEADER, txn.encode())],
+                                     on_delivery=lambda err, m, txn=txn: on_delivery(err, m, txn))
                 offsets = consumer.position(consumer.assignment())
                 producer.send_offsets_to_transaction(offsets, consumer.consumer_group_metadata(), 60)
+                if journal is not None:
+                    journal.committing(txn)
                 _commit(producer)
+                if journal is not None:
+                    journal.end_transaction(txn, COMMITTED)
+                    for tp in offsets:
+                        if tp.offset >= 0:
+                            journal.committed_offset(group, tp.topic, tp.partition, tp.offset)
                 print(f"committed {len(batch)}", flush=True)
             except confluent_kafka.KafkaException as exc:
                 if not exc.args[0].txn_requires_abort():
                     raise
                 producer.abort_transaction(60)
+                if journal is not None:
+                    journal.end_transaction(txn, ABORTED)
                 # rewind to the committed offsets: the aborted batch is read again
-                committed = consumer.committed(consumer.assignment(), 30)
+                committed = _committed(consumer)
                 for tp in committed:
                     consumer.seek(tp if tp.offset >= 0 else confluent_kafka.TopicPartition(
                         tp.topic, tp.partition, confluent_kafka.OFFSET_BEGINNING))
@@ -77,6 +118,27 @@ def run(bootstrap: str, group: str, source: str, sink: str, transactional_id: st
         print(f"error {exc!r}", flush=True)
     finally:
         consumer.close()
+
+
+def _committed(consumer) -> list:
+    """The group's committed offsets, retried while the error is retriable: NOT_COORDINATOR and
+    COORDINATOR_LOAD_IN_PROGRESS while the group coordinator moves (a broker killed, paused or cut
+    off) are Kafka's normal answers, and an application asks again."""
+    import confluent_kafka
+
+    for attempt in range(10):
+        try:
+            return consumer.committed(consumer.assignment(), 30)
+        except confluent_kafka.KafkaException as exc:
+            error = exc.args[0]
+            transient = error.retriable() or error.code() in (
+                confluent_kafka.KafkaError.NOT_COORDINATOR, confluent_kafka.KafkaError.COORDINATOR_NOT_AVAILABLE,
+                confluent_kafka.KafkaError.COORDINATOR_LOAD_IN_PROGRESS, confluent_kafka.KafkaError.REQUEST_TIMED_OUT,
+                confluent_kafka.KafkaError._TIMED_OUT, confluent_kafka.KafkaError._TRANSPORT)
+            if not transient or attempt == 9:
+                raise
+            time.sleep(1.0)
+    return []
 
 
 def _commit(producer) -> None:
@@ -99,9 +161,11 @@ class TransformLoopProcess:
     says why each happened. `stop()` ends the current run."""
 
     def __init__(self, bootstrap: str, group: str, source: str, sink: str, transactional_id: str,
-                 stall_s: float = 45, max_restarts: int = 3):
+                 stall_s: float = 45, max_restarts: int = 3, journal: str | os.PathLike | None = None):
         self.argv = [sys.executable, str(Path(__file__).resolve()), "--bootstrap", bootstrap, "--group", group,
                      "--source", source, "--sink", sink, "--transactional-id", transactional_id]
+        if journal is not None:  # every run appends to it; History.load_journal reads it back
+            self.argv += ["--journal", str(journal)]
         self.stall_s, self.max_restarts = stall_s, max_restarts
         self.committed = 0
         self.errors: list[str] = []
@@ -164,5 +228,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     for name in ("bootstrap", "group", "source", "sink", "transactional-id"):
         parser.add_argument(f"--{name}", required=True)
+    parser.add_argument("--journal", default=None, help="write a history journal (kafkapy.testing.history) here")
     args = parser.parse_args()
-    run(args.bootstrap, args.group, args.source, args.sink, args.transactional_id)
+    run(args.bootstrap, args.group, args.source, args.sink, args.transactional_id, args.journal)

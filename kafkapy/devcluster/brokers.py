@@ -40,6 +40,7 @@ from .launcher import (
     recv_exactly,
     suspend_sigterm_cleanup,
 )
+from .netns import NetworkLab
 from .zookeeper import JavaZooKeeper, ZooKeeperStartError
 
 __all__ = [
@@ -70,13 +71,13 @@ class LocalClusterStartError(RuntimeError):
     """A broker exited, or was not ready in time, or its port was taken by another program."""
 
 
-def answers_requests(port: int, timeout: float = 0.5) -> bool:
-    """True if a broker on 127.0.0.1:port answers an ApiVersions request (launcher.answers_api_versions)."""
-    return answers_api_versions(port, timeout=timeout)
+def answers_requests(port: int, timeout: float = 0.5, host: str = HOST) -> bool:
+    """True if a broker on host:port answers an ApiVersions request (launcher.answers_api_versions)."""
+    return answers_api_versions(port, host=host, timeout=timeout)
 
 
-def known_controller(port: int, timeout: float = 0.5) -> int:
-    """The controller id a broker on 127.0.0.1:port reports in Metadata (-1: none yet or no answer).
+def known_controller(port: int, timeout: float = 0.5, host: str = HOST) -> int:
+    """The controller id a broker on host:port reports in Metadata (-1: none yet or no answer).
 
     A broker learns the controller from the controller's first UpdateMetadata, shortly after it
     registers; a client that asks before then is told -1 (and librdkafka's admin client then waits
@@ -88,7 +89,7 @@ def known_controller(port: int, timeout: float = 0.5) -> int:
     version = 1
     frame = b"".join(encode_request(MetadataRequest(topics=[]), version, 1, "kafkapy-devcluster"))
     try:
-        with socket.create_connection((HOST, port), timeout=timeout) as sock:
+        with socket.create_connection((host, port), timeout=timeout) as sock:
             sock.sendall(frame)
             size = struct.unpack(">i", recv_exactly(sock, 4))[0]
             body = recv_exactly(sock, size)
@@ -129,12 +130,13 @@ class BrokerNode:
     # that a started cluster has all its brokers in /brokers/ids (e.g. for replication factor N).
     await_registration: bool = True
     python: str = sys.executable
+    # Run inside this network namespace (devcluster/netns.py), listening on `host`, its address.
+    netns: str | None = None
+    host: str = HOST
     # The last run ended without closing its ZooKeeper session (killed or crashed), so its
     # registration may still be there.
     _left_session_open: bool = field(default=False, repr=False)
     _launcher: BrokerLauncher | None = field(default=None, repr=False)
-
-    host = HOST
 
     @property
     def bootstrap(self) -> str:
@@ -157,7 +159,8 @@ class BrokerNode:
     def _new_launcher(self) -> BrokerLauncher:
         # made anew for each run: the port, overrides and connect string may have changed since
         return BrokerLauncher(self._config(), mode="process", port=self.port, log_dir=self.log_dir,
-                              log_path=self.log_path, python=self.python, name=f"broker-{self.broker_id}")
+                              log_path=self.log_path, python=self.python, name=f"broker-{self.broker_id}",
+                              host=self.host, netns=self.netns)
 
     def settings(self) -> dict[str, str]:
         """The broker properties this node is started with."""
@@ -201,7 +204,7 @@ class BrokerNode:
 
     def check_port_free(self) -> None:
         """Raise LocalClusterStartError if another program listens on this broker's port."""
-        if not self.is_running() and port_accepts(self.port):
+        if not self.is_running() and port_accepts(self.port, host=self.host):
             raise LocalClusterStartError(f"port {self.port} on {self.host} (broker {self.broker_id}) is already in use")
 
     def wait_ready(self, timeout: float = DEFAULT_START_TIMEOUT_S) -> None:
@@ -215,7 +218,7 @@ class BrokerNode:
             if code is not None:
                 self.wait_stopped(0)
                 raise LocalClusterStartError(self._failure(f"exited with code {code}"))
-            serving = answers_requests(self.port)
+            serving = answers_requests(self.port, host=self.host)
             if serving and (not registers or self._registered()):
                 return
             if time.monotonic() > deadline:
@@ -284,15 +287,22 @@ class LocalCluster:
 
     def __init__(self, work_dir: Path, brokers: int = 3, overrides: Mapping[str, object] | None = None,
                  zookeeper_connect: str | None = None, base_port: int | None = None, *,
-                 python: str | None = None, await_registration: bool = True) -> None:
+                 python: str | None = None, await_registration: bool = True,
+                 network: NetworkLab | None = None) -> None:
         if brokers < 1:
             raise ValueError(f"a cluster needs at least one broker, not {brokers}")
         self.work_dir = Path(work_dir).resolve()  # processes run with other working dirs
         self._given_connect = zookeeper_connect
-        self.zookeeper: JavaZooKeeper | None = (
-            None if zookeeper_connect else JavaZooKeeper(self.work_dir / "zookeeper"))
-        self._auto_ports = base_port is None
-        ports = free_ports(brokers) if base_port is None else list(range(base_port, base_port + brokers))
+        # With a network lab each process gets a namespace of its own (node "zookeeper", "broker-N")
+        # and listens on its address there, on Kafka's and ZooKeeper's usual ports.
+        self.network = network
+        self.zookeeper: JavaZooKeeper | None = None
+        if not zookeeper_connect:
+            self.zookeeper = JavaZooKeeper(self.work_dir / "zookeeper") if network is None else JavaZooKeeper(
+                self.work_dir / "zookeeper", port=2181, **self._namespace("zookeeper"))
+        self._auto_ports = base_port is None and network is None
+        ports = [9092] * brokers if network is not None else \
+            free_ports(brokers) if base_port is None else list(range(base_port, base_port + brokers))
         # what every broker is started with, brokers added later included
         self._settings = {**cluster_defaults(brokers),
                           **{key: None if value is None else str(value) for key, value in (overrides or {}).items()}}
@@ -301,8 +311,15 @@ class LocalCluster:
         self.brokers: dict[int, BrokerNode] = {
             broker_id: self._node(broker_id, port) for broker_id, port in enumerate(ports, start=1)}
 
+    def _namespace(self, name: str) -> dict[str, str]:
+        """host and netns of a new node `name` of our network lab."""
+        assert self.network is not None
+        node = self.network.add(name)
+        return {"host": node.address, "netns": node.netns}
+
     def _node(self, broker_id: int, port: int) -> BrokerNode:
-        return BrokerNode(
+        placed = self._namespace(f"broker-{broker_id}") if self.network is not None else {}
+        return BrokerNode(**placed,
             broker_id=broker_id,
             port=port,
             log_dir=self.work_dir / f"broker-{broker_id}",
@@ -342,7 +359,7 @@ class LocalCluster:
             broker_id = max(self.brokers, default=0) + 1
         if broker_id in self.brokers:
             raise ValueError(f"broker {broker_id} is already in this cluster")
-        node = self._node(broker_id, free_ports(1)[0])
+        node = self._node(broker_id, 9092 if self.network is not None else free_ports(1)[0])
         node.overrides.update({key: None if value is None else str(value) for key, value in (overrides or {}).items()})
         node.zookeeper_connect = self.zookeeper_connect
         self.brokers[broker_id] = node
@@ -350,7 +367,7 @@ class LocalCluster:
             deadline = time.monotonic() + timeout
             node.start(timeout)
             if node.await_registration:  # as start(): ready once it knows the controller (bounded)
-                while time.monotonic() < deadline and known_controller(node.port) < 0:
+                while time.monotonic() < deadline and known_controller(node.port, host=node.host) < 0:
                     time.sleep(0.05)
         return node
 
@@ -380,7 +397,7 @@ class LocalCluster:
             if waiting and all(node.await_registration for node in waiting):
                 # ready for clients once every broker knows the controller (bounded: a cluster
                 # whose controller cannot be elected still starts, and its tests say why)
-                while time.monotonic() < deadline and any(known_controller(n.port) < 0 for n in waiting):
+                while time.monotonic() < deadline and any(known_controller(n.port, host=n.host) < 0 for n in waiting):
                     time.sleep(0.05)
         except BaseException:
             self.stop()

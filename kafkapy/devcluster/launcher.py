@@ -192,7 +192,10 @@ class BrokerLauncher:
     Process mode only: `python` (interpreter or wrapper), `env`, `extra_args` (after the overrides),
     `control` (fault injection and its HTTP endpoint, `kafkapy serve --control`; its URL is
     `control_url` once started). Thread mode only: `on_broker(broker)` is called on the broker's loop
-    before it starts (kafkapy.testing installs its fault injector there). `ready`: "api_versions"
+    before it starts (kafkapy.testing installs its fault injector there). `netns` and `host`
+    (process mode): run the broker inside that network namespace (`ip netns exec`, see
+    devcluster/netns.py) listening on and advertising `host`, an address of that namespace; the
+    port then defaults to Kafka's 9092, the namespace being the broker's own. `ready`: "api_versions"
     (ready once ApiVersions is answered; a TLS listener on our port is only waited for until it
     accepts) or "accept" (once the port accepts).
     """
@@ -202,7 +205,8 @@ class BrokerLauncher:
                  log_path: str | os.PathLike | None = None, python: str | None = None,
                  env: Mapping[str, str] | None = None, extra_args: list[str] | tuple[str, ...] = (),
                  control: bool = False, on_broker: Callable[[Any], None] | None = None,
-                 ready: str = "api_versions", name: str = "broker"):
+                 ready: str = "api_versions", name: str = "broker", host: str = HOST,
+                 netns: str | None = None):
         if mode not in ("process", "thread"):
             raise ValueError(f"mode must be 'process' or 'thread', not {mode!r}")
         if storage not in STORAGES:
@@ -210,6 +214,12 @@ class BrokerLauncher:
         if ready not in ("api_versions", "accept"):
             raise ValueError(f"ready must be 'api_versions' or 'accept', not {ready!r}")
         self.ready = ready
+        if netns is not None and mode != "process":
+            raise ValueError("netns needs mode='process': a thread cannot run in another network namespace")
+        self._host = host
+        self.netns = netns
+        if netns is not None and not port:
+            port = 9092
         self.config: dict[str, str | None] = {k: None if v is None else str(v) for k, v in (config or {}).items()}
         self.mode = mode
         self.storage = storage
@@ -241,11 +251,11 @@ class BrokerLauncher:
     # -- where things are ---------------------------------------------------------------------------
     @property
     def host(self) -> str:
-        return HOST
+        return self._host
 
     @property
     def bootstrap(self) -> str:
-        return f"{HOST}:{self.port}"
+        return f"{self._host}:{self.port}"
 
     @property
     def log_dir(self) -> Path:
@@ -283,7 +293,7 @@ class BrokerLauncher:
 
     def settings(self) -> dict[str, str]:
         """The broker properties this broker starts with."""
-        listener = f"PLAINTEXT://{HOST}:{self.port}"
+        listener = f"PLAINTEXT://{self._host}:{self.port}"
         merged = {"listeners": listener, "advertised.listeners": listener, "log.dirs": str(self.log_dir),
                   **self.config}
         return {key: value for key, value in merged.items() if value is not None}
@@ -291,6 +301,8 @@ class BrokerLauncher:
     def command(self) -> list[str]:
         """The argv of the child process (mode "process")."""
         argv = [self.python, "-m", "kafkapy", "serve"]
+        if self.netns is not None:  # `ip netns exec` execs the broker: the pid stays the one we signal
+            argv = ["ip", "netns", "exec", self.netns, *argv]
         for key, value in self.settings().items():
             argv += ["--override", f"{key}={value}"]
         if self.control:
@@ -357,8 +369,8 @@ class BrokerLauncher:
         """Whether the broker serves now: answers ApiVersions, or accepts connections where that is
         all that can be asked (ready="accept", or a TLS listener, which a bare socket cannot speak)."""
         if self.ready == "accept" or self._listener_protocol() in ("SSL", "SASL_SSL"):
-            return port_accepts(self.port, timeout=timeout)
-        return answers_api_versions(self.port, timeout=timeout)
+            return port_accepts(self.port, host=self._host, timeout=timeout)
+        return answers_api_versions(self.port, host=self._host, timeout=timeout)
 
     def _listener_protocol(self) -> str:
         """The security protocol of the listener on our port (Kafka's listener.security.protocol.map)."""

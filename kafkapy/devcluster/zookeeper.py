@@ -83,11 +83,14 @@ class JavaZooKeeper:
     clients reconnect to the same server with their sessions intact (if within their timeout).
     """
 
-    def __init__(self, data_dir: Path, port: int = 0, host: str = "127.0.0.1"):
-        if host not in _LOOPBACK_HOSTS:
+    def __init__(self, data_dir: Path, port: int = 0, host: str = "127.0.0.1", netns: str | None = None):
+        # Inside a network namespace a test made (devcluster/netns.py) it listens on that
+        # namespace's address instead; anywhere else on loopback only.
+        if host not in _LOOPBACK_HOSTS and netns is None:
             raise ValueError(f"JavaZooKeeper listens on loopback only, not {host!r}")
         self.data_dir = Path(data_dir).resolve()  # ZooKeeper runs with cwd=data_dir
-        self.host = "127.0.0.1"
+        self.netns = netns
+        self.host = "127.0.0.1" if netns is None else host
         self.port = port
         self._auto_port = port == 0
         self._process: subprocess.Popen[bytes] | None = None
@@ -167,7 +170,7 @@ class JavaZooKeeper:
             "tickTime=2000",  # session timeouts between 4 s and 40 s
             f"dataDir={self.data_dir.resolve()}",
             f"clientPort={self.port}",
-            "clientPortAddress=127.0.0.1",
+            f"clientPortAddress={self.host}",
             "maxClientCnxns=0",
             "admin.enableServer=false",
             "4lw.commands.whitelist=ruok,srvr",
@@ -177,7 +180,8 @@ class JavaZooKeeper:
         self._log_file.write(f"--- kafkapy: starting ZooKeeper on {self.connect} at {time.ctime()}\n".encode())
         self._log_file.flush()
         self._process = subprocess.Popen(
-            ["java", *_JVM_OPTIONS, "-cp", self.classpath(), _MAIN_CLASS, str(self.config_path)],
+            [*(["ip", "netns", "exec", self.netns] if self.netns else []),
+             "java", *_JVM_OPTIONS, "-cp", self.classpath(), _MAIN_CLASS, str(self.config_path)],
             stdin=subprocess.DEVNULL, stdout=self._log_file, stderr=subprocess.STDOUT, cwd=self.data_dir,
             start_new_session=True)
         with _running_lock:

@@ -388,3 +388,40 @@ def test_finalized_features_are_written_to_feature_znode(new_client):
     client.update_feature({"group.version": 1, "metadata.version": 21})
     state, version = client.get_feature()
     assert state.features == {"group.version": 1, "metadata.version": 21} and version == 1
+
+
+def test_a_call_on_the_event_loop_fails_fast_while_zookeeper_is_away(zk_server, new_client):
+    """On an event loop's thread a call does not wait for the connection to return (that would
+    stop every partition the broker serves): ZkConnectionError, a retriable Kafka error. Off the
+    loop, as before, it waits and then succeeds."""
+    import asyncio
+
+    from kafkapy.metadata.zk.client import ZkConnectionError
+    from kafkapy.protocol.errors import ErrorCode, KafkaError
+
+    client = new_client()
+    client.get_all_topics()
+    zk_server.stop()
+    try:
+        wait = time.monotonic() + 10
+        while client.connected and time.monotonic() < wait:
+            time.sleep(0.05)
+
+        async def on_loop():
+            began = time.monotonic()
+            with pytest.raises(ZkConnectionError) as caught:
+                client.get_all_topics()
+            return time.monotonic() - began, caught.value
+
+        took, error = asyncio.run(on_loop())
+        assert took < 1.0
+        assert isinstance(error, KafkaError) and error.code == ErrorCode.REQUEST_TIMED_OUT and error.retriable
+        result: list[object] = []
+        waiter = threading.Thread(target=lambda: result.append(client.get_all_topics()), daemon=True)
+        waiter.start()
+        time.sleep(0.5)
+        assert not result  # off the loop it waits for ZooKeeper
+    finally:
+        zk_server.start()
+    waiter.join(20)
+    assert result == [[]]

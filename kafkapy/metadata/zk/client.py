@@ -19,6 +19,7 @@ Semantics that callers rely on:
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 import time
@@ -65,6 +66,15 @@ T = TypeVar("T")
 UNKNOWN_VERSION = -2
 CONFIG_CHANGE_EXPIRY_MS = 15 * 60 * 1000  # Kafka's changeExpirationMs for notification purging
 _RECONNECT_POLL_S = 0.05
+
+
+def _on_event_loop() -> bool:
+    """Whether this thread is running an asyncio event loop right now."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 def _split_chroot(connect: str) -> tuple[str, str | None]:
@@ -247,9 +257,18 @@ class KafkaZkClient:
         return client
 
     def _retry(self, operation: Callable[[KazooClient], T]) -> T:
-        """Runs `operation` until it gets an answer, across connection losses and session changes."""
+        """Runs `operation` until it gets an answer, across connection losses and session changes.
+
+        Called on an event loop's thread (request handlers that write metadata, e.g. CreateTopics)
+        it does not wait for a lost connection to come back: that wait would freeze every
+        partition the broker serves while ZooKeeper is away (Kafka blocks one request handler
+        thread of several, not the broker). It raises ZkConnectionError, a retriable Kafka error,
+        instead."""
+        on_loop = _on_event_loop()
         while True:
             client = self._client()
+            if on_loop and not client.connected:
+                raise ZkConnectionError(f"ZooKeeper at {self.connect} is not connected")
             try:
                 return operation(client)
             except kz.ConnectionClosedError as exc:
@@ -257,6 +276,8 @@ class KafkaZkClient:
             except (kz.ConnectionLoss, kz.SessionExpiredError, kz.OperationTimeoutError):
                 if self._closed:
                     raise ZkConnectionError(f"the ZooKeeper client for {self.connect} is closed") from None
+                if on_loop:
+                    raise ZkConnectionError(f"ZooKeeper at {self.connect} lost the connection") from None
                 # The next attempt queues inside kazoo until it has a connection again.
                 time.sleep(_RECONNECT_POLL_S)
 

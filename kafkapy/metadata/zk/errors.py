@@ -1,6 +1,8 @@
 """Errors of the ZooKeeper client layer, so callers never need to catch kazoo's own exceptions."""
 from __future__ import annotations
 
+from ...protocol.errors import ErrorCode, KafkaError
+
 __all__ = ["BadVersionError", "BrokerIdInUseError", "ControllerMovedError", "NoNodeError", "NodeExistsError",
            "TopicExistsError", "ZkConnectionError", "ZkError"]
 
@@ -9,8 +11,14 @@ class ZkError(Exception):
     """Any failure talking to ZooKeeper or an unexpected znode state."""
 
 
-class ZkConnectionError(ZkError):
-    """No ZooKeeper session could be had within the connection timeout (or the client is closed)."""
+class ZkConnectionError(ZkError, KafkaError):
+    """No ZooKeeper session could be had within the connection timeout (or the client is closed).
+
+    Also a KafkaError (REQUEST_TIMED_OUT, retriable): a request whose ZooKeeper write cannot be
+    made now (an admin call while ZooKeeper is away) is answered with it, as a Kafka client would
+    see its request time out while Kafka's handler thread waits for ZooKeeper."""
+
+    code = ErrorCode.REQUEST_TIMED_OUT
 
 
 class BrokerIdInUseError(ZkError):
