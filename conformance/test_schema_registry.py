@@ -478,3 +478,25 @@ def test_protobuf_serializer_registers_imports_as_references(registry):
     back = ProtobufDeserializer(event_class, {"use.deprecated.format": False})(
         data, SerializationContext(topic, MessageField.VALUE))
     assert (back.what, back.at.seconds) == ("deployed", 1_700_000_000)
+
+
+def test_json_schema_references_are_resolved_for_compatibility(registry):
+    """A JSON Schema `$ref` to another subject's schema (a reference) is compared through: person
+    v2 points at address v2 whose `zip` changed type, so it cannot read person v1's data."""
+    _, url = registry
+    client = SchemaRegistryClient({"url": url})
+    address_subject, person_subject = unique("address-json"), unique("person-json")
+    client.set_compatibility(address_subject, "NONE")
+    address = {"$id": "address.json", "type": "object", "properties": {"zip": {"type": "integer"}}}
+    client.register_schema(address_subject, Schema(json.dumps(address), "JSON"))
+    changed = dict(address, properties={"zip": {"type": "string"}})
+    client.register_schema(address_subject, Schema(json.dumps(changed), "JSON"))
+    person = json.dumps({"type": "object", "properties": {"home": {"$ref": "address.json"}}})
+    client.register_schema(person_subject, Schema(person, "JSON", [SchemaReference("address.json", address_subject, 1)]))
+    v2 = Schema(person, "JSON", [SchemaReference("address.json", address_subject, 2)])
+    assert not client.test_compatibility(person_subject, v2)
+    assert code_of(lambda: client.register_schema(person_subject, v2)) == (409, 409)
+    # an open content model gaining a typed property is refused, as Confluent refuses it
+    opened = json.dumps({"type": "object", "properties": {"home": {"$ref": "address.json"}, "n": {"type": "integer"}}})
+    assert not client.test_compatibility(person_subject, Schema(
+        opened, "JSON", [SchemaReference("address.json", address_subject, 1)]))

@@ -20,7 +20,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["InvalidSchema", "ParsedSchema", "SCHEMA_TYPES", "parse_schema", "check_compatibility"]
+__all__ = ["SCHEMA_TYPES", "InvalidSchema", "ParsedSchema", "check_compatibility", "parse_schema"]
 
 SCHEMA_TYPES = ("JSON", "PROTOBUF", "AVRO")
 MAX_SCHEMA_DEPTH = 64
@@ -85,7 +85,11 @@ def check_compatibility(reader: ParsedSchema, writer: ParsedSchema) -> list[str]
     if reader.schema_type == "AVRO":
         return _avro_compat(reader.model, writer.model)
     if reader.schema_type == "JSON":
-        return _json_compat(reader.model, writer.model, "#/", reader.model, writer.model)
+        from .jsoncompat import json_incompatibilities
+
+        # Confluent's checker compares the schema data was written with (the "original") with the
+        # one that reads it (the "update")
+        return json_incompatibilities(writer.model, reader.model)
     return _protobuf_compat(reader.model, writer.model)
 
 
@@ -141,126 +145,17 @@ def _parse_json(text: str, references) -> ParsedSchema:
         raise InvalidSchema(f"Invalid schema {text[:200]}: {exc.message}") from None
     except RecursionError:
         raise InvalidSchema("Invalid schema: nested too deeply") from None
-    canonical = json.dumps(document, sort_keys=True, separators=(",", ":"))
-    return ParsedSchema("JSON", text, canonical, document)
+    from .jsoncompat import JsonModel
 
-
-_NUMBER_TYPES = {"integer", "number"}
-
-
-def _types(schema: dict) -> set[str] | None:
-    t = schema.get("type")
-    if t is None:
-        return None
-    return {t} if isinstance(t, str) else set(t)
-
-
-def _resolve(schema, root):
-    """Follow a local "$ref" (#/definitions/..., #/$defs/...); other refs are left as "anything"."""
-    seen = 0
-    while isinstance(schema, dict) and isinstance(schema.get("$ref"), str) and seen < 32:
-        ref = schema["$ref"]
-        if not ref.startswith("#"):
-            return {}
-        target = root
-        for part in [p for p in ref[1:].split("/") if p]:
-            part = part.replace("~1", "/").replace("~0", "~")
-            if isinstance(target, dict) and part in target:
-                target = target[part]
-            else:
-                return {}
-        schema, seen = target, seen + 1
-    return schema
-
-
-def _json_compat(reader, writer, path: str, reader_root, writer_root, depth: int = 0) -> list[str]:
-    """Confluent's JSON Schema rules, read as: every document `writer` accepts, `reader` accepts."""
-    if depth > MAX_SCHEMA_DEPTH:
-        return []
-    reader, writer = _resolve(reader, reader_root), _resolve(writer, writer_root)
-    if reader is True or reader == {} or writer is False:
-        return []
-    if reader is False:
-        return [f"{path}: the new schema accepts nothing (false)"]
-    if writer is True:
-        writer = {}
-    problems: list[str] = []
-    for keyword in ("oneOf", "anyOf"):
-        if keyword in reader or keyword in writer:
-            readers = reader.get(keyword, [reader])
-            writers = writer.get(keyword, [writer])
-            for i, w in enumerate(writers):
-                if not any(not _json_compat(r, w, f"{path}{keyword}/{i}/", reader_root, writer_root, depth + 1)
-                           for r in readers):
-                    problems.append(f"{path}: COMBINED_TYPE_SUBSCHEMAS_CHANGED ({keyword} branch {i} of the old "
-                                    f"schema matches no branch of the new one)")
-            return problems
-    reader_types, writer_types = _types(reader), _types(writer)
-    if reader_types is not None:
-        effective = set(reader_types) | ({"integer"} if "number" in reader_types else set())
-        if writer_types is None or not writer_types <= effective:
-            problems.append(f"{path}: TYPE_CHANGED (from {sorted(writer_types or ['any'])} "
-                            f"to {sorted(reader_types)})")
-            return problems
-    if "enum" in reader:
-        if "enum" not in writer or any(v not in reader["enum"] for v in writer["enum"]):
-            problems.append(f"{path}: ENUM_ARRAY_CHANGED")
-    if "const" in reader and writer.get("const", object()) != reader["const"]:
-        problems.append(f"{path}: CONST_CHANGED")
-    for keyword, stricter in (("maximum", min), ("exclusiveMaximum", min), ("maxLength", min), ("maxItems", min),
-                              ("maxProperties", min), ("minimum", max), ("exclusiveMinimum", max),
-                              ("minLength", max), ("minItems", max), ("minProperties", max)):
-        if isinstance(reader.get(keyword), (int, float)) and not isinstance(reader.get(keyword), bool):
-            old = writer.get(keyword)
-            if not isinstance(old, (int, float)) or stricter(old, reader[keyword]) != old:
-                problems.append(f"{path}: {keyword.upper()}_{'DECREASED' if stricter is min else 'INCREASED'}"
-                                f" ({old} to {reader[keyword]})")
-    if "pattern" in reader and writer.get("pattern") != reader["pattern"]:
-        problems.append(f"{path}: PATTERN_CHANGED")
-    # objects
-    reader_props, writer_props = reader.get("properties", {}), writer.get("properties", {})
-    reader_extra = reader.get("additionalProperties", True)
-    writer_extra = writer.get("additionalProperties", True)
-    if isinstance(reader_props, dict) and isinstance(writer_props, dict):
-        for name, sub in writer_props.items():
-            if name in reader_props:
-                problems += _json_compat(reader_props[name], sub, f"{path}properties/{name}/", reader_root,
-                                         writer_root, depth + 1)
-            elif reader_extra is False:
-                problems.append(f"{path}: PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL ({name})")
-            elif isinstance(reader_extra, dict):
-                problems += _json_compat(reader_extra, sub, f"{path}properties/{name}/", reader_root, writer_root,
-                                         depth + 1)
-        for name, sub in reader_props.items():
-            if name in writer_props:
+    referenced = {}
+    for name, ref_type, ref_text in references:
+        if ref_type == "JSON":
+            try:
+                referenced[name] = json.loads(ref_text)
+            except ValueError:
                 continue
-            if writer_extra is False:
-                continue  # the writer never writes it: adding it to a closed model is compatible
-            if isinstance(writer_extra, dict):
-                problems += _json_compat(sub, writer_extra, f"{path}properties/{name}/", reader_root, writer_root,
-                                         depth + 1)
-            elif _resolve(sub, reader_root) not in ({}, True):
-                problems.append(f"{path}: PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL ({name})")
-    if reader_extra is False and writer_extra is not False:
-        problems.append(f"{path}: ADDITIONAL_PROPERTIES_REMOVED")
-    elif isinstance(reader_extra, dict) and writer_extra is not False:
-        problems += _json_compat(reader_extra, writer_extra if isinstance(writer_extra, dict) else {},
-                                 f"{path}additionalProperties/", reader_root, writer_root, depth + 1)
-    reader_required = set(reader.get("required", []) or [])
-    writer_required = set(writer.get("required", []) or [])
-    for name in sorted(reader_required - writer_required):
-        sub = reader_props.get(name) if isinstance(reader_props, dict) else None
-        if not (isinstance(sub, dict) and "default" in sub):
-            problems.append(f"{path}: REQUIRED_ATTRIBUTE_ADDED ({name})")
-    # arrays
-    if isinstance(reader.get("items"), (dict, bool)):
-        writer_items = writer.get("items", {})
-        if isinstance(writer_items, (dict, bool)):
-            problems += _json_compat(reader["items"], writer_items, f"{path}items/", reader_root, writer_root,
-                                     depth + 1)
-    if reader.get("uniqueItems") is True and writer.get("uniqueItems") is not True:
-        problems.append(f"{path}: UNIQUE_ITEMS_ADDED")
-    return problems
+    canonical = json.dumps(document, sort_keys=True, separators=(",", ":"))
+    return ParsedSchema("JSON", text, canonical, JsonModel(document, referenced))
 
 
 # -- PROTOBUF --------------------------------------------------------------------------------

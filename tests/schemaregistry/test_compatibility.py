@@ -149,3 +149,157 @@ def test_protobuf_descriptor_and_text_forms_compare_equal():
 
 def test_different_types_are_incompatible():
     assert not compatible(parse_schema("AVRO", '"string"'), js(type="string"))
+
+
+# -- JSON Schema: Confluent's difference kinds -------------------------------------------------
+
+OBJ = {"type": "object"}
+
+
+def diffs(old: dict, new: dict) -> set[str]:
+    from kafkapy.schemaregistry.jsoncompat import json_differences
+
+    return {kind for kind, _ in json_differences(js(**old).model, js(**new).model)}
+
+
+@pytest.mark.parametrize("old,new,ok,kind", [
+    # open / closed / partially open content models
+    (OBJ | {"properties": {"a": {"type": "string"}}}, OBJ | {"properties": {}}, True,
+     "PROPERTY_REMOVED_FROM_OPEN_CONTENT_MODEL"),
+    (OBJ | {"properties": {}}, OBJ | {"properties": {"a": {"type": "string"}}}, False,
+     "PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL"),
+    (OBJ | {"properties": {}}, OBJ | {"properties": {"a": {}}}, True,
+     "PROPERTY_WITH_EMPTY_SCHEMA_ADDED_TO_OPEN_CONTENT_MODEL"),
+    (OBJ | {"properties": {}, "additionalProperties": False}, OBJ | {"properties": {"a": {"type": "string"}},
+     "additionalProperties": False}, True, "OPTIONAL_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL"),
+    (OBJ | {"properties": {}, "additionalProperties": False}, OBJ | {"properties": {"a": {"type": "string"}},
+     "required": ["a"], "additionalProperties": False}, False, "REQUIRED_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL"),
+    (OBJ | {"properties": {}, "additionalProperties": False}, OBJ | {"properties": {"a": {"type": "string",
+     "default": ""}}, "required": ["a"], "additionalProperties": False}, True,
+     "REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_UNOPEN_CONTENT_MODEL"),
+    (OBJ | {"properties": {"a": {"type": "string"}}, "additionalProperties": False},
+     OBJ | {"properties": {}, "additionalProperties": False}, False, "PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL"),
+    (OBJ | {"properties": {"a": False}, "additionalProperties": False},
+     OBJ | {"properties": {}, "additionalProperties": False}, True,
+     "PROPERTY_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL"),
+    (OBJ | {"properties": {}, "additionalProperties": {"type": "string"}},
+     OBJ | {"properties": {"a": {"type": "string"}}, "additionalProperties": {"type": "string"}}, True,
+     "PROPERTY_ADDED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"),
+    (OBJ | {"properties": {}, "patternProperties": {"^s_": {"type": "string"}}},
+     OBJ | {"properties": {"s_a": {"type": "integer"}}, "patternProperties": {"^s_": {"type": "string"}}}, False,
+     "PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"),
+    (OBJ | {"properties": {"a": {"type": "string"}}}, OBJ | {"properties": {"a": {"type": "string"}},
+     "patternProperties": {"^a": {"type": "string"}}}, True, None),
+    # required
+    (OBJ | {"properties": {"a": {"type": "string"}}}, OBJ | {"properties": {"a": {"type": "string"}},
+     "required": ["a"]}, False, "REQUIRED_ATTRIBUTE_ADDED"),
+    (OBJ | {"properties": {"a": {"type": "string"}}}, OBJ | {"properties": {"a": {"type": "string", "default": "x"}},
+     "required": ["a"]}, True, "REQUIRED_ATTRIBUTE_WITH_DEFAULT_ADDED"),
+    (OBJ | {"properties": {"a": {}}, "required": ["a"]}, OBJ | {"properties": {"a": {}}}, True,
+     "REQUIRED_ATTRIBUTE_REMOVED"),
+    # types
+    ({"type": "integer"}, {"type": "number"}, True, "TYPE_EXTENDED"),
+    ({"type": "number"}, {"type": "integer"}, False, "TYPE_NARROWED"),
+    ({"type": "string"}, {"type": "boolean"}, False, "TYPE_CHANGED"),
+    ({"type": "string"}, {"type": ["string", "null"]}, True, "SUM_TYPE_EXTENDED"),
+    ({"type": ["string", "null"]}, {"type": "string"}, False, "TYPE_CHANGED"),
+    ({"type": "string"}, {}, True, None),
+    ({}, {"type": "string"}, False, "TYPE_CHANGED"),
+    # enum and const
+    ({"enum": ["a"]}, {"enum": ["a", "b"]}, True, "ENUM_ARRAY_EXTENDED"),
+    ({"enum": ["a", "b"]}, {"enum": ["a"]}, False, "ENUM_ARRAY_NARROWED"),
+    ({"enum": ["a", "b"]}, {"enum": ["a", "c"]}, False, "ENUM_ARRAY_CHANGED"),
+    ({"const": "a"}, {"enum": ["a", "b"]}, True, "ENUM_ARRAY_EXTENDED"),
+    # bounds
+    ({"type": "string", "maxLength": 5}, {"type": "string"}, True, "MAX_LENGTH_REMOVED"),
+    ({"type": "string"}, {"type": "string", "minLength": 1}, False, "MIN_LENGTH_ADDED"),
+    ({"type": "string"}, {"type": "string", "pattern": "^a"}, False, "PATTERN_ADDED"),
+    ({"type": "string", "pattern": "^a"}, {"type": "string"}, True, "PATTERN_REMOVED"),
+    ({"type": "number", "minimum": 0}, {"type": "number", "minimum": -1}, True, "MINIMUM_DECREASED"),
+    ({"type": "number", "exclusiveMaximum": 5}, {"type": "number", "exclusiveMaximum": 4}, False,
+     "EXCLUSIVE_MAXIMUM_DECREASED"),
+    ({"type": "integer", "multipleOf": 4}, {"type": "integer", "multipleOf": 2}, True, "MULTIPLE_OF_REDUCED"),
+    ({"type": "integer", "multipleOf": 2}, {"type": "integer", "multipleOf": 4}, False, "MULTIPLE_OF_EXPANDED"),
+    ({"type": "integer", "multipleOf": 2}, {"type": "integer", "multipleOf": 3}, False, "MULTIPLE_OF_CHANGED"),
+    (OBJ | {"maxProperties": 3}, OBJ | {"maxProperties": 2}, False, "MAX_PROPERTIES_DECREASED"),
+    # additionalProperties
+    (OBJ | {"additionalProperties": False}, OBJ, True, "ADDITIONAL_PROPERTIES_ADDED"),
+    (OBJ, OBJ | {"additionalProperties": False}, False, "ADDITIONAL_PROPERTIES_REMOVED"),
+    (OBJ, OBJ | {"additionalProperties": {"type": "string"}}, False, "ADDITIONAL_PROPERTIES_NARROWED"),
+    (OBJ | {"additionalProperties": {"type": "string"}}, OBJ, True, "ADDITIONAL_PROPERTIES_EXTENDED"),
+    # dependencies / dependentRequired
+    (OBJ | {"dependencies": {"a": ["b"]}}, OBJ, True, "DEPENDENCY_ARRAY_REMOVED"),
+    (OBJ, OBJ | {"dependencies": {"a": ["b"]}}, False, "DEPENDENCY_ARRAY_ADDED"),
+    (OBJ | {"dependencies": {"a": ["b"]}}, OBJ | {"dependencies": {"a": ["b", "c"]}}, False,
+     "DEPENDENCY_ARRAY_EXTENDED"),
+    (OBJ | {"dependencies": {"a": ["b", "c"]}}, OBJ | {"dependencies": {"a": ["b"]}}, True,
+     "DEPENDENCY_ARRAY_NARROWED"),
+    (OBJ, OBJ | {"dependencies": {"a": {"required": ["b"]}}}, False, "DEPENDENCY_SCHEMA_ADDED"),
+    ({"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",
+      "dependentRequired": {"a": ["b"]}}, {"$schema": "https://json-schema.org/draft/2020-12/schema",
+                                           "type": "object", "dependentRequired": {"a": ["c"]}}, False,
+     "DEPENDENCY_ARRAY_CHANGED"),
+    # arrays
+    ({"type": "array", "items": {"type": "integer"}}, {"type": "array", "items": {"type": "number"}}, True,
+     "TYPE_EXTENDED"),
+    ({"type": "array"}, {"type": "array", "uniqueItems": True}, False, "UNIQUE_ITEMS_ADDED"),
+    ({"type": "array", "items": [{"type": "string"}]}, {"type": "array", "items": [{"type": "string"},
+                                                                                  {"type": "integer"}]}, False,
+     "ITEM_ADDED_TO_OPEN_CONTENT_MODEL"),
+    ({"type": "array", "items": [{"type": "string"}], "additionalItems": False},
+     {"type": "array", "items": [{"type": "string"}, {"type": "integer"}], "additionalItems": False}, True,
+     "ITEM_ADDED_TO_CLOSED_CONTENT_MODEL"),
+    ({"type": "array", "items": [{"type": "string"}, {"type": "integer"}], "additionalItems": False},
+     {"type": "array", "items": [{"type": "string"}], "additionalItems": False}, False,
+     "ITEM_REMOVED_FROM_CLOSED_CONTENT_MODEL"),
+    ({"type": "array", "minItems": 1}, {"type": "array", "minItems": 2}, False, "MIN_ITEMS_INCREASED"),
+    # combined schemas
+    ({"oneOf": [{"type": "string"}, {"type": "integer"}]}, {"oneOf": [{"type": "string"}, {"type": "integer"},
+                                                                     {"type": "boolean"}]}, True,
+     "SUM_TYPE_EXTENDED"),
+    ({"oneOf": [{"type": "string"}, {"type": "integer"}]}, {"oneOf": [{"type": "string"}]}, False,
+     "SUM_TYPE_NARROWED"),
+    ({"allOf": [{"type": "string"}, {"maxLength": 5}]}, {"allOf": [{"type": "string"}]}, True,
+     "PRODUCT_TYPE_NARROWED"),
+    ({"allOf": [{"type": "string"}]}, {"allOf": [{"type": "string"}, {"maxLength": 5}]}, False,
+     "PRODUCT_TYPE_EXTENDED"),
+    ({"oneOf": [{"type": "string"}, {"type": "integer"}]}, {"anyOf": [{"type": "string"}, {"type": "integer"}]},
+     True, "COMBINED_TYPE_EXTENDED"),
+    ({"anyOf": [{"type": "string"}, {"type": "integer"}]}, {"oneOf": [{"type": "string"}, {"type": "integer"}]},
+     False, "COMBINED_TYPE_CHANGED"),
+    ({"anyOf": [{"type": "string"}, {"type": "integer"}]}, {"anyOf": [{"type": "string"}, {"type": "boolean"}]},
+     False, "COMBINED_TYPE_SUBSCHEMAS_CHANGED"),
+    ({"anyOf": [{"type": "integer"}, {"type": "string"}]}, {"anyOf": [{"type": "string"}, {"type": "number"}]},
+     True, "TYPE_EXTENDED"),
+    # not
+    ({"not": {"type": "string"}}, {"not": {"type": "string", "maxLength": 3}}, True, "NOT_TYPE_NARROWED"),
+    ({"not": {"type": "string", "maxLength": 3}}, {"not": {"type": "string"}}, False, "NOT_TYPE_EXTENDED"),
+    # if / then / else: the condition stays, each branch is compared
+    ({"if": {"type": "string"}, "then": {"maxLength": 3}, "else": {"type": "integer"}},
+     {"if": {"type": "string"}, "then": {"maxLength": 5}, "else": {"type": "number"}}, True, "MAX_LENGTH_INCREASED"),
+    ({"if": {"type": "string"}, "then": {"maxLength": 5}}, {"if": {"type": "string"}, "then": {"maxLength": 3}},
+     False, "MAX_LENGTH_DECREASED"),
+    ({"if": {"type": "string"}, "then": {}}, {"if": {"type": "integer"}, "then": {}}, False, "TYPE_CHANGED"),
+])
+def test_json_confluent_differences(old, new, ok, kind):
+    found = diffs(old, new)
+    if kind is not None:
+        assert kind in found, found
+    assert compatible(js(**new), js(**old)) is ok, found
+
+
+def test_json_refs_local_recursive_and_to_references():
+    node = {"type": "object", "properties": {"v": {"type": "integer"}, "next": {"$ref": "#"}}}
+    wider = {"type": "object", "properties": {"v": {"type": "number"}, "next": {"$ref": "#"}}}
+    assert compatible(js(**wider), js(**node)) and not compatible(js(**node), js(**wider))
+    v1 = json.dumps({"$id": "address.json", "type": "object", "properties": {"zip": {"type": "integer"}}})
+    v2 = json.dumps({"$id": "address.json", "type": "object", "properties": {"zip": {"type": "string"}}})
+    person = json.dumps({"type": "object", "properties": {"home": {"$ref": "address.json"}}})
+    old = parse_schema("JSON", person, [("address.json", "JSON", v1)])
+    same = parse_schema("JSON", person, [("address.json", "JSON", v1)])
+    new = parse_schema("JSON", person, [("address.json", "JSON", v2)])
+    assert compatible(same, old)
+    assert not compatible(new, old)
+    pointer = json.dumps({"type": "object", "properties": {"z": {"$ref": "https://x.example/address.json#/properties/zip"}}})
+    assert not compatible(parse_schema("JSON", pointer, [("address.json", "JSON", v2)]),
+                          parse_schema("JSON", pointer, [("address.json", "JSON", v1)]))
