@@ -13,8 +13,6 @@ it into Confluent's 42201.
 """
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
 import json
 from collections.abc import Sequence
@@ -90,7 +88,9 @@ def check_compatibility(reader: ParsedSchema, writer: ParsedSchema) -> list[str]
         # Confluent's checker compares the schema data was written with (the "original") with the
         # one that reads it (the "update")
         return json_incompatibilities(writer.model, reader.model)
-    return _protobuf_compat(reader.model, writer.model)
+    from .protocompat import proto_incompatibilities
+
+    return proto_incompatibilities(writer.model, reader.model)
 
 
 # -- AVRO ------------------------------------------------------------------------------------
@@ -116,7 +116,10 @@ def _parse_avro(text: str, references) -> ParsedSchema:
 
 
 def _avro_compat(reader, writer) -> list[str]:
-    from avro.compatibility import ReaderWriterCompatibilityChecker, SchemaCompatibilityType
+    from avro.compatibility import (
+        ReaderWriterCompatibilityChecker,
+        SchemaCompatibilityType,
+    )
 
     result = ReaderWriterCompatibilityChecker().get_compatibility(reader, writer)
     if result.compatibility is SchemaCompatibilityType.compatible:
@@ -160,163 +163,11 @@ def _parse_json(text: str, references) -> ParsedSchema:
 
 # -- PROTOBUF --------------------------------------------------------------------------------
 
-@dataclass
-class ProtoModel:
-    package: str
-    # message full name -> field number -> (type, label, name)
-    messages: dict[str, dict[int, tuple[str, str, str]]]
-    enums: dict[str, set[int]]
-    syntax: str
-
-
-_SCALARS = {"double", "float", "int32", "int64", "uint32", "uint64", "sint32", "sint64", "fixed32", "fixed64",
-            "sfixed32", "sfixed64", "bool", "string", "bytes"}
-# scalar types sharing a wire encoding whose values Confluent's checker lets a field change between
-_WIRE_COMPATIBLE = [{"int32", "uint32", "int64", "uint64", "bool"}, {"sint32", "sint64"},
-                    {"fixed32", "sfixed32"}, {"fixed64", "sfixed64"}, {"string", "bytes"}]
-_DESCRIPTOR_TYPES = {1: "double", 2: "float", 3: "int64", 4: "uint64", 5: "int32", 6: "fixed64", 7: "fixed32",
-                     8: "bool", 9: "string", 10: "group", 11: "message", 12: "bytes", 13: "uint32", 14: "enum",
-                     15: "sfixed32", 16: "sfixed64", 17: "sint32", 18: "sint64"}
-_DESCRIPTOR_LABELS = {1: "optional", 2: "required", 3: "repeated"}
-
-
 def _parse_protobuf(text: str, references) -> ParsedSchema:
-    stripped = text.strip()
-    model = None
-    if "{" not in stripped and ";" not in stripped:
-        model = _proto_from_descriptor(stripped)
-    if model is None:
-        model = _proto_from_text(text)
-    canonical = json.dumps({"package": model.package, "syntax": model.syntax,
-                            "messages": {k: sorted(v.items()) for k, v in sorted(model.messages.items())},
-                            "enums": {k: sorted(v) for k, v in sorted(model.enums.items())}},
-                           sort_keys=True, separators=(",", ":"))
-    return ParsedSchema("PROTOBUF", text, canonical, model)
+    from .protocompat import _decode_descriptor, build_model
 
-
-def _proto_from_descriptor(text: str) -> ProtoModel | None:
-    from google.protobuf import descriptor_pb2
-    from google.protobuf.message import DecodeError
-
-    try:
-        raw = base64.b64decode(text, validate=True)
-    except (binascii.Error, ValueError):
-        return None
-    proto = descriptor_pb2.FileDescriptorProto()
-    try:
-        proto.ParseFromString(raw)
-    except DecodeError as exc:
-        raise InvalidSchema(f"Invalid schema: not a serialized FileDescriptorProto: {exc}") from None
-    if not proto.message_type and not proto.enum_type and not proto.name:
+    descriptor = _decode_descriptor(text)
+    if descriptor is not None and not descriptor.message_type and not descriptor.enum_type and not descriptor.name:
         raise InvalidSchema("Invalid schema: empty FileDescriptorProto")
-    messages: dict[str, dict] = {}
-    enums: dict[str, set[int]] = {}
-    prefix = f"{proto.package}." if proto.package else ""
-
-    def walk(message, scope: str) -> None:
-        name = f"{scope}{message.name}"
-        messages[name] = {f.number: (_DESCRIPTOR_TYPES.get(f.type, "?") if f.type not in (11, 14)
-                                     else f.type_name.lstrip("."), _DESCRIPTOR_LABELS.get(f.label, "optional"), f.name)
-                          for f in message.field}
-        for nested in message.nested_type:
-            walk(nested, name + ".")
-        for enum in message.enum_type:
-            enums[f"{name}.{enum.name}"] = {v.number for v in enum.value}
-
-    for message in proto.message_type:
-        walk(message, prefix)
-    for enum in proto.enum_type:
-        enums[f"{prefix}{enum.name}"] = {v.number for v in enum.value}
-    return ProtoModel(proto.package, messages, enums, proto.syntax or "proto2")
-
-
-def _proto_from_text(text: str) -> ProtoModel:
-    from antlr4.error.ErrorListener import ErrorListener
-    from proto_schema_parser import ast
-    from proto_schema_parser.parser import Parser
-
-    class Raise(ErrorListener):
-        def syntaxError(self, recognizer, offending, line, column, msg, e):  # noqa: N802 (ANTLR's name)
-            raise InvalidSchema(f"Invalid schema: line {line}:{column} {msg}")
-
-    def quiet(recognizer) -> None:
-        recognizer.removeErrorListeners()
-        recognizer.addErrorListener(Raise())
-
-    try:
-        file = Parser(setup_lexer=quiet, setup_parser=quiet).parse(text)
-    except InvalidSchema:
-        raise
-    except RecursionError:
-        raise InvalidSchema("Invalid schema: nested too deeply") from None
-    except Exception as exc:
-        raise InvalidSchema(f"Invalid schema: {exc}") from None
-    package = next((e.name for e in file.file_elements if isinstance(e, ast.Package)), "")
-    prefix = f"{package}." if package else ""
-    messages: dict[str, dict] = {}
-    enums: dict[str, set[int]] = {}
-
-    def fields_of(elements, into: dict, scope: str, in_oneof: bool = False) -> None:
-        for element in elements:
-            if isinstance(element, ast.Field):
-                label = element.cardinality.value.lower() if element.cardinality else \
-                    ("oneof" if in_oneof else "optional")
-                kind = element.type if element.type in _SCALARS else "message:" + element.type.split(".")[-1]
-                into[element.number] = (kind, label, element.name)
-            elif isinstance(element, ast.MapField):
-                into[element.number] = (f"map<{element.key_type},{element.value_type}>", "repeated", element.name)
-            elif isinstance(element, ast.OneOf):
-                fields_of(element.elements, into, scope, True)
-            elif isinstance(element, ast.Message):
-                walk(element, scope + ".")
-            elif isinstance(element, ast.Enum):
-                enums[f"{scope}.{element.name}"] = {v.number for v in element.elements if isinstance(v, ast.EnumValue)}
-
-    def walk(message, scope: str) -> None:
-        name = f"{scope}{message.name}"
-        table: dict = {}
-        messages[name] = table
-        fields_of(message.elements, table, name)
-
-    for element in file.file_elements:
-        if isinstance(element, ast.Message):
-            walk(element, prefix)
-        elif isinstance(element, ast.Enum):
-            enums[f"{prefix}{element.name}"] = {v.number for v in element.elements if isinstance(v, ast.EnumValue)}
-    return ProtoModel(package, messages, enums, file.syntax or "proto2")
-
-
-def _proto_kind(kind: str) -> str:
-    """Descriptor type names are full names, text ones as written: compare the simple name."""
-    if kind.startswith("message:"):
-        return "message:" + kind.split(":", 1)[1].split(".")[-1]
-    if "." in kind or kind not in _SCALARS and not kind.startswith("map<"):
-        return "message:" + kind.split(".")[-1]
-    return kind
-
-
-def _protobuf_compat(reader: ProtoModel, writer: ProtoModel) -> list[str]:
-    """Confluent's Protobuf rules: a message type removed, a field's type changed to one with another
-    wire encoding, a field moved into or out of a oneof, a required field added, a package changed:
-    incompatible. Fields added, removed or renamed: compatible (unknown fields are skipped)."""
-    problems = []
-    if reader.package != writer.package:
-        problems.append(f"PACKAGE_CHANGED ({writer.package!r} to {reader.package!r})")
-    for name, writer_fields in writer.messages.items():
-        reader_fields = reader.messages.get(name)
-        if reader_fields is None:
-            problems.append(f"MESSAGE_REMOVED ({name})")
-            continue
-        for number, (kind, label, field_name) in writer_fields.items():
-            other = reader_fields.get(number)
-            if other is None:
-                continue
-            a, b = _proto_kind(kind), _proto_kind(other[0])
-            if a != b and not any(a in group and b in group for group in _WIRE_COMPATIBLE):
-                problems.append(f"FIELD_SCALAR_KIND_CHANGED ({name}.{field_name} #{number}: {a} to {b})")
-            if (label == "oneof") != (other[1] == "oneof") and label != other[1]:
-                problems.append(f"FIELD_MOVED_TO_OR_FROM_ONEOF ({name}.{field_name} #{number})")
-        for number, (kind, label, field_name) in reader_fields.items():
-            if label == "required" and number not in writer_fields:
-                problems.append(f"REQUIRED_FIELD_ADDED ({name}.{field_name} #{number})")
-    return problems
+    model = build_model(text, descriptor, references)
+    return ParsedSchema("PROTOBUF", text, model.canonical(), model)

@@ -118,7 +118,8 @@ def proto(body: str, package: str = "p"):
     ("message M { int64 a = 1; }", "message M { int32 a = 1; }", True),                        # same wire type
     ("message M { string a = 1; }", "message M { int32 a = 1; }", False),                      # kind changed
     ("message N { int32 a = 1; }", "message M { int32 a = 1; }", False),                       # message removed
-    ("message M { oneof o { int32 a = 1; } }", "message M { int32 a = 1; }", False),           # into a oneof
+    ("message M { oneof o { int32 a = 1; } }", "message M { int32 a = 1; }", True),            # one into a oneof
+    ("message M { oneof o { int32 a = 1; int32 b = 2; } }", "message M { int32 a = 1; int32 b = 2; }", False),
 ])
 def test_protobuf_rules(reader, writer, ok):
     assert compatible(proto(reader), proto(writer)) is ok
@@ -303,3 +304,143 @@ def test_json_refs_local_recursive_and_to_references():
     pointer = json.dumps({"type": "object", "properties": {"z": {"$ref": "https://x.example/address.json#/properties/zip"}}})
     assert not compatible(parse_schema("JSON", pointer, [("address.json", "JSON", v2)]),
                           parse_schema("JSON", pointer, [("address.json", "JSON", v1)]))
+
+
+# -- Protobuf: Confluent's difference kinds -----------------------------------------------------
+
+def pdiffs(old: str, new: str) -> set[str]:
+    from kafkapy.schemaregistry.protocompat import proto_differences
+
+    return {kind for kind, _ in proto_differences(proto(old).model, proto(new).model)}
+
+
+@pytest.mark.parametrize("old,new,ok,kind", [
+    # enums: constants added, removed, renamed are compatible (unknown values are kept as numbers)
+    ("enum E { A = 0; B = 1; }", "enum E { A = 0; B = 1; C = 2; }", True, "ENUM_CONST_ADDED"),
+    ("enum E { A = 0; B = 1; }", "enum E { A = 0; }", True, "ENUM_CONST_REMOVED"),
+    ("enum E { A = 0; B = 1; }", "enum E { A = 0; BEE = 1; }", True, "ENUM_CONST_CHANGED"),
+    ("enum E { A = 0; }", "enum F { A = 0; }", True, "ENUM_REMOVED"),
+    # an enum field is a varint: it may become int32/bool..., not a string
+    ("message M { E e = 1; } enum E { A = 0; }", "message M { int64 e = 1; } enum E { A = 0; }", True, None),
+    ("message M { E e = 1; } enum E { A = 0; }", "message M { string e = 1; } enum E { A = 0; }", False,
+     "FIELD_SCALAR_KIND_CHANGED"),
+    # scalar groups
+    ("message M { sint32 a = 1; }", "message M { sint64 a = 1; }", True, None),
+    ("message M { sint32 a = 1; }", "message M { int32 a = 1; }", False, "FIELD_SCALAR_KIND_CHANGED"),
+    ("message M { fixed32 a = 1; }", "message M { sfixed32 a = 1; }", True, None),
+    ("message M { string a = 1; }", "message M { bytes a = 1; }", True, None),
+    ("message M { float a = 1; }", "message M { double a = 1; }", False, "FIELD_SCALAR_KIND_CHANGED"),
+    ("message M { int32 a = 1; }", "message M { N a = 1; } message N {}", False, "FIELD_KIND_CHANGED"),
+    # labels
+    ("message M { string a = 1; }", "message M { repeated string a = 1; }", True,
+     "FIELD_STRING_OR_BYTES_LABEL_CHANGED"),
+    ("message M { int32 a = 1; }", "message M { repeated int32 a = 1; }", False, "FIELD_NUMERIC_LABEL_CHANGED"),
+    # named types, compared by full name
+    ("message M { N n = 1; } message N {} message O {}", "message M { O n = 1; } message N {} message O {}", False,
+     "FIELD_NAMED_TYPE_CHANGED"),
+    ("message M { N n = 1; message N {} } message N {}", "message M { .p.N n = 1; message N {} } message N {}",
+     False, "FIELD_NAMED_TYPE_CHANGED"),
+    ("message M { N n = 1; } message N {}", "message M { p.N n = 1; } message N {}", True, None),
+    # maps
+    ("message M { map<string, int32> m = 1; }", "message M { map<string, int64> m = 1; }", True, None),
+    ("message M { map<string, int32> m = 1; }", "message M { map<string, string> m = 1; }", False,
+     "FIELD_SCALAR_KIND_CHANGED"),
+    ("message M { map<string, int32> m = 1; }", "message M { repeated E m = 1; message E { string key = 1; "
+     "int32 value = 2; } }", False, "FIELD_KIND_CHANGED"),
+    # oneofs
+    ("message M { int32 a = 1; }", "message M { oneof o { int32 a = 1; } }", True, "ONEOF_ADDED"),
+    ("message M { oneof o { int32 a = 1; } }", "message M { oneof o { int32 a = 1; int32 b = 2; } }", True,
+     "ONEOF_FIELD_ADDED"),
+    ("message M { oneof o { int32 a = 1; int32 b = 2; } }", "message M { oneof o { int32 a = 1; } }", False,
+     "ONEOF_FIELD_REMOVED"),
+    ("message M { int32 a = 1; int32 b = 2; }", "message M { oneof o { int32 a = 1; int32 b = 2; } }", False,
+     "MULTIPLE_FIELDS_MOVED_TO_ONEOF"),
+    ("message M { int32 a = 1; oneof o { int32 b = 2; } }", "message M { oneof o { int32 a = 1; int32 b = 2; } }",
+     False, "FIELD_MOVED_TO_EXISTING_ONEOF"),
+    ("message M { oneof o { int32 a = 1; } }", "message M { int32 a = 1; }", True, "ONEOF_REMOVED"),
+    # reserved numbers and names (kafkapy's rule, as protoc's)
+    ("message M { reserved 2, 5 to 7; int32 a = 1; }", "message M { reserved 2, 5 to 7; int32 a = 1; }", True, None),
+    ("message M { reserved 2, 5 to 7; int32 a = 1; }", "message M { reserved 2; int32 a = 1; }", False,
+     "RESERVED_NUMBER_REMOVED"),
+    ("message M { reserved 2, 5 to 7; int32 a = 1; }", "message M { reserved 2 to 7; int32 a = 1; }", True, None),
+    ("message M { reserved 5 to max; int32 a = 1; }", "message M { int32 a = 1; int32 b = 6; }", False,
+     "FIELD_CONFLICTS_WITH_RESERVED_NUMBER"),
+    ('message M { reserved "b"; int32 a = 1; }', "message M { int32 a = 1; int32 b = 2; }", False,
+     "FIELD_CONFLICTS_WITH_RESERVED_NAME"),
+    ("enum E { reserved 3; A = 0; }", "enum E { A = 0; C = 3; }", False, "FIELD_CONFLICTS_WITH_RESERVED_NUMBER"),
+    # nested types and required
+    ("message M { message N { int32 a = 1; } }", "message M { message N { string a = 1; } }", False,
+     "FIELD_SCALAR_KIND_CHANGED"),
+    ("message M { message N {} }", "message M {}", False, "MESSAGE_REMOVED"),
+])
+def test_protobuf_confluent_differences(old, new, ok, kind):
+    found = pdiffs(old, new)
+    if kind is not None:
+        assert kind in found, found
+    assert compatible(proto(new), proto(old)) is ok, found
+
+
+def test_protobuf_required_fields_proto2():
+    def p2(body):
+        return parse_schema("PROTOBUF", f'syntax = "proto2";\npackage p;\n{body}\n')
+
+    assert not compatible(p2("message M { optional int32 a = 1; required int32 b = 2; }"),
+                          p2("message M { optional int32 a = 1; }"))
+    assert not compatible(p2("message M { optional int32 a = 1; }"),
+                          p2("message M { optional int32 a = 1; required int32 b = 2; }"))
+
+
+def _descriptor_text(file) -> str:
+    import base64
+
+    return base64.b64encode(file.SerializeToString()).decode()
+
+
+def test_protobuf_descriptor_maps_and_oneofs_equal_their_text_form():
+    from google.protobuf import descriptor_pb2
+
+    fd = descriptor_pb2.FieldDescriptorProto
+    file = descriptor_pb2.FileDescriptorProto(name="m.proto", package="p", syntax="proto3")
+    message = file.message_type.add(name="M")
+    entry = message.nested_type.add(name="CountsEntry")
+    entry.options.map_entry = True
+    entry.field.add(name="key", number=1, type=fd.TYPE_STRING, label=fd.LABEL_OPTIONAL)
+    entry.field.add(name="value", number=2, type=fd.TYPE_MESSAGE, type_name=".p.V", label=fd.LABEL_OPTIONAL)
+    message.field.add(name="counts", number=1, type=fd.TYPE_MESSAGE, type_name=".p.M.CountsEntry",
+                      label=fd.LABEL_REPEATED)
+    message.oneof_decl.add(name="choice")
+    message.field.add(name="s", number=2, type=fd.TYPE_STRING, label=fd.LABEL_OPTIONAL, oneof_index=0)
+    message.oneof_decl.add(name="_o")  # proto3 `optional`: a synthetic oneof, not a real one
+    message.field.add(name="o", number=3, type=fd.TYPE_INT32, label=fd.LABEL_OPTIONAL, oneof_index=1,
+                      proto3_optional=True)
+    file.message_type.add(name="V").field.add(name="x", number=1, type=fd.TYPE_INT32, label=fd.LABEL_OPTIONAL)
+    encoded = parse_schema("PROTOBUF", _descriptor_text(file))
+    text = proto("message M { map<string, V> counts = 1; oneof choice { string s = 2; } optional int32 o = 3; }\n"
+                 "message V { int32 x = 1; }")
+    assert encoded.canonical == text.canonical
+    assert not pdiffs_models(encoded, text) and not pdiffs_models(text, encoded)
+
+
+def pdiffs_models(a, b):
+    from kafkapy.schemaregistry.protocompat import proto_differences
+
+    return [d for d in proto_differences(a.model, b.model) if d[0] != "MESSAGE_MOVED"]
+
+
+def test_protobuf_imported_types_are_compared_through_their_references():
+    common_v1 = 'syntax = "proto3";\npackage common;\nmessage Money { int64 units = 1; }\n'
+    common_v2 = 'syntax = "proto3";\npackage common;\nmessage Money { string units = 1; }\n'
+    order = ('syntax = "proto3";\npackage shop;\nimport "common.proto";\n'
+             "message Order { common.Money total = 1; }\n")
+    old = parse_schema("PROTOBUF", order, [("common.proto", "PROTOBUF", common_v1)])
+    same = parse_schema("PROTOBUF", order, [("common.proto", "PROTOBUF", common_v1)])
+    new = parse_schema("PROTOBUF", order, [("common.proto", "PROTOBUF", common_v2)])
+    assert compatible(same, old)
+    assert not compatible(new, old)
+    assert "shop.Order" in old.model.messages and "common.Money" not in old.model.messages
+    # another type of the same simple name in another package is another type
+    other = ('syntax = "proto3";\npackage shop;\nimport "common.proto";\nimport "other.proto";\n'
+             "message Order { other.Money total = 1; }\n")
+    moved = parse_schema("PROTOBUF", other, [("common.proto", "PROTOBUF", common_v1), (
+        "other.proto", "PROTOBUF", 'syntax = "proto3";\npackage other;\nmessage Money { int64 units = 1; }\n')])
+    assert not compatible(moved, old)
