@@ -542,3 +542,17 @@ def test_protobuf_evolution_of_a_serializer_registered_descriptor(registry):
     assert not client.test_compatibility(subject, text("message Stock { map<string, int32> levels = 1; "
                                                        "Unit unit = 2; int32 reused = 3; }"))
     assert client.register_schema(subject, text(same_map)) > 0
+
+
+def test_normalize_with_the_client(registry):
+    _, url = registry
+    client = SchemaRegistryClient({"url": url})
+    subject = unique("norm")
+    spread = {"type": "record", "namespace": "app", "name": "N", "fields": [{"name": "a", "type": {"type": "long"}}]}
+    schema_id = client.register_schema(subject, Schema(json.dumps(spread), "AVRO"), normalize_schemas=True)
+    stored = json.loads(client.get_schema(schema_id).schema_str)
+    assert stored["fields"] == [{"name": "a", "type": "long"}]
+    other = {"type": "record", "name": "app.N", "fields": [{"type": "long", "name": "a"}]}
+    assert client.lookup_schema(subject, Schema(json.dumps(other), "AVRO"), normalize_schemas=True).schema_id \
+        == schema_id
+    assert client.register_schema(subject, Schema(json.dumps(other), "AVRO")) == schema_id

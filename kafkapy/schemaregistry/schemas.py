@@ -34,6 +34,8 @@ class ParsedSchema:
     text: str
     canonical: str  # equal for schemas the registry treats as the same (lookup, re-registration)
     model: object = field(repr=False, default=None)  # what the compatibility rules compare
+    # the text stored when the schema is registered with `normalize` (Confluent's normalized form)
+    normalized: str | None = field(repr=False, default=None)
 
     @property
     def fingerprint(self) -> str:
@@ -102,17 +104,22 @@ def _parse_avro(text: str, references) -> ParsedSchema:
 
     document = _json_document(text)
     names = avro.name.Names()
+    referenced = avro.name.Names()  # the referenced types only: written by name in the normal form
     try:
         for _, ref_type, ref_text in references:
             if ref_type == "AVRO":
                 avro.schema.make_avsc_object(json.loads(ref_text), names)
+                avro.schema.make_avsc_object(json.loads(ref_text), referenced)
         schema = avro.schema.make_avsc_object(document, names)
+        form = schema.to_json(referenced)
     except (avro.errors.AvroException, avro.errors.SchemaParseException, TypeError, ValueError, KeyError,
             AttributeError, RecursionError) as exc:
         raise InvalidSchema(f"Invalid schema {text[:200]}: {exc}") from None
-    # Confluent compares Avro schemas by their parsed form, so whitespace and key order do not count
-    canonical = json.dumps(document, sort_keys=True, separators=(",", ":"))
-    return ParsedSchema("AVRO", text, canonical, schema)
+    # Confluent compares Avro schemas by their parsed form (Avro's own JSON writing of it), so white
+    # space, key order, `{"type": "int"}` for `"int"` and `namespace` + `name` for a full name do not
+    # count; that form is also what `normalize` stores
+    canonical = json.dumps(form, sort_keys=True, separators=(",", ":"))
+    return ParsedSchema("AVRO", text, canonical, schema, json.dumps(form, separators=(",", ":")))
 
 
 def _avro_compat(reader, writer) -> list[str]:
@@ -158,7 +165,7 @@ def _parse_json(text: str, references) -> ParsedSchema:
             except ValueError:
                 continue
     canonical = json.dumps(document, sort_keys=True, separators=(",", ":"))
-    return ParsedSchema("JSON", text, canonical, JsonModel(document, referenced))
+    return ParsedSchema("JSON", text, canonical, JsonModel(document, referenced), canonical)
 
 
 # -- PROTOBUF --------------------------------------------------------------------------------
