@@ -1,6 +1,7 @@
 """The schema registry in a 3-broker ZooKeeper-mode cluster: every broker serves the API, one elected
 leader (a Kafka group, protocol type "sr") writes and the others forward to it; killing the leader's
-broker leaves writes working through the next leader, with no id handed out twice; writes forwarded over https with client certificates."""
+broker leaves writes working through the next leader, with no id handed out twice; writes are
+forwarded over https with client certificates too."""
 from __future__ import annotations
 
 import json

@@ -25,6 +25,9 @@ import re
 __all__ = ["COMPATIBLE_CHANGES", "JsonModel", "json_differences", "json_incompatibilities"]
 
 MAX_DEPTH = 64
+# schema pairs one check may compare: combined schemas are compared branch by branch, so nested
+# anyOf/oneOf (or $refs shared by many paths) could otherwise take exponential time on the event loop
+MAX_COMPARISONS = 50_000
 
 # Confluent's SchemaDiff.COMPATIBLE_CHANGES: every other difference makes a change incompatible
 COMPATIBLE_CHANGES = frozenset([
@@ -70,13 +73,14 @@ class JsonModel:
 
 
 class _Ctx:
-    def __init__(self, depth: int = 0, active: set | None = None):
+    def __init__(self, depth: int = 0, active: set | None = None, budget: list | None = None):
         self.differences: list[tuple[str, str]] = []
         self.depth = depth
         self.active = active if active is not None else set()
+        self.budget = budget if budget is not None else [MAX_COMPARISONS]
 
     def sub(self) -> _Ctx:
-        return _Ctx(self.depth, self.active)
+        return _Ctx(self.depth, self.active, self.budget)
 
     def add(self, kind: str, path: str) -> None:
         self.differences.append((kind, path))
@@ -233,6 +237,11 @@ def _compare(ctx: _Ctx, original: _Node | None, update: _Node | None, path: str)
         ctx.add("SCHEMA_REMOVED", path)
         return
     if ctx.depth > MAX_DEPTH:
+        return
+    ctx.budget[0] -= 1
+    if ctx.budget[0] < 0:
+        # kafkapy's own: refused rather than compared for minutes (Confluent's has no such limit)
+        ctx.add("SCHEMA_TOO_COMPLEX_TO_COMPARE", path)
         return
     original, update = _resolve(original), _resolve(update)
     pair = (id(original.schema), id(update.schema))

@@ -444,3 +444,18 @@ def test_protobuf_imported_types_are_compared_through_their_references():
     moved = parse_schema("PROTOBUF", other, [("common.proto", "PROTOBUF", common_v1), (
         "other.proto", "PROTOBUF", 'syntax = "proto3";\npackage other;\nmessage Money { int64 units = 1; }\n')])
     assert not compatible(moved, old)
+
+
+def test_json_nested_combined_schemas_are_compared_in_bounded_time():
+    import time
+
+    def nest(depth, leaf):
+        schema = leaf
+        for _ in range(depth):
+            schema = {"anyOf": [schema, dict(schema), {"not": schema}]}
+        return schema
+
+    old, new = js(**nest(6, {"type": "string"})), js(**nest(6, {"type": "integer"}))
+    started = time.monotonic()
+    problems = check_compatibility(new, old)
+    assert problems and time.monotonic() - started < 10
