@@ -332,6 +332,7 @@ class _Ctx:
         self.original, self.update = original, update
         self.differences: list[tuple[str, str]] = []
         self.active: set[str] = set()
+        self.imported_done: dict[str, bool] = {}  # imported message -> compared compatible?
 
     def add(self, kind: str, path: str) -> None:
         self.differences.append((kind, path))
@@ -511,9 +512,13 @@ def _compare_types(ctx: _Ctx, old: str, new: str, path: str) -> None:
         # reference), since that file may differ between the two schemas' references
         o_type, u_type = ctx.original.imported.get(old), ctx.update.imported.get(new)
         if isinstance(o_type, Message) and isinstance(u_type, Message):
-            before = len(ctx.differences)
-            _compare_message(ctx, o_type, u_type, old)
-            if any(kind not in COMPATIBLE_CHANGES for kind, _ in ctx.differences[before:]):
+            # compared once per check: a type used by many fields (or many paths) is not walked again
+            if old not in ctx.imported_done:
+                before = len(ctx.differences)
+                ctx.imported_done[old] = True
+                _compare_message(ctx, o_type, u_type, old)
+                ctx.imported_done[old] = all(kind in COMPATIBLE_CHANGES for kind, _ in ctx.differences[before:])
+            if not ctx.imported_done[old]:
                 ctx.add("FIELD_NAMED_TYPE_CHANGED", path)
 
 
