@@ -174,7 +174,7 @@ def _text_file(text: str, builder: _Builder, own: bool):
         raise
     except RecursionError:
         raise InvalidSchema("Invalid schema: nested too deeply") from None
-    except Exception as exc:  # the grammar's own errors: any of them means the text is not a .proto
+    except Exception as exc:  # noqa: BLE001 (the grammar's own errors: the text is not a .proto)
         raise InvalidSchema(f"Invalid schema: {exc}") from None
     package = next((e.name for e in file.file_elements if isinstance(e, ast.Package)), "")
     prefix = f"{package}." if package else ""
@@ -281,7 +281,7 @@ def build_model(text: str, descriptor, references) -> ProtoModel:
                 _descriptor_file(ref_descriptor, imports)
             else:
                 _text_file(ref_text, imports, own=False)
-        except Exception:  # noqa: BLE001 (a reference that was valid when registered; be lenient)
+        except Exception:  # noqa: BLE001, S112 (a reference valid when registered: its types are left out)
             continue
     imports.finish()
     builder = _Builder()

@@ -345,8 +345,9 @@ def pdiffs(old: str, new: str) -> set[str]:
     ("message M { map<string, int32> m = 1; }", "message M { map<string, int64> m = 1; }", True, None),
     ("message M { map<string, int32> m = 1; }", "message M { map<string, string> m = 1; }", False,
      "FIELD_SCALAR_KIND_CHANGED"),
-    ("message M { map<string, int32> m = 1; }", "message M { repeated E m = 1; message E { string key = 1; "
-     "int32 value = 2; } }", False, "FIELD_KIND_CHANGED"),
+    ("message M { map<string, int32> m = 1; }",
+     ("message M { repeated E m = 1; message E { string key = 1; int32 value = 2; } }"), False,
+     "FIELD_KIND_CHANGED"),
     # oneofs
     ("message M { int32 a = 1; }", "message M { oneof o { int32 a = 1; } }", True, "ONEOF_ADDED"),
     ("message M { oneof o { int32 a = 1; } }", "message M { oneof o { int32 a = 1; int32 b = 2; } }", True,
