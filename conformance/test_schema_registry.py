@@ -478,3 +478,81 @@ def test_protobuf_serializer_registers_imports_as_references(registry):
     back = ProtobufDeserializer(event_class, {"use.deprecated.format": False})(
         data, SerializationContext(topic, MessageField.VALUE))
     assert (back.what, back.at.seconds) == ("deployed", 1_700_000_000)
+
+
+def test_json_schema_references_are_resolved_for_compatibility(registry):
+    """A JSON Schema `$ref` to another subject's schema (a reference) is compared through: person
+    v2 points at address v2 whose `zip` changed type, so it cannot read person v1's data."""
+    _, url = registry
+    client = SchemaRegistryClient({"url": url})
+    address_subject, person_subject = unique("address-json"), unique("person-json")
+    client.set_compatibility(address_subject, "NONE")
+    address = {"$id": "address.json", "type": "object", "properties": {"zip": {"type": "integer"}}}
+    client.register_schema(address_subject, Schema(json.dumps(address), "JSON"))
+    changed = dict(address, properties={"zip": {"type": "string"}})
+    client.register_schema(address_subject, Schema(json.dumps(changed), "JSON"))
+    person = json.dumps({"type": "object", "properties": {"home": {"$ref": "address.json"}}})
+    client.register_schema(person_subject, Schema(person, "JSON", [SchemaReference("address.json", address_subject, 1)]))
+    v2 = Schema(person, "JSON", [SchemaReference("address.json", address_subject, 2)])
+    assert not client.test_compatibility(person_subject, v2)
+    assert code_of(lambda: client.register_schema(person_subject, v2)) == (409, 409)
+    # an open content model gaining a typed property is refused, as Confluent refuses it
+    opened = json.dumps({"type": "object", "properties": {"home": {"$ref": "address.json"}, "n": {"type": "integer"}}})
+    assert not client.test_compatibility(person_subject, Schema(
+        opened, "JSON", [SchemaReference("address.json", address_subject, 1)]))
+
+
+def test_protobuf_evolution_of_a_serializer_registered_descriptor(registry):
+    """The serializer registers a FileDescriptorProto (a map field, an enum, reserved numbers); .proto
+    text versions are then checked against it with Confluent's Protobuf rules."""
+    from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+    _, url = registry
+    fd = descriptor_pb2.FieldDescriptorProto
+    file = descriptor_pb2.FileDescriptorProto(name=f"stock_{uuid.uuid4().hex[:6]}.proto", package="test.st",
+                                              syntax="proto3")
+    file.enum_type.add(name="Unit").value.add(name="PIECE", number=0)
+    stock = file.message_type.add(name="Stock")
+    entry = stock.nested_type.add(name="LevelsEntry")
+    entry.options.map_entry = True
+    entry.field.add(name="key", number=1, type=fd.TYPE_STRING, label=fd.LABEL_OPTIONAL)
+    entry.field.add(name="value", number=2, type=fd.TYPE_INT32, label=fd.LABEL_OPTIONAL)
+    stock.field.add(name="levels", number=1, type=fd.TYPE_MESSAGE, type_name=".test.st.Stock.LevelsEntry",
+                    label=fd.LABEL_REPEATED)
+    stock.field.add(name="unit", number=2, type=fd.TYPE_ENUM, type_name=".test.st.Unit", label=fd.LABEL_OPTIONAL)
+    stock.reserved_range.add(start=3, end=4)
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(file)
+    stock_class = message_factory.GetMessageClass(pool.FindMessageTypeByName("test.st.Stock"))
+    client = SchemaRegistryClient({"url": url})
+    topic = unique("stock")
+    ProtobufSerializer(stock_class, client, {"use.deprecated.format": False})(
+        stock_class(levels={"a": 1}), SerializationContext(topic, MessageField.VALUE))
+    subject = f"{topic}-value"
+
+    def text(body: str) -> Schema:
+        return Schema(f'syntax = "proto3";\npackage test.st;\nenum Unit {{ PIECE = 0; BOX = 1; }}\n{body}\n', "PROTOBUF")
+
+    same_map = "message Stock { reserved 3; map<string, int64> levels = 1; Unit unit = 2; string note = 4; }"
+    assert client.test_compatibility(subject, text(same_map))
+    assert not client.test_compatibility(subject, text(
+        "message Stock { reserved 3; map<string, string> levels = 1; Unit unit = 2; }"))
+    assert not client.test_compatibility(subject, text("message Stock { map<string, int32> levels = 1; "
+                                                       "Unit unit = 2; int32 reused = 3; }"))
+    assert client.register_schema(subject, text(same_map)) > 0
+
+
+def test_normalize_with_the_client(registry):
+    _, url = registry
+    client = SchemaRegistryClient({"url": url})
+    subject = unique("norm")
+    spread = {"type": "record", "namespace": "app", "name": "N", "fields": [{"name": "a", "type": {"type": "long"}}]}
+    schema_id = client.register_schema(subject, Schema(json.dumps(spread), "AVRO"), normalize_schemas=True)
+    stored = json.loads(client.get_schema(schema_id).schema_str)
+    assert stored["fields"] == [{"name": "a", "type": "long"}]
+    other = {"type": "record", "name": "app.N", "fields": [{"type": "long", "name": "a"}]}
+    assert client.lookup_schema(subject, Schema(json.dumps(other), "AVRO"), normalize_schemas=True).schema_id \
+        == schema_id
+    assert client.register_schema(subject, Schema(json.dumps(other), "AVRO")) == schema_id

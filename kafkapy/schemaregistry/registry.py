@@ -220,6 +220,14 @@ class Registry:
                 return config["compatibilityLevel"]
         return DEFAULT_COMPATIBILITY
 
+    def normalize_of(self, subject: str | None) -> bool:
+        """The `normalize` of the subject's config, else the global one (Confluent's config field)."""
+        for scope in ((subject, None) if subject is not None else (None,)):
+            config = self.configs.get(scope)
+            if config and isinstance(config.get("normalize"), bool):
+                return config["normalize"]
+        return False
+
     def mode_of(self, subject: str | None) -> str:
         if subject is not None and subject in self.modes:
             return self.modes[subject]
@@ -336,6 +344,9 @@ class Registry:
             if mode in ("READONLY", "READONLY_OVERRIDE"):
                 raise RegistryError.not_permitted(f"Subject {subject} is in read-only mode")
             parsed = self.parse(schema_type, text, references)
+            if normalize or self.normalize_of(subject):
+                # Confluent stores the normalized form; equal schemas already compare equal here
+                text = parsed.normalized or text
             content_key = _key(schema_type, parsed.canonical, references)
             # the same schema already under this subject: its id, nothing written
             for version in reversed(self.live_versions(subject)):

@@ -13,14 +13,12 @@ it into Confluent's 42201.
 """
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["InvalidSchema", "ParsedSchema", "SCHEMA_TYPES", "parse_schema", "check_compatibility"]
+__all__ = ["SCHEMA_TYPES", "InvalidSchema", "ParsedSchema", "check_compatibility", "parse_schema"]
 
 SCHEMA_TYPES = ("JSON", "PROTOBUF", "AVRO")
 MAX_SCHEMA_DEPTH = 64
@@ -36,6 +34,8 @@ class ParsedSchema:
     text: str
     canonical: str  # equal for schemas the registry treats as the same (lookup, re-registration)
     model: object = field(repr=False, default=None)  # what the compatibility rules compare
+    # the text stored when the schema is registered with `normalize` (Confluent's normalized form)
+    normalized: str | None = field(repr=False, default=None)
 
     @property
     def fingerprint(self) -> str:
@@ -85,8 +85,14 @@ def check_compatibility(reader: ParsedSchema, writer: ParsedSchema) -> list[str]
     if reader.schema_type == "AVRO":
         return _avro_compat(reader.model, writer.model)
     if reader.schema_type == "JSON":
-        return _json_compat(reader.model, writer.model, "#/", reader.model, writer.model)
-    return _protobuf_compat(reader.model, writer.model)
+        from .jsoncompat import json_incompatibilities
+
+        # Confluent's checker compares the schema data was written with (the "original") with the
+        # one that reads it (the "update")
+        return json_incompatibilities(writer.model, reader.model)
+    from .protocompat import proto_incompatibilities
+
+    return proto_incompatibilities(writer.model, reader.model)
 
 
 # -- AVRO ------------------------------------------------------------------------------------
@@ -98,21 +104,29 @@ def _parse_avro(text: str, references) -> ParsedSchema:
 
     document = _json_document(text)
     names = avro.name.Names()
+    referenced = avro.name.Names()  # the referenced types only: written by name in the normal form
     try:
         for _, ref_type, ref_text in references:
             if ref_type == "AVRO":
                 avro.schema.make_avsc_object(json.loads(ref_text), names)
+                avro.schema.make_avsc_object(json.loads(ref_text), referenced)
         schema = avro.schema.make_avsc_object(document, names)
+        form = schema.to_json(referenced)
     except (avro.errors.AvroException, avro.errors.SchemaParseException, TypeError, ValueError, KeyError,
             AttributeError, RecursionError) as exc:
         raise InvalidSchema(f"Invalid schema {text[:200]}: {exc}") from None
-    # Confluent compares Avro schemas by their parsed form, so whitespace and key order do not count
-    canonical = json.dumps(document, sort_keys=True, separators=(",", ":"))
-    return ParsedSchema("AVRO", text, canonical, schema)
+    # Confluent compares Avro schemas by their parsed form (Avro's own JSON writing of it), so white
+    # space, key order, `{"type": "int"}` for `"int"` and `namespace` + `name` for a full name do not
+    # count; that form is also what `normalize` stores
+    canonical = json.dumps(form, sort_keys=True, separators=(",", ":"))
+    return ParsedSchema("AVRO", text, canonical, schema, json.dumps(form, separators=(",", ":")))
 
 
 def _avro_compat(reader, writer) -> list[str]:
-    from avro.compatibility import ReaderWriterCompatibilityChecker, SchemaCompatibilityType
+    from avro.compatibility import (
+        ReaderWriterCompatibilityChecker,
+        SchemaCompatibilityType,
+    )
 
     result = ReaderWriterCompatibilityChecker().get_compatibility(reader, writer)
     if result.compatibility is SchemaCompatibilityType.compatible:
@@ -141,287 +155,26 @@ def _parse_json(text: str, references) -> ParsedSchema:
         raise InvalidSchema(f"Invalid schema {text[:200]}: {exc.message}") from None
     except RecursionError:
         raise InvalidSchema("Invalid schema: nested too deeply") from None
-    canonical = json.dumps(document, sort_keys=True, separators=(",", ":"))
-    return ParsedSchema("JSON", text, canonical, document)
+    from .jsoncompat import JsonModel
 
-
-_NUMBER_TYPES = {"integer", "number"}
-
-
-def _types(schema: dict) -> set[str] | None:
-    t = schema.get("type")
-    if t is None:
-        return None
-    return {t} if isinstance(t, str) else set(t)
-
-
-def _resolve(schema, root):
-    """Follow a local "$ref" (#/definitions/..., #/$defs/...); other refs are left as "anything"."""
-    seen = 0
-    while isinstance(schema, dict) and isinstance(schema.get("$ref"), str) and seen < 32:
-        ref = schema["$ref"]
-        if not ref.startswith("#"):
-            return {}
-        target = root
-        for part in [p for p in ref[1:].split("/") if p]:
-            part = part.replace("~1", "/").replace("~0", "~")
-            if isinstance(target, dict) and part in target:
-                target = target[part]
-            else:
-                return {}
-        schema, seen = target, seen + 1
-    return schema
-
-
-def _json_compat(reader, writer, path: str, reader_root, writer_root, depth: int = 0) -> list[str]:
-    """Confluent's JSON Schema rules, read as: every document `writer` accepts, `reader` accepts."""
-    if depth > MAX_SCHEMA_DEPTH:
-        return []
-    reader, writer = _resolve(reader, reader_root), _resolve(writer, writer_root)
-    if reader is True or reader == {} or writer is False:
-        return []
-    if reader is False:
-        return [f"{path}: the new schema accepts nothing (false)"]
-    if writer is True:
-        writer = {}
-    problems: list[str] = []
-    for keyword in ("oneOf", "anyOf"):
-        if keyword in reader or keyword in writer:
-            readers = reader.get(keyword, [reader])
-            writers = writer.get(keyword, [writer])
-            for i, w in enumerate(writers):
-                if not any(not _json_compat(r, w, f"{path}{keyword}/{i}/", reader_root, writer_root, depth + 1)
-                           for r in readers):
-                    problems.append(f"{path}: COMBINED_TYPE_SUBSCHEMAS_CHANGED ({keyword} branch {i} of the old "
-                                    f"schema matches no branch of the new one)")
-            return problems
-    reader_types, writer_types = _types(reader), _types(writer)
-    if reader_types is not None:
-        effective = set(reader_types) | ({"integer"} if "number" in reader_types else set())
-        if writer_types is None or not writer_types <= effective:
-            problems.append(f"{path}: TYPE_CHANGED (from {sorted(writer_types or ['any'])} "
-                            f"to {sorted(reader_types)})")
-            return problems
-    if "enum" in reader:
-        if "enum" not in writer or any(v not in reader["enum"] for v in writer["enum"]):
-            problems.append(f"{path}: ENUM_ARRAY_CHANGED")
-    if "const" in reader and writer.get("const", object()) != reader["const"]:
-        problems.append(f"{path}: CONST_CHANGED")
-    for keyword, stricter in (("maximum", min), ("exclusiveMaximum", min), ("maxLength", min), ("maxItems", min),
-                              ("maxProperties", min), ("minimum", max), ("exclusiveMinimum", max),
-                              ("minLength", max), ("minItems", max), ("minProperties", max)):
-        if isinstance(reader.get(keyword), (int, float)) and not isinstance(reader.get(keyword), bool):
-            old = writer.get(keyword)
-            if not isinstance(old, (int, float)) or stricter(old, reader[keyword]) != old:
-                problems.append(f"{path}: {keyword.upper()}_{'DECREASED' if stricter is min else 'INCREASED'}"
-                                f" ({old} to {reader[keyword]})")
-    if "pattern" in reader and writer.get("pattern") != reader["pattern"]:
-        problems.append(f"{path}: PATTERN_CHANGED")
-    # objects
-    reader_props, writer_props = reader.get("properties", {}), writer.get("properties", {})
-    reader_extra = reader.get("additionalProperties", True)
-    writer_extra = writer.get("additionalProperties", True)
-    if isinstance(reader_props, dict) and isinstance(writer_props, dict):
-        for name, sub in writer_props.items():
-            if name in reader_props:
-                problems += _json_compat(reader_props[name], sub, f"{path}properties/{name}/", reader_root,
-                                         writer_root, depth + 1)
-            elif reader_extra is False:
-                problems.append(f"{path}: PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL ({name})")
-            elif isinstance(reader_extra, dict):
-                problems += _json_compat(reader_extra, sub, f"{path}properties/{name}/", reader_root, writer_root,
-                                         depth + 1)
-        for name, sub in reader_props.items():
-            if name in writer_props:
+    referenced = {}
+    for name, ref_type, ref_text in references:
+        if ref_type == "JSON":
+            try:
+                referenced[name] = json.loads(ref_text)
+            except ValueError:
                 continue
-            if writer_extra is False:
-                continue  # the writer never writes it: adding it to a closed model is compatible
-            if isinstance(writer_extra, dict):
-                problems += _json_compat(sub, writer_extra, f"{path}properties/{name}/", reader_root, writer_root,
-                                         depth + 1)
-            elif _resolve(sub, reader_root) not in ({}, True):
-                problems.append(f"{path}: PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL ({name})")
-    if reader_extra is False and writer_extra is not False:
-        problems.append(f"{path}: ADDITIONAL_PROPERTIES_REMOVED")
-    elif isinstance(reader_extra, dict) and writer_extra is not False:
-        problems += _json_compat(reader_extra, writer_extra if isinstance(writer_extra, dict) else {},
-                                 f"{path}additionalProperties/", reader_root, writer_root, depth + 1)
-    reader_required = set(reader.get("required", []) or [])
-    writer_required = set(writer.get("required", []) or [])
-    for name in sorted(reader_required - writer_required):
-        sub = reader_props.get(name) if isinstance(reader_props, dict) else None
-        if not (isinstance(sub, dict) and "default" in sub):
-            problems.append(f"{path}: REQUIRED_ATTRIBUTE_ADDED ({name})")
-    # arrays
-    if isinstance(reader.get("items"), (dict, bool)):
-        writer_items = writer.get("items", {})
-        if isinstance(writer_items, (dict, bool)):
-            problems += _json_compat(reader["items"], writer_items, f"{path}items/", reader_root, writer_root,
-                                     depth + 1)
-    if reader.get("uniqueItems") is True and writer.get("uniqueItems") is not True:
-        problems.append(f"{path}: UNIQUE_ITEMS_ADDED")
-    return problems
+    canonical = json.dumps(document, sort_keys=True, separators=(",", ":"))
+    return ParsedSchema("JSON", text, canonical, JsonModel(document, referenced), canonical)
 
 
 # -- PROTOBUF --------------------------------------------------------------------------------
 
-@dataclass
-class ProtoModel:
-    package: str
-    # message full name -> field number -> (type, label, name)
-    messages: dict[str, dict[int, tuple[str, str, str]]]
-    enums: dict[str, set[int]]
-    syntax: str
-
-
-_SCALARS = {"double", "float", "int32", "int64", "uint32", "uint64", "sint32", "sint64", "fixed32", "fixed64",
-            "sfixed32", "sfixed64", "bool", "string", "bytes"}
-# scalar types sharing a wire encoding whose values Confluent's checker lets a field change between
-_WIRE_COMPATIBLE = [{"int32", "uint32", "int64", "uint64", "bool"}, {"sint32", "sint64"},
-                    {"fixed32", "sfixed32"}, {"fixed64", "sfixed64"}, {"string", "bytes"}]
-_DESCRIPTOR_TYPES = {1: "double", 2: "float", 3: "int64", 4: "uint64", 5: "int32", 6: "fixed64", 7: "fixed32",
-                     8: "bool", 9: "string", 10: "group", 11: "message", 12: "bytes", 13: "uint32", 14: "enum",
-                     15: "sfixed32", 16: "sfixed64", 17: "sint32", 18: "sint64"}
-_DESCRIPTOR_LABELS = {1: "optional", 2: "required", 3: "repeated"}
-
-
 def _parse_protobuf(text: str, references) -> ParsedSchema:
-    stripped = text.strip()
-    model = None
-    if "{" not in stripped and ";" not in stripped:
-        model = _proto_from_descriptor(stripped)
-    if model is None:
-        model = _proto_from_text(text)
-    canonical = json.dumps({"package": model.package, "syntax": model.syntax,
-                            "messages": {k: sorted(v.items()) for k, v in sorted(model.messages.items())},
-                            "enums": {k: sorted(v) for k, v in sorted(model.enums.items())}},
-                           sort_keys=True, separators=(",", ":"))
-    return ParsedSchema("PROTOBUF", text, canonical, model)
+    from .protocompat import _decode_descriptor, build_model
 
-
-def _proto_from_descriptor(text: str) -> ProtoModel | None:
-    from google.protobuf import descriptor_pb2
-    from google.protobuf.message import DecodeError
-
-    try:
-        raw = base64.b64decode(text, validate=True)
-    except (binascii.Error, ValueError):
-        return None
-    proto = descriptor_pb2.FileDescriptorProto()
-    try:
-        proto.ParseFromString(raw)
-    except DecodeError as exc:
-        raise InvalidSchema(f"Invalid schema: not a serialized FileDescriptorProto: {exc}") from None
-    if not proto.message_type and not proto.enum_type and not proto.name:
+    descriptor = _decode_descriptor(text)
+    if descriptor is not None and not descriptor.message_type and not descriptor.enum_type and not descriptor.name:
         raise InvalidSchema("Invalid schema: empty FileDescriptorProto")
-    messages: dict[str, dict] = {}
-    enums: dict[str, set[int]] = {}
-    prefix = f"{proto.package}." if proto.package else ""
-
-    def walk(message, scope: str) -> None:
-        name = f"{scope}{message.name}"
-        messages[name] = {f.number: (_DESCRIPTOR_TYPES.get(f.type, "?") if f.type not in (11, 14)
-                                     else f.type_name.lstrip("."), _DESCRIPTOR_LABELS.get(f.label, "optional"), f.name)
-                          for f in message.field}
-        for nested in message.nested_type:
-            walk(nested, name + ".")
-        for enum in message.enum_type:
-            enums[f"{name}.{enum.name}"] = {v.number for v in enum.value}
-
-    for message in proto.message_type:
-        walk(message, prefix)
-    for enum in proto.enum_type:
-        enums[f"{prefix}{enum.name}"] = {v.number for v in enum.value}
-    return ProtoModel(proto.package, messages, enums, proto.syntax or "proto2")
-
-
-def _proto_from_text(text: str) -> ProtoModel:
-    from antlr4.error.ErrorListener import ErrorListener
-    from proto_schema_parser import ast
-    from proto_schema_parser.parser import Parser
-
-    class Raise(ErrorListener):
-        def syntaxError(self, recognizer, offending, line, column, msg, e):  # noqa: N802 (ANTLR's name)
-            raise InvalidSchema(f"Invalid schema: line {line}:{column} {msg}")
-
-    def quiet(recognizer) -> None:
-        recognizer.removeErrorListeners()
-        recognizer.addErrorListener(Raise())
-
-    try:
-        file = Parser(setup_lexer=quiet, setup_parser=quiet).parse(text)
-    except InvalidSchema:
-        raise
-    except RecursionError:
-        raise InvalidSchema("Invalid schema: nested too deeply") from None
-    except Exception as exc:
-        raise InvalidSchema(f"Invalid schema: {exc}") from None
-    package = next((e.name for e in file.file_elements if isinstance(e, ast.Package)), "")
-    prefix = f"{package}." if package else ""
-    messages: dict[str, dict] = {}
-    enums: dict[str, set[int]] = {}
-
-    def fields_of(elements, into: dict, scope: str, in_oneof: bool = False) -> None:
-        for element in elements:
-            if isinstance(element, ast.Field):
-                label = element.cardinality.value.lower() if element.cardinality else \
-                    ("oneof" if in_oneof else "optional")
-                kind = element.type if element.type in _SCALARS else "message:" + element.type.split(".")[-1]
-                into[element.number] = (kind, label, element.name)
-            elif isinstance(element, ast.MapField):
-                into[element.number] = (f"map<{element.key_type},{element.value_type}>", "repeated", element.name)
-            elif isinstance(element, ast.OneOf):
-                fields_of(element.elements, into, scope, True)
-            elif isinstance(element, ast.Message):
-                walk(element, scope + ".")
-            elif isinstance(element, ast.Enum):
-                enums[f"{scope}.{element.name}"] = {v.number for v in element.elements if isinstance(v, ast.EnumValue)}
-
-    def walk(message, scope: str) -> None:
-        name = f"{scope}{message.name}"
-        table: dict = {}
-        messages[name] = table
-        fields_of(message.elements, table, name)
-
-    for element in file.file_elements:
-        if isinstance(element, ast.Message):
-            walk(element, prefix)
-        elif isinstance(element, ast.Enum):
-            enums[f"{prefix}{element.name}"] = {v.number for v in element.elements if isinstance(v, ast.EnumValue)}
-    return ProtoModel(package, messages, enums, file.syntax or "proto2")
-
-
-def _proto_kind(kind: str) -> str:
-    """Descriptor type names are full names, text ones as written: compare the simple name."""
-    if kind.startswith("message:"):
-        return "message:" + kind.split(":", 1)[1].split(".")[-1]
-    if "." in kind or kind not in _SCALARS and not kind.startswith("map<"):
-        return "message:" + kind.split(".")[-1]
-    return kind
-
-
-def _protobuf_compat(reader: ProtoModel, writer: ProtoModel) -> list[str]:
-    """Confluent's Protobuf rules: a message type removed, a field's type changed to one with another
-    wire encoding, a field moved into or out of a oneof, a required field added, a package changed:
-    incompatible. Fields added, removed or renamed: compatible (unknown fields are skipped)."""
-    problems = []
-    if reader.package != writer.package:
-        problems.append(f"PACKAGE_CHANGED ({writer.package!r} to {reader.package!r})")
-    for name, writer_fields in writer.messages.items():
-        reader_fields = reader.messages.get(name)
-        if reader_fields is None:
-            problems.append(f"MESSAGE_REMOVED ({name})")
-            continue
-        for number, (kind, label, field_name) in writer_fields.items():
-            other = reader_fields.get(number)
-            if other is None:
-                continue
-            a, b = _proto_kind(kind), _proto_kind(other[0])
-            if a != b and not any(a in group and b in group for group in _WIRE_COMPATIBLE):
-                problems.append(f"FIELD_SCALAR_KIND_CHANGED ({name}.{field_name} #{number}: {a} to {b})")
-            if (label == "oneof") != (other[1] == "oneof") and label != other[1]:
-                problems.append(f"FIELD_MOVED_TO_OR_FROM_ONEOF ({name}.{field_name} #{number})")
-        for number, (kind, label, field_name) in reader_fields.items():
-            if label == "required" and number not in writer_fields:
-                problems.append(f"REQUIRED_FIELD_ADDED ({name}.{field_name} #{number})")
-    return problems
+    model = build_model(text, descriptor, references)
+    return ParsedSchema("PROTOBUF", text, model.canonical(), model)

@@ -160,3 +160,29 @@ def test_any_body_gets_an_answer_or_a_registry_error(body):
             call()
         except RegistryError as exc:
             assert 400 <= exc.status < 500
+
+
+SPREAD = json.dumps({"type": "record", "namespace": "n", "name": "R",
+                     "fields": [{"type": {"type": "int"}, "name": "a"}]})
+
+
+def test_normalize_stores_avros_normal_form_and_equal_forms_are_one_schema():
+    r = Recording()
+    body = {"schema": SPREAD}
+    first = run(r.register("s", body, normalize=True))
+    stored = json.loads(r.records[-1][1]["schema"])
+    assert stored == {"type": "record", "name": "R", "namespace": "n", "fields": [{"name": "a", "type": "int"}]}
+    # the same schema written otherwise is the same version, with or without normalize
+    same = json.dumps({"type": "record", "name": "n.R", "fields": [{"name": "a", "type": "int"}]})
+    assert run(r.register("s", {"schema": same}))["id"] == first["id"]
+    assert r.lookup("s", {"schema": same})["version"] == 1
+    assert len(r.records) == 1
+
+
+def test_normalize_from_the_subject_config():
+    r = Recording()
+    run(r.set_config("j", {"compatibility": "NONE", "normalize": True}))
+    run(r.register("j", {"schemaType": "JSON", "schema": '{"type": "object",  "properties": {"b": {}, "a": {}}}'}))
+    assert r.records[-1][1]["schema"] == '{"properties":{"a":{},"b":{}},"type":"object"}'
+    run(r.register("k", {"schemaType": "JSON", "schema": '{"type": "string"}'}))
+    assert r.records[-1][1]["schema"] == '{"type": "string"}'
