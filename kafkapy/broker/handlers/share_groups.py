@@ -22,6 +22,10 @@ from ...metadata.acls import AclOperation, ResourceType
 from ...net.client import BrokerConnection
 from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages import (
+    AlterShareGroupOffsetsRequest,
+    AlterShareGroupOffsetsResponse,
+    DeleteShareGroupOffsetsRequest,
+    DeleteShareGroupOffsetsResponse,
     DescribeShareGroupOffsetsRequest,
     DescribeShareGroupOffsetsResponse,
     ReadShareGroupStateRequest,
@@ -284,7 +288,9 @@ async def _stored_state(broker, group_id: str, topic_id, partition: int):
         return True, None
     state_partition = store.partition_of(group_id, topic_id, partition)
     if store.is_local(state_partition):
-        return True, store.read(group_id, topic_id, partition)
+        state = store.read(group_id, topic_id, partition)
+        # a start offset of -1: the state was deleted (DeleteShareGroupOffsets, DeleteGroups)
+        return True, state if state is not None and state.start_offset >= 0 else None
     R = ReadShareGroupStateRequest
     response = await _call_coordinator(broker, state_partition, R(group_id=group_id, topics=[R.ReadStateData(
         topic_id=topic_id, partitions=[R.PartitionData(partition=partition, leader_epoch=-1)])]))
@@ -738,3 +744,141 @@ async def handle_describe_share_group_offsets(
                                for first, last, st, _ in batches if st != 0)
                     result.lag = max(plog.high_watermark - start - done, 0)
     return R(throttle_time_ms=0, groups=groups)
+
+
+# -- AlterShareGroupOffsets / DeleteShareGroupOffsets / DeleteGroups ---------------------------
+def _empty_group_error(share, group_id: str) -> tuple[int, str | None]:
+    """Kafka's checks before the offsets of a share group change: it exists and has no members."""
+    group = share.describe(group_id)
+    if group is None:
+        return ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
+    if group.members:
+        return ErrorCode.NON_EMPTY_GROUP, f"The group {group_id} has active members."
+    return ErrorCode.NONE, None
+
+
+async def _replace_state(broker, share, group_id: str, topic: str, topic_id, partition: int, start: int) -> int:
+    """Give a share-partition a fresh state starting at `start` (-1: no state, as if never
+    fetched). The copy in memory here is dropped, so the next fetch starts from what is stored."""
+    share.partitions.pop((group_id, topic, partition), None)
+    store = _state_store(broker)
+    if store is None:
+        return ErrorCode.NONE
+    return await _write_state(broker, store, group_id, topic_id, partition, ShareState(
+        start, [], leader_epoch=broker.partitions.leader_epoch(topic, partition)))
+
+
+@handles(AlterShareGroupOffsetsRequest)
+async def handle_alter_share_group_offsets(
+        ctx: RequestContext, request: AlterShareGroupOffsetsRequest) -> AlterShareGroupOffsetsResponse:
+    """Set the start offset of share-partitions of an empty share group (kafka-share-groups.sh
+    --reset-offsets): everything before it is done with, nothing after it is in flight."""
+    R = AlterShareGroupOffsetsResponse
+    broker = ctx.broker
+    group_id = request.group_id
+    topics = [R.AlterShareGroupOffsetsResponseTopic(
+        topic_name=t.topic_name, topic_id=_ZERO_UUID, partitions=[
+            R.AlterShareGroupOffsetsResponsePartition(partition_index=p.partition_index) for p in t.partitions])
+        for t in request.topics]
+
+    def failed(code: int, message: str | None = None) -> AlterShareGroupOffsetsResponse:
+        for t in topics:
+            for p in t.partitions:
+                p.error_code, p.error_message = code, message
+        return R(throttle_time_ms=0, error_code=code, error_message=message, responses=topics)
+
+    if not ctx.authorized(AclOperation.READ, ResourceType.GROUP, group_id):
+        return failed(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    error = _coordinator_error(broker, group_id)
+    if error:
+        return failed(error)
+    share = broker.share_groups
+    error, message = _empty_group_error(share, group_id)
+    if error:
+        return failed(error, message)
+    denied = ctx.unauthorized_names(AclOperation.READ, ResourceType.TOPIC, [t.topic_name for t in request.topics])
+    for wanted, out in zip(request.topics, topics):
+        meta = broker.partitions.topic(wanted.topic_name)
+        if meta is not None:
+            out.topic_id = meta.topic_id
+        for p, result in zip(wanted.partitions, out.partitions):
+            if wanted.topic_name in denied:
+                result.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif meta is None or not 0 <= p.partition_index < meta.partition_count:
+                result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif p.start_offset < 0:
+                result.error_code, result.error_message = ErrorCode.INVALID_REQUEST, "The start offset is negative."
+            else:
+                result.error_code = await _replace_state(broker, share, group_id, wanted.topic_name, meta.topic_id,
+                                                         p.partition_index, p.start_offset)
+    return R(throttle_time_ms=0, error_code=ErrorCode.NONE, responses=topics)
+
+
+@handles(DeleteShareGroupOffsetsRequest)
+async def handle_delete_share_group_offsets(
+        ctx: RequestContext, request: DeleteShareGroupOffsetsRequest) -> DeleteShareGroupOffsetsResponse:
+    """Forget the share state of whole topics for an empty share group: the next fetch starts
+    where share.auto.offset.reset says, as for a share-partition never fetched."""
+    R = DeleteShareGroupOffsetsResponse
+    broker = ctx.broker
+    group_id = request.group_id
+    if not ctx.authorized(AclOperation.DELETE, ResourceType.GROUP, group_id):
+        return R(throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, responses=[])
+    error = _coordinator_error(broker, group_id)
+    if error:
+        return R(throttle_time_ms=0, error_code=error, responses=[])
+    share = broker.share_groups
+    error, message = _empty_group_error(share, group_id)
+    if error:
+        return R(throttle_time_ms=0, error_code=error, error_message=message, responses=[])
+    names = [t.topic_name for t in request.topics]
+    denied = ctx.unauthorized_names(AclOperation.READ, ResourceType.TOPIC, names)
+    topics = []
+    for name in names:
+        meta = broker.partitions.topic(name)
+        out = R.DeleteShareGroupOffsetsResponseTopic(
+            topic_name=name, topic_id=meta.topic_id if meta is not None else _ZERO_UUID)
+        topics.append(out)
+        if name in denied:
+            out.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            continue
+        if meta is None:
+            out.error_code, out.error_message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} not found."
+            continue
+        for partition in range(meta.partition_count):
+            error = await _replace_state(broker, share, group_id, name, meta.topic_id, partition, -1)
+            if error:
+                out.error_code = error
+                break
+    return R(throttle_time_ms=0, error_code=ErrorCode.NONE, responses=topics)
+
+
+async def delete_share_groups(broker, group_ids: list[str]) -> dict[str, int]:
+    """DeleteGroups for share groups coordinated here: an empty one goes with its share state
+    (the share-partitions this broker knows of: in memory or in the __share_group_state
+    partitions it leads); one with members is NON_EMPTY_GROUP. Groups that are not share
+    groups are left out of the answer."""
+    share = broker._share_groups
+    results: dict[str, int] = {}
+    if share is None:
+        return results
+    for group_id in group_ids:
+        if share.describe(group_id) is None or _coordinator_error(broker, group_id):
+            continue
+        error, _ = _empty_group_error(share, group_id)
+        if error:
+            results[group_id] = error
+            continue
+        known = {(topic, partition) for g, topic, partition in share.partitions if g == group_id}
+        store = _state_store(broker)
+        if store is not None:
+            known |= {(_resolve(broker, topic_id), partition)
+                      for g, topic_id, partition in store.local_keys() if g == group_id}
+        for topic, partition in sorted(k for k in known if k[0] is not None):
+            meta = broker.partitions.topic(topic)
+            if meta is not None:
+                error = await _replace_state(broker, share, group_id, topic, meta.topic_id, partition, -1) or error
+        if error == ErrorCode.NONE:
+            share.delete_group(group_id)
+        results[group_id] = error
+    return results

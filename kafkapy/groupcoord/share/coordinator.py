@@ -394,6 +394,12 @@ class ShareGroupCoordinator:
     def describe(self, group_id: str) -> ShareGroup | None:
         return self.groups.get(group_id)
 
+    def delete_group(self, group_id: str) -> None:
+        """DeleteGroups of an empty share group: the group and its share-partitions here go."""
+        self.groups.pop(group_id, None)
+        for key in [k for k in self.partitions if k[0] == group_id]:
+            del self.partitions[key]
+
     def close(self) -> None:
         self.sessions.clear()
         for connection in self.connections.values():
