@@ -703,7 +703,14 @@ async def handle_describe_share_group_offsets(
             if group is None:
                 out.error_code, out.error_message = ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
                 continue
-            names = sorted({name for m in group.members.values() for name in m.subscribed})
+            # the members' topics and, as Kafka (an empty group has no subscriptions), the topics
+            # whose share state this broker knows of: in memory or in the state it keeps
+            names = {name for m in group.members.values() for name in m.subscribed}
+            names |= {topic for g, topic, _ in share.partitions if g == group_id}
+            store = _state_store(broker) if share.state_store is not None else None
+            if store is not None:
+                names |= {_resolve(broker, topic_id) for g, topic_id, _ in store.local_keys() if g == group_id}
+            names = sorted(name for name in names if name is not None)
             topics = []
             for name in names:
                 meta = broker.partitions.topic(name)
