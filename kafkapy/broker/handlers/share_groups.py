@@ -606,7 +606,9 @@ def _fetch_topics(broker, order, unknown_ids) -> list:
             topic = by_topic[a.topic_id] = R.ShareFetchableTopicResponse(topic_id=a.topic_id, partitions=[])
         topic.partitions.append(R.PartitionData(
             partition_index=a.partition, error_code=a.error, acknowledge_error_code=a.ack_error,
-            current_leader=_leader_hint(broker, a, R), records=a.records,
+            # never null: librdkafka's share consumer reads Records as a length that may not be -1
+            # (it drops the whole response then, acknowledgement results included); Kafka sends empty
+            current_leader=_leader_hint(broker, a, R), records=a.records if a.records is not None else b"",
             acquired_records=[R.AcquiredRecords(first_offset=f, last_offset=l, delivery_count=c)
                               for f, l, c in a.acquired]))
     for topic_id, partition in unknown_ids:
@@ -616,7 +618,7 @@ def _fetch_topics(broker, order, unknown_ids) -> list:
         topic.partitions.append(R.PartitionData(
             partition_index=partition, error_code=ErrorCode.UNKNOWN_TOPIC_ID,
             acknowledge_error_code=ErrorCode.UNKNOWN_TOPIC_ID,
-            current_leader=R.LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1)))
+            current_leader=R.LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1), records=b""))
     return list(by_topic.values())
 
 
