@@ -1,9 +1,11 @@
 """`kafkapy share-groups list|describe|reset-offsets|delete-offsets|delete` against a real kafkapy
 process, with a group made by confluent-kafka's ShareConsumer (the columns of kafka-share-groups.sh:
-GROUP, TOPIC, PARTITION, START-OFFSET, LAG; --members; --state)."""
+GROUP, TOPIC, PARTITION, START-OFFSET, LAG; --members; --state), and the console's share groups table."""
 from __future__ import annotations
 
+import re
 import time
+import urllib.request
 
 import pytest
 
@@ -21,7 +23,7 @@ from confluent_kafka.admin import (  # noqa: E402
     ResourceType,
 )
 
-from conformance.broker_process import start_broker  # noqa: E402
+from conformance.broker_process import free_port, start_broker  # noqa: E402
 from conformance.test_cli import cli, ok, one_line_error  # noqa: E402
 
 pytestmark = pytest.mark.timeout(120)
@@ -33,7 +35,8 @@ TOPIC, GROUP = "cli-share-t", "cli-share-g"
 def broker():
     with start_broker(overrides={"offsets.topic.replication.factor": "1",
                                  "share.coordinator.state.topic.replication.factor": "1",
-                                 "share.coordinator.state.topic.num.partitions": "3"}) as b:
+                                 "share.coordinator.state.topic.num.partitions": "3",
+                                 "kafkapy.console.listener": f"http://127.0.0.1:{free_port()}"}) as b:
         admin = AdminClient({"bootstrap.servers": b.bootstrap})
         admin.create_topics([NewTopic(TOPIC, 1, 1)])[TOPIC].result(15)
         producer = Producer({"bootstrap.servers": b.bootstrap})
@@ -83,6 +86,12 @@ def test_share_groups_commands(broker):
         offsets = _until(lambda: (lambda rows: rows if rows[1][3:] == ["10", "0"] else None)(
             _rows(ok(cli(broker, "share-groups", "describe", "--group", GROUP)).out)))
         assert offsets == [["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG"], [GROUP, TOPIC, "0", "10", "0"]]
+        # the console's groups page has a share groups table: one row per share-partition led here
+        with urllib.request.urlopen(broker.overrides["kafkapy.console.listener"] + "/groups", timeout=10) as page:
+            html = page.read().decode()
+        table = html[html.index('id="share-groups"'):].split("</table>")[0]
+        cells = [c.strip() for c in re.findall(r"<td[^>]*>([^<]*)</td>", table)]
+        assert cells == [GROUP, "Stable", "1", f"{TOPIC}-0", "10", "0", "0", "0", "0"]
         # an active group's offsets are not changed
         one_line_error(cli(broker, "share-groups", "reset-offsets", GROUP, "--topic", TOPIC, "--to-earliest",
                            "--execute"), 1, "active members")
