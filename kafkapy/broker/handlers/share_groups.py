@@ -280,6 +280,23 @@ def _state_store(broker) -> ShareStateStore | None:
     return share.state_store
 
 
+async def _drop_replaced_states(broker, share, group_id: str, targets) -> None:
+    """When a member opens a share session: drop the share-partitions in memory whose stored state
+    has a newer state epoch (the group's offsets were reset or deleted by its coordinator while
+    the group was empty, so nothing of them is in flight), so that the fetch loads the new state.
+    Only share-partitions with nothing acquired are checked: one with records in flight belongs
+    to a group that had members, which AlterShareGroupOffsets refuses (NON_EMPTY_GROUP)."""
+    for name, partition, topic_id in targets:
+        sp = share.partitions.get((group_id, name, partition))
+        if sp is None or sp.counts()["ACQUIRED"]:
+            continue
+        ok, stored = await _stored_state(broker, group_id, topic_id, partition)
+        if ok and stored is not None and stored.state_epoch > sp.state_epoch:
+            log.info("share state of %s/%s-%d was replaced (state epoch %d): loading it again",
+                     group_id, name, partition, stored.state_epoch)
+            share.partitions.pop((group_id, name, partition), None)
+
+
 async def _stored_state(broker, group_id: str, topic_id, partition: int):
     """(ok, state): the stored state of a share-partition, read here or from the share
     coordinator (ReadShareGroupState); ok is False when it could not be read (try again later)."""
@@ -288,9 +305,9 @@ async def _stored_state(broker, group_id: str, topic_id, partition: int):
         return True, None
     state_partition = store.partition_of(group_id, topic_id, partition)
     if store.is_local(state_partition):
-        state = store.read(group_id, topic_id, partition)
-        # a start offset of -1: the state was deleted (DeleteShareGroupOffsets, DeleteGroups)
-        return True, state if state is not None and state.start_offset >= 0 else None
+        # a start offset of -1: the state was deleted (DeleteShareGroupOffsets, DeleteGroups); it is
+        # returned all the same, for its state epoch
+        return True, store.read(group_id, topic_id, partition)
     R = ReadShareGroupStateRequest
     response = await _call_coordinator(broker, state_partition, R(group_id=group_id, topics=[R.ReadStateData(
         topic_id=topic_id, partitions=[R.PartitionData(partition=partition, leader_epoch=-1)])]))
@@ -301,7 +318,7 @@ async def _stored_state(broker, group_id: str, topic_id, partition: int):
         log.info("reading the state of %s/%s-%d from the share coordinator: %s", group_id, topic_id, partition,
                  ErrorCode(result.error_code).name)
         return False, None
-    if result.start_offset < 0:
+    if result.start_offset < 0 and result.state_epoch <= 0:
         return True, None  # nothing stored
     return True, ShareState(result.start_offset, [(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
                                                   for b in result.state_batches], state_epoch=result.state_epoch)
@@ -335,7 +352,13 @@ async def _call_coordinator(broker, state_partition: int, request):
 async def _write_state(broker, store, group_id: str, topic_id, partition: int, state: ShareState) -> int:
     """Write a share-partition's state where it is kept and wait until it is durable."""
     state_partition = store.partition_of(group_id, topic_id, partition)
-    if not store.is_local(state_partition):
+    if store.is_local(state_partition):
+        stored = store.read(group_id, topic_id, partition)
+        if stored is not None and state.state_epoch < stored.state_epoch:
+            # the state was replaced (AlterShareGroupOffsets, DeleteShareGroupOffsets, DeleteGroups)
+            # since the writer loaded it: its copy is stale (Kafka's share coordinator does the same)
+            return ErrorCode.FENCED_STATE_EPOCH
+    else:
         W = WriteShareGroupStateRequest
         response = await _call_coordinator(broker, state_partition, W(group_id=group_id, topics=[W.WriteStateData(
             topic_id=topic_id, partitions=[W.PartitionData(
@@ -369,7 +392,12 @@ async def _persist(broker, share, group_id: str, dirty) -> int:
             continue
         start, batches = sp.to_state()
         error = await _write_state(broker, store, group_id, topic_id, partition, ShareState(
-            start, batches, leader_epoch=broker.partitions.leader_epoch(topic, partition)))
+            start, batches, state_epoch=sp.state_epoch, leader_epoch=broker.partitions.leader_epoch(topic, partition)))
+        if error == ErrorCode.FENCED_STATE_EPOCH:
+            # the group's offsets were reset or deleted meanwhile: the next fetch loads the new state
+            log.info("share state of %s/%s-%d replaced by its group coordinator: loading it again",
+                     group_id, topic, partition)
+            share.partitions.pop((group_id, topic, partition), None)
         if error:
             return error
     return ErrorCode.NONE
@@ -531,6 +559,8 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
         strict = ctx.api_version >= 2 and request.share_acquire_mode == 1
         deadline = now + max(request.max_wait_ms, 0) / 1000.0
         targets = sorted(session.partitions, key=lambda k: (k[0], k[1]))
+        if request.share_session_epoch == 0:
+            await _drop_replaced_states(broker, share, group_id, targets)
         while True:
             now = time.monotonic()
             got = 0
@@ -743,7 +773,7 @@ async def handle_describe_share_group_offsets(
                     leader_epoch = hosted.leader_epoch
                 else:
                     state = await _read_state_anywhere(broker, group_id, meta.topic_id, partition)
-                    if state is None:
+                    if state is None or state.start_offset < 0:
                         continue
                     start, batches, leader_epoch = state.start_offset, state.batches, state.leader_epoch
                 result.start_offset, result.leader_epoch = start, leader_epoch
@@ -768,13 +798,19 @@ def _empty_group_error(share, group_id: str) -> tuple[int, str | None]:
 
 async def _replace_state(broker, share, group_id: str, topic: str, topic_id, partition: int, start: int) -> int:
     """Give a share-partition a fresh state starting at `start` (-1: no state, as if never
-    fetched). The copy in memory here is dropped, so the next fetch starts from what is stored."""
-    share.partitions.pop((group_id, topic, partition), None)
+    fetched), with the next state epoch, as Kafka's InitializeShareGroupState: a share-partition
+    leader still holding the old state is refused its next write (FENCED_STATE_EPOCH) and loads
+    the new one. The copy in memory here is dropped, so the next fetch starts from what is stored."""
+    sp = share.partitions.pop((group_id, topic, partition), None)
     store = _state_store(broker)
     if store is None:
         return ErrorCode.NONE
+    ok, stored = await _stored_state(broker, group_id, topic_id, partition)
+    if not ok:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    epoch = max(stored.state_epoch if stored is not None else 0, sp.state_epoch if sp is not None else 0) + 1
     return await _write_state(broker, store, group_id, topic_id, partition, ShareState(
-        start, [], leader_epoch=broker.partitions.leader_epoch(topic, partition)))
+        start, [], state_epoch=epoch, leader_epoch=broker.partitions.leader_epoch(topic, partition)))
 
 
 @handles(AlterShareGroupOffsetsRequest)
