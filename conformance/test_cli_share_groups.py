@@ -83,8 +83,11 @@ def test_share_groups_commands(broker):
         [header, row] = _rows(ok(cli(broker, "share-groups", "describe", GROUP, "--state")).out)
         assert header[:2] == ["GROUP", "COORDINATOR"] and header[-2:] == ["STATE", "#MEMBERS"]
         assert (row[0], row[-2], row[-1]) == (GROUP, "Stable", "1")
-        offsets = _until(lambda: (lambda rows: rows if rows[1][3:] == ["10", "0"] else None)(
-            _rows(ok(cli(broker, "share-groups", "describe", "--group", GROUP)).out)))
+        def described():  # the acknowledgements have reached the broker: start offset 10, lag 0
+            rows = _rows(ok(cli(broker, "share-groups", "describe", "--group", GROUP)).out)
+            return rows if rows[1][3:] == ["10", "0"] else None
+
+        offsets = _until(described)
         assert offsets == [["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG"], [GROUP, TOPIC, "0", "10", "0"]]
         # the console's groups page has a share groups table: one row per share-partition led here
         with urllib.request.urlopen(broker.overrides["kafkapy.console.listener"] + "/groups", timeout=10) as page:
