@@ -357,3 +357,70 @@ def test_cluster_brokers_without_cluster_action_are_refused(tmp_path):
                    message="a broker refused the other's inter-broker request")
     finally:
         cluster.stop()
+
+
+def _wire_call(conn, request, version: int, response_cls, correlation_id: int = 1):
+    from kafkapy.protocol.headers import decode_response_header, encode_request_header
+    from conformance.kafka_wire import frame
+    payload = encode_request_header(request.API_KEY, version, correlation_id, "acl-share") + b"".join(
+        bytes(p) for p in request.encode_parts(version))
+    raw = conn.roundtrip(frame(payload))
+    _, pos = decode_response_header(raw, request.API_KEY, version)
+    return response_cls.decode(raw, version, pos)
+
+
+def test_share_group_apis_are_authorized_as_kafka_does(broker, names):
+    """The share group APIs (KIP-932) for User:ANONYMOUS without ACLs: GROUP_AUTHORIZATION_FAILED
+    on each; with READ on the group, the topics are checked (DESCRIBE for the heartbeat's
+    subscription, READ for fetches) and DeleteShareGroupOffsets still needs DELETE on the group."""
+    from conformance.kafka_wire import RawConnection
+    from kafkapy.protocol.messages import (
+        AlterShareGroupOffsetsRequest as A, AlterShareGroupOffsetsResponse,
+        DeleteShareGroupOffsetsRequest as D, DeleteShareGroupOffsetsResponse,
+        DescribeShareGroupOffsetsRequest as O, DescribeShareGroupOffsetsResponse,
+        ShareAcknowledgeRequest, ShareAcknowledgeResponse, ShareFetchRequest, ShareFetchResponse,
+        ShareGroupDescribeRequest, ShareGroupDescribeResponse,
+        ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse)
+    topic, group = names["topic"], names["group"]
+    for future in admin(broker).create_topics([NewTopic(topic, 1, 1)], operation_timeout=10).values():
+        future.result(timeout=TIMEOUT_S)
+    member = uuid.uuid4().hex
+    GAF, TAF = KafkaError.GROUP_AUTHORIZATION_FAILED, KafkaError.TOPIC_AUTHORIZATION_FAILED
+
+    def heartbeat(conn):
+        return _wire_call(conn, ShareGroupHeartbeatRequest(group_id=group, member_id=member, member_epoch=0,
+                                                           subscribed_topic_names=[topic]),
+                          1, ShareGroupHeartbeatResponse).error_code
+
+    def delete_offsets(conn):
+        return _wire_call(conn, D(group_id=group, topics=[D.DeleteShareGroupOffsetsRequestTopic(topic_name=topic)]),
+                          0, DeleteShareGroupOffsetsResponse).error_code
+
+    def alter(conn):
+        return _wire_call(conn, A(group_id=group, topics=[A.AlterShareGroupOffsetsRequestTopic(
+            topic_name=topic, partitions=[A.AlterShareGroupOffsetsRequestPartition(partition_index=0, start_offset=0)])]),
+            0, AlterShareGroupOffsetsResponse).error_code
+
+    with RawConnection(f"127.0.0.1:{broker.ports['PLAINTEXT']}") as conn:
+        assert heartbeat(conn) == GAF
+        fetch = ShareFetchRequest(group_id=group, member_id=member, share_session_epoch=0, max_wait_ms=0, min_bytes=1,
+                                  max_bytes=1 << 20, max_records=10, batch_size=10, topics=[])
+        assert _wire_call(conn, fetch, 1, ShareFetchResponse).error_code == GAF
+        ack = ShareAcknowledgeRequest(group_id=group, member_id=member, share_session_epoch=1, topics=[])
+        assert _wire_call(conn, ack, 1, ShareAcknowledgeResponse).error_code == GAF
+        [described] = _wire_call(conn, ShareGroupDescribeRequest(group_ids=[group]), 1,
+                                 ShareGroupDescribeResponse).groups
+        assert described.error_code == GAF
+        [offsets] = _wire_call(conn, O(groups=[O.DescribeShareGroupOffsetsRequestGroup(group_id=group, topics=None)]),
+                               1, DescribeShareGroupOffsetsResponse).groups
+        assert offsets.error_code == GAF
+        assert alter(conn) == GAF
+        assert delete_offsets(conn) == GAF
+
+        create_acls(broker, allow("ANONYMOUS", ResourceType.GROUP, group, AclOperation.READ))
+        assert heartbeat(conn) == TAF  # the subscribed topic needs DESCRIBE
+        past_acls = (KafkaError.GROUP_ID_NOT_FOUND, KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE)
+        assert alter(conn) in past_acls  # authorized: the group (and its coordinator) are checked next
+        assert delete_offsets(conn) == GAF  # needs DELETE on the group
+        create_acls(broker, allow("ANONYMOUS", ResourceType.GROUP, group, AclOperation.DELETE))
+        assert delete_offsets(conn) in past_acls

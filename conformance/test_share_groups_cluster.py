@@ -179,3 +179,60 @@ def test_share_state_survives_the_share_partition_leader_being_killed(cluster):
         assert sorted((m.offset(), m.delivery_count()) for m in again) == [(3, 2), (4, 2), (5, 2)]
     finally:
         cluster.broker(old_leader).start()
+
+
+def test_reset_offsets_reach_a_share_partition_leader_on_another_broker(cluster):
+    """`kafkapy share-groups reset-offsets` of a group whose coordinator is not the partition's
+    leader: the coordinator writes the new state (a new state epoch) to the share coordinator; the
+    leader, which still holds the old state in memory, loads the new one when a member opens a
+    share session, so the records from the new start offset are delivered again."""
+    from kafkapy.admin.client import AdminClient as KafkapyAdmin
+    from kafkapy.cli import main as kafkapy_main
+
+    topic = f"share-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 3)], request_timeout=30)[topic].result(60)
+    wait_for_isr(cluster, topic, 3)
+    leader = describe(cluster, topic)[0].leader
+    with KafkapyAdmin(cluster.bootstrap, timeout_s=30) as client:
+        for _ in range(200):
+            group = f"share-g-{uuid.uuid4().hex[:8]}"
+            if client.coordinator(group) != leader:
+                break
+        else:
+            pytest.fail(f"no group found whose coordinator is not broker {leader}")
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    for future in admin.incremental_alter_configs([ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+            ConfigEntry("share.auto.offset.reset", "earliest",
+                        incremental_operation=AlterConfigOpType.SET)])]).values():
+        future.result(15)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    for i in range(10):
+        producer.produce(topic, value=b"r%d" % i, partition=0)
+    assert producer.flush(30) == 0
+
+    def consume(want: int) -> list[int]:
+        consumer = ShareConsumer({"bootstrap.servers": cluster.bootstrap, "group.id": group})
+        consumer.subscribe([topic])
+        got: list[int] = []
+        try:
+            deadline = time.monotonic() + 60
+            while len(got) < want and time.monotonic() < deadline:
+                got += [m.offset() for m in consumer.poll(0.5) or [] if m.error() is None]
+            consumer.poll(0.5)  # acknowledges what the last poll returned
+        finally:
+            consumer.close()
+        return sorted(got)
+
+    assert consume(10) == list(range(10))
+    # the group is empty once the member has left: its coordinator accepts the reset
+    deadline = time.monotonic() + 30
+    while True:
+        code = kafkapy_main(["share-groups", "reset-offsets", group, "--topic", topic, "--to-offset", "4",
+                             "--execute", "--bootstrap-server", cluster.bootstrap])
+        if code == 0 or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert code == 0
+    assert consume(6) == list(range(4, 10))

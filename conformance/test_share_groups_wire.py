@@ -22,6 +22,14 @@ from conformance.kafka_wire import RawConnection, api_versions_request, frame, p
 from kafkapy.protocol.error_codes import ErrorCode  # noqa: E402
 from kafkapy.protocol.headers import decode_response_header, encode_request_header  # noqa: E402
 from kafkapy.protocol.messages import (  # noqa: E402
+    AlterShareGroupOffsetsRequest,
+    AlterShareGroupOffsetsResponse,
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
+    DeleteShareGroupOffsetsRequest,
+    DeleteShareGroupOffsetsResponse,
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
     DescribeShareGroupOffsetsRequest,
     DescribeShareGroupOffsetsResponse,
     FindCoordinatorRequest,
@@ -322,3 +330,92 @@ def test_share_version_zero_turns_share_groups_off(setup):
     joined = wire.call(join, 1, ShareGroupHeartbeatResponse)
     assert joined.error_code == ErrorCode.NONE
     wire.call(R(group_id=group, member_id=join.member_id, member_epoch=-1), 1, ShareGroupHeartbeatResponse)
+
+
+def test_alter_and_delete_share_group_offsets_and_delete_the_group(setup):
+    """AlterShareGroupOffsets / DeleteShareGroupOffsets / DeleteGroups: refused while a member is
+    active (NON_EMPTY_GROUP), then the start offset moves and the next fetch starts there; deleted
+    offsets read back as -1; DescribeGroups (up to v5) shows a share group as Dead, as Kafka."""
+    _, wire, _, topic_id = setup
+    topic, group = "share-bad-input", "share-admin-g"
+    C = IncrementalAlterConfigsRequest
+    assert wire.call(C(resources=[C.AlterConfigsResource(resource_type=32, resource_name=group, configs=[
+        C.AlterableConfig(name="share.auto.offset.reset", config_operation=0, value="earliest")])]),
+        1, IncrementalAlterConfigsResponse).responses[0].error_code == ErrorCode.NONE
+    A, D, O = AlterShareGroupOffsetsRequest, DeleteShareGroupOffsetsRequest, DescribeShareGroupOffsetsRequest
+
+    def alter(group_id, *partitions):
+        return wire.call(A(group_id=group_id, topics=[A.AlterShareGroupOffsetsRequestTopic(
+            topic_name=topic, partitions=[A.AlterShareGroupOffsetsRequestPartition(partition_index=p, start_offset=o)
+                                          for p, o in partitions])]), 0, AlterShareGroupOffsetsResponse)
+
+    def delete_offsets(group_id, *topics):
+        return wire.call(D(group_id=group_id, topics=[D.DeleteShareGroupOffsetsRequestTopic(topic_name=t)
+                                                      for t in topics]), 0, DeleteShareGroupOffsetsResponse)
+
+    def start_offset():
+        answer = wire.call(O(groups=[O.DescribeShareGroupOffsetsRequestGroup(group_id=group, topics=[
+            O.DescribeShareGroupOffsetsRequestTopic(topic_name=topic, partitions=[0])])]),
+            1, DescribeShareGroupOffsetsResponse)
+        return answer.groups[0].topics[0].partitions[0].start_offset
+
+    def delete_group():
+        return wire.call(DeleteGroupsRequest(groups_names=[group]), 2, DeleteGroupsResponse).results[0].error_code
+
+    def join_and_fetch():
+        member = uuid.uuid4().hex
+        assert wire.call(ShareGroupHeartbeatRequest(group_id=group, member_id=member, member_epoch=0,
+                                                    subscribed_topic_names=[topic]),
+                         1, ShareGroupHeartbeatResponse).error_code == ErrorCode.NONE
+        opened = _fetch(wire, group, member, 0, topic_id, max_records=0, wait_ms=0)
+        assert opened.error_code == ErrorCode.NONE
+        got = _partition(_fetch(wire, group, member, 1, topic_id, max_records=100))
+        return member, got.acquired_records[0].first_offset
+
+    def leave(member, epoch):
+        assert _fetch(wire, group, member, -1, topic_id, max_records=0, wait_ms=0).error_code == ErrorCode.NONE
+        wire.call(ShareGroupHeartbeatRequest(group_id=group, member_id=member, member_epoch=-1), 1,
+                  ShareGroupHeartbeatResponse)
+
+    assert alter(group, (0, 3)).error_code == ErrorCode.GROUP_ID_NOT_FOUND
+    member, first = join_and_fetch()
+    assert first == 0
+    # acknowledged with a fetch that wants no records: its Records field is empty, never null
+    # (librdkafka's share consumer drops a response with a null one, acknowledgement results included)
+    acked = _partition(_fetch(wire, group, member, 2, topic_id, acks=[(0, 1, [1])], max_records=0, wait_ms=0))
+    assert (acked.error_code, acked.acknowledge_error_code) == (ErrorCode.NONE, ErrorCode.NONE)
+    assert acked.records is not None
+    try:
+        refused = alter(group, (0, 7))
+        assert refused.error_code == ErrorCode.NON_EMPTY_GROUP
+        assert refused.responses[0].partitions[0].error_code == ErrorCode.NON_EMPTY_GROUP
+        assert delete_offsets(group, topic).error_code == ErrorCode.NON_EMPTY_GROUP
+        assert delete_group() == ErrorCode.NON_EMPTY_GROUP
+        assert start_offset() == 2
+    finally:
+        leave(member, 3)
+    # empty now: the start offset moves to 7, bad partitions answer their own errors
+    answer = alter(group, (0, 7), (3, 0))
+    assert answer.error_code == ErrorCode.NONE
+    [t] = answer.responses
+    assert (t.topic_name, t.topic_id) == (topic, topic_id)
+    assert [(p.partition_index, p.error_code) for p in t.partitions] == [
+        (0, ErrorCode.NONE), (3, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]
+    assert alter(group, (0, -5)).responses[0].partitions[0].error_code == ErrorCode.INVALID_REQUEST
+    assert start_offset() == 7
+    member, first = join_and_fetch()
+    assert first == 7
+    leave(member, 2)
+    # deleted: read back as never fetched; an unknown topic is named in the answer
+    deleted = delete_offsets(group, topic, "no-such-topic")
+    assert deleted.error_code == ErrorCode.NONE
+    assert [(t.topic_name, t.error_code) for t in deleted.responses] == [
+        (topic, ErrorCode.NONE), ("no-such-topic", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]
+    assert start_offset() == -1
+    # DescribeGroups up to v5: a group that is not classic is described as Dead, no error (Kafka 4.x)
+    [described] = wire.call(DescribeGroupsRequest(groups=[group]), 5, DescribeGroupsResponse).groups
+    assert (described.error_code, described.group_state, described.members) == (ErrorCode.NONE, "Dead", [])
+    assert delete_group() == ErrorCode.NONE
+    listed = wire.call(ListGroupsRequest(types_filter=["share"]), 5, ListGroupsResponse)
+    assert group not in [g.group_id for g in listed.groups]
+    assert delete_group() == ErrorCode.GROUP_ID_NOT_FOUND

@@ -13,7 +13,7 @@ import traceback
 
 __all__ = ["add_admin_commands", "add_cluster_verbs", "run_admin", "ADMIN_NOUNS", "default_bootstrap"]
 
-ADMIN_NOUNS = ("topics", "groups", "configs", "produce", "consume", "acls")
+ADMIN_NOUNS = ("topics", "groups", "share-groups", "configs", "produce", "consume", "acls")
 BOOTSTRAP_ENV = ("KAFKAPY_BOOTSTRAP", "KAFKA_BOOTSTRAP_SERVERS")
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 
@@ -59,6 +59,7 @@ def add_admin_commands(commands) -> None:
     conn = _connection_options()
     _topics(commands, conn)
     _groups(commands, conn)
+    _share_groups(commands, conn)
     _configs(commands, conn)
     _produce(commands, conn)
     _consume(commands)
@@ -150,6 +151,42 @@ def _groups(commands, conn) -> None:
     p = _verb(verbs, "delete-offsets", "groups:delete_offsets", "delete a group's offsets of some topics", [conn])
     _group_arguments(p, all_groups=False)
     p.add_argument("--topic", "-t", action="append", metavar="TOPIC[:P,P...]", help="repeatable")
+
+
+def _share_groups(commands, conn) -> None:
+    verbs = _nouns_parser(commands, "share-groups", "share groups (KIP-932): list, describe, reset-offsets, "
+                                                    "delete-offsets, delete (kafka-share-groups.sh)")
+    p = _verb(verbs, "list", "share_groups:list_share_groups", "the share group names", [conn])
+    p.add_argument("--state", nargs="?", const="", metavar="STATES",
+                   help="show each group's state; with STATES (comma-separated), only those")
+    p = _verb(verbs, "describe", "share_groups:describe_share_groups",
+              "start offset and lag per partition (default), --members or --state", [conn])
+    _group_arguments(p)
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--offsets", action="store_true", help="start offset and lag per partition (the default)")
+    mode.add_argument("--members", action="store_true", help="the members and their assignments")
+    mode.add_argument("--state", action="store_true", help="the group's coordinator, state and size")
+    p.add_argument("--verbose", action="store_true", help="also leader epochs, member epochs or group epochs")
+    p = _verb(verbs, "reset-offsets", "share_groups:reset_share_offsets",
+              "move an inactive share group's start offsets (a preview unless --execute)", [conn])
+    _group_arguments(p)
+    p.add_argument("--topic", "-t", action="append", metavar="TOPIC[:P,P...]",
+                   help="a topic, optionally only some partitions (repeatable)")
+    p.add_argument("--all-topics", action="store_true", help="every topic the group has share state for")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--to-earliest", action="store_true")
+    where.add_argument("--to-latest", action="store_true")
+    where.add_argument("--to-offset", type=int, metavar="OFFSET")
+    where.add_argument("--to-datetime", metavar="YYYY-MM-DDTHH:mm:SS.sss")
+    where.add_argument("--by-duration", metavar="PnDTnHnMnS")
+    p.add_argument("--dry-run", action="store_true", help="only show the new start offsets (the default)")
+    p.add_argument("--execute", action="store_true", help="reset the start offsets")
+    p = _verb(verbs, "delete-offsets", "share_groups:delete_share_offsets",
+              "delete an inactive share group's state of some topics", [conn])
+    _group_arguments(p, all_groups=False)
+    p.add_argument("--topic", "-t", action="append", metavar="TOPIC", help="repeatable")
+    p = _verb(verbs, "delete", "share_groups:delete_share_groups", "delete inactive share groups", [conn])
+    _group_arguments(p)
 
 
 def _group_arguments(parser: argparse.ArgumentParser, all_groups: bool = True) -> None:

@@ -68,7 +68,7 @@ class Broker:
                 self.advertised_versions.pop(key, None)
         if not config.get("group.share.enable"):
             # share.version=0 in Kafka's terms: the share group APIs are not advertised
-            for key in (76, 77, 78, 79, 90):
+            for key in (76, 77, 78, 79, 90, 91, 92):
                 self.advertised_versions.pop(key, None)
         self._share_groups = None  # built on the first share request (share_groups)
         # KIP-714 client telemetry: the client instances and what they pushed (handlers/telemetry.py),

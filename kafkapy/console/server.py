@@ -312,6 +312,7 @@ class ConsoleServer:
         query = request.query.get("q", "")
         return self._page("groups.html", title="Consumer groups", nav="groups",
                           rows=state.group_summaries(self.broker, query), query=query,
+                          share_rows=state.share_group_summaries(self.broker, query),
                           coordinator=self.broker.group_coordinator.active)
 
     async def group(self, request: web.Request, preview: dict | None = None, status: int = 200) -> web.Response:

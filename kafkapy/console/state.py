@@ -18,7 +18,7 @@ from ..groupcoord.group import GroupState
 
 __all__ = [
     "ConsoleError", "PartitionOffsets", "cluster_overview", "topic_summaries", "topic_detail",
-    "partition_offsets", "group_summaries", "group_detail", "group_lag_sum",
+    "partition_offsets", "group_summaries", "group_detail", "group_lag_sum", "share_group_summaries",
 ]
 
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -214,6 +214,41 @@ def group_summaries(broker, query: str = "") -> list[dict]:
                      "members": len(group.members), "topics": sorted(topics),
                      "lag": group_lag_sum(broker, group)})
     rows.sort(key=lambda r: r["group"])
+    return rows
+
+
+def share_group_summaries(broker, query: str = "") -> list[dict]:
+    """Share groups (KIP-932) coordinated here with their members, and the share-partitions led
+    here: start offset, lag (records from the start offset to the high watermark not yet
+    acknowledged or archived, as DescribeShareGroupOffsets) and records by state. Empty until
+    the broker has seen a share request (the share coordinator is built then)."""
+    share = getattr(broker, "_share_groups", None)
+    if share is None:
+        return []
+    query = query.strip().lower()
+    is_local = broker.group_coordinator.manager.is_local
+    partitions: dict[str, list[dict]] = {}
+    for (group_id, topic, index), sp in sorted(list(share.partitions.items()), key=lambda e: e[0]):
+        log = broker.partitions.get_log(topic, index)
+        if log is None or log.is_offline:
+            continue
+        counts = sp.counts()
+        done = counts.get("ACKNOWLEDGED", 0) + counts.get("ARCHIVED", 0)
+        partitions.setdefault(group_id, []).append({
+            "topic": topic, "partition": index, "start_offset": sp.start_offset,
+            "lag": max(log.high_watermark - sp.start_offset - done, 0),
+            "in_flight": counts.get("ACQUIRED", 0), "available": counts.get("AVAILABLE", 0),
+            "archived": counts.get("ARCHIVED", 0)})
+    rows = []
+    for group in sorted(list(share.groups.values()), key=lambda g: g.group_id):
+        if (query and query not in group.group_id.lower()) or not is_local(group.group_id):
+            continue
+        parts = partitions.get(group.group_id, [])
+        rows.append({"group": group.group_id, "state": group.state, "members": len(group.members),
+                     "topics": sorted({t for m in group.members.values() for t in m.subscribed}),
+                     "partitions": parts, "lag": sum(p["lag"] for p in parts),
+                     "in_flight": sum(p["in_flight"] for p in parts),
+                     "archived": sum(p["archived"] for p in parts)})
     return rows
 
 

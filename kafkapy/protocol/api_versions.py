@@ -113,6 +113,9 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     79: (1, 2),
     # DescribeShareGroupOffsets: v1 (Kafka 4.2) adds Lag.
     90: (0, 1),
+    # AlterShareGroupOffsets, DeleteShareGroupOffsets (Kafka 4.1; still v0 in 4.2).
+    91: (0, 0),
+    92: (0, 0),
 }
 # Not served (deliberately absent): delegation tokens — no handlers.
 

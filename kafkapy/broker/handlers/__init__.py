@@ -79,4 +79,6 @@ HANDLER_MODULES: dict[int, str] = {
     84: "share_groups",               # ReadShareGroupState
     85: "share_groups",               # WriteShareGroupState
     90: "share_groups",               # DescribeShareGroupOffsets
+    91: "share_groups",               # AlterShareGroupOffsets
+    92: "share_groups",               # DeleteShareGroupOffsets
 }

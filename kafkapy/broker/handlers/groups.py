@@ -257,6 +257,10 @@ async def handle_describe_groups(ctx: RequestContext, request: DescribeGroupsReq
 async def handle_delete_groups(ctx: RequestContext, request: DeleteGroupsRequest) -> DeleteGroupsResponse:
     denied = ctx.unauthorized_names(AclOperation.DELETE, _GROUP, request.groups_names)
     results = ctx.broker.group_coordinator.delete_groups([g for g in request.groups_names if g not in denied])
+    if ctx.broker._share_groups is not None:  # share groups (KIP-932), once a share request built them
+        from .share_groups import delete_share_groups
+        unknown = [g for g, error in results.items() if error == ErrorCode.GROUP_ID_NOT_FOUND]
+        results.update(await delete_share_groups(ctx.broker, unknown))
     results.update({g: ErrorCode.GROUP_AUTHORIZATION_FAILED for g in denied})
     return DeleteGroupsResponse(throttle_time_ms=0, results=[
         DeleteGroupsResponse.DeletableGroupResult(group_id=g, error_code=results[g])

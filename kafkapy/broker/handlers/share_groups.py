@@ -22,6 +22,10 @@ from ...metadata.acls import AclOperation, ResourceType
 from ...net.client import BrokerConnection
 from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages import (
+    AlterShareGroupOffsetsRequest,
+    AlterShareGroupOffsetsResponse,
+    DeleteShareGroupOffsetsRequest,
+    DeleteShareGroupOffsetsResponse,
     DescribeShareGroupOffsetsRequest,
     DescribeShareGroupOffsetsResponse,
     ReadShareGroupStateRequest,
@@ -287,6 +291,23 @@ def _state_store(broker) -> ShareStateStore | None:
     return share.state_store
 
 
+async def _drop_replaced_states(broker, share, group_id: str, targets) -> None:
+    """When a member opens a share session: drop the share-partitions in memory whose stored state
+    has a newer state epoch (the group's offsets were reset or deleted by its coordinator while
+    the group was empty, so nothing of them is in flight), so that the fetch loads the new state.
+    Only share-partitions with nothing acquired are checked: one with records in flight belongs
+    to a group that had members, which AlterShareGroupOffsets refuses (NON_EMPTY_GROUP)."""
+    for name, partition, topic_id in targets:
+        sp = share.partitions.get((group_id, name, partition))
+        if sp is None or sp.counts()["ACQUIRED"]:
+            continue
+        ok, stored = await _stored_state(broker, group_id, topic_id, partition)
+        if ok and stored is not None and stored.state_epoch > sp.state_epoch:
+            log.info("share state of %s/%s-%d was replaced (state epoch %d): loading it again",
+                     group_id, name, partition, stored.state_epoch)
+            share.partitions.pop((group_id, name, partition), None)
+
+
 async def _stored_state(broker, group_id: str, topic_id, partition: int):
     """(ok, state): the stored state of a share-partition, read here or from the share
     coordinator (ReadShareGroupState); ok is False when it could not be read (try again later)."""
@@ -295,6 +316,8 @@ async def _stored_state(broker, group_id: str, topic_id, partition: int):
         return True, None
     state_partition = store.partition_of(group_id, topic_id, partition)
     if store.is_local(state_partition):
+        # a start offset of -1: the state was deleted (DeleteShareGroupOffsets, DeleteGroups); it is
+        # returned all the same, for its state epoch
         return True, store.read(group_id, topic_id, partition)
     R = ReadShareGroupStateRequest
     response = await _call_coordinator(broker, state_partition, R(group_id=group_id, topics=[R.ReadStateData(
@@ -306,7 +329,7 @@ async def _stored_state(broker, group_id: str, topic_id, partition: int):
         log.info("reading the state of %s/%s-%d from the share coordinator: %s", group_id, topic_id, partition,
                  ErrorCode(result.error_code).name)
         return False, None
-    if result.start_offset < 0:
+    if result.start_offset < 0 and result.state_epoch <= 0:
         return True, None  # nothing stored
     return True, ShareState(result.start_offset, [(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
                                                   for b in result.state_batches], state_epoch=result.state_epoch)
@@ -340,7 +363,13 @@ async def _call_coordinator(broker, state_partition: int, request):
 async def _write_state(broker, store, group_id: str, topic_id, partition: int, state: ShareState) -> int:
     """Write a share-partition's state where it is kept and wait until it is durable."""
     state_partition = store.partition_of(group_id, topic_id, partition)
-    if not store.is_local(state_partition):
+    if store.is_local(state_partition):
+        stored = store.read(group_id, topic_id, partition)
+        if stored is not None and state.state_epoch < stored.state_epoch:
+            # the state was replaced (AlterShareGroupOffsets, DeleteShareGroupOffsets, DeleteGroups)
+            # since the writer loaded it: its copy is stale (Kafka's share coordinator does the same)
+            return ErrorCode.FENCED_STATE_EPOCH
+    else:
         W = WriteShareGroupStateRequest
         response = await _call_coordinator(broker, state_partition, W(group_id=group_id, topics=[W.WriteStateData(
             topic_id=topic_id, partitions=[W.PartitionData(
@@ -374,7 +403,12 @@ async def _persist(broker, share, group_id: str, dirty) -> int:
             continue
         start, batches = sp.to_state()
         error = await _write_state(broker, store, group_id, topic_id, partition, ShareState(
-            start, batches, leader_epoch=broker.partitions.leader_epoch(topic, partition)))
+            start, batches, state_epoch=sp.state_epoch, leader_epoch=broker.partitions.leader_epoch(topic, partition)))
+        if error == ErrorCode.FENCED_STATE_EPOCH:
+            # the group's offsets were reset or deleted meanwhile: the next fetch loads the new state
+            log.info("share state of %s/%s-%d replaced by its group coordinator: loading it again",
+                     group_id, topic, partition)
+            share.partitions.pop((group_id, topic, partition), None)
         if error:
             return error
     return ErrorCode.NONE
@@ -536,6 +570,8 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
         strict = ctx.api_version >= 2 and request.share_acquire_mode == 1
         deadline = now + max(request.max_wait_ms, 0) / 1000.0
         targets = sorted(session.partitions, key=lambda k: (k[0], k[1]))
+        if request.share_session_epoch == 0:
+            await _drop_replaced_states(broker, share, group_id, targets)
         while True:
             now = time.monotonic()
             got = 0
@@ -611,7 +647,9 @@ def _fetch_topics(broker, order, unknown_ids) -> list:
             topic = by_topic[a.topic_id] = R.ShareFetchableTopicResponse(topic_id=a.topic_id, partitions=[])
         topic.partitions.append(R.PartitionData(
             partition_index=a.partition, error_code=a.error, acknowledge_error_code=a.ack_error,
-            current_leader=_leader_hint(broker, a, R), records=a.records,
+            # never null: librdkafka's share consumer reads Records as a length that may not be -1
+            # (it drops the whole response then, acknowledgement results included); Kafka sends empty
+            current_leader=_leader_hint(broker, a, R), records=a.records if a.records is not None else b"",
             acquired_records=[R.AcquiredRecords(first_offset=f, last_offset=l, delivery_count=c)
                               for f, l, c in a.acquired]))
     for topic_id, partition in unknown_ids:
@@ -621,7 +659,7 @@ def _fetch_topics(broker, order, unknown_ids) -> list:
         topic.partitions.append(R.PartitionData(
             partition_index=partition, error_code=ErrorCode.UNKNOWN_TOPIC_ID,
             acknowledge_error_code=ErrorCode.UNKNOWN_TOPIC_ID,
-            current_leader=R.LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1)))
+            current_leader=R.LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1), records=b""))
     return list(by_topic.values())
 
 
@@ -708,7 +746,14 @@ async def handle_describe_share_group_offsets(
             if group is None:
                 out.error_code, out.error_message = ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
                 continue
-            names = sorted({name for m in group.members.values() for name in m.subscribed})
+            # the members' topics and, as Kafka (an empty group has no subscriptions), the topics
+            # whose share state this broker knows of: in memory or in the state it keeps
+            names = {name for m in group.members.values() for name in m.subscribed}
+            names |= {topic for g, topic, _ in share.partitions if g == group_id}
+            store = _state_store(broker) if share.state_store is not None else None
+            if store is not None:
+                names |= {_resolve(broker, topic_id) for g, topic_id, _ in store.local_keys() if g == group_id}
+            names = sorted(name for name in names if name is not None)
             topics = []
             for name in names:
                 meta = broker.partitions.topic(name)
@@ -739,7 +784,7 @@ async def handle_describe_share_group_offsets(
                     leader_epoch = hosted.leader_epoch
                 else:
                     state = await _read_state_anywhere(broker, group_id, meta.topic_id, partition)
-                    if state is None:
+                    if state is None or state.start_offset < 0:
                         continue
                     start, batches, leader_epoch = state.start_offset, state.batches, state.leader_epoch
                 result.start_offset, result.leader_epoch = start, leader_epoch
@@ -749,3 +794,147 @@ async def handle_describe_share_group_offsets(
                                for first, last, st, _ in batches if st != 0)
                     result.lag = max(plog.high_watermark - start - done, 0)
     return R(throttle_time_ms=0, groups=groups)
+
+
+# -- AlterShareGroupOffsets / DeleteShareGroupOffsets / DeleteGroups ---------------------------
+def _empty_group_error(share, group_id: str) -> tuple[int, str | None]:
+    """Kafka's checks before the offsets of a share group change: it exists and has no members."""
+    group = share.describe(group_id)
+    if group is None:
+        return ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
+    if group.members:
+        return ErrorCode.NON_EMPTY_GROUP, f"The group {group_id} has active members."
+    return ErrorCode.NONE, None
+
+
+async def _replace_state(broker, share, group_id: str, topic: str, topic_id, partition: int, start: int) -> int:
+    """Give a share-partition a fresh state starting at `start` (-1: no state, as if never
+    fetched), with the next state epoch, as Kafka's InitializeShareGroupState: a share-partition
+    leader still holding the old state is refused its next write (FENCED_STATE_EPOCH) and loads
+    the new one. The copy in memory here is dropped, so the next fetch starts from what is stored."""
+    sp = share.partitions.pop((group_id, topic, partition), None)
+    store = _state_store(broker)
+    if store is None:
+        return ErrorCode.NONE
+    ok, stored = await _stored_state(broker, group_id, topic_id, partition)
+    if not ok:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    epoch = max(stored.state_epoch if stored is not None else 0, sp.state_epoch if sp is not None else 0) + 1
+    return await _write_state(broker, store, group_id, topic_id, partition, ShareState(
+        start, [], state_epoch=epoch, leader_epoch=broker.partitions.leader_epoch(topic, partition)))
+
+
+@handles(AlterShareGroupOffsetsRequest)
+async def handle_alter_share_group_offsets(
+        ctx: RequestContext, request: AlterShareGroupOffsetsRequest) -> AlterShareGroupOffsetsResponse:
+    """Set the start offset of share-partitions of an empty share group (kafka-share-groups.sh
+    --reset-offsets): everything before it is done with, nothing after it is in flight."""
+    R = AlterShareGroupOffsetsResponse
+    broker = ctx.broker
+    group_id = request.group_id
+    topics = [R.AlterShareGroupOffsetsResponseTopic(
+        topic_name=t.topic_name, topic_id=_ZERO_UUID, partitions=[
+            R.AlterShareGroupOffsetsResponsePartition(partition_index=p.partition_index) for p in t.partitions])
+        for t in request.topics]
+
+    def failed(code: int, message: str | None = None) -> AlterShareGroupOffsetsResponse:
+        for t in topics:
+            for p in t.partitions:
+                p.error_code, p.error_message = code, message
+        return R(throttle_time_ms=0, error_code=code, error_message=message, responses=topics)
+
+    if not ctx.authorized(AclOperation.READ, ResourceType.GROUP, group_id):
+        return failed(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    error = _coordinator_error(broker, group_id)
+    if error:
+        return failed(error)
+    share = broker.share_groups
+    error, message = _empty_group_error(share, group_id)
+    if error:
+        return failed(error, message)
+    denied = ctx.unauthorized_names(AclOperation.READ, ResourceType.TOPIC, [t.topic_name for t in request.topics])
+    for wanted, out in zip(request.topics, topics):
+        meta = broker.partitions.topic(wanted.topic_name)
+        if meta is not None:
+            out.topic_id = meta.topic_id
+        for p, result in zip(wanted.partitions, out.partitions):
+            if wanted.topic_name in denied:
+                result.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif meta is None or not 0 <= p.partition_index < meta.partition_count:
+                result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif p.start_offset < 0:
+                result.error_code, result.error_message = ErrorCode.INVALID_REQUEST, "The start offset is negative."
+            else:
+                result.error_code = await _replace_state(broker, share, group_id, wanted.topic_name, meta.topic_id,
+                                                         p.partition_index, p.start_offset)
+    return R(throttle_time_ms=0, error_code=ErrorCode.NONE, responses=topics)
+
+
+@handles(DeleteShareGroupOffsetsRequest)
+async def handle_delete_share_group_offsets(
+        ctx: RequestContext, request: DeleteShareGroupOffsetsRequest) -> DeleteShareGroupOffsetsResponse:
+    """Forget the share state of whole topics for an empty share group: the next fetch starts
+    where share.auto.offset.reset says, as for a share-partition never fetched."""
+    R = DeleteShareGroupOffsetsResponse
+    broker = ctx.broker
+    group_id = request.group_id
+    if not ctx.authorized(AclOperation.DELETE, ResourceType.GROUP, group_id):
+        return R(throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, responses=[])
+    error = _coordinator_error(broker, group_id)
+    if error:
+        return R(throttle_time_ms=0, error_code=error, responses=[])
+    share = broker.share_groups
+    error, message = _empty_group_error(share, group_id)
+    if error:
+        return R(throttle_time_ms=0, error_code=error, error_message=message, responses=[])
+    names = [t.topic_name for t in request.topics]
+    denied = ctx.unauthorized_names(AclOperation.READ, ResourceType.TOPIC, names)
+    topics = []
+    for name in names:
+        meta = broker.partitions.topic(name)
+        out = R.DeleteShareGroupOffsetsResponseTopic(
+            topic_name=name, topic_id=meta.topic_id if meta is not None else _ZERO_UUID)
+        topics.append(out)
+        if name in denied:
+            out.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            continue
+        if meta is None:
+            out.error_code, out.error_message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} not found."
+            continue
+        for partition in range(meta.partition_count):
+            error = await _replace_state(broker, share, group_id, name, meta.topic_id, partition, -1)
+            if error:
+                out.error_code = error
+                break
+    return R(throttle_time_ms=0, error_code=ErrorCode.NONE, responses=topics)
+
+
+async def delete_share_groups(broker, group_ids: list[str]) -> dict[str, int]:
+    """DeleteGroups for share groups coordinated here: an empty one goes with its share state
+    (the share-partitions this broker knows of: in memory or in the __share_group_state
+    partitions it leads); one with members is NON_EMPTY_GROUP. Groups that are not share
+    groups are left out of the answer."""
+    share = broker._share_groups
+    results: dict[str, int] = {}
+    if share is None:
+        return results
+    for group_id in group_ids:
+        if share.describe(group_id) is None or _coordinator_error(broker, group_id):
+            continue
+        error, _ = _empty_group_error(share, group_id)
+        if error:
+            results[group_id] = error
+            continue
+        known = {(topic, partition) for g, topic, partition in share.partitions if g == group_id}
+        store = _state_store(broker)
+        if store is not None:
+            known |= {(_resolve(broker, topic_id), partition)
+                      for g, topic_id, partition in store.local_keys() if g == group_id}
+        for topic, partition in sorted(k for k in known if k[0] is not None):
+            meta = broker.partitions.topic(topic)
+            if meta is not None:
+                error = await _replace_state(broker, share, group_id, topic, meta.topic_id, partition, -1) or error
+        if error == ErrorCode.NONE:
+            share.delete_group(group_id)
+        results[group_id] = error
+    return results

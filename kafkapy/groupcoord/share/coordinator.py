@@ -367,13 +367,15 @@ class ShareGroupCoordinator:
         sp = self.partitions.get(key)
         if sp is None:
             limit = int(self.group_config(group_id, "share.delivery.count.limit"))
-            if stored is not None:
+            if stored is not None and stored.start_offset >= 0:
                 sp = SharePartition.from_state(stored.start_offset, stored.batches, limit,
                                                self.config.partition_max_record_locks)
-            else:
+            else:  # never stored, or deleted (start offset -1, a state epoch to keep)
                 reset = self.group_config(group_id, "share.auto.offset.reset")
                 start = log_start if reset == "earliest" else high_watermark
                 sp = SharePartition(start, limit, self.config.partition_max_record_locks)
+            if stored is not None:
+                sp.state_epoch = stored.state_epoch
             self.partitions[key] = sp
         else:
             sp.delivery_limit = int(self.group_config(group_id, "share.delivery.count.limit"))
@@ -393,6 +395,12 @@ class ShareGroupCoordinator:
 
     def describe(self, group_id: str) -> ShareGroup | None:
         return self.groups.get(group_id)
+
+    def delete_group(self, group_id: str) -> None:
+        """DeleteGroups of an empty share group: the group and its share-partitions here go."""
+        self.groups.pop(group_id, None)
+        for key in [k for k in self.partitions if k[0] == group_id]:
+            del self.partitions[key]
 
     def close(self) -> None:
         self.sessions.clear()

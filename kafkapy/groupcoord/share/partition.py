@@ -81,6 +81,10 @@ class SharePartition:
         self.records: dict[int, InFlight] = {}
         # the partition leader epoch this state belongs to (set by the broker on first use)
         self.leader_epoch: int | None = None
+        # the state epoch of the stored state this one was loaded from: the share coordinator
+        # refuses a write with an older one (FENCED_STATE_EPOCH) after AlterShareGroupOffsets,
+        # DeleteShareGroupOffsets or DeleteGroups gave the share-partition a new state
+        self.state_epoch = 0
         # the earliest acquisition lock deadline, so expiry checks are cheap when nothing is due
         self._next_deadline = float("inf")
 

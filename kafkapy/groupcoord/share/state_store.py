@@ -78,6 +78,15 @@ class ShareStateStore:
         states = self._states(self.partition_of(group_id, topic_id, partition))
         return None if states is None else states.get((group_id, topic_id, partition))
 
+    def local_keys(self) -> list[tuple[str, uuid.UUID, int]]:
+        """The share-partitions (group, topic id, partition) with state in the partitions led here."""
+        keys = []
+        for state_partition in range(self.num_partitions):
+            states = self._states(state_partition)
+            if states:
+                keys.extend(k for k, state in states.items() if state.start_offset >= 0)
+        return keys
+
     def write(self, group_id: str, topic_id: uuid.UUID, partition: int, state: ShareState) -> int | None:
         """Append a ShareSnapshot of the share-partition; the state partition written (the
         caller waits for it to be durable), or None when it is not led here."""

@@ -93,6 +93,8 @@ if TYPE_CHECKING:
     from .delete_share_group_state import DeleteShareGroupStateRequest, DeleteShareGroupStateResponse
     from .read_share_group_state_summary import ReadShareGroupStateSummaryRequest, ReadShareGroupStateSummaryResponse
     from .describe_share_group_offsets import DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse
+    from .alter_share_group_offsets import AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse
+    from .delete_share_group_offsets import DeleteShareGroupOffsetsRequest, DeleteShareGroupOffsetsResponse
 
 __all__ = [
     "ProduceRequest", "ProduceResponse",
@@ -174,6 +176,8 @@ __all__ = [
     "DeleteShareGroupStateRequest", "DeleteShareGroupStateResponse",
     "ReadShareGroupStateSummaryRequest", "ReadShareGroupStateSummaryResponse",
     "DescribeShareGroupOffsetsRequest", "DescribeShareGroupOffsetsResponse",
+    "AlterShareGroupOffsetsRequest", "AlterShareGroupOffsetsResponse",
+    "DeleteShareGroupOffsetsRequest", "DeleteShareGroupOffsetsResponse",
     "REQUEST_TYPES", "RESPONSE_TYPES",
 ]
 
@@ -258,6 +262,8 @@ _APIS: dict[int, tuple[str, str, str]] = {
     86: ("delete_share_group_state", "DeleteShareGroupStateRequest", "DeleteShareGroupStateResponse"),
     87: ("read_share_group_state_summary", "ReadShareGroupStateSummaryRequest", "ReadShareGroupStateSummaryResponse"),
     90: ("describe_share_group_offsets", "DescribeShareGroupOffsetsRequest", "DescribeShareGroupOffsetsResponse"),
+    91: ("alter_share_group_offsets", "AlterShareGroupOffsetsRequest", "AlterShareGroupOffsetsResponse"),
+    92: ("delete_share_group_offsets", "DeleteShareGroupOffsetsRequest", "DeleteShareGroupOffsetsResponse"),
 }
 
 REQUEST_TYPES = MessageTypes(__name__, {key: (module, request) for key, (module, request, _) in _APIS.items()})
