@@ -191,4 +191,4 @@ def test_coverage_of_served_apis():
     covered = {(c[0].API_KEY) for c in CASES}
     # ConsumerGroupHeartbeat, ConsumerGroupDescribe (KIP-848), GetTelemetrySubscriptions and
     # PushTelemetry (KIP-714) and the share group APIs (KIP-932): not in kafka-python
-    assert set(SUPPORTED_VERSIONS) - covered <= {68, 69, 71, 72, 76, 77, 78, 79, 90}
+    assert set(SUPPORTED_VERSIONS) - covered <= {68, 69, 71, 72, 76, 77, 78, 79, 90, 91, 92}
