@@ -54,7 +54,12 @@ class TransactionCoordination:
             node_id=broker.node_id,
             coordinator_epoch_for=lambda p: max(broker.partitions.leader_epoch(TRANSACTION_STATE_TOPIC, p), 0),
             state_topic_leaders=self.state_topic_leaders,
-            after_state_replicated=lambda partition, then: self.after_state_replicated(partition, then))
+            after_state_replicated=lambda partition, then: self.after_state_replicated(partition, then),
+            forget_markers=self._forget_markers)
+
+    def _forget_markers(self, producer_ids: list[int]) -> None:
+        if self._markers is not None:
+            self._markers.forget(producer_ids)
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         """Start the coordinator: timers on `loop`, __transaction_state partitions led here loaded
@@ -211,7 +216,7 @@ def write_txn_markers(broker, producer_id: int, producer_epoch: int, coordinator
         if plog is None:
             results[tp] = ErrorCode.NOT_LEADER_OR_FOLLOWER
             continue
-        key = (producer_id, producer_epoch, commit, topic, partition)
+        key = (producer_id, producer_epoch, coordinator_epoch, commit, topic, partition)
         # made once a marker had to wait: until then no earlier attempt can be pending
         deliveries = broker.transaction_coordination.pending_marker_deliveries if not local_only else None
         if deliveries is not None:

@@ -9,6 +9,12 @@ and answers "not yet" (REQUEST_TIMED_OUT, retried) until it is done: for a remot
 answered, for a partition led here until the high watermark passed the marker. The outcome is then
 given to the coordinator's next attempt, which `on_done` triggers as soon as a delivery finishes
 (the back-off is the fallback).
+
+An outcome is keyed by the coordinator epoch as well as by producer, epoch, result and partition,
+and is forgotten when the producer's transaction completes or its __transaction_state partition is
+unloaded (Kafka's removeMarkersForTxnId / removeMarkersForTxnTopicPartition): under
+transaction.version 1 the next transaction of a producer has the same producer epoch, and must not
+be answered by an earlier transaction's, or an earlier coordinator's, outcome.
 """
 from __future__ import annotations
 
@@ -31,7 +37,8 @@ __all__ = ["RemoteMarkers"]
 log = logging.getLogger(__name__)
 
 WRITE_TXN_MARKERS_VERSION = 1
-MarkerKey = tuple[int, int, bool, str, int]  # producer id, epoch, commit, topic, partition
+# producer id, producer epoch, coordinator epoch, commit, topic, partition
+MarkerKey = tuple[int, int, int, bool, str, int]
 
 
 class RemoteMarkers:
@@ -44,6 +51,8 @@ class RemoteMarkers:
         self._on_done = on_done
         self._results: dict[MarkerKey, int] = {}
         self._in_flight: set[MarkerKey] = set()
+        # in flight when their producer was forgotten: their outcome is dropped on arrival
+        self._abandoned: set[MarkerKey] = set()
         # Kafka's TransactionMarkerChannelManager: a network client of its own, to every leader
         self._peers = PeerConnections(
             "txn-markers", lambda node_id: broker.metadata.broker_endpoint(node_id),
@@ -56,6 +65,24 @@ class RemoteMarkers:
             return done
         return ErrorCode.REQUEST_TIMED_OUT if key in self._in_flight else None
 
+    def forget(self, producer_ids) -> None:
+        """Drop the outcomes of `producer_ids` (their transaction completed, or their coordinator
+        moved); outcomes of deliveries still in flight are dropped when they arrive."""
+        producer_ids = set(producer_ids)
+        if not producer_ids:
+            return
+        for key in [k for k in self._results if k[0] in producer_ids]:
+            del self._results[key]
+        self._abandoned.update(k for k in self._in_flight if k[0] in producer_ids)
+
+    def _finish(self, key: MarkerKey, code: int | None) -> None:
+        """A delivery ended: keep its outcome (None: none, retried) unless it was abandoned."""
+        self._in_flight.discard(key)
+        if key in self._abandoned:
+            self._abandoned.discard(key)
+        elif code is not None:
+            self._results[key] = code
+
     def await_local(self, key: MarkerKey, topic: str, partition: int, end_offset: int) -> None:
         """A marker was appended here: it is delivered once the ISR has it."""
         self._in_flight.add(key)
@@ -63,11 +90,11 @@ class RemoteMarkers:
 
     async def _replicate(self, key: MarkerKey, topic: str, partition: int, end_offset: int) -> None:
         timeout_s = self.broker.config.get("request.timeout.ms") / 1000
+        code = None
         try:
-            self._results[key] = await self.broker.replicas.wait_for_replication(topic, partition, end_offset,
-                                                                                 timeout_s)
+            code = await self.broker.replicas.wait_for_replication(topic, partition, end_offset, timeout_s)
         finally:
-            self._in_flight.discard(key)
+            self._finish(key, code)
             self._done(key[0])
 
     def write(self, leader: int, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool,
@@ -76,7 +103,7 @@ class RemoteMarkers:
         results = {}
         to_send = []
         for topic, partition in partitions:
-            key = (producer_id, producer_epoch, commit, topic, partition)
+            key = (producer_id, producer_epoch, coordinator_epoch, commit, topic, partition)
             done = self._results.pop(key, None)
             if done is not None:
                 results[(topic, partition)] = done
@@ -92,7 +119,8 @@ class RemoteMarkers:
 
     async def _send(self, leader: int, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool,
                     partitions: list[tuple[str, int]]) -> None:
-        keys = [(producer_id, producer_epoch, commit, t, p) for t, p in partitions]
+        keys = [(producer_id, producer_epoch, coordinator_epoch, commit, t, p) for t, p in partitions]
+        codes: dict[MarkerKey, int] = {}
         by_topic: dict[str, list[int]] = {}
         for topic, partition in partitions:
             by_topic.setdefault(topic, []).append(partition)
@@ -106,13 +134,14 @@ class RemoteMarkers:
             for marker in response.markers:
                 for topic in marker.topics:
                     for part in topic.partitions:
-                        self._results[(producer_id, producer_epoch, commit, topic.name, part.partition_index)] = \
-                            part.error_code
+                        codes[(producer_id, producer_epoch, coordinator_epoch, commit, topic.name,
+                               part.partition_index)] = part.error_code
         except BrokerConnectionError as exc:
             log.info("transaction markers of producer %d to broker %d failed: %s; the coordinator retries",
                      producer_id, leader, exc)
         finally:
-            self._in_flight.difference_update(keys)
+            for key in set(keys) | set(codes):
+                self._finish(key, codes.get(key))
             self._done(producer_id)
 
     def _done(self, producer_id: int) -> None:

@@ -81,7 +81,8 @@ class TransactionCoordinator:
                  coordinator_epoch_for: Callable[[int], int] = lambda partition: 0,
                  state_topic_leaders: Callable[[bool], list[int] | None] | None = None,
                  after_state_replicated: Callable[[int, Callable[[], None]], None] | None = None,
-                 clock_ms: Callable[[], int] | None = None):
+                 clock_ms: Callable[[], int] | None = None,
+                 forget_markers: Callable[[list[int]], None] | None = None):
         self.config = config
         self.clock_ms = clock_ms or (lambda: int(time.time() * 1000))
         self.state = TransactionStateManager(store, config.transaction_state_log_num_partitions, self.clock_ms)
@@ -93,6 +94,10 @@ class TransactionCoordinator:
         # cluster mode: `after_state_replicated(partition, then)` calls `then` once what was appended
         # to that __transaction_state partition is on its ISR; None calls it at once
         self.after_state_replicated = after_state_replicated
+        # cluster mode: `forget_markers(producer ids)` drops the marker outcomes kept for them, once
+        # their transaction is complete or their partition unloaded (Kafka's removeMarkersForTxnId
+        # and removeMarkersForTxnTopicPartition), so that no later transaction is answered by them
+        self.forget_markers = forget_markers
         # transactions whose markers are still being delivered, by producer id: looked at again as
         # soon as a delivery finishes (markers_delivered), the retry timer being the fallback
         self._awaiting_markers: dict[int, tuple[str, int, bool]] = {}
@@ -125,7 +130,7 @@ class TransactionCoordinator:
             timer.cancel()
         self._timers.clear()
         for partition in list(self.state.partitions):
-            self.state.unload_partition(partition)
+            self._unload(partition)
         self._leaders = None
         self.scheduler = None
 
@@ -192,9 +197,26 @@ class TransactionCoordinator:
                 self.state.num_partitions = len(partition_leaders)
             led = {p for p, leader in enumerate(partition_leaders) if leader == self.node_id}
         for partition in sorted(set(self.state.partitions) - led):
-            self.state.unload_partition(partition)
+            self._unload(partition)
         for partition in sorted(led - set(self.state.partitions)):
             self.on_elected(partition)
+
+    def _unload(self, partition: int) -> None:
+        """No longer coordinating __transaction_state-`partition`: forget its marker outcomes."""
+        cache = self.state.partitions.get(partition)
+        if cache is not None:
+            producer_ids = [m.producer_id for m in cache.transactions.values()]
+            for producer_id in producer_ids:
+                self._awaiting_markers.pop(producer_id, None)
+            self._forget_markers(producer_ids)
+        self.state.unload_partition(partition)
+
+    def _forget_markers(self, producer_ids: list[int]) -> None:
+        if self.forget_markers is not None and producer_ids:
+            try:
+                self.forget_markers(producer_ids)
+            except Exception:
+                log.exception("forgetting the marker outcomes of producers %s failed", producer_ids)
 
     def on_elected(self, partition: int) -> None:
         """This broker now leads __transaction_state-`partition`: load it and finish the
@@ -412,6 +434,7 @@ class TransactionCoordinator:
                 or transactional_id in self._unreplicated:
             return
         retry = False
+        back_off = False
         if metadata.partitions:
             results = self.write_markers(metadata.producer_id, metadata.producer_epoch, coordinator_epoch, commit,
                                          sorted(metadata.partitions))
@@ -419,21 +442,35 @@ class TransactionCoordinator:
                 if code in _MARKER_DONE or code in _MARKER_NO_PARTITION:
                     metadata.partitions.discard(tp)
                 elif code in _MARKER_OBSOLETE:
-                    log.warning("marker of %s for %s-%d is obsolete (%s); not retrying", transactional_id,
-                                tp[0], tp[1], ErrorCode(code).name)
-                    metadata.partitions.discard(tp)
+                    # Kafka's TransactionMarkerRequestCompletionHandler: removeMarkersForTxnId and
+                    # abortSending. A newer coordinator (or producer epoch) exists and finishes the
+                    # transaction; completing it here would leave partitions without their marker.
+                    # (Outcomes are keyed by coordinator epoch and forgotten with the transaction,
+                    # so this answer was given to this coordinator for this transaction.)
+                    log.warning("marker of %s for %s-%d is obsolete (%s); this coordinator stops completing it",
+                                transactional_id, tp[0], tp[1], ErrorCode(code).name)
+                    self._awaiting_markers.pop(metadata.producer_id, None)
+                    self._forget_markers([metadata.producer_id])
+                    return
                 else:
                     # REQUEST_TIMED_OUT is also "still being delivered" (cluster mode): not news
                     log.log(logging.DEBUG if code == ErrorCode.REQUEST_TIMED_OUT else logging.INFO,
                             "marker of %s for %s-%d failed with %s; retrying", transactional_id, tp[0], tp[1],
                             ErrorCode(code).name)
                     retry = True
+                    back_off = back_off or code != ErrorCode.REQUEST_TIMED_OUT
         if retry:
-            self._awaiting_markers[metadata.producer_id] = (transactional_id, coordinator_epoch, commit)
+            # looked at again as soon as a delivery in flight finishes, unless a marker was refused:
+            # then only after the back-off (no tight loop appending a marker per attempt)
+            if back_off:
+                self._awaiting_markers.pop(metadata.producer_id, None)
+            else:
+                self._awaiting_markers[metadata.producer_id] = (transactional_id, coordinator_epoch, commit)
             self._later(self.config.marker_retry_backoff_ms, self._complete_transaction, transactional_id,
                         coordinator_epoch, commit)
             return
         self._awaiting_markers.pop(metadata.producer_id, None)
+        self._forget_markers([metadata.producer_id])
         target = metadata.prepare_complete(self.clock_ms())
         error = self.state.append_transition(transactional_id, coordinator_epoch, target)
         if error != ErrorCode.NONE:

@@ -257,3 +257,45 @@ def test_not_coordinator_for_unloaded_partitions(h):
     assert init(h)[0] == E.NOT_COORDINATOR
     assert h.coord.find_coordinator("tx") == (E.NONE, 0)  # reloads from the (fake) metadata
     assert init(h)[0] == E.NONE
+
+
+@pytest.mark.parametrize("code", [E.TRANSACTION_COORDINATOR_FENCED, E.INVALID_PRODUCER_EPOCH])
+def test_an_obsolete_marker_answer_stops_completing_the_transaction(h, code):
+    # Kafka's TransactionMarkerRequestCompletionHandler: a newer coordinator (or producer epoch)
+    # exists and finishes the transaction; this one must not write CompleteCommit without the marker
+    forgotten = []
+    h.coord.forget_markers = forgotten.extend
+    _, pid, epoch = init(h)
+    h.coord.handle_add_partitions("tx", pid, epoch, [T0, T1])
+    h.marker_failures[T1] = code
+    assert h.coord.handle_end_txn("tx", pid, epoch, True) == E.NONE
+    md = h.metadata("tx")
+    assert md.state == S.PREPARE_COMMIT and T1 in md.partitions
+    assert forgotten == [pid]
+    h.sched.advance(10_000)  # and no retry either
+    assert h.metadata("tx").state == S.PREPARE_COMMIT
+    assert [m[4] for m in h.markers] == [T0]
+
+
+def test_marker_outcomes_are_forgotten_on_completion_and_unload(h):
+    forgotten = []
+    h.coord.forget_markers = forgotten.extend
+    _, pid, epoch = init(h)
+    h.coord.handle_add_partitions("tx", pid, epoch, [T0])
+    assert h.coord.handle_end_txn("tx", pid, epoch, True) == E.NONE
+    assert h.metadata("tx").state == S.COMPLETE_COMMIT and forgotten == [pid]
+    forgotten.clear()
+    h.coord.sync_leadership([1] * 3)  # __transaction_state moved away: Kafka's onResignation
+    assert forgotten == [pid]
+
+
+def test_a_refused_marker_is_retried_after_the_back_off_not_at_once(h):
+    _, pid, epoch = init(h)
+    h.coord.handle_add_partitions("tx", pid, epoch, [T0])
+    h.marker_failures[T0] = E.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+    assert h.coord.handle_end_txn("tx", pid, epoch, True) == E.NONE
+    h.coord.markers_delivered(pid)  # a delivery finishing does not trigger an immediate retry
+    assert pid not in h.coord._awaiting_markers
+    del h.marker_failures[T0]
+    h.sched.advance(h.config.marker_retry_backoff_ms)
+    assert h.metadata("tx").state == S.COMPLETE_COMMIT

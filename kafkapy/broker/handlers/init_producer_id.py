@@ -50,7 +50,10 @@ async def _init_transactional(ctx: RequestContext, request: InitProducerIdReques
         return InitProducerIdResponse(throttle_time_ms=0, error_code=exc.code, producer_id=-1, producer_epoch=-1)
     error = result.error
     if error == ErrorCode.NONE:
-        await durable_state(broker, request.transactional_id)
+        # a state change that did not reach the ISR is answered as Kafka answers a failed append
+        error = await durable_state(broker, request.transactional_id)
+        if error != ErrorCode.NONE:
+            return InitProducerIdResponse(throttle_time_ms=0, error_code=error, producer_id=-1, producer_epoch=-1)
     elif error == ErrorCode.PRODUCER_FENCED and ctx.api_version < 4:
         error = ErrorCode.INVALID_PRODUCER_EPOCH  # older clients don't know PRODUCER_FENCED
     return InitProducerIdResponse(throttle_time_ms=0, error_code=error, producer_id=result.producer_id,

@@ -46,13 +46,18 @@ TopicResult = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult
 PartitionResult = AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult
 
 
-async def durable_state(broker, transactional_id: str, markers: Iterable[TopicPartition] = ()) -> None:
+async def durable_state(broker, transactional_id: str, markers: Iterable[TopicPartition] = ()) -> int:
     """Answer only once the transaction's state record is on disk in fsync-on-ack mode (with the
     markers just written to `markers`: a single broker writes them at once), and in cluster mode
     on the ISR of its __transaction_state partition (the markers follow, see
-    TransactionCoordination.after_state_replicated). A failed replication wait is not reported: the
-    coordinator's state has already moved on (Kafka would answer NOT_COORDINATOR or
-    COORDINATOR_NOT_AVAILABLE and the client retry)."""
+    TransactionCoordination.after_state_replicated). The error to answer, as Kafka's
+    TransactionStateManager.appendTransactionToLog maps a failed append: NOT_COORDINATOR for lost
+    leadership or a storage error, COORDINATOR_NOT_AVAILABLE for missing replicas or a timeout.
+
+    The client retries either (at the new coordinator after FindCoordinator for NOT_COORDINATOR).
+    The coordinator's state in memory has already moved on, so a retry at the same coordinator is
+    a no-op or CONCURRENT_TRANSACTIONS whose own wait covers the earlier record; a new coordinator
+    has the record if it reached the ISR, else the old state, and either way the retry is right."""
     coordinator = broker.transaction_coordinator
     state_partition = (TRANSACTION_STATE_TOPIC, coordinator.partition_for(transactional_id))
     syncs = []
@@ -62,11 +67,27 @@ async def durable_state(broker, transactional_id: str, markers: Iterable[TopicPa
             syncs.append(plog.sync_until(plog.log_end_offset - 1))
     try:
         await wait_durable(*syncs)
-    except Exception as exc:  # noqa: BLE001 - an fsync failed: not reported either (see above)
+    except Exception as exc:  # noqa: BLE001 - an fsync failed: its log dir is full or offline now
         log.warning("transaction %s: its state could not be made durable: %s", transactional_id, exc)
+        return ErrorCode.NOT_COORDINATOR  # Kafka maps KAFKA_STORAGE_ERROR to it
+    if broker.partitions.get_log(*state_partition) is None:
+        return ErrorCode.NONE
+    error = await replicated(broker, *state_partition, broker.config.get("request.timeout.ms"))
+    if error != ErrorCode.NONE:
+        # worth seeing: the client is told to retry a state change that may be lost
+        log.info("transaction %s: its state change did not reach the ISR of %s-%d; answering %s",
+                 transactional_id, *state_partition, ErrorCode(error).name)
+    return error
+
+
+def _fail_accepted(result: APIResult, error: int) -> None:
+    """Answer `error` for every partition the coordinator accepted (its state change was not replicated)."""
+    if error == ErrorCode.NONE:
         return
-    if broker.partitions.get_log(*state_partition) is not None:
-        await replicated(broker, *state_partition, broker.config.get("request.timeout.ms"))
+    for topic in result.topic_results:
+        for p in topic.results_by_partition:
+            if p.partition_error_code == ErrorCode.NONE:
+                p.partition_error_code = error
 
 
 def transaction_partitions(broker, transactional_id: str) -> list[TopicPartition]:
@@ -133,7 +154,7 @@ async def handle_add_partitions_to_txn(ctx: RequestContext,
                                  denied)
         if result.topic_results and any(p.partition_error_code == ErrorCode.NONE
                                         for t in result.topic_results for p in t.results_by_partition):
-            await durable_state(broker, request.v3_and_below_transactional_id)
+            _fail_accepted(result, await durable_state(broker, request.v3_and_below_transactional_id))
         return AddPartitionsToTxnResponse(throttle_time_ms=0, results_by_topic_v3_and_below=result.topic_results)
     # v4+: batches of transactions, sent by brokers (KIP-890): CLUSTER_ACTION on the cluster
     if not ctx.authorized_cluster(AclOperation.CLUSTER_ACTION):
@@ -141,9 +162,9 @@ async def handle_add_partitions_to_txn(ctx: RequestContext,
                                           results_by_transaction=[])
     results = [_add_partitions(broker, t.transactional_id, t.producer_id, t.producer_epoch, t.verify_only,
                                t.topics, version) for t in request.transactions]
-    for t in request.transactions:
+    for t, result in zip(request.transactions, results):
         if not t.verify_only:
-            await durable_state(broker, t.transactional_id)
+            _fail_accepted(result, await durable_state(broker, t.transactional_id))
     return AddPartitionsToTxnResponse(throttle_time_ms=0, error_code=ErrorCode.NONE,
                                       results_by_transaction=results)
 
@@ -159,7 +180,7 @@ async def handle_add_offsets_to_txn(ctx: RequestContext, request: AddOffsetsToTx
     error = broker.transaction_coordinator.handle_add_partitions(
         request.transactional_id, request.producer_id, request.producer_epoch, [(OFFSETS_TOPIC, partition)])
     if error == ErrorCode.NONE:
-        await durable_state(broker, request.transactional_id)
+        error = await durable_state(broker, request.transactional_id)
     return AddOffsetsToTxnResponse(throttle_time_ms=0, error_code=_old_fenced(error, ctx.api_version, 2))
 
 
@@ -172,7 +193,7 @@ async def handle_end_txn(ctx: RequestContext, request: EndTxnRequest) -> EndTxnR
     error = broker.transaction_coordinator.handle_end_txn(
         request.transactional_id, request.producer_id, request.producer_epoch, request.committed)
     if error == ErrorCode.NONE:
-        await durable_state(broker, request.transactional_id, markers)
+        error = await durable_state(broker, request.transactional_id, markers)
     return EndTxnResponse(throttle_time_ms=0, error_code=_old_fenced(error, ctx.api_version, 2))
 
 
