@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
-__all__ = ["FEATURES", "Feature", "FeatureUpdateError", "finalized_levels", "register_feature", "validate_update"]
+__all__ = ["FEATURES", "Feature", "FeatureUpdateError", "finalized_level", "finalized_levels", "register_feature", "validate_update"]
 
 # UpdateFeatures' UpgradeType (v1+); v0's AllowDowngrade=true means SAFE_DOWNGRADE
 UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3
@@ -64,6 +64,11 @@ def finalized_levels(stored: Mapping[str, int], features: Mapping[str, Feature] 
     levels = {name: f.default_level for name, f in features.items()}
     levels.update(stored)
     return {name: level for name, level in sorted(levels.items()) if level > 0}
+
+
+def finalized_level(store, name: str) -> int:
+    """The level of feature `name` finalized in the metadata store `store` (0: not finalized)."""
+    return finalized_levels(store.stored_features()[1]).get(name, 0)
 
 
 def validate_update(name: str, level: int, upgrade_type: int, current: int) -> None:

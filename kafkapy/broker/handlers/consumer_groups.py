@@ -31,9 +31,9 @@ def _assignment(assignment) -> _Response.Assignment:
 
 def _group_version_finalized(broker) -> bool:
     """group.version >= 1 (KIP-584 feature of the consumer protocol; metadata/features.py)."""
-    from ...metadata.features import finalized_levels
+    from ...metadata.features import finalized_level
 
-    return finalized_levels(broker.metadata.stored_features()[1]).get("group.version", 0) >= 1
+    return finalized_level(broker.metadata, "group.version") >= 1
 
 
 @handles(ConsumerGroupHeartbeatRequest)

@@ -58,9 +58,9 @@ _ZERO_UUID = uuid.UUID(int=0)
 
 def _share_version_finalized(broker) -> bool:
     """share.version >= 1 (the KIP-584 feature of share groups; metadata/features.py)."""
-    from ...metadata.features import finalized_levels
+    from ...metadata.features import finalized_level
 
-    return finalized_levels(broker.metadata.stored_features()[1]).get("share.version", 0) >= 1
+    return finalized_level(broker.metadata, "share.version") >= 1
 
 
 def _coordinator_error(broker, group_id: str) -> int:
