@@ -5,18 +5,21 @@ import asyncio
 import logging
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..log.manager import LogManager
 from ..protocol.api_versions import CLUSTER_VERSIONS, SUPPORTED_VERSIONS
 from .connection import KafkaConnection, close_hung_up, peer_log
 from .connection_quotas import ConnectionQuotas
 from .dispatch import HANDLERS
-from .fetch_sessions import FetchSessionCache
 from .listener import bind_listener
 from .memory_pool import MemoryPool, pool_capacity
 from .partitions import PartitionManager
 from .purgatory import Purgatory
 from ..replication.replica_manager import ReplicaManager
+
+if TYPE_CHECKING:
+    from .fetch_sessions import FetchSessionCache
 
 log = logging.getLogger(__name__)
 
@@ -38,9 +41,11 @@ class Broker:
             lst.name: (lst.host, lst.port) for lst in config.advertised_listeners}
         # TLS contexts of SSL/SASL_SSL listeners, built before anything else so that bad key
         # material stops the broker before it loads logs or accepts a connection
-        from ..security.tls import server_ssl_context
+        self._ssl_contexts = {lst.name: None for lst in config.listeners}
+        if any(lst.security_protocol in ("SSL", "SASL_SSL") for lst in config.listeners):
+            from ..security.tls import server_ssl_context  # ssl contexts only where a listener has TLS
 
-        self._ssl_contexts = {lst.name: server_ssl_context(config, lst) for lst in config.listeners}
+            self._ssl_contexts = {lst.name: server_ssl_context(config, lst) for lst in config.listeners}
         self.node_id: int = config.node_id
         self.bind_host, self.port = config.listener_address()
         self.advertised_host, self.advertised_port = config.advertised_address()
@@ -59,8 +64,7 @@ class Broker:
         self.connection_quotas = ConnectionQuotas(config, config.get("inter.broker.listener.name") or (
             config.get("security.inter.broker.protocol") if config.get("zookeeper.connect") else None))
         self.purgatory = Purgatory()
-        self.fetch_sessions = FetchSessionCache(
-            max_sessions=config.get("max.incremental.fetch.session.cache.slots"))
+        self._fetch_sessions: FetchSessionCache | None = None  # built on the first Fetch
         self.advertised_versions = {key: rng for key, rng in SUPPORTED_VERSIONS.items() if key in HANDLERS}
         if "consumer" not in [p.lower() for p in config.get("group.coordinator.rebalance.protocols")]:
             # as Kafka: the KIP-848 APIs are not advertised while the consumer protocol is off
@@ -91,9 +95,11 @@ class Broker:
         self.controller = self.cluster.controller
         self.metadata = self.cluster.metadata
         # ACL enforcement (security/authorizer.py); None without authorizer.class.name: nothing is checked
-        from ..security.authorizer import create_authorizer
+        self.authorizer = None
+        if (config.get("authorizer.class.name") or "").strip():
+            from ..security.authorizer import create_authorizer
 
-        self.authorizer = create_authorizer(config.get, self.metadata)
+            self.authorizer = create_authorizer(config.get, self.metadata)
         self.readvertise()  # a stored dynamic advertised.listeners wins over the static one
         from ..log.cleaner import CleanerConfig
 
@@ -237,6 +243,16 @@ class Broker:
     def cluster_id(self) -> str:
         return self.metadata.cluster_id
 
+    @property
+    def fetch_sessions(self) -> FetchSessionCache:
+        """Incremental fetch sessions (KIP-227, fetch_sessions.py), built on the first Fetch."""
+        if self._fetch_sessions is None:
+            from .fetch_sessions import FetchSessionCache
+
+            self._fetch_sessions = FetchSessionCache(
+                max_sessions=self.config.get("max.incremental.fetch.session.cache.slots"))
+        return self._fetch_sessions
+
     async def start(self) -> None:
         """Load logs, open the listener, start the periodic tasks."""
         loop = asyncio.get_running_loop()
@@ -291,9 +307,10 @@ class Broker:
                 min(max(idle_ms / 4000, 0.05), 30.0))))
         self._tasks.append(loop.create_task(self._periodic(peer_log.flush_due, 5.0)))
         self._tasks.append(loop.create_task(self._periodic(lambda: close_hung_up(self.connections), 1.0)))
-        from ..metrics.exporter import start_exporter
+        if self.config.get("kafkapy.metrics.listener"):
+            from ..metrics.exporter import start_exporter
 
-        self.metrics_server = await start_exporter(self)  # kafkapy.metrics.listener, None when unset
+            self.metrics_server = await start_exporter(self)
         if self.config.get("kafkapy.console.listener"):
             from ..console import start_console  # aiohttp is imported only when the console is on
 

@@ -11,10 +11,9 @@ import logging
 import re
 import socket
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from enum import IntEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..metadata.errors import ConfigError, InvalidRequestError, UnknownTopicOrPartitionError
 from .config_defs import (
@@ -131,8 +130,7 @@ def _read_properties_file(path: str | Path) -> dict[str, str]:
 _LISTENER_RE = re.compile(r"(.*)://\[?([0-9a-zA-Z\-%._:]*)\]?:(-?[0-9]+)")
 
 
-@dataclass(frozen=True, slots=True)
-class Listener:
+class Listener(NamedTuple):
     """One listener endpoint NAME://host:port; an empty host means every interface."""
 
     name: str
@@ -226,15 +224,13 @@ class ConfigSource(IntEnum):
     CLIENT_METRICS_CONFIG = 7
 
 
-@dataclass(slots=True)
-class ConfigSynonym:
+class ConfigSynonym(NamedTuple):
     name: str
     value: str | None
     source: ConfigSource
 
 
-@dataclass(slots=True)
-class ConfigEntry:
+class ConfigEntry(NamedTuple):
     """One DescribeConfigs (and CreateTopics v5+) config entry."""
 
     name: str
@@ -242,7 +238,7 @@ class ConfigEntry:
     read_only: bool
     source: ConfigSource
     is_sensitive: bool
-    synonyms: list[ConfigSynonym] = field(default_factory=list)
+    synonyms: list[ConfigSynonym] | tuple[()] = ()
     config_type: ConfigType = ConfigType.UNKNOWN
     documentation: str | None = None
 
@@ -260,7 +256,15 @@ QUICKSTART_PROPERTIES = {
     "transaction.state.log.replication.factor": "1",
     "transaction.state.log.min.isr": "1",
 }
-_DEFAULT_STRINGS = {name: d.format(d.default) for name, d in BROKER_CONFIGS.items() if d.default is not None}
+_default_strings: dict[str, str] | None = None
+
+
+def _defaults_as_strings() -> dict[str, str]:
+    """Every broker default as DescribeConfigs prints it (built on first use, not at import)."""
+    global _default_strings
+    if _default_strings is None:
+        _default_strings = {name: d.format(d.default) for name, d in BROKER_CONFIGS.items() if d.default is not None}
+    return _default_strings
 
 
 class BrokerConfig:
@@ -469,7 +473,7 @@ class BrokerConfig:
         for source, layer in ((ConfigSource.DYNAMIC_BROKER_CONFIG, self._dynamic_broker),
                               (ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG, self._dynamic_default),
                               (ConfigSource.STATIC_BROKER_CONFIG, self._static),
-                              (ConfigSource.DEFAULT_CONFIG, _DEFAULT_STRINGS)):
+                              (ConfigSource.DEFAULT_CONFIG, _defaults_as_strings())):
             for synonym in names:
                 if layer.get(synonym) is not None:
                     found.append(ConfigSynonym(synonym, None if sensitive else layer[synonym], source))
@@ -541,7 +545,7 @@ class BrokerConfig:
                 if name.startswith("listener.name."):
                     continue  # per-listener settings (ssl.*, sasl.*), read by the listener's TLS/SASL setup
                 log.warning("unknown broker config %s is ignored", name)
-            elif not definition.used and _DEFAULT_STRINGS.get(name) != raw.strip():
+            elif not definition.used and _defaults_as_strings().get(name) != raw.strip():
                 log.warning("broker config %s=%s is accepted for compatibility but has no effect in kafkapy", name,
                             "[hidden]" if definition.type is ConfigType.PASSWORD else raw)
 

@@ -10,12 +10,10 @@ import math
 import re
 import sys
 from collections.abc import Callable
-from decimal import Decimal
 from enum import Enum, IntEnum
 from typing import Any, NamedTuple
 
 from ..metadata.errors import ConfigError
-from ..security.authorizer import SuperUsers
 
 __all__ = [
     "BROKER_CONFIGS", "TOPIC_CONFIGS", "BrokerSynonym", "ConfigDef", "ConfigType", "Importance", "Password",
@@ -25,6 +23,21 @@ __all__ = [
 INT_MAX = 2**31 - 1
 LONG_MAX = 2**63 - 1
 DOUBLE_MAX = sys.float_info.max
+
+
+class SuperUsers:
+    """Validator of `super.users`: principals `User:<name>` separated by ';' (the authorizer's
+    parser, imported when a value is checked: a broker without the setting never loads it)."""
+
+    def __call__(self, name: str, value: object) -> None:
+        if value is None or not str(value).strip():
+            return  # no super users (the default)
+        from ..security.authorizer import parse_super_users
+
+        parse_super_users(str(value))
+
+    def __str__(self) -> str:
+        return "User:<name>;User:<name>..."
 
 
 class ConfigType(IntEnum):
@@ -142,8 +155,12 @@ def java_double_str(value: float) -> str:
     if value == 0:
         return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
     sign = "-" if value < 0 else ""
-    digits_tuple, exponent = Decimal(repr(abs(value))).as_tuple()[1:]
-    digits = "".join(map(str, digits_tuple)).rstrip("0") or "0"
+    # The shortest repr's significant digits and exponent (what Decimal(repr(v)).as_tuple() gives)
+    mantissa, _, exp = repr(abs(value)).partition("e")
+    whole_part, _, frac_part = mantissa.partition(".")
+    significant = (whole_part + frac_part).lstrip("0") or "0"
+    digits_tuple, exponent = significant, int(exp or 0) - len(frac_part)
+    digits = significant.rstrip("0") or "0"
     point = len(digits_tuple) + exponent  # position of the decimal point within the digit string
     if 1e-3 <= abs(value) < 1e7:
         if point <= 0:

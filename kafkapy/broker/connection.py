@@ -27,7 +27,6 @@ from ..protocol.errors import DecodeError
 from ..protocol.primitives import ExternalRecords
 from ..security.principal import ANONYMOUS
 from ..security.session import ConnectionSession
-from ..security.tls import peer_principal
 from .dispatch import ConnectionClosed, RequestContext, handle_frame
 from .log_throttle import PeerLogThrottle, peer_ip
 from .memory_pool import SMALL_ALLOWANCE, MemoryPool
@@ -111,6 +110,8 @@ class KafkaConnection(asyncio.Protocol):
             if self.listener is None or self.listener.security_protocol == "SSL":
                 # SASL_SSL: the principal is SASL's, not the certificate's (as Kafka's principal builder)
                 try:
+                    from ..security.tls import peer_principal  # TLS listeners only
+
                     self.principal = peer_principal(ssl_object)
                 except ValueError as exc:  # NoMatchingRule, or a certificate subject that does not parse
                     log.info("closing TLS connection from %s: authentication failed: %s", self.peer, exc)

@@ -9,20 +9,18 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
 from importlib import import_module
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable
 
 from ..protocol.errors import ConnectionClosed
 from ..protocol.headers import RequestHeader, decode_request_header, encode_response_header
 from ..protocol.messages import REQUEST_TYPES
-from ..metadata.acls import CLUSTER_RESOURCE_NAME, AclOperation, ResourceType
-from ..security.authorizer import SUPPORTED_OPERATIONS
 from ..security.principal import ANONYMOUS, KafkaPrincipal
 from ..security.quotas import BusyTime
 from .handlers import HANDLER_MODULES
 
 if TYPE_CHECKING:
+    from ..metadata.acls import AclOperation, ResourceType
     from .broker import Broker
     from .connection import KafkaConnection
 
@@ -35,15 +33,21 @@ Handler = Callable[["RequestContext", Any], Awaitable[Any]]
 HANDLERS: dict[int, Handler] = {}
 
 
-@dataclass(slots=True)
 class RequestContext:
     """What a handler knows about the request besides its body."""
 
-    broker: Broker
-    connection: KafkaConnection | None
-    header: RequestHeader | None = None
-    # metrics (kafkapy/metrics): what the connection reports once the response is written
-    timing: Any = None
+    __slots__ = ("broker", "connection", "header", "timing")
+
+    def __init__(self, broker: Broker, connection: KafkaConnection | None, header: RequestHeader | None = None,
+                 timing: Any = None):
+        self.broker = broker
+        self.connection = connection
+        self.header = header
+        # metrics (kafkapy/metrics): what the connection reports once the response is written
+        self.timing = timing
+
+    def __repr__(self) -> str:
+        return f"RequestContext(connection={self.connection!r}, header={self.header!r})"
 
     @property
     def api_version(self) -> int:
@@ -95,6 +99,8 @@ class RequestContext:
 
     def authorized_cluster(self, operation: AclOperation, log_if_denied: bool = True) -> bool:
         """`authorized` on the CLUSTER resource (kafka-cluster)."""
+        from ..metadata.acls import CLUSTER_RESOURCE_NAME, ResourceType
+
         return self.authorized(operation, ResourceType.CLUSTER, CLUSTER_RESOURCE_NAME, log_if_denied)
 
     def authorized_names(self, operation: AclOperation, resource_type: ResourceType,
@@ -128,6 +134,8 @@ class RequestContext:
         """The authorized-operations bit field for a response (every supported operation without an authorizer)."""
         authorizer = self._authorizer
         if authorizer is None:
+            from ..security.authorizer import SUPPORTED_OPERATIONS
+
             return sum(1 << op for op in SUPPORTED_OPERATIONS[resource_type])
         return authorizer.authorized_operations(self.principal, self.client_host, resource_type, name)
 

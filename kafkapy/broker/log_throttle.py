@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
 from typing import Callable
 
 # Individual lines per peer IP per interval before aggregation.
@@ -20,12 +19,14 @@ DEFAULT_GLOBAL_FIRST = 50
 DEFAULT_INTERVAL_S = 60.0
 
 
-@dataclass(slots=True)
 class _PeerWindow:
-    started: float
-    logged: int = 0
-    suppressed: int = 0
-    last_reason: str = ""
+    __slots__ = ("started", "logged", "suppressed", "last_reason")
+
+    def __init__(self, started: float):
+        self.started = started
+        self.logged = 0
+        self.suppressed = 0
+        self.last_reason = ""
 
 
 class PeerLogThrottle:

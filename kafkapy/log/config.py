@@ -5,9 +5,7 @@ broker-level defaults (`LogConfig.from_broker_properties`) and DescribeConfigs r
 """
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from .errors import InvalidConfigError
 
@@ -17,8 +15,7 @@ INT_MAX = 2147483647
 __all__ = ["LONG_MAX", "ConfigDef", "LOG_CONFIG_DEFS", "LogConfig"]
 
 
-@dataclass(slots=True, frozen=True)
-class ConfigDef:
+class ConfigDef(NamedTuple):
     """One topic config: Kafka property name, LogConfig field, type, default, checks, docs."""
 
     name: str
@@ -129,31 +126,81 @@ def _parse(definition: ConfigDef, raw: Any) -> Any:
     return value
 
 
-@dataclass(slots=True)
-class LogConfig:
-    """Typed per-topic log settings (Kafka topic-config semantics)."""
+# LogConfig's fields and their defaults (Kafka's topic-config defaults)
+_LOG_CONFIG_DEFAULTS: dict[str, Any] = {
+    "segment_bytes": 1073741824,
+    "segment_ms": 604800000,
+    "segment_jitter_ms": 0,
+    "segment_index_bytes": 10485760,
+    "index_interval_bytes": 4096,
+    "retention_ms": 604800000,
+    "retention_bytes": -1,
+    "flush_messages": LONG_MAX,
+    "flush_ms": LONG_MAX,
+    "message_timestamp_type": "CreateTime",
+    "message_timestamp_before_max_ms": LONG_MAX,
+    "message_timestamp_after_max_ms": LONG_MAX,
+    "cleanup_policy": "delete",
+    "min_cleanable_dirty_ratio": 0.5,
+    "min_compaction_lag_ms": 0,
+    "max_compaction_lag_ms": LONG_MAX,
+    "delete_retention_ms": 86400000,
+    "file_delete_delay_ms": 60000,
+    "max_message_bytes": 1048588,
+    "min_insync_replicas": 1,
+    "fsync_on_ack": False,
+}
 
-    segment_bytes: int = 1073741824
-    segment_ms: int = 604800000
-    segment_jitter_ms: int = 0
-    segment_index_bytes: int = 10485760
-    index_interval_bytes: int = 4096
-    retention_ms: int = 604800000
-    retention_bytes: int = -1
-    flush_messages: int = LONG_MAX
-    flush_ms: int = LONG_MAX
-    message_timestamp_type: str = "CreateTime"
-    message_timestamp_before_max_ms: int = LONG_MAX
-    message_timestamp_after_max_ms: int = LONG_MAX
-    cleanup_policy: str = "delete"
-    min_cleanable_dirty_ratio: float = 0.5
-    min_compaction_lag_ms: int = 0
-    max_compaction_lag_ms: int = LONG_MAX
-    delete_retention_ms: int = 86400000
-    file_delete_delay_ms: int = 60000
-    max_message_bytes: int = 1048588
-    min_insync_replicas: int = 1
-    fsync_on_ack: bool = False
+
+class LogConfig:
+    """Typed per-topic log settings (Kafka topic-config semantics): `LogConfig(retention_ms=...)`,
+    the fields and defaults of _LOG_CONFIG_DEFAULTS.
+
+    A plain slotted class rather than a dataclass: the broker builds it at start-up, where a
+    dataclass costs about a millisecond to create (docs/benchmarks.md, start-up)."""
+
+    __slots__ = tuple(_LOG_CONFIG_DEFAULTS)
+    segment_bytes: int
+    segment_ms: int
+    segment_jitter_ms: int
+    segment_index_bytes: int
+    index_interval_bytes: int
+    retention_ms: int
+    retention_bytes: int
+    flush_messages: int
+    flush_ms: int
+    message_timestamp_type: str
+    message_timestamp_before_max_ms: int
+    message_timestamp_after_max_ms: int
+    cleanup_policy: str
+    min_cleanable_dirty_ratio: float
+    min_compaction_lag_ms: int
+    max_compaction_lag_ms: int
+    delete_retention_ms: int
+    file_delete_delay_ms: int
+    max_message_bytes: int
+    min_insync_replicas: int
+    fsync_on_ack: bool
+
+    def __init__(self, **values: Any):
+        unknown = values.keys() - _LOG_CONFIG_DEFAULTS.keys()
+        if unknown:
+            raise TypeError(f"LogConfig() got unexpected keyword arguments: {', '.join(sorted(unknown))}")
+        for name, default in _LOG_CONFIG_DEFAULTS.items():
+            setattr(self, name, values.get(name, default))
+
+    def copy(self) -> LogConfig:
+        return LogConfig(**{name: getattr(self, name) for name in self.__slots__})
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not LogConfig:
+            return NotImplemented
+        return all(getattr(self, name) == getattr(other, name) for name in self.__slots__)
+
+    __hash__ = None  # mutable, as the dataclass it replaces
+
+    def __repr__(self) -> str:
+        return "LogConfig(" + ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__) + ")"
 
     @property
     def log_append_time(self) -> bool:
@@ -175,7 +222,7 @@ class LogConfig:
         message.timestamp.difference.max.ms (deprecated) sets both before/after limits unless
         they are given explicitly, as Kafka 3.6+ does.
         """
-        config = dataclasses.replace(base) if base is not None else cls()
+        config = base.copy() if base is not None else cls()
         for name, raw in props.items():
             definition = _DEFS_BY_NAME.get(name)
             if definition is not None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import errno
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = ["FULL", "OFFLINE", "ONLINE", "LogDirState", "is_out_of_space"]
@@ -26,17 +25,24 @@ def is_out_of_space(exc: BaseException) -> bool:
     return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
 
 
-@dataclass(slots=True)
 class LogDirState:
     """One log dir: its status, why, since when, and how often it failed and came back."""
 
-    path: Path
-    status: str = ONLINE
-    reason: str | None = None
-    since: float = field(default_factory=time.time)
-    failures: int = 0
-    recoveries: int = 0
-    last_probe: float = 0.0
+    __slots__ = ("path", "status", "reason", "since", "failures", "recoveries", "last_probe")
+
+    def __init__(self, path: Path, status: str = ONLINE, reason: str | None = None, since: float | None = None,
+                 failures: int = 0, recoveries: int = 0, last_probe: float = 0.0):
+        self.path = path
+        self.status = status
+        self.reason = reason
+        self.since = time.time() if since is None else since
+        self.failures = failures
+        self.recoveries = recoveries
+        self.last_probe = last_probe
+
+    def __repr__(self) -> str:
+        return (f"LogDirState(path={self.path!r}, status={self.status!r}, reason={self.reason!r}, "
+                f"failures={self.failures}, recoveries={self.recoveries})")
 
     @property
     def online(self) -> bool:

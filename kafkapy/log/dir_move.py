@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .checkpoints import fsync_dir
+from .dir_names import FUTURE_SUFFIX, MOVED_SUFFIX
 from .errors import KafkaStorageError
 from .segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment, segment_file_name
 
@@ -53,8 +54,6 @@ log = logging.getLogger(__name__)
 __all__ = ["FINAL_PASS_BYTES", "FUTURE_SUFFIX", "MOVED_SUFFIX", "LogDirMove", "LogDirMover",
            "clean_interrupted_moves"]
 
-FUTURE_SUFFIX = "-future"
-MOVED_SUFFIX = "-moved"
 # The switch copies what is left on the event-loop thread: this bounds how long appends wait.
 FINAL_PASS_BYTES = 4 << 20
 _CHUNK = 8 << 20  # a cancellation is noticed between chunks

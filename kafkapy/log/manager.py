@@ -15,6 +15,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kafkapy.protocol.errors import ErrorCode, KafkaError
 
@@ -32,12 +33,14 @@ from .checkpoints import (
 from .cleaner import CleanerConfig, LogCleaner
 from .config import LogConfig
 from .dir_health import FULL, OFFLINE, ONLINE, LogDirState, is_out_of_space
-from .dir_move import FUTURE_SUFFIX, MOVED_SUFFIX, LogDirMover, clean_interrupted_moves
+from .dir_names import FUTURE_SUFFIX, MOVED_SUFFIX, parse_partition_dir_name
 from .errors import KafkaStorageError, LogOfflineError
 from .flusher import Flusher
-from .partition_log import PartitionLog
-from .recovery import parse_partition_dir_name
 from .storage_faults import StorageFaults
+
+if TYPE_CHECKING:
+    from .dir_move import LogDirMover
+    from .partition_log import PartitionLog
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +88,18 @@ class OfflinePartitionLog:
         return offline
 
 
+def _moves_left_on_disk(log_dirs: list[Path]) -> bool:
+    """Whether any log dir holds what an interrupted move between log dirs leaves behind."""
+    for log_dir in log_dirs:
+        try:
+            names = os.listdir(log_dir)
+        except OSError:
+            continue
+        if any(name.endswith((FUTURE_SUFFIX, MOVED_SUFFIX)) for name in names):
+            return True
+    return False
+
+
 class LogManager:
     """Opens, creates, deletes and maintains every partition log of this broker."""
 
@@ -110,8 +125,7 @@ class LogManager:
         self.dir_listeners: list = []
         self._dir_lock = threading.Lock()
         self.storage_faults = StorageFaults(self.log_dirs)
-        # Kafka's default for num.replica.alter.log.dirs.threads: one per log dir.
-        self.mover = LogDirMover(self, threads=len(self.log_dirs))
+        self._mover: LogDirMover | None = None  # built on the first move (AlterReplicaLogDirs)
         # log.cleaner.*: compaction of cleanup.policy=compact logs; its checkpoints are kept
         # (cleaner-offset-checkpoint) even when it does not run.
         if cleaner_config is None:
@@ -120,12 +134,30 @@ class LogManager:
                                   log_dirs=self.log_dirs)
         self.cleaner.start()
 
+    @property
+    def mover(self) -> LogDirMover:
+        """The moves between log dirs (dir_move.py), built when first asked for: a broker that never
+        moves a partition never imports it."""
+        if self._mover is None:
+            from .dir_move import LogDirMover
+
+            # Kafka's default for num.replica.alter.log.dirs.threads: one per log dir.
+            self._mover = LogDirMover(self, threads=len(self.log_dirs))
+        return self._mover
+
+    def moves(self) -> list:
+        """The moves between log dirs in progress (none without a mover)."""
+        return [] if self._mover is None else self._mover.moves()
+
     # ---------------------------------------------------------------- loading
     def load(self, topic_configs: dict[str, LogConfig] | None = None) -> None:
         """Open every `<topic>-<partition>` dir of every log dir, recovering as needed."""
         if topic_configs:
             self._topic_configs.update(topic_configs)
-        clean_interrupted_moves(self.log_dirs)
+        if _moves_left_on_disk(self.log_dirs):
+            from .dir_move import clean_interrupted_moves
+
+            clean_interrupted_moves(self.log_dirs)
         for log_dir in self.log_dirs:
             self._load_dir(log_dir)
 
@@ -159,6 +191,8 @@ class LogManager:
                 log.error("partition %s-%d exists in two log dirs; ignoring %s", key[0], key[1], path)
                 continue
             config = self._topic_configs.get(key[0], self.default_config)
+            from .partition_log import PartitionLog  # imported with the first partition found
+
             try:
                 self._logs[key] = self._attach(PartitionLog.open(
                     path, config, recovery_point=recovery_points.get(key, 0),
@@ -196,11 +230,12 @@ class LogManager:
 
     def _online_logs(self) -> list[PartitionLog]:
         return [plog for plog in self._logs.values()
-                if isinstance(plog, PartitionLog) and not plog.is_offline]
+                if not isinstance(plog, OfflinePartitionLog) and not plog.is_offline]
 
     def _cleanable_logs(self) -> list[PartitionLog]:
         # As Kafka pauses cleaning during a move: a swap would land in the dir being left.
-        return [plog for plog in self._online_logs() if not self.mover.is_moving(plog)]
+        mover = self._mover
+        return [plog for plog in self._online_logs() if mover is None or not mover.is_moving(plog)]
 
     # ---------------------------------------------------------------- create / delete / config
     def create(self, topic: str, partition: int, config: LogConfig | None = None) -> PartitionLog:
@@ -233,6 +268,8 @@ class LogManager:
         path = log_dir / f"{topic}-{partition}"
         created = not path.exists()
         # A brand-new directory has nothing to recover.
+        from .partition_log import PartitionLog
+
         plog = self._attach(PartitionLog.open(path, config, flusher=self.flusher, clean_shutdown=created))
         if created:
             fsync_dir(log_dir)
@@ -243,12 +280,13 @@ class LogManager:
     def delete(self, topic: str, partition: int) -> None:
         """Close the log and remove its directory (renamed `...-delete` first, like Kafka)."""
         key = (topic, partition)
-        self.mover.cancel(topic, partition, "the partition is deleted")
+        if self._mover is not None:
+            self._mover.cancel(topic, partition, "the partition is deleted")
         plog = self._logs.pop(key, None)
         self.offline.pop(key, None)
         if plog is None:
             return
-        if isinstance(plog, PartitionLog):
+        if not isinstance(plog, OfflinePartitionLog):
             plog.close()
         # as Kafka's UnifiedLog.logDeleteDirName: the topic is cut so that the name stays within the
         # file system's 255 bytes (a 249-character topic plus the suffix would not)
@@ -278,7 +316,7 @@ class LogManager:
         plog = self._logs.get((topic, partition))
         if plog is None:
             raise KafkaError(f"no log for {topic}-{partition}", code=ErrorCode.REPLICA_NOT_AVAILABLE)
-        if not isinstance(plog, PartitionLog) or plog.is_offline:
+        if isinstance(plog, OfflinePartitionLog) or plog.is_offline:
             raise KafkaStorageError(f"partition {topic}-{partition} is offline")
         current = self.mover.get(topic, partition)
         if current is not None:
@@ -311,7 +349,7 @@ class LogManager:
         return next((s for d, s in self.dir_states.items() if os.path.abspath(d) == wanted), None)
 
     def _logs_in(self, log_dir: Path) -> list[PartitionLog]:
-        return [p for p in list(self._logs.values()) if isinstance(p, PartitionLog) and p.dir.parent == log_dir]
+        return [p for p in list(self._logs.values()) if not isinstance(p, OfflinePartitionLog) and p.dir.parent == log_dir]
 
     def _on_io_error(self, plog: PartitionLog, reason: str, exc: OSError) -> None:
         """A write or fsync in `plog` failed (any thread): the whole log dir goes offline, as
@@ -442,7 +480,7 @@ class LogManager:
         self._last_checkpoint = time.monotonic()
         self._checkpoint_seq += 1
         seq = self._checkpoint_seq
-        online = [p for p in self._logs.values() if isinstance(p, PartitionLog) and not p.is_offline]
+        online = [p for p in self._logs.values() if not isinstance(p, OfflinePartitionLog) and not p.is_offline]
         also_in = also_in or {}
         files = []
         for log_dir in self.log_dirs:
@@ -479,11 +517,12 @@ class LogManager:
         """Flush every log, write checkpoints and the clean-shutdown marker of each log dir."""
         if self._closed:
             return
-        self.mover.close()  # moves are dropped: each log stays where it is
+        if self._mover is not None:
+            self._mover.close()  # moves are dropped: each log stays where it is
         self.cleaner.stop()
         failed_dirs = set()
         for key, plog in self._logs.items():
-            if not isinstance(plog, PartitionLog) or plog.is_offline:
+            if isinstance(plog, OfflinePartitionLog) or plog.is_offline:
                 failed_dirs.add(plog.dir.parent)
                 continue
             try:

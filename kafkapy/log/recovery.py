@@ -19,6 +19,7 @@ from kafkapy.protocol.errors import CorruptRecordError
 from kafkapy.protocol.records import BatchHeader
 
 from .checkpoints import CheckpointError, fsync_dir
+from .dir_names import parse_partition_dir_name
 from .config import LogConfig
 from .flusher import Flusher
 from .leader_epoch import LeaderEpochCache
@@ -44,14 +45,6 @@ _LEFTOVER_SUFFIXES = (DELETED_SUFFIX, CLEANED_SUFFIX, SWAP_SUFFIX, ".tmp")
 _SWAP_NAME = re.compile(r"^(\d{20})\.log\.swap$")
 
 __all__ = ["load_partition_log", "parse_partition_dir_name"]
-
-
-def parse_partition_dir_name(name: str) -> tuple[str, int]:
-    """`<topic>-<partition>` -> (topic, partition); raises ValueError otherwise."""
-    topic, sep, partition = name.rpartition("-")
-    if not sep or not topic or not partition.isdigit():
-        raise ValueError(f"{name!r} is not a <topic>-<partition> directory name")
-    return topic, int(partition)
 
 
 def _now_ms() -> int:

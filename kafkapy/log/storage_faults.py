@@ -12,7 +12,6 @@ import errno
 import itertools
 import os
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,18 +21,24 @@ ERRORS = {"ENOSPC": errno.ENOSPC, "EIO": errno.EIO}
 OPERATIONS = ("write", "fsync", "any")
 
 
-@dataclass(slots=True)
 class StorageFault:
     """One injected fault: `operation` ("write", "fsync" or "any") on `log_dir`, or on one
     partition (`topic`, `partition`) wherever it lives, fails with `error`."""
 
-    id: int
-    error: str
-    operation: str
-    log_dir: str | None
-    topic: str | None
-    partition: int | None
-    hits: int = 0
+    __slots__ = ("id", "error", "operation", "log_dir", "topic", "partition", "hits")
+
+    def __init__(self, id: int, error: str, operation: str, log_dir: str | None, topic: str | None,
+                 partition: int | None, hits: int = 0):
+        self.id = id
+        self.error = error
+        self.operation = operation
+        self.log_dir = log_dir
+        self.topic = topic
+        self.partition = partition
+        self.hits = hits
+
+    def __repr__(self) -> str:
+        return f"StorageFault({self.to_json()!r})"
 
     def matches(self, log_dir: Path, topic: str, partition: int, operation: str) -> bool:
         if self.operation != "any" and self.operation != operation:

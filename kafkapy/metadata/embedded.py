@@ -11,14 +11,11 @@ import os
 import threading
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import partition_changes
-from .quotas import QuotaEntity, apply_quota_ops
-from .acls import AclBinding, AclBindingFilter
 from .errors import InconsistentClusterIdError, UnknownTopicIdError, UnknownTopicOrPartitionError
 from .ids import new_cluster_id, new_topic_id, uuid_to_kafka_str
 from .store import (
@@ -32,6 +29,10 @@ from .store import (
     TopicMetadata,
 )
 from .topic_rules import check_new_topic_name, is_internal_topic, plan_assignments, plan_new_partitions
+
+if TYPE_CHECKING:
+    from .acls import AclBinding, AclBindingFilter
+    from .quotas import QuotaEntity
 
 __all__ = ["METADATA_FILE", "EmbeddedMetadataStore"]
 
@@ -103,9 +104,15 @@ class EmbeddedMetadataStore(MetadataStore):
                 self._topics_by_id[topic.topic_id] = topic
             self._broker_configs = {k: dict(v) for k, v in data.get("broker_configs", {}).items()}
             self._group_configs = {k: dict(v) for k, v in data.get("group_configs", {}).items()}
-            self._acls = {AclBinding.from_json(raw) for raw in data.get("acls", [])}
-            self._client_quotas = {QuotaEntity.of(raw["entity"]): {k: float(v) for k, v in raw["quotas"].items()}
-                                   for raw in data.get("client_quotas", [])}
+            if data.get("acls"):
+                from .acls import AclBinding  # the ACL model loads only where ACLs are stored
+
+                self._acls = {AclBinding.from_json(raw) for raw in data["acls"]}
+            if data.get("client_quotas"):
+                from .quotas import QuotaEntity
+
+                self._client_quotas = {QuotaEntity.of(raw["entity"]): {k: float(v) for k, v in raw["quotas"].items()}
+                                       for raw in data["client_quotas"]}
             self._scram = {user: dict(creds) for user, creds in data.get("scram_credentials", {}).items()}
             self._client_metrics = {name: dict(c) for name, c in data.get("client_metrics", {}).items()}
             self._features = {name: int(level) for name, level in data.get("features", {}).items()}
@@ -131,6 +138,8 @@ class EmbeddedMetadataStore(MetadataStore):
         if self._group_configs:
             data["group_configs"] = self._group_configs
         if self._acls:
+            from .acls import AclBinding
+
             data["acls"] = [acl.to_json() for acl in sorted(self._acls, key=AclBinding.sort_key)]
         if self._client_metrics:
             data["client_metrics"] = self._client_metrics
@@ -210,7 +219,7 @@ class EmbeddedMetadataStore(MetadataStore):
             topic = TopicMetadata(name, new_topic_id(), partitions, MappingProxyType(configs),
                                   internal or is_internal_topic(name))
             while topic.topic_id in self._topics_by_id:  # 2^-122 odds, but ids must stay unique
-                topic = replace(topic, topic_id=new_topic_id())
+                topic = topic._replace(topic_id=new_topic_id())
             if validate_only:
                 return topic
             self._put(topic)
@@ -246,7 +255,7 @@ class EmbeddedMetadataStore(MetadataStore):
             factor = len(topic.partitions[0].replicas) if topic.partitions else 1
             replica_lists = plan_new_partitions(name, current, new_total, factor, assignments, sorted(self._live))
             added = tuple(_new_partition(current + i, replicas, self._live) for i, replicas in enumerate(replica_lists))
-            topic = replace(topic, partitions=topic.partitions + added)
+            topic = topic._replace(partitions=topic.partitions + added)
             if validate_only:
                 return topic
             self._put(topic)
@@ -257,7 +266,7 @@ class EmbeddedMetadataStore(MetadataStore):
 
     def alter_topic_configs(self, name: str, configs: Mapping[str, str]) -> TopicMetadata:
         with self._lock:
-            topic = replace(self._require(name), configs=MappingProxyType(dict(configs)))
+            topic = self._require(name)._replace(configs=MappingProxyType(dict(configs)))
             self._put(topic)
             self._persist()
             log.info("topic %s config overrides are now %s", name, dict(configs))
@@ -280,13 +289,13 @@ class EmbeddedMetadataStore(MetadataStore):
         with self._lock:
             old = self._require_partition(name, partition)
             epoch = old.leader_epoch + 1 if leader != old.leader else old.leader_epoch
-            return self._update_partition(name, replace(old, leader=leader, isr=tuple(isr), leader_epoch=epoch,
+            return self._update_partition(name, old._replace(leader=leader, isr=tuple(isr), leader_epoch=epoch,
                                                         partition_epoch=old.partition_epoch + 1))
 
     def bump_leader_epoch(self, name: str, partition: int) -> PartitionMetadata:
         with self._lock:
             old = self._require_partition(name, partition)
-            return self._update_partition(name, replace(old, leader_epoch=old.leader_epoch + 1,
+            return self._update_partition(name, old._replace(leader_epoch=old.leader_epoch + 1,
                                                         partition_epoch=old.partition_epoch + 1))
 
     def elect_leader(self, name: str, partition: int, unclean: bool = False) -> PartitionMetadata:
@@ -312,6 +321,8 @@ class EmbeddedMetadataStore(MetadataStore):
     # -- ACLs -------------------------------------------------------------------------------------
     def describe_acls(self, acl_filter: AclBindingFilter) -> list[AclBinding]:
         with self._lock:
+            from .acls import AclBinding
+
             return sorted((acl for acl in self._acls if acl_filter.matches(acl)), key=AclBinding.sort_key)
 
     def create_acls(self, acls: Sequence[AclBinding]) -> None:
@@ -333,6 +344,8 @@ class EmbeddedMetadataStore(MetadataStore):
             if deleted:
                 self._acls -= deleted
                 self._persist()
+                from .acls import AclBinding
+
                 for acl in sorted(deleted, key=AclBinding.sort_key):
                     log.info("deleted ACL %s", acl)
                 self._notify(MetadataChange(ChangeKind.ACLS_CHANGED))
@@ -398,6 +411,8 @@ class EmbeddedMetadataStore(MetadataStore):
     def alter_client_quotas(self, changes: Mapping[QuotaEntity, Mapping[str, float | None]]) -> None:
         with self._lock:
             for entity, ops in changes.items():
+                from .quotas import apply_quota_ops
+
                 updated = apply_quota_ops(self._client_quotas.get(entity, {}), ops.items())
                 if updated:
                     self._client_quotas[entity] = updated
@@ -466,7 +481,7 @@ class EmbeddedMetadataStore(MetadataStore):
         topic = self._topics[name]
         partitions = list(topic.partitions)
         partitions[new.partition] = new
-        topic = replace(topic, partitions=tuple(partitions))
+        topic = topic._replace(partitions=tuple(partitions))
         self._put(topic)
         self._persist()
         log.info("partition %s-%d: leader %d, leader epoch %d, isr %s", name, new.partition, new.leader,

@@ -10,8 +10,7 @@ finalizes something, which is what Kafka 3.7 brokers sharing the cluster need.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Mapping
+from typing import Mapping, NamedTuple
 
 __all__ = ["FEATURES", "Feature", "FeatureUpdateError", "finalized_level", "finalized_levels", "register_feature", "validate_update"]
 
@@ -21,8 +20,7 @@ UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3
 INVALID_REQUEST, INVALID_UPDATE_VERSION = 42, 95
 
 
-@dataclass(frozen=True)
-class Feature:
+class Feature(NamedTuple):
     name: str
     min_version: int
     max_version: int

@@ -10,7 +10,6 @@ the target names only in-sync replicas, never when it names a broker that is reg
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import replace
 
 from ..protocol.errors import ErrorCode, KafkaError
 from .errors import InvalidReplicaAssignmentError
@@ -109,11 +108,11 @@ def _settled(part: PartitionMetadata, replicas: tuple[int, ...], isr: tuple[int,
         leader = next((r for r in in_sync if r in live), in_sync[0] if in_sync else NO_LEADER)
     # A new leader, or replicas dropped from the assignment, start a new leader epoch (as in Kafka).
     bump = leader != part.leader or any(r not in replicas for r in part.replicas)
-    return replace(part, replicas=replicas, isr=isr, leader=leader,
+    return part._replace(replicas=replicas, isr=isr, leader=leader,
                    leader_epoch=part.leader_epoch + 1 if bump else part.leader_epoch,
                    partition_epoch=part.partition_epoch + 1, adding_replicas=adding, removing_replicas=removing)
 
 
 def _with_leader(part: PartitionMetadata, leader: int, isr: Sequence[int]) -> PartitionMetadata:
-    return replace(part, leader=leader, isr=tuple(isr), leader_epoch=part.leader_epoch + 1,
+    return part._replace(leader=leader, isr=tuple(isr), leader_epoch=part.leader_epoch + 1,
                    partition_epoch=part.partition_epoch + 1)

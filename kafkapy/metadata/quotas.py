@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 log = logging.getLogger(__name__)
 
@@ -28,8 +28,7 @@ class QuotaError(ValueError):
     """An entity or quota an AlterClientQuotas request may not set (INVALID_REQUEST)."""
 
 
-@dataclass(frozen=True, slots=True)
-class QuotaEntity:
+class QuotaEntity(NamedTuple):
     """A quota entity: which of user and client-id it names, each a name or None for `<default>`."""
 
     components: tuple[tuple[str, str | None], ...]  # sorted by type: ("client-id", ...), ("user", ...)

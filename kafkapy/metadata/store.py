@@ -3,18 +3,19 @@
 `MetadataStore` is what the broker codes against; `EmbeddedMetadataStore` (embedded.py) keeps the
 metadata in a local file, and a ZooKeeper backend can implement the same interface later.
 
-Records handed out are immutable snapshots: a change builds new records, so a reader holding a
-`TopicMetadata` never sees it change under its feet.
+Records handed out are immutable snapshots: a change builds new records (`record._replace(...)`), so
+a reader holding a `TopicMetadata` never sees it change under its feet. They are NamedTuples rather
+than frozen dataclasses because a broker builds these classes at start-up, and a NamedTuple class
+costs a fifth of a dataclass's (docs/benchmarks.md, start-up).
 """
 from __future__ import annotations
 
 import abc
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from enum import Enum
 from types import MappingProxyType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from .quotas import QuotaEntity
@@ -24,8 +25,7 @@ __all__ = ["BrokerInfo", "ChangeKind", "MetadataChange", "MetadataListener", "Me
            "TopicConfigValidator", "TopicMetadata"]
 
 
-@dataclass(frozen=True, slots=True)
-class BrokerInfo:
+class BrokerInfo(NamedTuple):
     """A registered broker and the endpoint clients reach it at."""
 
     node_id: int
@@ -34,8 +34,7 @@ class BrokerInfo:
     rack: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class PartitionMetadata:
+class PartitionMetadata(NamedTuple):
     """Replicas, leader and in-sync replicas of one partition."""
 
     partition: int
@@ -49,14 +48,13 @@ class PartitionMetadata:
     removing_replicas: tuple[int, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class TopicMetadata:
+class TopicMetadata(NamedTuple):
     """A topic: id, partitions (index == partition number), config overrides, internal flag."""
 
     name: str
     topic_id: uuid.UUID
     partitions: tuple[PartitionMetadata, ...]
-    configs: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    configs: Mapping[str, str] = MappingProxyType({})  # read-only, so one empty mapping serves every topic
     internal: bool = False
 
     @property
@@ -76,8 +74,7 @@ class ChangeKind(Enum):
     CLIENT_QUOTAS_CHANGED = "client_quotas_changed"
 
 
-@dataclass(frozen=True, slots=True)
-class MetadataChange:
+class MetadataChange(NamedTuple):
     """What changed: `topic` is the new (or, for TOPIC_DELETED, the removed) topic; `partition` is
     set for PARTITION_CHANGED; `resource` is the broker config resource ("" = cluster default)."""
 

@@ -18,7 +18,6 @@ import asyncio
 import logging
 import time
 from collections import deque
-from dataclasses import dataclass
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -62,17 +61,25 @@ class Reservoir:
         return [values[min(n - 1, int(q * n))] for q in qs]
 
 
-@dataclass(slots=True)
 class TopicStats:
     """BrokerTopicMetrics of one topic (and, under the key None, of all topics)."""
 
-    messages_in: int = 0
-    bytes_in: int = 0
-    bytes_out: int = 0
-    produce_requests: int = 0
-    failed_produce_requests: int = 0
-    fetch_requests: int = 0
-    failed_fetch_requests: int = 0
+    __slots__ = ("messages_in", "bytes_in", "bytes_out", "produce_requests", "failed_produce_requests",
+                 "fetch_requests", "failed_fetch_requests")
+
+    def __init__(self):
+        for name in self.__slots__:
+            setattr(self, name, 0)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not TopicStats:
+            return NotImplemented
+        return all(getattr(self, n) == getattr(other, n) for n in self.__slots__)
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return "TopicStats(" + ", ".join(f"{n}={getattr(self, n)}" for n in self.__slots__) + ")"
 
 
 class ApiStats:

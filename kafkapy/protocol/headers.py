@@ -12,7 +12,7 @@ Both sides live here: the broker decodes request headers and encodes response he
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from .errors import DecodeError
 from .messages import REQUEST_TYPES
@@ -29,8 +29,7 @@ _CORRELATION = struct.Struct(">i")
 _NULL_STRING = b"\xff\xff"
 
 
-@dataclass(slots=True)
-class RequestHeader:
+class RequestHeader(NamedTuple):
     """The header in front of every request body."""
 
     api_key: int

@@ -22,7 +22,6 @@ from __future__ import annotations
 import enum
 import logging
 import uuid
-from dataclasses import dataclass
 from typing import Callable
 
 from ..log.errors import OffsetOutOfRangeError
@@ -42,32 +41,48 @@ _WAIT_ERRORS = frozenset({ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.INVALID_UPDAT
                           ErrorCode.INVALID_REQUEST})
 
 
-@dataclass(slots=True)
 class FollowerProgress:
     """What a leader knows about one follower, learnt from its fetches."""
 
-    replica_id: int
-    log_end_offset: int = UNKNOWN_OFFSET
-    log_start_offset: int = UNKNOWN_OFFSET
-    last_caught_up_ms: int = 0
-    last_fetch_ms: int = 0
-    # The leader's log end offset when the previous fetch was served.
-    last_fetch_leader_end_offset: int = UNKNOWN_OFFSET
+    __slots__ = ("replica_id", "log_end_offset", "log_start_offset", "last_caught_up_ms", "last_fetch_ms",
+                 "last_fetch_leader_end_offset")
+
+    def __init__(self, replica_id: int, log_end_offset: int = UNKNOWN_OFFSET, log_start_offset: int = UNKNOWN_OFFSET,
+                 last_caught_up_ms: int = 0, last_fetch_ms: int = 0,
+                 last_fetch_leader_end_offset: int = UNKNOWN_OFFSET):
+        self.replica_id = replica_id
+        self.log_end_offset = log_end_offset
+        self.log_start_offset = log_start_offset
+        self.last_caught_up_ms = last_caught_up_ms
+        self.last_fetch_ms = last_fetch_ms
+        # The leader's log end offset when the previous fetch was served.
+        self.last_fetch_leader_end_offset = last_fetch_leader_end_offset
+
+    def __repr__(self) -> str:
+        return (f"FollowerProgress(replica_id={self.replica_id}, log_end_offset={self.log_end_offset}, "
+                f"log_start_offset={self.log_start_offset}, last_caught_up_ms={self.last_caught_up_ms})")
 
     def caught_up(self, leader_end_offset: int, now_ms: int, lag_ms: int) -> bool:
         return self.log_end_offset == leader_end_offset or now_ms - self.last_caught_up_ms <= lag_ms
 
 
-@dataclass(slots=True, eq=False)
 class IsrChange:
     """An ISR change a leader proposed to the controller; compared by identity, so that an answer
     is only applied to the proposal it answers."""
 
-    expand: bool
-    new_isr: tuple[int, ...]
-    committed_isr: tuple[int, ...]
-    leader_epoch: int
-    partition_epoch: int
+    __slots__ = ("expand", "new_isr", "committed_isr", "leader_epoch", "partition_epoch")
+
+    def __init__(self, expand: bool, new_isr: tuple[int, ...], committed_isr: tuple[int, ...], leader_epoch: int,
+                 partition_epoch: int):
+        self.expand = expand
+        self.new_isr = new_isr
+        self.committed_isr = committed_isr
+        self.leader_epoch = leader_epoch
+        self.partition_epoch = partition_epoch
+
+    def __repr__(self) -> str:
+        return (f"IsrChange({self.kind} to {self.new_isr} from {self.committed_isr}, leader_epoch={self.leader_epoch}, "
+                f"partition_epoch={self.partition_epoch})")
 
     @property
     def kind(self) -> str:

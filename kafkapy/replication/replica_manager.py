@@ -35,9 +35,8 @@ import asyncio
 import logging
 import time
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, NamedTuple
 
 from ..metadata.ids import uuid_from_kafka_str, uuid_to_kafka_str
 from ..log.checkpoints import (
@@ -48,13 +47,14 @@ from ..log.checkpoints import (
     write_offset_checkpoint,
 )
 from ..log.errors import KafkaStorageError
-from ..log.partition_log import PartitionLog
+from ..log.manager import OfflinePartitionLog
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages import FetchResponse
 from .partition import IsrChange, IsrChangeOutcome, Partition
 from .throttle import ReplicationThrottle
 
 if TYPE_CHECKING:  # the controller's requests reach a cluster member only
+    from ..log.partition_log import PartitionLog
     from ..protocol.messages import LeaderAndIsrResponse, StopReplicaResponse
 
 __all__ = ["PARTITION_METADATA_FILE", "ReplicaManager", "read_partition_topic_id", "replicated_key",
@@ -71,8 +71,7 @@ PartitionData = FetchResponse.PartitionData
 LeadershipListener = Callable[[str, int, bool, int], None]
 
 
-@dataclass(slots=True)
-class _SoleReplicaState:
+class _SoleReplicaState(NamedTuple):
     """The partition state a cluster of one gives its partitions (LeaderAndIsr's fields)."""
 
     replicas: tuple[int, ...]
@@ -287,7 +286,7 @@ class ReplicaManager:
     # ------------------------------------------------------------------ high-watermark checkpoints
     def _online_logs(self) -> dict[tuple[str, int], PartitionLog]:
         return {key: plog for key, plog in self.broker.logs.all_logs().items()
-                if isinstance(plog, PartitionLog) and not plog.is_offline}
+                if not isinstance(plog, OfflinePartitionLog) and not plog.is_offline}
 
     def _restore_high_watermarks(self) -> None:
         """Every loaded log gets the high watermark it had (0 when unrecorded): in a cluster a

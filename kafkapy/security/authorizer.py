@@ -37,7 +37,7 @@ from ..metadata.acls import (
     ResourceType,
 )
 
-__all__ = ["AclAuthorizer", "KAFKA_AUTHORIZER_CLASSES", "SUPPORTED_OPERATIONS", "SuperUsers",
+__all__ = ["AclAuthorizer", "KAFKA_AUTHORIZER_CLASSES", "SUPPORTED_OPERATIONS",
            "create_authorizer", "parse_super_users"]
 
 # kafka.authorizer.logger is where Kafka writes its allow/deny decisions
@@ -274,14 +274,3 @@ def create_authorizer(config_get: Callable[[str], object], store) -> AclAuthoriz
     log.info("authorizer enabled: %d super user(s), allow.everyone.if.no.acl.found=%s",
              len(authorizer.super_users), str(authorizer.allow_everyone_if_no_acl_found).lower())
     return authorizer
-
-
-@dataclass(frozen=True, slots=True)
-class SuperUsers:
-    """Validator of `super.users`: principals `User:<name>` separated by ';'."""
-
-    def __call__(self, name: str, value: object) -> None:
-        parse_super_users(None if value is None else str(value))
-
-    def __str__(self) -> str:
-        return "User:<name>;User:<name>..."

@@ -1,13 +1,12 @@
 """Kafka's principals: `User:<name>`, and `User:ANONYMOUS` for a connection that did not authenticate."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = ["ANONYMOUS", "KafkaPrincipal"]
 
 
-@dataclass(frozen=True, slots=True)
-class KafkaPrincipal:
+class KafkaPrincipal(NamedTuple):
     """A principal as Kafka writes it: `<type>:<name>`."""
 
     principal_type: str

@@ -28,7 +28,6 @@ import logging
 import math
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -176,10 +175,12 @@ class TokenBucket:
         return 0 if tokens >= 0 else int(math.ceil(-tokens / rate * 1000.0))
 
 
-@dataclass(slots=True)
 class _Sensor:
-    rate: Any
-    last_used: float
+    __slots__ = ("rate", "last_used")
+
+    def __init__(self, rate: Any, last_used: float):
+        self.rate = rate
+        self.last_used = last_used
 
 
 class ClientQuotas:

@@ -10,7 +10,7 @@ import os
 import time
 
 from kafkapy.log import PartitionLog
-from kafkapy.log import cleaner as cleaner_module
+from kafkapy.log import compaction as cleaner_module
 from kafkapy.log.cleaner import CleanerConfig, LogCleaner, clean_log
 from kafkapy.protocol.records import build_batch, iter_batch_headers, iter_records
 

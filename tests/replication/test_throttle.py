@@ -2,7 +2,6 @@
 Kafka's validation) and the decisions the leader path and the fetchers ask for."""
 from __future__ import annotations
 
-import dataclasses
 import re
 import uuid
 from types import MappingProxyType
@@ -269,8 +268,8 @@ class Topics:
 
     def set_configs(self, name: str, **configs: str) -> None:
         meta = self.topics.get(name) or TopicMetadata(name, uuid.uuid4(), (PartitionMetadata(0, (1, 2), (1, 2), 1),))
-        self.topics[name] = dataclasses.replace(
-            meta, configs=MappingProxyType({k.replace("_", "."): v for k, v in configs.items()}))
+        self.topics[name] = meta._replace(
+            configs=MappingProxyType({k.replace("_", "."): v for k, v in configs.items()}))
 
 
 def test_leader_throttles_only_listed_partitions_for_followers_outside_the_isr_over_the_rate():

@@ -5,7 +5,6 @@ bytes of throttled partitions, and a rate change applies at once."""
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from types import MappingProxyType
 
 from kafkapy.net.client import BrokerConnection
@@ -17,8 +16,8 @@ from tests.replication.test_two_brokers import TOPIC, TOPIC_ID, produce, run, tw
 
 def set_topic_configs(metadata, **configs: str) -> None:
     topic = metadata.topics[TOPIC]
-    metadata.topics[TOPIC] = dataclasses.replace(
-        topic, configs=MappingProxyType({k.replace("_", "."): v for k, v in configs.items()}))
+    metadata.topics[TOPIC] = topic._replace(
+        configs=MappingProxyType({k.replace("_", "."): v for k, v in configs.items()}))
 
 
 async def follower_fetch(leader: Node, offset: int, leader_epoch: int, replica_id: int = 2):

@@ -90,7 +90,7 @@ async def handle_describe_log_dirs(ctx: RequestContext, request: DescribeLogDirs
             continue
         by_dir.setdefault(str(plog.dir.parent), {}).setdefault(topic, []).append(Partition(
             partition_index=partition, partition_size=plog.size_in_bytes(), offset_lag=0, is_future_key=False))
-    for move in broker.logs.mover.moves():
+    for move in broker.logs.moves():
         topic, partition = move.key
         if wanted is not None and (topic, partition) not in wanted:
             continue
