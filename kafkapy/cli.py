@@ -56,9 +56,9 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
 
 
-def _parser(with_admin: bool = True) -> argparse.ArgumentParser:
+def _parser(with_admin: bool = True, only_serve: bool = False) -> argparse.ArgumentParser:
     """The command line; `with_admin=False` leaves out the admin nouns (some 40 ms of argparse set-up
-    that `kafkapy serve` does not need)."""
+    that `kafkapy serve` does not need), `only_serve=True` every command but `serve`."""
     from .admin.commands import add_admin_commands, add_cluster_verbs  # argparse only: cheap to import
 
     common = argparse.ArgumentParser(add_help=False)
@@ -88,6 +88,8 @@ def _parser(with_admin: bool = True) -> argparse.ArgumentParser:
                             "system (tmpfs: /dev/shm or $KAFKAPY_MEMORY_DIR)")
     serve.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                        help="set a config, overriding the file (repeatable)")
+    if only_serve:
+        return parser
     cluster = commands.add_parser("cluster", parents=[common],
                                   help="run a local ZooKeeper-mode cluster; `cluster describe`: describe a cluster",
                                   description="Without a verb: run ZooKeeper and N brokers on 127.0.0.1 until "
@@ -236,7 +238,8 @@ def _cluster(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = _parser(with_admin=_command_word(argv) != "serve")
+    serving = _command_word(argv) == "serve"
+    parser = _parser(with_admin=not serving, only_serve=serving)
     args = parser.parse_args(argv)
     setup_logging(getattr(args, "log_level", "INFO"))
     if getattr(args, "admin_target", None):

@@ -19,7 +19,10 @@ def bind_listener(hosts: str | list[str] | None, port: int, backlog: int = 1024)
     sockets: list[socket.socket] = []
     try:
         for host in hosts:
-            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+            # an ASCII host goes as bytes: a str is IDNA-encoded first, which imports the idna codec
+            # (and unicodedata) at every start for nothing
+            query = host.encode("ascii") if host is not None and host.isascii() else host
+            infos = socket.getaddrinfo(query, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
             seen = set()
             for family, type_, proto, _, address in infos:
                 if (family, address[0]) in seen:
