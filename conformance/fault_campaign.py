@@ -1,5 +1,7 @@
 """The long fault campaign of issue 23 (not in CI): faults of every kind, one per round, on a
 3-broker cluster in network namespaces, under the recorded workload of conformance/fault_workload.py.
+Each broker has two log dirs (JBOD) and a fault-injection control endpoint (on the loopback of its
+own namespace, reached from inside it: BrokerNode.control_request) for the disk faults.
 
 Each round injects one fault, heals it, and waits until every partition has its whole ISR again
 and both the producer and the transform application make progress. At the end the history
@@ -12,8 +14,11 @@ checker (kafkapy.testing.history) judges everything the clients saw. Fault kinds
     broker_from_zk       cut one broker (not the controller) off from ZooKeeper only
     zookeeper_down       stop ZooKeeper for ZK_DOWN_S seconds
     one_way_follower     drop a follower's packets to its leader only (one-way partition)
-
-Disk faults are not here yet (they need the storage helper's injection, issue 23 part 1).
+    disk_full_leader     the log dir of a source partition's leader replica fails writes with ENOSPC
+                         (the dir goes "full", leadership moves); then space comes back: the dir is
+                         online again without a restart
+    disk_error_leader    the same dir fails with EIO: offline until a restart, as in Kafka; healed by
+                         clearing the fault and restarting that broker (SIGTERM, controlled shutdown)
 
     python -m conformance.fault_campaign --rounds 100 --out build/fault-campaign.json
 
@@ -50,12 +55,16 @@ __all__ = ["FAULT_KINDS", "CampaignResult", "main", "run_campaign"]
 log = logging.getLogger(__name__)
 
 FAULT_KINDS = ("kill9_leader", "pause_leader", "isolate_leader", "isolate_controller", "broker_from_zk",
-               "zookeeper_down", "one_way_follower")
+               "zookeeper_down", "one_way_follower", "disk_full_leader", "disk_error_leader")
 SESSION_S = int(FAULT_OVERRIDES["zookeeper.session.timeout.ms"]) / 1000
 LAG_S = int(FAULT_OVERRIDES["replica.lag.time.max.ms"]) / 1000
 ZK_DOWN_S = 20.0
 HOLD_S = SESSION_S + 4  # how long a partition or pause lasts: beyond the session timeout
 RECOVERY_TIMEOUT_S = 120.0
+LOG_DIRS = 2  # per broker: a disk fault takes one of them away, the broker serves on from the other
+# Broker settings of the campaign: kafkapy probes a full log dir for space this often (Kafka has no
+# such recovery: its full dir stays offline until a restart).
+CAMPAIGN_OVERRIDES = {**FAULT_OVERRIDES, "kafkapy.log.dir.space.check.interval.ms": "500"}
 
 
 @dataclass(slots=True)
@@ -175,7 +184,32 @@ def _inject(kind: str, lab: NetworkLab, cluster: LocalCluster, workload: FaultWo
         time.sleep(LAG_S + 3)
         lab.heal()
         return follower
+    if kind in ("disk_full_leader", "disk_error_leader"):
+        partition = rng.randrange(len(describe(cluster, workload.source)))
+        broker = describe(cluster, workload.source)[partition].leader
+        node = cluster.broker(broker)
+        log_dir = node.log_dir_of(workload.source, partition)
+        if log_dir is None:
+            raise AssertionError(f"broker {broker} leads {workload.source}-{partition} but has no replica of it")
+        error = "ENOSPC" if kind == "disk_full_leader" else "EIO"
+        node.control_request("POST", "/storage-faults", {"log_dir": str(log_dir), "error": error})
+        wait_until(lambda: describe(cluster, workload.source, via=next(b for b in cluster.brokers if b != broker))
+                   [partition].leader not in (broker, -1), 60, interval=0.2, ignore=(ClusterUnreachable, KeyError),
+                   message=f"leadership of {workload.source}-{partition} away from broker {broker} ({error})")
+        time.sleep(LAG_S)
+        if kind == "disk_full_leader":
+            node.control_request("DELETE", "/storage-faults")
+            wait_until(lambda: _dir_status(node, log_dir) == "online", 30, interval=0.2,
+                       message=f"{log_dir} of broker {broker} back online once space returned")
+        elif node.is_running():  # an offline dir comes back only with a restart, as in Kafka
+            node.restart(timeout=60)
+        return broker
     raise ValueError(f"unknown fault kind {kind!r}; expected one of {FAULT_KINDS}")
+
+
+def _dir_status(node, log_dir: Path) -> str:
+    states = node.control_request("GET", "/log-dirs")["log_dirs"]
+    return next(state["status"] for state in states if state["path"] == str(log_dir))
 
 
 def _recover(lab: NetworkLab, cluster: LocalCluster, workload: FaultWorkload) -> None:
@@ -195,7 +229,7 @@ def run_campaign(work_dir: Path, rounds: int, kinds: Sequence[str] = FAULT_KINDS
     rng = random.Random(seed)
     result = CampaignResult(work_dir=str(work_dir), rounds_planned=rounds)
     with NetworkLab() as lab:
-        cluster = start_cluster(work_dir, 3, FAULT_OVERRIDES, network=lab)
+        cluster = start_cluster(work_dir, 3, CAMPAIGN_OVERRIDES, network=lab, control=True, log_dirs=LOG_DIRS)
         with cluster:
             # a slower producer than the CI tests': the history of a long campaign stays in memory
             workload = FaultWorkload(cluster, work_dir, rate=50.0, max_restarts=rounds)

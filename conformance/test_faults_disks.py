@@ -76,9 +76,13 @@ def wait_leader_moved(cluster, topic: str, partition: int, broker: int, timeout:
 def wait_out_of_isr(cluster, topic: str, partition: int, broker: int, timeout: float = 30.0) -> None:
     """The controller took `broker`'s replica (in a failed dir) out of the ISR and lists it offline."""
     witness = next(b for b in cluster.brokers if b != broker)
-    wait_until(lambda: (lambda s: broker not in s.isr and broker in s.offline_replicas)(
-        describe(cluster, topic, via=witness)[partition]), timeout, interval=0.2,
-        ignore=(ClusterUnreachable, KeyError), message=f"broker {broker} out of the ISR of {topic}-{partition}")
+
+    def out() -> bool:
+        state = describe(cluster, topic, via=witness)[partition]
+        return broker not in state.isr and broker in state.offline_replicas
+
+    wait_until(out, timeout, interval=0.2, ignore=(ClusterUnreachable, KeyError),
+               message=f"broker {broker} out of the ISR of {topic}-{partition}")
 
 
 def converge(cluster, workload: FaultWorkload, what: str) -> None:

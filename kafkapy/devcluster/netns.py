@@ -35,8 +35,9 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, TypeVar
+from typing import TypeVar
 
 from .launcher import chain_sigterm
 
@@ -344,7 +345,7 @@ def run_in_netns(netns: str | None, fn: Callable[[], T], timeout: float = 30.0) 
             finally:
                 os.close(fd)
             outcome["value"] = fn()
-        except BaseException as exc:  # handed to the caller
+        except Exception as exc:  # handed to the caller
             outcome["error"] = exc
 
     thread = threading.Thread(target=enter_and_call, name=f"in-netns-{netns}", daemon=True)
