@@ -19,6 +19,9 @@ checker (kafkapy.testing.history) judges everything the clients saw. Fault kinds
                          online again without a restart
     disk_error_leader    the same dir fails with EIO: offline until a restart, as in Kafka; healed by
                          clearing the fault and restarting that broker (SIGTERM, controlled shutdown)
+    clock_jump           one broker's wall clock jumps CLOCK_JUMP_S forward, stays there CLOCK_HOLD_S, then
+                         jumps back to the true time (kafkapy.devcluster.clock: its CLOCK_REALTIME
+                         only; monotonic time goes on, as when NTP steps a clock)
 
     python -m conformance.fault_campaign --rounds 100 --out build/fault-campaign.json
 
@@ -47,7 +50,9 @@ from conformance.cluster_harness import (
 )
 from conformance.fault_workload import FAULT_OVERRIDES, FaultWorkload
 from kafkapy.devcluster.brokers import LocalCluster
+from kafkapy.devcluster.clock import ClockShift
 from kafkapy.devcluster.netns import NetworkLab
+from kafkapy.groupcoord.offsets_topic import partition_for
 from kafkapy.testing.history import longest_ack_gap
 
 __all__ = ["FAULT_KINDS", "CampaignResult", "main", "run_campaign"]
@@ -55,12 +60,16 @@ __all__ = ["FAULT_KINDS", "CampaignResult", "main", "run_campaign"]
 log = logging.getLogger(__name__)
 
 FAULT_KINDS = ("kill9_leader", "pause_leader", "isolate_leader", "isolate_controller", "broker_from_zk",
-               "zookeeper_down", "one_way_follower", "disk_full_leader", "disk_error_leader")
+               "zookeeper_down", "one_way_follower", "disk_full_leader", "disk_error_leader", "clock_jump")
 SESSION_S = int(FAULT_OVERRIDES["zookeeper.session.timeout.ms"]) / 1000
 LAG_S = int(FAULT_OVERRIDES["replica.lag.time.max.ms"]) / 1000
 ZK_DOWN_S = 20.0
 HOLD_S = SESSION_S + 4  # how long a partition or pause lasts: beyond the session timeout
 RECOVERY_TIMEOUT_S = 120.0
+CLOCK_JUMP_S = 3600.0
+# A jump is held beyond the transaction coordinator's check for timed-out transactions (Kafka's
+# transaction.abort.timed.out.transaction.cleanup.interval.ms, 10 s): that check reads the wall clock.
+CLOCK_HOLD_S = 12.0
 LOG_DIRS = 2  # per broker: a disk fault takes one of them away, the broker serves on from the other
 # Broker settings of the campaign: kafkapy probes a full log dir for space this often (Kafka has no
 # such recovery: its full dir stays offline until a restart).
@@ -204,6 +213,22 @@ def _inject(kind: str, lab: NetworkLab, cluster: LocalCluster, workload: FaultWo
         elif node.is_running():  # an offline dir comes back only with a restart, as in Kafka
             node.restart(timeout=60)
         return broker
+    if kind == "clock_jump":
+        # half the time the workload's transaction coordinator, whose transaction timeouts (as
+        # Kafka's) are measured on the wall clock; else any broker
+        coordinator = describe(cluster, "__transaction_state").get(
+            partition_for(workload.transactional_id, int(FAULT_OVERRIDES["transaction.state.log.num.partitions"])))
+        broker = coordinator.leader if coordinator is not None and coordinator.leader > 0 and rng.random() < 0.5 \
+            else rng.choice(sorted(cluster.brokers))
+        clock = cluster.broker(broker).clock
+        if clock is None:
+            raise RuntimeError("clock_jump needs a cluster started with clocks=True")
+        clock.set(CLOCK_JUMP_S)
+        try:
+            time.sleep(CLOCK_HOLD_S)
+        finally:
+            clock.set(0)
+        return broker
     raise ValueError(f"unknown fault kind {kind!r}; expected one of {FAULT_KINDS}")
 
 
@@ -229,7 +254,8 @@ def run_campaign(work_dir: Path, rounds: int, kinds: Sequence[str] = FAULT_KINDS
     rng = random.Random(seed)
     result = CampaignResult(work_dir=str(work_dir), rounds_planned=rounds)
     with NetworkLab() as lab:
-        cluster = start_cluster(work_dir, 3, CAMPAIGN_OVERRIDES, network=lab, control=True, log_dirs=LOG_DIRS)
+        cluster = start_cluster(work_dir, 3, CAMPAIGN_OVERRIDES, network=lab, control=True, log_dirs=LOG_DIRS,
+                                clocks="clock_jump" in kinds)
         with cluster:
             # a slower producer than the CI tests': the history of a long campaign stays in memory
             workload = FaultWorkload(cluster, work_dir, rate=50.0, max_restarts=rounds)
@@ -288,12 +314,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not ok:
         print(f"fault campaign: network namespaces unavailable: {why}", file=sys.stderr)
         return 2
+    kinds = [k for k in args.kinds.split(",") if k]
+    if "clock_jump" in kinds:
+        ok, why = ClockShift.available()
+        if not ok:
+            print(f"fault campaign: clock jumps unavailable ({why}); leave out clock_jump", file=sys.stderr)
+            return 2
     work_dir = args.work_dir or Path(tempfile.mkdtemp(prefix="kafkapy-fault-campaign-"))
 
     def say(line: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {line}", flush=True)
 
-    result = run_campaign(work_dir, args.rounds, [k for k in args.kinds.split(",") if k], args.seed,
+    result = run_campaign(work_dir, args.rounds, kinds, args.seed,
                           args.time_budget, say)
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -16,6 +16,7 @@ import atexit
 import contextlib
 import json
 import logging
+import os
 import signal
 import socket
 import struct
@@ -41,6 +42,7 @@ from .launcher import (
     recv_exactly,
     suspend_sigterm_cleanup,
 )
+from .clock import ClockShift
 from .netns import NetworkLab, run_in_netns
 from .zookeeper import JavaZooKeeper, ZooKeeperStartError
 
@@ -139,6 +141,8 @@ class BrokerNode:
     control: bool = False
     # `dirs` > 1: that many log.dirs, log_dir/dir-1 ... (JBOD), so that one can fail alone.
     dirs: int = 1
+    # `clock`: the process runs with its wall clock movable (devcluster/clock.py): clock.set(3600)
+    clock: ClockShift | None = None
     # The last run ended without closing its ZooKeeper session (killed or crashed), so its
     # registration may still be there.
     _left_session_open: bool = field(default=False, repr=False)
@@ -215,7 +219,8 @@ class BrokerNode:
         # made anew for each run: the port, overrides and connect string may have changed since
         return BrokerLauncher(self._config(), mode="process", port=self.port, log_dir=self.log_dir,
                               log_path=self.log_path, python=self.python, name=f"broker-{self.broker_id}",
-                              host=self.host, netns=self.netns, control=self.control)
+                              host=self.host, netns=self.netns, control=self.control,
+                              env={**os.environ, **self.clock.env()} if self.clock is not None else None)
 
     def settings(self) -> dict[str, str]:
         """The broker properties this node is started with."""
@@ -339,13 +344,15 @@ class LocalCluster:
     and `broker-N.log` (its output). Ports are `base_port`, `base_port + 1`, ... or free ones.
     `overrides` apply to every broker, over `cluster_defaults`; a value of None removes a setting.
     `control`: every broker gets a fault-injection control endpoint (BrokerNode.control_request);
-    `log_dirs`: how many log.dirs each broker has (BrokerNode.dirs).
+    `log_dirs`: how many log.dirs each broker has (BrokerNode.dirs); `clocks`: every broker's wall
+    clock can jump (BrokerNode.clock, devcluster/clock.py; offset 0 until set).
     """
 
     def __init__(self, work_dir: Path, brokers: int = 3, overrides: Mapping[str, object] | None = None,
                  zookeeper_connect: str | None = None, base_port: int | None = None, *,
                  python: str | None = None, await_registration: bool = True,
-                 network: NetworkLab | None = None, control: bool = False, log_dirs: int = 1) -> None:
+                 network: NetworkLab | None = None, control: bool = False, log_dirs: int = 1,
+                 clocks: bool = False) -> None:
         if brokers < 1:
             raise ValueError(f"a cluster needs at least one broker, not {brokers}")
         self.work_dir = Path(work_dir).resolve()  # processes run with other working dirs
@@ -365,7 +372,7 @@ class LocalCluster:
                           **{key: None if value is None else str(value) for key, value in (overrides or {}).items()}}
         self._await_registration = await_registration
         self._python = python or sys.executable
-        self._control, self._log_dirs = control, log_dirs
+        self._control, self._log_dirs, self._clocks = control, log_dirs, clocks
         self.brokers: dict[int, BrokerNode] = {
             broker_id: self._node(broker_id, port) for broker_id, port in enumerate(ports, start=1)}
 
@@ -387,6 +394,7 @@ class LocalCluster:
             python=self._python,
             control=self._control,
             dirs=self._log_dirs,
+            clock=ClockShift(self.work_dir / f"broker-{broker_id}.clock") if self._clocks else None,
         )
 
     @property
