@@ -27,7 +27,10 @@ import time
 
 import pytest
 
-from conformance.cluster_harness import (
+confluent_kafka = pytest.importorskip("confluent_kafka")
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+
+from conformance.cluster_harness import (  # noqa: E402
     ClusterUnreachable,
     controller_id,
     describe,
@@ -35,10 +38,13 @@ from conformance.cluster_harness import (
     wait_for_isr,
     wait_until,
 )
-from conformance.fault_workload import FAULT_OVERRIDES, FaultWorkload
-from kafkapy.testing.history import longest_ack_gap
+from conformance.fault_campaign import CLOCK_HOLD_S, CLOCK_JUMP_S  # noqa: E402
+from conformance.fault_workload import FAULT_OVERRIDES, FaultWorkload  # noqa: E402
+from conformance.replication_workload import client_log, read_topic  # noqa: E402
+from kafkapy.devcluster.clock import ClockShift  # noqa: E402
+from kafkapy.groupcoord.offsets_topic import partition_for  # noqa: E402
+from kafkapy.testing.history import READ_COMMITTED, longest_ack_gap  # noqa: E402
 
-pytest.importorskip("confluent_kafka")
 pytestmark = pytest.mark.timeout(360)
 
 # How often a full log dir is probed for space again (kafkapy's own setting; Kafka has no
@@ -140,4 +146,52 @@ def test_a_full_and_a_failing_log_dir_on_leaders(tmp_path):
         finally:
             report = workload.finish()
     print(f"fault figures: {figures}\n{report.text()}")
+    assert report.ok, report.text()
+
+
+def test_a_wall_clock_jump_on_a_transaction_coordinator(tmp_path):
+    """One broker's wall clock jumps an hour forward and, 12 s later, back (devcluster/clock.py:
+    CLOCK_REALTIME only, as when NTP steps a clock). It is the transaction coordinator of a probe
+    producer whose transaction is open across the jump: the coordinator measures transaction
+    timeouts on the wall clock, as Kafka's does, so at its next check (every 10 s) it aborts that
+    transaction, and the probe's commit fails; read_committed never sees its record. The recorded
+    workload runs on through both jumps and the checker passes."""
+    available, why = ClockShift.available()
+    if not available:
+        pytest.skip(f"!!! wall-clock jumps cannot be made here: {why}")
+    cluster = start_cluster(tmp_path, 3, FAULT_OVERRIDES, clocks=True)
+    with cluster:
+        workload = FaultWorkload(cluster, tmp_path)
+        workload.start()
+        try:
+            probe_topic, probe_id = f"clock-probe-{workload.group[-8:]}", f"clock-probe-txn-{workload.group[-8:]}"
+            admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+            admin.create_topics([NewTopic(probe_topic, 1, 3)])[probe_topic].result(30)
+            state_partition = partition_for(probe_id, int(FAULT_OVERRIDES["transaction.state.log.num.partitions"]))
+            probe = confluent_kafka.Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": probe_id,
+                                              "transaction.timeout.ms": 60000, "logger": client_log})
+            probe.init_transactions(30)
+            coordinator = describe(cluster, "__transaction_state")[state_partition].leader
+            probe.begin_transaction()
+            probe.produce(probe_topic, b"open across the jump")
+            probe.flush(30)
+            start = time.monotonic_ns()
+            clock = cluster.broker(coordinator).clock
+            clock.set(CLOCK_JUMP_S)
+            try:
+                time.sleep(CLOCK_HOLD_S)
+                workload.wait_progress(60, f"with broker {coordinator}'s clock an hour ahead")
+            finally:
+                clock.set(0)
+            with pytest.raises(confluent_kafka.KafkaException) as refused:
+                probe.commit_transaction(30)
+            workload.wait_progress(60, f"with broker {coordinator}'s clock back")
+            for topic in (workload.source, workload.sink):
+                wait_for_isr(cluster, topic, 3, timeout=60)
+            print(f"clock jump on broker {coordinator}: the open transaction's commit answered {refused.value}; "
+                  f"ack gap {longest_ack_gap(workload.history, start, time.monotonic_ns(), workload.source)}")
+            assert read_topic(cluster.bootstrap, probe_topic, 1, 30.0, None, READ_COMMITTED) == [[]]
+        finally:
+            report = workload.finish()
+    print(report.text())
     assert report.ok, report.text()
