@@ -77,12 +77,14 @@ class PartitionState:
 
 def start_cluster(tmp_path: Path, brokers: int = 3, overrides: Mapping[str, object] | None = None,
                   timeout: float = 60.0, await_registration: bool = True,
-                  network: NetworkLab | None = None) -> LocalCluster:
+                  network: NetworkLab | None = None, control: bool = False, log_dirs: int = 1,
+                  clocks: bool = False) -> LocalCluster:
     """Start ZooKeeper and `brokers` kafkapy brokers under `tmp_path`; the caller stops the cluster.
 
     Skips the test ("!!! ...") when ZooKeeper cannot run here; fails it when a broker does not start.
     With `network` (an open kafkapy.devcluster.netns.NetworkLab) ZooKeeper and each broker run in
-    a network namespace of their own, so that a test can partition them.
+    a network namespace of their own, so that a test can partition them. `control`, `log_dirs` and
+    `clocks`: see LocalCluster (a control endpoint, that many log.dirs, a movable wall clock per broker).
     """
     available, reason = JavaZooKeeper.available()
     if not available:
@@ -92,7 +94,8 @@ def start_cluster(tmp_path: Path, brokers: int = 3, overrides: Mapping[str, obje
     stop_children_on_sigterm()
     cluster = LocalCluster(tmp_path, brokers=brokers, overrides=overrides,
                            python=os.environ.get(PYTHON_ENV) or None, await_registration=await_registration,
-                           network=network)
+                           network=network, control=control, log_dirs=log_dirs,
+                           clocks=clocks)
     try:
         cluster.start(timeout)
     except (LocalClusterStartError, ZooKeeperStartError) as exc:

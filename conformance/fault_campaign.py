@@ -1,5 +1,7 @@
 """The long fault campaign of issue 23 (not in CI): faults of every kind, one per round, on a
 3-broker cluster in network namespaces, under the recorded workload of conformance/fault_workload.py.
+Each broker has two log dirs (JBOD) and a fault-injection control endpoint (on the loopback of its
+own namespace, reached from inside it: BrokerNode.control_request) for the disk faults.
 
 Each round injects one fault, heals it, and waits until every partition has its whole ISR again
 and both the producer and the transform application make progress. At the end the history
@@ -12,8 +14,14 @@ checker (kafkapy.testing.history) judges everything the clients saw. Fault kinds
     broker_from_zk       cut one broker (not the controller) off from ZooKeeper only
     zookeeper_down       stop ZooKeeper for ZK_DOWN_S seconds
     one_way_follower     drop a follower's packets to its leader only (one-way partition)
-
-Disk faults are not here yet (they need the storage helper's injection, issue 23 part 1).
+    disk_full_leader     the log dir of a source partition's leader replica fails writes with ENOSPC
+                         (the dir goes "full", leadership moves); then space comes back: the dir is
+                         online again without a restart
+    disk_error_leader    the same dir fails with EIO: offline until a restart, as in Kafka; healed by
+                         clearing the fault and restarting that broker (SIGTERM, controlled shutdown)
+    clock_jump           one broker's wall clock jumps CLOCK_JUMP_S forward, stays there CLOCK_HOLD_S, then
+                         jumps back to the true time (kafkapy.devcluster.clock: its CLOCK_REALTIME
+                         only; monotonic time goes on, as when NTP steps a clock)
 
     python -m conformance.fault_campaign --rounds 100 --out build/fault-campaign.json
 
@@ -42,7 +50,9 @@ from conformance.cluster_harness import (
 )
 from conformance.fault_workload import FAULT_OVERRIDES, FaultWorkload
 from kafkapy.devcluster.brokers import LocalCluster
+from kafkapy.devcluster.clock import ClockShift
 from kafkapy.devcluster.netns import NetworkLab
+from kafkapy.groupcoord.offsets_topic import partition_for
 from kafkapy.testing.history import longest_ack_gap
 
 __all__ = ["FAULT_KINDS", "CampaignResult", "main", "run_campaign"]
@@ -50,12 +60,20 @@ __all__ = ["FAULT_KINDS", "CampaignResult", "main", "run_campaign"]
 log = logging.getLogger(__name__)
 
 FAULT_KINDS = ("kill9_leader", "pause_leader", "isolate_leader", "isolate_controller", "broker_from_zk",
-               "zookeeper_down", "one_way_follower")
+               "zookeeper_down", "one_way_follower", "disk_full_leader", "disk_error_leader", "clock_jump")
 SESSION_S = int(FAULT_OVERRIDES["zookeeper.session.timeout.ms"]) / 1000
 LAG_S = int(FAULT_OVERRIDES["replica.lag.time.max.ms"]) / 1000
 ZK_DOWN_S = 20.0
 HOLD_S = SESSION_S + 4  # how long a partition or pause lasts: beyond the session timeout
 RECOVERY_TIMEOUT_S = 120.0
+CLOCK_JUMP_S = 3600.0
+# A jump is held beyond the transaction coordinator's check for timed-out transactions (Kafka's
+# transaction.abort.timed.out.transaction.cleanup.interval.ms, 10 s): that check reads the wall clock.
+CLOCK_HOLD_S = 12.0
+LOG_DIRS = 2  # per broker: a disk fault takes one of them away, the broker serves on from the other
+# Broker settings of the campaign: kafkapy probes a full log dir for space this often (Kafka has no
+# such recovery: its full dir stays offline until a restart).
+CAMPAIGN_OVERRIDES = {**FAULT_OVERRIDES, "kafkapy.log.dir.space.check.interval.ms": "500"}
 
 
 @dataclass(slots=True)
@@ -175,7 +193,49 @@ def _inject(kind: str, lab: NetworkLab, cluster: LocalCluster, workload: FaultWo
         time.sleep(LAG_S + 3)
         lab.heal()
         return follower
+    if kind in ("disk_full_leader", "disk_error_leader"):
+        partition = rng.randrange(len(describe(cluster, workload.source)))
+        broker = describe(cluster, workload.source)[partition].leader
+        node = cluster.broker(broker)
+        log_dir = node.log_dir_of(workload.source, partition)
+        if log_dir is None:
+            raise AssertionError(f"broker {broker} leads {workload.source}-{partition} but has no replica of it")
+        error = "ENOSPC" if kind == "disk_full_leader" else "EIO"
+        witness = next(b for b in cluster.brokers if b != broker)
+        node.control_request("POST", "/storage-faults", {"log_dir": str(log_dir), "error": error})
+        wait_until(lambda: describe(cluster, workload.source, via=witness)[partition].leader not in (broker, -1),
+                   60, interval=0.2, ignore=(ClusterUnreachable, KeyError),
+                   message=f"leadership of {workload.source}-{partition} away from broker {broker} ({error})")
+        time.sleep(LAG_S)
+        if kind == "disk_full_leader":
+            node.control_request("DELETE", "/storage-faults")
+            wait_until(lambda: _dir_status(node, log_dir) == "online", 30, interval=0.2,
+                       message=f"{log_dir} of broker {broker} back online once space returned")
+        elif node.is_running():  # an offline dir comes back only with a restart, as in Kafka
+            node.restart(timeout=60)
+        return broker
+    if kind == "clock_jump":
+        # half the time the workload's transaction coordinator, whose transaction timeouts (as
+        # Kafka's) are measured on the wall clock; else any broker
+        coordinator = describe(cluster, "__transaction_state").get(
+            partition_for(workload.transactional_id, int(FAULT_OVERRIDES["transaction.state.log.num.partitions"])))
+        broker = coordinator.leader if coordinator is not None and coordinator.leader > 0 and rng.random() < 0.5 \
+            else rng.choice(sorted(cluster.brokers))
+        clock = cluster.broker(broker).clock
+        if clock is None:
+            raise RuntimeError("clock_jump needs a cluster started with clocks=True")
+        clock.set(CLOCK_JUMP_S)
+        try:
+            time.sleep(CLOCK_HOLD_S)
+        finally:
+            clock.set(0)
+        return broker
     raise ValueError(f"unknown fault kind {kind!r}; expected one of {FAULT_KINDS}")
+
+
+def _dir_status(node, log_dir: Path) -> str:
+    states = node.control_request("GET", "/log-dirs")["log_dirs"]
+    return next(state["status"] for state in states if state["path"] == str(log_dir))
 
 
 def _recover(lab: NetworkLab, cluster: LocalCluster, workload: FaultWorkload) -> None:
@@ -195,7 +255,8 @@ def run_campaign(work_dir: Path, rounds: int, kinds: Sequence[str] = FAULT_KINDS
     rng = random.Random(seed)
     result = CampaignResult(work_dir=str(work_dir), rounds_planned=rounds)
     with NetworkLab() as lab:
-        cluster = start_cluster(work_dir, 3, FAULT_OVERRIDES, network=lab)
+        cluster = start_cluster(work_dir, 3, CAMPAIGN_OVERRIDES, network=lab, control=True, log_dirs=LOG_DIRS,
+                                clocks="clock_jump" in kinds)
         with cluster:
             # a slower producer than the CI tests': the history of a long campaign stays in memory
             workload = FaultWorkload(cluster, work_dir, rate=50.0, max_restarts=rounds)
@@ -254,12 +315,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not ok:
         print(f"fault campaign: network namespaces unavailable: {why}", file=sys.stderr)
         return 2
+    kinds = [k for k in args.kinds.split(",") if k]
+    if "clock_jump" in kinds:
+        ok, why = ClockShift.available()
+        if not ok:
+            print(f"fault campaign: clock jumps unavailable, running without clock_jump: {why}", file=sys.stderr)
+            kinds = [k for k in kinds if k != "clock_jump"]
+            if not kinds:
+                return 2
     work_dir = args.work_dir or Path(tempfile.mkdtemp(prefix="kafkapy-fault-campaign-"))
 
     def say(line: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {line}", flush=True)
 
-    result = run_campaign(work_dir, args.rounds, [k for k in args.kinds.split(",") if k], args.seed,
+    result = run_campaign(work_dir, args.rounds, kinds, args.seed,
                           args.time_budget, say)
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)

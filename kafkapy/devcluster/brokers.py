@@ -16,12 +16,14 @@ import atexit
 import contextlib
 import json
 import logging
+import os
 import signal
 import socket
 import struct
 import subprocess
 import sys
 import time
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Mapping, TextIO
@@ -40,7 +42,8 @@ from .launcher import (
     recv_exactly,
     suspend_sigterm_cleanup,
 )
-from .netns import NetworkLab
+from .clock import ClockShift
+from .netns import NetworkLab, run_in_netns
 from .zookeeper import JavaZooKeeper, ZooKeeperStartError
 
 __all__ = [
@@ -122,7 +125,7 @@ class BrokerNode:
 
     broker_id: int
     port: int
-    log_dir: Path  # the broker's log.dirs
+    log_dir: Path  # the broker's log.dirs (their parent with `dirs` > 1)
     log_path: Path  # the process's stdout+stderr, appended across restarts
     zookeeper_connect: str | None = None
     overrides: dict[str, str | None] = field(default_factory=dict)
@@ -133,6 +136,13 @@ class BrokerNode:
     # Run inside this network namespace (devcluster/netns.py), listening on `host`, its address.
     netns: str | None = None
     host: str = HOST
+    # `control`: fault injection and its HTTP control endpoint (`kafkapy serve --control`, on a free
+    # port of the 127.0.0.1 the broker sees: inside its namespace if it has one), see control().
+    control: bool = False
+    # `dirs` > 1: that many log.dirs, log_dir/dir-1 ... (JBOD), so that one can fail alone.
+    dirs: int = 1
+    # `clock`: the process runs with its wall clock movable (devcluster/clock.py): clock.set(3600)
+    clock: ClockShift | None = None
     # The last run ended without closing its ZooKeeper session (killed or crashed), so its
     # registration may still be there.
     _left_session_open: bool = field(default=False, repr=False)
@@ -153,14 +163,64 @@ class BrokerNode:
     def is_running(self) -> bool:
         return self._launcher is not None and self._launcher.running
 
+    @property
+    def log_dirs(self) -> list[Path]:
+        """The broker's log.dirs: log_dir itself, or its dir-1 ... dir-N with `dirs` > 1."""
+        if self.dirs <= 1:
+            return [self.log_dir]
+        return [self.log_dir / f"dir-{n}" for n in range(1, self.dirs + 1)]
+
+    def log_dir_of(self, topic: str, partition: int) -> Path | None:
+        """Which of the log dirs holds this broker's replica of topic-partition (None: none)."""
+        return next((d for d in self.log_dirs if (d / f"{topic}-{partition}").is_dir()), None)
+
+    @property
+    def control_url(self) -> str | None:
+        """The control endpoint of the current run (http://127.0.0.1:port in the broker's own
+        network namespace), or None (no `control`, or not started)."""
+        launcher = self._launcher
+        if launcher is None or not self.control:
+            return None
+        if launcher.control_url is None and launcher.running:
+            launcher._read_control_url()  # printed before the broker serves; read on first use
+        return launcher.control_url
+
+    def control_request(self, method: str, path: str, body: object = None, timeout: float = 10.0) -> object:
+        """One call to the running broker's control endpoint (broker/fault_control.py, documented
+        in docs/testing.md), e.g. control_request("POST", "/storage-faults", {"log_dir": d,
+        "error": "EIO"}); returns the decoded JSON answer. In a network namespace the call is
+        made from inside it, where the endpoint's loopback address is."""
+        url = self.control_url
+        # the endpoint is announced just after the broker starts serving: a call right after
+        # start() may have to wait a moment for it
+        deadline = time.monotonic() + timeout
+        while url is None and self.control and self.is_running() and time.monotonic() < deadline:
+            time.sleep(0.05)
+            url = self.control_url
+        if url is None:
+            raise RuntimeError(f"broker {self.broker_id} has no control endpoint (control=False or not running)")
+        request = urllib.request.Request(f"{url}{path}", method=method,
+                                         data=None if body is None else json.dumps(body).encode(),
+                                         headers={"Content-Type": "application/json"})
+
+        def call() -> object:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                return json.loads(response.read())
+
+        return run_in_netns(self.netns, call, timeout + 5)
+
     def _config(self) -> dict[str, str | None]:
-        return {"broker.id": str(self.broker_id), "zookeeper.connect": self.zookeeper_connect, **self.overrides}
+        config: dict[str, str | None] = {"broker.id": str(self.broker_id), "zookeeper.connect": self.zookeeper_connect}
+        if self.dirs > 1:
+            config["log.dirs"] = ",".join(str(d) for d in self.log_dirs)
+        return {**config, **self.overrides}
 
     def _new_launcher(self) -> BrokerLauncher:
         # made anew for each run: the port, overrides and connect string may have changed since
         return BrokerLauncher(self._config(), mode="process", port=self.port, log_dir=self.log_dir,
                               log_path=self.log_path, python=self.python, name=f"broker-{self.broker_id}",
-                              host=self.host, netns=self.netns)
+                              host=self.host, netns=self.netns, control=self.control,
+                              env={**os.environ, **self.clock.env()} if self.clock is not None else None)
 
     def settings(self) -> dict[str, str]:
         """The broker properties this node is started with."""
@@ -283,12 +343,16 @@ class LocalCluster:
     Layout under `work_dir`: `zookeeper/` (ZooKeeper's data), `broker-N/` (broker N's log.dirs)
     and `broker-N.log` (its output). Ports are `base_port`, `base_port + 1`, ... or free ones.
     `overrides` apply to every broker, over `cluster_defaults`; a value of None removes a setting.
+    `control`: every broker gets a fault-injection control endpoint (BrokerNode.control_request);
+    `log_dirs`: how many log.dirs each broker has (BrokerNode.dirs); `clocks`: every broker's wall
+    clock can jump (BrokerNode.clock, devcluster/clock.py; offset 0 until set).
     """
 
     def __init__(self, work_dir: Path, brokers: int = 3, overrides: Mapping[str, object] | None = None,
                  zookeeper_connect: str | None = None, base_port: int | None = None, *,
                  python: str | None = None, await_registration: bool = True,
-                 network: NetworkLab | None = None) -> None:
+                 network: NetworkLab | None = None, control: bool = False, log_dirs: int = 1,
+                 clocks: bool = False) -> None:
         if brokers < 1:
             raise ValueError(f"a cluster needs at least one broker, not {brokers}")
         self.work_dir = Path(work_dir).resolve()  # processes run with other working dirs
@@ -308,6 +372,7 @@ class LocalCluster:
                           **{key: None if value is None else str(value) for key, value in (overrides or {}).items()}}
         self._await_registration = await_registration
         self._python = python or sys.executable
+        self._control, self._log_dirs, self._clocks = control, log_dirs, clocks
         self.brokers: dict[int, BrokerNode] = {
             broker_id: self._node(broker_id, port) for broker_id, port in enumerate(ports, start=1)}
 
@@ -327,6 +392,9 @@ class LocalCluster:
             overrides=dict(self._settings),
             await_registration=self._await_registration,
             python=self._python,
+            control=self._control,
+            dirs=self._log_dirs,
+            clock=ClockShift(self.work_dir / f"broker-{broker_id}.clock") if self._clocks else None,
         )
 
     @property

@@ -26,18 +26,25 @@ Needs root, iproute2 and nftables (Debian's `nftables`); `NetworkLab.available()
 from __future__ import annotations
 
 import atexit
+import ctypes
 import ipaddress
 import logging
 import os
 import shutil
 import signal
 import subprocess
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from .launcher import chain_sigterm
 
-__all__ = ["CLIENTS", "NetworkLab", "NetworkLabError", "Node"]
+__all__ = ["CLIENTS", "NetworkLab", "NetworkLabError", "Node", "run_in_netns"]
+
+T = TypeVar("T")
+CLONE_NEWNET = 0x40000000  # <sched.h>; os.CLONE_NEWNET only from Python 3.12
 
 log = logging.getLogger(__name__)
 
@@ -313,6 +320,42 @@ class NetworkLab:
             if not any(subnet.overlaps(u) for u in used if u.prefixlen > 0):
                 return subnet
         raise NetworkLabError(f"no free {SUBNET_PREFIX}.k.0/24 subnet for a lab")
+
+
+def run_in_netns(netns: str | None, fn: Callable[[], T], timeout: float = 30.0) -> T:
+    """`fn()` run on a new thread that has joined network namespace `netns` (None: here, at once).
+
+    Sockets that `fn` opens belong to that namespace, so it can reach a server listening on the
+    namespace's own 127.0.0.1 (a broker's control endpoint, which accepts loopback only). setns(2)
+    moves only the calling thread, and this thread ends with `fn`: nothing else of this process
+    changes namespace.
+    """
+    if netns is None:
+        return fn()
+    outcome: dict[str, object] = {}
+
+    def enter_and_call() -> None:
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            fd = os.open(f"/run/netns/{netns}", os.O_RDONLY)
+            try:
+                if libc.setns(fd, CLONE_NEWNET) != 0:
+                    errno = ctypes.get_errno()
+                    raise OSError(errno, f"setns into {netns}: {os.strerror(errno)}")
+            finally:
+                os.close(fd)
+            outcome["value"] = fn()
+        except Exception as exc:  # handed to the caller
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=enter_and_call, name=f"in-netns-{netns}", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if thread.is_alive():
+        raise TimeoutError(f"a call in network namespace {netns} took longer than {timeout:.0f} s")
+    if "error" in outcome:
+        raise outcome["error"]  # type: ignore[misc]
+    return outcome["value"]  # type: ignore[return-value]
 
 
 _live: set[NetworkLab] = set()

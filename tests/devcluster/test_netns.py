@@ -112,3 +112,33 @@ def test_close_leaves_nothing_behind():
     assert prefix not in namespaces and f"{prefix}h" not in links
     assert node.address not in subprocess.run(["ip", "-br", "addr"], capture_output=True, text=True).stdout
     lab.close()  # twice is fine
+
+
+def test_run_in_netns_reaches_the_namespaces_own_loopback(lab):
+    """A server on 127.0.0.1 inside node "a" (as a broker's control endpoint is) answers a call made
+    through run_in_netns, and is not reachable from our own namespace's loopback."""
+    from kafkapy.devcluster.netns import run_in_netns
+
+    netns = lab.node("a").netns
+    server = subprocess.Popen(lab.command("a", [sys.executable, "-c", SERVER.format(address="127.0.0.1")]),
+                              start_new_session=True)
+    try:
+        def ask() -> bytes:
+            with socket.create_connection(("127.0.0.1", 7000), timeout=1.5) as c:
+                c.sendall(b"hi")
+                return c.recv(10)
+
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                assert run_in_netns(netns, ask) == b"ok"
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        with pytest.raises(OSError):
+            ask()  # our own 127.0.0.1:7000 has no such server
+    finally:
+        server.kill()
+        server.wait(5)
