@@ -59,8 +59,6 @@ class _Parser(argparse.ArgumentParser):
 def _parser(with_admin: bool = True, only_serve: bool = False) -> argparse.ArgumentParser:
     """The command line; `with_admin=False` leaves out the admin nouns (some 40 ms of argparse set-up
     that `kafkapy serve` does not need), `only_serve=True` every command but `serve`."""
-    from .admin.commands import add_admin_commands, add_cluster_verbs  # argparse only: cheap to import
-
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--log-level", type=str.upper, choices=LOG_LEVELS, default=argparse.SUPPRESS,
                         help="logging level (default INFO)")
@@ -105,6 +103,8 @@ def _parser(with_admin: bool = True, only_serve: bool = False) -> argparse.Argum
                          help="use this ZooKeeper instead of starting one on a free port")
     cluster.add_argument("--override", action="append", type=_key_value, default=[], metavar="KEY=VALUE",
                          help="set a config on every broker (repeatable)")
+    from .admin.commands import add_admin_commands, add_cluster_verbs  # argparse only: cheap to import
+
     add_cluster_verbs(cluster)
     if with_admin:
         add_admin_commands(commands)
