@@ -107,7 +107,7 @@ class Partition:
     __slots__ = (
         "topic", "partition", "local_id", "log", "topic_id", "lag_ms", "is_eligible", "submit_isr_change",
         "is_leader", "leader_id", "leader_epoch", "partition_epoch", "replicas", "isr", "pending_isr",
-        "followers", "leader_epoch_start_offset",
+        "followers", "leader_epoch_start_offset", "leader_term",
     )
 
     def __init__(self, topic: str, partition: int, local_id: int, log, *, topic_id: uuid.UUID | None = None,
@@ -131,6 +131,11 @@ class Partition:
         self.pending_isr: IsrChange | None = None
         self.followers: dict[int, FollowerProgress] = {}
         self.leader_epoch_start_offset = UNKNOWN_OFFSET
+        # Counts the times this replica became leader after not leading. A re-election of the
+        # same leader at a newer epoch (Kafka's ZK controller bumps the epoch when it takes a dead
+        # broker out of the ISR) keeps the term: the leader's log was never truncated in between,
+        # so writes waiting for the ISR stay valid, as Kafka's delayed produce does.
+        self.leader_term = 0
 
     def __repr__(self) -> str:
         role = "leader" if self.is_leader else f"follower of {self.leader_id}"
@@ -179,6 +184,8 @@ class Partition:
                      self.name, state.leader_epoch, state.partition_epoch, self.partition_epoch)
             return False
         was_leader = self.is_leader
+        if not was_leader:
+            self.leader_term += 1
         plog = self.log
         end = plog.log_end_offset
         self.replicas = tuple(state.replicas)

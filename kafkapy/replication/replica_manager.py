@@ -738,19 +738,26 @@ class ReplicaManager:
                                    timeout_s: float) -> int:
         """acks=all: wait until the high watermark reaches `required_offset` (the offset after the
         last one appended). NONE, NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR is (or fell) below
-        the minimum, REQUEST_TIMED_OUT, or NOT_LEADER_OR_FOLLOWER once leadership is lost."""
+        the minimum, REQUEST_TIMED_OUT, or NOT_LEADER_OR_FOLLOWER once leadership is lost.
+
+        Only a lost leadership ends the wait, not a newer leader epoch with this broker still
+        leader (Kafka's checkEnoughReplicasReachOffset looks at leadership only): the controller
+        re-elects the same leader at a newer epoch when it takes a dead broker out of the ISR, and
+        the write is still in the log. NOT_LEADER_OR_FOLLOWER tells a producer (librdkafka: "not
+        persisted") that the batch was not written; after an abort it reuses those sequence
+        numbers, and a broker that has the batch must then answer OUT_OF_ORDER_SEQUENCE_NUMBER."""
         key = (topic, partition)
         part = self._partitions.get(key)
         if part is None or not part.is_leader:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
-        epoch = part.leader_epoch
+        term = part.leader_term
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max(timeout_s, 0.0)
         self.on_leader_append(part)  # the write may not have been through the produce path
         watch = (replicated_key(topic, partition),)
         while True:
             if self._closed or self._partitions.get(key) is not part or not part.is_leader \
-                    or part.leader_epoch != epoch:
+                    or part.leader_term != term:
                 return ErrorCode.NOT_LEADER_OR_FOLLOWER
             if part.log.is_offline:
                 return ErrorCode.KAFKA_STORAGE_ERROR

@@ -201,3 +201,61 @@ def test_acks_all_wait_outcomes(node):
             await node.stop()
 
     run(scenario())
+
+
+def test_acks_all_wait_survives_a_reelection_of_the_same_leader(node):
+    """Campaign #4, round 75: the controller took a dead broker out of the ISR, which re-elects the
+    same leader at a newer epoch. A produce waiting for the ISR must then get its offset once the
+    high watermark covers it (Kafka's delayed produce checks leadership, not the epoch), not
+    NOT_LEADER_OR_FOLLOWER: the producer would take its batch as not written and reuse its
+    sequence numbers, which the leader that has the batch rejects as out of order."""
+    async def scenario():
+        await node.start()
+        try:
+            await node.replicas.apply_leader_and_isr(lai([ps(0, epoch=48, partition_epoch=1)]), 7)
+            part = node.replicas.partition("t", 0)
+            part.log.append(batch(), leader_epoch=48)
+            waiter = asyncio.ensure_future(node.replicas.wait_for_replication("t", 0, 1, 5))
+            await asyncio.sleep(0.01)
+            # the follower has the batch, and the controller re-elects us at epoch 49
+            assert part.update_follower_fetch(2, 1, 0, 0)
+            await node.replicas.apply_leader_and_isr(lai([ps(0, epoch=49, partition_epoch=2)]), 7)
+            assert part.is_leader and part.leader_epoch == 49
+            assert await waiter == ErrorCode.NONE
+            # the same while the high watermark is still below the write when the epoch changes
+            part.log.append(batch(), leader_epoch=49)
+            waiter = asyncio.ensure_future(node.replicas.wait_for_replication("t", 0, 2, 5))
+            await asyncio.sleep(0.01)
+            await node.replicas.apply_leader_and_isr(lai([ps(0, epoch=50, partition_epoch=3)]), 7)
+            await asyncio.sleep(0.01)
+            assert not waiter.done()
+            assert part.update_follower_fetch(2, 2, 0, 0)
+            node.replicas._high_watermark_changed("t", 0)
+            assert await waiter == ErrorCode.NONE
+        finally:
+            await node.stop()
+
+    run(scenario())
+
+
+def test_acks_all_wait_ends_when_leadership_was_lost_and_regained(node):
+    """Lost and won back between two wake-ups of the wait: the log may have been truncated in
+    between, so the wait answers NOT_LEADER_OR_FOLLOWER even though we lead again."""
+    async def scenario():
+        await node.start()
+        try:
+            await node.replicas.apply_leader_and_isr(lai([ps(0, epoch=1, partition_epoch=1)]), 7)
+            part = node.replicas.partition("t", 0)
+            part.log.append(batch(), leader_epoch=1)
+            waiter = asyncio.ensure_future(node.replicas.wait_for_replication("t", 0, 1, 5))
+            await asyncio.sleep(0.01)
+            # straight on the Partition, so that the waiter does not wake in between
+            part.make_follower(ps(0, leader=2, epoch=2, partition_epoch=2))
+            part.make_leader(ps(0, epoch=3, partition_epoch=3), 0)
+            assert part.update_follower_fetch(2, 1, 0, 0)
+            node.replicas._high_watermark_changed("t", 0)
+            assert await waiter == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        finally:
+            await node.stop()
+
+    run(scenario())
