@@ -104,7 +104,11 @@ def run(bootstrap: str, group: str, source: str, sink: str, transactional_id: st
                             journal.committed_offset(group, tp.topic, tp.partition, tp.offset)
                 print(f"committed {len(batch)}", flush=True)
             except confluent_kafka.KafkaException as exc:
-                if not exc.args[0].txn_requires_abort():
+                # produce() answers _STATE once the transaction has failed with an abortable error
+                # (e.g. INVALID_TXN_STATE from a partition leader), without the abort flag: the
+                # transaction must be aborted all the same. A fatal error makes the abort raise.
+                error = exc.args[0]
+                if not (error.txn_requires_abort() or error.code() == confluent_kafka.KafkaError._STATE):
                     raise
                 producer.abort_transaction(60)
                 if journal is not None:
