@@ -98,19 +98,31 @@ class GroupCoordination:
 
 def partition_leaders(broker, meta) -> list[int] | None:
     """Each partition's leader. This broker counts as leader only where its own replica has become
-    leader (LeaderAndIsr in a cluster; at once in a cluster of one), so a coordinator loads a partition's state only once
-    it leads the log, and unloads it as soon as it does not."""
+    leader (LeaderAndIsr in a cluster; at once in a cluster of one) and still is, so a coordinator
+    loads a partition's state only once it leads the log, and unloads it as soon as it does not."""
     if meta is None:
         return None
     leaders = [p.leader for p in meta.partitions]
     replicas = broker.replicas
-    for index in range(len(leaders)):
+    for index, state in enumerate(meta.partitions):
         hosted = replicas.partition(meta.name, index)
-        if hosted is not None and hosted.is_leader:
+        if hosted is not None and hosted.is_leader and _still_leads(hosted, state, broker.node_id):
             leaders[index] = broker.node_id
         elif leaders[index] == broker.node_id:
             leaders[index] = -1
     return leaders
+
+
+def _still_leads(hosted, state, node_id: int) -> bool:
+    """Whether a replica that became leader still is, as far as this broker can tell: not when the
+    metadata cache names another leader at a newer leader epoch. The LeaderAndIsr that would make
+    the replica a follower may never come: a replica in a failed or full log dir refuses it
+    (KAFKA_STORAGE_ERROR) and keeps its old leader role while the controller elects a leader
+    elsewhere. A coordinator that kept such a partition loaded answered from state the new
+    coordinator had moved past (campaign #5, round 38: the produce's transaction verification was
+    answered locally, INVALID_TXN_STATE). Kafka's coordinator lookups (FindCoordinator, the
+    verification's AddPartitionsToTxnManager) follow the metadata cache's leader, as this does then."""
+    return state.leader == node_id or state.leader_epoch <= hosted.leader_epoch
 
 
 def on_leadership_change(broker, loop: asyncio.AbstractEventLoop, topic: str, resync: Callable[[], None]) -> None:
