@@ -13,7 +13,10 @@ from types import SimpleNamespace
 import pytest
 
 from kafkapy.broker.group_coordination import partition_leaders
-from kafkapy.broker.handlers.transactions import coordinated_here, verify_transactional_produce
+from kafkapy.broker.handlers.transactions import (
+    coordinated_here,
+    verify_transactional_produce,
+)
 from kafkapy.metadata.store import PartitionMetadata
 from kafkapy.protocol.errors import ErrorCode as E
 from kafkapy.protocol.errors import KafkaError
