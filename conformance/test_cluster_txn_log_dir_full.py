@@ -54,8 +54,8 @@ def test_a_transaction_after_the_coordinators_log_dir_filled_up(tmp_path):
         # every sink partition led by the coordinator's broker, so that some live in its other dir
         assignment = [[coordinator, *others] for _ in range(SINK_PARTITIONS)]
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
-        for future in admin.create_topics([NewTopic(SINK, num_partitions=SINK_PARTITIONS, replica_assignment=assignment)]).values():
-            future.result(30)
+        created = admin.create_topics([NewTopic(SINK, num_partitions=SINK_PARTITIONS, replica_assignment=assignment)])
+        created[SINK].result(30)
         wait_until(lambda: all(s.leader == coordinator and len(s.isr) == 3
                                for s in describe(cluster, SINK).values()), 30, ignore=(ClusterUnreachable, KeyError),
                    message=f"{SINK} led by broker {coordinator}")
