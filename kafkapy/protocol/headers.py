@@ -12,7 +12,6 @@ Both sides live here: the broker decodes request headers and encodes response he
 from __future__ import annotations
 
 import struct
-from typing import NamedTuple
 
 from .errors import DecodeError
 from .messages import REQUEST_TYPES
@@ -29,13 +28,30 @@ _CORRELATION = struct.Struct(">i")
 _NULL_STRING = b"\xff\xff"
 
 
-class RequestHeader(NamedTuple):
-    """The header in front of every request body."""
+class RequestHeader:
+    """The header in front of every request body. A plain slotted class: built for every request,
+    where a NamedTuple costs twice as much to create and to read, and off the start-up path's
+    dataclasses (docs/benchmarks.md, start-up)."""
 
-    api_key: int
-    api_version: int
-    correlation_id: int
-    client_id: str | None = None
+    __slots__ = ("api_key", "api_version", "correlation_id", "client_id")
+
+    def __init__(self, api_key: int, api_version: int, correlation_id: int, client_id: str | None = None):
+        self.api_key = api_key
+        self.api_version = api_version
+        self.correlation_id = correlation_id
+        self.client_id = client_id
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not RequestHeader:
+            return NotImplemented
+        return (self.api_key, self.api_version, self.correlation_id, self.client_id) == (
+            other.api_key, other.api_version, other.correlation_id, other.client_id)
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return (f"RequestHeader(api_key={self.api_key}, api_version={self.api_version}, "
+                f"correlation_id={self.correlation_id}, client_id={self.client_id!r})")
 
 
 def _flexible(api_key: int, api_version: int) -> bool | None:
