@@ -4,10 +4,13 @@ cluster) and the admin commands `kafkapy <noun> <verb>` (topics, groups, configs
 acls, `cluster describe`: kafkapy/admin/)."""
 from __future__ import annotations
 
-import argparse
 import logging
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import argparse
 
 __all__ = ["main", "setup_logging", "version"]
 
@@ -37,28 +40,29 @@ def setup_logging(level: str) -> None:
     logging.basicConfig(level=getattr(logging, level.upper()), format=LOG_FORMAT, stream=sys.stderr, force=True)
 
 
-class _VersionAction(argparse.Action):
-    """--version, with the version looked up only when asked for: importlib.metadata costs some
-    20 ms that `kafkapy serve` would otherwise pay before its first request."""
-
-    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
-        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        print(f"kafkapy {version()}")  # on stdout, as argparse's own version action
-        parser.exit()
-
-
-class _Parser(argparse.ArgumentParser):
-    """Usage errors as one line (and exit code 2), pointing at --help instead of printing the usage."""
-
-    def error(self, message: str):
-        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
-
-
 def _parser(with_admin: bool = True, only_serve: bool = False) -> argparse.ArgumentParser:
     """The command line; `with_admin=False` leaves out the admin nouns (some 40 ms of argparse set-up
-    that `kafkapy serve` does not need), `only_serve=True` every command but `serve`."""
+    that `kafkapy serve` does not need), `only_serve=True` every command but `serve`. argparse itself
+    is imported here: `kafkapy serve` in its plain forms is parsed without it (`_plain_serve_args`)."""
+    import argparse
+
+    class _VersionAction(argparse.Action):
+        """--version, with the version looked up only when asked for: importlib.metadata costs some
+        20 ms that `kafkapy serve` would otherwise pay before its first request."""
+
+        def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+            super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+        def __call__(self, parser, namespace, values, option_string=None):
+            print(f"kafkapy {version()}")  # on stdout, as argparse's own version action
+            parser.exit()
+
+    class _Parser(argparse.ArgumentParser):
+        """Usage errors as one line (and exit code 2), pointing at --help instead of printing the usage."""
+
+        def error(self, message: str):
+            self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--log-level", type=str.upper, choices=LOG_LEVELS, default=argparse.SUPPRESS,
                         help="logging level (default INFO)")
@@ -127,19 +131,83 @@ def _command_word(argv: list[str]) -> str | None:
     return None
 
 
+# The `kafkapy serve` options that take a value, and their attribute; every other option is a flag.
+_SERVE_VALUE_OPTIONS = {"--config": "config", "-c": "config", "--port": "port", "--storage": "storage",
+                        "--override": "override", "--log-level": "log_level"}
+_SERVE_FLAGS = {"--ephemeral": "ephemeral", "--control": "control"}
+
+
+def _plain_serve_args(argv: list[str]):
+    """`kafkapy serve` argv in its plain forms (whole option names, `--opt value` or `--opt=value`,
+    one positional config file), parsed as `_parser()` would parse it, without argparse: importing
+    argparse (with gettext and locale) and building the parser cost about 5 ms of the start, before
+    the first request. None for anything else (help, --version, abbreviations, bad values, ...):
+    argparse then parses the line, with its usage errors and help."""
+    from types import SimpleNamespace
+
+    args = SimpleNamespace(command="serve", config=None, config_file=None, ephemeral=False, port=0,
+                           control=False, storage="disk", override=[])
+    words = iter(argv)
+    seen_command = False
+    for word in words:
+        if not word.startswith("-"):
+            if not seen_command and word == "serve":
+                seen_command = True
+            elif seen_command and args.config_file is None:
+                args.config_file = word
+            else:
+                return None
+            continue
+        name, eq, value = word.partition("=")
+        if name in _SERVE_FLAGS and not eq and seen_command:
+            setattr(args, _SERVE_FLAGS[name], True)
+            continue
+        if name not in _SERVE_VALUE_OPTIONS or (not seen_command and name != "--log-level") or (
+                eq and name == "-c"):
+            return None
+        if not eq:
+            value = next(words, None)
+            if value is None or value.startswith("-"):
+                return None
+        dest = _SERVE_VALUE_OPTIONS[name]
+        if dest == "port":
+            if not value.isdigit():
+                return None
+            args.port = int(value)
+        elif dest == "storage":
+            if value not in ("disk", "memory"):
+                return None
+            args.storage = value
+        elif dest == "log_level":
+            if value.upper() not in LOG_LEVELS:
+                return None
+            args.log_level = value.upper()
+        elif dest == "override":
+            args.override.append(value)
+        else:
+            args.config = value
+    return args if seen_command else None
+
+
 def _positive_int(text: str) -> int:
+    import argparse
+
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, not {text!r}")
     return int(text)
 
 
 def _port(text: str) -> int:
+    import argparse
+
     if not text.isdigit() or not 1 <= int(text) <= 65535:
         raise argparse.ArgumentTypeError(f"expected a TCP port (1-65535), not {text!r}")
     return int(text)
 
 
 def _key_value(text: str) -> tuple[str, str]:
+    import argparse
+
     key, sep, value = text.partition("=")
     if not sep or not key.strip():
         raise argparse.ArgumentTypeError(f"expected KEY=VALUE, not {text!r}")
@@ -239,8 +307,10 @@ def _cluster(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     serving = _command_word(argv) == "serve"
-    parser = _parser(with_admin=not serving, only_serve=serving)
-    args = parser.parse_args(argv)
+    args = _plain_serve_args(argv) if serving else None
+    if args is None:
+        parser = _parser(with_admin=not serving, only_serve=serving)
+        args = parser.parse_args(argv)
     setup_logging(getattr(args, "log_level", "INFO"))
     if getattr(args, "admin_target", None):
         from .admin.commands import run_admin

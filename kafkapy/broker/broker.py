@@ -128,7 +128,7 @@ class Broker:
         self.faults = None  # fault injection (broker/faults.py), when a launcher turns it on: enable_faults
         self.started_at = time.monotonic()
         # client quotas (security/quotas.py) follow the stored ones; `.current` is None while there are none
-        from ..security.quotas import ClientQuotaTracker
+        from ..security.quota_tracker import ClientQuotaTracker
 
         self.client_quotas = ClientQuotaTracker(self.metadata)
 

@@ -84,9 +84,10 @@ class Password:
 # -- value syntax (Kafka's ConfigDef.parseType / convertToString) --------------------------------
 
 _JAVA_TRIM = "".join(chr(c) for c in range(33))  # String.trim() strips every char <= ' '
-_INT_RE = re.compile(r"[+-]?[0-9]+")
-_DOUBLE_RE = re.compile(r"[+-]?(NaN|Infinity|(([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?)[fFdD]?)")
-_COMMA = re.compile(r"\s*,\s*")
+# patterns compiled (and cached) by `re` on first use: most starts parse no number from text
+_INT_RE = r"[+-]?[0-9]+"
+_DOUBLE_RE = r"[+-]?(NaN|Infinity|(([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?)[fFdD]?)"
+_COMMA = r"\s*,\s*"
 _INT_BOUNDS = {ConfigType.INT: (-2**31, 2**31 - 1), ConfigType.SHORT: (-2**15, 2**15 - 1),
                ConfigType.LONG: (-2**63, 2**63 - 1)}
 
@@ -114,15 +115,15 @@ def parse_value(name: str, ctype: ConfigType, raw: Any) -> Any:
         return Password(text)
     if ctype in _INT_BOUNDS:
         low, high = _INT_BOUNDS[ctype]
-        if not _INT_RE.fullmatch(text) or not low <= int(text) <= high:
+        if not re.fullmatch(_INT_RE, text) or not low <= int(text) <= high:
             raise ConfigError.invalid_value(name, raw, f"Not a number of type {ctype.name}")
         return int(text)
     if ctype is ConfigType.DOUBLE:
-        if not _DOUBLE_RE.fullmatch(text):
+        if not re.fullmatch(_DOUBLE_RE, text):
             raise ConfigError.invalid_value(name, raw, "Not a number of type DOUBLE")
         return float(text.rstrip("fFdD").replace("Infinity", "inf"))
     if ctype is ConfigType.LIST:
-        return [] if not text else _COMMA.split(text)
+        return [] if not text else re.split(_COMMA, text)
     return raw
 
 

@@ -16,7 +16,7 @@ from ..protocol.errors import ConnectionClosed
 from ..protocol.headers import RequestHeader, decode_request_header, encode_response_header
 from ..protocol.messages import REQUEST_TYPES
 from ..security.principal import ANONYMOUS, KafkaPrincipal
-from ..security.quotas import BusyTime
+from ..security.quota_tracker import BusyTime
 from .handlers import HANDLER_MODULES
 
 if TYPE_CHECKING:

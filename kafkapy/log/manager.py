@@ -13,7 +13,6 @@ import os
 import shutil
 import threading
 import time
-import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -290,7 +289,7 @@ class LogManager:
             plog.close()
         # as Kafka's UnifiedLog.logDeleteDirName: the topic is cut so that the name stays within the
         # file system's 255 bytes (a 249-character topic plus the suffix would not)
-        suffix = f"-{partition}.{uuid.uuid4().hex}-delete"
+        suffix = f"-{partition}.{os.urandom(16).hex()}-delete"  # a random UUID's 32 hex digits
         target = plog.dir.with_name(topic[:max(0, 255 - len(suffix))] + suffix)
         try:
             os.rename(plog.dir, target)

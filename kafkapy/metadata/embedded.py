@@ -9,7 +9,6 @@ import json
 import logging
 import os
 import threading
-import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
@@ -31,6 +30,8 @@ from .store import (
 from .topic_rules import check_new_topic_name, is_internal_topic, plan_assignments, plan_new_partitions
 
 if TYPE_CHECKING:
+    import uuid
+
     from .acls import AclBinding, AclBindingFilter
     from .quotas import QuotaEntity
 
@@ -232,7 +233,7 @@ class EmbeddedMetadataStore(MetadataStore):
 
     def delete_topic(self, name_or_id: str | uuid.UUID) -> TopicMetadata:
         with self._lock:
-            if isinstance(name_or_id, uuid.UUID):
+            if not isinstance(name_or_id, str):  # a topic id (uuid.UUID)
                 topic = self._topics_by_id.get(name_or_id)
                 if topic is None:
                     raise UnknownTopicIdError("This server does not host this topic ID.")
@@ -517,6 +518,8 @@ def _topic_from_json(raw: Mapping[str, Any]) -> TopicMetadata:
                                          p.get("leader_epoch", 0), p.get("partition_epoch", 0),
                                          tuple(p.get("adding_replicas", ())), tuple(p.get("removing_replicas", ())))
                        for p in raw["partitions"])
+    import uuid  # loaded with the first topic, not at start-up
+
     return TopicMetadata(raw["name"], uuid.UUID(raw["topic_id"]), partitions,
                          MappingProxyType(dict(raw.get("configs", {}))), bool(raw.get("internal", False)))
 

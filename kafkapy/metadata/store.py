@@ -11,13 +11,14 @@ costs a fifth of a dataclass's (docs/benchmarks.md, start-up).
 from __future__ import annotations
 
 import abc
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from enum import Enum
 from types import MappingProxyType
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
+    import uuid
+
     from .quotas import QuotaEntity
     from .acls import AclBinding, AclBindingFilter
 

@@ -25,7 +25,7 @@ OFFSETS_TOPIC = "__consumer_offsets"  # the group coordinator's (groupcoord/offs
 TRANSACTION_STATE_TOPIC = "__transaction_state"  # the transaction coordinator's (txncoord/)
 SHARE_GROUP_STATE_TOPIC = "__share_group_state"  # Kafka 4's share coordinator's
 INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, SHARE_GROUP_STATE_TOPIC})
-_LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
+_LEGAL = r"[a-zA-Z0-9._-]+"  # compiled by re (and cached) on first use, not at start-up
 
 
 def is_internal_topic(name: str) -> bool:
@@ -43,7 +43,7 @@ def validate_topic_name(name: str) -> None:
         reason = "'..' is not allowed"
     elif len(name) > MAX_TOPIC_NAME_LENGTH:
         reason = f"the length of '{name}' is longer than the max allowed length {MAX_TOPIC_NAME_LENGTH}"
-    elif not _LEGAL.fullmatch(name):
+    elif not re.fullmatch(_LEGAL, name):
         reason = f"'{name}' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'"
     if reason is not None:
         raise InvalidTopicError(f"Topic name is invalid: {reason}")

@@ -15,11 +15,13 @@ import abc
 import importlib
 import struct
 import sys
-import uuid
 from operator import attrgetter
-from typing import Any, Callable, ClassVar, Self
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Self
 
 from .errors import DecodeError
+
+if TYPE_CHECKING:
+    import uuid
 
 __all__ = [
     "ExternalRecords", "FACTORY", "FieldSchema", "GeneratedStruct", "Malformed", "Message",
@@ -28,8 +30,6 @@ __all__ = [
     "PLAIN_BUFFERS", "UUID_CACHE",
     "decode_message", "encode_message", "encode_message_parts", "asdict", "replace",
 ]
-
-ZERO_UUID = uuid.UUID(int=0)
 
 # Varints below 128 are one byte; the generated encoders index this table instead of calling.
 UVARINT_1: tuple[bytes, ...] = tuple(bytes((i,)) for i in range(128))
@@ -204,7 +204,25 @@ PLAIN_BUFFERS = frozenset({bytes, bytearray, memoryview})
 # Bounded so hostile input cannot grow it without limit.
 UUID_CACHE: dict[bytes, uuid.UUID] = {}
 _UUID_CACHE_MAX = 65536
-_SAFE_UNKNOWN = uuid.SafeUUID.unknown
+# `uuid` (with the `platform` module it imports) loads with the first uuid field, not at start-up
+_UUID_TYPE: Any = None
+_SAFE_UNKNOWN: Any = None
+
+
+def _load_uuid() -> None:
+    global _UUID_TYPE, _SAFE_UNKNOWN
+    import uuid
+
+    _UUID_TYPE, _SAFE_UNKNOWN = uuid.UUID, uuid.SafeUUID.unknown
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ZERO_UUID":  # the generated codecs' default for uuid fields
+        import uuid
+
+        value = globals()["ZERO_UUID"] = uuid.UUID(int=0)
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def read_uuid(raw: bytes) -> uuid.UUID:
@@ -213,7 +231,9 @@ def read_uuid(raw: bytes) -> uuid.UUID:
     if u is None:
         if len(raw) != 16:
             raise Malformed("uuid runs past the end of the buffer")
-        u = _new(uuid.UUID)
+        if _UUID_TYPE is None:
+            _load_uuid()
+        u = _new(_UUID_TYPE)
         _setattr(u, "int", int.from_bytes(raw, "big"))
         _setattr(u, "is_safe", _SAFE_UNKNOWN)
         if len(UUID_CACHE) >= _UUID_CACHE_MAX:

@@ -21,11 +21,13 @@ from __future__ import annotations
 
 import enum
 import logging
-import uuid
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from ..log.errors import OffsetOutOfRangeError
 from ..protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    import uuid
 
 __all__ = ["FollowerProgress", "IsrChange", "IsrChangeOutcome", "Partition", "UNKNOWN_OFFSET"]
 

@@ -34,7 +34,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, NamedTuple
 
@@ -49,11 +48,12 @@ from ..log.checkpoints import (
 from ..log.errors import KafkaStorageError
 from ..log.manager import OfflinePartitionLog
 from ..protocol.errors import ErrorCode, KafkaError
-from ..protocol.messages import FetchResponse
 from .partition import IsrChange, IsrChangeOutcome, Partition
 from .throttle import ReplicationThrottle
 
 if TYPE_CHECKING:  # the controller's requests reach a cluster member only
+    import uuid
+
     from ..log.partition_log import PartitionLog
     from ..protocol.messages import LeaderAndIsrResponse, StopReplicaResponse
 
@@ -65,9 +65,15 @@ log = logging.getLogger(__name__)
 PARTITION_METADATA_FILE = "partition.metadata"
 DELETION_EPOCH = -2  # StopReplica's leader epoch for a topic being deleted
 NO_EPOCH = -1        # StopReplica before v3 carries no epoch
-_ZERO_UUID = uuid.UUID(int=0)
+# Fetch's generated response types, imported with the first read (not before the first answer)
+FetchResponse = PartitionData = None
 
-PartitionData = FetchResponse.PartitionData
+
+def _load_fetch_types() -> None:
+    global FetchResponse, PartitionData
+    from ..protocol.messages import FetchResponse
+
+    PartitionData = FetchResponse.PartitionData
 LeadershipListener = Callable[[str, int, bool, int], None]
 
 
@@ -126,7 +132,7 @@ def _leader_and_isr_states(request, version: int):
             yield state.topic_name, None, state
         return
     for topic in request.topic_states:
-        topic_id = topic.topic_id if version >= 5 and topic.topic_id != _ZERO_UUID else None
+        topic_id = topic.topic_id if version >= 5 and topic.topic_id.int != 0 else None
         for state in topic.partition_states:
             yield topic.topic_name, topic_id, state
 
@@ -504,6 +510,7 @@ class ReplicaManager:
 
     @staticmethod
     def _leader_and_isr_response(results, version: int) -> LeaderAndIsrResponse:
+        from ..metadata.ids import ZERO_UUID
         from ..protocol.messages import LeaderAndIsrResponse
 
         Error = LeaderAndIsrResponse.LeaderAndIsrPartitionError
@@ -516,7 +523,7 @@ class ReplicaManager:
             entry = topics.get(key)
             if entry is None:
                 entry = topics[key] = LeaderAndIsrResponse.LeaderAndIsrTopicError(
-                    topic_id=topic_id or _ZERO_UUID, partition_errors=[])
+                    topic_id=topic_id or ZERO_UUID, partition_errors=[])
             entry.partition_errors.append(Error(topic_name=topic, partition_index=index, error_code=code))
         return LeaderAndIsrResponse(error_code=0, topics=list(topics.values()))
 
@@ -647,6 +654,8 @@ class ReplicaManager:
         """A consumer's fetch of one partition led here (Kafka's readFromLog for a consumer): up to
         the high watermark, or the last stable offset for read_committed, with the aborted
         transactions of what it returns."""
+        if PartitionData is None:
+            _load_fetch_types()
         part = self._partitions.get((topic, partition))
         if part is None or not part.is_leader or part.log.is_offline or (
                 current_leader_epoch >= 0 and current_leader_epoch != part.leader_epoch):
@@ -695,6 +704,8 @@ class ReplicaManager:
         (only when `update_progress`: the first read of a fetch, not the re-reads of a long poll).
         A throttled partition's records are left out for a follower outside the ISR while the
         leader quota is exceeded (Kafka's shouldLeaderThrottle); the caller records the bytes sent."""
+        if PartitionData is None:
+            _load_fetch_types()
         data = PartitionData(partition_index=partition, error_code=ErrorCode.NONE, high_watermark=-1,
                              last_stable_offset=-1, log_start_offset=-1, records=b"", aborted_transactions=None)
         part = self._partitions.get((topic, partition))

@@ -62,14 +62,14 @@ class _AllPartitions:
 
 ALL_REPLICAS = _AllPartitions()
 ThrottledPartitions = frozenset[int] | _AllPartitions
-_ENTRY = re.compile(r"([0-9]+:[0-9]+)?")
+_ENTRY = r"([0-9]+:[0-9]+)?"  # compiled by re (and cached) on first use, not at start-up
 
 
 def valid_throttled_replicas(items: list[str]) -> bool:
     """Kafka's ThrottledReplicaListValidator on a parsed list value: every (trimmed) element is
     `partition:broker` or empty, or the elements together spell `*`."""
     trimmed = [item.strip() for item in items]
-    return all(_ENTRY.fullmatch(item) for item in trimmed) or "".join(trimmed) == "*"
+    return all(re.fullmatch(_ENTRY, item) for item in trimmed) or "".join(trimmed) == "*"
 
 
 def parse_throttled_replicas(value: str, broker_id: int) -> ThrottledPartitions:
@@ -83,7 +83,7 @@ def parse_throttled_replicas(value: str, broker_id: int) -> ThrottledPartitions:
     for item in items:
         if not item:
             continue
-        if not _ENTRY.fullmatch(item):
+        if not re.fullmatch(_ENTRY, item):
             return frozenset()
         partition, _, broker = item.partition(":")
         if int(broker) == broker_id:

@@ -36,9 +36,10 @@ if TYPE_CHECKING:
 from ..metadata.quotas import (CLIENT_ID, CONSUMER_BYTE_RATE, CONTROLLER_MUTATION_RATE,  # noqa: F401
     INTEGER_KEYS, IP, PRODUCER_BYTE_RATE, QUOTA_KEYS, REQUEST_PERCENTAGE, USER, QuotaEntity, QuotaError,
     apply_quota_ops, format_quota_value, quota_values, validate_quota)
-from ..metadata.store import ChangeKind, MetadataStore
 
 log = logging.getLogger(__name__)
+
+from .quota_tracker import BusyTime, ClientQuotaTracker  # noqa: F401  (the broker imports them from there)
 
 __all__ = ["CLIENT_ID", "ClientQuotaTracker", "ClientQuotas", "QUOTA_KEYS", "QuotaEntity", "QuotaError", "Rate",
            "TokenBucket", "USER", "resolve_quota", "throttle_time_ms"]
@@ -371,37 +372,6 @@ class ClientQuotas:
         ctx.connection.mute_for(throttle / 1000.0)
 
 
-class BusyTime:
-    """Awaits a handler coroutine and adds up the time it ran, leaving out the time it was parked
-    (a long-poll Fetch, acks=all, JoinGroup): Kafka's request_percentage counts request thread
-    time, not waiting. Dispatch can use `timed = BusyTime(handler(ctx, request));
-    response = await timed` and hand `timed.seconds` to after_request as handler_seconds."""
-
-    __slots__ = ("coro", "seconds")
-
-    def __init__(self, coro):
-        self.coro = coro
-        self.seconds = 0.0
-
-    def __await__(self):
-        coro, send, error = self.coro, None, None
-        while True:
-            started = time.perf_counter()
-            try:
-                yielded = coro.throw(error) if error is not None else coro.send(send)
-            except StopIteration as stop:
-                self.seconds += time.perf_counter() - started
-                return stop.value
-            except BaseException:
-                self.seconds += time.perf_counter() - started
-                raise
-            self.seconds += time.perf_counter() - started
-            try:
-                send, error = (yield yielded), None
-            except BaseException as exc:  # cancellation and the like go into the handler
-                send, error = None, exc
-
-
 def _is_replica_fetch(request: Any) -> bool:
     if getattr(request, "replica_id", -1) >= 0:
         return True
@@ -544,56 +514,3 @@ def _mutated_partitions(ctx: RequestContext, api_key: int, request: Any, respons
 
 
 # -- the quotas in force ----------------------------------------------------------------------------
-
-class ClientQuotaTracker:
-    """The client quotas in force, following the metadata store: `current` is a ClientQuotas while
-    some quota is configured anywhere and None otherwise, so that dispatch skips quota accounting
-    entirely on a broker without quotas. The broker builds one (broker/broker.py)."""
-
-    def __init__(self, metadata: MetadataStore) -> None:
-        self.current: ClientQuotas | None = None
-        self._metadata = metadata
-        # a reload from ZooKeeper runs off the loop; only the newest one may apply its result
-        self._generation = 0
-        self._apply(metadata.describe_client_quotas())
-        metadata.add_listener(self._on_change)
-
-    def _apply(self, quotas: Mapping[QuotaEntity, Mapping[str, float]]) -> None:
-        quotas = {entity: values for entity, values in quotas.items() if values}
-        if not quotas:
-            if self.current is not None:
-                log.info("no client quotas configured any more: quota enforcement off")
-            self.current = None
-        elif self.current is None:
-            self.current = ClientQuotas(quotas)
-            log.info("client quotas in force for %d entities", len(quotas))
-        else:
-            self.current.update(quotas)
-            log.info("client quotas updated: %d entities", len(quotas))
-
-    def _on_change(self, change) -> None:
-        if change.kind is ChangeKind.CLIENT_QUOTAS_CHANGED:
-            self._reload()
-
-    def _reload(self) -> None:
-        import asyncio
-
-        self._generation += 1
-        mine = self._generation
-        store = self._metadata
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            loop = None
-        if loop is None or not hasattr(store, "zk"):
-            self._apply(store.describe_client_quotas())
-            return
-
-        def done(future) -> None:
-            if future.exception() is not None:
-                log.error("could not read client quotas: %s", future.exception())
-            elif mine == self._generation:  # a later reload supersedes this one
-                self._apply(future.result())
-
-        loop.run_in_executor(None, store.describe_client_quotas).add_done_callback(
-            lambda f: loop.call_soon_threadsafe(done, f))

@@ -19,6 +19,9 @@ import pytest
 NOT_BEFORE_FIRST_ANSWER = {
     "dataclasses": "no dataclass on the start-up path (about 1 ms each to create)",
     "decimal": "double formatting without decimal",
+    "argparse": "plain `kafkapy serve` lines are parsed without it (cli._plain_serve_args)",
+    "uuid": "with the first topic id (it imports `platform`); the cluster id is made from os.urandom",
+    "kafkapy.protocol.messages.fetch": "with the first Fetch (replica_manager._load_fetch_types)",
     "kafkapy.log.partition_log": "with the first partition",
     "kafkapy.log.recovery": "with the first partition on disk",
     "kafkapy.log.compaction": "with the first cleaning",
@@ -26,6 +29,7 @@ NOT_BEFORE_FIRST_ANSWER = {
     "kafkapy.broker.fetch_sessions": "with the first Fetch",
     "kafkapy.security.authorizer": "only with authorizer.class.name",
     "kafkapy.security.tls": "only with a TLS listener",
+    "kafkapy.security.quotas": "with the first client quota configured (security/quota_tracker.py)",
     "kafkapy.metadata.acls": "with the first ACL or authorized request",
     "kafkapy.metrics.exporter": "only with kafkapy.metrics.listener",
     "kafkapy.admin.commands": "only for the admin commands",
