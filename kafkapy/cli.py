@@ -214,7 +214,7 @@ def _key_value(text: str) -> tuple[str, str]:
     return key.strip(), value
 
 
-def _serve(args: argparse.Namespace) -> int:
+def _serve(args: argparse.Namespace, gc_paused: tuple[int, int, int] | None = None) -> int:
     from .broker.config import BrokerConfig, ConfigError
 
     log = logging.getLogger("kafkapy")
@@ -242,7 +242,7 @@ def _serve(args: argparse.Namespace) -> int:
             defaults["log.dirs"] = temp_dir
         overrides = [f"{key}={value}" for key, value in defaults.items() if key not in given] + overrides
     try:
-        return _serve_config(args, path, overrides, log)
+        return _serve_config(args, path, overrides, log, gc_paused)
     finally:
         if temp_dir is not None:
             import shutil
@@ -250,7 +250,7 @@ def _serve(args: argparse.Namespace) -> int:
             shutil.rmtree(temp_dir, ignore_errors=True)
 
 
-def _serve_config(args: argparse.Namespace, path, overrides, log) -> int:
+def _serve_config(args: argparse.Namespace, path, overrides, log, gc_paused: tuple[int, int, int] | None = None) -> int:
     from .broker.config import BrokerConfig, ConfigError
 
     try:
@@ -266,6 +266,7 @@ def _serve_config(args: argparse.Namespace, path, overrides, log) -> int:
     control = config.get("kafkapy.control.listener")
 
     def announce(broker) -> None:
+        _resume_gc(gc_paused)  # serving now: what the start built stays, out of the collector's way
         if control:  # fault injection and its control endpoint (broker/faults.py), announced first
             from .broker.faults import install
 
@@ -274,10 +275,7 @@ def _serve_config(args: argparse.Namespace, path, overrides, log) -> int:
             print(f"KAFKAPY_BOOTSTRAP=127.0.0.1:{broker.port}", flush=True)
 
     try:
-        if args.ephemeral or control:
-            run(config, on_ready=announce)
-        else:
-            run(config)
+        run(config, on_ready=announce if (args.ephemeral or control or gc_paused is not None) else None)
     except KeyboardInterrupt:
         log.info("interrupted")
         return 130
@@ -304,9 +302,41 @@ def _cluster(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
                        zookeeper_connect=args.zookeeper)
 
 
+# gen0 threshold while `kafkapy serve` starts: above what a start allocates, so no collection runs
+# before the first answer, yet a start that waits long (a cluster member whose ZooKeeper is down)
+# still collects now and then
+_START_GC_THRESHOLD = 200_000
+
+
+def _pause_gc() -> tuple[int, int, int] | None:
+    """Next to no cyclic garbage collection while `kafkapy serve` starts: importing the broker
+    allocates objects that live as long as the process, and the collector would scan them over and
+    over (about 8 ms of the start here). Once the broker serves they are frozen (gc.freeze: later
+    collections skip them) and the usual thresholds come back (`_resume_gc`). Only for the process's
+    own command line: a caller of main() keeps its collector as it is. Returns the thresholds to
+    restore."""
+    import gc
+
+    if not gc.isenabled():
+        return None
+    thresholds = gc.get_threshold()
+    gc.set_threshold(_START_GC_THRESHOLD, thresholds[1], thresholds[2])
+    return thresholds
+
+
+def _resume_gc(thresholds: tuple[int, int, int] | None) -> None:
+    if thresholds is not None:
+        import gc
+
+        gc.freeze()
+        gc.set_threshold(*thresholds)
+
+
 def main(argv: list[str] | None = None) -> int:
+    own_process = argv is None  # the `kafkapy` command itself (not a caller passing its own argv)
     argv = sys.argv[1:] if argv is None else list(argv)
     serving = _command_word(argv) == "serve"
+    gc_paused = _pause_gc() if serving and own_process else None
     args = _plain_serve_args(argv) if serving else None
     if args is None:
         parser = _parser(with_admin=not serving, only_serve=serving)
@@ -321,7 +351,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return run_schemas(args)
     if args.command == "serve":
-        return _serve(args)
+        return _serve(args, gc_paused)
     if args.command == "cluster":
         return _cluster(parser, args)
     parser.print_help(sys.stderr)

@@ -67,3 +67,24 @@ def test_serve_does_not_import_argparse():
             "print(a.override, 'argparse' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
     assert done.stdout.split() == ["['x=1']", "False"], done.stderr
+
+
+def test_start_up_collects_no_garbage_until_serving():
+    # in a child: gc state is process-wide
+    code = ("import gc, kafkapy.cli as c; before = gc.get_threshold(); saved = c._pause_gc(); "
+            "during = gc.get_threshold()[0]; c._resume_gc(saved); "
+            "print(saved == before, during, gc.get_threshold() == before, gc.get_freeze_count() > 0, gc.isenabled())")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert done.stdout.split() == ["True", "200000", "True", "True", "True"], done.stderr
+
+
+def test_main_called_in_process_leaves_the_collector_alone(monkeypatch):
+    import gc
+
+    import kafkapy.cli as cli
+
+    seen = []
+    monkeypatch.setattr(cli, "_serve", lambda args, gc_paused=None: seen.append(gc_paused) or 0)
+    before = gc.get_threshold()
+    assert cli.main(["serve", "--ephemeral"]) == 0
+    assert seen == [None] and gc.get_threshold() == before
