@@ -23,6 +23,9 @@ throw-away venv whose only `.pth` names this interpreter's site-packages as a pl
 `pip install kafkapy` into a fresh venv would have it. `--site machine` (the default) runs this
 interpreter as it is, with whatever hooks its site-packages carries (here: the editable install's
 path finder, and a certifi hook of the sandbox), which all run before kafkapy's first line.
+`--site editable` is the clean venv plus kafkapy's own `pip install -e .` hook (copied from this
+interpreter): the README's `pip install -e . && kafkapy serve` on a machine without the sandbox's
+hook.
 Either way the floor is measured too: the same interpreter spawned to exit with `-c pass`, and
 with `-c "import asyncio, uvloop"` (what any asyncio broker imports), so the report can tell the
 interpreter's share from kafkapy's.
@@ -133,9 +136,11 @@ def stop(proc: subprocess.Popen) -> None:
         print(f"  warning: broker pid {proc.pid} did not go away after SIGKILL", file=sys.stderr)
 
 
-def clean_site_python(work_dir: Path) -> str:
+def clean_site_python(work_dir: Path, editable: bool = False) -> str:
     """An interpreter like this one whose `site` runs no `.pth` hooks (see --site clean): a venv
-    without pip whose one `.pth` line is this interpreter's site-packages as a plain path."""
+    without pip whose one `.pth` line is this interpreter's site-packages as a plain path. With
+    `editable`, the venv also gets this machine's `pip install -e .` hook of kafkapy (its `.pth` and
+    path finder module, copied): what the README's `pip install -e . && kafkapy serve` runs."""
     import site
     import sysconfig
 
@@ -146,6 +151,12 @@ def clean_site_python(work_dir: Path) -> str:
                              check=True, capture_output=True, text=True).stdout.strip()
     paths = dict.fromkeys([*site.getsitepackages(), sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])
     Path(purelib, "_serve_startup_deps.pth").write_text("".join(f"{p}\n" for p in paths))
+    if editable:
+        hooks = [hook for directory in paths for hook in Path(directory).glob("__editable__*kafkapy*")]
+        if not any(hook.suffix == ".pth" for hook in hooks):
+            raise SystemExit("--site editable: no `pip install -e .` hook of kafkapy in this interpreter's site-packages")
+        for hook in hooks:
+            shutil.copy(hook, Path(purelib, hook.name))
     return str(python)
 
 
@@ -217,9 +228,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=1,
                         help="starts before the measured ones, not counted (default 1: file cache, bytecode)")
     parser.add_argument("--json", type=Path, help="also write the JSON result to this file")
-    parser.add_argument("--site", choices=("machine", "clean"), default="machine",
+    parser.add_argument("--site", choices=("machine", "clean", "editable"), default="machine",
                         help="machine: this interpreter with its site-packages' .pth hooks (default); clean: "
-                             "a venv whose site runs no .pth hooks, as a regular install (see above)")
+                             "a venv whose site runs no .pth hooks, as a regular install (see above); editable: "
+                             "that venv plus kafkapy's `pip install -e .` hook only")
     args = parser.parse_args(argv)
     if args.runs < 1:
         parser.error("--runs must be at least 1")
@@ -229,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
         print("warning: some kafkapy modules did not compile", file=sys.stderr)
     env = child_env(tree)
     venv_dir = Path(tempfile.mkdtemp(prefix="kafkapy-serve-startup-venv-"))
-    python = clean_site_python(venv_dir) if args.site == "clean" else sys.executable
+    python = clean_site_python(venv_dir, editable=args.site == "editable") if args.site != "machine" else sys.executable
     print(f"kafkapy tree: {tree} (python {platform.python_version()}, site {args.site}, "
           f"load {os.getloadavg()[0]:.1f})", file=sys.stderr)
 
