@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
 import threading
 import time
 from pathlib import Path
@@ -177,6 +176,8 @@ class LogManager:
                 continue
             if name.endswith("-delete"):
                 log.info("removing partition dir %s left by a topic deletion", path)
+                import shutil  # (bz2, lzma, zlib with it) not at start-up
+
                 shutil.rmtree(path, ignore_errors=True)
                 continue
             if name.endswith((FUTURE_SUFFIX, MOVED_SUFFIX, "-stray")):
@@ -297,6 +298,8 @@ class LogManager:
         except OSError as exc:
             log.error("could not rename %s for deletion: %s", plog.dir, exc)
             return
+        import shutil  # (bz2, lzma, zlib with it) not at start-up
+
         self.flusher.submit(lambda: shutil.rmtree(target, ignore_errors=True))
         self.cleaner.forget(topic, partition)
         log.info("deleted log of partition %s-%d", topic, partition)
@@ -419,6 +422,8 @@ class LogManager:
                 was, full_for = state.reason, time.time() - state.since
                 state.status, state.reason, state.since = ONLINE, None, time.time()
                 state.recoveries += 1
+            import shutil  # (bz2, lzma, zlib with it) not at start-up
+
             log.warning("log dir %s is back online: space is free again (%d bytes free); it was full for "
                         "%.1f s: %s", log_dir, shutil.disk_usage(log_dir).free, full_for, was)
             self._tell_listeners(state)
@@ -428,6 +433,8 @@ class LogManager:
     @staticmethod
     def _probe_space(log_dir: Path) -> None:
         """Write, fsync and remove SPACE_PROBE_BYTES in `log_dir`; OSError if it does not fit."""
+        import shutil  # (bz2, lzma, zlib with it) not at start-up
+
         if shutil.disk_usage(log_dir).free < 2 * SPACE_PROBE_BYTES:
             raise OSError(28, "less than 2 MiB free")
         probe = log_dir / ".kafkapy-space-probe"
