@@ -14,7 +14,6 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from . import partition_changes
 from .errors import InconsistentClusterIdError, UnknownTopicIdError, UnknownTopicOrPartitionError
 from .ids import new_cluster_id, new_topic_id, uuid_to_kafka_str
 from .store import (
@@ -300,12 +299,16 @@ class EmbeddedMetadataStore(MetadataStore):
                                                         partition_epoch=old.partition_epoch + 1))
 
     def elect_leader(self, name: str, partition: int, unclean: bool = False) -> PartitionMetadata:
+        from . import partition_changes
+
         with self._lock:
             old = self._require_partition(name, partition)
             return self._update_partition(name, partition_changes.elect_leader(old, unclean, self._live))
 
     def alter_partition_reassignment(self, name: str, partition: int,
                                      replicas: Sequence[int] | None) -> PartitionMetadata:
+        from . import partition_changes
+
         with self._lock:
             old = self._require_partition(name, partition)
             if replicas is None:

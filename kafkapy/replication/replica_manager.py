@@ -48,11 +48,12 @@ from ..log.checkpoints import (
 from ..log.errors import KafkaStorageError
 from ..log.manager import OfflinePartitionLog
 from ..protocol.errors import ErrorCode, KafkaError
-from .partition import IsrChange, IsrChangeOutcome, Partition
 from .throttle import ReplicationThrottle
 
 if TYPE_CHECKING:  # the controller's requests reach a cluster member only
     import uuid
+
+    from .partition import IsrChange, Partition
 
     from ..log.partition_log import PartitionLog
     from ..protocol.messages import LeaderAndIsrResponse, StopReplicaResponse
@@ -364,6 +365,8 @@ class ReplicaManager:
 
     def _isr_change_answered(self, part: Partition, change: IsrChange, error_code: int, data) -> bool:
         """The controller's answer to an ISR proposal; returns True to send it again."""
+        from .partition import IsrChangeOutcome
+
         if data is not None and error_code == ErrorCode.NONE:
             outcome = part.apply_isr_change_result(change, error_code, isr=data.isr, leader_epoch=data.leader_epoch,
                                                    partition_epoch=data.partition_epoch, now_ms=_now_ms())
@@ -461,6 +464,8 @@ class ReplicaManager:
         key = (topic, index)
         part = self._partitions.get(key)
         if part is None:
+            from .partition import Partition  # loaded with the first partition, not at start-up
+
             plog = self.broker.partitions.open_log(topic, index)
             if plog.is_offline:
                 raise KafkaStorageError(f"log of {topic}-{index} is offline: {plog.offline_reason}")
@@ -585,6 +590,8 @@ class ReplicaManager:
         key = (topic, index)
         part = self._partitions.get(key)
         if part is None or part.log is not plog:
+            from .partition import Partition  # loaded with the first partition, not at start-up
+
             # the topic id is the metadata's; partition.metadata is only kept for the controller's
             part = Partition(topic, index, self.node_id, plog, topic_id=topic_id, lag_ms=self._lag_ms,
                              is_eligible=self._is_eligible, submit_isr_change=self._submit_isr_change)

@@ -30,6 +30,8 @@ NOT_BEFORE_FIRST_ANSWER = {
     "kafkapy.security.authorizer": "only with authorizer.class.name",
     "kafkapy.security.tls": "only with a TLS listener",
     "kafkapy.security.quotas": "with the first client quota configured (security/quota_tracker.py)",
+    "kafkapy.metadata.partition_changes": "with the first election or reassignment",
+    "kafkapy.replication.partition": "with the first partition hosted",
     "kafkapy.metadata.acls": "with the first ACL or authorized request",
     "kafkapy.metrics.exporter": "only with kafkapy.metrics.listener",
     "kafkapy.admin.commands": "only for the admin commands",
