@@ -9,24 +9,12 @@ log, recovery or the cleaner's compaction.
 """
 from __future__ import annotations
 
-import importlib
+from ..lazy_exports import lazy_exports
 
 __all__ = ["AppendResult", "FileSlice", "LogConfig", "LogManager", "OffsetOutOfRangeError",
            "PartitionLog", "ReadResult"]
 
-_WHERE = {"AppendResult": ".partition_log", "FileSlice": ".file_slice", "LogConfig": ".config",
-          "LogManager": ".manager", "OffsetOutOfRangeError": ".errors", "PartitionLog": ".partition_log",
-          "ReadResult": ".partition_log"}
-
-
-def __getattr__(name: str):
-    where = _WHERE.get(name)
-    if where is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(where, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "AppendResult": ".partition_log", "FileSlice": ".file_slice", "LogConfig": ".config",
+    "LogManager": ".manager", "OffsetOutOfRangeError": ".errors", "PartitionLog": ".partition_log",
+    "ReadResult": ".partition_log"})

@@ -14,22 +14,14 @@ The controller that acts on this metadata in a cluster is `kafkapy/controller/`.
 """
 from __future__ import annotations
 
-import importlib
-
-# Imported on first use: every module of the package imports the package first, and a broker
-# that only needs metadata/errors.py should not pay for the stores at start-up.
-_LAZY = {"EmbeddedMetadataStore": ".embedded", "BrokerInfo": ".store", "ChangeKind": ".store",
-         "MetadataChange": ".store", "MetadataStore": ".store", "PartitionMetadata": ".store",
-         "TopicMetadata": ".store"}
+from ..lazy_exports import lazy_exports
 
 __all__ = ["BrokerInfo", "ChangeKind", "EmbeddedMetadataStore", "MetadataChange", "MetadataStore",
            "PartitionMetadata", "TopicMetadata"]
 
-
-def __getattr__(name: str):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+# Imported on first use: every module of the package imports the package first, and a broker
+# that only needs metadata/errors.py should not pay for the stores at start-up.
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "EmbeddedMetadataStore": ".embedded", "BrokerInfo": ".store", "ChangeKind": ".store",
+    "MetadataChange": ".store", "MetadataStore": ".store", "PartitionMetadata": ".store",
+    "TopicMetadata": ".store"})
