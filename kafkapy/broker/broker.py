@@ -210,10 +210,16 @@ class Broker:
         imported and built on the first share request."""
         if self._share_groups is None:
             from ..groupcoord.share import ShareGroupConfig, ShareGroupCoordinator
+            from ..net.peers import PeerConnections
+            from ..security.inter_broker import inter_broker_options
 
+            # share state requests go to the leader of the __share_group_state partition
+            peers = PeerConnections(
+                "share-state", self.metadata.broker_endpoint, client_id=f"broker-{self.node_id}-share",
+                request_timeout_s=10, **inter_broker_options(self.config))
             self._share_groups = ShareGroupCoordinator(
                 ShareGroupConfig.from_getter(self.config.get), self.metadata.get_topic,
-                self.metadata.get_group_configs, self.metadata.set_group_configs)
+                self.metadata.get_group_configs, self.metadata.set_group_configs, peers=peers)
         return self._share_groups
 
     def enable_faults(self, control: str | None = None):

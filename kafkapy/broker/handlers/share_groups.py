@@ -19,7 +19,6 @@ from ...groupcoord.share.batches import batch_ranges
 from ...groupcoord.share.state_records import ShareState
 from ...groupcoord.share.state_store import SHARE_STATE_TOPIC, ShareStateStore
 from ...metadata.acls import AclOperation, ResourceType
-from ...net.client import BrokerConnection
 from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages import (
     AlterShareGroupOffsetsRequest,
@@ -42,7 +41,6 @@ from ...protocol.messages import (
     WriteShareGroupStateResponse,
 )
 from ...protocol.primitives import ExternalRecords
-from ...security.inter_broker import inter_broker_options
 from ..dispatch import RequestContext, handles
 from ..durability import wait_durable
 from .groups import client_host
@@ -342,20 +340,11 @@ async def _call_coordinator(broker, state_partition: int, request):
     if meta is None or state_partition >= len(meta.partitions):
         return None
     leader = meta.partitions[state_partition].leader
-    endpoint = broker.metadata.broker_endpoint(leader) if leader >= 0 else None
-    if endpoint is None:
+    if leader < 0:
         return None
-    share = broker.share_groups
-    connection = share.connections.get(leader)
-    if connection is None:
-        connection = share.connections[leader] = BrokerConnection(
-            endpoint[0], endpoint[1], client_id=f"broker-{broker.node_id}-share", request_timeout_s=10,
-            **inter_broker_options(broker.config))
-    else:
-        connection.retarget(endpoint[0], endpoint[1])
-    try:
-        return await connection.send(request, 0)
-    except Exception as exc:  # a connection failure, a timeout: the caller retries later
+    try:  # net/peers.py: the connection to that broker, made or retargeted as needed
+        return await broker.share_groups.peers.send(leader, request, 0)
+    except Exception as exc:  # no endpoint, a connection failure, a timeout: the caller retries later
         log.info("share state request to broker %d failed: %s", leader, exc)
         return None
 

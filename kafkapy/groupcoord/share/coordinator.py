@@ -122,7 +122,7 @@ class ShareSession:
 class ShareGroupCoordinator:
     """See the module docstring."""
 
-    def __init__(self, config: ShareGroupConfig, topics, load_configs=None, store_configs=None) -> None:
+    def __init__(self, config: ShareGroupConfig, topics, load_configs=None, store_configs=None, peers=None) -> None:
         self.config = config
         # topics: name -> TopicMetadata or None (the metadata store's get_topic)
         self._topics = topics
@@ -139,7 +139,8 @@ class ShareGroupCoordinator:
         self.released: list[ShareSession] = []
         # __share_group_state (state_store.ShareStateStore), set by the broker once the topic exists
         self.state_store = None
-        self.connections: dict = {}   # node id -> connection to that broker's share coordinator
+        # the other brokers' share coordinators (a net.peers.PeerConnections; None: a single node's)
+        self.peers = peers
         self.state_store_retry_at = 0.0
 
     # -- group configs (IncrementalAlterConfigs / DescribeConfigs on GROUP resources) ----------
@@ -404,6 +405,5 @@ class ShareGroupCoordinator:
 
     def close(self) -> None:
         self.sessions.clear()
-        for connection in self.connections.values():
-            connection.close()
-        self.connections.clear()
+        if self.peers is not None:
+            self.peers.close()
