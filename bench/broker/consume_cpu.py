@@ -199,7 +199,7 @@ class Broker:
                 "--override", f"advertised.listeners={listener}", "--override", f"log.dirs={self.dir / 'data'}"]
         env = dict(os.environ, PYTHONPATH=str(side.tree))
         env.pop("PYTHONSAFEPATH", None)
-        self.log = open(self.dir / "broker.log", "wb")
+        self.log = open(self.dir / "broker.log", "wb")  # noqa: SIM115  the broker's output, closed in stop()
         self.proc = subprocess.Popen(argv, cwd=side.tree, env=env, stdin=subprocess.DEVNULL, stdout=self.log,
                                      stderr=subprocess.STDOUT, start_new_session=True)
         self.bootstrap = f"127.0.0.1:{self.port}"
@@ -446,8 +446,8 @@ def render(passes: list[Pass], runs: list[SideRun], sides: dict[str, Side], sett
          "Ratio = before/after: >= 1 means after spends no more CPU per record. \"per round\" is the range of the "
          "ratio of each round's pair of medians."),
         "",
-        "| case | records | broker us/rec before | after | ratio | per round | client us/rec before | after | ratio "
-        "| rate before | after | ratio | broker user us/rec before | after | rec/batch before | after | passes |",
+        ("| case | records | broker us/rec before | after | ratio | per round | client us/rec before | after | ratio "
+         "| rate before | after | ratio | broker user us/rec before | after | rec/batch before | after | passes |"),
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     good = [p for p in passes if not p.error and p.records]
@@ -458,7 +458,7 @@ def render(passes: list[Pass], runs: list[SideRun], sides: dict[str, Side], sett
     for case, first in groups:
         row = [p for p in good if p.case == case and (p.index == 0) == first]
 
-        def med(label: str, attr: str, round_: int | None = None) -> float | None:
+        def med(label: str, attr: str, round_: int | None = None, row: list[Pass] = row) -> float | None:
             return _median([getattr(p, attr) for p in row if p.side == label and (round_ is None or p.round == round_)])
 
         per_round = []
