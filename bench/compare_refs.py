@@ -26,6 +26,10 @@ serve_startup.py is self-contained and always runs from this checkout. While a b
 broker processes it started are looked up in /proc and the kafkapy each of them imports (its cwd
 for `-m`, else its PYTHONPATH) must be in that side's worktree.
 
+Wall-clock rates here move with the machine's load (client and broker share its cores). For the
+consume path, bench/broker/consume_cpu.py compares the broker's CPU per consumed record instead,
+and bench/broker/fetch_path_cpu.py the Python fetch path's CPU per Fetch request, in-process.
+
 Output: one markdown table per benchmark (before median, after median, ratio; rows that issue 21's
 "No slower" names are marked) on stdout and in build/bench/compare-<before>-<after>.md, and every
 run's raw numbers in build/bench/compare-<before>-<after>.json. The ratio is "after vs before" in

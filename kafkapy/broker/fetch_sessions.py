@@ -78,6 +78,16 @@ class FetchContext:
         state.sent_log_start_offset = data.log_start_offset
         return not unchanged
 
+    def answered(self, results: list) -> list:
+        """The (wanted, data) pairs of `results` that go into the response, in their order (Kafka's
+        FetchContext.updateAndGenerateResponseData): without a session all of them, at no cost per
+        partition (librdkafka consumers fetch without sessions); in a session `include` decides for
+        each. The wanted entries have `topic` and `partition`."""
+        if self.session is None:
+            return results
+        include = self.include
+        return [(want, data) for want, data in results if include((want.topic, want.partition), data)]
+
 
 class FetchSessionError(KafkaError):
     """A session id or epoch that does not match (FETCH_SESSION_ID_NOT_FOUND / INVALID_FETCH_SESSION_EPOCH)."""

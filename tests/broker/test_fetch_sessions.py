@@ -52,6 +52,18 @@ def test_incremental_fetch_reads_the_session_and_answers_only_news():
     assert [w.partition for w in wanted] == [1]
 
 
+def test_answered_keeps_every_partition_without_a_session_and_only_news_in_one():
+    cache = FetchSessionCache()
+    sessionless, _ = cache.new_context(0, FINAL_EPOCH, [Want("t", 0)], [], False, resume)
+    results = [(Want("t", 0), Answer()), (Want("t", 1), Answer())]
+    assert sessionless.answered(results) is results  # nothing to remember, nothing left out
+    full, _ = cache.new_context(0, INITIAL_EPOCH, [Want("t", 0), Want("t", 1)], [], False, resume)
+    assert len(full.answered([(Want("t", p), Answer(high_watermark=5)) for p in (0, 1)])) == 2
+    incremental, _ = cache.new_context(full.session_id, 1, [], [], False, resume)
+    kept = incremental.answered([(Want("t", 0), Answer(high_watermark=5)), (Want("t", 1), Answer(high_watermark=7))])
+    assert [w.partition for w, _ in kept] == [1]
+
+
 def test_a_wrong_session_id_or_epoch_is_an_error_context():
     cache = FetchSessionCache()
     context, wanted = cache.new_context(0, 3, [Want("t", 0)], [], False, resume)

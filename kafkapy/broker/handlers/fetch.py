@@ -268,9 +268,7 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
 
     responses: list = []
     by_topic: dict = {}
-    for want, data in results:
-        if not context.include((want.topic, want.partition), data):
-            continue
+    for want, data in context.answered(results):
         key = want.topic_id if version >= 13 else want.topic
         topic_resp = by_topic.get(key)
         if topic_resp is None:
