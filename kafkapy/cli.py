@@ -275,7 +275,10 @@ def _serve_config(args: argparse.Namespace, path, overrides, log, gc_paused: tup
             print(f"KAFKAPY_BOOTSTRAP=127.0.0.1:{broker.port}", flush=True)
 
     try:
-        run(config, on_ready=announce if (args.ephemeral or control or gc_paused is not None) else None)
+        if args.ephemeral or control or gc_paused is not None:
+            run(config, on_ready=announce)
+        else:
+            run(config)
     except KeyboardInterrupt:
         log.info("interrupted")
         return 130
