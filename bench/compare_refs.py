@@ -69,6 +69,10 @@ OUT_DIR = REPO_ROOT / "build" / "bench"
 TAG_ENV = "KAFKAPY_COMPARE_TAG"  # set for every child: finds (and stops) whatever a run left behind
 SESSION = uuid.uuid4().hex[:12]  # every tag of this invocation starts with it
 SAMPLE_INTERVAL_S = 1.0
+PIN_SAMPLE_INTERVAL_S = 0.05  # with --pin: a new broker (and its threads) is moved to its core this soon
+# --pin: the single-node bench's broker on one core, the client (bench script, librdkafka's threads)
+# on the other, so the scheduler's sharing of two cores stops deciding the consume rate
+PIN: dict[str, set[int]] = {}
 BAR = 0.95  # issue 21: each after/before ratio >= 0.95
 BENCHES = ("startup", "broker", "cluster")
 
@@ -228,15 +232,30 @@ def broker_tree(pid: int, env: dict[str, str]) -> str | None:
 class BrokerWatch(threading.Thread):
     """Records, while a benchmark runs, which kafkapy tree each broker it started imports."""
 
-    def __init__(self, tag: str) -> None:
+    def __init__(self, tag: str, pin_brokers: set[int] | None = None) -> None:
         super().__init__(daemon=True)
         self.tag = tag
+        self.pin_brokers = pin_brokers
         self.seen: dict[str, str] = {}
         self.foreign: set[str] = set()  # not ours: never looked at again
         self.done = threading.Event()
 
+    def _pin(self) -> None:
+        """Every thread of every broker seen onto the brokers' cores (threads made later by a pinned
+        thread inherit its affinity; this catches those made before)."""
+        for pid in self.seen:
+            try:
+                for tid in os.listdir(f"/proc/{pid}/task"):
+                    if os.sched_getaffinity(int(tid)) != self.pin_brokers:
+                        os.sched_setaffinity(int(tid), self.pin_brokers)
+            except OSError:
+                continue  # the broker or the thread is gone
+
     def run(self) -> None:
-        while not self.done.wait(SAMPLE_INTERVAL_S):
+        interval = SAMPLE_INTERVAL_S if self.pin_brokers is None else PIN_SAMPLE_INTERVAL_S
+        while not self.done.wait(interval):
+            if self.pin_brokers is not None:
+                self._pin()
             for pid in os.listdir("/proc"):
                 if not pid.isdigit() or pid in self.seen or pid in self.foreign:
                     continue
@@ -277,16 +296,19 @@ def stop_leftovers(prefix: str) -> list[int]:
 def run_child(run: Run, side: Side, timeout_s: float, log_path: Path) -> None:
     """Run one benchmark command from inside the side's worktree; bounded; cleans up after itself."""
     tag = f"{SESSION}/{side.label}-{run.bench}-{run.round}"
-    watch = BrokerWatch(tag)
+    pin = PIN if run.bench == "broker" else {}
+    watch = BrokerWatch(tag, pin.get("broker"))
     watch.start()
     started = time.monotonic()
     run.load_avg_1m = os.getloadavg()[0]
     proc = None
     try:
         with open(log_path, "wb") as log:
+            client_cores = pin.get("client")
             proc = subprocess.Popen(run.command, cwd=side.tree, env=child_env(side.tree, tag),
                                     stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
+                                    start_new_session=True, preexec_fn=None if client_cores is None else (
+                                        lambda: os.sched_setaffinity(0, client_cores)))
             try:
                 run.returncode = proc.wait(timeout_s)
             except subprocess.TimeoutExpired:
@@ -484,7 +506,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--extra", action="append", default=[], metavar="BENCH=ARGS",
                         help="more arguments for one benchmark's script, after the defaults (so they win), "
                              "e.g. --extra broker='--records 1000000 --repeat 1' --extra startup='--site clean'")
+    parser.add_argument("--pin", action="store_true",
+                        help="single-node bench: its broker on CPU 0, the client on CPU 1 (the rest of "
+                             "the machine's CPUs are left out of both)")
     args = parser.parse_args(argv)
+    if args.pin:
+        if len(os.sched_getaffinity(0)) < 2:
+            parser.error("--pin needs two CPUs")
+        first, second = sorted(os.sched_getaffinity(0))[:2]
+        PIN.update(broker={first}, client={second})
     benches = [b.strip() for b in args.only.split(",") if b.strip()]
     for extra in args.extra:
         bench, sep, rest = extra.partition("=")
@@ -560,7 +590,9 @@ def main(argv: list[str] | None = None) -> int:
         "machine": f"{os.cpu_count()} cores, 1-min load average {load_before:.1f} before and "
                    f"{os.getloadavg()[0]:.1f} after, Python {platform.python_version()}",
         "mode": ("--quick" if args.quick else "full") + "".join(
-            f", {b} +`{shlex.join(a)}`" for b, a in EXTRA_ARGS.items() if b in benches),
+            f", {b} +`{shlex.join(a)}`" for b, a in EXTRA_ARGS.items() if b in benches) + (
+            f", single-node broker pinned to CPU {sorted(PIN['broker'])} and its client to CPU {sorted(PIN['client'])}"
+            if PIN else ""),
         "rounds": rounds,
         "bench_scripts": {"own": "each side its own bench/", "current": "this checkout's bench/ on both sides"}
                          .get(args.bench_scripts, f"bench/ of {args.bench_scripts} on both sides"),
