@@ -136,6 +136,11 @@ def make_side(label: str, ref: str, work: Path) -> Side:
     commit = git("rev-parse", "--verify", f"{ref}^{{commit}}")
     tree = work / label
     git("worktree", "add", "--detach", str(tree), commit)
+    # brokers load cached bytecode, as installed ones do: a module a broker first imports in the
+    # middle of a measured phase must not be compiled there (issue 21 made many imports lazy)
+    import compileall
+
+    compileall.compile_dir(str(tree / "kafkapy"), quiet=1)
     return Side(label, ref, commit, tree, made=True)
 
 
@@ -199,6 +204,7 @@ class Broker:
                 "--override", f"advertised.listeners={listener}", "--override", f"log.dirs={self.dir / 'data'}"]
         env = dict(os.environ, PYTHONPATH=str(side.tree))
         env.pop("PYTHONSAFEPATH", None)
+        env.pop("PYTHONDONTWRITEBYTECODE", None)  # the bytecode compiled by make_side is read
         self.log = open(self.dir / "broker.log", "wb")  # noqa: SIM115  the broker's output, closed in stop()
         self.proc = subprocess.Popen(argv, cwd=side.tree, env=env, stdin=subprocess.DEVNULL, stdout=self.log,
                                      stderr=subprocess.STDOUT, start_new_session=True)
@@ -403,8 +409,19 @@ def run_side(side: Side, round_: int, cases: list[tuple[int, int, int]], passes:
             name = f"{partitions}x{size}"
             topic = f"consume-cpu-{name}-{uuid.uuid4().hex[:6]}"
             create_topic(broker.bootstrap, topic, partitions)
+            broker.profile(True)
+            cpu_before = proc_cpu_s(broker.proc.pid)
             run.produce[name] = produce(broker.bootstrap, topic, partitions, size, records, batch_records)
             time.sleep(1.0)  # let the produce's tail (acks, flushes) settle before measuring
+            broker.profile(False, f"{side.label}-r{round_}-{name}-produce")
+            # the fill's broker CPU too (its first second of idle included: the same on both sides)
+            cpu_after = proc_cpu_s(broker.proc.pid)
+            run.produce[name]["broker_us"] = (cpu_after[0] - cpu_before[0]) / records * 1e6
+            run.produce[name]["broker_user_s"] = cpu_after[1] - cpu_before[1]
+            run.produce[name]["broker_sys_s"] = cpu_after[2] - cpu_before[2]
+            print(f"    {side.label} {name} produce: broker {run.produce[name]['broker_us']:.3f} us/rec "
+                  f"(user {cpu_after[1] - cpu_before[1]:.2f} s, sys {cpu_after[2] - cpu_before[2]:.2f} s)",
+                  file=sys.stderr)
             run.produce[name]["batches"] = count_batches(broker.dir / "data", topic)
             for index in range(passes):
                 result = Pass(side.label, round_, name, index)
