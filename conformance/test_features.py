@@ -14,15 +14,27 @@ from kafkapy.protocol.messages import ApiVersionsRequest, ConsumerGroupHeartbeat
 U = UpdateFeaturesRequest
 
 
-def _features(bootstrap: str):
+def _features(bootstrap: str, cap: int | None = None):
     with AdminClient(bootstrap) as admin:
-        response = admin.send(ApiVersionsRequest(client_software_name="features-test", client_software_version="1"))
+        response = admin.send(ApiVersionsRequest(client_software_name="features-test", client_software_version="1"),
+                              cap=cap)
     return ({f.name: (f.min_version, f.max_version) for f in response.supported_features},
             response.finalized_features_epoch, {f.name: f.max_version_level for f in response.finalized_features})
 
 
 def test_java_admin_describes_and_updates_features(broker, java_programs: JavaPrograms):  # noqa: F811
     java_programs.run("FeaturesCheck", broker.bootstrap, timeout=60)
+
+
+def test_api_versions_below_v4_leave_out_features_with_a_minimum_of_zero(broker):
+    """KAFKA-17492: Java clients 3.3-3.8 (ApiVersions v3) reject a supported range starting at 0 and their
+    network thread dies on the first answer; Kafka lists such features only to v4 requests."""
+    v4, _, finalized = _features(broker.bootstrap)
+    v3, _, finalized_v3 = _features(broker.bootstrap, cap=3)
+    assert v4["group.version"][0] == 0 and v4["share.version"][0] == 0 and "kraft.version" in v4
+    assert {name for name, (low, _) in v4.items() if low > 0} == set(v3) and "metadata.version" in v3
+    assert all(low >= 1 for low, _ in v3.values())
+    assert finalized_v3 == finalized and all(level >= 1 for level in finalized.values())
 
 
 def test_finalized_levels_survive_a_restart_and_bad_updates_change_nothing():

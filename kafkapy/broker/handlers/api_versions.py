@@ -16,15 +16,23 @@ def unsupported_version_response(broker) -> ApiVersionsResponse:
     return ApiVersionsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=_api_keys(broker))
 
 
-def _features(broker) -> dict:
-    """ApiVersions v3+'s feature fields (KIP-584): what this broker supports, what is finalized."""
+def _features(broker, api_version: int) -> dict:
+    """ApiVersions v3+'s feature fields (KIP-584): what this broker supports, what is finalized.
+
+    Below v4 a supported feature whose minimum level is 0 is left out, as Kafka does (KAFKA-17492):
+    Java clients 3.3-3.8 read each range into a SupportedVersionRange, which rejects a minimum of 0
+    and kills the client's network thread on the first answer. v4 (Kafka 3.9+ clients) gets them all.
+    """
     from ...metadata.features import FEATURES, finalized_levels
 
     epoch, stored = broker.metadata.stored_features()
+    supported = sorted(FEATURES.values(), key=lambda f: f.name)
+    if api_version < 4:
+        supported = [f for f in supported if f.min_version > 0]
     return dict(
         supported_features=[ApiVersionsResponse.SupportedFeatureKey(name=f.name, min_version=f.min_version,
                                                                     max_version=f.max_version)
-                             for f in sorted(FEATURES.values(), key=lambda f: f.name)],
+                             for f in supported],
         finalized_features_epoch=epoch,
         finalized_features=[ApiVersionsResponse.FinalizedFeatureKey(name=name, max_version_level=level,
                                                                     min_version_level=level)
@@ -38,4 +46,4 @@ async def handle_api_versions(ctx: RequestContext, request: ApiVersionsRequest) 
     if ctx.connection is not None:
         # what client telemetry subscriptions match on (client_software_name/_version, KIP-714)
         ctx.connection.client_software = (request.client_software_name, request.client_software_version)
-    return ApiVersionsResponse(error_code=0, api_keys=_api_keys(ctx.broker), **_features(ctx.broker))
+    return ApiVersionsResponse(error_code=0, api_keys=_api_keys(ctx.broker), **_features(ctx.broker, ctx.api_version))
