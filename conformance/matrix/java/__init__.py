@@ -1,0 +1,1 @@
+"""The Java client (kafka-clients) cells of the client matrix."""
