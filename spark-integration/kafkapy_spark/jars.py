@@ -1,41 +1,64 @@
-"""Find Spark's Kafka connector jars: a local directory first, else spark.jars.packages.
+"""Find Spark's Kafka connector jars: a local directory if it has them all, else Maven Central.
 
-The connector (spark-sql-kafka-0-10) is not part of the pyspark wheel. Spark normally pulls it
-from Maven Central through `spark.jars.packages`; where that is unreachable the jars can be
-put in a directory instead:
+The connector (spark-sql-kafka-0-10) is not part of the pyspark wheel. It and its dependencies
+(kafka-clients, commons-pool2, the token provider) come from Maven Central through
+conformance.maven, which lets `mvn` resolve them into ~/.m2 (cached); the jars pyspark already
+ships (Scala, Hadoop, lz4, snappy, slf4j) are left out. A machine without Maven Central can put the
+jars in a directory instead:
 
     $KAFKAPY_SPARK_JARS (default ~/.cache/kafkapy/spark-jars) holding
-        spark-sql-kafka-0-10_2.13-<spark version>.jar
-        spark-token-provider-kafka-0-10_2.13-<spark version>.jar
+        spark-sql-kafka-0-10_<scala>-<spark version>.jar
+        spark-token-provider-kafka-0-10_<scala>-<spark version>.jar
         commons-pool2-*.jar
-        kafka-clients-*.jar      (or run scripts/fetch_java_clients.py, whose kafka-clients.jar
-                                  in ~/.cache/kafkapy/java-clients/ is used when this one is absent)
+        kafka-clients-*.jar
 
-The remaining runtime dependencies of kafka-clients (lz4, snappy, zstd, slf4j) ship with pyspark.
+<scala> is 2.13 for Spark 4 and 2.12 for pyspark 3.5.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 JARS_DIR_ENV = "KAFKAPY_SPARK_JARS"
-SCALA_BINARY_VERSION = "2.13"
+SCALA_BINARY_VERSION = "2.13"  # Spark 4; pyspark 3.x is built for Scala 2.12
 CONNECTOR_ARTIFACT = f"spark-sql-kafka-0-10_{SCALA_BINARY_VERSION}"
 TOKEN_PROVIDER_ARTIFACT = f"spark-token-provider-kafka-0-10_{SCALA_BINARY_VERSION}"
 
 # Shown whenever the jars cannot be had; tests print exactly this line when they skip.
 HOW_TO_PROVIDE = (
-    f"put {CONNECTOR_ARTIFACT}-<ver>.jar, {TOKEN_PROVIDER_ARTIFACT}-<ver>.jar, commons-pool2-*.jar and "
-    f"kafka-clients-*.jar into ${JARS_DIR_ENV} (default ~/.cache/kafkapy/spark-jars; "
-    "`python scripts/fetch_java_clients.py` supplies kafka-clients), or make Maven Central "
-    "reachable for spark.jars.packages"
+    "make Maven Central reachable for `mvn` (conformance/maven.py resolves "
+    "org.apache.spark:spark-sql-kafka-0-10_<scala>:<spark version> into ~/.m2), or put "
+    "spark-sql-kafka-0-10_<scala>-<ver>.jar, spark-token-provider-kafka-0-10_<scala>-<ver>.jar, "
+    f"commons-pool2-*.jar and kafka-clients-*.jar into ${JARS_DIR_ENV} (default ~/.cache/kafkapy/spark-jars)"
+)
+
+# What the connector's dependencies pull in that pyspark already ships: not downloaded
+# (hadoop-client-runtime alone is ~30 MB) and, should Maven bring it anyway, filtered out by name.
+SHIPPED_WITH_PYSPARK = (
+    "org.apache.hadoop:hadoop-client-runtime",
+    "org.apache.hadoop:hadoop-client-api",
+    "org.scala-lang:scala-library",
+    "org.scala-lang.modules:scala-parallel-collections_2.13",
+    "org.lz4:lz4-java",
+    "org.xerial.snappy:snappy-java",
+    "org.slf4j:slf4j-api",
+    "com.github.luben:zstd-jni",
+    "com.google.code.findbugs:jsr305",
+    "org.apache.spark:spark-tags_2.12",
+    "org.apache.spark:spark-tags_2.13",
 )
 
 
+def scala_binary_version(spark_version: str) -> str:
+    """The Scala version pyspark's jars are built for: 2.12 for 3.x, 2.13 from Spark 4 on."""
+    return "2.12" if spark_version.startswith("3.") else "2.13"
+
+
 class ConnectorUnavailable(RuntimeError):
-    """Neither a jar directory nor spark.jars.packages could provide the Kafka connector."""
+    """Neither a jar directory nor Maven Central could provide the Kafka connector."""
 
 
 @dataclass(slots=True)
@@ -67,18 +90,9 @@ def jars_dir() -> Path:
     return Path(override).expanduser() if override else cache_root() / "spark-jars"
 
 
-def java_clients_dir() -> Path:
-    """Where scripts/fetch_java_clients.py leaves kafka-clients.jar."""
-    return cache_root() / "java-clients"
-
-
 def _newest(directory: Path, pattern: str) -> Path | None:
     matches = sorted(p for p in directory.glob(pattern) if p.is_file() and p.stat().st_size > 0)
     return matches[-1] if matches else None
-
-
-def _kafka_clients_jar(directory: Path) -> Path | None:
-    return _newest(directory, "kafka-clients*.jar") or _newest(java_clients_dir(), "kafka-clients*.jar")
 
 
 def jars_from_directory(directory: Path, spark_version: str) -> ConnectorJars | None:
@@ -91,7 +105,8 @@ def jars_from_directory(directory: Path, spark_version: str) -> ConnectorJars | 
         return None
     minor = ".".join(spark_version.split(".")[:2])
     found: list[Path] = []
-    for artifact in (CONNECTOR_ARTIFACT, TOKEN_PROVIDER_ARTIFACT):
+    scala = scala_binary_version(spark_version)
+    for artifact in (f"spark-sql-kafka-0-10_{scala}", f"spark-token-provider-kafka-0-10_{scala}"):
         jar = directory / f"{artifact}-{spark_version}.jar"
         if not jar.is_file():
             jar = _newest(directory, f"{artifact}-{minor}.*.jar")
@@ -99,24 +114,60 @@ def jars_from_directory(directory: Path, spark_version: str) -> ConnectorJars | 
             return None
         found.append(jar)
     pool = _newest(directory, "commons-pool2-*.jar")
-    clients = _kafka_clients_jar(directory)
+    clients = _newest(directory, "kafka-clients*.jar")
     if pool is None or clients is None:
         return None
     return ConnectorJars(jars=[*found, pool, clients], source=f"jars in {directory}")
 
 
 def maven_coordinates(spark_version: str) -> str:
-    """The spark.jars.packages value that matches the running pyspark."""
-    return f"org.apache.spark:{CONNECTOR_ARTIFACT}:{spark_version}"
+    """The connector's Maven coordinates for a pyspark version."""
+    return f"org.apache.spark:spark-sql-kafka-0-10_{scala_binary_version(spark_version)}:{spark_version}"
+
+
+_VERSIONED_JAR = re.compile(r"^(?P<artifact>.+?)-\d+\.[^_]*\.jar$")  # the version: digits, a dot, no "_"
+
+
+def artifact_name(jar: str | Path) -> str:
+    """`kafka-clients-3.4.1.jar` -> `kafka-clients` (a jar's name without its version)."""
+    name = Path(jar).name
+    match = _VERSIONED_JAR.match(name)
+    return match.group("artifact") if match else name.removesuffix(".jar")
+
+
+def maven_connector_jars(spark_version: str, pyspark_jars_dir: Path | None) -> list[Path]:
+    """The connector's jars from Maven Central (via mvn, cached in ~/.m2), less those pyspark ships."""
+    from conformance.maven import MavenUnavailable, jars
+
+    coordinate = maven_coordinates(spark_version)
+    try:
+        resolved = jars([coordinate], exclusions=SHIPPED_WITH_PYSPARK)
+    except MavenUnavailable as error:
+        raise ConnectorUnavailable(f"{coordinate} from Maven Central: {error}") from error
+    shipped = ({artifact_name(jar) for jar in pyspark_jars_dir.glob("*.jar")}
+               if pyspark_jars_dir is not None and pyspark_jars_dir.is_dir() else set())
+    wanted = [Path(jar) for jar in resolved if artifact_name(jar) not in shipped]
+    if not any(artifact_name(jar) == "kafka-clients" for jar in wanted):
+        raise ConnectorUnavailable(f"{coordinate} resolved without kafka-clients: {resolved}")
+    return wanted
 
 
 def resolve_connector(spark_version: str | None = None) -> ConnectorJars:
-    """Local jars when the jar directory has them all, else Maven coordinates for the pyspark version."""
+    """Local jars when the jar directory has them all, else the connector from Maven Central.
+
+    Raises ConnectorUnavailable (naming how to provide the jars) when neither works.
+    """
+    pyspark_jars: Path | None = None
     if spark_version is None:
         import pyspark
 
         spark_version = pyspark.__version__
+        pyspark_jars = Path(pyspark.__file__).resolve().parent / "jars"
     local = jars_from_directory(jars_dir(), spark_version)
     if local is not None:
         return local
-    return ConnectorJars(packages=maven_coordinates(spark_version), source="spark.jars.packages (Maven)")
+    try:
+        found = maven_connector_jars(spark_version, pyspark_jars)
+    except ConnectorUnavailable as error:
+        raise ConnectorUnavailable(f"{error}; {HOW_TO_PROVIDE}") from error
+    return ConnectorJars(jars=found, source=f"Maven Central ({maven_coordinates(spark_version)})")

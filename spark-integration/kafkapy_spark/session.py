@@ -23,8 +23,8 @@ def build_spark_session(
 ):
     """Start (or reuse) a SparkSession with the Kafka connector on its classpath.
 
-    Raises ConnectorUnavailable when the connector can neither be loaded from the jar
-    directory nor resolved through spark.jars.packages.
+    Raises ConnectorUnavailable when the connector can be had neither from the jar directory
+    nor from Maven Central (or, given as `connector.packages`, through spark.jars.packages).
     """
     from pyspark.sql import SparkSession
 

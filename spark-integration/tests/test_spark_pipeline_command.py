@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,9 +13,9 @@ pytestmark = pytest.mark.timeout(240)
 RUN_PIPELINE = Path(__file__).resolve().parents[1] / "run_pipeline.py"
 
 
-def test_run_pipeline_starts_kafkapy_and_verifies_its_counts(spark, tmp_path: Path) -> None:
-    # `spark` only makes this skip exactly when the other Spark tests do (no pyspark, no jars).
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+def test_run_pipeline_starts_kafkapy_and_verifies_its_counts(pyspark_40_env, tmp_path: Path) -> None:
+    # pyspark 4.0 comes from its venv (PYTHONPATH), kafkapy and confluent-kafka from this environment.
+    env = {**pyspark_40_env, "PYTHONUNBUFFERED": "1"}
     result = subprocess.run(
         [sys.executable, str(RUN_PIPELINE), "--master", "local[2]", "--events", "3000",
          "--shuffle-partitions", "2", "--max-offsets-per-trigger", "1000", "--work-dir", str(tmp_path)],
