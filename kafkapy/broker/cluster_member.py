@@ -241,15 +241,16 @@ class ClusterMember:
         backoff_s = self.config.get("controlled.shutdown.retry.backoff.ms") / 1000
         # as Kafka's KafkaServer.controlledShutdown: a network client for this alone, which follows
         # the controller from one attempt to the next and is closed at the end
+        channel_timeout_s = self.config.get("request.timeout.ms") / 1000
         channel = PeerConnections(
             "controlled-shutdown", self.metadata.broker_endpoint, controller_id=self.metadata.controller_id,
             client_id=f"kafkapy-broker-{self.node_id}",
-            request_timeout_s=self.config.get("request.timeout.ms") / 1000,
+            request_timeout_s=channel_timeout_s,
             connect_timeout_s=self.config.get("controller.socket.timeout.ms") / 1000,
             **inter_broker_options(self.config))
         try:
             for attempt in range(1, retries + 1):
-                outcome = await self._controlled_shutdown_attempt(channel)
+                outcome = await self._controlled_shutdown_attempt(channel, timeout_s=channel_timeout_s)
                 if outcome is None:
                     return
                 log.info("broker %d: controlled shutdown attempt %d of %d did not complete: %s", self.node_id,
@@ -261,8 +262,12 @@ class ClusterMember:
         log.warning("broker %d: proceeding with an unclean shutdown as all %d controlled shutdown attempts failed",
                     self.node_id, retries)
 
-    async def _controlled_shutdown_attempt(self, channel: PeerConnections) -> str | None:
-        """One ControlledShutdown to the controller: None once we may stop, else why not yet."""
+    async def _controlled_shutdown_attempt(self, channel: PeerConnections, timeout_s: float) -> str | None:
+        """One ControlledShutdown to the controller: None once we may stop, else why not yet.
+
+        The controller's own attempt is bounded like a request to another broker (Kafka's controller
+        sends the request to itself over the network, with the same timeout): with ZooKeeper away its
+        leader moves cannot be written, and the broker must still stop after its last attempt."""
         controller_id = self.metadata.controller_id()
         if controller_id < 0:
             return "no controller present in the metadata cache"
@@ -270,7 +275,12 @@ class ClusterMember:
         if endpoint is None:
             return f"no registration of controller {controller_id} in the metadata cache"
         if controller_id == self.node_id:
-            error, remaining = await self.controller.controlled_shutdown(self.node_id, self.broker.broker_epoch)
+            local = asyncio.ensure_future(self.controller.controlled_shutdown(self.node_id, self.broker.broker_epoch))
+            try:  # shielded: the controller finishes (or drops) its event itself; only our wait ends
+                error, remaining = await asyncio.wait_for(asyncio.shield(local), timeout_s)
+            except asyncio.TimeoutError:
+                local.add_done_callback(lambda done: done.cancelled() or done.exception())
+                return f"the local controller did not answer within {timeout_s:.0f} s"
         else:
             request = ControlledShutdownRequest(broker_id=self.node_id, broker_epoch=self.broker.broker_epoch)
             try:

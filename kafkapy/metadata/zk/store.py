@@ -348,10 +348,12 @@ class ZkMetadataStore(MetadataStore):
         # the znode name is the group id URL-encoded, as Kafka sanitizes user names ("/" is not a name)
         self.zk.set_entity_config("groups", quote(group_id, safe=""), dict(configs))
     # -- reads on a client's request path (ApiVersions, telemetry) -----------------------------------
-    def _cached_read(self, key: str, load, ttl: float = 1.0):
+    def _cached_read(self, key: str, load, ttl: float = 1.0, fallback=None):
         """`load()`'s value, read again in a background thread once it is `ttl` old: ApiVersions and
         telemetry requests never wait on ZooKeeper after the first read, nor stop during an outage
-        (they keep the last value, as a Kafka broker keeps its caches)."""
+        (they keep the last value, as a Kafka broker keeps its caches). When even the first read fails
+        (ZooKeeper away before anything was read) and a `fallback` is given, that is the answer until a
+        background read succeeds: ApiVersions, the first request of every connection, must not fail."""
         with self._lock:
             cache = self.__dict__.setdefault("_read_cache", {})
             entry = cache.get(key)
@@ -362,7 +364,16 @@ class ZkMetadataStore(MetadataStore):
                     threading.Thread(target=self._refresh_read, args=(key, load, value), daemon=True,
                                      name=f"zk-read-{key}").start()
                 return value
-        value = load()
+        try:
+            value = load()
+        except Exception as exc:
+            if fallback is None:
+                raise
+            log.warning("could not read %s from ZooKeeper (%s); answering from what this broker holds until it "
+                        "can", key, exc)
+            with self._lock:
+                cache.setdefault(key, (float("-inf"), fallback, False))  # stale: the next call reads again
+            return fallback
         with self._lock:
             cache[key] = (time.monotonic(), value, False)
         return value
@@ -372,7 +383,9 @@ class ZkMetadataStore(MetadataStore):
             value = load()
         except Exception as exc:  # ZooKeeper unreachable: keep the last value, try again later
             log.debug("could not read %s from ZooKeeper: %s", key, exc)
-            value = old
+            with self._lock:
+                self._read_cache[key] = (time.monotonic(), old, False)
+            return
         with self._lock:
             self._read_cache[key] = (time.monotonic(), value, False)
 
@@ -386,7 +399,9 @@ class ZkMetadataStore(MetadataStore):
             state, version = self.zk.get_feature()
             return max(version, 0), dict(state.features) if state is not None else {}
 
-        epoch, levels = self._cached_read("feature", load)
+        # nothing read yet and ZooKeeper away: no finalized level stored, as a fresh /feature (the
+        # defaults of metadata/features.py apply); the real levels replace it once ZooKeeper answers
+        epoch, levels = self._cached_read("feature", load, fallback=(0, {}))
         return epoch, dict(levels)
 
     def store_features(self, changes: Mapping[str, int]) -> None:
@@ -400,7 +415,7 @@ class ZkMetadataStore(MetadataStore):
             return {name: configs for name, configs in self.zk.get_all_entity_configs("client-metrics").items()
                     if configs}
 
-        return {name: dict(configs) for name, configs in self._cached_read("client-metrics", load).items()}
+        return {name: dict(configs) for name, configs in self._cached_read("client-metrics", load, fallback={}).items()}
 
     def set_client_metrics_configs(self, name: str, configs: Mapping[str, str]) -> None:
         self.zk.set_entity_config("client-metrics", name, dict(configs))
