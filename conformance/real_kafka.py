@@ -253,7 +253,7 @@ class RealKafka:
 
     def _format_storage(self, java: str, cp: str) -> None:
         argv = [*self._jvm_argv(java, cp), "kafka.tools.StorageTool", "format",
-                "-t", _cluster_id(), "-c", str(self.properties_path), "--standalone"]
+                f"--cluster-id={_cluster_id()}", "--config", str(self.properties_path), "--standalone"]
         result = subprocess.run(argv, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
                                 cwd=self.work_dir)
         (self.work_dir / "format.log").write_text(result.stdout + result.stderr)
