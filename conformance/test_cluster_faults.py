@@ -2,6 +2,8 @@
 
 - min.insync.replicas=2 with two of three brokers down: acks=all answers NOT_ENOUGH_REPLICAS, acks=1
   still works; when the brokers return the ISR grows back to 3.
+- min.insync.replicas=2 on a topic with one replica: acks=all is taken (the minimum is capped at the
+  replica count, as Kafka's effectiveMinIsr).
 - A follower that was down catches up and rejoins the ISR.
 - A follower holding records the new leader never had (the old leader appended them, acks=1, while
   its followers were paused, then was killed) truncates that tail when it returns, catches up and
@@ -97,6 +99,18 @@ def test_min_insync_replicas_with_two_brokers_down(cluster):
     assert sorted(state[0].isr) == [1, 2, 3]
     assert produce(cluster.bootstrap, topic, [b"after"], "all") == [None]
     assert read_values(cluster.bootstrap, topic, 4) == [b"before", b"one-1", b"one-2", b"after"]
+
+
+def test_min_insync_replicas_is_capped_at_the_replica_count(cluster):
+    # Kafka's Partition.effectiveMinIsr (3.7 and 4.x): acks=all on a topic with fewer replicas than
+    # min.insync.replicas needs the whole ISR, not min.insync.replicas (kafka-topics --replica-assignment 1,1,1)
+    topic = unique("rf1")
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.create_topics([NewTopic(topic, num_partitions=3, replica_assignment=[[1], [1], [1]],
+                                  config={"min.insync.replicas": "2"})])[topic].result(30)
+    wait_until(lambda: all(p.leader == 1 for p in describe(cluster, topic).values()) and
+               len(describe(cluster, topic)) == 3, 30, message="the RF-1 topic led by broker 1")
+    assert produce(cluster.bootstrap, topic, [b"a", b"b", b"c"], "all") == [None, None, None]
 
 
 def partition_log_bytes(log_dir: Path, topic: str) -> bytes:

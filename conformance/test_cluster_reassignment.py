@@ -57,8 +57,9 @@ def admin(cluster):
 
 
 def create(admin: KafkaAdminClient, name: str, assignments: dict[int, list[int]]) -> None:
-    # As in Kafka, acks=all needs an ISR of at least min.insync.replicas (2 in this cluster), which a
-    # partition with one replica never has: the topics that start with one replica ask for one.
+    # As in Kafka, acks=all needs an ISR of at least min(min.insync.replicas, replicas) (2 in this
+    # cluster): the topics that start with one replica ask for one, so that the minimum stays 1 while
+    # a reassignment adds replicas that are not yet in sync.
     configs = {"min.insync.replicas": "1"} if min(len(r) for r in assignments.values()) < 2 else {}
     admin.create_topics({name: {"assignments": assignments, "configs": configs}}, timeout_ms=30000)
 

@@ -636,13 +636,15 @@ class ReplicaManager:
         """Append a produce request's batches (validated by the handler: `headers` are their
         checked batch headers) to a partition led here, as Kafka's appendRecordsToLeader: acks=all
         needs an ISR of at least min.insync.replicas (NOT_ENOUGH_REPLICAS, before anything is
-        written); `validate()`, when given, runs the record-level checks after that. Returns the
+        written; the minimum is capped at the partition's replica count, as Kafka's effectiveMinIsr, so a
+        topic with fewer replicas than min.insync.replicas takes acks=all once its whole ISR has it);
+        `validate()`, when given, runs the record-level checks after that. Returns the
         log's append result; acks=all then waits in `wait_for_replication` unless the high
         watermark already covers it (an ISR of one)."""
         plog = part.log
-        if required_acks == -1 and len(part.isr) < plog.config.min_insync_replicas:
-            raise KafkaError(f"ISR {list(part.isr)} of {part.name} is smaller than min.insync.replicas "
-                             f"{plog.config.min_insync_replicas}", ErrorCode.NOT_ENOUGH_REPLICAS)
+        if required_acks == -1 and len(part.isr) < part.min_isr:
+            raise KafkaError(f"The size of the current ISR {list(part.isr)} is insufficient to satisfy the min.isr "
+                             f"requirement of {part.min_isr} for partition {part.name}", ErrorCode.NOT_ENOUGH_REPLICAS)
         if validate is not None:
             validate()
         result = plog.append(buf, leader_epoch=part.leader_epoch, validated=headers)
