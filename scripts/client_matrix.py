@@ -105,7 +105,7 @@ def matrix_section(runs: list[CellRun], run_info: dict) -> list[str]:
         "`conformance/matrix/README.md` (one program per language under `conformance/matrix/`) against "
         f"{run_info.get('broker', 'kafkapy')} with an ACL authorizer and topic auto-creation off. "
         "**pass** = done and checked, **FAIL** = should work and did not (detail below), "
-        "n/a = that client version cannot do it. Regenerate with `python scripts/client_matrix.py`; "
+        "n/a = that client version cannot do it, — = not a scenario of that program. Regenerate with `python scripts/client_matrix.py`; "
         "the Java cells also run in the suite (`conformance/matrix/test_java_matrix.py`)."))
     lines.append("")
     dates = sorted({run.date for run in runs})
@@ -153,7 +153,7 @@ def _wrap(text: str, indent: str = "") -> str:
 
 
 def _version_key(version: str) -> tuple:
-    return tuple(int(p) if p.isdigit() else -1 for p in re.split(r"[.\-]", version))
+    return tuple(int(p) for p in re.findall(r"\d+", version))
 
 
 def _known_differences() -> list:
@@ -203,7 +203,8 @@ def differential_section(path: Path) -> list[str]:
     if known:
         lines += ["Accepted differences (`conformance/differential/known_differences.py`):", ""]
         for d in known:
-            lines.append(_wrap(f"- {_md(d.reference)}, `{d.scenario}`, `{'.'.join(d.path)}`: {_md(d.reason)}",
+            where = f"`{'.'.join(d.path)}`" if d.path else "the whole result"
+            lines.append(_wrap(f"- {_md(d.reference)}, `{d.scenario}`, {where}: {_md(d.reason)}",
                                indent="  "))
         lines.append("")
     return lines
