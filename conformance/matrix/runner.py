@@ -67,6 +67,10 @@ def run_cell(cell: Cell, bootstrap: str, prefix: str, env: dict[str, str] | None
         except CellUnavailable as exc:
             run.unavailable = str(exc)
             return run
+        except Exception as exc:  # a program that does not build is the cell's failure, not the caller's
+            run.error = f"prepare failed: {type(exc).__name__}: {exc}"
+            run.seconds = round(time.monotonic() - started, 2)
+            return run
     argv = cell.command(bootstrap, prefix)
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=cell.timeout_s,
