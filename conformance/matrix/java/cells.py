@@ -25,8 +25,10 @@ SOURCE = Path(__file__).resolve().parent / "Matrix.java"
 JAVA_VERSIONS: dict[str, str] = {
     "2.0.1": "1.7.36",
     "2.8.2": "1.7.36",
+    "3.3.2": "1.7.36",   # 3.3.2 and 3.8.1 bound issue 30 (3.3-3.8 died on kafkapy's first ApiVersions answer)
     "3.4.1": "1.7.36",
     "3.7.2": "1.7.36",
+    "3.8.1": "1.7.36",
     "3.9.1": "1.7.36",
     "4.0.1": "1.7.36",
     "4.2.1": "1.7.36",
