@@ -14,6 +14,7 @@ a failure instead.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import time
 import uuid
@@ -69,7 +70,7 @@ def _run_cell(cell: Cell, bootstrap: str) -> CellRun:
         cell.prepare()
     except CellUnavailable as exc:
         return CellRun(unavailable=str(exc), seconds=time.monotonic() - started)
-    prefix = f"m-{cell.name.replace('+', '-')}-{uuid.uuid4().hex[:6]}"
+    prefix = "m-" + re.sub(r"[^A-Za-z0-9._-]", "-", cell.name) + f"-{uuid.uuid4().hex[:6]}"
     env = {**os.environ, **cell.env, "MATRIX_AUTHORIZER": "1"}
     try:
         done = subprocess.run(cell.command(bootstrap, prefix), capture_output=True, text=True, env=env,
