@@ -67,11 +67,13 @@ def run_matrix(args: argparse.Namespace, results_dir: Path) -> int:
         broker = start_broker(BROKER_OVERRIDES)
         bootstrap, broker_kind = broker.bootstrap, "kafkapy"
         env["MATRIX_AUTHORIZER"] = "1"
+    commit = _git_commit() if broker is not None else ""
     bad = 0
     try:
         for cell in cells:
             prefix = f"cm-{re.sub(r'[^a-z0-9]+', '', cell.name.lower())[:20]}-{uuid.uuid4().hex[:6]}"
             run = run_cell(cell, bootstrap, prefix, env=env)
+            run.kafkapy_commit = commit
             write_run(run, results_dir)
             statuses = [r["status"] for r in run.results]
             summary = run.unavailable and f"NOT RUN: {run.unavailable}" or (
@@ -84,7 +86,7 @@ def run_matrix(args: argparse.Namespace, results_dir: Path) -> int:
         if broker is not None:
             broker.close()
     (results_dir / "run.json").write_text(json.dumps(
-        {"date": _dt.date.today().isoformat(), "kafkapy_commit": _git_commit(), "broker": broker_kind}) + "\n")
+        {"date": _dt.date.today().isoformat(), "kafkapy_commit": commit or "external", "broker": broker_kind}) + "\n")
     return bad
 
 
@@ -109,7 +111,8 @@ def matrix_section(runs: list[CellRun], run_info: dict) -> list[str]:
         "the Java cells also run in the suite (`conformance/matrix/test_java_matrix.py`)."))
     lines.append("")
     dates = sorted({run.date for run in runs})
-    lines.append(f"Run on {', '.join(dates) or 'never'} (kafkapy @ {run_info.get('kafkapy_commit', 'unknown')}).")
+    commits = sorted({run.kafkapy_commit for run in runs if run.kafkapy_commit}) or [run_info.get("kafkapy_commit", "unknown")]
+    lines.append(f"Run on {', '.join(dates) or 'never'} (kafkapy @ {', '.join(commits)}).")
     lines.append("")
     lines.append("| Client | Version | " + " | ".join(f"`{c}`" for c in columns) + " |")
     lines.append("|---|---|" + "---|" * len(columns))

@@ -38,6 +38,7 @@ class CellRun:
     error: str | None = None              # it ran but its output is not the contract's
     stderr_tail: str = ""
     seconds: float = 0.0
+    kafkapy_commit: str = ""              # the kafkapy checkout the broker ran from, when known
 
     @property
     def name(self) -> str:
