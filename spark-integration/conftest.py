@@ -115,6 +115,35 @@ def spark() -> Iterator[object]:
         yield session
     finally:
         session.stop()
+        stop_jvm()
+
+
+def stop_jvm(timeout_s: float = 20.0) -> None:
+    """End the driver JVM that pyspark started in this process, not only its SparkContext.
+
+    After SparkSession.stop() the JVM lives on until this process exits, and its Kafka producer
+    cache keeps logging connection failures to the brokers the tests have stopped (after pytest's
+    closing line, which must stay the run's last).
+    """
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    if gateway is None:
+        return
+    proc = getattr(gateway, "proc", None)
+    try:
+        gateway.shutdown()
+    except Exception as error:  # the JVM is ended below anyway
+        logging.getLogger(__name__).warning("py4j gateway shutdown: %s", error)
+    if proc is not None:
+        try:
+            proc.stdin.close()  # the JVM that pyspark launched exits when its stdin closes
+            proc.wait(timeout_s)
+        except Exception:
+            proc.kill()
+            proc.wait(timeout_s)
+    SparkContext._gateway = None
+    SparkContext._jvm = None
 
 
 @pytest.fixture(scope="module")

@@ -66,7 +66,9 @@ class SparkChild:
                                   f"log {self.log_path}:\n{self.log_tail()}")
         answer = json.loads(line)
         if "error" in answer:
-            raise SparkChildError(f"{what}: {answer['error']}\n{answer.get('traceback', '')}")
+            errors = self.log_errors()
+            raise SparkChildError(f"{what}: {answer['error']}\n{answer.get('traceback', '')}"
+                                  + (f"\nERROR lines of the driver log {self.log_path}:\n{errors}" if errors else ""))
         return answer
 
     def call(self, op: str, timeout_s: float = 150.0, **args: Any) -> Any:
@@ -81,6 +83,16 @@ class SparkChild:
             return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
         except OSError:
             return ""
+
+    def log_errors(self, limit: int = 10) -> str:
+        """The driver log's ERROR lines, each with the line after it (often the cause, e.g. a client's)."""
+        try:
+            lines = self.log_path.read_text(errors="replace").splitlines()
+        except OSError:
+            return ""
+        picked = [f"{line}\n  {lines[n + 1] if n + 1 < len(lines) else ''}"
+                  for n, line in enumerate(lines) if " ERROR " in line]
+        return "\n".join(picked[-limit:])
 
     def close(self, timeout_s: float = 30.0) -> None:
         """Ask the child to stop Spark and exit; kill its process group if it does not in time."""

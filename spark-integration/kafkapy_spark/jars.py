@@ -52,6 +52,11 @@ SHIPPED_WITH_PYSPARK = (
 )
 
 
+# The connector version the tests pin for each Spark minor release (kafkapy_spark.runtimes uses
+# the same pyspark versions): both are on Maven Central.
+PINNED_CONNECTORS = {"4.0": "4.0.0", "3.5": "3.5.7"}
+
+
 def scala_binary_version(spark_version: str) -> str:
     """The Scala version pyspark's jars are built for: 2.12 for 3.x, 2.13 from Spark 4 on."""
     return "2.12" if spark_version.startswith("3.") else "2.13"
@@ -166,8 +171,18 @@ def resolve_connector(spark_version: str | None = None) -> ConnectorJars:
     local = jars_from_directory(jars_dir(), spark_version)
     if local is not None:
         return local
-    try:
-        found = maven_connector_jars(spark_version, pyspark_jars)
-    except ConnectorUnavailable as error:
-        raise ConnectorUnavailable(f"{error}; {HOW_TO_PROVIDE}") from error
-    return ConnectorJars(jars=found, source=f"Maven Central ({maven_coordinates(spark_version)})")
+    # The exact version first; else the pinned connector of the same minor release (binary
+    # compatible; e.g. pyspark 4.0.5 from `pip install -e '.[spark]'` with connector 4.0.0).
+    candidates = [spark_version]
+    pinned = PINNED_CONNECTORS.get(".".join(spark_version.split(".")[:2]))
+    if pinned and pinned != spark_version:
+        candidates.append(pinned)
+    errors = []
+    for version in candidates:
+        try:
+            found = maven_connector_jars(version, pyspark_jars)
+        except ConnectorUnavailable as error:
+            errors.append(str(error))
+            continue
+        return ConnectorJars(jars=found, source=f"Maven Central ({maven_coordinates(version)})")
+    raise ConnectorUnavailable(f"{'; '.join(errors)}; {HOW_TO_PROVIDE}")

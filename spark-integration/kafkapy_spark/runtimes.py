@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from .jars import ConnectorUnavailable, cache_root, maven_connector_jars
+from .jars import PINNED_CONNECTORS, ConnectorUnavailable, cache_root, maven_connector_jars, scala_binary_version
 
 PIP_TIMEOUT_S = 900.0
 
@@ -64,10 +64,10 @@ class SparkRuntime:
         return marker.is_file() and marker.read_text().strip() == self.spark_version and self.python.exists()
 
 
-# Pinned: the connector of the same version is on Maven Central for both (pyspark 3.5 is Scala 2.12).
+# Pinned: pyspark and its connector of the same version (pyspark 3.5 is Scala 2.12).
+# connector 4.0.0 brings kafka-clients 3.9.0; connector 3.5.7 brings kafka-clients 3.4.1.
 RUNTIMES: dict[str, SparkRuntime] = {
-    "4.0": SparkRuntime("4.0.0", "2.13"),  # connector 4.0.0: kafka-clients 3.9.0
-    "3.5": SparkRuntime("3.5.7", "2.12"),  # connector 3.5.7: kafka-clients 3.4.1
+    minor: SparkRuntime(version, scala_binary_version(version)) for minor, version in PINNED_CONNECTORS.items()
 }
 
 

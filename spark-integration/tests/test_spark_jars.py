@@ -107,6 +107,20 @@ def test_maven_failure_names_both_ways_to_provide_the_jars(monkeypatch: pytest.M
     assert "offline" in str(failure.value) and JARS_DIR_ENV in str(failure.value)
 
 
+def test_other_patch_release_uses_the_pinned_connector(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+
+    def maven(spark_version: str, pyspark_jars_dir):
+        calls.append(spark_version)
+        if spark_version != "4.0.0":
+            raise ConnectorUnavailable(f"{spark_version} is not on Maven Central")
+        return [Path("/m2/spark-sql-kafka-0-10_2.13-4.0.0.jar")]
+    monkeypatch.setattr(jars, "maven_connector_jars", maven)
+    connector = resolve_connector("4.0.5")
+    assert calls == ["4.0.5", "4.0.0"]
+    assert connector.source == "Maven Central (org.apache.spark:spark-sql-kafka-0-10_2.13:4.0.0)"
+
+
 def test_artifact_names_without_versions() -> None:
     assert artifact_name("/x/kafka-clients-3.4.1.jar") == "kafka-clients"
     assert artifact_name("spark-sql-kafka-0-10_2.12-3.5.7.jar") == "spark-sql-kafka-0-10_2.12"
