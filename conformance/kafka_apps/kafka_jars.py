@@ -35,6 +35,7 @@ __all__ = ["KafkaDist", "ToolRun", "JAVA_SOURCES", "compile_java", "unavailable"
 
 JAVA_SOURCES = Path(__file__).resolve().parent / "java"
 REQUIRE_ENV = "KAFKAPY_REQUIRE_JAVA"
+LOG_LEVEL_ENV = "KAFKAPY_KAFKA_APPS_LOG_LEVEL"  # e.g. INFO to see what a Connect/MM2/Streams run did
 # Fast start for short programs: C1 only, serial GC, small heap (as conformance/java).
 JVM_OPTIONS = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx256m", "-Xshare:auto"]
 SLF4J_SIMPLE = "org.slf4j:slf4j-simple:1.7.36"
@@ -100,13 +101,14 @@ def _work_dir() -> Path:
 
 
 def log_options(cp: str) -> list[str]:
-    """JVM flags that make the logger on `cp` print WARN and above to stderr, nothing else."""
+    """JVM flags that make the logger on `cp` print WARN and above (or $KAFKAPY_KAFKA_APPS_LOG_LEVEL) to stderr."""
+    level = os.environ.get(LOG_LEVEL_ENV, "WARN").upper()
     if "reload4j" in cp:
-        config = _work_dir() / "log4j.properties"
+        config = _work_dir() / f"log4j-{level}.properties"
         if not config.exists():
-            config.write_text(_LOG4J_PROPERTIES)
+            config.write_text(_LOG4J_PROPERTIES.replace("=WARN,", f"={level},"))
         return [f"-Dlog4j.configuration=file:{config}"]
-    return ["-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-Dorg.slf4j.simpleLogger.logFile=System.err"]
+    return [f"-Dorg.slf4j.simpleLogger.defaultLogLevel={level.lower()}", "-Dorg.slf4j.simpleLogger.logFile=System.err"]
 
 
 def compile_java(source: str, cp: str) -> Path:
