@@ -7,6 +7,9 @@ is mostly waiting on the broker and on client timers, so on two cores the whole 
 as long as its slowest cells. The broker has an authorizer (allow-everyone without ACLs), so
 error_not_authorized runs too.
 
+Each run's JSON lines are kept in the results dir (KAFKAPY_MATRIX_RESULTS_DIR, else pytest's temp
+dir) for scripts/client_matrix.py, which runs these cells too (conformance/matrix/runner.py).
+
 A cell whose runtime or packages cannot be had (no go, no npm registry, no PyPI for the old
 confluent-kafka) skips loudly; with KAFKAPY_REQUIRE_CLIENTS=1 (or KAFKAPY_REQUIRE_JAVA=1) that is
 a failure instead.
@@ -15,88 +18,66 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
 import pytest
 
-from conformance.matrix.cells import SCENARIOS, Cell, CellUnavailable, parse_results
+from conformance.matrix.cells import SCENARIOS, Cell
+from conformance.matrix.go import cells as go_cells
+from conformance.matrix.kcat import cells as kcat_cells
+from conformance.matrix.node import cells as node_cells
 from conformance.matrix.python import cells as python_cells
+from conformance.matrix.runner import CellRun, run_cell, write_run
+from conformance.pytest_broker import is_external_broker
 
 REQUIRE_ENVS = ("KAFKAPY_REQUIRE_CLIENTS", "KAFKAPY_REQUIRE_JAVA")
+RESULTS_ENV = "KAFKAPY_MATRIX_RESULTS_DIR"
 PARALLEL = int(os.environ.get("MATRIX_PARALLEL", "4"))
 
 pytestmark = pytest.mark.timeout(600)
 
-
-def _language_cells() -> list[tuple[Cell, Callable[[Cell, str], str | None]]]:
-    found = [(cell, python_cells.expected_unsupported) for cell in python_cells.CELLS]
-    for module_name in ("go", "node", "kcat"):
-        try:
-            module = __import__(f"conformance.matrix.{module_name}.cells", fromlist=["CELLS"])
-        except ModuleNotFoundError:
-            continue
-        found.extend((cell, module.expected_unsupported) for cell in module.CELLS)
-    return found
-
-
-CELLS = _language_cells()
-CELL_BY_NAME = {cell.name: (cell, expected) for cell, expected in CELLS}
+ExpectedUnsupported = Callable[[Cell, str], "str | None"]
+CELL_BY_NAME: dict[str, tuple[Cell, ExpectedUnsupported]] = {
+    cell.name: (cell, module.expected_unsupported)
+    for module in (python_cells, go_cells, node_cells, kcat_cells)
+    for cell in module.CELLS
+}
 
 
 @pytest.fixture(scope="module")
 def broker_overrides() -> dict[str, str]:
     return {"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
-            "allow.everyone.if.no.acl.found": "true", "auto.create.topics.enable": "false"}
-
-
-@dataclass(slots=True)
-class CellRun:
-    """What one cell's program did: its scenario lines, or why it could not run."""
-
-    unavailable: str | None = None
-    results: list[dict] = field(default_factory=list)
-    error: str | None = None
-    seconds: float = 0.0
-
-
-def _run_cell(cell: Cell, bootstrap: str) -> CellRun:
-    started = time.monotonic()
-    try:
-        cell.prepare()
-    except CellUnavailable as exc:
-        return CellRun(unavailable=str(exc), seconds=time.monotonic() - started)
-    prefix = "m-" + re.sub(r"[^A-Za-z0-9._-]", "-", cell.name) + f"-{uuid.uuid4().hex[:6]}"
-    env = {**os.environ, **cell.env, "MATRIX_AUTHORIZER": "1"}
-    try:
-        done = subprocess.run(cell.command(bootstrap, prefix), capture_output=True, text=True, env=env,
-                              timeout=cell.timeout_s, stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired as expired:
-        out = expired.stdout.decode(errors="replace") if isinstance(expired.stdout, bytes) else expired.stdout
-        return CellRun(error=f"did not finish within {cell.timeout_s:.0f} s; stdout so far:\n{out}",
-                       seconds=time.monotonic() - started)
-    run = CellRun(seconds=time.monotonic() - started)
-    try:
-        run.results = parse_results(done.stdout)
-    except ValueError as exc:
-        run.error = f"{exc}\n----- stderr -----\n{done.stderr[-3000:]}"
-    if done.returncode != 0:
-        run.error = f"exited {done.returncode}\n----- stderr -----\n{done.stderr[-3000:]}"
-    return run
+            "allow.everyone.if.no.acl.found": "true", "auto.create.topics.enable": "false",
+            # As Kafka's shipped server.properties: the 3 s default would cost every group join 3 s.
+            "group.initial.rebalance.delay.ms": "0"}
 
 
 @pytest.fixture(scope="module")
-def cell_runs(broker, request: pytest.FixtureRequest) -> dict[str, CellRun]:
+def results_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    configured = os.environ.get(RESULTS_ENV)
+    return Path(configured) if configured else tmp_path_factory.mktemp("matrix-results")
+
+
+@pytest.fixture(scope="module")
+def cell_runs(broker, results_dir: Path, request: pytest.FixtureRequest) -> dict[str, CellRun]:
     """Run the cells of this session's selected tests, PARALLEL at a time, once per module."""
     wanted = [item.callspec.params["cell_name"] for item in request.session.items
               if item.module is request.module and hasattr(item, "callspec")
               and "cell_name" in item.callspec.params]
+    env = {} if is_external_broker() else {"MATRIX_AUTHORIZER": "1"}
+
+    def run(name: str) -> CellRun:
+        cell = CELL_BY_NAME[name][0]
+        prefix = "m-" + re.sub(r"[^A-Za-z0-9._-]", "-", cell.name) + f"-{uuid.uuid4().hex[:6]}"
+        result = run_cell(cell, broker.bootstrap, prefix, env=env)
+        write_run(result, results_dir)
+        return result
+
     with ThreadPoolExecutor(max_workers=max(1, PARALLEL)) as pool:
-        futures = {name: pool.submit(_run_cell, CELL_BY_NAME[name][0], broker.bootstrap) for name in wanted}
+        futures = {name: pool.submit(run, name) for name in wanted}
         return {name: future.result() for name, future in futures.items()}
 
 
@@ -118,14 +99,17 @@ def test_cell_runs_every_scenario(cell_name: str, cell_runs: dict[str, CellRun])
     print(f"{cell_name}: {run.seconds:.1f} s")
     for line in run.results:
         print(f"  {line['scenario']}: {line['status']} {line['observed']} {line['detail']}")
-    assert run.error is None, f"{cell_name}: {run.error}"
-    by_scenario = {line["scenario"]: line for line in run.results}
-    assert list(by_scenario) == list(SCENARIOS), f"{cell_name}: scenarios out of contract order"
+    context = f"\n----- {cell_name} stderr (tail) -----\n{run.stderr_tail[-2500:]}"
+    assert run.error is None, f"{cell_name}: {run.error}{context}"
+    by_scenario = run.by_scenario()
+    assert list(by_scenario) == list(SCENARIOS), f"{cell_name}: not the contract's scenarios in its order"
     wrong = []
     for scenario, line in by_scenario.items():
         reason = expected_unsupported(cell, scenario)
+        if scenario == "error_not_authorized" and is_external_broker():
+            reason = reason or "no authorizer (external broker)"
         want = "unsupported" if reason else "pass"
         if line["status"] != want:
             wrong.append(f"{scenario}: {line['status']} (expected {want}{': ' + reason if reason else ''}) "
                          f"observed={line['observed']} detail={line['detail']}")
-    assert not wrong, f"{cell_name}:\n" + "\n".join(wrong)
+    assert not wrong, f"{cell_name}:\n" + "\n".join(wrong) + context
