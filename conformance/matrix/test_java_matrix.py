@@ -4,7 +4,8 @@ One kafkapy broker for the module, with an authorizer (ACLs allow everything no 
 broker-side topic auto-creation off. Each cell's Matrix.java program runs once (on its first test)
 and its JSON lines are kept in the results dir (KAFKAPY_MATRIX_RESULTS_DIR, else pytest's temp
 dir) for scripts/client_matrix.py; each (cell, scenario) is a test that asserts `pass`, or
-`unsupported` where that client version cannot do it (zstd before 2.1, KIP-848 before 4.0).
+`unsupported` where that client version cannot do it (zstd before 2.1, KIP-848 before 4.0, share
+groups (KafkaShareConsumer) before 4.2).
 
 Java, javac or Maven missing skips loudly; KAFKAPY_REQUIRE_JAVA=1 makes that a failure.
 """
@@ -23,7 +24,7 @@ from conformance.pytest_broker import is_external_broker
 
 REQUIRE_ENV = "KAFKAPY_REQUIRE_JAVA"
 RESULTS_ENV = "KAFKAPY_MATRIX_RESULTS_DIR"
-ALL_SCENARIOS = (*SCENARIOS, "group_consume_commit_kip848")
+ALL_SCENARIOS = (*SCENARIOS, "group_consume_commit_kip848", "share_consume", "share_consume_explicit")
 
 pytestmark = pytest.mark.timeout(600)
 

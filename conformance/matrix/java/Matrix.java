@@ -55,7 +55,7 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * Usage: java Matrix BOOTSTRAP PREFIX. Prints one JSON object per scenario on stdout (the contract in
  * conformance/matrix/README.md); logs go to stderr. It compiles against every kafka-clients from 2.0.1
  * to 4.x: it calls only APIs present in 2.0 directly and reaches newer or removed ones (DescribeTopicsResult
- * allTopicNames/all, incrementalAlterConfigs/alterConfigs, close(Duration)) through reflection.
+ * allTopicNames/all, incrementalAlterConfigs/alterConfigs, close(Duration), KafkaShareConsumer) through reflection.
  */
 public final class Matrix {
     static final long SCENARIO_TIMEOUT_MS = 20_000;
@@ -104,6 +104,8 @@ public final class Matrix {
         scenarios.put("error_fenced_producer", Matrix::errorFencedProducer);
         scenarios.put("error_not_authorized", Matrix::errorNotAuthorized);
         scenarios.put("group_consume_commit_kip848", (o, c) -> groupConsumeCommit(true, o, c));
+        scenarios.put("share_consume", Matrix::shareConsume);
+        scenarios.put("share_consume_explicit", Matrix::shareConsumeExplicit);
 
         ExecutorService pool = Executors.newCachedThreadPool(r -> {
             Thread t = new Thread(r, "matrix-scenario");
@@ -306,6 +308,194 @@ public final class Matrix {
         check(firstRead == RECORDS, "first consumer read " + firstRead + " records, not " + RECORDS);
         check(offset != null && offset.offset() == RECORDS, "committed offset is " + observed.get("committed"));
         check(rest.size() == 10 && rest.get(0).offset() == RECORDS, "second consumer did not start at the committed offset");
+    }
+
+    static final int SHARE_RECORDS = 50;
+
+    /**
+     * KIP-932 share group, implicit acknowledgement: one KafkaShareConsumer reads all 50 records of a
+     * 1-partition topic, commits, closes; a second one of the same group then gets nothing for 3 s, and
+     * then the one record produced after that.
+     */
+    static void shareConsume(Map<String, Object> observed, List<Object> closeables) throws Exception {
+        String topic = shareTopicWithRecords(closeables, "-share", prefix + "-share");
+        List<ConsumerRecord<String, String>> records = new ArrayList<>();
+        Object first = shareConsumer(prefix + "-share", null);
+        try {
+            invoke(first, "subscribe", Collections.singleton(topic));
+            long deadline = System.currentTimeMillis() + 10_000;
+            while (records.size() < SHARE_RECORDS && System.currentTimeMillis() < deadline) {
+                for (ConsumerRecord<String, String> r : sharePoll(first, 200)) {
+                    records.add(r);
+                }
+            }
+            observed.put("commit_errors", commitErrors(invoke(first, "commitSync")));
+        } finally {
+            closeAll(Collections.singletonList(first));
+        }
+        List<Long> offsets = new ArrayList<>();
+        for (ConsumerRecord<String, String> r : records) {
+            offsets.add(r.offset());
+        }
+        Collections.sort(offsets);
+        observed.put("records", records.size());
+        observed.put("offsets_0_to_49", offsets.equals(range(0, SHARE_RECORDS)));
+
+        Object second = track(closeables, shareConsumer(prefix + "-share", null));
+        invoke(second, "subscribe", Collections.singleton(topic));
+        int again = 0;
+        long deadline = System.currentTimeMillis() + 3_000;
+        while (System.currentTimeMillis() < deadline) {
+            again += sharePoll(second, 200).count();
+        }
+        observed.put("redelivered_after_ack", again);
+        // The second consumer is live: a record produced now comes to it (offset 50, first delivery).
+        Properties props = producerProps();
+        props.put("acks", "all");
+        KafkaProducer<String, String> producer = track(closeables, new KafkaProducer<>(props, new StringSerializer(), new StringSerializer()));
+        producer.send(new ProducerRecord<>(topic, "key-late", "value-late")).get(10, TimeUnit.SECONDS);
+        List<Long> late = new ArrayList<>();
+        deadline = System.currentTimeMillis() + 5_000;
+        while (late.isEmpty() && System.currentTimeMillis() < deadline) {
+            for (ConsumerRecord<String, String> r : sharePoll(second, 200)) {
+                late.add(r.offset());
+            }
+        }
+        observed.put("second_consumer_new_records", late);
+        check(records.size() == SHARE_RECORDS, "the share consumer got " + records.size() + " records, not " + SHARE_RECORDS);
+        check(Integer.valueOf(0).equals(observed.get("commit_errors")), "commitSync reported errors: " + observed.get("commit_errors"));
+        check(again == 0, "a second share consumer got " + again + " records that were acknowledged");
+        check(late.equals(Collections.singletonList((long) SHARE_RECORDS)),
+            "the second share consumer got offsets " + late + " after one more record was produced");
+    }
+
+    /**
+     * KIP-932 share group, explicit acknowledgement: of 50 records, offsets 10-14 are rejected, 20-24
+     * released (they come back with delivery count 2 and are then accepted), the rest accepted.
+     */
+    static void shareConsumeExplicit(Map<String, Object> observed, List<Object> closeables) throws Exception {
+        String group = prefix + "-share-explicit";
+        String topic = shareTopicWithRecords(closeables, "-share-explicit", group);
+        Class<?> ackType = Class.forName("org.apache.kafka.clients.consumer.AcknowledgeType");
+        Map<String, Integer> acks = new TreeMap<>();
+        List<Long> redelivered = new ArrayList<>();
+        List<Integer> redeliveredCounts = new ArrayList<>();
+        List<Long> firstOffsets = new ArrayList<>();
+        Object consumer = shareConsumer(group, "explicit");
+        try {
+            invoke(consumer, "subscribe", Collections.singleton(topic));
+            long deadline = System.currentTimeMillis() + 12_000;
+            while ((firstOffsets.size() < SHARE_RECORDS || redelivered.size() < 5) && System.currentTimeMillis() < deadline) {
+                for (ConsumerRecord<String, String> r : sharePoll(consumer, 200)) {
+                    int count = deliveryCount(r);
+                    String type;
+                    if (count <= 1) {
+                        firstOffsets.add(r.offset());
+                        type = r.offset() >= 10 && r.offset() < 15 ? "REJECT" : r.offset() >= 20 && r.offset() < 25 ? "RELEASE" : "ACCEPT";
+                    } else {
+                        redelivered.add(r.offset());
+                        redeliveredCounts.add(count);
+                        type = "ACCEPT";
+                    }
+                    acks.merge(type.toLowerCase() + (count <= 1 ? "" : "_redelivered"), 1, Integer::sum);
+                    @SuppressWarnings({"unchecked", "rawtypes"})
+                    Object ack = Enum.valueOf((Class) ackType, type);
+                    invoke(consumer, "acknowledge", r, ack);
+                }
+            }
+            observed.put("commit_errors", commitErrors(invoke(consumer, "commitSync")));
+        } finally {
+            closeAll(Collections.singletonList(consumer));
+        }
+        Collections.sort(firstOffsets);
+        Collections.sort(redelivered);
+        observed.put("records", firstOffsets.size());
+        observed.put("acknowledged", acks);
+        observed.put("redelivered_offsets", redelivered);
+        observed.put("redelivered_delivery_counts", new java.util.TreeSet<>(redeliveredCounts));
+        check(firstOffsets.equals(range(0, SHARE_RECORDS)), "first deliveries were offsets " + firstOffsets);
+        check(redelivered.equals(range(20, 25)), "redelivered offsets " + redelivered + ", not the released 20-24");
+        check(redeliveredCounts.equals(Arrays.asList(2, 2, 2, 2, 2)), "redelivery counts " + redeliveredCounts);
+        check(Integer.valueOf(0).equals(observed.get("commit_errors")), "commitSync reported errors: " + observed.get("commit_errors"));
+    }
+
+    /** A 1-partition topic PREFIX+suffix with 50 records, and `group`'s share.auto.offset.reset=earliest. */
+    static String shareTopicWithRecords(List<Object> closeables, String suffix, String group) throws Exception {
+        if (before(4, 2)) {
+            throw new Unsupported("KafkaShareConsumer (KIP-932) GA in kafka-clients 4.2");
+        }
+        AdminClient admin = admin(closeables);
+        String topic = prefix + suffix;
+        createTopic(admin, topic, 1);
+        // As kafka-configs.sh --entity-type groups does: IncrementalAlterConfigs on a GROUP resource (4.x).
+        ConfigResource groupResource = new ConfigResource(ConfigResource.Type.valueOf("GROUP"), group);
+        alterTopicConfig(admin, groupResource, "share.auto.offset.reset", "earliest");
+        Properties props = producerProps();
+        props.put("acks", "all");
+        props.put("linger.ms", "5");
+        KafkaProducer<String, String> producer = track(closeables, new KafkaProducer<>(props, new StringSerializer(), new StringSerializer()));
+        List<Future<RecordMetadata>> sent = new ArrayList<>();
+        for (int i = 0; i < SHARE_RECORDS; i++) {
+            sent.add(producer.send(new ProducerRecord<>(topic, "key-" + i, "value-" + i)));
+        }
+        producer.flush();
+        for (Future<RecordMetadata> f : sent) {
+            f.get(10, TimeUnit.SECONDS);
+        }
+        return topic;
+    }
+
+    /** A KafkaShareConsumer<String, String> of `group` (the class exists only in kafka-clients 4.x). */
+    static Object shareConsumer(String group, String ackMode) throws Exception {
+        Properties props = new Properties();
+        props.put("bootstrap.servers", bootstrap);
+        props.put("client.id", clientId("share-consumer"));
+        props.put("group.id", group);
+        props.put("fetch.max.wait.ms", "100");
+        props.put("request.timeout.ms", "10000");
+        if (ackMode != null) {
+            props.put("share.acknowledgement.mode", ackMode);
+        }
+        Class<?> cls = Class.forName("org.apache.kafka.clients.consumer.KafkaShareConsumer");
+        try {
+            return cls.getConstructor(Properties.class, org.apache.kafka.common.serialization.Deserializer.class,
+                                      org.apache.kafka.common.serialization.Deserializer.class)
+                .newInstance(props, new StringDeserializer(), new StringDeserializer());
+        } catch (InvocationTargetException e) {
+            Throwable cause = e.getCause();
+            throw cause instanceof Exception ? (Exception) cause : e;
+        }
+    }
+
+    @SuppressWarnings("unchecked")
+    static ConsumerRecords<String, String> sharePoll(Object consumer, long millis) throws Exception {
+        return (ConsumerRecords<String, String>) invoke(consumer, "poll", Duration.ofMillis(millis));
+    }
+
+    /** ConsumerRecord.deliveryCount() (4.x): Optional<Short>; 0 when absent. */
+    static int deliveryCount(ConsumerRecord<String, String> record) throws Exception {
+        Object count = ((java.util.Optional<?>) invoke(record, "deliveryCount")).orElse(null);
+        return count == null ? 0 : ((Number) count).intValue();
+    }
+
+    /** How many partitions of commitSync()'s Map<TopicIdPartition, Optional<KafkaException>> carry an error. */
+    static int commitErrors(Object result) {
+        int errors = 0;
+        for (Object value : ((Map<?, ?>) result).values()) {
+            if (((java.util.Optional<?>) value).isPresent()) {
+                System.err.println("Matrix: share commitSync error: " + describe((Throwable) ((java.util.Optional<?>) value).get()));
+                errors++;
+            }
+        }
+        return errors;
+    }
+
+    static List<Long> range(long from, long to) {
+        List<Long> out = new ArrayList<>();
+        for (long i = from; i < to; i++) {
+            out.add(i);
+        }
+        return out;
     }
 
     static void transactions(Map<String, Object> observed, List<Object> closeables) throws Exception {

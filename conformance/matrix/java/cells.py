@@ -38,8 +38,8 @@ CLIENT = "kafka-clients (Java)"
 # Fast JVM start for short programs (as conformance/java/test_java_clients.py): C1 only, serial GC.
 JVM_OPTIONS = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx256m", "-Xshare:auto",
                "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-Dorg.slf4j.simpleLogger.logFile=System.err"]
-# 14 scenarios of at most 20 s each, plus JVM start and client closes.
-PROGRAM_TIMEOUT_S = 320.0
+# 16 scenarios of at most 20 s each, plus JVM start and client closes.
+PROGRAM_TIMEOUT_S = 360.0
 
 
 def _version_tuple(version: str) -> tuple[int, ...]:
@@ -53,6 +53,8 @@ def expected_unsupported(version: str, scenario: str) -> str | None:
         return "zstd needs kafka-clients >= 2.1 (KIP-110)"
     if scenario == "group_consume_commit_kip848" and v < (4, 0):
         return "KIP-848 consumer GA in kafka-clients 4.0"
+    if scenario in ("share_consume", "share_consume_explicit") and v < (4, 2):
+        return "KafkaShareConsumer (KIP-932) GA in kafka-clients 4.2"
     return None
 
 
