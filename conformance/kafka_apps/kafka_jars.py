@@ -31,7 +31,7 @@ import pytest
 
 from conformance.maven import MavenUnavailable, classpath
 
-__all__ = ["KafkaDist", "ToolRun", "JAVA_SOURCES", "compile_java", "unavailable", "JVM_OPTIONS"]
+__all__ = ["KafkaDist", "ToolRun", "JAVA_SOURCES", "JVM_OPTIONS", "compile_java", "stop_process", "unavailable"]
 
 JAVA_SOURCES = Path(__file__).resolve().parent / "java"
 REQUIRE_ENV = "KAFKAPY_REQUIRE_JAVA"

@@ -8,6 +8,7 @@ value's latest count is there, and checks the counts against what it produced.
 from __future__ import annotations
 
 import collections
+import os
 import time
 import uuid
 from pathlib import Path
@@ -39,7 +40,7 @@ def test_streams_exactly_once_count(broker, line: str, tmp_path: Path) -> None:
         future.result(30)
 
     log = tmp_path / "streams.log"
-    proc = dist.java_process(f"{classes}:{cp}", "StreamsCount", broker.bootstrap, app_id, source, sink,
+    proc = dist.java_process(f"{classes}{os.pathsep}{cp}", "StreamsCount", broker.bootstrap, app_id, source, sink,
                              str(tmp_path / "state"), log_path=log)
     try:
         _wait_for(lambda: "STATE RUNNING" in log.read_text(errors="replace"), RUNNING_TIMEOUT_S, proc, log,
