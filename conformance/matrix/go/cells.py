@@ -1,9 +1,12 @@
-"""The Go cells of the client matrix: franz-go, IBM/sarama (two protocol versions) and segmentio/kafka-go.
+"""The Go cells of the client matrix: franz-go, IBM/sarama (two protocol versions), segmentio/kafka-go
+and confluent-kafka-go.
 
 One Go module (go.mod and go.sum committed, modules from the Go module proxy into the module cache,
 never vendored) with a program per client under cmd/. The programs are built once per source hash
-(go.mod, go.sum, every .go file, `go version`) into the temp dir; concurrent sessions share it.
-confluent-kafka-go is not a cell: see README.md.
+(go.mod, go.sum, every .go file, `go version`) into the temp dir; concurrent sessions share it. The
+pure-Go programs build with CGO_ENABLED=0; confluent-kafka-go needs cgo (it links the static
+librdkafka inside its module, nothing is downloaded from outside the Go proxy) and builds apart, so
+that a machine without a C compiler loses that cell only.
 """
 from __future__ import annotations
 
@@ -55,10 +58,14 @@ def _source_digest(go: str) -> str:
     return digest.hexdigest()[:16]
 
 
-def build() -> Path:
-    """The directory of the built programs (franz, sarama, kafkago), building them if needed."""
+# name -> (packages, CGO_ENABLED)
+_VARIANTS = {"pure": (["./cmd/franz", "./cmd/sarama", "./cmd/kafkago"], "0"), "cgo": (["./cmd/confluent"], "1")}
+
+
+def build(variant: str = "pure") -> Path:
+    """The directory of the built programs of `variant` (pure: franz, sarama, kafkago; cgo: confluent)."""
     go = _go()
-    key = _source_digest(go)
+    key = f"{_source_digest(go)}-{variant}"
     with _build_lock:
         if key in _built:
             return _built[key]
@@ -67,16 +74,17 @@ def build() -> Path:
             with open(Path(tempfile.gettempdir()) / f"kafkapy-go-matrix-{key}.lock", "w") as lock:
                 fcntl.flock(lock, fcntl.LOCK_EX)
                 if not (out / ".complete").is_file():
-                    _build_into(go, out)
+                    _build_into(go, out, variant)
         _built[key] = out
         return out
 
 
-def _build_into(go: str, out: Path) -> None:
+def _build_into(go: str, out: Path, variant: str) -> None:
+    packages, cgo = _VARIANTS[variant]
     staging = Path(tempfile.mkdtemp(prefix="kafkapy-go-build-"))
-    env = {**os.environ, "GOFLAGS": "-mod=readonly", "CGO_ENABLED": "0"}
+    env = {**os.environ, "GOFLAGS": "-mod=readonly", "CGO_ENABLED": cgo}
     try:
-        result = subprocess.run([go, "build", "-trimpath", "-o", str(staging) + os.sep, "./cmd/..."], cwd=GO_DIR,
+        result = subprocess.run([go, "build", "-trimpath", "-o", str(staging) + os.sep, *packages], cwd=GO_DIR,
                                 capture_output=True, text=True, timeout=BUILD_TIMEOUT_S, env=env)
     except subprocess.TimeoutExpired:
         shutil.rmtree(staging, ignore_errors=True)
@@ -86,7 +94,9 @@ def _build_into(go: str, out: Path) -> None:
         message = (result.stdout + result.stderr).strip()[-2000:]
         if any(marker in message for marker in _NETWORK_MARKERS):
             raise CellUnavailable(f"go modules could not be downloaded: {message}")
-        raise RuntimeError(f"go build of conformance/matrix/go failed:\n{message}")
+        if cgo == "1" and ("gcc" in message or "cgo" in message):
+            raise CellUnavailable(f"the cgo build needs a C compiler (Debian: apt-get install -y gcc): {message}")
+        raise RuntimeError(f"go build of conformance/matrix/go ({variant}) failed:\n{message}")
     (staging / ".complete").write_text("ok\n")
     shutil.rmtree(out, ignore_errors=True)
     try:
@@ -96,12 +106,16 @@ def _build_into(go: str, out: Path) -> None:
 
 
 def _prepare() -> None:
-    build()
+    build("pure")
 
 
-def _program(name: str, *flags: str) -> Callable[[str, str], list[str]]:
+def _prepare_cgo() -> None:
+    build("cgo")
+
+
+def _program(name: str, *flags: str, variant: str = "pure") -> Callable[[str, str], list[str]]:
     def command(bootstrap: str, prefix: str) -> list[str]:
-        return [str(build() / name), *flags, bootstrap, prefix]
+        return [str(build(variant) / name), *flags, bootstrap, prefix]
     return command
 
 
@@ -128,6 +142,8 @@ def _cells() -> list[Cell]:
                           prepare=_prepare, timeout_s=PROGRAM_TIMEOUT_S))
     cells.append(Cell("segmentio/kafka-go", _module_version("github.com/segmentio/kafka-go"), _program("kafkago"),
                       prepare=_prepare, timeout_s=PROGRAM_TIMEOUT_S))
+    cells.append(Cell("confluent-kafka-go", _module_version("github.com/confluentinc/confluent-kafka-go/v2"),
+                      _program("confluent", variant="cgo"), prepare=_prepare_cgo, timeout_s=PROGRAM_TIMEOUT_S))
     return cells
 
 
