@@ -3,7 +3,9 @@
 prepare() runs `npm ci` from the committed lock file into a cache directory keyed by the lock
 file's hash (~/.cache/kafkapy/node/<hash>/node_modules, shared by concurrent sessions under a file
 lock), and the program finds it through NODE_PATH; nothing is installed into the checkout.
-@confluentinc/kafka-javascript is not a cell: see README.md.
+@confluentinc/kafka-javascript (1.10.1) is not a cell: its install downloads a prebuilt binary from
+GitHub and, failing that, builds librdkafka from source, which downloads zlib and OpenSSL from
+zlib.net/github.com; neither is reachable from npm alone.
 """
 from __future__ import annotations
 
