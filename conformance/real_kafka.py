@@ -108,6 +108,11 @@ def base_properties(mode: str, *, authorizer: bool = True) -> dict[str, str]:
         "transaction.state.log.replication.factor": "1",
         "transaction.state.log.min.isr": "1",
         "transaction.state.log.num.partitions": "1",
+        # Kafka 4.x's share coordinator state topic defaults to RF 3: a single node could not create it,
+        # and share consumers would get no records (Kafka's single-node server.properties sets these too).
+        "share.coordinator.state.topic.replication.factor": "1",
+        "share.coordinator.state.topic.min.isr": "1",
+        "share.coordinator.state.topic.num.partitions": "1",
         "group.initial.rebalance.delay.ms": "0",
         "num.partitions": "1",
         "default.replication.factor": "1",

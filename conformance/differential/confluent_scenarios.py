@@ -27,12 +27,14 @@ from confluent_kafka.admin import (
     ConfigEntry,
     ConfigResource,
     NewTopic,
+    OffsetSpec,
     ResourcePatternType,
     ResourceType,
 )
 
 SCENARIO_TIMEOUT_S = 25.0
 RECORDS = 100
+MAX_TIMESTAMP_RECORD = 42
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 
 
@@ -76,7 +78,8 @@ class Scenarios:
                 raise TimeoutError(f"topic {name} not in metadata with {partitions} partitions")
             time.sleep(0.1)
 
-    def produce(self, topic: str, count: int, *, key_prefix: str = "k", **config: object) -> list[int]:
+    def produce(self, topic: str, count: int, *, key_prefix: str = "k", timestamps: list[int] | None = None,
+                **config: object) -> list[int]:
         producer = Producer(self._config(acks="all", enable_idempotence=True, linger_ms=5, **config))
         offsets: list[int] = []
         errors: list[str] = []
@@ -89,7 +92,7 @@ class Scenarios:
 
         for i in range(count):
             producer.produce(topic, key=f"{key_prefix}{i}".encode(), value=f"v{i}".encode() * 10,
-                             on_delivery=delivered)
+                             on_delivery=delivered, **({"timestamp": timestamps[i]} if timestamps else {}))
         remaining = producer.flush(15)
         if errors or remaining:
             raise RuntimeError(f"delivery errors {sorted(set(errors))}, {remaining} undelivered")
@@ -125,11 +128,17 @@ class Scenarios:
         name = f"{self.prefix}-cdt"
         self.create_topic(name, 3)
         partitions = len(self.admin.list_topics(topic=name, timeout=5).topics[name].partitions)
-        try:
-            self.admin.create_topics([NewTopic(name, 3, 1)])[name].result(timeout=20)
-            again = "none"
-        except KafkaException as exc:
-            again = _error_name(exc)
+        description = self.admin.describe_topics(_topic_collection([name]), request_timeout=10)[name].result(15)
+        described = [{"partition": p.id, "leader": p.leader.id, "replicas": [r.id for r in p.replicas],
+                      "isr": [r.id for r in p.isr]} for p in sorted(description.partitions, key=lambda p: p.id)]
+        again = self._create_error(NewTopic(name, 3, 1))
+        invalid = {
+            "replication_factor_3": self._create_error(NewTopic(f"{name}-rf3", 1, 3)),
+            "partitions_0": self._create_error(NewTopic(f"{name}-p0", 0, 1)),
+            "bad_config_value": self._create_error(NewTopic(f"{name}-cfg", 1, 1, config={"retention.ms": "soon"})),
+            "unknown_config": self._create_error(NewTopic(f"{name}-ucfg", 1, 1, config={"no.such.config": "1"})),
+            "bad_name": self._create_error(NewTopic(f"{name}/slash", 1, 1)),
+        }
         self.admin.delete_topics([name], operation_timeout=15)[name].result(timeout=20)
         deadline = time.monotonic() + 15
         while True:
@@ -140,17 +149,45 @@ class Scenarios:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{name} still in metadata 15 s after its deletion")
             time.sleep(0.1)
-        return {"partitions": partitions, "create_again": again, "after_delete": gone_error or "absent"}
+        return {"partitions": partitions, "create_again": again, "after_delete": gone_error or "absent",
+                "described": described, "internal": description.is_internal, "create_errors": invalid}
+
+    def _create_error(self, topic: NewTopic) -> str:
+        try:
+            self.admin.create_topics([topic], operation_timeout=10)[topic.topic].result(timeout=15)
+        except KafkaException as exc:
+            return _error_name(exc)
+        return "none"
 
     def produce_codec(self, codec: str) -> dict:
         topic = f"{self.prefix}-p-{codec}"
         self.create_topic(topic, 1)
-        offsets = self.produce(topic, RECORDS, compression_type=codec)
+        # Record timestamps of our own (base + i, record 42 the latest), so that ListOffsets' answers are
+        # the same whichever broker: not the producer clock's, which ties records within a millisecond.
+        # With compression, ties instead: records 10-99 share the latest timestamp (the answer is the first).
+        base = int(time.time() * 1000) - 60_000
+        if codec == "none":
+            timestamps = [base + i for i in range(RECORDS)]
+            timestamps[MAX_TIMESTAMP_RECORD] = base + 10 * RECORDS
+        else:
+            timestamps = [base] * 10 + [base + 100] * (RECORDS - 10)
+        offsets = self.produce(topic, RECORDS, compression_type=codec, timestamps=timestamps)
         messages = self.read(topic, RECORDS)
         round_trip = all(m.key() == f"k{i}".encode() and m.value() == f"v{i}".encode() * 10
                          for i, m in enumerate(messages))
-        return {"acked": len(offsets), "first_offset": offsets[0], "last_offset": offsets[-1],
-                "read": len(messages), "round_trip": round_trip and len(messages) == RECORDS}
+        observed = {"acked": len(offsets), "first_offset": offsets[0], "last_offset": offsets[-1],
+                    "read": len(messages), "round_trip": round_trip and len(messages) == RECORDS}
+        tp = TopicPartition(topic, 0)
+        if codec != "none":
+            observed["list_offsets_max_timestamp"] = self.admin.list_offsets(
+                {tp: OffsetSpec.max_timestamp()})[tp].result(15).offset
+        else:
+            for spec_name, spec in (("earliest", OffsetSpec.earliest()), ("latest", OffsetSpec.latest()),
+                                    ("max_timestamp", OffsetSpec.max_timestamp()),
+                                    ("for_time_of_50", OffsetSpec.for_timestamp(base + 50)),
+                                    ("for_time_after_all", OffsetSpec.for_timestamp(base + 20 * RECORDS))):
+                observed[f"list_offsets_{spec_name}"] = self.admin.list_offsets({tp: spec})[tp].result(15).offset
+        return observed
 
     def group_consume_commit(self) -> dict:
         topic = f"{self.prefix}-gcc"
@@ -226,6 +263,8 @@ class Scenarios:
         self.admin.incremental_alter_configs([resource])[resource].result(timeout=15)
         after = topic_entries()
         return {
+            "topic_configs": {name: [e.value, ConfigSource_name(e.source), e.is_read_only, e.is_sensitive]
+                              for name, e in sorted(before.items())},
             "retention.ms_before": summary(before["retention.ms"]),
             "retention.ms_after": summary(after["retention.ms"]),
             "cleanup.policy": summary(before["cleanup.policy"]),

@@ -21,12 +21,38 @@ class KnownDifference:
     reason: str         # one line, also in docs/compatibility.md
 
 
+_CLUSTER_MIN_ISR = (
+    "Kafka 4.x in KRaft mode (eligible.leader.replicas.version=1) writes min.insync.replicas as a "
+    "cluster-level dynamic default at bootstrap (DYNAMIC_DEFAULT_BROKER_CONFIG); kafkapy, like ZooKeeper "
+    "mode, reports DEFAULT_CONFIG or STATIC_BROKER_CONFIG")
+_REMOVED_IN_4 = ("Kafka 4.0 removed this topic config (KIP-724 message formats v0/v1, KIP-937); kafkapy keeps "
+                 "Kafka 3.x's topic configs")
+_ADDED_AFTER_3 = "a topic config added after Kafka 3.9; kafkapy has Kafka 3.x's topic configs"
+_TIMESTAMP_AFTER = ("Kafka 4.0 changed message.timestamp.after.max.ms's default to 3600000 (1 hour); kafkapy "
+                    "keeps Kafka 3.x's default, Long.MAX_VALUE")
+_FSYNC_ON_ACK = ("kafkapy.log.fsync.on.ack is kafkapy's own topic config (docs/durability.md), described like "
+                 "Kafka's (DEFAULT_CONFIG false); Kafka has no such config")
+
+
+def _topic_config(reference: str, name: str, reason: str) -> KnownDifference:
+    return KnownDifference(reference, "admin_describe_configs", ("topic_configs", name), reason)
+
+
 KNOWN_DIFFERENCES: tuple[KnownDifference, ...] = (
-    KnownDifference(
-        "kafka-4.4.0-kraft", "admin_describe_configs", ("broker_min.insync.replicas", "source"),
-        "Kafka 4.x in KRaft mode (eligible.leader.replicas.version=1) writes min.insync.replicas as a "
-        "cluster-level dynamic default at bootstrap (DYNAMIC_DEFAULT_BROKER_CONFIG); kafkapy, like ZooKeeper "
-        "mode, reports DEFAULT_CONFIG or STATIC_BROKER_CONFIG"),
+    KnownDifference("kafka-4.4.0-kraft", "admin_describe_configs", ("broker_min.insync.replicas", "source"),
+                    _CLUSTER_MIN_ISR),
+    _topic_config("kafka-4.4.0-kraft", "min.insync.replicas", _CLUSTER_MIN_ISR),
+    *(_topic_config("kafka-4.4.0-kraft", name, _REMOVED_IN_4) for name in (
+        "message.downconversion.enable", "message.format.version", "message.timestamp.difference.max.ms")),
+    *(_topic_config("kafka-4.4.0-kraft", name, _ADDED_AFTER_3) for name in (
+        "errors.deadletterqueue.group.enable", "max.decompressed.message.bytes", "remote.copy.lag.bytes",
+        "remote.copy.lag.ms")),
+    _topic_config("kafka-4.4.0-kraft", "message.timestamp.after.max.ms", _TIMESTAMP_AFTER),
+    _topic_config("*", "kafkapy.log.fsync.on.ack", _FSYNC_ON_ACK),
+    *(KnownDifference("kafka-3.9.1-zk", scenario, (),
+                      "Kafka 3.9 has no share groups (KIP-932, Kafka 4.x): setting a GROUP config answers "
+                      "'Unknown resource type 32'; kafkapy serves them, as Kafka 4.x does")
+      for scenario in ("share_consume", "share_consume_explicit")),
     KnownDifference(
         "kafka-3.9.1-zk", "group_consume_commit_kip848", (),
         "Kafka 3.9 in ZooKeeper mode has no KIP-848 consumer group protocol (a group.protocol=consumer "
