@@ -21,6 +21,12 @@ PYTHON="${PYTHON:-$(command -v python3 || command -v python)}"
 if [[ "${CI:-}" == true || "${CI:-}" == 1 ]]; then
     export KAFKAPY_REQUIRE_JAVA="${KAFKAPY_REQUIRE_JAVA:-1}" KAFKAPY_REQUIRE_SPARK="${KAFKAPY_REQUIRE_SPARK:-1}"
 fi
+# pyspark 4.0 and 3.5 in their own venvs, their Kafka connectors from Maven (quick when present; the
+# Spark fixtures would do it on first use, inside a test's timeout)
+if (( $# == 0 )) && ! bash scripts/install-spark.sh && [[ "${KAFKAPY_REQUIRE_SPARK:-0}" == 1 ]]; then
+    echo "!!! scripts/test.sh: installing pyspark and Spark's Kafka connector failed" >&2
+    exit 1
+fi
 
 # The layers (pyproject.toml [tool.importlinter]) before any test: an import across them fails the
 # run. lint-imports reads this checkout (the repo root first on the path), not an installed copy.
