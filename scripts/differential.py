@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import tempfile
 import time
@@ -59,6 +60,7 @@ def main() -> int:
                         help="a Kafka property for every broker (kafkapy and references)")
     parser.add_argument("--no-authorizer", action="store_true", help="start the brokers without an authorizer")
     parser.add_argument("--output", default=str(REPO_ROOT / "build" / "differential.json"))
+    parser.add_argument("--keep", action="store_true", help="keep the brokers' work dir (logs, data) after a clean run")
     args = parser.parse_args()
 
     overrides = dict(item.split("=", 1) for item in args.set)
@@ -111,7 +113,12 @@ def main() -> int:
           f"{sum(not r['accepted'] for r in differences)} defects; {time.monotonic() - begin:.0f} s; {output}")
     if not rows:
         return 2
-    return 1 if any(not r["accepted"] for r in rows) else 0
+    if any(not r["accepted"] for r in rows):
+        print(f"brokers' logs and data kept in {work}", file=sys.stderr)
+        return 1
+    if not args.keep:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
 
 
 if __name__ == "__main__":
