@@ -222,7 +222,7 @@ def _current_share_partition(broker, share, group_id: str, topic: str, partition
     broker led the partition is dropped (another leader has changed the state since)."""
     key = (group_id, topic, partition)
     sp = share.partitions.get(key)
-    if sp is None:
+    if sp is None or share.drop_if_recreated(key):
         return False
     epoch = broker.partitions.leader_epoch(topic, partition)
     if sp.leader_epoch is None:
@@ -558,7 +558,7 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
         max_records = request.max_records
         strict = ctx.api_version >= 2 and request.share_acquire_mode == 1
         deadline = now + max(request.max_wait_ms, 0) / 1000.0
-        targets = sorted(session.partitions, key=lambda k: (k[0], k[1]))
+        targets = sorted(share.live_session_partitions(session), key=lambda k: (k[0], k[1]))
         if request.share_session_epoch == 0:
             await _drop_replaced_states(broker, share, group_id, targets)
         while True:
@@ -732,22 +732,26 @@ async def handle_describe_share_group_offsets(
         share = broker.share_groups
         group = share.describe(group_id)
         if wanted.topics is None:
-            if group is None:
-                out.error_code, out.error_message = ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
-                continue
-            # the members' topics and, as Kafka (an empty group has no subscriptions), the topics
-            # whose share state this broker knows of: in memory or in the state it keeps
-            names = {name for m in group.members.values() for name in m.subscribed}
-            names |= {topic for g, topic, _ in share.partitions if g == group_id}
+            # as Kafka 4.4: the share-partitions the group initialized (assigned to a member, or
+            # given offsets by AlterShareGroupOffsets), members or not; a group never seen has
+            # none (NONE, no topics). Also those whose state this broker knows of (in memory or in
+            # the state it keeps: a restarted kafkapy forgets groups, not their state).
+            wanted_parts: dict[str, set[int]] = {}
+            for topic_id, parts in share.initialized_partitions(group_id).items():
+                name = _resolve(broker, topic_id)
+                if name is not None:
+                    wanted_parts.setdefault(name, set()).update(parts)
+            for g, topic, partition in share.partitions:
+                if g == group_id:
+                    wanted_parts.setdefault(topic, set()).add(partition)
             store = _state_store(broker) if share.state_store is not None else None
             if store is not None:
-                names |= {_resolve(broker, topic_id) for g, topic_id, _ in store.local_keys() if g == group_id}
-            names = sorted(name for name in names if name is not None)
-            topics = []
-            for name in names:
-                meta = broker.partitions.topic(name)
-                if meta is not None:
-                    topics.append((name, list(range(meta.partition_count))))
+                for g, topic_id, partition in store.local_keys():
+                    name = _resolve(broker, topic_id) if g == group_id else None
+                    if name is not None:
+                        wanted_parts.setdefault(name, set()).add(partition)
+            topics = [(name, sorted(parts)) for name, parts in sorted(wanted_parts.items())
+                      if broker.partitions.topic(name) is not None]
         else:
             topics = [(t.topic_name, list(t.partitions)) for t in wanted.topics]
         denied = ctx.unauthorized_names(AclOperation.DESCRIBE, ResourceType.TOPIC, [name for name, _ in topics])
@@ -786,14 +790,11 @@ async def handle_describe_share_group_offsets(
 
 
 # -- AlterShareGroupOffsets / DeleteShareGroupOffsets / DeleteGroups ---------------------------
-def _empty_group_error(share, group_id: str) -> tuple[int, str | None]:
-    """Kafka's checks before the offsets of a share group change: it exists and has no members."""
-    group = share.describe(group_id)
-    if group is None:
-        return ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
-    if group.members:
-        return ErrorCode.NON_EMPTY_GROUP, f"The group {group_id} has active members."
-    return ErrorCode.NONE, None
+def _empty_group_error(share, group_id: str, create: bool = False) -> tuple[int, str | None]:
+    """Kafka's checks before the offsets of a share group change (ShareGroupCoordinator.
+    empty_group_for_offsets): no members; AlterShareGroupOffsets (`create`) makes a group that
+    does not exist yet."""
+    return share.empty_group_for_offsets(group_id, create)
 
 
 async def _replace_state(broker, share, group_id: str, topic: str, topic_id, partition: int, start: int) -> int:
@@ -838,9 +839,10 @@ async def handle_alter_share_group_offsets(
     if error:
         return failed(error)
     share = broker.share_groups
-    error, message = _empty_group_error(share, group_id)
+    error, message = _empty_group_error(share, group_id, create=True)
     if error:
-        return failed(error, message)
+        # Kafka 4.4 answers a group with members with the error alone, no per-partition results
+        return R(throttle_time_ms=0, error_code=error, error_message=message, responses=[])
     denied = ctx.unauthorized_names(AclOperation.READ, ResourceType.TOPIC, [t.topic_name for t in request.topics])
     for wanted, out in zip(request.topics, topics):
         meta = broker.partitions.topic(wanted.topic_name)
@@ -856,7 +858,18 @@ async def handle_alter_share_group_offsets(
             else:
                 result.error_code = await _replace_state(broker, share, group_id, wanted.topic_name, meta.topic_id,
                                                          p.partition_index, p.start_offset)
+                if result.error_code == ErrorCode.NONE:
+                    share.mark_initialized(group_id, meta.topic_id, p.partition_index)
     return R(throttle_time_ms=0, error_code=ErrorCode.NONE, responses=topics)
+
+
+def _has_share_state(broker, share, group_id: str, name: str, topic_id) -> bool:
+    if topic_id in share.initialized_partitions(group_id):
+        return True
+    if any(g == group_id and topic == name for g, topic, _ in share.partitions):
+        return True
+    store = _state_store(broker) if share.state_store is not None else None
+    return store is not None and any(g == group_id and t == topic_id for g, t, _ in store.local_keys())
 
 
 @handles(DeleteShareGroupOffsetsRequest)
@@ -890,11 +903,19 @@ async def handle_delete_share_group_offsets(
         if meta is None:
             out.error_code, out.error_message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} not found."
             continue
+        if not _has_share_state(broker, share, group_id, name, meta.topic_id):
+            # Kafka 4.4: a topic the group has no share state for (never assigned, never altered,
+            # or deleted already)
+            out.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            out.error_message = "There is no offset information to delete."
+            continue
         for partition in range(meta.partition_count):
             error = await _replace_state(broker, share, group_id, name, meta.topic_id, partition, -1)
             if error:
                 out.error_code = error
                 break
+        else:
+            share.forget_initialized(group_id, meta.topic_id)
     return R(throttle_time_ms=0, error_code=ErrorCode.NONE, responses=topics)
 
 

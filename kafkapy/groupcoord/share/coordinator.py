@@ -84,6 +84,10 @@ class ShareGroup:
     group_id: str
     group_epoch: int = 0
     members: dict[str, ShareMember] = field(default_factory=dict)
+    # the share-partitions whose state the group has initialized (Kafka's
+    # ShareGroupStatePartitionMetadata): every partition ever assigned to a member and those
+    # AlterShareGroupOffsets set; DescribeShareGroupOffsets of all topics lists these, members or not
+    initialized: dict[uuid.UUID, set[int]] = field(default_factory=dict)
 
     @property
     def state(self) -> str:
@@ -136,6 +140,10 @@ class ShareGroupCoordinator:
         self._configs_read_at: dict[str, float] = {}
         self.sessions: dict[tuple[str, str], ShareSession] = {}
         self.partitions: dict[tuple[str, str, int], SharePartition] = {}
+        # the topic id each share-partition above belongs to: the map is keyed by topic name (as
+        # the handlers look it up), but Kafka keys share state by topic id, so a share-partition
+        # of a topic deleted and created again under its name is a stale one (drop_if_recreated)
+        self.partition_topic_ids: dict[tuple[str, str, int], uuid.UUID] = {}
         self.released: list[ShareSession] = []
         # __share_group_state (state_store.ShareStateStore), set by the broker once the topic exists
         self.state_store = None
@@ -299,6 +307,43 @@ class ShareGroupCoordinator:
         # every member gets every partition of its topics: a share-partition serves many members
         for member in group.members.values():
             member.assignment = self._assignment_for(member)
+            for topic_id, partitions in member.assignment.items():
+                group.initialized.setdefault(topic_id, set()).update(partitions)
+
+    # -- groups the admin API makes (AlterShareGroupOffsets) ----------------------------------
+    def empty_group_for_offsets(self, group_id: str, create: bool) -> tuple[int, str | None]:
+        """Kafka's check before the offsets of a share group change: it has no members. A group
+        that does not exist is created empty when `create` (AlterShareGroupOffsets: Kafka 4.4
+        answers NONE and the group exists afterwards) and is GROUP_ID_NOT_FOUND otherwise
+        (DeleteShareGroupOffsets, DeleteGroups). Kafka's NON_EMPTY_GROUP message is "The group is
+        not empty.", with no per-topic results."""
+        group = self.groups.get(group_id)
+        if group is None:
+            if not create:
+                return ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
+            self.groups[group_id] = ShareGroup(group_id)
+            log.info("share group %s created empty by AlterShareGroupOffsets", group_id)
+            return ErrorCode.NONE, None
+        if group.members:
+            return ErrorCode.NON_EMPTY_GROUP, "The group is not empty."
+        return ErrorCode.NONE, None
+
+    def mark_initialized(self, group_id: str, topic_id: uuid.UUID, partition: int) -> None:
+        group = self.groups.get(group_id)
+        if group is not None:
+            group.initialized.setdefault(topic_id, set()).add(partition)
+
+    def forget_initialized(self, group_id: str, topic_id: uuid.UUID) -> None:
+        """DeleteShareGroupOffsets of a topic: it is no longer one of the group's topics."""
+        group = self.groups.get(group_id)
+        if group is not None:
+            group.initialized.pop(topic_id, None)
+
+    def initialized_partitions(self, group_id: str) -> dict[uuid.UUID, set[int]]:
+        """The share-partitions DescribeShareGroupOffsets lists for all topics (topic ids that no
+        longer exist included: the caller drops what it cannot resolve)."""
+        group = self.groups.get(group_id)
+        return {} if group is None else {t: set(p) for t, p in group.initialized.items()}
 
     # -- share sessions and share-partitions (share-partition leader role) ------------------
     def open_session(self, group_id: str, member_id: str, now: float = 0.0) -> ShareSession:
@@ -378,11 +423,39 @@ class ShareGroupCoordinator:
             if stored is not None:
                 sp.state_epoch = stored.state_epoch
             self.partitions[key] = sp
+            meta = self._topics(topic)
+            if meta is not None:
+                self.partition_topic_ids[key] = meta.topic_id
         else:
             sp.delivery_limit = int(self.group_config(group_id, "share.delivery.count.limit"))
         if sp.start_offset < log_start:
             sp.reset_start(log_start)  # retention or DeleteRecords removed what it had not done
         return sp
+
+    def _current_topic_id(self, name: str) -> uuid.UUID | None:
+        meta = self._topics(name)
+        return meta.topic_id if meta is not None else None
+
+    def drop_if_recreated(self, key: tuple[str, str, int]) -> bool:
+        """Drop the share-partition `key` (group, topic name, partition) when its topic is gone or
+        is another topic now (deleted and created again under the name): Kafka keys share state by
+        topic id, so the new topic's share-partition starts fresh. True when it was dropped."""
+        known = self.partition_topic_ids.get(key)
+        if known is None or known == self._current_topic_id(key[1]):
+            return False
+        self.partitions.pop(key, None)
+        del self.partition_topic_ids[key]
+        log.info("share-partition %s/%s-%d dropped: its topic %s was deleted", key[0], key[1], key[2], known)
+        return True
+
+    def live_session_partitions(self, session: ShareSession) -> set:
+        """The session's partitions, without those of a topic id that no longer exists (a topic
+        deleted, perhaps created again under its name: the member sends the new id once its
+        heartbeat told it; until then the old one is UNKNOWN_TOPIC_ID)."""
+        stale = {entry for entry in session.partitions if self._current_topic_id(entry[0]) != entry[2]}
+        if stale:
+            session.partitions -= stale
+        return session.partitions
 
     # -- descriptions -------------------------------------------------------------------------
     def list_groups(self, is_local, states=None, types=None) -> list:
@@ -402,6 +475,7 @@ class ShareGroupCoordinator:
         self.groups.pop(group_id, None)
         for key in [k for k in self.partitions if k[0] == group_id]:
             del self.partitions[key]
+            self.partition_topic_ids.pop(key, None)
 
     def close(self) -> None:
         self.sessions.clear()
