@@ -1,0 +1,145 @@
+"""The per-version wire differential's accepted differences, and the kafkapy defects it found.
+
+A difference (conformance/differential/wire_versions.py) is (reference, api, version, request label,
+field path, kafkapy value, Kafka value). ACCEPTED lists what may differ, each with a one-line reason;
+DEFECTS lists kafkapy defects (the test xfails each, strictly, so a fix shows up); anything else
+fails the test. Patterns are fnmatch patterns; versions a (low, high) range.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+
+__all__ = ["ACCEPTED", "DEFECTS", "WireDifference", "classify"]
+
+
+@dataclass(frozen=True, slots=True)
+class WireDifference:
+    reference: str                 # a REFERENCES name or "*"
+    api: str
+    versions: tuple[int, int]
+    label: str                     # fnmatch pattern of the request label
+    path: str                      # fnmatch pattern of the field path, list indexes written "[]"
+    reason: str                    # one line; a defect's starts with "defect: "
+
+    def matches(self, diff) -> bool:
+        path = re.sub(r"\[\d+\]", "[]", diff.path)
+        return (self.reference in ("*", diff.reference) and self.api == diff.api
+                and self.versions[0] <= diff.version <= self.versions[1]
+                and fnmatchcase(diff.label, self.label) and fnmatchcase(path, self.path.replace("[]", "[[][]]")))
+
+    @property
+    def name(self) -> str:
+        return f"{self.api}-v{self.versions[0]}-{min(self.versions[1], 99)}-{self.label}-{self.path}".replace("*", "any")
+
+
+ALL = (0, 32767)
+
+ZK39, KRAFT44 = "kafka-3.9.1-zk", "kafka-4.4.0-kraft"
+
+ACCEPTED: tuple[WireDifference, ...] = (
+    WireDifference(ZK39, "ApiVersions", (3, 4), "*", "*feature*",
+                   "Kafka 3.9 in ZooKeeper mode reports no features; kafkapy reports the ones it implements (KIP-584) "
+                   "as Kafka 4.x does"),
+    WireDifference(KRAFT44, "ApiVersions", (3, 4), "*", "*feature*",
+                   "kafkapy implements a subset of Kafka 4.4's features (no eligible.leader.replicas.version, "
+                   "streams.version; kraft.version and transaction.version not finalized): it is no KRaft node"),
+    WireDifference(KRAFT44, "CreateTopics", (7, ALL[1]), "validate-only", "topics[].topic_id",
+                   "Kafka 4.x's KRaft controller assigns a topic id even to a validate-only creation; Kafka 3.9 "
+                   "(ZooKeeper) and kafkapy answer the zero id"),
+    WireDifference(ZK39, "CreateTopics", ALL, "validate-rf-too-big", "topics[].error_message",
+                   "kafkapy words a too-large replication factor as Kafka 3.x's KRaft controller does; ZooKeeper-mode "
+                   "Kafka says 'Replication factor: 3 larger than available brokers: 1.'"),
+    WireDifference(KRAFT44, "CreateTopics", ALL, "validate-rf-too-big", "topics[].error_message",
+                   "Kafka 4.x's message adds 'or some brokers have all their log directories cordoned' (KIP-1066 "
+                   "cordoned log dirs, which kafkapy does not have)"),
+    WireDifference(KRAFT44, "DescribeConfigs", ALL, "topic", "results[].fixed_configs.min.insync.replicas.*",
+                   "Kafka 4.x in KRaft mode writes min.insync.replicas as a cluster-level dynamic default at "
+                   "bootstrap (DYNAMIC_DEFAULT_BROKER_CONFIG); kafkapy, like ZooKeeper mode, reports DEFAULT_CONFIG"),
+    WireDifference(ZK39, "DescribeConfigs", (0, 0), "*", "results[].fixed_configs.*.is_default",
+                   "Kafka 3.x never sets DescribeConfigs v0's IsDefault (ConfigHelper builds entries without it: "
+                   "always false); kafkapy sets it from the config source, as Kafka 1.0 did"),
+    WireDifference(ZK39, "ConsumerGroupDescribe", ALL, "*", "*",
+                   "Kafka 3.9 in ZooKeeper mode has no KIP-848 group coordinator (UNSUPPORTED_VERSION for every "
+                   "group); kafkapy serves it, as Kafka 4.x does"),
+    WireDifference(ZK39, "OffsetFetch", (0, 0), "*", "topics*",
+                   "OffsetFetch v0 reads offsets stored in ZooKeeper on Kafka 3.x (none here: "
+                   "UNKNOWN_TOPIC_OR_PARTITION); kafkapy has no ZooKeeper-stored offsets and answers from its own"),
+    WireDifference(ZK39, "OffsetFetch", (1, 1), "secret-group", "topics",
+                   "Kafka 3.9 answers an unauthorized OffsetFetch v1 with no topics; Kafka 4.x, like kafkapy, with "
+                   "each requested partition's GROUP_AUTHORIZATION_FAILED"),
+)
+
+_NULL_SUCCESS_MESSAGE = "Kafka sends an empty error_message on success; kafkapy sends null"
+
+DEFECTS: tuple[WireDifference, ...] = (
+    WireDifference("*", "CreateTopics", (5, ALL[1]), "validate-only", "topics[].configs*",
+                   "defect: a validate-only CreateTopics v5+ answers no configs; Kafka returns the would-be topic's "
+                   "configs (name, value, source, read_only, is_sensitive), as for a real creation"),
+    WireDifference("*", "DescribeAcls", ALL, "*", "error_message", f"defect: DescribeAcls: {_NULL_SUCCESS_MESSAGE}"),
+    WireDifference("*", "DescribeClientQuotas", ALL, "any-user", "error_message",
+                   f"defect: DescribeClientQuotas: {_NULL_SUCCESS_MESSAGE}"),
+    WireDifference("*", "DescribeClientQuotas", ALL, "bad-entity", "error_code",
+                   "defect: DescribeClientQuotas with an unknown entity type answers INVALID_REQUEST (42); Kafka "
+                   "answers UNSUPPORTED_VERSION (35)"),
+    WireDifference(KRAFT44, "DescribeClientQuotas", ALL, "bad-entity", "error_message",
+                   "defect: DescribeClientQuotas with an unknown entity type: Kafka 4.x says 'Unsupported entity "
+                   "type no-such-entity' (Kafka 3.9 ZK: kafkapy's wording)"),
+    WireDifference("*", "DescribeCluster", (1, ALL[1]), "controllers", "*",
+                   "defect: DescribeCluster v1 with endpoint_type=2 (controller) to a broker answers "
+                   "UNSUPPORTED_ENDPOINT_TYPE (115), echoing endpoint type 2 and the cluster id; Kafka answers "
+                   "MISMATCHED_ENDPOINT_TYPE (114) 'The request was sent to an endpoint of type BROKER, but we "
+                   "wanted an endpoint of type CONTROLLER', endpoint_type 1, cluster_id \"\""),
+    WireDifference("*", "DescribeConfigs", ALL, "[bt]*", "results[].error_message",
+                   f"defect: DescribeConfigs results: {_NULL_SUCCESS_MESSAGE}"),
+    WireDifference("*", "DescribeConfigs", ALL, "secret-topic", "results[].error_message",
+                   "defect: DescribeConfigs of an unauthorized topic: error_message null; Kafka says 'Topic "
+                   "authorization failed.'"),
+    WireDifference("*", "DescribeConfigs", ALL, "unknown-topic", "results[].error_message",
+                   "defect: DescribeConfigs of an unknown topic: kafkapy says 'Topic wire-no-such-topic does not "
+                   "exist'; Kafka sends an empty error_message"),
+    WireDifference("*", "DescribeConfigs", ALL, "other-broker", "results[].error_message",
+                   "defect: DescribeConfigs of another broker id: Kafka says 'Unexpected broker id, expected 1 or "
+                   "empty string, but received 7'; kafkapy leaves out 'or empty string'"),
+    WireDifference(KRAFT44, "DescribeGroups", (3, ALL[1]), "*", "groups[].authorized_operations",
+                   "defect: a group's authorized_operations lack DESCRIBE_CONFIGS and ALTER_CONFIGS (328, Kafka "
+                   "3.x's set) though kafkapy serves group configs as Kafka 4.x does (3400)"),
+    WireDifference("*", "DescribeProducers", ALL, "topics", "topics[].partitions[].error_code",
+                   "defect: DescribeProducers of a partition the topic does not have answers NOT_LEADER_OR_FOLLOWER "
+                   "(6); Kafka answers UNKNOWN_TOPIC_OR_PARTITION (3)"),
+    WireDifference("*", "DescribeProducers", ALL, "*", "topics[].partitions[].error_message",
+                   "defect: DescribeProducers errors carry no message; Kafka sends the error's default message "
+                   "('This server does not host this topic-partition.', 'Topic authorization failed.')"),
+    WireDifference(KRAFT44, "DescribeTopicPartitions", ALL, "topics", "topics[].topic_authorized_operations",
+                   "defect: DescribeTopicPartitions answers topic_authorized_operations -2147483648 (not computed); "
+                   "Kafka always fills it (Java Admin.describeTopics with includeAuthorizedOperations reads it)"),
+    WireDifference("*", "DescribeUserScramCredentials", ALL, "*", "error_message",
+                   f"defect: DescribeUserScramCredentials: {_NULL_SUCCESS_MESSAGE}"),
+    WireDifference("*", "Fetch", ALL, "out-of-range", "responses[].partitions[].*",
+                   "defect: a Fetch partition answered OFFSET_OUT_OF_RANGE carries the real high watermark, last "
+                   "stable offset and log start offset; Kafka sends -1 for all three with an error"),
+    WireDifference(ZK39, "Fetch", (0, 2), "small-max-bytes", "responses[].partitions[].records",
+                   "defect: Fetch v0-2 returns a whole message larger than partition_max_bytes; Kafka's limit is "
+                   "hard below v3 (no KIP-74): it returns no records, which old clients read as 'message too large'"),
+    WireDifference("*", "FindCoordinator", (4, ALL[1]), "*", "coordinators[].error_message",
+                   "defect: FindCoordinator v4+ puts the error code's name in each coordinator's error_message "
+                   "('NONE', 'GROUP_AUTHORIZATION_FAILED'); Kafka sends an empty message"),
+    WireDifference("*", "FindCoordinator", (1, 3), "secret-group", "error_message",
+                   "defect: FindCoordinator v1-3's error_message is the error code's name "
+                   "('GROUP_AUTHORIZATION_FAILED'); Kafka sends the error's message ('Group authorization failed.')"),
+    WireDifference(KRAFT44, "ShareGroupDescribe", ALL, "*", "groups[].error_message",
+                   "defect: ShareGroupDescribe of a classic group says 'Group wire-group not found.'; Kafka says "
+                   "'Group wire-group is not a share group.'"),
+)
+
+
+def classify(diff) -> tuple[str, str]:
+    """("accepted" | "defect" | "unexplained", reason)."""
+    for entry in DEFECTS:
+        if entry.matches(diff):
+            return "defect", entry.reason
+    for entry in ACCEPTED:
+        if entry.matches(diff):
+            return "accepted", entry.reason
+    return "unexplained", ""
