@@ -762,6 +762,8 @@ class Run:
     compared: int = 0
     differences: list[Difference] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
+    # answers that do not re-encode to their own bytes with kafkapy's codec, by broker ("kafkapy", "kafka")
+    not_reencoded: dict[str, list[str]] = field(default_factory=dict)
 
 
 def run_against(kafkapy_bootstrap: str, kafkapy_ctx: dict, reference: str, reference_bootstrap: str,
@@ -780,6 +782,9 @@ def run_against(kafkapy_bootstrap: str, kafkapy_ctx: dict, reference: str, refer
     theirs = collect(reference_bootstrap, run.versions, reference_ctx)
     run.seconds["exchange"] = time.monotonic() - begin
     run.differences, run.compared = compare(reference, ours, theirs)
+    for side, answers in (("kafkapy", ours), ("kafka", theirs)):
+        run.not_reencoded[side] = [f"{api} v{version} [{label}]" for (api, version, label), answer in answers.items()
+                                   if answer.reencodes_exactly is False]
     run.differences += invariant_violations(reference, ours)
     return run
 
@@ -824,11 +829,13 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append({**diff.as_dict(), "kind": kind, "reason": reason})
             report["references"][name] = {"versions": run.versions, "answers_compared": run.compared,
                                           "reference_start_s": round(ctx["started_s"], 1),
-                                          "exchange_s": round(run.seconds["exchange"], 1), "differences": rows}
+                                          "exchange_s": round(run.seconds["exchange"], 1),
+                                          "not_reencoded": run.not_reencoded, "differences": rows}
             counts: dict[str, int] = {}
             for row in rows:
                 counts[row["kind"]] = counts.get(row["kind"], 0) + 1
-            print(f"{name}: {run.compared} answers compared, {len(rows)} differences {counts}", flush=True)
+            print(f"{name}: {run.compared} answers compared, {len(rows)} differences {counts}; answers not "
+                  f"re-encoding exactly: {run.not_reencoded}", flush=True)
             for row in rows:
                 if row["kind"] != "accepted":
                     print(f"  {row['kind']}: {row['api']} v{row['version']} [{row['label']}] {row['path']}: "
