@@ -235,7 +235,10 @@ class ShareGroupCoordinator:
             if group is not None and group.members.pop(member_id, None) is not None:
                 group.group_epoch += 1
                 self._assign(group)
-            self._close_member_session(group_id, member_id)
+            # its share sessions stay: Kafka's share-partition leader ends one when the member
+            # closes it (epoch -1, after applying the acknowledgements it carries), when its
+            # connection closes, or not at all (the acquisition locks expire); a leave heartbeat that
+            # arrives before the closing ShareAcknowledge must not lose those acknowledgements
             return HeartbeatResult(member_id=member_id, member_epoch=-1)
         interval = int(self.group_config(group_id, "share.heartbeat.interval.ms"))
         session_s = int(self.group_config(group_id, "share.session.timeout.ms")) / 1000.0
@@ -290,7 +293,6 @@ class ShareGroupCoordinator:
             gone = [m for m, member in group.members.items() if member.deadline < now]
             for member_id in gone:
                 del group.members[member_id]
-                self._close_member_session(group.group_id, member_id)
             if gone:
                 group.group_epoch += 1
                 self._assign(group)
@@ -347,11 +349,11 @@ class ShareGroupCoordinator:
 
     # -- share sessions and share-partitions (share-partition leader role) ------------------
     def open_session(self, group_id: str, member_id: str, now: float = 0.0) -> ShareSession:
-        """Epoch 0: a new session for the member (one it had before is replaced)."""
+        """Epoch 0: a new session for the member. One it had before is replaced and what the member
+        holds stays acquired by it (Kafka's SharePartitionManager.newContext): it may still
+        acknowledge those records in the new session, and their locks expire otherwise."""
         self.evict_idle_sessions(now)
-        old = self.sessions.pop((group_id, member_id), None)
-        if old is not None:
-            self.release_member(group_id, member_id, old.partitions)
+        self.sessions.pop((group_id, member_id), None)
         session = self.sessions[(group_id, member_id)] = ShareSession(group_id, member_id, 1, last_used=now)
         return session
 
@@ -378,17 +380,8 @@ class ShareGroupCoordinator:
     def touch(self, session: ShareSession, now: float) -> None:
         session.last_used = now
 
-    def _close_member_session(self, group_id: str, member_id: str) -> None:
-        # a member that left (or was expired by) the group coordinator on this broker: its share
-        # session here ends and what it holds is released (Kafka's share session cache listens
-        # to group membership the same way)
-        session = self.sessions.get((group_id, member_id))
-        if session is not None:
-            self.close_session(session)
-            self.released.append(session)
-
     def take_released(self) -> list[ShareSession]:
-        """Sessions closed by membership changes since the last call (the caller wakes fetches
+        """Sessions evicted as idle since the last call (the caller wakes fetches
         waiting on their partitions)."""
         out, self.released = self.released, []
         return out

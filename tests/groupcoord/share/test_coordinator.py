@@ -35,20 +35,47 @@ def test_members_join_share_all_partitions_and_leave():
     assert list(sg.groups["g"].members) == ["b"]
 
 
-def test_members_that_miss_the_session_timeout_are_removed_and_their_sessions_closed():
+def test_members_that_miss_the_session_timeout_leave_the_group_but_not_their_share_sessions():
+    # Kafka's share-partition leader does not follow group membership: a share session ends when
+    # its member closes it, its connection closes, or it sits idle past the session timeout
     sg = _coordinator(session_timeout_ms=1000)
     sg.heartbeat("g", "a", 0, None, ["t"], "c", "/h", 0.0)
-    sg.open_session("g", "a", 0.0)
+    s = sg.open_session("g", "a", 0.0)
+    s.partitions.add(("t", 0, TOPIC_ID))
     sp = sg.share_partition("g", "t", 0, 0, 10)
     sp.acquire([(0, 9, True)], "a", 100, 30.0, 0.0)
     sg.heartbeat("g", "b", 0, None, ["t"], "c", "/h", 0.5)
     sg.expire_members(2.0)
     assert "a" not in sg.groups["g"].members
-    sg.heartbeat("g", "b", 0, None, ["t"], "c", "/h", 2.0)
-    # b was expired too by then; a's session is gone and what it held is available again
+    assert ("g", "a") in sg.sessions
+    assert all(r.state == ACQUIRED and r.member == "a" for r in sp.records.values())
+    # idle past the timeout: evicted when another session opens, what it held released
+    sg.open_session("g", "c", 2.0)
     assert ("g", "a") not in sg.sessions
     assert all(r.state == AVAILABLE for r in sp.records.values())
     assert [s.member_id for s in sg.take_released()] == ["a"]
+
+
+def test_a_leave_heartbeat_keeps_the_share_session_for_the_closing_acknowledgement():
+    sg = _coordinator()
+    sg.heartbeat("g", "a", 0, None, ["t"], "c", "/h", 0.0)
+    s = sg.open_session("g", "a", 0.0)
+    s.partitions.add(("t", 0, TOPIC_ID))
+    sp = sg.share_partition("g", "t", 0, 0, 10)
+    sp.acquire([(0, 9, True)], "a", 100, 30.0, 0.0)
+    sg.heartbeat("g", "a", -1, None, None, "c", "/h", 0.1)
+    assert sg.session_error("g", "a", -1) == (0, s)
+    assert all(r.state == ACQUIRED for r in sp.records.values())
+
+
+def test_a_new_share_session_keeps_what_the_member_holds():
+    sg = _coordinator()
+    s = sg.open_session("g", "a", 0.0)
+    s.partitions.add(("t", 0, TOPIC_ID))
+    sp = sg.share_partition("g", "t", 0, 0, 10)
+    sp.acquire([(0, 9, True)], "a", 100, 30.0, 0.0)
+    sg.open_session("g", "a", 0.1)
+    assert all(r.state == ACQUIRED and r.member == "a" for r in sp.records.values())
 
 
 def test_idle_sessions_are_evicted_when_a_new_one_opens():
