@@ -42,8 +42,8 @@ def test_members_that_miss_the_session_timeout_leave_the_group_but_not_their_sha
     sg.heartbeat("g", "a", 0, None, ["t"], "c", "/h", 0.0)
     s = sg.open_session("g", "a", 0.0)
     s.partitions.add(("t", 0, TOPIC_ID))
-    sp = sg.share_partition("g", "t", 0, 0, 10)
-    sp.acquire([(0, 9, True)], "a", 100, 30.0, 0.0)
+    sp = sg.share_partition("g", "t", 0, 0, 0)
+    assert sp.acquire([(0, 9, True)], "a", 100, 30.0, 0.0) == [(0, 9, 1)]
     sg.heartbeat("g", "b", 0, None, ["t"], "c", "/h", 0.5)
     sg.expire_members(2.0)
     assert "a" not in sg.groups["g"].members
@@ -61,8 +61,8 @@ def test_a_leave_heartbeat_keeps_the_share_session_for_the_closing_acknowledgeme
     sg.heartbeat("g", "a", 0, None, ["t"], "c", "/h", 0.0)
     s = sg.open_session("g", "a", 0.0)
     s.partitions.add(("t", 0, TOPIC_ID))
-    sp = sg.share_partition("g", "t", 0, 0, 10)
-    sp.acquire([(0, 9, True)], "a", 100, 30.0, 0.0)
+    sp = sg.share_partition("g", "t", 0, 0, 0)
+    assert sp.acquire([(0, 9, True)], "a", 100, 30.0, 0.0) == [(0, 9, 1)]
     sg.heartbeat("g", "a", -1, None, None, "c", "/h", 0.1)
     assert sg.session_error("g", "a", -1) == (0, s)
     assert all(r.state == ACQUIRED for r in sp.records.values())
@@ -72,8 +72,8 @@ def test_a_new_share_session_keeps_what_the_member_holds():
     sg = _coordinator()
     s = sg.open_session("g", "a", 0.0)
     s.partitions.add(("t", 0, TOPIC_ID))
-    sp = sg.share_partition("g", "t", 0, 0, 10)
-    sp.acquire([(0, 9, True)], "a", 100, 30.0, 0.0)
+    sp = sg.share_partition("g", "t", 0, 0, 0)
+    assert sp.acquire([(0, 9, True)], "a", 100, 30.0, 0.0) == [(0, 9, 1)]
     sg.open_session("g", "a", 0.1)
     assert all(r.state == ACQUIRED and r.member == "a" for r in sp.records.values())
 
