@@ -15,7 +15,9 @@ What Apache Kafka 4.4.0 (KRaft, single node) answered, observed with this module
   deleting that topic once more: the topic's error UNKNOWN_TOPIC_OR_PARTITION (3) "There is no
   offset information to delete."
 - a group whose member joined (subscribed to the topic) and left: describe of all topics lists
-  every partition that was assigned (start offset -1); alter, describe, delete as above.
+  every partition that was assigned (start offset -1; Kafka initializes them asynchronously after
+  the join heartbeat, so the test waits until they are listed before the member leaves); alter,
+  describe, delete as above.
 - a group with a member: AlterShareGroupOffsets and DeleteShareGroupOffsets NON_EMPTY_GROUP (68)
   "The group is not empty." at the top level, with no per-topic results.
 
@@ -27,6 +29,7 @@ KAFKAPY_REQUIRE_JAVA=1), so a change in Kafka's answers shows up here.
 from __future__ import annotations
 
 import os
+import time
 import uuid
 from pathlib import Path
 
@@ -154,6 +157,11 @@ def observe(bootstrap: str) -> dict:
         names[left] = "G"
         member = uuid.uuid4().hex[:22]
         joined = heartbeat(left, member, 0)
+        # Kafka initializes the assigned share-partitions' state after the heartbeat, asynchronously
+        # (under load a describe right after the join may not list them yet); kafkapy at once
+        deadline = time.monotonic() + 15
+        while not describe(left, True)["topics"] and time.monotonic() < deadline:
+            time.sleep(0.2)
         gone = heartbeat(left, member, -1)
         out["left.join_leave"] = [joined.error_code, gone.error_code]
         out["left.describe_all"] = describe(left, True)
