@@ -84,7 +84,6 @@ DEFECTS: tuple[WireDifference, ...] = (
     WireDifference("*", "CreateTopics", (5, ALL[1]), "validate-only", "topics[].configs*",
                    "defect: a validate-only CreateTopics v5+ answers no configs; Kafka returns the would-be topic's "
                    "configs (name, value, source, read_only, is_sensitive), as for a real creation"),
-    WireDifference("*", "DescribeAcls", ALL, "*", "error_message", f"defect: DescribeAcls: {_NULL_SUCCESS_MESSAGE}"),
     WireDifference("*", "DescribeClientQuotas", ALL, "any-user", "error_message",
                    f"defect: DescribeClientQuotas: {_NULL_SUCCESS_MESSAGE}"),
     WireDifference("*", "DescribeClientQuotas", ALL, "bad-entity", "error_code",
@@ -98,17 +97,6 @@ DEFECTS: tuple[WireDifference, ...] = (
                    "UNSUPPORTED_ENDPOINT_TYPE (115), echoing endpoint type 2 and the cluster id; Kafka answers "
                    "MISMATCHED_ENDPOINT_TYPE (114) 'The request was sent to an endpoint of type BROKER, but we "
                    "wanted an endpoint of type CONTROLLER', endpoint_type 1, cluster_id \"\""),
-    WireDifference("*", "DescribeConfigs", ALL, "[bt]*", "results[].error_message",
-                   f"defect: DescribeConfigs results: {_NULL_SUCCESS_MESSAGE}"),
-    WireDifference("*", "DescribeConfigs", ALL, "secret-topic", "results[].error_message",
-                   "defect: DescribeConfigs of an unauthorized topic: error_message null; Kafka says 'Topic "
-                   "authorization failed.'"),
-    WireDifference("*", "DescribeConfigs", ALL, "unknown-topic", "results[].error_message",
-                   "defect: DescribeConfigs of an unknown topic: kafkapy says 'Topic wire-no-such-topic does not "
-                   "exist'; Kafka sends an empty error_message"),
-    WireDifference("*", "DescribeConfigs", ALL, "other-broker", "results[].error_message",
-                   "defect: DescribeConfigs of another broker id: Kafka says 'Unexpected broker id, expected 1 or "
-                   "empty string, but received 7'; kafkapy leaves out 'or empty string'"),
     WireDifference(KRAFT44, "DescribeGroups", (3, ALL[1]), "*", "groups[].authorized_operations",
                    "defect: a group's authorized_operations lack DESCRIBE_CONFIGS and ALTER_CONFIGS (328, Kafka "
                    "3.x's set) though kafkapy serves group configs as Kafka 4.x does (3400)"),
@@ -121,20 +109,12 @@ DEFECTS: tuple[WireDifference, ...] = (
     WireDifference(KRAFT44, "DescribeTopicPartitions", ALL, "topics", "topics[].topic_authorized_operations",
                    "defect: DescribeTopicPartitions answers topic_authorized_operations -2147483648 (not computed); "
                    "Kafka always fills it (Java Admin.describeTopics with includeAuthorizedOperations reads it)"),
-    WireDifference("*", "DescribeUserScramCredentials", ALL, "*", "error_message",
-                   f"defect: DescribeUserScramCredentials: {_NULL_SUCCESS_MESSAGE}"),
     WireDifference("*", "Fetch", ALL, "out-of-range", "responses[].partitions[].*",
                    "defect: a Fetch partition answered OFFSET_OUT_OF_RANGE carries the real high watermark, last "
                    "stable offset and log start offset; Kafka sends -1 for all three with an error"),
     WireDifference(ZK39, "Fetch", (0, 2), "small-max-bytes", "responses[].partitions[].records",
                    "defect: Fetch v0-2 returns a whole message larger than partition_max_bytes; Kafka's limit is "
                    "hard below v3 (no KIP-74): it returns no records, which old clients read as 'message too large'"),
-    WireDifference("*", "FindCoordinator", (4, ALL[1]), "*", "coordinators[].error_message",
-                   "defect: FindCoordinator v4+ puts the error code's name in each coordinator's error_message "
-                   "('NONE', 'GROUP_AUTHORIZATION_FAILED'); Kafka sends an empty message"),
-    WireDifference("*", "FindCoordinator", (1, 3), "secret-group", "error_message",
-                   "defect: FindCoordinator v1-3's error_message is the error code's name "
-                   "('GROUP_AUTHORIZATION_FAILED'); Kafka sends the error's message ('Group authorization failed.')"),
     WireDifference(KRAFT44, "ShareGroupDescribe", ALL, "*", "groups[].error_message",
                    "defect: ShareGroupDescribe of a classic group says 'Group wire-group not found.'; Kafka says "
                    "'Group wire-group is not a share group.'"),

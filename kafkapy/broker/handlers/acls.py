@@ -82,7 +82,8 @@ async def handle_describe_acls(ctx: RequestContext, request: DescribeAclsRequest
             resource_type=resource_type, resource_name=name, pattern_type=pattern_type, acls=[
                 DescribeAclsResponse.AclDescription(principal=a.principal, host=a.host, operation=a.operation,
                                                     permission_type=a.permission_type) for a in group]))
-    return DescribeAclsResponse(throttle_time_ms=0, error_code=0, error_message=None, resources=resources)
+    # KafkaApis leaves the message unset: the schema's default, ""
+    return DescribeAclsResponse(throttle_time_ms=0, error_code=0, error_message="", resources=resources)
 
 
 @handles(DeleteAclsRequest)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 from ...metadata.acls import AclOperation, ResourceType
+from ...protocol.error_messages import default_message
 from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages import (
     AlterConfigsRequest,
@@ -65,13 +66,14 @@ def _describe(broker, resource, version: int, include_synonyms: bool, include_do
     if resource.resource_type == TOPIC:
         meta = broker.partitions.topic(resource.resource_name)
         if meta is None:
+            # ConfigHelper answers an unknown topic with the code alone (the message is the schema's default, "")
             raise KafkaError(f"Topic {resource.resource_name} does not exist", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         return describe_topic_configs(meta.configs, broker.config, keys, include_synonyms=include_synonyms,
                                       include_documentation=include_docs)
     if resource.resource_type == BROKER:
         name = resource.resource_name
         if name != "" and name != str(broker.node_id):
-            raise KafkaError(f"Unexpected broker id, expected {broker.node_id}, but received {name}",
+            raise KafkaError(f"Unexpected broker id, expected {broker.node_id} or empty string, but received {name}",
                              ErrorCode.INVALID_REQUEST)
         return describe_broker_configs(broker.config, keys, per_broker=name != "",
                                        include_synonyms=include_synonyms, include_documentation=include_docs)
@@ -142,17 +144,21 @@ async def handle_describe_configs(ctx: RequestContext, request: DescribeConfigsR
     docs = version >= 3 and request.include_documentation
     results = []
     for resource in request.resources:
+        # ConfigHelper: "" on success (the schema's default), Errors.message() when unauthorized
         result = DescribeConfigsResponse.DescribeConfigsResult(
-            error_code=0, resource_type=resource.resource_type, resource_name=resource.resource_name, configs=[])
+            error_code=0, error_message="", resource_type=resource.resource_type,
+            resource_name=resource.resource_name, configs=[])
         results.append(result)
         result.error_code = _authorization_error(ctx, resource, AclOperation.DESCRIBE_CONFIGS)
         if result.error_code:
+            result.error_message = default_message(result.error_code)
             continue
         try:
             entries = _describe(ctx.broker, resource, version, synonyms, docs)
         except KafkaError as exc:
             result.error_code = exc.code
-            result.error_message = str(exc)
+            if exc.code != ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+                result.error_message = str(exc)
             continue
         result.configs = [
             DescribeConfigsResponse.DescribeConfigsResourceResult(

@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 from ...metadata.acls import AclOperation, ResourceType
 from ...groupcoord import OFFSETS_TOPIC, JoinRequest, partition_for
+from ...protocol.error_messages import default_message
 from ...protocol.errors import ErrorCode
 from ...protocol.messages import (
     ConsumerGroupDescribeRequest,
@@ -116,12 +117,18 @@ async def handle_find_coordinator(ctx: RequestContext,
         for key in request.coordinator_keys:
             error, message, node_id, host, port = _coordinator_key_denied(ctx, key, request.key_type) or \
                 find_coordinator(broker, key, request.key_type, ctx.listener_name)
+            if error:
+                log.debug("FindCoordinator %r (key type %d): %s", key, request.key_type, message)
+            # KafkaApis sets no message on a v4+ coordinator: the schema's default, ""
             coordinators.append(FindCoordinatorResponse.Coordinator(
-                key=key, node_id=node_id, host=host, port=port, error_code=error, error_message=message))
+                key=key, node_id=node_id, host=host, port=port, error_code=error, error_message=""))
         return FindCoordinatorResponse(throttle_time_ms=0, coordinators=coordinators)
     error, message, node_id, host, port = _coordinator_key_denied(ctx, request.key, request.key_type) or \
         find_coordinator(broker, request.key, request.key_type, ctx.listener_name)
-    return FindCoordinatorResponse(throttle_time_ms=0, error_code=error, error_message=message,
+    if error:
+        log.debug("FindCoordinator %r (key type %d): %s", request.key, request.key_type, message)
+    # v0-3: Errors.message(), the error's default text ("NONE" on success)
+    return FindCoordinatorResponse(throttle_time_ms=0, error_code=error, error_message=default_message(error),
                                    node_id=node_id, host=host, port=port)
 
 

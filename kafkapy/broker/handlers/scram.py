@@ -67,7 +67,8 @@ async def handle_describe_user_scram_credentials(
                 f"Attempt to describe a user credential that does not exist: {name}")))
         else:
             results.append(Result(user=name, error_code=0, error_message=None, credential_infos=infos))
-    return DescribeUserScramCredentialsResponse(throttle_time_ms=0, error_code=0, error_message=None,
+    # KafkaApis leaves the top-level message unset: the schema's default, ""
+    return DescribeUserScramCredentialsResponse(throttle_time_ms=0, error_code=0, error_message="",
                                                 results=results)
 
 
