@@ -26,6 +26,10 @@ log = logging.getLogger(__name__)
 MATCH_EXACT, MATCH_DEFAULT, MATCH_SPECIFIED = 0, 1, 2
 
 
+class _UnsupportedEntityType(QuotaError):
+    """A filter component of an entity type Kafka does not know: UNSUPPORTED_VERSION, as Kafka answers."""
+
+
 class _Filter:
     """A DescribeClientQuotas filter: per entity type exact name, `<default>` or any; `strict`
     also requires the entity to have no other components."""
@@ -36,7 +40,7 @@ class _Filter:
         for component in components:
             entity_type = component.entity_type
             if entity_type not in (USER, CLIENT_ID, IP):
-                raise QuotaError(f"Custom entity type {entity_type!r} not supported")
+                raise _UnsupportedEntityType(f"Custom entity type {entity_type!r} not supported")
             if entity_type in self.components:
                 raise QuotaError(f"Duplicate {entity_type} filter component entity type")
             if component.match_type == MATCH_EXACT:
@@ -75,8 +79,8 @@ async def handle_describe_client_quotas(ctx: RequestContext,
     try:
         quota_filter = _Filter(request.components, request.strict)
     except QuotaError as exc:
-        return Response(throttle_time_ms=0, error_code=ErrorCode.INVALID_REQUEST, error_message=str(exc),
-                        entries=None)
+        code = ErrorCode.UNSUPPORTED_VERSION if isinstance(exc, _UnsupportedEntityType) else ErrorCode.INVALID_REQUEST
+        return Response(throttle_time_ms=0, error_code=code, error_message=str(exc), entries=None)
     entries = []
     quotas = ctx.broker.metadata.describe_client_quotas()
     for entity, values in sorted(quotas.items(), key=lambda item: str(item[0])):
@@ -85,7 +89,8 @@ async def handle_describe_client_quotas(ctx: RequestContext,
         entries.append(Response.EntryData(
             entity=[Response.EntityData(entity_type=t, entity_name=n) for t, n in entity.components],
             values=[Response.ValueData(key=k, value=float(v)) for k, v in sorted(values.items())]))
-    return Response(throttle_time_ms=0, error_code=0, error_message=None, entries=entries)
+    # KafkaApis leaves the message unset: the schema's default, ""
+    return Response(throttle_time_ms=0, error_code=0, error_message="", entries=entries)
 
 
 @handles(AlterClientQuotasRequest)
