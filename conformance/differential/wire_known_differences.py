@@ -87,11 +87,6 @@ DEFECTS: tuple[WireDifference, ...] = (
     WireDifference("*", "CreateTopics", (5, ALL[1]), "validate-only", "topics[].configs*",
                    "defect: a validate-only CreateTopics v5+ answers no configs; Kafka returns the would-be topic's "
                    "configs (name, value, source, read_only, is_sensitive), as for a real creation"),
-    WireDifference("*", "DescribeCluster", (1, ALL[1]), "controllers", "*",
-                   "defect: DescribeCluster v1 with endpoint_type=2 (controller) to a broker answers "
-                   "UNSUPPORTED_ENDPOINT_TYPE (115), echoing endpoint type 2 and the cluster id; Kafka answers "
-                   "MISMATCHED_ENDPOINT_TYPE (114) 'The request was sent to an endpoint of type BROKER, but we "
-                   "wanted an endpoint of type CONTROLLER', endpoint_type 1, cluster_id \"\""),
     WireDifference(KRAFT44, "DescribeGroups", (3, ALL[1]), "*", "groups[].authorized_operations",
                    "defect: a group's authorized_operations lack DESCRIBE_CONFIGS and ALTER_CONFIGS (328, Kafka "
                    "3.x's set) though kafkapy serves group configs as Kafka 4.x does (3400)"),

@@ -9,16 +9,24 @@ from ...protocol.messages import (
 )
 from ..dispatch import RequestContext, handles
 
-BROKER_ENDPOINT = 1
+BROKER_ENDPOINT, CONTROLLER_ENDPOINT = 1, 2
+_ENDPOINT_NAMES = {BROKER_ENDPOINT: "BROKER", CONTROLLER_ENDPOINT: "CONTROLLER"}
 
 
 @handles(DescribeClusterRequest)
 async def handle_describe_cluster(ctx: RequestContext, request: DescribeClusterRequest) -> DescribeClusterResponse:
     broker = ctx.broker
     if ctx.api_version >= 1 and request.endpoint_type != BROKER_ENDPOINT:
-        return DescribeClusterResponse(error_code=ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
-                                       error_message="kafkapy brokers only expose broker endpoints",
-                                       endpoint_type=request.endpoint_type, cluster_id=broker.cluster_id)
+        # AuthHelper.computeDescribeClusterResponse: an error answer leaves every other field at its
+        # default (endpoint type 1, cluster id "")
+        if request.endpoint_type not in _ENDPOINT_NAMES:
+            return DescribeClusterResponse(error_code=ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
+                                           error_message=f"Unsupported endpoint type {request.endpoint_type}",
+                                           cluster_id="")
+        return DescribeClusterResponse(
+            error_code=ErrorCode.MISMATCHED_ENDPOINT_TYPE, cluster_id="",
+            error_message=f"The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type "
+                          f"{_ENDPOINT_NAMES[request.endpoint_type]}")
     brokers = [DescribeClusterResponse.DescribeClusterBroker(broker_id=b.node_id, host=b.host, port=b.port,
                                                              rack=b.rack)
                for b in broker.brokers_for(ctx.listener_name)]
