@@ -90,12 +90,6 @@ DEFECTS: tuple[WireDifference, ...] = (
     WireDifference(KRAFT44, "DescribeGroups", (3, ALL[1]), "*", "groups[].authorized_operations",
                    "defect: a group's authorized_operations lack DESCRIBE_CONFIGS and ALTER_CONFIGS (328, Kafka "
                    "3.x's set) though kafkapy serves group configs as Kafka 4.x does (3400)"),
-    WireDifference("*", "DescribeProducers", ALL, "topics", "topics[].partitions[].error_code",
-                   "defect: DescribeProducers of a partition the topic does not have answers NOT_LEADER_OR_FOLLOWER "
-                   "(6); Kafka answers UNKNOWN_TOPIC_OR_PARTITION (3)"),
-    WireDifference("*", "DescribeProducers", ALL, "*", "topics[].partitions[].error_message",
-                   "defect: DescribeProducers errors carry no message; Kafka sends the error's default message "
-                   "('This server does not host this topic-partition.', 'Topic authorization failed.')"),
     WireDifference(KRAFT44, "DescribeTopicPartitions", ALL, "topics", "topics[].topic_authorized_operations",
                    "defect: DescribeTopicPartitions answers topic_authorized_operations -2147483648 (not computed); "
                    "Kafka always fills it (Java Admin.describeTopics with includeAuthorizedOperations reads it)"),

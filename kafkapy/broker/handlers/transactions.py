@@ -12,6 +12,7 @@ from collections.abc import Iterable
 
 from ...metadata.acls import AclOperation, ResourceType
 from ...groupcoord import OFFSETS_TOPIC, OffsetAndMetadata
+from ...protocol.error_messages import default_message
 from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages import (
     AddOffsetsToTxnRequest,
@@ -371,16 +372,26 @@ async def handle_describe_producers(ctx: RequestContext,
     topics = []
     denied = ctx.unauthorized_names(AclOperation.READ, ResourceType.TOPIC, (t.name for t in request.topics))
     for topic in request.topics:
-        known = broker.partitions.topic(topic.name) is not None
+        meta = broker.partitions.topic(topic.name)
+        # KafkaApis: a topic-level error carries Errors.message(); a partition's (ReplicaManager) none
+        if denied and topic.name in denied:  # READ on the topic
+            topic_error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        elif meta is None:
+            topic_error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        else:
+            topic_error = ErrorCode.NONE
         partitions = []
         for index in topic.partition_indexes:
             response = DescribeProducersResponse.PartitionResponse(partition_index=index)
-            plog = broker.partitions.get_log(topic.name, index) if known else None
-            if denied and topic.name in denied:  # READ on the topic (KafkaApis)
-                response.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-            elif not known:
+            plog = broker.partitions.get_log(topic.name, index) if not topic_error else None
+            if topic_error:
+                response.error_code = topic_error
+                response.error_message = default_message(topic_error)
+            elif plog is None and not 0 <= index < len(meta.partitions):
                 response.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            elif plog is None or getattr(plog, "is_offline", False):
+            elif plog is not None and getattr(plog, "is_offline", False):
+                response.error_code = ErrorCode.KAFKA_STORAGE_ERROR
+            elif plog is None:
                 response.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
             else:
                 response.active_producers = [
