@@ -99,9 +99,6 @@ DEFECTS: tuple[WireDifference, ...] = (
     WireDifference(ZK39, "Fetch", (0, 2), "small-max-bytes", "responses[].partitions[].records",
                    "defect: Fetch v0-2 returns a whole message larger than partition_max_bytes; Kafka's limit is "
                    "hard below v3 (no KIP-74): it returns no records, which old clients read as 'message too large'"),
-    WireDifference(KRAFT44, "ShareGroupDescribe", ALL, "*", "groups[].error_message",
-                   "defect: ShareGroupDescribe of a classic group says 'Group wire-group not found.'; Kafka says "
-                   "'Group wire-group is not a share group.'"),
 )
 
 

@@ -13,6 +13,7 @@ import logging
 import time
 import uuid
 
+from ...groupcoord.group import GroupState
 from ...groupcoord.offsets_topic import OffsetsTopicStore, offsets_topic_configs
 from ...groupcoord.share import AckBatch, validate_ack_batches
 from ...groupcoord.share.batches import batch_ranges
@@ -117,6 +118,13 @@ def _wake_released(broker) -> None:
 
 
 # -- ShareGroupDescribe ----------------------------------------------------------------------
+def _other_group_type(broker, group_id: str) -> bool:
+    """True when `group_id` is a live classic or consumer group (Kafka: "Group X is not a share group.")."""
+    coordinator = broker.group_coordinator
+    group = coordinator.manager.get_group(group_id) if coordinator is not None else None
+    return group is not None and not group.is_in(GroupState.DEAD)
+
+
 @handles(ShareGroupDescribeRequest)
 async def handle_share_group_describe(ctx: RequestContext,
                                       request: ShareGroupDescribeRequest) -> ShareGroupDescribeResponse:
@@ -138,7 +146,8 @@ async def handle_share_group_describe(ctx: RequestContext,
         group = share.describe(group_id)
         if group is None:
             described.error_code = ErrorCode.GROUP_ID_NOT_FOUND
-            described.error_message = f"Group {group_id} not found."
+            described.error_message = (f"Group {group_id} is not a share group." if _other_group_type(broker, group_id)
+                                       else f"Group {group_id} not found.")
             continue
         described.group_state = group.state
         described.group_epoch = described.assignment_epoch = group.group_epoch
