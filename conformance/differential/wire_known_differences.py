@@ -90,9 +90,6 @@ DEFECTS: tuple[WireDifference, ...] = (
     WireDifference(KRAFT44, "DescribeGroups", (3, ALL[1]), "*", "groups[].authorized_operations",
                    "defect: a group's authorized_operations lack DESCRIBE_CONFIGS and ALTER_CONFIGS (328, Kafka "
                    "3.x's set) though kafkapy serves group configs as Kafka 4.x does (3400)"),
-    WireDifference(KRAFT44, "DescribeTopicPartitions", ALL, "topics", "topics[].topic_authorized_operations",
-                   "defect: DescribeTopicPartitions answers topic_authorized_operations -2147483648 (not computed); "
-                   "Kafka always fills it (Java Admin.describeTopics with includeAuthorizedOperations reads it)"),
     WireDifference("*", "Fetch", ALL, "out-of-range", "responses[].partitions[].*",
                    "defect: a Fetch partition answered OFFSET_OUT_OF_RANGE carries the real high watermark, last "
                    "stable offset and log start offset; Kafka sends -1 for all three with an error"),

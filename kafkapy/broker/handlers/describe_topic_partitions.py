@@ -39,8 +39,10 @@ async def handle_describe_topic_partitions(
             continue
         meta = partitions.topic(name)
         if meta is None:
+            # Kafka fills the operations of every topic it was allowed to describe, an unknown one too
             topics.append(Response.DescribeTopicPartitionsResponseTopic(
-                error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, topic_id=_NULL_UUID))
+                error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, topic_id=_NULL_UUID,
+                topic_authorized_operations=ctx.authorized_operations(ResourceType.TOPIC, name)))
             continue
         start = cursor.partition_index if cursor is not None and name == cursor.topic_name else 0
         parts = []
