@@ -242,6 +242,9 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
             else:
                 data = _read_partition(broker, want, limit, total == 0, isolation, version, replica_id,
                                        first_read, leaders)
+                if data.error_code == ErrorCode.OFFSET_OUT_OF_RANGE:
+                    # ReplicaManager answers a read error with unknown offsets (-1), not the log's
+                    data.high_watermark = data.last_stable_offset = data.log_start_offset = -1
                 # a diverging epoch (to a follower) answers at once, like an error
                 errors = errors or (replica_id >= 0 and _diverged(data))
             if data.error_code == ErrorCode.KAFKA_STORAGE_ERROR and version <= 5:
