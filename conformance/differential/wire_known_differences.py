@@ -90,9 +90,6 @@ DEFECTS: tuple[WireDifference, ...] = (
     WireDifference(KRAFT44, "DescribeGroups", (3, ALL[1]), "*", "groups[].authorized_operations",
                    "defect: a group's authorized_operations lack DESCRIBE_CONFIGS and ALTER_CONFIGS (328, Kafka "
                    "3.x's set) though kafkapy serves group configs as Kafka 4.x does (3400)"),
-    WireDifference(ZK39, "Fetch", (0, 2), "small-max-bytes", "responses[].partitions[].records",
-                   "defect: Fetch v0-2 returns a whole message larger than partition_max_bytes; Kafka's limit is "
-                   "hard below v3 (no KIP-74): it returns no records, which old clients read as 'message too large'"),
 )
 
 

@@ -240,8 +240,10 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
                 data = PartitionData(partition_index=want.partition, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
                                      high_watermark=-1, records=b"")
             else:
-                data = _read_partition(broker, want, limit, total == 0, isolation, version, replica_id,
-                                       first_read, leaders)
+                # KIP-74 (v3+): the first partition's first batch is returned whole beyond its limits; below
+                # v3 Kafka's limit is hard (FetchParams.hardMaxBytesLimit): a larger message is not returned
+                data = _read_partition(broker, want, limit, total == 0 and version >= 3, isolation, version,
+                                       replica_id, first_read, leaders)
                 if data.error_code == ErrorCode.OFFSET_OUT_OF_RANGE:
                     # ReplicaManager answers a read error with unknown offsets (-1), not the log's
                     data.high_watermark = data.last_stable_offset = data.log_start_offset = -1
