@@ -82,12 +82,13 @@ ACCEPTED: tuple[WireDifference, ...] = (
     WireDifference(KRAFT44, "DescribeGroups", (3, ALL[1]), "*", "groups[].authorized_operations",
                    "a group's authorized_operations are Kafka 3.9's set (328, kafkapy's ZooKeeper-mode reference); "
                    "Kafka 4.x adds DESCRIBE_CONFIGS and ALTER_CONFIGS for groups (3400)"),
+    WireDifference(KRAFT44, "CreateTopics", (5, ALL[1]), "validate-only",
+                   "topics[].fixed_configs.min.insync.replicas.config_source",
+                   "Kafka 4.x in KRaft mode writes min.insync.replicas as a cluster-level dynamic default at "
+                   "bootstrap (DYNAMIC_DEFAULT_BROKER_CONFIG); kafkapy, like ZooKeeper mode, reports DEFAULT_CONFIG"),
 )
 
 DEFECTS: tuple[WireDifference, ...] = (
-    WireDifference("*", "CreateTopics", (5, ALL[1]), "validate-only", "topics[].configs*",
-                   "defect: a validate-only CreateTopics v5+ answers no configs; Kafka returns the would-be topic's "
-                   "configs (name, value, source, read_only, is_sensitive), as for a real creation"),
 )
 
 

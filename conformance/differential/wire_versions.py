@@ -5,7 +5,7 @@ benign requests are built with kafkapy's generated codecs, sent to both brokers 
 and both answers decoded with kafkapy's response codec at that version. The decoded answers are
 normalized (node ids, hosts, ports, cluster and topic ids, epochs, timestamps, throttle times and
 producer ids become placeholders; lists are ordered; the records of a Fetch become their offsets,
-keys and values; DescribeConfigs keeps a few fixed configs; ApiVersions keeps its shape) and
+keys and values; DescribeConfigs and CreateTopics keep a few fixed configs; ApiVersions keeps its shape) and
 compared field by field. Each answer is also re-encoded with kafkapy's encoder: an answer that does
 not re-encode to its own bytes carries something kafkapy's codec does not know (an unknown tagged
 field, a non-default written where Kafka writes none).
@@ -634,8 +634,25 @@ def _shape_describe_configs(version: int, decoded: dict) -> dict:
     return {"results": sorted(results, key=lambda r: json.dumps(r, sort_keys=True, default=str))}
 
 
+def _shape_create_topics(version: int, decoded: dict) -> dict:
+    """A created (or validated) topic's configs as DescribeConfigs': the fixed ones (the full set of names
+    differs between versions, and kafkapy adds its own)."""
+    topics = []
+    for topic in decoded["topics"]:
+        topic = dict(topic)
+        configs = topic.pop("configs", None)
+        if configs is not None:
+            named = {c["name"]: c for c in configs}
+            topic["has_configs"] = bool(named)
+            topic["fixed_configs"] = {name: {k: v for k, v in named[name].items() if k != "name"}
+                                      for name in FIXED_TOPIC_CONFIGS if name in named}
+        topics.append(topic)
+    return {**decoded, "topics": topics}
+
+
 _SHAPES: dict[str, Callable[[int, dict], dict]] = {
     "ApiVersions": _shape_api_versions,
+    "CreateTopics": _shape_create_topics,
     "DescribeConfigs": _shape_describe_configs,
 }
 

@@ -28,10 +28,10 @@ log = logging.getLogger(__name__)
 _NULL_UUID = uuid.UUID(int=0)
 
 
-def _topic_configs_result(broker, name: str) -> list:
+def _topic_configs_result(broker, meta) -> list:
+    """The topic's configs as CreateTopics v5+ answers them: created, or would be (validate_only)."""
     from ..config import describe_topic_configs
 
-    meta = broker.partitions.topic(name)
     entries = describe_topic_configs(meta.configs if meta is not None else {}, broker.config, None)
     return [CreateTopicsResponse.CreatableTopicConfigs(
         name=e.name, value=e.value, read_only=e.read_only, config_source=e.source,
@@ -144,7 +144,9 @@ async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest
                                                log_if_denied=False):
             result.topic_config_error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED  # created; configs not shown
         elif version >= 5:
-            result.configs = _topic_configs_result(broker, topic.name) if not request.validate_only else []
+            # as Kafka, a validate-only creation answers the configs the topic would have
+            result.configs = _topic_configs_result(
+                broker, meta if request.validate_only else broker.partitions.topic(topic.name))
         if not request.validate_only:
             created.append((result, len(meta.partitions)))
     # the answer waits until the metadata shows the leaders (at once in a cluster of one; in a
