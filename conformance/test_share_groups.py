@@ -174,24 +174,21 @@ HOLDER = textwrap.dedent("""
 """)
 
 
-def test_sigkilled_member_loses_its_records_to_another_once_the_lock_expires(share_broker, topic_name):
-    bootstrap, group = share_broker.bootstrap, f"{topic_name}-g"
-    _setup(bootstrap, topic_name, group)
-    _produce(bootstrap, topic_name, [b"x%d" % i for i in range(5)])
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, bootstrap, group, topic_name],
+def _holder_and_other(bootstrap: str, group: str, topic: str, sig: int) -> tuple[list, float]:
+    """A member (a child process) acquires the 5 records and holds them; it gets `sig`, another member
+    polls. (offset, delivery count) of what the other got, and the seconds from the signal until it had
+    them all."""
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, bootstrap, group, topic],
                               stdout=subprocess.PIPE, text=True, env=dict(os.environ))
     other = None
     try:
         line = holder.stdout.readline().split()
-        held = sorted(int(o) for o in line)
-        assert held == [0, 1, 2, 3, 4], line
-        other = _consumer(bootstrap, group, topic_name)
-        holder.send_signal(signal.SIGKILL)
-        holder.wait(10)
-        killed_at = time.monotonic()
+        assert sorted(int(o) for o in line) == [0, 1, 2, 3, 4], line
+        other = _consumer(bootstrap, group, topic)
+        holder.send_signal(sig)
+        signalled_at = time.monotonic()
         got = _poll_until(other, 5, 20)
-        assert sorted((m.offset(), m.delivery_count()) for m in got) == [(o, 2) for o in held]
-        assert time.monotonic() - killed_at > 0.5  # not before the lock could have expired
+        return sorted((m.offset(), m.delivery_count()) for m in got), time.monotonic() - signalled_at
     finally:
         if holder.poll() is None:
             holder.kill()
@@ -199,6 +196,26 @@ def test_sigkilled_member_loses_its_records_to_another_once_the_lock_expires(sha
         holder.stdout.close()
         if other is not None:
             other.close()
+
+
+def test_sigkilled_member_loses_its_records_to_another_when_its_connection_closes(share_broker, topic_name):
+    # Kafka's ShareSessionCache ends the share session with its connection (the kernel closes a killed
+    # process's sockets): the records come back at once, not when their locks expire
+    bootstrap, group = share_broker.bootstrap, f"{topic_name}-g"
+    _setup(bootstrap, topic_name, group)
+    _produce(bootstrap, topic_name, [b"x%d" % i for i in range(5)])
+    got, _ = _holder_and_other(bootstrap, group, topic_name, signal.SIGKILL)
+    assert got == [(o, 2) for o in range(5)]
+
+
+def test_paused_member_loses_its_records_to_another_once_the_lock_expires(share_broker, topic_name):
+    # a stopped member keeps its connection: its records come back when their locks expire
+    bootstrap, group = share_broker.bootstrap, f"{topic_name}-g"
+    _setup(bootstrap, topic_name, group)
+    _produce(bootstrap, topic_name, [b"x%d" % i for i in range(5)])
+    got, waited = _holder_and_other(bootstrap, group, topic_name, signal.SIGSTOP)
+    assert got == [(o, 2) for o in range(5)]
+    assert waited > 0.5  # not before the lock could have expired
 
 
 def test_delivery_count_limit_archives_a_record_that_keeps_being_released(share_broker, topic_name):

@@ -371,3 +371,23 @@ def test_wire_a_new_share_session_does_not_release_what_the_member_holds(wire_se
     accepted = _ack(wire, group, member, 1, topic_id, [(first, last, [1])])
     assert accepted.error_code == 0 and _partition(accepted).error_code == 0
     _nothing_for_another_member(wire, group, topic_id)
+
+
+def test_wire_a_closed_connection_gives_back_what_its_share_session_held(wire_setup, share_broker):
+    """Kafka's ShareSessionCache ends a share session when the connection that opened it closes, and
+    the member's acquired records go back to the group at once (onMemberLeave), not when their
+    30 s locks expire: another member gets them with delivery count 2."""
+    from conformance.test_share_groups_wire import Wire, _fetch, _partition
+
+    wire, group, _, topic_id = wire_setup
+    holder = Wire(share_broker.bootstrap)
+    try:
+        _acquire_all(holder, group, uuid.uuid4().hex, topic_id)
+        _nothing_for_another_member(wire, group, topic_id)  # held while its connection lives
+    finally:
+        holder.close()
+    other = uuid.uuid4().hex
+    assert _fetch(wire, group, other, 0, topic_id, max_records=0, wait_ms=0).error_code == 0
+    got = _partition(_fetch(wire, group, other, 1, topic_id, max_records=100, wait_ms=3000))
+    assert got.error_code == 0
+    assert [(r.first_offset, r.last_offset, r.delivery_count) for r in got.acquired_records] == [(0, 9, 2)]

@@ -62,6 +62,9 @@ class KafkaConnection(asyncio.Protocol):
         self.principal = ANONYMOUS
         # authentication state (SASL) and what a request may do before it completes
         self.session = ConnectionSession(self)
+        # what ends with this connection (key -> callable, run once when it closes): the share
+        # sessions it opened, as Kafka's ShareSessionCache ends a session when its connection goes
+        self.on_close: dict | None = None
         self._muted_until = 0.0
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
@@ -129,6 +132,13 @@ class KafkaConnection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
         self.broker.connections.discard(self)
+        if self.on_close:
+            callbacks, self.on_close = self.on_close, None
+            for callback in callbacks.values():
+                try:
+                    callback()
+                except Exception:  # one line; the connection is gone either way
+                    log.exception("closing %s: a close callback failed", self.peer)
         self._chunks = []
         self._need = self._partial_size = self._partial_charged = 0
         self._reserved = False

@@ -173,9 +173,12 @@ def _next_epoch(epoch: int) -> int:
     return 1 if epoch >= _INT32_MAX else epoch + 1
 
 
-def _session_for(broker, group_id: str, member_id: str, epoch: int, has_acks: bool, is_fetch: bool):
+def _session_for(broker, group_id: str, member_id: str, epoch: int, has_acks: bool, is_fetch: bool,
+                 connection=None):
     """(error, session) for a request's share session epoch: 0 opens one (ShareFetch only, and
-    without acknowledgements), -1 closes it after its acknowledgements, others must be the next."""
+    without acknowledgements), -1 closes it after its acknowledgements, others must be the next.
+    A session ends with the connection that opened it (Kafka's ShareSessionCache disconnect
+    listener): what the member held goes back to the group then, not when its locks expire."""
     share = broker.share_groups
     if epoch == 0:
         if not is_fetch:
@@ -183,6 +186,8 @@ def _session_for(broker, group_id: str, member_id: str, epoch: int, has_acks: bo
         if has_acks:
             return ErrorCode.INVALID_REQUEST, None
         session = share.open_session(group_id, member_id, time.monotonic())
+        if connection is not None:
+            _end_with(connection, broker, session)
         _wake_released(broker)
         return ErrorCode.NONE, session
     error, session = share.session_error(group_id, member_id, epoch)
@@ -192,6 +197,17 @@ def _session_for(broker, group_id: str, member_id: str, epoch: int, has_acks: bo
     if epoch != -1:
         session.epoch = _next_epoch(epoch)
     return ErrorCode.NONE, session
+
+
+def _end_with(connection, broker, session) -> None:
+    def closed() -> None:
+        if broker.share_groups.connection_closed(session):
+            _wake_released(broker)
+
+    if connection.on_close is None:
+        connection.on_close = {}
+    # one entry per member: a session opened again on this connection replaces the last one
+    connection.on_close[("share-session", session.group_id, session.member_id)] = closed
 
 
 def _leader_error(broker, topic: str, partition: int) -> int:
@@ -518,7 +534,7 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
     renew = ctx.api_version >= 2 and request.is_renew_ack
     has_acks = any(p.acknowledgement_batches for t in request.topics for p in t.partitions)
     epoch = request.share_session_epoch
-    error, session = _session_for(broker, group_id, member_id, epoch, has_acks, True)
+    error, session = _session_for(broker, group_id, member_id, epoch, has_acks, True, ctx.connection)
     if error:
         return R(error_code=error)
     now = time.monotonic()

@@ -390,6 +390,14 @@ class ShareGroupCoordinator:
         self.sessions.pop((session.group_id, session.member_id), None)
         return self.release_member(session.group_id, session.member_id, session.partitions)
 
+    def connection_closed(self, session: ShareSession) -> bool:
+        """The connection that opened `session` closed: Kafka's ShareSessionCache then removes the
+        session and the member's acquired records go back to the group (onMemberLeave). A session the
+        member has since opened again, on this connection or another, is not this one and stays."""
+        if self.sessions.get((session.group_id, session.member_id)) is not session:
+            return False
+        return self.close_session(session)
+
     def release_member(self, group_id: str, member_id: str, partitions) -> bool:
         released = False
         for topic, partition, _ in partitions:
