@@ -484,13 +484,24 @@ async def handle_write_share_group_state(ctx: RequestContext,
 
 
 # -- ShareFetch --------------------------------------------------------------------------------
-def _acquire(broker, share, group_id: str, member_id: str, topic: str, topic_id, partition: int,
-             max_records: int, strict: bool, max_bytes: int, now: float, stored=None):
-    """Read from the share-partition's fetch offset and acquire what may be delivered:
-    (error, records bytes or None, acquired runs)."""
+class _ShareRead:
+    """What one share-partition's log read returned, before anything is acquired from it."""
+
+    __slots__ = ("key", "sp", "records", "ranges")
+
+    def __init__(self, key, sp, records, ranges) -> None:
+        self.key, self.sp, self.records, self.ranges = key, sp, records, ranges
+
+
+def _read_share_partition(broker, share, group_id: str, key, max_bytes: int, min_one: bool,
+                          now: float, stored=None):
+    """Read from the share-partition's fetch offset (Kafka's DelayedShareFetch.readFromLog):
+    (error, _ShareRead or None). Nothing is read when nothing is deliverable, or when the window
+    is full and the fetch offset is past it (SharePartition.canAcquireRecords)."""
+    topic, partition, _ = key
     error = _leader_error(broker, topic, partition)
     if error:
-        return error, None, []
+        return error, None
     plog = broker.partitions.get_log(topic, partition)
     read_committed = share.group_config(group_id, "share.isolation.level") == "read_committed"
     limit = plog.last_stable_offset if read_committed else plog.high_watermark
@@ -498,27 +509,61 @@ def _acquire(broker, share, group_id: str, member_id: str, topic: str, topic_id,
     sp.expire_locks(now)
     offset = sp.fetch_offset()
     if offset >= limit:
-        return ErrorCode.NONE, None, []
-    data = broker.replicas.read_for_consumer(topic, partition, offset, -1, max_bytes, True, read_committed)
+        return ErrorCode.NONE, None
+    if offset >= sp.end_offset and sp.end_offset - sp.start_offset >= sp.max_in_flight:
+        return ErrorCode.NONE, None  # group.share.partition.max.record.locks reached
+    data = broker.replicas.read_for_consumer(topic, partition, offset, -1, max_bytes, min_one, read_committed)
     if data.error_code:
-        return data.error_code, None, []
+        return data.error_code, None
     records = data.records
     if isinstance(records, ExternalRecords):
         records = records.tobytes()
     if not records:
-        return ErrorCode.NONE, None, []
+        return ErrorCode.NONE, None
     aborted = [(a.producer_id, a.first_offset) for a in (data.aborted_transactions or [])]
     ranges = batch_ranges(records, aborted)
-    wanted = [(r.first, r.last, r.deliverable) for r in ranges]
-    acquired = sp.acquire(wanted, member_id, max_records, share.lock_duration_s(group_id), now,
-                          strict=strict)
+    if not ranges:
+        return ErrorCode.NONE, None
+    return ErrorCode.NONE, _ShareRead(key, sp, records, ranges)
+
+
+def _acquire_read(share, group_id: str, member_id: str, read: _ShareRead, max_records: int, strict: bool,
+                  batch_size: int, now: float):
+    """Acquire for the member what a read holds (Kafka's SharePartition.acquire): (records bytes
+    or None, acquired runs). The batches sent are the read's, from the first to the last one
+    holding an acquired offset."""
+    if max_records <= 0:
+        return None, []
+    wanted = [(r.first, r.last, r.deliverable) for r in read.ranges]
+    acquired = read.sp.acquire(wanted, member_id, max_records, share.lock_duration_s(group_id), now,
+                               strict=strict, batch_size=batch_size)
     if not acquired:
-        return ErrorCode.NONE, None, []
-    # send the batches from the first to the last one holding an acquired offset, as read
+        return None, []
     first_off, last_off = acquired[0][0], acquired[-1][1]
-    used = [r for r in ranges if r.last >= first_off and r.first <= last_off]
-    view = memoryview(records)[used[0].start:used[-1].end]
-    return ErrorCode.NONE, view, acquired
+    used = [r for r in read.ranges if r.last >= first_off and r.first <= last_off]
+    return memoryview(read.records)[used[0].start:used[-1].end], acquired
+
+
+def _partition_max_bytes(max_bytes: int, count: int) -> list[int]:
+    """MaxBytes shared between a request's share-partitions (Kafka's PartitionMaxBytesStrategy
+    UNIFORM: evenly, the remainder to one partition, Kafka's pick being random and kafkapy's the
+    first; fewer bytes than partitions: one byte each to the first MaxBytes of them)."""
+    if count <= 0:
+        return []
+    if max_bytes >= count:
+        share, rest = divmod(max_bytes, count)
+        return [share + rest] + [share] * (count - 1)
+    return [1 if i < max_bytes else 0 for i in range(count)]
+
+
+def _rotated(targets: list, epoch: int) -> list:
+    """The session's partitions in the order a fetch serves them: rotated left by the share session
+    epoch (Kafka's PartitionRotateStrategy ROUND_ROBIN), so MaxRecords and MaxBytes reach every
+    partition in turn rather than always the first."""
+    if len(targets) < 2 or epoch < 1:
+        return targets
+    at = epoch % len(targets)
+    return targets[at:] + targets[:at]
 
 
 @handles(ShareFetchRequest)
@@ -532,6 +577,14 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
     if not ctx.authorized(AclOperation.READ, ResourceType.GROUP, group_id):
         return R(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
     renew = ctx.api_version >= 2 and request.is_renew_ack
+    if renew:
+        # KIP-1222: a renewing request fetches nothing, and says so (KafkaApis.handleShareFetchRequest)
+        wrong = [f"{label} must be set to 0, " for label, value in (
+            ("maxBytes", request.max_bytes), ("minBytes", request.min_bytes),
+            ("maxRecords", request.max_records), ("maxWaitMs", request.max_wait_ms)) if value != 0]
+        if wrong:
+            return R(error_code=ErrorCode.INVALID_REQUEST,
+                     error_message="".join(wrong) + "if isRenewAck is true.")
     has_acks = any(p.acknowledgement_batches for t in request.topics for p in t.partitions)
     epoch = request.share_session_epoch
     error, session = _session_for(broker, group_id, member_id, epoch, has_acks, True, ctx.connection)
@@ -578,21 +631,29 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
             for name, partition, _ in session.partitions:
                 broker.purgatory.notify(("share", group_id, name, partition))
     elif not renew and request.max_records > 0:
-        # fetch: every partition of the session, until something is acquired or max wait passes
-        # (MaxRecords 0 is an acknowledgement-only request, as librdkafka sends them)
+        # fetch (KafkaApis.handleFetchFromShareFetchRequest, DelayedShareFetch): MaxBytes capped by
+        # the broker's fetch.max.bytes and shared between the session's partitions; the request
+        # completes once MinBytes (capped by that) are readable, else when MaxWait passes; then
+        # at most MaxRecords are acquired over all partitions in turn (a share-partition whose
+        # turn comes with none left acquires nothing). MaxRecords 0 is an acknowledgement-only
+        # request, as librdkafka and the Java client send them.
         max_records = request.max_records
         strict = ctx.api_version >= 2 and request.share_acquire_mode == 1
+        batch_size = request.batch_size
+        fetch_max = max(min(request.max_bytes, int(broker.config.get("fetch.max.bytes"))), 0)
+        min_bytes = min(request.min_bytes, fetch_max)
         deadline = now + max(request.max_wait_ms, 0) / 1000.0
         targets = sorted(share.live_session_partitions(session), key=lambda k: (k[0], k[1]))
         if request.share_session_epoch == 0:
             await _drop_replaced_states(broker, share, group_id, targets)
+        targets = _rotated(targets, epoch)
         while True:
             now = time.monotonic()
-            got = 0
-            budget = max(request.max_bytes, 1)
-            for name, partition, topic_id in targets:
-                if got >= max_records:
-                    break
+            reads: list[_ShareRead] = []
+            total = 0
+            read_error = False
+            for key, part_max in zip(targets, _partition_max_bytes(fetch_max, len(targets))):
+                name, partition, topic_id = key
                 existing = answers.get((name, partition))
                 if existing is not None and existing.error:
                     continue
@@ -601,18 +662,32 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
                     ok, stored = await _stored_state(broker, group_id, topic_id, partition)
                     if not ok or _current_share_partition(broker, share, group_id, name, partition):
                         continue  # the share coordinator is not reachable now: nothing this time
-                error, records, acquired = _acquire(broker, share, group_id, member_id, name, topic_id,
-                                                    partition, max_records - got, strict, budget, now, stored)
-                if acquired:
-                    dirty.add((name, topic_id, partition))
-                if error == ErrorCode.NONE and not acquired:
+                # KIP-74: only the first non-empty read may go past its limits, by one batch
+                limit = min(part_max, max(fetch_max - total, 0))
+                error, read = _read_share_partition(broker, share, group_id, key, limit, total == 0, now,
+                                                    stored)
+                if error:
+                    answer_for(name, topic_id, partition).error = error
+                    read_error = True
                     continue
-                a = answer_for(name, topic_id, partition)
-                a.error, a.records, a.acquired = error, records, acquired
-                got += sum(last - first + 1 for first, last, _ in acquired)
-                if records is not None:
-                    budget = max(budget - len(records), 1)
-            if got or any(a.error for a in order) or now >= deadline or not targets:
+                if read is not None:
+                    reads.append(read)
+                    total += len(read.records)
+            got = 0
+            # at MaxWait the request completes with what there is (DelayedShareFetch.onComplete)
+            if read_error or (reads and (total >= min_bytes or now >= deadline)):
+                for read in reads:
+                    name, partition, topic_id = read.key
+                    records, acquired = _acquire_read(share, group_id, member_id, read, max_records - got,
+                                                      strict, batch_size, now)
+                    if not acquired:
+                        continue
+                    dirty.add((name, topic_id, partition))
+                    a = answer_for(name, topic_id, partition)
+                    a.records, a.acquired = records, acquired
+                    got += sum(last - first + 1 for first, last, _ in acquired)
+            if got or read_error or any(a.error for a in order) or min_bytes <= 0 or now >= deadline \
+                    or not targets:
                 break
             next_lock = min((sp.next_deadline() for (g, _, _), sp in share.partitions.items()
                              if g == group_id), default=float("inf"))

@@ -170,13 +170,16 @@ class SharePartition:
         return released
 
     def acquire(self, batches, member: str, max_records: int, lock_s: float, now: float,
-                strict: bool = False) -> list:
+                strict: bool = False, batch_size: int = 0) -> list:
         """Acquire for `member` the deliverable offsets of the batches read from the log, in order:
         `batches` are (first, last, deliverable) where deliverable is False for control batches
         and aborted transactions' batches (archived, never delivered). Stops after max_records
         (a whole batch is taken once started, as Kafka does, unless `strict`: ShareAcquireMode
         record_limit, KIP-1206) or when the window is full.
-        Returns [(first, last, delivery_count)], contiguous runs of one delivery count."""
+        Returns [(first, last, delivery_count)], contiguous runs of one delivery count; records
+        delivered for the first time are cut into runs of at least `batch_size` at a log batch's
+        first offset (ShareFetch's BatchSize: Kafka's SharePartition.createBatches, batch_optimized
+        mode only; 0 or less does not cut)."""
         acquired: list[list[int]] = []
         taken = 0
         deadline = now + lock_s
@@ -198,14 +201,20 @@ class SharePartition:
                         self.records[offset] = InFlight(ARCHIVED, 0, None, 0.0)
                         continue
                     rec = self.records[offset] = InFlight(AVAILABLE, 0, None, 0.0)
+                    fresh = True
                 elif rec is None or rec.state != AVAILABLE:
                     continue
+                else:
+                    fresh = False
                 rec.state = ACQUIRED
                 rec.delivery_count += 1
                 rec.member = member
                 rec.deadline = deadline
                 taken += 1
-                if acquired and acquired[-1][1] == offset - 1 and acquired[-1][2] == rec.delivery_count:
+                cut = (fresh and offset == first and batch_size > 0 and not strict and acquired
+                       and offset - acquired[-1][0] >= batch_size)
+                if acquired and acquired[-1][1] == offset - 1 and acquired[-1][2] == rec.delivery_count \
+                        and not cut:
                     acquired[-1][1] = offset
                 else:
                     acquired.append([offset, offset, rec.delivery_count])
