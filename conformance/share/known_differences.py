@@ -21,8 +21,5 @@ KNOWN_DIFFERENCES: dict[tuple[str, str], str] = {
 
 # scenario -> the kafkapy defect that makes it differ from Kafka 4.4.0 (strict xfail).
 DEFECTS: dict[str, str] = {
-    "more_members_than_partitions": (
-        "defect: 4 members on 2 partitions: Kafka 4.4's share assignor (SimpleAssignor) gives each member one "
-        "partition and each partition two members (partitions_per_member [1, 1, 1, 1]); kafkapy assigns "
-        "every partition to every member ([2, 2, 2, 2], members_per_partition 4)"),
+    # fixed: "more_members_than_partitions" (kafkapy/groupcoord/share/assignor.py, Kafka's simple assignor)
 }

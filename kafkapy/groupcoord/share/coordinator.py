@@ -22,6 +22,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from ...protocol.errors import ErrorCode
+from .assignor import assign
 from .partition import SharePartition
 
 log = logging.getLogger(__name__)
@@ -88,6 +89,8 @@ class ShareGroup:
     # ShareGroupStatePartitionMetadata): every partition ever assigned to a member and those
     # AlterShareGroupOffsets set; DescribeShareGroupOffsets of all topics lists these, members or not
     initialized: dict[uuid.UUID, set[int]] = field(default_factory=dict)
+    # topic id -> partition count of the subscribed topics when the assignment was last computed
+    layout: dict[uuid.UUID, int] = field(default_factory=dict)
 
     @property
     def state(self) -> str:
@@ -273,8 +276,8 @@ class ShareGroupCoordinator:
                 member.subscribed = sorted(set(subscribed))
                 group.group_epoch += 1
                 self._assign(group)
-            # the topics' partition counts may have changed since the last assignment
-            if self._assignment_for(member) != member.assignment:
+            # a subscribed topic may have been created, deleted or given partitions since the last assignment
+            if self._layout(group)[1] != group.layout:
                 group.group_epoch += 1
                 self._assign(group)
         member.deadline = now + session_s
@@ -297,18 +300,28 @@ class ShareGroupCoordinator:
                 group.group_epoch += 1
                 self._assign(group)
 
-    def _assignment_for(self, member: ShareMember) -> dict[uuid.UUID, list[int]]:
-        assignment = {}
-        for name in member.subscribed:
-            meta = self._topics(name)
-            if meta is not None and meta.partition_count > 0:
-                assignment[meta.topic_id] = list(range(meta.partition_count))
-        return assignment
+    def _layout(self, group: ShareGroup) -> tuple[dict[str, set], dict[uuid.UUID, int]]:
+        """Each member's subscribed topic ids, and the partition count of each (existing) topic."""
+        subscriptions, counts = {}, {}
+        for member_id, member in group.members.items():
+            ids = set()
+            for name in member.subscribed:
+                meta = self._topics(name)
+                if meta is not None and meta.partition_count > 0:
+                    ids.add(meta.topic_id)
+                    counts[meta.topic_id] = meta.partition_count
+            subscriptions[member_id] = ids
+        return subscriptions, counts
 
     def _assign(self, group: ShareGroup) -> None:
-        # every member gets every partition of its topics: a share-partition serves many members
-        for member in group.members.values():
-            member.assignment = self._assignment_for(member)
+        """The group's target assignment from the share assignor (assignor.py: Kafka's simple
+        assignor), which every member gets with its next heartbeat (the group epoch moved)."""
+        subscriptions, counts = self._layout(group)
+        current = {m: member.assignment for m, member in group.members.items()}
+        target = assign(list(group.members), subscriptions, counts, current)
+        group.layout = counts
+        for member_id, member in group.members.items():
+            member.assignment = {topic_id: sorted(parts) for topic_id, parts in target[member_id].items() if parts}
             for topic_id, partitions in member.assignment.items():
                 group.initialized.setdefault(topic_id, set()).update(partitions)
 
