@@ -19,10 +19,10 @@ __share_group_state partition), and starts each again a few seconds later. Every
   after the share coordinator persisted the state.
 
 The scenario runs once (the module's `run` fixture, ~30 s); each test checks one invariant. The
-redelivery invariant fails in most runs, not all (xfail, not strict): records held by a live
-member on a leader that did not fail come back to another member. Its main cause, a leader epoch
-moving under the same leader, is pinned down deterministically by
-test_records_held_stay_with_their_member_when_a_follower_dies (strict xfail). ~50 s in all.
+redelivery invariant is xfail, not strict: once in a few runs a record held by a live member came
+back to another member right after the partition's share coordinator moved (not explained yet).
+Its main cause, a leader epoch moving under the same leader, is fixed and pinned down by
+test_records_held_stay_with_their_member_when_a_follower_dies. ~50 s in all.
 """
 from __future__ import annotations
 
@@ -419,10 +419,8 @@ def test_a_confirmed_acknowledgement_is_never_undone(run):
 
 @pytest.mark.xfail(strict=False, reason="defect: records in flight on a share-partition leader that did not fail "
                    "come back to another member before their lock expires, while their holder still holds them: "
-                   "after the partition's leader epoch moved under the same leader (most runs; pinned down "
-                   "deterministically by test_records_held_stay_with_their_member_when_a_follower_dies) and, once "
-                   "in 3 runs, right after the partition's share coordinator moved to the leader's own broker; "
-                   "not every run hits them, so not strict")
+                   "once in 3 runs, right after the partition's share coordinator moved to the leader's own broker "
+                   "(the epoch-move cause is fixed); not every run hits it, so not strict")
 def test_redelivered_only_after_the_holder_failed(run):
     """A record comes back only when the share-partition leader holding it was killed, its member
     closed, or its lock expired."""
@@ -448,14 +446,12 @@ def _member_for(bootstrap: str, group: str, topic: str, recorder: Recorder, seco
         recorder.event("close", "drain")
 
 
-DEFECT_EPOCH_BUMP = ("defect: a share-partition leader that stays leader while its leader epoch changes (a "
-                     "follower died: ZooKeeper-mode controllers bump the epoch when they shrink the ISR) drops "
-                     "the share-partition in memory (_current_share_partition, kafkapy/broker/handlers/"
-                     "share_groups.py) and reloads the stored state, where records in flight are stored as "
-                     "available: they go to another member while their holder still holds them")
+# Fixed: a share-partition leader that stayed leader while its leader epoch changed (a follower died:
+# ZooKeeper-mode controllers bump the epoch when they shrink the ISR) dropped the share-partition in
+# memory and reloaded the stored state, giving held records to another member. It now follows the
+# replica's leadership term (_current_share_partition).
 
 
-@pytest.mark.xfail(strict=True, reason=DEFECT_EPOCH_BUMP)
 def test_records_held_stay_with_their_member_when_a_follower_dies(cluster, run):
     """One partition; member A holds 5 records (explicit mode, not acknowledged, 30 s lock); a
     broker that neither leads the partition nor keeps its share state is SIGKILLed. The leader

@@ -20,6 +20,7 @@ Rules kept here:
 from __future__ import annotations
 
 import enum
+import itertools
 import logging
 from typing import TYPE_CHECKING, Callable
 
@@ -36,6 +37,9 @@ log = logging.getLogger(__name__)
 UNKNOWN_OFFSET = -1
 
 # AlterPartition errors after which the proposal is dropped and the committed ISR stands.
+# Leadership terms are unique in the process (not per Partition object), so that a term taken before
+# a replica was deleted and created again never equals a later one.
+_TERMS = itertools.count(1)
 _REVERT_ERRORS = frozenset({ErrorCode.OPERATION_NOT_ATTEMPTED, ErrorCode.INELIGIBLE_REPLICA})
 # Errors that only a new LeaderAndIsr resolves: the proposal stays pending (no further changes).
 _WAIT_ERRORS = frozenset({ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.INVALID_UPDATE_VERSION,
@@ -136,7 +140,8 @@ class Partition:
         # Counts the times this replica became leader after not leading. A re-election of the
         # same leader at a newer epoch (Kafka's ZK controller bumps the epoch when it takes a dead
         # broker out of the ISR) keeps the term: the leader's log was never truncated in between,
-        # so writes waiting for the ISR stay valid, as Kafka's delayed produce does.
+        # so writes waiting for the ISR stay valid, as Kafka's delayed produce does; a share-partition
+        # kept in memory stays this leadership's too. Unique in the process: see _TERMS.
         self.leader_term = 0
 
     def __repr__(self) -> str:
@@ -187,7 +192,7 @@ class Partition:
             return False
         was_leader = self.is_leader
         if not was_leader:
-            self.leader_term += 1
+            self.leader_term = next(_TERMS)
         plog = self.log
         end = plog.log_end_offset
         self.replicas = tuple(state.replicas)

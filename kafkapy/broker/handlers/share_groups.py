@@ -244,15 +244,19 @@ def _acknowledge(broker, share, group_id: str, member_id: str, topic: str, topic
 
 def _current_share_partition(broker, share, group_id: str, topic: str, partition: int) -> bool:
     """Whether the share-partition in memory is this leadership's: one from an earlier time this
-    broker led the partition is dropped (another leader has changed the state since)."""
+    broker led the partition is dropped (another leader has changed the state since). A new leader
+    epoch under the same leader keeps it (Kafka's ZooKeeper controller bumps the epoch when it takes
+    a dead follower out of the ISR; the records members hold stay theirs): the replica's leadership
+    term, not its epoch, tells (replication/partition.py)."""
     key = (group_id, topic, partition)
     sp = share.partitions.get(key)
     if sp is None or share.drop_if_recreated(key):
         return False
-    epoch = broker.partitions.leader_epoch(topic, partition)
-    if sp.leader_epoch is None:
-        sp.leader_epoch = epoch
-    elif sp.leader_epoch != epoch:
+    hosted = broker.replicas.partition(topic, partition)
+    term = hosted.leader_term if hosted is not None and hosted.is_leader else -1
+    if sp.leader_term is None:
+        sp.leader_term = term
+    elif sp.leader_term != term:
         del share.partitions[key]
         return False
     return True

@@ -79,8 +79,9 @@ class SharePartition:
         self.delivery_limit = delivery_limit
         self.max_in_flight = max_in_flight
         self.records: dict[int, InFlight] = {}
-        # the partition leader epoch this state belongs to (set by the broker on first use)
-        self.leader_epoch: int | None = None
+        # the leadership term of the partition's replica this state belongs to (set by the broker on
+        # first use; a new term, i.e. another leader in between, means the state must be read again)
+        self.leader_term: int | None = None
         # the state epoch of the stored state this one was loaded from: the share coordinator
         # refuses a write with an older one (FENCED_STATE_EPOCH) after AlterShareGroupOffsets,
         # DeleteShareGroupOffsets or DeleteGroups gave the share-partition a new state
