@@ -44,10 +44,12 @@ from ...protocol.messages import (
 from ...protocol.primitives import ExternalRecords
 from ..dispatch import RequestContext, handles
 from ..durability import wait_durable
+from ..log_throttle import PeerLogThrottle
 from .groups import client_host
 from .offsets import replicated
 
 log = logging.getLogger(__name__)
+_state_log = PeerLogThrottle(log, first=1, interval_s=10.0)
 
 # most acknowledgement offsets one request may carry (more is INVALID_REQUEST, nothing applied)
 MAX_ACK_OFFSETS = 1 << 20
@@ -374,7 +376,9 @@ async def _call_coordinator(broker, state_partition: int, request):
     try:  # net/peers.py: the connection to that broker, made or retargeted as needed
         return await broker.share_groups.peers.send(leader, request, 0)
     except Exception as exc:  # no endpoint, a connection failure, a timeout: the caller retries later
-        log.info("share state request to broker %d failed: %s", leader, exc)
+        # one line per broker and 10 s, then a count: clients retry at once, so an unreachable share
+        # coordinator would otherwise write a line per fetch (tens of thousands in a few seconds)
+        _state_log.log(logging.INFO, f"broker {leader}", "share state request to broker %d failed: %s", leader, exc)
         return None
 
 
