@@ -241,13 +241,12 @@ def check(log: list, members: dict, leftovers: list) -> list[str]:
             if n2 > n + 1 and not ended:
                 problems.append(f"{key}: count {n} then {n2} and no member ended")
         last = log[deliveries[-1][1]]
-        # a RELEASE the broker confirmed (commit_sync) must bring the record back within the run; one not
-        # confirmed may not have reached the broker (librdkafka sends it with a later request), and then
-        # the record waits for its 30 s lock, past the run's end (seen twice in ~20 loaded runs, seed 1)
-        if last["a"] == "RELEASE" and last["n"] < DELIVERY_LIMIT and last["m"] not in killed \
-                and deliveries[-1][1] in confirmed:
-            problems.append(f"{key}: released at count {last['n']} (confirmed by commit_sync, by {last['m']}) "
-                            "and never delivered again")
+        # a released record comes back, unless a member that ended had acquired it once more without
+        # handing it to the application (librdkafka fetched it, close() gave it back): that delivery
+        # counts, and at the limit the record is archived (both failures seen: seed 1, count 4, limit 5)
+        limit = DELIVERY_LIMIT - 1 if ended else DELIVERY_LIMIT
+        if last["a"] == "RELEASE" and last["n"] < limit and last["m"] not in killed:
+            problems.append(f"{key}: released at count {last['n']} (by {last['m']}) and never delivered again")
     if leftovers:
         problems.append(f"a new member still received {leftovers[:10]} ({len(leftovers)})")
     return problems
