@@ -582,7 +582,7 @@ def main(argv: list[str] | None = None) -> int:
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "machine": f"{os.cpu_count()} cores, 1-min load average {load_before:.1f} before and "
                    f"{os.getloadavg()[0]:.1f} after, Python {platform.python_version()}, confluent-kafka "
-                   f"{confluent_kafka.version()[0]} / librdkafka {confluent_kafka.libversion()[0]}",
+                   f"{confluent_kafka.version()} / librdkafka {confluent_kafka.libversion()[0]}",
         "rounds": args.rounds,
         "passes": args.passes,
         "cases": [f"{p}x{s}:{r}" for p, s, r in cases],

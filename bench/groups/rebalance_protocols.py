@@ -583,7 +583,7 @@ def client_version() -> str:
     try:
         import confluent_kafka
 
-        return f"{confluent_kafka.version()[0]} (librdkafka {confluent_kafka.libversion()[0]})"
+        return f"{confluent_kafka.version()} (librdkafka {confluent_kafka.libversion()[0]})"
     except Exception:  # the table still prints without a version
         return "?"
 

@@ -185,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
                     results.append(result)
                     print(json.dumps(result), file=sys.stderr, flush=True)
     elapsed = time.monotonic() - started
-    print(f"confluent-kafka {confluent_kafka.version()[0]} (librdkafka {confluent_kafka.libversion()[0]}), "
+    print(f"confluent-kafka {confluent_kafka.version()} (librdkafka {confluent_kafka.libversion()[0]}), "
           f"every member its own process; {args.records} records of {args.size} bytes per topic; "
           f"one kafkapy process; {elapsed:.0f} s; load average {load_start:.1f} at the start, "
           f"{os.getloadavg()[0]:.1f} at the end ({os.cpu_count()} cores).\n")
