@@ -32,6 +32,8 @@ _TIMESTAMP_AFTER = ("Kafka 4.0 changed message.timestamp.after.max.ms's default 
                     "keeps Kafka 3.x's default, Long.MAX_VALUE")
 _FSYNC_ON_ACK = ("kafkapy.log.fsync.on.ack is kafkapy's own topic config (docs/durability.md), described like "
                  "Kafka's (DEFAULT_CONFIG false); Kafka has no such config")
+_ICEBERG_MODE = ("kafkapy.iceberg.mode is kafkapy's own topic config (topics as Iceberg tables, docs/tables.md), "
+                 "described like Kafka's (DEFAULT_CONFIG disabled); Kafka has no such config")
 
 
 def _topic_config(reference: str, name: str, reason: str) -> KnownDifference:
@@ -49,6 +51,7 @@ KNOWN_DIFFERENCES: tuple[KnownDifference, ...] = (
         "remote.copy.lag.ms")),
     _topic_config("kafka-4.4.0-kraft", "message.timestamp.after.max.ms", _TIMESTAMP_AFTER),
     _topic_config("*", "kafkapy.log.fsync.on.ack", _FSYNC_ON_ACK),
+    _topic_config("*", "kafkapy.iceberg.mode", _ICEBERG_MODE),
     *(KnownDifference("kafka-3.9.1-zk", scenario, (),
                       "Kafka 3.9 has no share groups (KIP-932, Kafka 4.x): setting a GROUP config answers "
                       "'Unknown resource type 32'; kafkapy serves them, as Kafka 4.x does")

@@ -564,6 +564,17 @@ def _as_string(name: str, value: Any) -> str:
 
 # -- topic configs ----------------------------------------------------------------------------------
 
+def tables_installed() -> bool:
+    """Whether the optional `tables` extra (pyiceberg over pyarrow, kafkapy/tables) is installed;
+    found without importing it (a topic's config is checked on the broker's loop)."""
+    from importlib.util import find_spec
+
+    try:
+        return find_spec("pyiceberg") is not None and find_spec("pyarrow") is not None
+    except (ImportError, ValueError):  # ValueError: a module set to None in sys.modules
+        return False
+
+
 def validate_topic_configs(configs: Mapping[str, str | None], broker_config: BrokerConfig | None = None,
                            existing: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Validate topic config overrides for CreateTopics/AlterConfigs; returns them typed.
@@ -584,6 +595,10 @@ def validate_topic_configs(configs: Mapping[str, str | None], broker_config: Bro
             return typed[name]
         return broker_config.topic_default(name) if broker_config is not None else TOPIC_CONFIGS[name].default
 
+    mode = typed.get("kafkapy.iceberg.mode")
+    if mode is not None and mode != "disabled" and not tables_installed():
+        raise ConfigError("kafkapy.iceberg.mode needs pip install 'kafkapy[tables]'",
+                          name="kafkapy.iceberg.mode", value=mode)
     min_lag, max_lag = combined("min.compaction.lag.ms"), combined("max.compaction.lag.ms")
     if min_lag > max_lag:
         raise ConfigError(f"conflict topic config setting min.compaction.lag.ms ({min_lag}) > "

@@ -356,6 +356,14 @@ def _registry_listener(name: str, value: Any) -> None:
         _http_listener(name, "http://" + text[len("https://"):] if text.lower().startswith("https://") else text)
 
 
+def _iceberg_catalog_uri(name: str, value: Any) -> None:
+    """kafkapy.iceberg.catalog.uri: a SQLAlchemy URL of a SQL catalog or a REST catalog's http(s) URL."""
+    scheme = str(value).split(":", 1)[0].lower() if ":" in str(value) else ""
+    if scheme.split("+", 1)[0] not in ("sqlite", "postgresql", "http", "https"):
+        raise ConfigError.invalid_value(name, value, "must be a sqlite:///, postgresql:// (SQL catalog) or "
+                                        "http(s):// (REST catalog) URI")
+
+
 def _registry_authentication(name: str, value: Any) -> None:
     if value not in ("none", "basic"):
         raise ConfigError.invalid_value(name, value, "Expected 'none' or 'basic'")
@@ -407,6 +415,7 @@ B, S, I, SH, LG, D, LS, C, P = (ConfigType.BOOLEAN, ConfigType.STRING, ConfigTyp
                                ConfigType.LONG, ConfigType.DOUBLE, ConfigType.LIST, ConfigType.CLASS,
                                ConfigType.PASSWORD)
 COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
+ICEBERG_MODES = ("disabled", "key_value", "value_schema_id_prefix")
 
 
 def _syn(*names: str) -> tuple[BrokerSynonym, ...]:
@@ -502,6 +511,10 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = _table(
     T("remote.log.delete.on.disable", B, False, "Delete tiered data when tiered storage is disabled."),
     T("kafkapy.log.fsync.on.ack", B, False, "kafkapy: fsync the log before acknowledging a produce "
       "request (acks != 0).", None, ("kafkapy.log.fsync.on.ack",)),
+    T("kafkapy.iceberg.mode", S, "disabled", "kafkapy: write the topic's committed records, exactly once, "
+      "to the Iceberg table kafka.<topic> too (docs/tables.md): disabled, key_value (raw key and value "
+      "columns) or value_schema_id_prefix (values in Confluent's wire format decoded into typed columns). "
+      "Needs pip install 'kafkapy[tables]'.", OneOf(ICEBERG_MODES)),
 )
 
 # Broker configs whose value Kafka can change at runtime (DynamicBrokerConfig.AllDynamicConfigs),
@@ -962,6 +975,15 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _table(
       "decide what they may do (docs/schema-registry.md).", _registry_authentication),
     K("kafkapy.schema.registry.group.id", S, "schema-registry", L, "kafkapy: the Kafka group through which the "
       "brokers' schema registries elect the one that writes (Confluent's schema.registry.group.id)."),
+    K("kafkapy.iceberg.catalog.uri", S, None, M, "kafkapy: the Iceberg catalog of the topics' tables "
+      "(kafkapy.iceberg.mode, docs/tables.md): sqlite:/// or postgresql:// (pyiceberg's SQL catalog) or "
+      "http(s):// (a REST catalog); unset: sqlite:///<first log dir>/iceberg/catalog.db.", _iceberg_catalog_uri),
+    K("kafkapy.iceberg.warehouse", S, None, M, "kafkapy: where the tables' data and metadata files go: a path, "
+      "file:// or s3:// URI; unset: <first log dir>/iceberg/warehouse."),
+    K("kafkapy.iceberg.commit.interval.ms", LG, 60000, M, "kafkapy: how often a table-enabled topic's new "
+      "records are committed to its table at least (the table's target lag).", Range(1)),
+    K("kafkapy.iceberg.translation.max.bytes", LG, 64 * 1024 * 1024, L, "kafkapy: bytes of translated, "
+      "uncommitted records a broker buffers for its tables; reaching it commits early.", Range(1024)),
 )
 
 
