@@ -125,6 +125,7 @@ class Broker:
         self.fatal_error = asyncio.Event()
         self.console = None  # the web console (kafkapy/console), when kafkapy.console.listener is set
         self.schema_registry = None  # kafkapy/schemaregistry, when kafkapy.schema.registry.listener is set
+        self.tables = None  # kafkapy/tables, once a topic with kafkapy.iceberg.mode set is led here
         self.faults = None  # fault injection (broker/faults.py), when a launcher turns it on: enable_faults
         self.started_at = time.monotonic()
         # client quotas (security/quotas.py) follow the stored ones; `.current` is None while there are none
@@ -313,6 +314,7 @@ class Broker:
                 min(max(idle_ms / 4000, 0.05), 30.0))))
         self._tasks.append(loop.create_task(self._periodic(peer_log.flush_due, 5.0)))
         self._tasks.append(loop.create_task(self._periodic(lambda: close_hung_up(self.connections), 1.0)))
+        self._watch_tables(loop)
         if self.config.get("kafkapy.metrics.listener"):
             from ..metrics.exporter import start_exporter
 
@@ -327,6 +329,36 @@ class Broker:
                            for lst in self.config.listeners),
                  ", ".join(f"{name}://{host}:{port}" for name, (host, port) in self.endpoints.items()),
                  self.cluster_id, ",".join(self.log_dirs), time.monotonic() - self.started_at)
+
+    def _watch_tables(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Start the tables service (kafkapy/tables: topics as Iceberg tables) once a partition of a
+        topic with kafkapy.iceberg.mode set is led here; until then nothing of it is imported."""
+        from ..metadata.store import ChangeKind
+
+        def wanted(topic: str) -> bool:
+            mode = (self.metadata.topic_configs(topic) or {}).get("kafkapy.iceberg.mode")
+            return bool(mode) and mode.strip() != "disabled"
+
+        def ensure() -> None:
+            if self.tables is None and not self.fatal_error.is_set():
+                from ..tables.service import TablesService
+
+                self.tables = TablesService(self)
+                self.tables.start(loop)
+
+        def on_leadership(topic: str, partition: int, is_leader: bool, leader_epoch: int) -> None:
+            if self.tables is None and is_leader and wanted(topic):
+                loop.call_soon_threadsafe(ensure)
+
+        def on_change(change) -> None:
+            if self.tables is None and change.kind in (ChangeKind.TOPIC_CREATED, ChangeKind.TOPIC_CONFIGS_CHANGED) \
+                    and change.topic is not None and wanted(change.topic.name):
+                loop.call_soon_threadsafe(ensure)
+
+        self.replicas.leadership_listeners.append(on_leadership)
+        self.metadata.add_listener(on_change)
+        if any(wanted(topic) for topic in self.metadata.topic_names()):
+            ensure()
 
     def brokers_for(self, listener_name: str | None):
         """The brokers as clients connected to `listener_name` must see them (Metadata,
@@ -373,6 +405,8 @@ class Broker:
             await self.console.stop()
         if self.schema_registry is not None:
             await self.schema_registry.stop()
+        if self.tables is not None:
+            await self.tables.stop()
         try:
             await self.cluster.controlled_shutdown()
         except Exception:

@@ -51,6 +51,9 @@ class PrometheusExporter:
         # the schema registry's few families (kafkapy/schemaregistry, when it is on), read on the loop too
         registry = getattr(self.broker, "schema_registry", None)
         extra = registry.metric_families() if registry is not None else []
+        tables = getattr(self.broker, "tables", None)  # topics as Iceberg tables (kafkapy/tables), when on
+        if tables is not None:
+            extra = extra + tables.metric_families()
         return await asyncio.to_thread(self._encode, encoder, state, extra), content_type
 
     def _encode(self, encoder, state, extra=()) -> bytes:
