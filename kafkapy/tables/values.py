@@ -276,9 +276,7 @@ class ValueTranslator:
         # one column type per name over every schema met, in order of first use
         merged: list[pa.Field] = []
         refused: dict[tuple[int, Any], str] = {}
-        for _, key, _ in decoded:
-            if key is None or key in refused:
-                continue
+        for key in dict.fromkeys(key for _, key, _ in decoded if key is not None):
             fields = self._fields[key]
             try:
                 merged = merge_fields(merged, fields)
