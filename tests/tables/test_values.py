@@ -614,3 +614,36 @@ def test_avro_records_generated_by_hypothesis_round_trip(case):
     assert out.dead_letters.num_rows == 0, reasons(out)
     assert values_of(out.rows) == [{f["name"]: _normal(f["type"], row[f["name"]]) for f in schema["fields"]}
                                    for row in rows]
+
+
+def test_protobuf_text_schema_importing_a_reference():
+    from confluent_kafka.schema_registry import SchemaReference
+
+    registry = Registry()
+    registry.register("money", 'syntax = "proto3";\npackage common;\nmessage Money { string currency = 1; '
+                               'int64 units = 2; }\n', "PROTOBUF")
+    schema_id = registry.client.register_schema("invoice-value", Schema(
+        'syntax = "proto3";\npackage billing;\nimport "common/money.proto";\n'
+        'message Invoice { string number = 1; common.Money total = 2; repeated common.Money lines = 3; }\n',
+        "PROTOBUF", [SchemaReference("common/money.proto", "money", 1)]))
+    message = b"\x0a\x02A1" + b"\x12\x07\x0a\x03EUR\x10\x05"   # number "A1", total {EUR, 5}
+    out = ValueTranslator(registry.text).translate(records([b"\x00" + struct.pack(">I", schema_id) + b"\x00" +
+                                                            message]))
+    assert out.dead_letters.num_rows == 0, reasons(out)
+    assert values_of(out.rows) == [{"number": "A1", "total": {"currency": "EUR", "units": 5}, "lines": []}]
+
+
+def test_json_schema_ref_to_a_reference():
+    from confluent_kafka.schema_registry import SchemaReference
+
+    registry = Registry()
+    registry.register("point", json.dumps({"type": "object", "properties": {"x": {"type": "integer"}},
+                                           "required": ["x"]}), "JSON")
+    schema_id = registry.client.register_schema("shape-value", Schema(json.dumps(
+        {"type": "object", "properties": {"name": {"type": "string"}, "at": {"$ref": "point.json"}}}),
+        "JSON", [SchemaReference("point.json", "point", 1)]))
+    header = b"\x00" + struct.pack(">I", schema_id)
+    out = ValueTranslator(registry.text).translate(records([header + b'{"name": "p", "at": {"x": 3}}',
+                                                            header + b'{"at": {"y": 1}}']))
+    assert values_of(out.rows) == [{"name": "p", "at": {"x": 3}}]
+    assert "'x' is a required property" in reasons(out)[0]
