@@ -99,7 +99,8 @@ def spark() -> Iterator[object]:
     jars = connector_jars(runtime)
     try:
         session = build_spark_session(
-            "local[2]", "kafkapy-spark-tests", connector=ConnectorJars(jars=jars, source="Maven Central"),
+            "local[2]", "kafkapy-spark-tests",
+            connector=ConnectorJars(jars=jars + _iceberg_jars(), source="Maven Central"),
             shuffle_partitions=2, ui=False,
             extra_conf={
                 "spark.driver.memory": "1g",
@@ -116,6 +117,44 @@ def spark() -> Iterator[object]:
     finally:
         session.stop()
         stop_jvm()
+
+
+_ICEBERG_UNAVAILABLE: list[str] = []  # why the session was started without Iceberg's runtime
+
+
+def _iceberg_jars() -> list[Path]:
+    """Iceberg's Spark runtime and sqlite-jdbc for the table tests (none, and the reason kept, if Maven fails)."""
+    from conformance.maven import MavenUnavailable, jars
+    from conformance.tables.readers import ICEBERG_SPARK_RUNTIME, SQLITE_JDBC
+
+    try:
+        return [Path(jar) for jar in jars([ICEBERG_SPARK_RUNTIME, SQLITE_JDBC])]
+    except MavenUnavailable as error:
+        _ICEBERG_UNAVAILABLE.append(f"{ICEBERG_SPARK_RUNTIME} from Maven Central: {error}")
+        return []
+
+
+@pytest.fixture
+def iceberg_spark(spark):
+    """`iceberg_spark(log_dir)`: a new session of the shared SparkContext whose catalog `kafkapy` is
+    the embedded catalog under a broker's first log dir (docs/tables.md).
+
+    The catalog must be named `kafkapy`: Iceberg's JdbcCatalog only sees the rows of its own name
+    in iceberg_tables, and pyiceberg wrote them as `kafkapy`. Spark caches a catalog by name for a
+    session's life, so each broker's catalog gets a session of its own (spark.newSession()).
+    """
+    from kafkapy_spark.table_history import iceberg_catalog_conf
+
+    if _ICEBERG_UNAVAILABLE:
+        spark_unavailable(_ICEBERG_UNAVAILABLE[0])
+
+    def session_for(log_dir):
+        session = spark.newSession()
+        for key, value in iceberg_catalog_conf("kafkapy", str(log_dir)).items():
+            session.conf.set(key, value)
+        return session
+
+    return session_for
 
 
 def stop_jvm(timeout_s: float = 20.0) -> None:
