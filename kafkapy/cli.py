@@ -115,6 +115,9 @@ def _parser(with_admin: bool = True, only_serve: bool = False) -> argparse.Argum
         from .schemaregistry.cli import add_schemas_command  # argparse and urllib only
 
         add_schemas_command(commands)
+        from .tables.cli import add_tables_command  # argparse only
+
+        add_tables_command(commands)
     return parser
 
 
@@ -335,6 +338,16 @@ def _resume_gc(thresholds: tuple[int, int, int] | None) -> None:
         gc.set_threshold(*thresholds)
 
 
+def _last_stable_offsets(bootstrap: str, topics: list[str]) -> dict[tuple[str, int], int]:
+    """(topic, partition) -> last stable offset of `topics` (`kafkapy tables describe -b`)."""
+    from .admin.client import AdminClient
+    from .admin.offsets import list_offsets
+
+    with AdminClient(bootstrap) as client:
+        partitions = sorted(client.leaders(topics))
+        return list_offsets(client, partitions, -1, isolation_level=1)
+
+
 def main(argv: list[str] | None = None) -> int:
     own_process = argv is None  # the `kafkapy` command itself (not a caller passing its own argv)
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -353,6 +366,10 @@ def main(argv: list[str] | None = None) -> int:
         from .schemaregistry.cli import run_schemas
 
         return run_schemas(args)
+    if getattr(args, "tables_command", False):
+        from .tables.cli import run_tables
+
+        return run_tables(args, _last_stable_offsets)
     if args.command == "serve":
         return _serve(args, gc_paused)
     if args.command == "cluster":

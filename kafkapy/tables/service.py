@@ -27,6 +27,7 @@ READ_MAX_BYTES = 1 << 20          # bytes of batches per read handed to the work
 GATHER_S = 0.1                    # after a short read, let more records arrive before the next one
 IDLE_WAIT_S = 1.0                 # an idle partition waits for an append this long (woken earlier by one)
 BACKOFF_S = (0.5, 1, 2, 5, 10, 30)
+STOP_COMMIT_S = 5.0
 
 
 def topic_mode(metadata, topic: str) -> str:
@@ -99,6 +100,8 @@ class TablesService:
                  self.settings.warehouse, self.interval_s * 1000)
 
     async def stop(self) -> None:
+        """Stop reading, commit what is buffered (a clean shutdown leaves no lag to catch up; bounded
+        at STOP_COMMIT_S), then stop the worker."""
         self._closed = True
         tasks = [s.task for s in self.partitions.values() if s.task is not None]
         if self._committer is not None:
@@ -106,11 +109,17 @@ class TablesService:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
-            for process in list(getattr(self._pool, "_processes", {}).values()):
-                process.terminate()
-            self._pool = None
+        if self._pool is None:
+            return
+        try:
+            await asyncio.wait_for(self._commit_all(), STOP_COMMIT_S)
+        except Exception as exc:  # the next start resumes from the table's committed offsets
+            log.warning("tables: the last commit before shutdown did not finish: %s", exc or type(exc).__name__)
+        processes = list((getattr(self._pool, "_processes", None) or {}).values())
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        for process in processes:
+            process.terminate()
+        self._pool = None
 
     # -- which partitions ------------------------------------------------------------------------
     def _leadership_changed(self, topic: str, partition: int, is_leader: bool, leader_epoch: int) -> None:
@@ -287,19 +296,23 @@ class TablesService:
             self._commit_now.clear()
             if self._pool is None:
                 continue
-            ok = True
-            for topic in sorted({t for t, _ in self.partitions}):
-                try:
-                    await self._commit_topic(topic)
-                except asyncio.CancelledError:
-                    raise
-                except Exception as exc:
-                    ok = False
-                    self._set_error(topic, f"commit failed: {type(exc).__name__}: {exc}")
+            ok = await self._commit_all()
             failures = 0 if ok else failures + 1
             if ok:
                 self._buffered = 0
                 self._resumed.set()
+
+    async def _commit_all(self) -> bool:
+        ok = True
+        for topic in sorted({t for t, _ in self.partitions}):
+            try:
+                await self._commit_topic(topic)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                ok = False
+                self._set_error(topic, f"commit failed: {type(exc).__name__}: {exc}")
+        return ok
 
     async def _commit_topic(self, topic: str) -> None:
         if not await self._call("pending", topic):
@@ -321,8 +334,11 @@ class TablesService:
 
     def _set_error(self, topic: str, message: str | None) -> None:
         """Record a topic's state; log a line when it changes (stopped with the message, or running)."""
+        first = topic not in self.topics
         state = self.topics.setdefault(topic, TopicState())
         if message == state.error:
+            if first:
+                self._write_status()
             return
         if message is None:
             log.info("tables: %s: translation running again after %.1f s stopped", topic,
@@ -333,6 +349,29 @@ class TablesService:
         else:
             log.error("tables: %s: translation still stopped: %s", topic, message)
         state.error = message
+        self._write_status()
+
+    def _write_status(self) -> None:
+        """The topics' states for `kafkapy tables describe`: <first log dir>/iceberg/broker-<id>.status.json."""
+        import json
+
+        path = self.status_path
+        status = {"broker": self.broker.node_id, "updated_ms": int(time.time() * 1000), "topics": {
+            topic: {"state": "running" if s.error is None else "stopped", "error": s.error}
+            for topic, s in sorted(self.topics.items())}}
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            temporary = path.with_suffix(".tmp")
+            temporary.write_text(json.dumps(status, indent=1))
+            os.replace(temporary, path)
+        except OSError as exc:
+            log.warning("tables: cannot write %s: %s", path, exc)
+
+    @property
+    def status_path(self):
+        from pathlib import Path
+
+        return Path(self.broker.log_dirs[0]) / "iceberg" / f"broker-{self.broker.node_id}.status.json"
 
     # -- what metrics, the CLI and the console show ------------------------------------------------
     def lag(self, state: PartitionState) -> int | None:
