@@ -62,22 +62,23 @@ def broker_properties() -> dict[str, str]:
 class Kafkapy:
     """`python -m kafkapy serve` (via profiled_serve.py) on a free loopback port and a fresh log dir."""
 
-    def __init__(self, work: Path) -> None:
+    def __init__(self, work: Path, tree: Path = REPO_ROOT, name: str = "kafkapy") -> None:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
-        self.dir = work / "kafkapy"
+        self.dir = work / name
         self.dir.mkdir(parents=True)
         self.prof = self.dir / "current.prof"
         listener = f"PLAINTEXT://127.0.0.1:{self.port}"
-        argv = [sys.executable, str(PROFILED_SERVE), str(self.prof), "serve",
+        serve = tree / PROFILED_SERVE.relative_to(REPO_ROOT)
+        argv = [sys.executable, str(serve), str(self.prof), "serve",
                 "--override", f"listeners={listener}", "--override", f"advertised.listeners={listener}",
                 "--override", f"log.dirs={self.dir / 'data'}"]
         for key, value in broker_properties().items():
             argv += ["--override", f"{key}={value}"]
-        env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
+        env = dict(os.environ, PYTHONPATH=str(tree))
         self.log = open(self.dir / "broker.log", "wb")  # noqa: SIM115  closed in stop()
-        self.proc = subprocess.Popen(argv, cwd=REPO_ROOT, env=env, stdin=subprocess.DEVNULL, stdout=self.log,
+        self.proc = subprocess.Popen(argv, cwd=tree, env=env, stdin=subprocess.DEVNULL, stdout=self.log,
                                      stderr=subprocess.STDOUT, start_new_session=True)
         self.bootstrap = f"127.0.0.1:{self.port}"
 
@@ -200,6 +201,10 @@ def profile_cell(kafkapy: Kafkapy, partitions: int, members: int, records: int, 
     return head + text.getvalue()
 
 
+def _ratio(a: dict | None, b: dict | None) -> str:
+    return f"{a['rate'] / b['rate']:.2f}" if a and b and a.get("rate") and b.get("rate") else "-"
+
+
 def render(results: list[dict], sizes: list[int], partition_counts: list[int]) -> str:
     def rate(broker: str, kind: str, count: int, members: int) -> dict | None:
         for r in results:
@@ -216,18 +221,24 @@ def render(results: list[dict], sizes: list[int], partition_counts: list[int]) -
         redelivered = f", {r['redelivered']} redelivered" if r.get("redelivered") else ""
         return f"{r['rate']:.0f}{redelivered}{flag}"
 
+    baseline = any(r["broker"] == "kafkapy-before" for r in results)
     lines = ["| partitions | members | kafkapy share rec/s | Kafka 4.4 share rec/s | kafkapy / Kafka "
-             "| kafkapy classic rec/s | kafkapy share / classic |", "|---|---|---|---|---|---|---|"]
+             "| kafkapy classic rec/s | kafkapy share / classic |"
+             + (" kafkapy before rec/s | before / Kafka | after / before |" if baseline else ""),
+             "|---|---|---|---|---|---|---|" + ("---|---|---|" if baseline else "")]
     for count in partition_counts:
         for members in sizes:
             ours, theirs = rate("kafkapy", "share", count, members), rate("kafka", "share", count, members)
+            before = rate("kafkapy-before", "share", count, members)
             classic = rate("kafkapy", "classic", count, members)
             ratio = (f"{ours['rate'] / theirs['rate']:.2f}" if ours and theirs and ours.get("rate") and theirs.get("rate")
                      else "-")
             vs_classic = (f"{ours['rate'] / classic['rate']:.2f}"
                           if ours and classic and ours.get("rate") and classic.get("rate") else "-")
-            lines.append(f"| {count} | {members} | {fmt(ours)} | {fmt(theirs)} | {ratio} | {fmt(classic)} "
-                         f"| {vs_classic} |")
+            line = f"| {count} | {members} | {fmt(ours)} | {fmt(theirs)} | {ratio} | {fmt(classic)} | {vs_classic} |"
+            if baseline:
+                line += (f" {fmt(before)} | {_ratio(before, theirs)} | {_ratio(ours, before)} |")
+            lines.append(line)
     return "\n".join(lines)
 
 
@@ -241,6 +252,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=float, default=540.0,
                         help="seconds for the whole run; cells not started by then are skipped (default 540)")
     parser.add_argument("--no-kafka", action="store_true", help="kafkapy only")
+    parser.add_argument("--baseline", type=Path,
+                        help="another kafkapy source tree (e.g. `git archive <rev> | tar -x -C DIR`) run the same "
+                             "way first, as 'kafkapy before': a before/after comparison in one run")
     parser.add_argument("--no-classic", action="store_true", help="no classic-group baseline")
     parser.add_argument("--no-profile", dest="profile", action="store_false")
     parser.add_argument("--profile-cell", default="8,3", help="partitions,members of the profiled cell (default 8,3)")
@@ -259,6 +273,15 @@ def main(argv: list[str] | None = None) -> int:
     profile_text = ""
     with tempfile.TemporaryDirectory(prefix="bench-share-vs-kafka-") as tmp:
         work = Path(tmp)
+        if args.baseline is not None:
+            before = Kafkapy(work, args.baseline.resolve(), "kafkapy-before")
+            try:
+                before.wait_ready()
+                produce_topics(before.bootstrap, partition_counts, args.records, args.size, time.monotonic() + 180)
+                results += run_cells("kafkapy-before", before.bootstrap, ("share",), partition_counts, sizes,
+                                     args.records, budget_end)
+            finally:
+                before.stop()
         kafkapy = Kafkapy(work)
         try:
             kafkapy.wait_ready()

@@ -18,7 +18,7 @@ from ...groupcoord.offsets_topic import OffsetsTopicStore, offsets_topic_configs
 from ...groupcoord.share import AckBatch, validate_ack_batches
 from ...groupcoord.share.batches import batch_ranges
 from ...groupcoord.share.state_records import ShareState
-from ...groupcoord.share.state_store import SHARE_STATE_TOPIC, ShareStateStore
+from ...groupcoord.share.state_store import SHARE_STATE_TOPIC, UPDATES_PER_SNAPSHOT, ShareStateStore
 from ...metadata.acls import AclOperation, ResourceType
 from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages import (
@@ -316,7 +316,11 @@ def _state_store(broker) -> ShareStateStore | None:
             return None
         return hosted.leader_epoch
 
-    share.state_store = ShareStateStore(store, len(meta.partitions), local_epoch)
+    try:  # Kafka's share.coordinator.snapshot.update.records.per.snapshot, where the config table has it
+        per_snapshot = int(get("share.coordinator.snapshot.update.records.per.snapshot"))
+    except (KeyError, ValueError, TypeError):
+        per_snapshot = UPDATES_PER_SNAPSHOT
+    share.state_store = ShareStateStore(store, len(meta.partitions), local_epoch, per_snapshot)
     return share.state_store
 
 
@@ -383,15 +387,11 @@ async def _call_coordinator(broker, state_partition: int, request):
 
 
 async def _write_state(broker, store, group_id: str, topic_id, partition: int, state: ShareState) -> int:
-    """Write a share-partition's state where it is kept and wait until it is durable."""
+    """Write a share-partition's state where it is kept and wait until it is durable: `state`
+    holds the batches that changed, laid over the stored state (a state epoch newer than the
+    stored one replaces it)."""
     state_partition = store.partition_of(group_id, topic_id, partition)
-    if store.is_local(state_partition):
-        stored = store.read(group_id, topic_id, partition)
-        if stored is not None and state.state_epoch < stored.state_epoch:
-            # the state was replaced (AlterShareGroupOffsets, DeleteShareGroupOffsets, DeleteGroups)
-            # since the writer loaded it: its copy is stale (Kafka's share coordinator does the same)
-            return ErrorCode.FENCED_STATE_EPOCH
-    else:
+    if not store.is_local(state_partition):
         W = WriteShareGroupStateRequest
         response = await _call_coordinator(broker, state_partition, W(group_id=group_id, topics=[W.WriteStateData(
             topic_id=topic_id, partitions=[W.PartitionData(
@@ -402,38 +402,90 @@ async def _write_state(broker, store, group_id: str, topic_id, partition: int, s
         if response is None:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         return response.results[0].partitions[0].error_code
+    errors = await _write_local(broker, store, [(group_id, topic_id, partition, state)])
+    return errors[0]
+
+
+def _fenced(store, group_id: str, topic_id, partition: int, state: ShareState) -> bool:
+    """The state was replaced (AlterShareGroupOffsets, DeleteShareGroupOffsets, DeleteGroups) since
+    the writer loaded it: its copy is stale (Kafka's share coordinator: FENCED_STATE_EPOCH)."""
+    stored = store.read(group_id, topic_id, partition)
+    return stored is not None and state.state_epoch < stored.state_epoch
+
+
+async def _write_local(broker, store, writes) -> list[int]:
+    """Writes (group id, topic id, partition, state) to state partitions led here: one append per
+    state partition for all of them, then one wait until each is durable; an error per write."""
+    errors = [ErrorCode.NONE] * len(writes)
+    accepted = []
+    for i, (group_id, topic_id, partition, state) in enumerate(writes):
+        if _fenced(store, group_id, topic_id, partition, state):
+            errors[i] = ErrorCode.FENCED_STATE_EPOCH
+        else:
+            accepted.append(i)
+    if not accepted:
+        return errors
     try:
-        store.write(group_id, topic_id, partition, state)
+        written = store.write_many([(*writes[i], False) for i in accepted])
     except KafkaError as exc:
-        log.warning("writing the state of %s/%s-%d failed: %s", group_id, topic_id, partition, exc)
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE
-    plog = broker.partitions.get_log(SHARE_STATE_TOPIC, state_partition)
-    if plog is not None and plog.config.fsync_on_ack:
-        await wait_durable(plog.sync_until(plog.log_end_offset - 1))
-    return await replicated(broker, SHARE_STATE_TOPIC, state_partition, broker.config.get("offsets.commit.timeout.ms"))
+        log.warning("writing the share state of %s failed: %s",
+                    ", ".join(f"{g}/{t}-{p}" for g, t, p, _ in (writes[i] for i in accepted)), exc)
+        for i in accepted:
+            errors[i] = ErrorCode.COORDINATOR_NOT_AVAILABLE
+        return errors
+    outcome: dict[int, int] = {}
+    for state_partition in written:
+        plog = broker.partitions.get_log(SHARE_STATE_TOPIC, state_partition)
+        if plog is not None and plog.config.fsync_on_ack:
+            await wait_durable(plog.sync_until(plog.log_end_offset - 1))
+        outcome[state_partition] = await replicated(broker, SHARE_STATE_TOPIC, state_partition,
+                                                    broker.config.get("offsets.commit.timeout.ms"))
+    for i in accepted:
+        group_id, topic_id, partition, _ = writes[i]
+        state_partition = store.partition_of(group_id, topic_id, partition)
+        errors[i] = outcome.get(state_partition, ErrorCode.NOT_COORDINATOR)
+    return errors
 
 
 async def _persist(broker, share, group_id: str, dirty) -> int:
-    """Write the state of the share-partitions in `dirty` ((topic, topic id, partition)) and wait
-    until it is as durable as a coordinator's write; the error for the response, else NONE."""
+    """Write what changed in the share-partitions in `dirty` ((topic, topic id, partition)) as
+    deltas (SharePartition.take_delta) and wait until they are as durable as a coordinator's
+    write: those kept here in one append per state partition, the others with a
+    WriteShareGroupState to their share coordinator. The error for the response, else NONE."""
     store = _state_store(broker) if dirty else None
     if store is None:
         return ErrorCode.NONE
+    local, remote = [], []
     for topic, topic_id, partition in dirty:
         sp = share.partitions.get((group_id, topic, partition))
         if sp is None:
             continue
-        start, batches = sp.to_state()
-        error = await _write_state(broker, store, group_id, topic_id, partition, ShareState(
-            start, batches, state_epoch=sp.state_epoch, leader_epoch=broker.partitions.leader_epoch(topic, partition)))
+        delta = sp.take_delta()
+        if delta is None:
+            continue   # nothing durable changed (a renewal, a release below the delivery limit)
+        start, batches = delta
+        state = ShareState(start, batches, state_epoch=sp.state_epoch,
+                           leader_epoch=broker.partitions.leader_epoch(topic, partition))
+        local_write = store.is_local(store.partition_of(group_id, topic_id, partition))
+        (local if local_write else remote).append(((topic, partition, sp), (group_id, topic_id, partition, state)))
+    results = []
+    if local:
+        errors = await _write_local(broker, store, [write for _, write in local])
+        results += [(who, error) for (who, _), error in zip(local, errors)]
+    for who, (_, topic_id, partition, state) in remote:
+        results.append((who, await _write_state(broker, store, group_id, topic_id, partition, state)))
+    first_error = ErrorCode.NONE
+    for (topic, partition, sp), error in results:
         if error == ErrorCode.FENCED_STATE_EPOCH:
             # the group's offsets were reset or deleted meanwhile: the next fetch loads the new state
             log.info("share state of %s/%s-%d replaced by its group coordinator: loading it again",
                      group_id, topic, partition)
-            share.partitions.pop((group_id, topic, partition), None)
-        if error:
-            return error
-    return ErrorCode.NONE
+            if share.partitions.get((group_id, topic, partition)) is sp:
+                share.partitions.pop((group_id, topic, partition), None)
+        elif error:
+            sp.write_failed()   # the delta is lost: the next write is the whole window
+        first_error = first_error or error
+    return first_error
 
 
 # -- the share coordinator's side (cluster: another broker's share-partition leader asks) -------

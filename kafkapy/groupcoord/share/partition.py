@@ -9,10 +9,21 @@ offset (SPEO: the next offset never delivered yet). Every offset in the window h
 - ACKNOWLEDGED: accepted, never delivered again;
 - ARCHIVED: rejected, a gap, aborted, or delivered group.share.delivery.count.limit times.
 
+The window is kept as contiguous ranges of offsets with one state, delivery count, holder and
+lock deadline each (`Run`, Kafka's InFlightBatch), split only where acknowledgements, releases or
+expiry differ inside a range, and joined again when neighbours become alike: a fetch and an
+acknowledgement cost per range, not per record.
+
+What changed durably (a state or a delivery count, new offsets, the start offset) is tracked as
+offset ranges, so that the state written to __share_group_state after a request is a delta (a
+ShareUpdate, take_delta) rather than the whole window.
+
 Nothing here reads the log or the clock: callers pass the batches they read (offset ranges,
 never record bodies) and the time, so the state machine is tested on its own.
 """
 from __future__ import annotations
+
+from bisect import bisect_right
 
 from ...protocol.errors import ErrorCode
 
@@ -21,9 +32,14 @@ AVAILABLE, ACQUIRED, ACKNOWLEDGED, ARCHIVED = "AVAILABLE", "ACQUIRED", "ACKNOWLE
 # AcknowledgeTypes of ShareFetch/ShareAcknowledge (Kafka's AcknowledgeType; 0 is a gap)
 GAP, ACCEPT, RELEASE, REJECT, RENEW = 0, 1, 2, 3, 4
 
+# the DeliveryState codes of __share_group_state (state_records.py): ACQUIRED is not durable, a held
+# record is stored AVAILABLE with its delivery count (after a restart it is delivered again, counted)
+_DURABLE = {AVAILABLE: 0, ACQUIRED: 0, ACKNOWLEDGED: 2, ARCHIVED: 4}
+_DONE = (ACKNOWLEDGED, ARCHIVED)
+
 
 class InFlight:
-    """One offset of the window that is not done with yet."""
+    """One offset of the window (a view built by SharePartition.records, for tests and tools)."""
 
     __slots__ = ("state", "delivery_count", "member", "deadline")
 
@@ -35,6 +51,32 @@ class InFlight:
 
     def __repr__(self) -> str:
         return f"InFlight({self.state}, {self.delivery_count}, {self.member!r})"
+
+
+class Run:
+    """Offsets first..last (inclusive) of the window that share one state, delivery count, holder
+    and acquisition lock deadline."""
+
+    __slots__ = ("first", "last", "state", "delivery_count", "member", "deadline")
+
+    def __init__(self, first: int, last: int, state: str, delivery_count: int, member: str | None = None,
+                 deadline: float = 0.0) -> None:
+        self.first, self.last = first, last
+        self.state = state
+        self.delivery_count = delivery_count
+        self.member = member
+        self.deadline = deadline
+
+    def alike(self, other: "Run") -> bool:
+        return (self.state == other.state and self.delivery_count == other.delivery_count
+                and self.member == other.member and self.deadline == other.deadline)
+
+    def __repr__(self) -> str:
+        return f"Run({self.first}-{self.last}, {self.state}, {self.delivery_count}, {self.member!r})"
+
+
+def _first(run: Run) -> int:
+    return run.first
 
 
 class AckBatch:
@@ -54,6 +96,7 @@ def validate_ack_batches(batches: list[AckBatch], allow_renew: bool = False,
     array of the wrong length or an unknown type, or more offsets than anyone could hold."""
     previous_last = -1
     total = 0
+    top = RENEW if allow_renew else REJECT
     for batch in batches:
         if batch.first < 0 or batch.last < batch.first or batch.first <= previous_last:
             return ErrorCode.INVALID_REQUEST
@@ -63,11 +106,24 @@ def validate_ack_batches(batches: list[AckBatch], allow_renew: bool = False,
             return ErrorCode.INVALID_REQUEST
         if len(batch.types) not in (1, span):
             return ErrorCode.INVALID_REQUEST
-        top = RENEW if allow_renew else REJECT
         if any(not GAP <= t <= top for t in batch.types):
             return ErrorCode.INVALID_REQUEST
         previous_last = batch.last
     return ErrorCode.NONE
+
+
+def _type_segments(batch: AckBatch):
+    """(first, last, type) of a batch's contiguous offsets of one acknowledgement type."""
+    types = batch.types
+    if len(types) == 1:
+        yield batch.first, batch.last, types[0]
+        return
+    begin, kind = 0, types[0]
+    for i in range(1, len(types)):
+        if types[i] != kind:
+            yield batch.first + begin, batch.first + i - 1, kind
+            begin, kind = i, types[i]
+    yield batch.first + begin, batch.last, kind
 
 
 class SharePartition:
@@ -78,7 +134,8 @@ class SharePartition:
         self.end_offset = start_offset
         self.delivery_limit = delivery_limit
         self.max_in_flight = max_in_flight
-        self.records: dict[int, InFlight] = {}
+        # the window [start_offset, end_offset), contiguous and in order
+        self._runs: list[Run] = []
         # the leadership term of the partition's replica this state belongs to (set by the broker on
         # first use; a new term, i.e. another leader in between, means the state must be read again)
         self.leader_term: int | None = None
@@ -88,12 +145,26 @@ class SharePartition:
         self.state_epoch = 0
         # the earliest acquisition lock deadline, so expiry checks are cheap when nothing is due
         self._next_deadline = float("inf")
+        # durable changes not written yet (take_delta): offset ranges, and whether the next write
+        # must be the whole window (nothing stored yet, or a write failed)
+        self._dirty: list[tuple[int, int]] = []
+        self._full = True
+        self._written_start: int | None = None
 
     # -- queries -------------------------------------------------------------------------
+    @property
+    def records(self) -> dict[int, InFlight]:
+        """Each offset of the window and its state (built on demand: for tests and tools)."""
+        return {o: InFlight(r.state, r.delivery_count, r.member, r.deadline)
+                for r in self._runs for o in range(r.first, r.last + 1)}
+
+    def runs(self) -> list[Run]:
+        return list(self._runs)
+
     def counts(self) -> dict[str, int]:
         out = {AVAILABLE: 0, ACQUIRED: 0, ACKNOWLEDGED: 0, ARCHIVED: 0}
-        for rec in self.records.values():
-            out[rec.state] += 1
+        for run in self._runs:
+            out[run.state] += run.last - run.first + 1
         return out
 
     def next_deadline(self) -> float:
@@ -101,52 +172,156 @@ class SharePartition:
 
     def fetch_offset(self) -> int:
         """Where the next read should start: the first AVAILABLE offset, else the end offset."""
-        for offset in sorted(self.records):
-            if self.records[offset].state == AVAILABLE:
-                return offset
+        for run in self._runs:
+            if run.state == AVAILABLE:
+                return run.first
         return self.end_offset
 
     def has_available(self, high_watermark: int) -> bool:
-        return self.end_offset < high_watermark or any(
-            r.state == AVAILABLE for r in self.records.values())
+        return self.end_offset < high_watermark or any(r.state == AVAILABLE for r in self._runs)
 
     # -- durable state (__share_group_state, state_records.py) ----------------------------
     def to_state(self) -> tuple[int, list[tuple[int, int, int, int]]]:
         """(start offset, state batches) as the share coordinator keeps them: ACQUIRED is not a
         durable state, so a held record is written as AVAILABLE with its delivery count (after a
         restart it is delivered again, counted)."""
-        from .state_records import STATE_ACKNOWLEDGED, STATE_ARCHIVED, STATE_AVAILABLE, runs
+        return self.start_offset, self._durable(self._runs, self.start_offset, self.end_offset - 1)
 
-        codes = {AVAILABLE: STATE_AVAILABLE, ACQUIRED: STATE_AVAILABLE, ACKNOWLEDGED: STATE_ACKNOWLEDGED,
-                 ARCHIVED: STATE_ARCHIVED}
-        return self.start_offset, runs({o: (codes[r.state], r.delivery_count) for o, r in self.records.items()})
+    @staticmethod
+    def _durable(runs, first: int, last: int) -> list[tuple[int, int, int, int]]:
+        out: list[list[int]] = []
+        for run in runs:
+            lo, hi = max(run.first, first), min(run.last, last)
+            if lo > hi:
+                continue
+            code = _DURABLE[run.state]
+            if out and out[-1][1] == lo - 1 and out[-1][2] == code and out[-1][3] == run.delivery_count:
+                out[-1][1] = hi
+            else:
+                out.append([lo, hi, code, run.delivery_count])
+        return [tuple(b) for b in out]
+
+    def take_delta(self) -> tuple[int, list[tuple[int, int, int, int]]] | None:
+        """What changed durably since the last take_delta, as (start offset, state batches) for a
+        ShareUpdate (state_records.apply_update lays it over the stored state), or the whole window
+        when nothing is stored yet or the last write failed; None when nothing changed."""
+        if self._full:
+            self._full, self._dirty = False, []
+            self._written_start = self.start_offset
+            return self.to_state()
+        dirty = sorted(self._dirty)
+        self._dirty = []
+        if not dirty and self._written_start == self.start_offset:
+            return None
+        self._written_start = self.start_offset
+        batches: list[tuple[int, int, int, int]] = []
+        lo = hi = None
+        for first, last in dirty:
+            if lo is not None and first <= hi + 1:
+                hi = max(hi, last)
+                continue
+            if lo is not None:
+                batches += self._durable_range(lo, hi)
+            lo, hi = first, last
+        if lo is not None:
+            batches += self._durable_range(lo, hi)
+        return self.start_offset, batches
+
+    def _durable_range(self, first: int, last: int) -> list[tuple[int, int, int, int]]:
+        first, last = max(first, self.start_offset), min(last, self.end_offset - 1)
+        if first > last:
+            return []
+        i = self._index(first)
+        j = self._index(last) + 1
+        return self._durable(self._runs[i:j], first, last)
+
+    def write_failed(self) -> None:
+        """The last delta could not be stored: the next write is the whole window."""
+        self._full = True
 
     @classmethod
     def from_state(cls, start_offset: int, batches, delivery_limit: int = 5,
                    max_in_flight: int = 2000) -> "SharePartition":
         """The share-partition a stored state describes; records delivered delivery_limit times
-        already are archived (their last lock may have expired while the broker was down)."""
+        already are archived (their last lock may have expired while the broker was down).
+        Offsets of the window no stored batch covers are done with (kafkapy stores every offset
+        it delivers, so only a foreign state has them)."""
         from .state_records import STATE_ACKNOWLEDGED, STATE_AVAILABLE
 
         sp = cls(start_offset, delivery_limit, max_in_flight)
-        for first, last, state, count in batches:
-            for offset in range(max(first, start_offset), last + 1):
-                if state == STATE_AVAILABLE and count < delivery_limit:
-                    sp.records[offset] = InFlight(AVAILABLE, count, None, 0.0)
-                elif state == STATE_ACKNOWLEDGED:
-                    sp.records[offset] = InFlight(ACKNOWLEDGED, count, None, 0.0)
-                else:
-                    sp.records[offset] = InFlight(ARCHIVED, count, None, 0.0)
-                sp.end_offset = max(sp.end_offset, offset + 1)
+        for first, last, state, count in sorted(batches):
+            first = max(first, sp.end_offset)
+            if first > last:
+                continue
+            if state == STATE_AVAILABLE and count < delivery_limit:
+                kind = AVAILABLE
+            elif state == STATE_ACKNOWLEDGED:
+                kind = ACKNOWLEDGED
+            else:
+                kind = ARCHIVED
+                if state == STATE_AVAILABLE:
+                    sp._dirty.append((first, last))   # archived now: the next delta says so
+            if first > sp.end_offset:
+                sp._dirty.append((sp.end_offset, first - 1))
+                sp._append(Run(sp.end_offset, first - 1, ARCHIVED, 0))
+            sp._append(Run(first, last, kind, count))
+            sp.end_offset = last + 1
+        sp._full = False
+        sp._written_start = start_offset   # what is stored; a start moved by _advance is a change
         sp._advance()
         return sp
+
+    # -- the window as ranges ------------------------------------------------------------
+    def _index(self, offset: int) -> int:
+        """The index of the run holding `offset` (which must be in the window)."""
+        return bisect_right(self._runs, offset, key=_first) - 1
+
+    def _split(self, offset: int) -> int:
+        """Make `offset` the first offset of a run; the index of that run (len(runs) at the end)."""
+        if offset >= self.end_offset:
+            return len(self._runs)
+        if offset <= self.start_offset:
+            return 0
+        i = self._index(offset)
+        run = self._runs[i]
+        if run.first == offset:
+            return i
+        self._runs.insert(i + 1, Run(offset, run.last, run.state, run.delivery_count, run.member, run.deadline))
+        run.last = offset - 1
+        return i + 1
+
+    def _join(self, i: int, j: int) -> None:
+        """Join alike neighbours among runs[i-1 .. j]."""
+        runs = self._runs
+        k = max(i, 1)
+        stop = min(j + 1, len(runs))
+        while k < stop:
+            if runs[k - 1].alike(runs[k]):
+                runs[k - 1].last = runs[k].last
+                del runs[k]
+                stop -= 1
+            else:
+                k += 1
+
+    def _append(self, run: Run) -> None:
+        runs = self._runs
+        if runs and runs[-1].alike(run) and runs[-1].last == run.first - 1:
+            runs[-1].last = run.last
+        else:
+            runs.append(run)
 
     # -- changes -------------------------------------------------------------------------
     def reset_start(self, offset: int) -> None:
         """Move an empty window (nothing in flight) to `offset` (share.auto.offset.reset, or the
         log start having moved past it)."""
-        self.records = {o: r for o, r in self.records.items() if o >= offset}
         if offset > self.start_offset:
+            runs = self._runs
+            k = 0
+            while k < len(runs) and runs[k].last < offset:
+                k += 1
+            del runs[:k]
+            if runs and runs[0].first < offset:
+                runs[0].first = offset
             self.start_offset = offset
         if self.end_offset < self.start_offset:
             self.end_offset = self.start_offset
@@ -159,14 +334,15 @@ class SharePartition:
             return False
         released = False
         next_deadline = float("inf")
-        for rec in self.records.values():
-            if rec.state != ACQUIRED:
+        for run in self._runs:
+            if run.state != ACQUIRED:
                 continue
-            if rec.deadline <= now:
-                released |= self._release(rec)
-            else:
-                next_deadline = min(next_deadline, rec.deadline)
+            if run.deadline <= now:
+                released |= self._release(run)
+            elif run.deadline < next_deadline:
+                next_deadline = run.deadline
         self._next_deadline = next_deadline
+        self._join(0, len(self._runs))
         self._advance()
         return released
 
@@ -184,72 +360,105 @@ class SharePartition:
         acquired: list[list[int]] = []
         taken = 0
         deadline = now + lock_s
+        window_end = self.start_offset + self.max_in_flight   # group.share.partition.max.record.locks
+        dirty = self._dirty
         for first, last, deliverable in batches:
             if taken >= max_records:
                 break
-            for offset in range(max(first, self.start_offset), last + 1):
-                if strict and taken >= max_records:
-                    break
-                rec = self.records.get(offset)
-                if offset >= self.end_offset:
-                    if offset - self.start_offset >= self.max_in_flight:
-                        break  # group.share.partition.max.record.locks
-                    # offsets skipped by compaction between end_offset and here are done with
-                    for gap in range(self.end_offset, offset):
-                        self.records[gap] = InFlight(ARCHIVED, 0, None, 0.0)
-                    self.end_offset = offset + 1
-                    if not deliverable:
-                        self.records[offset] = InFlight(ARCHIVED, 0, None, 0.0)
-                        continue
-                    rec = self.records[offset] = InFlight(AVAILABLE, 0, None, 0.0)
-                    fresh = True
-                elif rec is None or rec.state != AVAILABLE:
-                    continue
-                else:
-                    fresh = False
-                rec.state = ACQUIRED
-                rec.delivery_count += 1
-                rec.member = member
-                rec.deadline = deadline
-                taken += 1
-                cut = (fresh and offset == first and batch_size > 0 and not strict and acquired
-                       and offset - acquired[-1][0] >= batch_size)
-                if acquired and acquired[-1][1] == offset - 1 and acquired[-1][2] == rec.delivery_count \
-                        and not cut:
-                    acquired[-1][1] = offset
-                else:
-                    acquired.append([offset, offset, rec.delivery_count])
+            lo = max(first, self.start_offset)
+            if lo < self.end_offset:   # offsets delivered before: the AVAILABLE ones again
+                hi = min(last, self.end_offset - 1)
+                if lo <= hi:
+                    taken = self._acquire_again(lo, hi, member, deadline, strict, max_records, taken, acquired)
+                lo = self.end_offset
+            if lo > last or (strict and taken >= max_records) or lo >= window_end:
+                continue
+            hi = min(last, window_end - 1)
+            if lo > self.end_offset:
+                # offsets skipped by compaction between end_offset and here are done with
+                self._append(Run(self.end_offset, lo - 1, ARCHIVED, 0))
+            dirty.append((self.end_offset, hi))
+            if not deliverable:
+                self._append(Run(lo, hi, ARCHIVED, 0))
+                self.end_offset = hi + 1
+                continue
+            if strict:
+                hi = min(hi, lo + (max_records - taken) - 1)
+            self._append(Run(lo, hi, ACQUIRED, 1, member, deadline))
+            self.end_offset = hi + 1
+            taken += hi - lo + 1
+            cut = lo == first and batch_size > 0 and not strict and acquired and lo - acquired[-1][0] >= batch_size
+            if acquired and acquired[-1][1] == lo - 1 and acquired[-1][2] == 1 and not cut:
+                acquired[-1][1] = hi
+            else:
+                acquired.append([lo, hi, 1])
         if taken:
             self._next_deadline = min(self._next_deadline, deadline)
         self._advance()
         return [tuple(run) for run in acquired]
 
+    def _acquire_again(self, lo: int, hi: int, member: str, deadline: float, strict: bool, max_records: int,
+                       taken: int, acquired: list) -> int:
+        segments = []
+        runs = self._runs
+        i = self._index(lo)
+        while i < len(runs) and runs[i].first <= hi:
+            run = runs[i]
+            i += 1
+            if run.state != AVAILABLE:
+                continue
+            a, b = max(run.first, lo), min(run.last, hi)
+            if strict:
+                if taken >= max_records:
+                    break
+                b = min(b, a + (max_records - taken) - 1)
+            taken += b - a + 1
+            segments.append((a, b))
+        for a, b in segments:
+            i = self._split(a)
+            j = self._split(b + 1)
+            for run in runs[i:j]:
+                run.state, run.member, run.deadline = ACQUIRED, member, deadline
+                run.delivery_count += 1
+                count = run.delivery_count
+                if acquired and acquired[-1][1] == run.first - 1 and acquired[-1][2] == count:
+                    acquired[-1][1] = run.last
+                else:
+                    acquired.append([run.first, run.last, count])
+            self._dirty.append((a, b))
+            self._join(i, j)
+        return taken
+
     def acknowledge(self, member: str, batches: list[AckBatch], lock_s: float, now: float) -> int:
         """Apply one partition's acknowledgements from `member`: all or nothing. The batches must
         have passed validate_ack_batches. INVALID_RECORD_STATE when any offset is not ACQUIRED by
         this member (Kafka's answer for records the member does not hold or whose lock expired)."""
+        runs = self._runs
         for batch in batches:
             if batch.first < self.start_offset or batch.last >= self.end_offset:
-                # outside the in-flight window (so never looped over: a range is at most the
-                # window, group.share.partition.max.record.locks, long)
                 return ErrorCode.INVALID_RECORD_STATE
-            for offset in range(batch.first, batch.last + 1):
-                rec = self.records.get(offset)
-                if rec is None or rec.state != ACQUIRED or rec.member != member:
+            i = self._index(batch.first)
+            while i < len(runs) and runs[i].first <= batch.last:
+                run = runs[i]
+                if run.state != ACQUIRED or run.member != member:
                     return ErrorCode.INVALID_RECORD_STATE
+                i += 1
         for batch in batches:
-            single = batch.types[0] if len(batch.types) == 1 else None
-            for i, offset in enumerate(range(batch.first, batch.last + 1)):
-                kind = single if single is not None else batch.types[i]
-                rec = self.records[offset]
-                if kind == ACCEPT:
-                    rec.state, rec.member = ACKNOWLEDGED, None
-                elif kind == RELEASE:
-                    self._release(rec)
-                elif kind == RENEW:
-                    rec.deadline = now + lock_s
-                else:  # REJECT, GAP
-                    rec.state, rec.member = ARCHIVED, None
+            for first, last, kind in _type_segments(batch):
+                i = self._split(first)
+                j = self._split(last + 1)
+                for run in runs[i:j]:
+                    if kind == ACCEPT:
+                        run.state, run.member = ACKNOWLEDGED, None
+                    elif kind == RELEASE:
+                        self._release(run)
+                    elif kind == RENEW:
+                        run.deadline = now + lock_s
+                    else:  # REJECT, GAP
+                        run.state, run.member = ARCHIVED, None
+                if kind != RENEW:
+                    self._dirty.append((first, last))
+                self._join(i, j)
         self._advance()
         return ErrorCode.NONE
 
@@ -257,9 +466,10 @@ class SharePartition:
         """A member left or closed its share session: what it holds is released (Kafka keeps the
         delivery counts). True when anything became deliverable."""
         released = False
-        for rec in self.records.values():
-            if rec.state == ACQUIRED and rec.member == member:
-                released |= self._release(rec)
+        for run in self._runs:
+            if run.state == ACQUIRED and run.member == member:
+                released |= self._release(run)
+        self._join(0, len(self._runs))
         self._advance()
         return released
 
@@ -267,28 +477,33 @@ class SharePartition:
         """Give back what acquire() just returned (its state could not be stored): the offsets
         become AVAILABLE again with the delivery count they had before."""
         for first, last, _ in runs:
-            for offset in range(first, last + 1):
-                rec = self.records.get(offset)
-                if rec is not None and rec.state == ACQUIRED and rec.member == member:
-                    rec.state, rec.member = AVAILABLE, None
-                    rec.delivery_count -= 1
+            first, last = max(first, self.start_offset), min(last, self.end_offset - 1)
+            if first > last:
+                continue
+            i = self._split(first)
+            j = self._split(last + 1)
+            for run in self._runs[i:j]:
+                if run.state == ACQUIRED and run.member == member:
+                    run.state, run.member = AVAILABLE, None
+                    run.delivery_count -= 1
+            self._dirty.append((first, last))
+            self._join(i, j)
 
-    def _release(self, rec: InFlight) -> bool:
-        rec.member = None
-        if rec.delivery_count >= self.delivery_limit:
-            rec.state = ARCHIVED
+    def _release(self, run: Run) -> bool:
+        run.member = None
+        if run.delivery_count >= self.delivery_limit:
+            run.state = ARCHIVED
+            self._dirty.append((run.first, run.last))
             return False
-        rec.state = AVAILABLE
+        run.state = AVAILABLE
         return True
 
     def _advance(self) -> None:
         """Move the start offset over every offset that is done with."""
-        records = self.records
-        start = self.start_offset
-        while start < self.end_offset:
-            rec = records.get(start)
-            if rec is not None and rec.state not in (ACKNOWLEDGED, ARCHIVED):
-                break
-            records.pop(start, None)
-            start += 1
-        self.start_offset = start
+        runs = self._runs
+        k = 0
+        while k < len(runs) and runs[k].state in _DONE:
+            k += 1
+        if k:
+            del runs[:k]
+        self.start_offset = runs[0].first if runs else self.end_offset

@@ -125,17 +125,51 @@ def _skip_tags(buf, pos: int) -> int:
 
 
 def apply_update(state: ShareState | None, update: ShareState) -> ShareState:
-    """A ShareUpdate on top of what was known (Kafka's share coordinator merges them the same way:
-    the update's batches replace the offsets they cover; a start offset of -1 keeps the old one)."""
+    """A ShareUpdate on top of what was known (Kafka's share coordinator merges them the same way,
+    ShareCoordinatorShard.merge with PersisterStateBatchCombiner: the update's batches replace the
+    offsets they cover, a start offset of -1 keeps the old one, nothing before the start offset is
+    kept, and neighbours of one state and count are joined). Costs per batch, not per offset."""
     if state is None:
         return ShareState(update.start_offset, list(update.batches), update.snapshot_epoch, 0, update.leader_epoch)
     start = state.start_offset if update.start_offset < 0 else update.start_offset
-    per_offset: dict[int, tuple[int, int]] = {}
-    for first, last, st, count in state.batches + update.batches:
-        for offset in range(first, last + 1):
-            per_offset[offset] = (st, count)
-    return ShareState(start, runs({o: v for o, v in per_offset.items() if o >= start}),
-                      state.snapshot_epoch, state.state_epoch, update.leader_epoch)
+    leader_epoch = state.leader_epoch if update.leader_epoch == -1 else update.leader_epoch
+    return ShareState(start, overlay(state.batches, update.batches, start),
+                      state.snapshot_epoch, state.state_epoch, leader_epoch)
+
+
+def overlay(old: list, new: list, start: int) -> list[tuple[int, int, int, int]]:
+    """The state batches `new` laid over `old` (each (first, last, state, count)), from `start` on."""
+    new = sorted(new)
+    if any(new[k][0] <= new[k - 1][1] for k in range(1, len(new))):
+        # overlapping batches in one update (not written by kafkapy): the later one wins, offset by offset
+        per_offset: dict[int, tuple[int, int]] = {}
+        for first, last, st, count in list(old) + new:
+            for offset in range(max(first, start), last + 1):
+                per_offset[offset] = (st, count)
+        return runs(per_offset)
+    kept: list[tuple[int, int, int, int]] = []
+    k = 0
+    for first, last, st, count in sorted(old):
+        cur = max(first, start)
+        while cur <= last:
+            while k < len(new) and new[k][1] < cur:
+                k += 1
+            if k == len(new) or new[k][0] > last:
+                kept.append((cur, last, st, count))
+                break
+            if new[k][0] > cur:
+                kept.append((cur, new[k][0] - 1, st, count))
+            cur = new[k][1] + 1
+    out: list[list[int]] = []
+    for first, last, st, count in sorted(kept + new):
+        first = max(first, start)
+        if first > last:
+            continue
+        if out and out[-1][1] == first - 1 and out[-1][2] == st and out[-1][3] == count:
+            out[-1][1] = last
+        else:
+            out.append([first, last, st, count])
+    return [tuple(b) for b in out]
 
 
 def runs(per_offset: dict[int, tuple[int, int]]) -> list[tuple[int, int, int, int]]:

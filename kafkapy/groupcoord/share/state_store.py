@@ -1,10 +1,15 @@
 """__share_group_state: where share-partition state survives a restart (Kafka's share coordinator).
 
 Each share-partition (group, topic id, partition) has a key whose partition of
-__share_group_state is Kafka's: abs(hashCode("group:topicId:partition")) % partitions. Its
-state is written as a ShareSnapshot record (state_records.py) appended to that partition, and
-read back by scanning the partition the first time a share-partition is created after a start
-or a leadership change (the scan is cached per partition and leader epoch).
+__share_group_state is Kafka's: abs(hashCode("group:topicId:partition")) % partitions. As
+Kafka's share coordinator (ShareCoordinatorShard.generateShareStateRecord), a write carries the
+state batches that changed and is laid over the stored state: it is appended as a ShareUpdate
+record, or as a whole ShareSnapshot when the share-partition has none yet, when its state is
+replaced (a new state epoch) or after `updates_per_snapshot` updates
+(share.coordinator.snapshot.update.records.per.snapshot, 500). The records of many writes to one
+partition go in one append (write_many). State is read back by scanning the partition the first
+time a share-partition is created after a start or a leadership change, each snapshot followed by
+its updates (the scan is cached per partition and leader epoch and kept current by the writes).
 
 The share-partition leader writes the snapshot itself when the __share_group_state partition is
 led by the same broker (always on a single node), else it sends ReadShareGroupState /
@@ -24,6 +29,8 @@ from .state_records import SNAPSHOT, UPDATE, ShareState, StateRecordError, apply
 log = logging.getLogger(__name__)
 
 SHARE_STATE_TOPIC = "__share_group_state"
+# Kafka's share.coordinator.snapshot.update.records.per.snapshot default
+UPDATES_PER_SNAPSHOT = 500
 
 
 def coordinator_key(group_id: str, topic_id: uuid.UUID, partition: int) -> str:
@@ -35,12 +42,15 @@ class ShareStateStore:
     """Reads and writes share-partition state in the local partitions of __share_group_state."""
 
     def __init__(self, store: OffsetsTopicStore, num_partitions: int,
-                 local_epoch: Callable[[int], int | None]) -> None:
+                 local_epoch: Callable[[int], int | None], updates_per_snapshot: int = UPDATES_PER_SNAPSHOT) -> None:
         self._store = store
         self.num_partitions = num_partitions
+        self.updates_per_snapshot = max(updates_per_snapshot, 1)
         # the leader epoch of a state partition led here, None when it is not led here
         self._local_epoch = local_epoch
         self._cache: dict[int, tuple[int, dict[tuple[str, uuid.UUID, int], ShareState]]] = {}
+        # ShareUpdate records since each share-partition's last ShareSnapshot
+        self._updates: dict[tuple[str, uuid.UUID, int], int] = {}
 
     def partition_of(self, group_id: str, topic_id: uuid.UUID, partition: int) -> int:
         return partition_for(coordinator_key(group_id, topic_id, partition), self.num_partitions)
@@ -61,12 +71,18 @@ class ShareStateStore:
                 k = (group_id, topic_id, partition)
                 if value is None:  # a tombstone: the share-partition's state was deleted
                     states.pop(k, None)
+                    self._updates.pop(k, None)
                     continue
                 state = decode_value(kind, value)
             except StateRecordError as exc:
                 log.warning("%s-%d: unreadable record skipped: %s", SHARE_STATE_TOPIC, state_partition, exc)
                 continue
-            states[k] = state if kind == SNAPSHOT else apply_update(states.get(k), state)
+            if kind == SNAPSHOT:
+                states[k] = state
+                self._updates[k] = 0
+            else:
+                states[k] = apply_update(states.get(k), state)
+                self._updates[k] = self._updates.get(k, 0) + 1
         self._cache[state_partition] = (epoch, states)
         return states
 
@@ -87,17 +103,46 @@ class ShareStateStore:
                 keys.extend(k for k, state in states.items() if state.start_offset >= 0)
         return keys
 
-    def write(self, group_id: str, topic_id: uuid.UUID, partition: int, state: ShareState) -> int | None:
-        """Append a ShareSnapshot of the share-partition; the state partition written (the
-        caller waits for it to be durable), or None when it is not led here."""
-        state_partition = self.partition_of(group_id, topic_id, partition)
-        states = self._states(state_partition)
-        if states is None:
-            return None
-        key = (group_id, topic_id, partition)
-        previous = states.get(key)
-        state.snapshot_epoch = 0 if previous is None else (previous.snapshot_epoch + 1) & 0xFFFF
-        self._store.append(state_partition, [(encode_key(SNAPSHOT, group_id, topic_id, partition),
-                                              encode_value(SNAPSHOT, state))])
-        states[key] = state
-        return state_partition
+    def write(self, group_id: str, topic_id: uuid.UUID, partition: int, state: ShareState,
+              replace: bool = False) -> int | None:
+        """Store a write of a share-partition's state (see the module docstring); the state
+        partition written (the caller waits for it to be durable), or None when it is not led here."""
+        written = self.write_many([(group_id, topic_id, partition, state, replace)])
+        return written[0] if written else None
+
+    def write_many(self, writes) -> list[int]:
+        """Store writes (group id, topic id, partition, state, replace): `state` holds the batches
+        that changed, laid over what is stored, unless `replace` (a new state, InitializeShareGroupState).
+        One append per state partition for all of them; the state partitions appended to. Writes of
+        partitions not led here are left out (the caller checked is_local)."""
+        by_partition: dict[int, list] = {}
+        pending: dict[tuple[str, uuid.UUID, int], tuple[ShareState, int]] = {}
+        for group_id, topic_id, partition, state, replace in writes:
+            state_partition = self.partition_of(group_id, topic_id, partition)
+            states = self._states(state_partition)
+            if states is None:
+                continue
+            key = (group_id, topic_id, partition)
+            previous, updates = pending.get(key) or (states.get(key), self._updates.get(key, 0))
+            # a newer state epoch is a new state (Kafka's coordinator writes a snapshot for it too)
+            replace = replace or (previous is not None and state.state_epoch > previous.state_epoch)
+            if replace or previous is None or updates >= self.updates_per_snapshot:
+                merged = state if replace or previous is None else apply_update(previous, state)
+                merged.snapshot_epoch = 0 if previous is None else (previous.snapshot_epoch + 1) & 0xFFFF
+                merged.state_epoch = state.state_epoch if replace or previous is None else previous.state_epoch
+                record = (encode_key(SNAPSHOT, group_id, topic_id, partition), encode_value(SNAPSHOT, merged))
+                updates = 0
+            else:
+                merged = apply_update(previous, state)
+                state.snapshot_epoch = previous.snapshot_epoch
+                record = (encode_key(UPDATE, group_id, topic_id, partition), encode_value(UPDATE, state))
+                updates += 1
+            pending[key] = (merged, updates)
+            by_partition.setdefault(state_partition, []).append((key, record, merged, updates))
+        for state_partition, planned in by_partition.items():
+            self._store.append(state_partition, [record for _, record, _, _ in planned])
+            states = self._states(state_partition)
+            for key, _, merged, updates in planned:
+                states[key] = merged
+                self._updates[key] = updates
+        return list(by_partition)

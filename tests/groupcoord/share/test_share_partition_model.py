@@ -9,7 +9,11 @@ aborted batches archived), acknowledge (ACCEPT / RELEASE / REJECT / RENEW / GAP,
 time moving (acquisition locks expire), release of a member's records when its session closes,
 the delivery count limit (a record released or expired after its last allowed delivery is
 archived), the start offset moving (the log start passing it: reset_start) and a restart from the
-durable state (to_state / from_state: held records come back AVAILABLE with their counts).
+durable state (to_state / from_state: held records come back AVAILABLE with their counts), that
+state also as the broker stores it: a first snapshot, then after every step the step's delta
+(take_delta, a ShareUpdate) laid over it (apply_update), now and then a failed write (the next
+delta is the whole window); the state so stored must always be to_state()'s, and a restart from
+it must be the model's restart.
 
 The rules the model follows (Kafka's SharePartition, KIP-932):
 - a record is ACQUIRED by one member at a time, only from AVAILABLE (or never delivered), and each
@@ -40,6 +44,7 @@ from kafkapy.groupcoord.share.partition import (
     SharePartition,
     validate_ack_batches,
 )
+from kafkapy.groupcoord.share.state_records import ShareState, apply_update
 from kafkapy.protocol.errors import ErrorCode
 
 MEMBERS = ("m1", "m2", "m3")
@@ -188,6 +193,7 @@ class SharePartitionModel(RuleBasedStateMachine):
         self.sp = SharePartition(start, limit, window)
         self.model = Model(start, limit, window)
         self.counts: dict[int, int] = {}   # highest delivery count seen per offset
+        self.stored: ShareState | None = None   # what the deltas written so far add up to
 
     def _read(self, fetch_offset: int, n_batches: int):
         """What a read of the log from the fetch offset returns: the batches from the one
@@ -255,6 +261,30 @@ class SharePartitionModel(RuleBasedStateMachine):
         start, batches = self.sp.to_state()
         self.sp = SharePartition.from_state(start, batches, self.model.limit, self.model.window)
         self.model.restart()
+
+    @rule()
+    def write_fails(self):
+        """A write of a delta failed: it is lost, and the share-partition is told so."""
+        self.sp.take_delta()
+        self.sp.write_failed()
+
+    @rule()
+    def restart_from_deltas(self):
+        self.stored_is_current()
+        self.sp = SharePartition.from_state(self.stored.start_offset, self.stored.batches, self.model.limit,
+                                            self.model.window)
+        self.model.restart()
+
+    @invariant()
+    def stored_is_current(self):
+        """Each step's delta, laid over what was stored, gives the whole durable state."""
+        if not hasattr(self, "sp"):
+            return
+        delta = self.sp.take_delta()
+        if delta is not None:
+            self.stored = apply_update(self.stored, ShareState(*delta))
+        assert self.stored is not None
+        assert (self.stored.start_offset, self.stored.batches) == self.sp.to_state()
 
     @invariant()
     def same_state(self):

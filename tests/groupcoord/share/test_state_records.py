@@ -87,3 +87,66 @@ def test_records_at_the_limit_are_archived_on_load():
     back = SharePartition.from_state(0, [(0, 0, 0, 3), (1, 1, 0, 2)], delivery_limit=3)
     assert back.start_offset == 1 and back.records[1].state == AVAILABLE
     assert 0 not in back.records or back.records[0].state == ARCHIVED
+
+
+def _per_offset(batches, start):
+    out = {}
+    for first, last, st, count in batches:
+        for offset in range(max(first, start), last + 1):
+            out[offset] = (st, count)
+    return out
+
+
+_state_batches = st.lists(st.tuples(st.integers(0, 40), st.integers(0, 5), st.sampled_from([0, 2, 4]),
+                                    st.integers(0, 3)), max_size=8).map(
+    lambda raw: _disjoint([(f, f + n, s, c) for f, n, s, c in raw]))
+
+
+def _disjoint(batches):
+    out, end = [], -1
+    for first, last, s, c in sorted(batches):
+        if first > end:
+            out.append((first, last, s, c))
+            end = last
+    return out
+
+
+@given(_state_batches, _state_batches, st.integers(-1, 30))
+def test_an_update_replaces_the_offsets_it_covers(old, new, start):
+    """apply_update (ranges, per batch) agrees with laying the update over the old state offset by
+    offset, then dropping what is before the start offset."""
+    merged = apply_update(ShareState(0, old), ShareState(start, new))
+    start = 0 if start < 0 else start
+    want = _per_offset(old, start)
+    want.update(_per_offset(new, start))
+    assert merged.start_offset == start
+    assert _per_offset(merged.batches, start) == want
+    # joined: no two neighbours of one state and count
+    assert all(not (a[1] + 1 == b[0] and a[2:] == b[2:]) for a, b in zip(merged.batches, merged.batches[1:]))
+
+
+def test_an_update_keeps_the_leader_epoch_when_it_has_none():
+    snap = ShareState(0, [(0, 9, 0, 1)], snapshot_epoch=4, state_epoch=2, leader_epoch=7)
+    merged = apply_update(snap, ShareState(-1, [(2, 3, 2, 1)]))
+    assert (merged.snapshot_epoch, merged.state_epoch, merged.leader_epoch) == (4, 2, 7)
+    assert apply_update(merged, ShareState(-1, [], leader_epoch=8)).leader_epoch == 8
+
+
+def test_deltas_of_a_share_partition_rebuild_its_state():
+    sp = SharePartition(0, delivery_limit=3)
+    stored = None
+    steps = [lambda: sp.acquire([(0, 9, True)], "m", 100, 30.0, 0.0),
+             lambda: sp.acknowledge("m", [AckBatch(0, 1, [ACCEPT]), AckBatch(5, 5, [RELEASE])], 30.0, 1.0),
+             lambda: sp.acquire([(5, 5, True), (10, 19, True)], "n", 100, 30.0, 2.0),
+             lambda: sp.acknowledge("m", [AckBatch(2, 4, [ACCEPT]), AckBatch(6, 9, [ACCEPT])], 30.0, 3.0),
+             lambda: sp.expire_locks(100.0)]
+    for step in steps:
+        step()
+        delta = sp.take_delta()
+        if delta is not None:
+            stored = apply_update(stored, ShareState(*delta))
+        assert (stored.start_offset, stored.batches) == sp.to_state()
+    # the last deltas named only what changed, not the whole window
+    sp.acquire([(5, 19, True)], "m", 1, 30.0, 200.0, strict=True)
+    assert sp.take_delta() == (5, [(5, 5, 0, 3)])
+    assert sp.take_delta() is None
