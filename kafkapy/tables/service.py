@@ -109,6 +109,9 @@ class TablesService:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        from .registry_schemas import stop_own_registry
+
+        await stop_own_registry(self.broker)
         if self._pool is None:
             return
         try:

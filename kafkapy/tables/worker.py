@@ -55,6 +55,8 @@ _catalog = None
 _buffers: dict[tuple[str, int], _Buffer] = {}
 _schemas: dict[int, object] = {}       # registry schema id -> SchemaText (None: unknown to the registry)
 _translators: dict[str, object] = {}   # topic -> ValueTranslator (value_schema_id_prefix mode)
+_unknown_since: dict[int, float] = {}  # ids the registry did not know: asked again after UNKNOWN_RETRY_S
+UNKNOWN_RETRY_S = 30.0
 
 
 def init(settings: CatalogSettings, parent_pid: int) -> None:
@@ -142,6 +144,10 @@ def close_partition(topic: str, partition: int) -> None:
 def add_schemas(schemas: dict) -> None:
     """Registry schemas the broker looked up for `add` (id -> SchemaText, None: unknown)."""
     _schemas.update(schemas)
+    now = time.monotonic()
+    for schema_id, text in schemas.items():
+        if text is None:
+            _unknown_since[schema_id] = now
     for translator in _translators.values():
         getattr(translator, "_decoders", {}).clear()  # an unknown id may be known now
 
@@ -159,7 +165,9 @@ def add(topic: str, partition: int, start: int, end: int, data: bytes, aborted: 
         return {"position": buffer.end}
     records = decode_committed(data, aborted, partition, start)
     if buffer.mode == "value_schema_id_prefix":
-        missing = sorted({sid for sid in _schema_ids(records.values) if sid not in _schemas})
+        now = time.monotonic()
+        missing = sorted({sid for sid in _schema_ids(records.values) if sid not in _schemas or (
+            _schemas[sid] is None and now - _unknown_since.get(sid, now) > UNKNOWN_RETRY_S)})
         if missing:
             return {"schemas": missing}
         translator = _translators.get(topic)
