@@ -245,9 +245,10 @@ class TablesService:
                     # table was stopped longer than retention.ms): continue at the log start
                     log.warning("tables: %s-%d: offset %d is out of range; continuing at %d", state.topic,
                                 state.partition, state.position, part.log.log_start_offset)
-                    await self._call("open_partition", state.topic, state.partition, state.mode,
-                                     part.log.log_start_offset)
-                    state.position = max(part.log.log_start_offset, state.position)
+                    await self._commit_topic(state.topic)  # what is buffered first: the log no longer has it
+                    opened = await self._call("open_partition", state.topic, state.partition, state.mode,
+                                              part.log.log_start_offset)
+                    state.position, state.committed = opened["position"], opened["committed"]
                     continue
                 return  # no longer the leader: the leadership listener stops or restarts this
             records = data.records

@@ -48,6 +48,8 @@ class _Buffer:
     rows: list = field(default_factory=list)
     dead: list = field(default_factory=list)
     nbytes: int = 0
+    # the table's offset when the log started above it (retention): the one gap a commit accepts
+    gap_from: int | None = None
 
 
 _settings: CatalogSettings | None = None
@@ -132,7 +134,8 @@ def open_partition(topic: str, partition: int, mode: str, log_start_offset: int)
         log.warning("%s-%d: the table's next offset %d is below the log start offset %d; continuing there",
                     topic, partition, committed, log_start_offset)
         position = log_start_offset
-    _buffers[(topic, partition)] = _Buffer(mode, position, position)
+    _buffers[(topic, partition)] = _Buffer(mode, position, position,
+                                           gap_from=committed if committed is not None and committed < position else None)
     return {"position": position, "committed": committed}
 
 
@@ -347,6 +350,8 @@ def _commit_rows(topic: str, parts: dict[int, _Buffer]) -> tuple[dict, int]:
         advanced = dict(offsets)
         for partition, buffer in parts.items():
             n = offsets.get(partition, buffer.start)
+            if buffer.gap_from is not None and n == buffer.gap_from:
+                n = buffer.start
             if n < buffer.start or n > buffer.end:
                 result[partition] = {"committed": n, "moved": True}
                 continue
@@ -374,6 +379,7 @@ def _commit_rows(topic: str, parts: dict[int, _Buffer]) -> tuple[dict, int]:
                          "committed): reading from there", topic, partition, outcome["committed"],
                          buffer.start, buffer.end)
             buffer.start = buffer.end = outcome["committed"]
+            buffer.gap_from = None
             buffer.rows.clear()
             buffer.dead.clear()
             buffer.nbytes = 0
