@@ -100,18 +100,18 @@ def load_catalog(location: TableLocation):
 
 
 def pyiceberg_rows(location: TableLocation, topic: str) -> list[dict]:
-    table = load_catalog(location).load_table(f"{NAMESPACE}.{topic}")
+    table = load_catalog(location).load_table((NAMESPACE, topic))
     return sort_rows([plain(row) for row in table.scan().to_arrow().to_pylist()])
 
 
 def metadata_location(location: TableLocation, topic: str) -> str:
     """The current metadata file of `kafka.<topic>` (what DuckDB's iceberg_scan reads)."""
-    return load_catalog(location).load_table(f"{NAMESPACE}.{topic}").metadata_location
+    return load_catalog(location).load_table((NAMESPACE, topic)).metadata_location
 
 
 def next_offsets(location: TableLocation, topic: str) -> dict[int, int]:
     """The current snapshot's `kafkapy.next-offsets` (partition → next offset the table covers)."""
-    snapshot = load_catalog(location).load_table(f"{NAMESPACE}.{topic}").current_snapshot()
+    snapshot = load_catalog(location).load_table((NAMESPACE, topic)).current_snapshot()
     if snapshot is None or snapshot.summary is None:
         return {}
     text = snapshot.summary.additional_properties.get("kafkapy.next-offsets")
@@ -200,7 +200,7 @@ def spark_rows(location: TableLocation, topic: str, work_dir: Path,
     """The table's rows and snapshot summaries as Spark reads them (a local[1] child process)."""
     site = pyspark_40_path()
     request = {"conf": iceberg_spark_conf(location), "jars": spark_jars(),
-               "table": f"{CATALOG_NAME}.{NAMESPACE}.{topic}", "out": str(work_dir / f"spark-{topic}.json")}
+               "table": f"{CATALOG_NAME}.{NAMESPACE}.`{topic}`", "out": str(work_dir / f"spark-{topic}.json")}
     env = {**os.environ, "TZ": "UTC", "PYTHONPATH": os.pathsep.join(
         p for p in (str(site), str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH")) if p)}
     log_path = work_dir / f"spark-{topic}.log"
@@ -226,3 +226,34 @@ def _from_json(value: Any) -> Any:
     if isinstance(value, list):
         return [_from_json(v) for v in value]
     return value
+
+
+def wait_for_table(location: TableLocation, topic: str, ends: dict[int, int], timeout_s: float = 60.0) -> dict[int, int]:
+    """Until the table's kafkapy.next-offsets reach the log end offsets `ends` (partition → offset)."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    covered: dict[int, int] = {}
+    last_error = ""
+    while time.monotonic() < deadline:
+        try:
+            covered = next_offsets(location, topic)
+        except Exception as error:  # no catalog or no table yet
+            last_error = f" ({type(error).__name__}: {error})"
+        if all(covered.get(p, 0) >= end for p, end in ends.items() if end > 0):
+            return covered
+        time.sleep(0.2)
+    raise AssertionError(f"table kafka.{topic} covers {covered}{last_error}, the log ends at {ends}, "
+                         f"after {timeout_s:.0f} s")
+
+
+def log_end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
+    """The high watermark of every partition of `topic` (confluent-kafka)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "kafkapy-table-readers"})
+    try:
+        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in partitions}
+    finally:
+        consumer.close()
