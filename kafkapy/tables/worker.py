@@ -90,19 +90,30 @@ def _reset_catalog() -> None:
     _catalog = None
 
 
+# pyiceberg (0.10+) retries a failed append by rebasing it on the newer snapshot, keeping the snapshot
+# properties computed from the old one: that would write a stale kafkapy.next-offsets map. The tables
+# are made with no pyiceberg retries; the worker retries itself, re-reading the map.
+NO_RETRIES = {"commit.retry.num-retries": "0"}
+
+
 def _load(identifier):
     from pyiceberg.exceptions import NoSuchTableError
 
     try:
-        return _catalog_now().load_table(identifier)
+        table = _catalog_now().load_table(identifier)
     except NoSuchTableError:
         return None
+    if table.properties.get("commit.retry.num-retries") != "0":
+        with table.transaction() as tx:  # a table made by someone else: no rebased commits either
+            tx.set_properties(NO_RETRIES)
+        table = _catalog_now().load_table(identifier)
+    return table
 
 
 def _create(identifier, schema):
     catalog = _catalog_now()
     catalog.create_namespace_if_not_exists(identifier[0])
-    return catalog.create_table_if_not_exists(identifier, schema=schema)
+    return catalog.create_table_if_not_exists(identifier, schema=schema, properties=NO_RETRIES)
 
 
 def _main_schema(mode: str):

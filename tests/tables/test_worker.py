@@ -125,3 +125,31 @@ def test_only_control_records_still_advance_the_offsets(catalog_dir):
     assert worker.add(topic, 0, 0, 2, data, [(3, 0)])["records"] == 0
     worker.commit(topic)
     assert _offsets_in_table(catalog_dir, topic) == ([], {0: 2})
+
+
+def test_a_commit_racing_another_keeps_both_offsets(catalog_dir, monkeypatch):
+    """Another leader commits partition 0 between this worker's read of the table and its commit of
+    partition 1: the commit fails (pyiceberg must not rebase it with the stale offsets map), and the
+    worker's retry writes a map with both partitions' offsets."""
+    topic = "race"
+    worker.open_partition(topic, 0, "key_value", 0)
+    worker.open_partition(topic, 1, "key_value", 0)
+    worker.add(topic, 0, 0, 1, _batch(0, [b"a"]), [])
+    worker.commit(topic)
+    worker.close_partition(topic, 0)  # partition 0 is led elsewhere now
+    worker.add(topic, 1, 0, 2, _batch(0, [b"x", b"y"]), [])
+    load = worker._load
+    raced = []
+
+    def load_then_race(identifier):
+        table = load(identifier)
+        if not raced:
+            raced.append(True)
+            _commit_elsewhere(catalog_dir, topic, 0, 5, 1, 4)
+        return table
+
+    monkeypatch.setattr(worker, "_load", load_then_race)
+    assert worker.commit(topic)["partitions"] == {1: {"committed": 2, "moved": False}}
+    offsets, table_next = _offsets_in_table(catalog_dir, topic)
+    assert table_next == {0: 5, 1: 2}
+    assert offsets == [0, 0, 1, 1, 2, 3, 4]
