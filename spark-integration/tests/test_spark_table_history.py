@@ -10,9 +10,7 @@ first batch (computed here directly from the events), and no record of the first
 from __future__ import annotations
 
 import json
-import time
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
@@ -25,30 +23,11 @@ pytestmark = pytest.mark.timeout(180)
 
 START_MS = 1_763_726_400_000
 PARTITIONS = 4
-TABLE_WAIT_S = 60.0
 
 
 @pytest.fixture(scope="module")
 def broker_overrides() -> dict[str, str]:
     return {"kafkapy.iceberg.commit.interval.ms": "500"}
-
-
-def wait_for_table(log_dir: Path, topic: str, ends: dict[int, int], timeout_s: float = TABLE_WAIT_S) -> None:
-    """Until the table's kafkapy.next-offsets reach the log end offsets `ends` (pyiceberg)."""
-    from conformance.tables.readers import TableLocation, next_offsets
-
-    location = TableLocation(log_dir)
-    deadline = time.monotonic() + timeout_s
-    covered: dict[int, int] = {}
-    while time.monotonic() < deadline:
-        try:
-            covered = next_offsets(location, topic)
-        except Exception as error:  # the catalog or the table may not exist yet
-            covered = {"not yet": str(error)}  # type: ignore[dict-item]
-        if all(covered.get(p, 0) >= end for p, end in ends.items() if end > 0):
-            return
-        time.sleep(0.25)
-    raise AssertionError(f"table kafka.{topic} covers {covered}, the log ends at {ends}, after {timeout_s} s")
 
 
 def test_stream_joined_with_table_history(iceberg_spark, broker, topic_name, checkpoint_dir) -> None:
@@ -61,7 +40,9 @@ def test_stream_joined_with_table_history(iceberg_spark, broker, topic_name, che
 
     publish_page_views(broker.bootstrap, events_topic, history)
     ends = {p: high for p, (_, high) in partition_offsets(broker.bootstrap, events_topic).items()}
-    wait_for_table(broker.data_dir, events_topic, ends)
+    from conformance.tables.readers import TableLocation, wait_for_table
+
+    wait_for_table(TableLocation(broker.data_dir), events_topic, ends)
 
     spark = iceberg_spark(broker.data_dir)
     config = TableHistoryConfig(broker.bootstrap, events_topic, PARTITIONS, table_name("kafkapy", events_topic),
