@@ -142,8 +142,9 @@ def test_topic_config_defaults_match_kafka_3_9():
     }
     for name, value in expected.items():
         assert TOPIC_CONFIGS[name].default == value, name
-    # every topic config Kafka 3.9's LogConfig defines, plus kafkapy's one extension
-    assert len(TOPIC_CONFIGS) == 36 + 1
+    # every topic config Kafka 3.9's LogConfig defines, plus kafkapy's two extensions
+    assert len(TOPIC_CONFIGS) == 36 + 2
+    assert TOPIC_CONFIGS["kafkapy.iceberg.mode"].default == "disabled"
 
 
 def test_attribute_access():
