@@ -16,7 +16,7 @@ import uuid
 from ...groupcoord.group import GroupState
 from ...groupcoord.offsets_topic import OffsetsTopicStore, offsets_topic_configs
 from ...groupcoord.share import AckBatch, validate_ack_batches
-from ...groupcoord.share.batches import batch_ranges
+from ...groupcoord.share.batches import LazyBatchRanges
 from ...groupcoord.share.state_records import ShareState
 from ...groupcoord.share.state_store import SHARE_STATE_TOPIC, UPDATES_PER_SNAPSHOT, ShareStateStore
 from ...metadata.acls import AclOperation, ResourceType
@@ -41,7 +41,6 @@ from ...protocol.messages import (
     WriteShareGroupStateRequest,
     WriteShareGroupStateResponse,
 )
-from ...protocol.primitives import ExternalRecords
 from ..dispatch import RequestContext, handles
 from ..durability import wait_durable
 from ..log_throttle import PeerLogThrottle
@@ -576,13 +575,11 @@ def _read_share_partition(broker, share, group_id: str, key, max_bytes: int, min
     if data.error_code:
         return data.error_code, None
     records = data.records
-    if isinstance(records, ExternalRecords):
-        records = records.tobytes()
     if not records:
         return ErrorCode.NONE, None
     aborted = [(a.producer_id, a.first_offset) for a in (data.aborted_transactions or [])]
-    ranges = batch_ranges(records, aborted)
-    if not ranges:
+    ranges = LazyBatchRanges(records, aborted)
+    if ranges.first() is None:
         return ErrorCode.NONE, None
     return ErrorCode.NONE, _ShareRead(key, sp, records, ranges)
 
@@ -594,14 +591,14 @@ def _acquire_read(share, group_id: str, member_id: str, read: _ShareRead, max_re
     holding an acquired offset."""
     if max_records <= 0:
         return None, []
-    wanted = [(r.first, r.last, r.deliverable) for r in read.ranges]
+    wanted = ((r.first, r.last, r.deliverable) for r in read.ranges)   # headers read as acquire asks
     acquired = read.sp.acquire(wanted, member_id, max_records, share.lock_duration_s(group_id), now,
                                strict=strict, batch_size=batch_size)
     if not acquired:
         return None, []
     first_off, last_off = acquired[0][0], acquired[-1][1]
-    used = [r for r in read.ranges if r.last >= first_off and r.first <= last_off]
-    return memoryview(read.records)[used[0].start:used[-1].end], acquired
+    used = [r for r in read.ranges.seen if r.last >= first_off and r.first <= last_off]
+    return read.ranges.payload(used[0].start, used[-1].end), acquired
 
 
 def _partition_max_bytes(max_bytes: int, count: int) -> list[int]:

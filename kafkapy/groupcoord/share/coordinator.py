@@ -11,8 +11,9 @@ in it, as in Kafka, and both take the same path on a single node and in a cluste
 - share-partition leader of the partitions led here (ShareFetch, ShareAcknowledge): the
   share sessions of members and the in-flight state of each (group, topic, partition).
 
-State is kept in memory: a broker restart forgets in-flight records and the start offsets
-(docs/share-groups.md). Time comes from the caller (`now`, seconds, monotonic).
+Members and sessions are kept in memory; share-partition state is written to __share_group_state
+by the handlers (state_store.py, docs/share-groups.md "Durability"). Time comes from the caller
+(`now`, seconds, monotonic).
 """
 from __future__ import annotations
 

@@ -371,7 +371,11 @@ class SharePartition:
                 if lo <= hi:
                     taken = self._acquire_again(lo, hi, member, deadline, strict, max_records, taken, acquired)
                 lo = self.end_offset
-            if lo > last or (strict and taken >= max_records) or lo >= window_end:
+            if lo > last:
+                continue
+            if lo >= window_end:
+                break   # new offsets past the window: so are those of every later batch
+            if strict and taken >= max_records:
                 continue
             hi = min(last, window_end - 1)
             if lo > self.end_offset:

@@ -49,11 +49,20 @@ class ShareStateStore:
         # the leader epoch of a state partition led here, None when it is not led here
         self._local_epoch = local_epoch
         self._cache: dict[int, tuple[int, dict[tuple[str, uuid.UUID, int], ShareState]]] = {}
+        # the state partition of each share-partition (a Java string hash, asked several times a write)
+        self._partition_of: dict[tuple[str, uuid.UUID, int], int] = {}
         # ShareUpdate records since each share-partition's last ShareSnapshot
         self._updates: dict[tuple[str, uuid.UUID, int], int] = {}
 
     def partition_of(self, group_id: str, topic_id: uuid.UUID, partition: int) -> int:
-        return partition_for(coordinator_key(group_id, topic_id, partition), self.num_partitions)
+        key = (group_id, topic_id, partition)
+        found = self._partition_of.get(key)
+        if found is None:
+            if len(self._partition_of) > 100_000:
+                self._partition_of.clear()
+            found = self._partition_of[key] = partition_for(coordinator_key(group_id, topic_id, partition),
+                                                            self.num_partitions)
+        return found
 
     def _states(self, state_partition: int) -> dict | None:
         epoch = self._local_epoch(state_partition)

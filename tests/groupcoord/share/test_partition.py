@@ -205,3 +205,12 @@ def test_undo_acquire_gives_records_back_with_their_count():
     sp.undo_acquire("m", runs)
     assert all(r.state == AVAILABLE and r.delivery_count == 0 for r in sp.records.values())
     assert sp.acquire([(0, 2, True)], "n", 100, LOCK, 0.0) == [(0, 2, 1)]
+
+
+def test_a_full_window_still_gives_released_records_of_later_batches():
+    sp = SharePartition(0, delivery_limit=5, max_in_flight=6)
+    batches = [(0, 1, True), (2, 3, True), (4, 5, True), (6, 7, True)]
+    assert sp.acquire(batches, "a", 100, 30.0, 0.0) == [(0, 5, 1)]
+    sp.acknowledge("a", [AckBatch(2, 5, [RELEASE])], 30.0, 1.0)
+    # the window (6 offsets) is full; offsets 2-5 of the second and third batches are available
+    assert sp.acquire(batches, "b", 100, 30.0, 2.0) == [(2, 5, 2)]
