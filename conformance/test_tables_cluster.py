@@ -13,6 +13,7 @@ import time
 import pytest
 
 pytest.importorskip("pyiceberg")
+pytestmark = pytest.mark.timeout(420)
 
 from confluent_kafka import Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402

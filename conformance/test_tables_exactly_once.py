@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("pyiceberg")
+pytestmark = pytest.mark.timeout(240)
 
 from confluent_kafka import Producer  # noqa: E402
 

@@ -18,6 +18,7 @@ import time
 import pytest
 
 pytest.importorskip("pyiceberg")
+pytestmark = pytest.mark.timeout(240)
 
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 

@@ -66,7 +66,8 @@ def init(settings: CatalogSettings, parent_pid: int) -> None:
     SIGKILLed broker cannot stop its worker)."""
     global _settings
     _settings = settings
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # the broker's log format (kafkapy/cli.py), on the stderr the worker shares with it
+    logging.basicConfig(level=logging.INFO, format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)")
 
     def watch() -> None:
         while True:
