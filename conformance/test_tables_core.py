@@ -259,3 +259,42 @@ def test_restart_resumes_without_duplicates(broker_factory, topic_name):
     assert sorted(offsets) == list(range(300))
     summary = catalog.load_table(("kafka", topic_name)).current_snapshot().summary
     assert json.loads(summary["kafkapy.next-offsets"]) == {"0": 300}
+
+
+def test_a_type_change_the_table_cannot_take_becomes_dead_letters(broker_factory, topic_name):
+    """value_schema_id_prefix mode: a later schema changing a column's type (int -> string, allowed by
+    the registry at compatibility NONE) cannot evolve the table; those records become dead letters with
+    the reason, the others stay rows, and every offset is in one table or the other."""
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.avro import AvroSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    port = free_port()
+    instance = broker_factory({"kafkapy.iceberg.commit.interval.ms": str(COMMIT_INTERVAL_MS),
+                               "kafkapy.schema.registry.listener": f"http://127.0.0.1:{port}"})
+    create_topic(instance.bootstrap, topic_name, 1, {"kafkapy.iceberg.mode": "value_schema_id_prefix"})
+    registry = SchemaRegistryClient({"url": f"http://127.0.0.1:{port}"})
+    registry.set_compatibility(subject_name=f"{topic_name}-value", level="NONE")
+    context = SerializationContext(topic_name, MessageField.VALUE)
+    producer = Producer({"bootstrap.servers": instance.bootstrap})
+    first = AvroSerializer(registry, '{"type":"record","name":"R","fields":[{"name":"a","type":"int"}]}')
+    for i in range(5):
+        producer.produce(topic_name, value=first({"a": i}, context))
+    assert producer.flush(30) == 0
+    catalog = open_table_catalog(instance.data_dir)
+    wait_for_table(catalog, topic_name, {0: 5})
+    changed = AvroSerializer(registry, '{"type":"record","name":"R","fields":[{"name":"a","type":"string"}]}')
+    for i in range(3):
+        producer.produce(topic_name, value=changed({"a": "x"}, context))
+    assert producer.flush(30) == 0
+    wait_for_table(catalog, topic_name, {0: 8})
+    for i in range(5, 7):
+        producer.produce(topic_name, value=first({"a": i}, context))
+    assert producer.flush(30) == 0
+    wait_for_table(catalog, topic_name, {0: 10})
+    rows = {r["kafka"]["offset"]: r["a"] for r in table_rows(catalog, topic_name)}
+    assert rows == {0: 0, 1: 1, 2: 2, 3: 3, 4: 4, 8: 5, 9: 6}
+    dead = catalog.load_table(("kafka", f"{topic_name}~dlq")).scan().to_arrow().to_pylist()
+    assert sorted(r["kafka"]["offset"] for r in dead) == [5, 6, 7]
+    assert all("Cannot change column type: a: int -> string" in r["reason"] for r in dead)
+    assert all(r["value"] == changed({"a": "x"}, context) for r in dead)

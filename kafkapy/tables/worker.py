@@ -57,6 +57,7 @@ _catalog = None
 _buffers: dict[tuple[str, int], _Buffer] = {}
 _schemas: dict[int, object] = {}       # registry schema id -> SchemaText (None: unknown to the registry)
 _translators: dict[str, object] = {}   # topic -> ValueTranslator (value_schema_id_prefix mode)
+_pending_schemas: dict[str, object] = {}  # topic -> the table's schema evolved by its buffered rows
 _unknown_since: dict[int, float] = {}  # ids the registry did not know: asked again after UNKNOWN_RETRY_S
 UNKNOWN_RETRY_S = 30.0
 
@@ -192,6 +193,8 @@ def add(topic: str, partition: int, start: int, end: int, data: bytes, aborted: 
             translator = _translators[topic] = ValueTranslator(_schemas.get)
         translated = translator.translate(records)
         rows, dead = translated.rows, translated.dead_letters
+        if rows.num_rows:
+            rows, dead = _fit_table(topic, records, rows, dead)
     else:
         from .values import key_value_rows
 
@@ -204,6 +207,32 @@ def add(topic: str, partition: int, start: int, end: int, data: bytes, aborted: 
         buffer.nbytes += dead.nbytes
     buffer.end = end
     return {"buffered": buffered_bytes(), "records": len(records.offsets), "dead": 0 if dead is None else dead.num_rows}
+
+
+def _fit_table(topic: str, records, rows, dead):
+    """Rows whose columns the table's schema cannot take (a type change pyiceberg's union_by_name
+    refuses, against the table and the rows buffered before them) become dead letters with the
+    reason; a commit then never fails on them."""
+    import pyarrow as pa
+
+    from pyiceberg.table.update.schema import UpdateSchema
+
+    from .values import _dead_letters
+
+    table = _load(main_table(topic))
+    if table is None:
+        return rows, dead
+    try:
+        update = UpdateSchema(table.transaction(), schema=_pending_schemas.get(topic) or table.schema())
+        update.union_by_name(rows.schema)
+        _pending_schemas[topic] = update._apply()
+        return rows, dead
+    except Exception as exc:
+        reason = f"the table's schema cannot take this value's columns: {type(exc).__name__}: {exc}"
+    offsets = set(_offsets_of(rows).to_pylist())
+    refused = _dead_letters(records, {i: reason for i, o in enumerate(records.offsets) if o in offsets})
+    log.warning("table %s.%s: %d records become dead letters: %s", *main_table(topic), refused.num_rows, reason)
+    return rows.slice(0, 0), refused if dead is None or not dead.num_rows else pa.concat_tables([dead, refused])
 
 
 def buffered_bytes() -> int:
@@ -228,6 +257,8 @@ def commit(topic: str) -> dict:
     except Exception:
         _reset_catalog()
         raise
+    if not any(b.rows for (t, _), b in _buffers.items() if t == topic):
+        _pending_schemas.pop(topic, None)
     return {"partitions": result, "rows": rows, "dead": dead}
 
 
