@@ -446,10 +446,55 @@ async def _write_local(broker, store, writes) -> list[int]:
     return errors
 
 
+class _CoalescedWrites:
+    """Share state writes to state partitions led here, from requests handled in the same turn of
+    the event loop, stored together: one append per state partition and one wait for all of them
+    (Kafka's coordinator runtime batches appends the same way, share.coordinator.append.linger.ms).
+    The writes are stored in the order they were asked for, so deltas of one share-partition from
+    two requests are laid over each other in order."""
+
+    def __init__(self, broker) -> None:
+        self._broker = broker
+        self._pending: list = []   # (store, writes, future)
+
+    async def write(self, store, writes) -> list[int]:
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        self._pending.append((store, writes, future))
+        if len(self._pending) == 1:
+            loop.call_soon(lambda: loop.create_task(self._flush()))
+        return await future
+
+    async def _flush(self) -> None:
+        batch, self._pending = self._pending, []
+        store = batch[0][0]
+        writes = [write for _, ws, _ in batch for write in ws]
+        try:
+            errors = await _write_local(self._broker, store, writes)
+        except Exception as exc:  # noqa: BLE001  every waiter gets an answer
+            log.warning("writing share state failed: %s", exc)
+            errors = [ErrorCode.COORDINATOR_NOT_AVAILABLE] * len(writes)
+        at = 0
+        for _, ws, future in batch:
+            if not future.done():
+                future.set_result(errors[at:at + len(ws)])
+            at += len(ws)
+
+
+def _coalesced_writes(broker, share) -> _CoalescedWrites:
+    writer = getattr(share, "state_writes", None)
+    if writer is None:
+        writer = share.state_writes = _CoalescedWrites(broker)
+    return writer
+
+
 async def _persist(broker, share, group_id: str, dirty) -> int:
     """Write what changed in the share-partitions in `dirty` ((topic, topic id, partition)) as
     deltas (SharePartition.take_delta) and wait until they are as durable as a coordinator's
-    write: those kept here in one append per state partition, the others with a
+    write: those kept here in one append per state partition (with those of the other requests
+    of this turn of the event loop, _CoalescedWrites), the others with a
     WriteShareGroupState to their share coordinator. The error for the response, else NONE."""
     store = _state_store(broker) if dirty else None
     if store is None:
@@ -469,7 +514,7 @@ async def _persist(broker, share, group_id: str, dirty) -> int:
         (local if local_write else remote).append(((topic, partition, sp), (group_id, topic_id, partition, state)))
     results = []
     if local:
-        errors = await _write_local(broker, store, [write for _, write in local])
+        errors = await _coalesced_writes(broker, share).write(store, [write for _, write in local])
         results += [(who, error) for (who, _), error in zip(local, errors)]
     for who, (_, topic_id, partition, state) in remote:
         results.append((who, await _write_state(broker, store, group_id, topic_id, partition, state)))

@@ -154,6 +154,8 @@ class ShareGroupCoordinator:
         # the other brokers' share coordinators (a net.peers.PeerConnections; None: a single node's)
         self.peers = peers
         self.state_store_retry_at = 0.0
+        # the share state writes of concurrent requests, stored together (broker/handlers/share_groups.py)
+        self.state_writes = None
 
     # -- group configs (IncrementalAlterConfigs / DescribeConfigs on GROUP resources) ----------
     def _overrides(self, group_id: str) -> dict[str, str]:
