@@ -259,9 +259,9 @@ class TablesService:
             raw = records.tobytes() if hasattr(records, "tobytes") else bytes(records)
             end = getattr(records, "next_offset", -1)
             if end < 0:
-                from ..protocol.records import iter_batch_headers
+                from .worker import next_offset
 
-                end = max(h.next_offset for h in iter_batch_headers(raw, validate=False))
+                end = next_offset(raw)
             aborted = [(a.producer_id, a.first_offset) for a in data.aborted_transactions or ()]
             answer = await self._call("add", state.topic, state.partition, state.position, end, raw, aborted)
             if "schemas" in answer:

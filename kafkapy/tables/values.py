@@ -172,6 +172,28 @@ def merge_fields(a: list[pa.Field], b: list[pa.Field], prefix: str = "") -> list
     return list(out.values())
 
 
+def table_value_fields(schema: pa.Schema) -> list[pa.Field]:
+    """A table's value columns (pyiceberg's Arrow schema of it) in the types the decoders give, for
+    `ValueTranslator.translate`: pyiceberg reads strings, binaries and lists as their large_ kinds."""
+    return [f.with_type(_decoder_type(f.type)) for f in schema if f.name != RESERVED_COLUMN]
+
+
+def _decoder_type(kind: pa.DataType) -> pa.DataType:
+    import pyarrow as pa
+
+    if pa.types.is_large_string(kind):
+        return pa.string()
+    if pa.types.is_large_binary(kind):
+        return pa.binary()
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        return pa.list_(pa.field(kind.value_field.name, _decoder_type(kind.value_type)))
+    if pa.types.is_map(kind):
+        return pa.map_(_decoder_type(kind.key_type), _decoder_type(kind.item_type))
+    if pa.types.is_struct(kind):
+        return pa.struct([kind.field(i).with_type(_decoder_type(kind.field(i).type)) for i in range(kind.num_fields)])
+    return kind
+
+
 # -- the translator ---------------------------------------------------------------------------------
 
 _HEADER = struct.Struct(">bI")
@@ -239,15 +261,18 @@ class ValueTranslator:
             self._fields[key] = found
         return found
 
-    def translate(self, records: Records) -> Translated:
+    def translate(self, records: Records, table_fields: list[pa.Field] | None = None) -> Translated:
+        """`table_fields`: the table's value columns now (see `table_value_fields`). A schema whose
+        columns conflict with them is refused, and one they can take is kept, whatever the order
+        in which the schemas come in this call."""
         try:
-            return self._translate(records)
+            return self._translate(records, table_fields or [])
         except Exception as exc:  # noqa: BLE001 (last resort: every record a dead letter, none lost)
             reason = f"translation failed: {type(exc).__name__}: {_one_line(str(exc))}"
             return Translated(self._rows(records, [], [], []), _dead_letters(
                 records, {i: reason for i in range(len(records.offsets))}))
 
-    def _translate(self, records: Records) -> Translated:
+    def _translate(self, records: Records, table_fields: list[pa.Field]) -> Translated:
         reasons: dict[int, str] = {}
         decoded: list[tuple[int, tuple[int, Any] | None, dict]] = []   # index, (schema id, variant), columns
         for i, value in enumerate(records.values):
@@ -273,13 +298,15 @@ class ValueTranslator:
                 reasons[i] = _one_line(str(exc))
             except Exception as exc:  # noqa: BLE001 (a decoder library's error on bad bytes)
                 reasons[i] = _one_line(f"cannot decode value: {type(exc).__name__}: {exc}")
-        # one column type per name over every schema met, in order of first use
+        # one column type per name over the table's columns and every schema met, in order of first
+        # use: a schema conflicting with the table is refused even when it comes first in the call
         merged: list[pa.Field] = []
+        known: list[pa.Field] = list(table_fields)
         refused: dict[tuple[int, Any], str] = {}
         for key in dict.fromkeys(key for _, key, _ in decoded if key is not None):
             fields = self._fields[key]
             try:
-                merged = merge_fields(merged, fields)
+                known, merged = merge_fields(known, fields), merge_fields(merged, fields)
             except TypeConflict as exc:
                 refused[key] = f"schema {key[0]}: {exc}, which this table cannot hold in one column"
         kept = []

@@ -30,7 +30,8 @@ import time
 from dataclasses import dataclass, field
 
 from ..protocol.control_records import ControlRecordType, control_record_type
-from ..protocol.records import iter_batch_headers, iter_records
+from ..protocol.legacy_records import LOG_OVERHEAD, iter_legacy_records
+from ..protocol.records import read_batch_header, read_magic, iter_records
 from .catalog import NEXT_OFFSETS, CatalogSettings, dead_letter_table, main_table, next_offsets, open_catalog
 
 log = logging.getLogger("kafkapy.tables.worker")
@@ -191,10 +192,11 @@ def add(topic: str, partition: int, start: int, end: int, data: bytes, aborted: 
             from .values import ValueTranslator
 
             translator = _translators[topic] = ValueTranslator(_schemas.get)
-        translated = translator.translate(records)
+        table = _load(main_table(topic))
+        translated = translator.translate(records, _table_fields(topic, table))
         rows, dead = translated.rows, translated.dead_letters
-        if rows.num_rows:
-            rows, dead = _fit_table(topic, records, rows, dead)
+        if rows.num_rows and table is not None:
+            rows, dead = _fit_table(topic, table, records, rows, dead)
     else:
         from .values import key_value_rows
 
@@ -209,7 +211,19 @@ def add(topic: str, partition: int, start: int, end: int, data: bytes, aborted: 
     return {"buffered": buffered_bytes(), "records": len(records.offsets), "dead": 0 if dead is None else dead.num_rows}
 
 
-def _fit_table(topic: str, records, rows, dead):
+def _table_fields(topic: str, table) -> list:
+    """The value columns the table has (with the rows buffered for it), to seed the translator's merge."""
+    from pyiceberg.io.pyarrow import schema_to_pyarrow
+
+    from .values import table_value_fields
+
+    schema = _pending_schemas.get(topic) or (table.schema() if table is not None else None)
+    if schema is None:
+        return []
+    return table_value_fields(schema_to_pyarrow(schema, include_field_ids=False))
+
+
+def _fit_table(topic: str, table, records, rows, dead):
     """Rows whose columns the table's schema cannot take (a type change pyiceberg's union_by_name
     refuses, against the table and the rows buffered before them) become dead letters with the
     reason; a commit then never fails on them."""
@@ -219,9 +233,6 @@ def _fit_table(topic: str, records, rows, dead):
 
     from .values import _dead_letters
 
-    table = _load(main_table(topic))
-    if table is None:
-        return rows, dead
     try:
         update = UpdateSchema(table.transaction(), schema=_pending_schemas.get(topic) or table.schema())
         update.union_by_name(rows.schema)
@@ -272,22 +283,64 @@ def _schema_ids(values) -> set[int]:
 
 # -- decoding ---------------------------------------------------------------------------------------
 
+def _entries(data: bytes):
+    """The log entries of `data` in order: ("batch", header) for a v2 record batch, ("legacy",
+    messages) for a message-format v0/v1 message (a compressed wrapper opened into its inner
+    messages). kafkapy's log stores v2 batches only (Produce v0-v2 message sets are converted on
+    append, like Kafka's LogValidator), but a log written by an older broker may hold v0/v1 messages:
+    those are still records and become rows."""
+    view = memoryview(data)
+    pos, end = 0, len(data)
+    while pos < end:
+        if read_magic(view, pos) >= 2:
+            header = read_batch_header(view, pos)
+            if pos + header.size > end:
+                raise ValueError(f"record batch at byte {pos} runs past the end of the read")
+            yield "batch", header
+            pos += header.size
+        else:
+            if end - pos < LOG_OVERHEAD:
+                raise ValueError(f"legacy message truncated at byte {pos}")
+            size = struct.unpack_from(">i", view, pos + 8)[0]
+            stop = pos + LOG_OVERHEAD + size
+            yield "legacy", list(iter_legacy_records(bytes(view[pos:stop])))
+            pos = stop
+
+
+def next_offset(data: bytes) -> int:
+    """The offset after the last record of `data` (v2 batches and v0/v1 messages alike)."""
+    last = -1
+    for kind, entry in _entries(data):
+        last = entry.next_offset if kind == "batch" else max([last + 1] + [m.offset + 1 for m in entry])
+    return last
+
+
 def decode_committed(data: bytes, aborted: list[tuple[int, int]], partition: int, start: int):
     """The records of a read_committed read, as a consumer sees them: control batches and batches of
     aborted transactions left out (Kafka's Fetcher: a producer's batches are aborted from the first
-    offset of its aborted transaction until its ABORT marker), records below `start` skipped."""
+    offset of its aborted transaction until its ABORT marker), records below `start` skipped.
+    Message format v0/v1 messages (never transactional, no headers; v0 has no timestamp: -1, Kafka's
+    NO_TIMESTAMP) are records like any other."""
     from .values import Records
 
     records = Records(partition, [], [], [], [], [])
     pending_aborts = sorted(aborted, key=lambda a: a[1])
     aborting: set[int] = set()
     i = 0
-    for header in iter_batch_headers(data, validate=False):
+    for kind, header in _entries(data):
+        if kind == "legacy":
+            for message in header:
+                if message.offset < start:
+                    continue
+                records.offsets.append(message.offset)
+                records.timestamps_ms.append(message.timestamp)
+                records.keys.append(message.key)
+                records.values.append(message.value)
+                records.headers.append(None)
+            continue
         while i < len(pending_aborts) and pending_aborts[i][1] <= header.last_offset:
             aborting.add(pending_aborts[i][0])
             i += 1
-        if header.magic < 2:
-            raise ValueError(f"partition {partition}: message format v{header.magic} batches are not translated")
         if header.is_control:
             if header.producer_id in aborting:
                 for record in iter_records(data, header):

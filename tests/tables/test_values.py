@@ -647,3 +647,35 @@ def test_json_schema_ref_to_a_reference():
                                                             header + b'{"at": {"y": 1}}']))
     assert values_of(out.rows) == [{"name": "p", "at": {"x": 3}}]
     assert "'x' is a required property" in reasons(out)[0]
+
+
+def test_the_tables_columns_seed_the_merge():
+    """Within one call the first schema met used to fix a column's type: a schema conflicting with
+    the table, met first, made a later schema the table can take dead letters too. Seeded with the
+    table's columns (as pyiceberg gives them: large_string), the conflicting one alone is refused."""
+    import io
+
+    import fastavro
+
+    from kafkapy.tables.values import Records, SchemaText, ValueTranslator, table_value_fields
+
+    texts = {1: {"type": "record", "name": "R", "fields": [{"name": "a", "type": "string"}]},
+             2: {"type": "record", "name": "R", "fields": [{"name": "a", "type": "long"},
+                                                           {"name": "s", "type": "string"}]}}
+
+    def wire(schema_id, value):
+        out = io.BytesIO()
+        fastavro.schemaless_writer(out, fastavro.parse_schema(texts[schema_id]), value)
+        return struct.pack(">bI", 0, schema_id) + out.getvalue()
+
+    records = Records(0, [0, 1], [0, 0], [None, None], [wire(1, {"a": "x"}), wire(2, {"a": 7, "s": "y"})],
+                      [None, None])
+    translator = ValueTranslator(lambda i: SchemaText("AVRO", json.dumps(texts[i]), {}))
+    table = pa.schema([pa.field("kafka", pa.int32()), pa.field("a", pa.int64()), pa.field("s", pa.large_string())])
+    seeded = translator.translate(records, table_value_fields(table))
+    assert seeded.rows.column("a").to_pylist() == [7] and seeded.rows.column("s").to_pylist() == ["y"]
+    assert [r["kafka"]["offset"] for r in seeded.dead_letters.to_pylist()] == [0]
+    assert "field 'a' is int64 in one schema and string in another" in seeded.dead_letters.column("reason")[0].as_py()
+    unseeded = translator.translate(records)
+    assert unseeded.rows.column("a").to_pylist() == ["x"]
+    assert [r["kafka"]["offset"] for r in unseeded.dead_letters.to_pylist()] == [1]

@@ -153,3 +153,33 @@ def test_a_commit_racing_another_keeps_both_offsets(catalog_dir, monkeypatch):
     offsets, table_next = _offsets_in_table(catalog_dir, topic)
     assert table_next == {0: 5, 1: 2}
     assert offsets == [0, 0, 1, 1, 2, 3, 4]
+
+
+def test_decode_committed_takes_message_format_v0_and_v1_messages():
+    """kafkapy converts produced message sets to v2 on append, but a log an older broker wrote may
+    hold v0/v1 messages (plain and compressed wrappers) between v2 batches: they are records too."""
+    from kafkapy.protocol.legacy_records import build_message_set
+
+    data = b"".join([
+        build_message_set([(b"k0", b"v0"), (None, b"v1")], 0, base_offset=0),            # v0: no timestamp
+        build_message_set([(b"k2", b"v2", TS + 2), (b"k3", None, TS + 3)], 1, base_offset=2, compression=1),
+        _batch(4, [b"v4"]),
+    ])
+    assert worker.next_offset(data) == 5
+    records = worker.decode_committed(data, [], partition=0, start=1)
+    assert records.offsets == [1, 2, 3, 4]
+    assert records.keys == [None, b"k2", b"k3", b"k4"]
+    assert records.values == [b"v1", b"v2", None, b"v4"]
+    assert records.timestamps_ms == [-1, TS + 2, TS + 3, TS + 4]
+    assert records.headers == [None, None, None, [("h", b"x")]]
+
+
+def test_a_v0_read_commits_to_the_table(catalog_dir):
+    from kafkapy.protocol.legacy_records import build_message_set
+
+    topic = "legacy"
+    worker.open_partition(topic, 0, "key_value", 0)
+    data = build_message_set([(b"a", b"1"), (b"b", b"2"), (None, b"3")], 0, base_offset=0, compression=2)
+    assert worker.add(topic, 0, 0, worker.next_offset(data), data, [])["records"] == 3
+    worker.commit(topic)
+    assert _offsets_in_table(catalog_dir, topic) == ([0, 1, 2], {0: 3})
