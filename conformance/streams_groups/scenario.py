@@ -1,0 +1,106 @@
+"""The word count scenario of issue 32, the same against any broker: what the members and the broker showed.
+
+run_word_count(bootstrap, work_dir) produces keyed sentences, starts instances a, b and c of the
+Kafka Streams 4.4 word count (group.protocol=streams, exactly_once_v2), SIGKILLs b while more
+sentences flow, adds d, produces more, and reads the output read_committed until every word's last
+count is exact. It returns an Observation: the assignment each phase settled on (from the instances'
+own printouts), describeStreamsGroups at each phase, and the final counts; the caller asserts.
+"""
+from __future__ import annotations
+
+import collections
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from conformance.streams_groups.harness import TASKS, WordCountApp, admin, produce_sentences, read_counts
+
+__all__ = ["Observation", "run_word_count", "shape"]
+
+SENTENCES_BEFORE = 2000     # produced before any instance starts
+SENTENCES_DURING = 3000     # produced while b is killed, at RATE sentences/s
+SENTENCES_AFTER = 1000      # produced once d has joined
+RATE = 1000.0
+KILL_AFTER_S = 1.0
+
+
+@dataclass
+class Observation:
+    app: WordCountApp
+    phases: dict[str, dict] = field(default_factory=dict)        # phase -> {instance: (active, standby)}
+    describes: dict[str, dict] = field(default_factory=dict)     # phase -> describe JSON
+    expected: collections.Counter = field(default_factory=collections.Counter)
+    counts: dict[str, int] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+def run_word_count(bootstrap: str, work_dir: Path, *, after_add=None) -> Observation:
+    """The scenario; `after_add(app, obs)` runs once d has joined (e.g. to restart the broker)."""
+    app = WordCountApp.create(bootstrap, work_dir, protocol="streams")
+    obs = Observation(app)
+    begin = time.monotonic()
+    try:
+        produce_sentences(bootstrap, app.input, SENTENCES_BEFORE, seed=1, expected=obs.expected)
+        for name in "abc":
+            app.start(name)
+        obs.phases["three"] = app.wait_stable("abc", timeout=120)
+        obs.seconds["three stable"] = time.monotonic() - begin
+        obs.describes["three"] = admin(bootstrap, f"describe:{app.app_id}")[0]
+
+        during = collections.Counter()
+        producer = threading.Thread(target=produce_sentences, args=(bootstrap, app.input, SENTENCES_DURING),
+                                    kwargs={"seed": 2, "rate": RATE, "expected": during})
+        producer.start()
+        try:
+            time.sleep(KILL_AFTER_S)
+            app.kill("b")
+            killed = time.monotonic()
+            obs.phases["after kill"] = app.wait_stable("ac", timeout=90)
+            obs.seconds["kill to stable"] = time.monotonic() - killed
+            app.start("d")
+            added = time.monotonic()
+            obs.phases["after add"] = app.wait_stable("acd", timeout=90)
+            obs.seconds["add to stable"] = time.monotonic() - added
+        finally:
+            producer.join(60)
+        obs.expected.update(during)
+        obs.describes["after add"] = admin(bootstrap, f"describe:{app.app_id}")[0]
+        if after_add is not None:
+            after_add(app, obs)
+        produce_sentences(bootstrap, app.input, SENTENCES_AFTER, seed=3, expected=obs.expected)
+        obs.counts, obs.problems = read_counts(bootstrap, app.output, obs.expected, timeout=90,
+                                               alive=app.check_alive)
+        obs.seconds["total"] = time.monotonic() - begin
+        return obs
+    except BaseException:
+        app.stop_all()
+        raise
+
+
+def shape(obs: Observation) -> dict:
+    """What must match between brokers: per phase the sorted active/standby counts the members saw,
+    and the describe output without ids, epochs and generated names."""
+    out: dict = {}
+    for phase, assignment in obs.phases.items():
+        out[f"members {phase}"] = sorted((len(a), len(s)) for a, s in assignment.values())
+    for phase, d in obs.describes.items():
+        app = obs.app
+        def name(topic: str) -> str:
+            return topic.replace(app.app_id, "<app>").replace(app.input, "<input>").replace(app.output, "<output>")
+        out[f"describe {phase}"] = {
+            "state": d.get("state"),
+            "members": len(d.get("members", [])),
+            "assigned active": sorted(len(m["assignment"]["active"]) for m in d.get("members", [])),
+            "assigned standby": sorted(len(m["assignment"]["standby"]) for m in d.get("members", [])),
+            "assignment == target": all(m["assignment"] == m["targetAssignment"] for m in d.get("members", [])),
+            "all tasks": sorted(t for m in d.get("members", []) for t in m["assignment"]["active"]) == sorted(TASKS),
+            "subtopologies": [
+                {"id": s["id"], "sourceTopics": [name(t) for t in s["sourceTopics"]],
+                 "repartitionSinkTopics": [name(t) for t in s["repartitionSinkTopics"]],
+                 "stateChangelogTopics": {name(t): v for t, v in s["stateChangelogTopics"].items()},
+                 "repartitionSourceTopics": {name(t): v for t, v in s["repartitionSourceTopics"].items()}}
+                for s in d.get("subtopologies", [])],
+        }
+    return out

