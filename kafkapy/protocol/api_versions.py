@@ -2,8 +2,9 @@
 
 Policy (/work/shared/kafka-protocol-3.9/VERSION-POLICY.md): serve the union of old and new
 clients, i.e. every version Kafka 3.9 serves — from v0 for every API, although Kafka 4.0
-(KIP-896) dropped the versions older than Kafka 2.1's. Maximums are Kafka 3.9's (kafka-python
-2.0.x guesses the broker release from them: never raise one alone). The broker advertises the
+(KIP-896) dropped the versions older than Kafka 2.1's. Maximums are Kafka 3.9's, raised to Kafka
+4.4's for the versions whose semantics are served (issue 32; kafka-python guesses the broker release
+from the maxima: ListOffsets v11 reads as Kafka 4.2, which kafka-python 3.0.12 speaks). The broker advertises the
 intersection of this table with the APIs it has handlers for, and implements every version it
 advertises: old versions are served with their own semantics (ListOffsets v0's offset lists,
 Fetch v0-3's down-converted message sets, ...), tested on the wire by
@@ -16,14 +17,20 @@ __all__ = ["CLUSTER_VERSIONS", "SUPPORTED_VERSIONS"]
 SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     # Produce: Kafka 4.0 still advertises v0; older librdkafka disables gzip/snappy/lz4 when the
     # minimum is above 0 (it never sends v0-2 itself).
-    0: (0, 11),
+    # v12 is v11 (KIP-890: kafkapy finalizes transaction.version 0, so transactional batches come at
+    # v11 and below); v13 (Kafka 4.1, KIP-516) names topics by id.
+    0: (0, 13),
     # Fetch: v0-3 answer with message sets down-converted to magic 0 (v0-1) or 1 (v2-3), as Kafka 3.9
     # does; v4 is the first with message format v2 (librdkafka needs ≥4 for it).
-    1: (0, 17),
+    # v18 (Kafka 4.1, KIP-1166) adds a follower's tagged HighWatermark, which kafkapy ignores.
+    1: (0, 18),
     # ListOffsets: v0 answers with offset lists (max_num_offsets), Kafka's legacy form.
-    2: (0, 9),
+    # v10 (KIP-1075) adds TimeoutMs for remote look-ups (kafkapy has no tiered storage: answers at
+    # once); v11 (KIP-1023) adds the timestamp -6 EARLIEST_PENDING_UPLOAD.
+    2: (0, 11),
     # Metadata: 4.0 re-added v0-3 (kafka-python 2.0.x probes with Metadata v0).
-    3: (0, 12),
+    # v13 (KIP-1102) adds the top-level ErrorCode (REBOOTSTRAP_REQUIRED; Kafka never sets it there).
+    3: (0, 13),
     # OffsetCommit: v0 (no generation) and v1 (commit_timestamp) go through the group coordinator.
     8: (0, 9),
     # OffsetFetch: v0 reads what the group coordinator keeps, like every other version.
@@ -41,7 +48,8 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     # SaslHandshake: v0 is followed by raw SASL tokens, v1 by SaslAuthenticate (KIP-152).
     17: (0, 1),
     # ApiVersions: every version from 0, so any client can learn the ranges (KIP-511).
-    18: (0, 4),
+    # v5 (Kafka 4.4, KIP-1242): ClusterId/NodeId checked (REBOOTSTRAP_REQUIRED).
+    18: (0, 5),
     # CreateTopics, DeleteTopics: every version Kafka 3.9 serves.
     19: (0, 7),
     20: (0, 6),
@@ -111,6 +119,10 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     77: (1, 1),
     78: (1, 2),
     79: (1, 2),
+    # StreamsGroupHeartbeat, StreamsGroupDescribe (KIP-1071): Kafka 4.4's v0-1 (v1: KIP-1331's topology
+    # description flags, always "not required"/"not stored" here).
+    88: (0, 1),
+    89: (0, 1),
     # DescribeShareGroupOffsets: v1 (Kafka 4.2) adds Lag.
     90: (0, 1),
     # AlterShareGroupOffsets, DeleteShareGroupOffsets (Kafka 4.1; still v0 in 4.2).

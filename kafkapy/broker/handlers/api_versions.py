@@ -39,10 +39,29 @@ def _features(broker, api_version: int) -> dict:
                             for name, level in finalized_levels(stored).items()])
 
 
+def _cluster_check(broker, request: ApiVersionsRequest) -> int:
+    """ApiVersions v5 (Kafka 4.4, KIP-1242): a client that names the cluster and node it expects to reach.
+
+    Both or neither must be given (else INVALID_REQUEST); a cluster id or node id that is not this
+    broker's answers REBOOTSTRAP_REQUIRED, so the client forgets its stale metadata (an address now
+    used by another cluster or node). Kafka answers both errors without the API list.
+    """
+    if (request.cluster_id is None) != (request.node_id == -1):
+        return ErrorCode.INVALID_REQUEST
+    if request.cluster_id is not None and (request.cluster_id != broker.cluster_id
+                                           or request.node_id != broker.node_id):
+        return ErrorCode.REBOOTSTRAP_REQUIRED
+    return ErrorCode.NONE
+
+
 @handles(ApiVersionsRequest)
 async def handle_api_versions(ctx: RequestContext, request: ApiVersionsRequest) -> ApiVersionsResponse:
     if ctx.header is None or ctx.api_version < 3:  # v0-2 (or an in-process call): no features
         return ApiVersionsResponse(error_code=0, api_keys=_api_keys(ctx.broker))
+    if ctx.api_version >= 5:
+        code = _cluster_check(ctx.broker, request)
+        if code:
+            return ApiVersionsResponse(error_code=code, throttle_time_ms=0, api_keys=[])
     if ctx.connection is not None:
         # what client telemetry subscriptions match on (client_software_name/_version, KIP-714)
         ctx.connection.client_software = (request.client_software_name, request.client_software_version)

@@ -18,6 +18,10 @@ EARLIEST = -2
 MAX_TIMESTAMP = -3
 EARLIEST_LOCAL = -4
 LATEST_TIERED = -5
+# Kafka 4.2 (KIP-1023, ListOffsets v11): the first offset not yet in remote storage; -1 without
+# tiered storage, as UnifiedLog answers when remote storage is off. Older versions get
+# UNSUPPORTED_VERSION for it (ReplicaManager's timestampMinSupportedVersion).
+EARLIEST_PENDING_UPLOAD = -6
 CONSUMER_REPLICA_ID = -1
 DEBUGGING_REPLICA_ID = -2
 
@@ -47,6 +51,10 @@ def _lookup(broker, topic: str, p, version: int, isolation_level: int, replica_i
         offset, found_ts = plog.log_start_offset, -1
     elif ts == LATEST_TIERED:
         offset, found_ts = -1, -1
+    elif ts == EARLIEST_PENDING_UPLOAD:
+        if version < 11:
+            return PartitionResponse(partition_index=index, error_code=ErrorCode.UNSUPPORTED_VERSION)
+        offset, found_ts = -1, -1
     elif ts == MAX_TIMESTAMP:
         found = plog.max_timestamp_offset()
         offset, found_ts = found if found is not None else (-1, -1)
@@ -55,7 +63,7 @@ def _lookup(broker, topic: str, p, version: int, isolation_level: int, replica_i
     else:
         found = plog.offset_for_timestamp(ts)
         offset, found_ts = found if found is not None else (-1, -1)
-    if replica_id < 0 and ts not in (LATEST, EARLIEST, EARLIEST_LOCAL, LATEST_TIERED):
+    if replica_id < 0 and ts not in (LATEST, EARLIEST, EARLIEST_LOCAL, LATEST_TIERED, EARLIEST_PENDING_UPLOAD):
         # a consumer is never pointed at an offset it cannot fetch yet
         visible = plog.last_stable_offset if isolation_level == 1 else plog.high_watermark
         if offset >= visible:

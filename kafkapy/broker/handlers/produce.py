@@ -4,7 +4,11 @@ The hot path: batches stay opaque bytes; the log patches offsets in place and wr
 with one write. In fsync-on-ack mode the acknowledgement waits for a group-commit fsync.
 Records are read only where Kafka's LogValidator must look at them: the keys on compacted
 topics, each record's timestamp on topics with message.timestamp.{before,after}.max.ms set; an
-invalid record fails its whole batch, with per-record errors (Produce v8+).
+invalid record fails its whole batch, with per-record errors (Produce v8+). v13 (Kafka 4.1, KIP-516)
+names topics by id: an id this broker does not know fails its partitions with UNKNOWN_TOPIC_ID
+before any other check, as KafkaApis does; v12 is v11 (a transactional v12+ produce would add its
+partition to the transaction, KIP-890's transactions v2, which kafkapy does not finalize, so clients
+send transactional batches at v11 and below).
 """
 from __future__ import annotations
 
@@ -144,6 +148,15 @@ def _to_v2(records, version: int, max_size: int) -> bytearray:
     return bytearray(records)
 
 
+def _topic_names_by_id(ctx: RequestContext, topics) -> None:
+    """Produce v13: give each topic its name from its id ("" when unknown: UNKNOWN_TOPIC_ID)."""
+    broker = ctx.broker
+    for topic in topics:
+        meta = broker.partitions.topic_by_id(topic.topic_id)
+        name = meta.name if meta is not None else broker.replicas.topic_name(topic.topic_id)
+        topic.name = name or ""
+
+
 def _auto_created(ctx: RequestContext, partitions, name: str) -> bool:
     """Create an unknown topic on produce when allowed (auto.create.topics.enable and CREATE on
     the cluster or the topic); whether it was created."""
@@ -167,10 +180,12 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
     waits = []
     leaders: dict[int, object] = {}
     failed = False
+    if version >= 13:
+        _topic_names_by_id(ctx, request.topic_data)
     if acks not in (-1, 0, 1):
         for topic in request.topic_data:
             responses.append(ProduceResponse.TopicProduceResponse(
-                name=topic.name,
+                name=topic.name, topic_id=topic.topic_id,
                 partition_responses=[_error(p.index, ErrorCode.INVALID_REQUIRED_ACKS)
                                      for p in topic.partition_data]))
         return ProduceResponse(responses=responses)
@@ -179,13 +194,20 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
     if request.transactional_id is not None and not ctx.authorized(
             AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
         return ProduceResponse(responses=[ProduceResponse.TopicProduceResponse(
-            name=topic.name, partition_responses=[_error(p.index, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+            name=topic.name, topic_id=topic.topic_id, partition_responses=[_error(p.index, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
                                                   for p in topic.partition_data]) for topic in request.topic_data])
-    denied = ctx.unauthorized_names(AclOperation.WRITE, ResourceType.TOPIC, (t.name for t in request.topic_data))
+    denied = ctx.unauthorized_names(AclOperation.WRITE, ResourceType.TOPIC,
+                                    (t.name for t in request.topic_data if t.name))
     for topic in request.topic_data:
         name = topic.name
+        if not name and version >= 13:
+            responses.append(ProduceResponse.TopicProduceResponse(topic_id=topic.topic_id, partition_responses=[
+                _error(p.index, ErrorCode.UNKNOWN_TOPIC_ID) for p in topic.partition_data]))
+            failed = True
+            continue
         if denied and name in denied:
-            responses.append(ProduceResponse.TopicProduceResponse(name=name, partition_responses=[
+            responses.append(ProduceResponse.TopicProduceResponse(name=name, topic_id=topic.topic_id,
+                                                                  partition_responses=[
                 _error(p.index, ErrorCode.TOPIC_AUTHORIZATION_FAILED) for p in topic.partition_data]))
             failed = True
             continue
@@ -274,7 +296,8 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
             if acks == -1 and not replicas.replicated_at_once(hosted, result.last_offset + 1):
                 waits.append(_replicated(replicas, response, name, index, result.last_offset + 1,
                                          request.timeout_ms / 1000))
-        responses.append(ProduceResponse.TopicProduceResponse(name=name, partition_responses=results))
+        responses.append(ProduceResponse.TopicProduceResponse(name=name, topic_id=topic.topic_id,
+                                                              partition_responses=results))
     if acks == 0:
         if failed:
             # Kafka closes the connection so that an acks=0 producer notices and refreshes metadata.

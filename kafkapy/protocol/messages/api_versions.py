@@ -14,17 +14,27 @@ __all__ = ["ApiVersionsRequest", "ApiVersionsResponse"]
 
 
 class ApiVersionsRequest(_Message):
-    """Kafka ApiVersionsRequest (api key 18), versions 0-4, flexible from v3."""
+    """Kafka ApiVersionsRequest (api key 18), versions 0-5, flexible from v3."""
 
     API_KEY = 18
-    VALID_VERSIONS = (0, 4)
+    VALID_VERSIONS = (0, 5)
     FLEXIBLE_VERSION = 3
 
-    __slots__ = __match_args__ = ('client_software_name', 'client_software_version')
+    __slots__ = __match_args__ = (
+        'client_software_name', 'client_software_version', 'cluster_id', 'node_id',
+    )
 
-    def __init__(self, client_software_name: str = '', client_software_version: str = ''):
+    def __init__(
+        self,
+        client_software_name: str = '',
+        client_software_version: str = '',
+        cluster_id: str | None = None,
+        node_id: int = -1,
+    ):
         self.client_software_name = client_software_name
         self.client_software_version = client_software_version
+        self.cluster_id = cluster_id
+        self.node_id = node_id
 
 
 class _ApiVersionsResponse_ApiVersion(_GeneratedStruct):
@@ -64,10 +74,10 @@ class _ApiVersionsResponse_FinalizedFeatureKey(_GeneratedStruct):
 
 
 class ApiVersionsResponse(_Message):
-    """Kafka ApiVersionsResponse (api key 18), versions 0-4, flexible from v3."""
+    """Kafka ApiVersionsResponse (api key 18), versions 0-5, flexible from v3."""
 
     API_KEY = 18
-    VALID_VERSIONS = (0, 4)
+    VALID_VERSIONS = (0, 5)
     FLEXIBLE_VERSION = 3
 
     ApiVersion = _ApiVersionsResponse_ApiVersion
@@ -103,6 +113,8 @@ class ApiVersionsResponse(_Message):
 ApiVersionsRequest._FIELD_SPEC = """
 ClientSoftwareName string 3+
 ClientSoftwareVersion string 3+
+ClusterId string 5+ nullable=5+
+NodeId int32 5+
 """
 _ApiVersionsResponse_ApiVersion._FIELD_SPEC = """
 ApiKey int16 0+

@@ -34,7 +34,7 @@ class _FetchRequest_FetchPartition(_GeneratedStruct):
     __qualname__ = "FetchRequest.FetchPartition"
     __slots__ = __match_args__ = (
         'partition', 'current_leader_epoch', 'fetch_offset', 'last_fetched_epoch',
-        'log_start_offset', 'partition_max_bytes', 'replica_directory_id',
+        'log_start_offset', 'partition_max_bytes', 'replica_directory_id', 'high_watermark',
     )
 
     def __init__(
@@ -46,6 +46,7 @@ class _FetchRequest_FetchPartition(_GeneratedStruct):
         log_start_offset: int = -1,
         partition_max_bytes: int = 0,
         replica_directory_id: _uuid.UUID = _ZERO_UUID,
+        high_watermark: int = 9223372036854775807,
     ):
         self.partition = partition
         self.current_leader_epoch = current_leader_epoch
@@ -54,6 +55,7 @@ class _FetchRequest_FetchPartition(_GeneratedStruct):
         self.log_start_offset = log_start_offset
         self.partition_max_bytes = partition_max_bytes
         self.replica_directory_id = replica_directory_id
+        self.high_watermark = high_watermark
 
 
 class _FetchRequest_FetchTopic(_GeneratedStruct):
@@ -91,10 +93,10 @@ class _FetchRequest_ForgottenTopic(_GeneratedStruct):
 
 
 class FetchRequest(_Message):
-    """Kafka FetchRequest (api key 1), versions 0-17, flexible from v12."""
+    """Kafka FetchRequest (api key 1), versions 0-18, flexible from v12."""
 
     API_KEY = 1
-    VALID_VERSIONS = (0, 17)
+    VALID_VERSIONS = (0, 18)
     FLEXIBLE_VERSION = 12
 
     ReplicaState = _FetchRequest_ReplicaState
@@ -249,10 +251,10 @@ class _FetchResponse_NodeEndpoint(_GeneratedStruct):
 
 
 class FetchResponse(_Message):
-    """Kafka FetchResponse (api key 1), versions 0-17, flexible from v12."""
+    """Kafka FetchResponse (api key 1), versions 0-18, flexible from v12."""
 
     API_KEY = 1
-    VALID_VERSIONS = (0, 17)
+    VALID_VERSIONS = (0, 18)
     FLEXIBLE_VERSION = 12
 
     EpochEndOffset = _FetchResponse_EpochEndOffset
@@ -296,6 +298,7 @@ LastFetchedEpoch int32 12+
 LogStartOffset int64 5+
 PartitionMaxBytes int32 0+
 ReplicaDirectoryId uuid 17+ tagged=17+ tag=0
+HighWatermark int64 18+ tagged=18+ tag=1
 """
 _FetchRequest_FetchTopic._FIELD_SPEC = """
 Topic string 0-12

@@ -50,26 +50,28 @@ class _ListOffsetsRequest_ListOffsetsTopic(_GeneratedStruct):
 
 
 class ListOffsetsRequest(_Message):
-    """Kafka ListOffsetsRequest (api key 2), versions 0-9, flexible from v6."""
+    """Kafka ListOffsetsRequest (api key 2), versions 0-11, flexible from v6."""
 
     API_KEY = 2
-    VALID_VERSIONS = (0, 9)
+    VALID_VERSIONS = (0, 11)
     FLEXIBLE_VERSION = 6
 
     ListOffsetsPartition = _ListOffsetsRequest_ListOffsetsPartition
     ListOffsetsTopic = _ListOffsetsRequest_ListOffsetsTopic
 
-    __slots__ = __match_args__ = ('replica_id', 'isolation_level', 'topics')
+    __slots__ = __match_args__ = ('replica_id', 'isolation_level', 'topics', 'timeout_ms')
 
     def __init__(
         self,
         replica_id: int = 0,
         isolation_level: int = 0,
         topics: list[ListOffsetsRequest.ListOffsetsTopic] = _FACTORY,
+        timeout_ms: int = 0,
     ):
         self.replica_id = replica_id
         self.isolation_level = isolation_level
         self.topics = [] if topics is _FACTORY else topics
+        self.timeout_ms = timeout_ms
 
 
 class _ListOffsetsResponse_ListOffsetsPartitionResponse(_GeneratedStruct):
@@ -114,10 +116,10 @@ class _ListOffsetsResponse_ListOffsetsTopicResponse(_GeneratedStruct):
 
 
 class ListOffsetsResponse(_Message):
-    """Kafka ListOffsetsResponse (api key 2), versions 0-9, flexible from v6."""
+    """Kafka ListOffsetsResponse (api key 2), versions 0-11, flexible from v6."""
 
     API_KEY = 2
-    VALID_VERSIONS = (0, 9)
+    VALID_VERSIONS = (0, 11)
     FLEXIBLE_VERSION = 6
 
     ListOffsetsPartitionResponse = _ListOffsetsResponse_ListOffsetsPartitionResponse
@@ -150,6 +152,7 @@ ListOffsetsRequest._FIELD_SPEC = """
 ReplicaId int32 0+
 IsolationLevel int8 2+
 Topics []ListOffsetsTopic 0+
+TimeoutMs int32 10+
 """
 _ListOffsetsResponse_ListOffsetsPartitionResponse._FIELD_SPEC = """
 PartitionIndex int32 0+

@@ -28,10 +28,10 @@ class _MetadataRequest_MetadataRequestTopic(_GeneratedStruct):
 
 
 class MetadataRequest(_Message):
-    """Kafka MetadataRequest (api key 3), versions 0-12, flexible from v9."""
+    """Kafka MetadataRequest (api key 3), versions 0-13, flexible from v9."""
 
     API_KEY = 3
-    VALID_VERSIONS = (0, 12)
+    VALID_VERSIONS = (0, 13)
     FLEXIBLE_VERSION = 9
 
     MetadataRequestTopic = _MetadataRequest_MetadataRequestTopic
@@ -122,10 +122,10 @@ class _MetadataResponse_MetadataResponseTopic(_GeneratedStruct):
 
 
 class MetadataResponse(_Message):
-    """Kafka MetadataResponse (api key 3), versions 0-12, flexible from v9."""
+    """Kafka MetadataResponse (api key 3), versions 0-13, flexible from v9."""
 
     API_KEY = 3
-    VALID_VERSIONS = (0, 12)
+    VALID_VERSIONS = (0, 13)
     FLEXIBLE_VERSION = 9
 
     MetadataResponseBroker = _MetadataResponse_MetadataResponseBroker
@@ -134,7 +134,7 @@ class MetadataResponse(_Message):
 
     __slots__ = __match_args__ = (
         'throttle_time_ms', 'brokers', 'cluster_id', 'controller_id', 'topics',
-        'cluster_authorized_operations',
+        'cluster_authorized_operations', 'error_code',
     )
 
     def __init__(
@@ -145,6 +145,7 @@ class MetadataResponse(_Message):
         controller_id: int = -1,
         topics: list[MetadataResponse.MetadataResponseTopic] = _FACTORY,
         cluster_authorized_operations: int = -2147483648,
+        error_code: int = 0,
     ):
         self.throttle_time_ms = throttle_time_ms
         self.brokers = [] if brokers is _FACTORY else brokers
@@ -152,6 +153,7 @@ class MetadataResponse(_Message):
         self.controller_id = controller_id
         self.topics = [] if topics is _FACTORY else topics
         self.cluster_authorized_operations = cluster_authorized_operations
+        self.error_code = error_code
 
 
 # Each class's fields as the spec declares them, read into SCHEMA on first use (for tests and
@@ -196,4 +198,5 @@ ClusterId string 2+ nullable=2+
 ControllerId int32 1+
 Topics []MetadataResponseTopic 0+
 ClusterAuthorizedOperations int32 8-10
+ErrorCode int16 13+
 """

@@ -22,6 +22,8 @@ _new = object.__new__  # decoders fill slots directly, skipping __init__
 
 # _S_<format>: precompiled big-endian struct formats ('T' stands for '?', bool);
 # _T_<format>: Structs by array length, N marking where each array's elements go.
+_S_iB = _Struct('>iB')
+_S_ix = _Struct('>ix')
 _S_hi = _Struct('>hi')
 _S_hhh = _Struct('>hhh')
 _S_i = _Struct('>i')
@@ -31,7 +33,6 @@ _S_hhhB = _Struct('>hhhB')
 _S_hhB = _Struct('>hhB')
 _S_q = _Struct('>q')
 _S_T = _Struct('>?')
-_S_iB = _Struct('>iB')
 _S_hhx = _Struct('>hhx')
 
 
@@ -40,12 +41,16 @@ def _decode_api_versions_request_v0(buf, pos):
     o1 = _new(ApiVersionsRequest)
     o1.client_software_name = ''
     o1.client_software_version = ''
+    o1.cluster_id = None
+    o1.node_id = -1
     return o1
 
 
 def _decode_api_versions_request_v3(buf, pos):
     end = len(buf)
     o1 = _new(ApiVersionsRequest)
+    o1.cluster_id = None
+    o1.node_id = -1
     n = buf[pos] - 1
     if n < 127:
         pos += 1
@@ -75,6 +80,52 @@ def _decode_api_versions_request_v3(buf, pos):
     return o1
 
 
+def _decode_api_versions_request_v5(buf, pos):
+    end = len(buf)
+    o1 = _new(ApiVersionsRequest)
+    n = buf[pos] - 1
+    if n < 127:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+        n -= 1
+    if n < 0 or n > end - pos:
+        raise _Malformed(f'ClientSoftwareName: length {n} out of range', pos)
+    e = pos + n
+    o1.client_software_name = str(buf[pos:e], 'utf-8')
+    pos = e
+    n = buf[pos] - 1
+    if n < 127:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+        n -= 1
+    if n < 0 or n > end - pos:
+        raise _Malformed(f'ClientSoftwareVersion: length {n} out of range', pos)
+    e = pos + n
+    o1.client_software_version = str(buf[pos:e], 'utf-8')
+    pos = e
+    n = buf[pos] - 1
+    if n < 127:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+        n -= 1
+    if n < 0:
+        o1.cluster_id = None
+    else:
+        if n > end - pos:
+            raise _Malformed(f'ClusterId: length {n} out of range', pos)
+        e = pos + n
+        o1.cluster_id = str(buf[pos:e], 'utf-8')
+        pos = e
+    o1.node_id, t2 = _S_iB.unpack_from(buf, pos)
+    pos += 5
+    if t2:
+        pos = _skip_tagged_fields(buf, pos - 1)
+    return o1
+
+
 def _encode_api_versions_request_v0(o0, ext):
     parts = []
     return parts
@@ -92,6 +143,30 @@ def _encode_api_versions_request_v3(o0, ext):
     ap(_UV1[n] if n < 128 else _uvarint(n))
     ap(s2)
     ap(b'\x00')
+    return parts
+
+
+def _encode_api_versions_request_v5(o0, ext):
+    parts = []
+    ap = parts.append
+    s1 = o0.client_software_name.encode()
+    n = len(s1) + 1
+    ap(_UV1[n] if n < 128 else _uvarint(n))
+    ap(s1)
+    s2 = o0.client_software_version.encode()
+    n = len(s2) + 1
+    ap(_UV1[n] if n < 128 else _uvarint(n))
+    ap(s2)
+    s3 = o0.cluster_id
+    if s3 is not None:
+        s3 = s3.encode()
+    if s3 is None:
+        ap(b'\x00')
+    else:
+        n = len(s3) + 1
+        ap(_UV1[n] if n < 128 else _uvarint(n))
+        ap(s3)
+    ap(_S_ix.pack(o0.node_id))
     return parts
 
 
@@ -370,6 +445,7 @@ ApiVersionsRequest._DECODERS = {
     2: _decode_api_versions_request_v0,
     3: _decode_api_versions_request_v3,
     4: _decode_api_versions_request_v3,
+    5: _decode_api_versions_request_v5,
 }
 ApiVersionsRequest._ENCODERS = {
     0: _encode_api_versions_request_v0,
@@ -377,6 +453,7 @@ ApiVersionsRequest._ENCODERS = {
     2: _encode_api_versions_request_v0,
     3: _encode_api_versions_request_v3,
     4: _encode_api_versions_request_v3,
+    5: _encode_api_versions_request_v5,
 }
 
 
@@ -386,6 +463,7 @@ ApiVersionsResponse._DECODERS = {
     2: _decode_api_versions_response_v1,
     3: _decode_api_versions_response_v3,
     4: _decode_api_versions_response_v3,
+    5: _decode_api_versions_response_v3,
 }
 ApiVersionsResponse._ENCODERS = {
     0: _encode_api_versions_response_v0,
@@ -393,4 +471,5 @@ ApiVersionsResponse._ENCODERS = {
     2: _encode_api_versions_response_v1,
     3: _encode_api_versions_response_v3,
     4: _encode_api_versions_response_v3,
+    5: _encode_api_versions_response_v3,
 }

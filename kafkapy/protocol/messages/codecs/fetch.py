@@ -46,6 +46,7 @@ _S_iiqiqiB = _Struct('>iiqiqiB')
 _S_16s = _Struct('>16s')
 _S_iiibii = _Struct('>iiibii')
 _S_iqB = _Struct('>iqB')
+_S_q = _Struct('>q')
 _T_iNi = _StructTable('>i{0}i')
 _T_BNix = _StructTable('>B{0}ix')
 _T_16sBNix = _StructTable('>16sB{0}ix')
@@ -108,6 +109,7 @@ def _decode_fetch_request_v0(buf, pos):
                 o5.last_fetched_epoch = -1
                 o5.log_start_offset = -1
                 o5.replica_directory_id = _ZERO_UUID
+                o5.high_watermark = 9223372036854775807
                 o5.partition, o5.fetch_offset, o5.partition_max_bytes = t
                 l4.append(o5)
             pos = e
@@ -118,6 +120,7 @@ def _decode_fetch_request_v0(buf, pos):
                 o6.last_fetched_epoch = -1
                 o6.log_start_offset = -1
                 o6.replica_directory_id = _ZERO_UUID
+                o6.high_watermark = 9223372036854775807
                 o6.partition, o6.fetch_offset, o6.partition_max_bytes = _S_iqi.unpack_from(buf, pos)
                 pos += 16
                 l4.append(o6)
@@ -165,6 +168,7 @@ def _decode_fetch_request_v3(buf, pos):
                 o5.last_fetched_epoch = -1
                 o5.log_start_offset = -1
                 o5.replica_directory_id = _ZERO_UUID
+                o5.high_watermark = 9223372036854775807
                 o5.partition, o5.fetch_offset, o5.partition_max_bytes = t
                 l4.append(o5)
             pos = e
@@ -175,6 +179,7 @@ def _decode_fetch_request_v3(buf, pos):
                 o6.last_fetched_epoch = -1
                 o6.log_start_offset = -1
                 o6.replica_directory_id = _ZERO_UUID
+                o6.high_watermark = 9223372036854775807
                 o6.partition, o6.fetch_offset, o6.partition_max_bytes = _S_iqi.unpack_from(buf, pos)
                 pos += 16
                 l4.append(o6)
@@ -221,6 +226,7 @@ def _decode_fetch_request_v4(buf, pos):
                 o5.last_fetched_epoch = -1
                 o5.log_start_offset = -1
                 o5.replica_directory_id = _ZERO_UUID
+                o5.high_watermark = 9223372036854775807
                 o5.partition, o5.fetch_offset, o5.partition_max_bytes = t
                 l4.append(o5)
             pos = e
@@ -231,6 +237,7 @@ def _decode_fetch_request_v4(buf, pos):
                 o6.last_fetched_epoch = -1
                 o6.log_start_offset = -1
                 o6.replica_directory_id = _ZERO_UUID
+                o6.high_watermark = 9223372036854775807
                 o6.partition, o6.fetch_offset, o6.partition_max_bytes = _S_iqi.unpack_from(buf, pos)
                 pos += 16
                 l4.append(o6)
@@ -276,6 +283,7 @@ def _decode_fetch_request_v5(buf, pos):
                 o5.current_leader_epoch = -1
                 o5.last_fetched_epoch = -1
                 o5.replica_directory_id = _ZERO_UUID
+                o5.high_watermark = 9223372036854775807
                 o5.partition, o5.fetch_offset, o5.log_start_offset, o5.partition_max_bytes = t
                 l4.append(o5)
             pos = e
@@ -285,6 +293,7 @@ def _decode_fetch_request_v5(buf, pos):
                 o6.current_leader_epoch = -1
                 o6.last_fetched_epoch = -1
                 o6.replica_directory_id = _ZERO_UUID
+                o6.high_watermark = 9223372036854775807
                 o6.partition, o6.fetch_offset, o6.log_start_offset, o6.partition_max_bytes = _S_iqqi.unpack_from(buf, pos)
                 pos += 24
                 l4.append(o6)
@@ -327,6 +336,7 @@ def _decode_fetch_request_v7(buf, pos):
                 o5.current_leader_epoch = -1
                 o5.last_fetched_epoch = -1
                 o5.replica_directory_id = _ZERO_UUID
+                o5.high_watermark = 9223372036854775807
                 o5.partition, o5.fetch_offset, o5.log_start_offset, o5.partition_max_bytes = t
                 l4.append(o5)
             pos = e
@@ -336,6 +346,7 @@ def _decode_fetch_request_v7(buf, pos):
                 o6.current_leader_epoch = -1
                 o6.last_fetched_epoch = -1
                 o6.replica_directory_id = _ZERO_UUID
+                o6.high_watermark = 9223372036854775807
                 o6.partition, o6.fetch_offset, o6.log_start_offset, o6.partition_max_bytes = _S_iqqi.unpack_from(buf, pos)
                 pos += 24
                 l4.append(o6)
@@ -400,6 +411,7 @@ def _decode_fetch_request_v9(buf, pos):
                 o5 = _new(_FetchRequest_FetchPartition)
                 o5.last_fetched_epoch = -1
                 o5.replica_directory_id = _ZERO_UUID
+                o5.high_watermark = 9223372036854775807
                 o5.partition, o5.current_leader_epoch, o5.fetch_offset, o5.log_start_offset, o5.partition_max_bytes = t
                 l4.append(o5)
             pos = e
@@ -408,6 +420,7 @@ def _decode_fetch_request_v9(buf, pos):
                 o6 = _new(_FetchRequest_FetchPartition)
                 o6.last_fetched_epoch = -1
                 o6.replica_directory_id = _ZERO_UUID
+                o6.high_watermark = 9223372036854775807
                 o6.partition, o6.current_leader_epoch, o6.fetch_offset, o6.log_start_offset, o6.partition_max_bytes = _S_iiqqi.unpack_from(buf, pos)
                 pos += 28
                 l4.append(o6)
@@ -471,6 +484,7 @@ def _decode_fetch_request_v11(buf, pos):
                 o5 = _new(_FetchRequest_FetchPartition)
                 o5.last_fetched_epoch = -1
                 o5.replica_directory_id = _ZERO_UUID
+                o5.high_watermark = 9223372036854775807
                 o5.partition, o5.current_leader_epoch, o5.fetch_offset, o5.log_start_offset, o5.partition_max_bytes = t
                 l4.append(o5)
             pos = e
@@ -479,6 +493,7 @@ def _decode_fetch_request_v11(buf, pos):
                 o6 = _new(_FetchRequest_FetchPartition)
                 o6.last_fetched_epoch = -1
                 o6.replica_directory_id = _ZERO_UUID
+                o6.high_watermark = 9223372036854775807
                 o6.partition, o6.current_leader_epoch, o6.fetch_offset, o6.log_start_offset, o6.partition_max_bytes = _S_iiqqi.unpack_from(buf, pos)
                 pos += 28
                 l4.append(o6)
@@ -594,6 +609,7 @@ def _decode_fetch_request_v12(buf, pos):
             for t in _S_iiqiqix.iter_unpack(chunk):
                 o5 = _new(_FetchRequest_FetchPartition)
                 o5.replica_directory_id = _ZERO_UUID
+                o5.high_watermark = 9223372036854775807
                 o5.partition, o5.current_leader_epoch, o5.fetch_offset, o5.last_fetched_epoch, o5.log_start_offset, o5.partition_max_bytes = t
                 l4.append(o5)
             pos = e
@@ -601,6 +617,7 @@ def _decode_fetch_request_v12(buf, pos):
             for _ in range(n):
                 o6 = _new(_FetchRequest_FetchPartition)
                 o6.replica_directory_id = _ZERO_UUID
+                o6.high_watermark = 9223372036854775807
                 o6.partition, o6.current_leader_epoch, o6.fetch_offset, o6.last_fetched_epoch, o6.log_start_offset, o6.partition_max_bytes, t7 = _S_iiqiqiB.unpack_from(buf, pos)
                 pos += 33
                 if t7:
@@ -706,6 +723,7 @@ def _decode_fetch_request_v13(buf, pos):
             for t in _S_iiqiqix.iter_unpack(chunk):
                 o6 = _new(_FetchRequest_FetchPartition)
                 o6.replica_directory_id = _ZERO_UUID
+                o6.high_watermark = 9223372036854775807
                 o6.partition, o6.current_leader_epoch, o6.fetch_offset, o6.last_fetched_epoch, o6.log_start_offset, o6.partition_max_bytes = t
                 l5.append(o6)
             pos = e
@@ -713,6 +731,7 @@ def _decode_fetch_request_v13(buf, pos):
             for _ in range(n):
                 o7 = _new(_FetchRequest_FetchPartition)
                 o7.replica_directory_id = _ZERO_UUID
+                o7.high_watermark = 9223372036854775807
                 o7.partition, o7.current_leader_epoch, o7.fetch_offset, o7.last_fetched_epoch, o7.log_start_offset, o7.partition_max_bytes, t8 = _S_iiqiqiB.unpack_from(buf, pos)
                 pos += 33
                 if t8:
@@ -850,6 +869,7 @@ def _decode_fetch_request_v15(buf, pos):
             for t in _S_iiqiqix.iter_unpack(chunk):
                 o6 = _new(_FetchRequest_FetchPartition)
                 o6.replica_directory_id = _ZERO_UUID
+                o6.high_watermark = 9223372036854775807
                 o6.partition, o6.current_leader_epoch, o6.fetch_offset, o6.last_fetched_epoch, o6.log_start_offset, o6.partition_max_bytes = t
                 l5.append(o6)
             pos = e
@@ -857,6 +877,7 @@ def _decode_fetch_request_v15(buf, pos):
             for _ in range(n):
                 o7 = _new(_FetchRequest_FetchPartition)
                 o7.replica_directory_id = _ZERO_UUID
+                o7.high_watermark = 9223372036854775807
                 o7.partition, o7.current_leader_epoch, o7.fetch_offset, o7.last_fetched_epoch, o7.log_start_offset, o7.partition_max_bytes, t8 = _S_iiqiqiB.unpack_from(buf, pos)
                 pos += 33
                 if t8:
@@ -974,10 +995,132 @@ def _decode_fetch_request_v17(buf, pos):
         for _ in range(n):
             o6 = _new(_FetchRequest_FetchPartition)
             o6.replica_directory_id = _ZERO_UUID
+            o6.high_watermark = 9223372036854775807
             o6.partition, o6.current_leader_epoch, o6.fetch_offset, o6.last_fetched_epoch, o6.log_start_offset, o6.partition_max_bytes, t7 = _S_iiqiqiB.unpack_from(buf, pos)
             pos += 33
             if t7:
                 pos = _decode_tags_fetch_request_v17_FetchPartition(buf, pos - 1, o6)
+            l5.append(o6)
+        o3.partitions = l5
+        if buf[pos]:
+            pos = _skip_tagged_fields(buf, pos)
+        else:
+            pos += 1
+        l2.append(o3)
+    o1.topics = l2
+    n = buf[pos] - 1
+    if n < 127:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+        n -= 1
+    if n < 0 or n > end - pos:
+        raise _Malformed(f'ForgottenTopicsData: array length {n} out of range', pos)
+    l8 = []
+    for _ in range(n):
+        o9 = _new(_FetchRequest_ForgottenTopic)
+        o9.topic = ''
+        u10 = _S_16s.unpack_from(buf, pos)[0]
+        pos += 16
+        o9.topic_id = _UUID_GET(u10) or _read_uuid(u10)
+        n = buf[pos] - 1
+        if n < 127:
+            pos += 1
+        else:
+            n, pos = _read_uvarint(buf, pos)
+            n -= 1
+        if n < 0 or n * 4 > end - pos:
+            raise _Malformed(f'Partitions: array length {n} out of range', pos)
+        o9.partitions = list(_T_Ni[n].unpack_from(buf, pos))
+        pos += 4 * n
+        if buf[pos]:
+            pos = _skip_tagged_fields(buf, pos)
+        else:
+            pos += 1
+        l8.append(o9)
+    o1.forgotten_topics_data = l8
+    n = buf[pos] - 1
+    if n < 127:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+        n -= 1
+    if n < 0 or n > end - pos:
+        raise _Malformed(f'RackId: length {n} out of range', pos)
+    e = pos + n
+    o1.rack_id = str(buf[pos:e], 'utf-8')
+    pos = e
+    if buf[pos]:
+        pos = _decode_tags_fetch_request_v15_FetchRequest(buf, pos, o1)
+    else:
+        pos += 1
+    return o1
+
+
+def _decode_tags_fetch_request_v18_FetchPartition(buf, pos, o0):
+    end = len(buf)
+    count, pos = _read_uvarint(buf, pos)
+    if count > end - pos:
+        raise _Malformed(f'tagged field count {count} out of range', pos)
+    for _ in range(count):
+        tag, pos = _read_uvarint(buf, pos)
+        size, pos = _read_uvarint(buf, pos)
+        te = pos + size
+        if te > end:
+            raise _Malformed(f'tagged field {tag} of {size} bytes runs past the end', pos)
+        if tag == 0:
+            u1 = _S_16s.unpack_from(buf, pos)[0]
+            pos += 16
+            o0.replica_directory_id = _UUID_GET(u1) or _read_uuid(u1)
+        elif tag == 1:
+            o0.high_watermark = _S_q.unpack_from(buf, pos)[0]
+            pos += 8
+        if pos > te:
+            raise _Malformed(f'tagged field {tag} overruns its size', pos)
+        pos = te
+    return pos
+
+
+def _decode_fetch_request_v18(buf, pos):
+    end = len(buf)
+    o1 = _new(FetchRequest)
+    o1.cluster_id = None
+    o1.replica_id = -1
+    o1.replica_state = _FetchRequest_ReplicaState()
+    o1.max_wait_ms, o1.min_bytes, o1.max_bytes, o1.isolation_level, o1.session_id, o1.session_epoch = _S_iiibii.unpack_from(buf, pos)
+    pos += 21
+    n = buf[pos] - 1
+    if n < 127:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+        n -= 1
+    if n < 0 or n > end - pos:
+        raise _Malformed(f'Topics: array length {n} out of range', pos)
+    l2 = []
+    for _ in range(n):
+        o3 = _new(_FetchRequest_FetchTopic)
+        o3.topic = ''
+        u4 = _S_16s.unpack_from(buf, pos)[0]
+        pos += 16
+        o3.topic_id = _UUID_GET(u4) or _read_uuid(u4)
+        n = buf[pos] - 1
+        if n < 127:
+            pos += 1
+        else:
+            n, pos = _read_uvarint(buf, pos)
+            n -= 1
+        if n < 0 or n > end - pos:
+            raise _Malformed(f'Partitions: array length {n} out of range', pos)
+        l5 = []
+        for _ in range(n):
+            o6 = _new(_FetchRequest_FetchPartition)
+            o6.replica_directory_id = _ZERO_UUID
+            o6.high_watermark = 9223372036854775807
+            o6.partition, o6.current_leader_epoch, o6.fetch_offset, o6.last_fetched_epoch, o6.log_start_offset, o6.partition_max_bytes, t7 = _S_iiqiqiB.unpack_from(buf, pos)
+            pos += 33
+            if t7:
+                pos = _decode_tags_fetch_request_v18_FetchPartition(buf, pos - 1, o6)
             l5.append(o6)
         o3.partitions = l5
         if buf[pos]:
@@ -1375,6 +1518,67 @@ def _encode_fetch_request_v17(o0, ext):
                 ap(b'\x00')
             else:
                 ap(_encode_tags_fetch_request_v17_FetchPartition(o4))
+        ap(b'\x00')
+    x5 = o0.forgotten_topics_data
+    n = len(x5) + 1
+    ap(_UV1[n] if n < 128 else _uvarint(n))
+    for o6 in x5:
+        x7 = o6.partitions
+        c8 = len(x7)
+        if c8 < 127:
+            ap(_T_16sBNix[c8].pack(o6.topic_id.bytes, c8 + 1, *x7))
+        else:
+            ap(_S_16s.pack(o6.topic_id.bytes))
+            ap(_uvarint(c8 + 1))
+            ap(_T_Ni[c8].pack(*x7))
+            ap(b'\x00')
+    s9 = o0.rack_id.encode()
+    n = len(s9) + 1
+    ap(_UV1[n] if n < 128 else _uvarint(n))
+    ap(s9)
+    if (o0.cluster_id is None
+            and o0.replica_state.replica_id == -1 and o0.replica_state.replica_epoch == -1):
+        ap(b'\x00')
+    else:
+        ap(_encode_tags_fetch_request_v15_FetchRequest(o0))
+    return parts
+
+
+def _encode_tags_fetch_request_v18_FetchPartition(o0):
+    fields = []
+    if not (o0.replica_directory_id == _ZERO_UUID):
+        parts = []
+        ap = parts.append
+        ap(_S_16s.pack(o0.replica_directory_id.bytes))
+        body = b''.join(parts)
+        fields.append(b'\x00' + _uvarint(len(body)) + body)
+    if not (o0.high_watermark == 9223372036854775807):
+        parts = []
+        ap = parts.append
+        ap(_S_q.pack(o0.high_watermark))
+        body = b''.join(parts)
+        fields.append(b'\x01' + _uvarint(len(body)) + body)
+    return _uvarint(len(fields)) + b''.join(fields)
+
+
+def _encode_fetch_request_v18(o0, ext):
+    parts = []
+    ap = parts.append
+    x1 = o0.topics
+    ap(_S_iiibii.pack(o0.max_wait_ms, o0.min_bytes, o0.max_bytes, o0.isolation_level, o0.session_id, o0.session_epoch))
+    n = len(x1) + 1
+    ap(_UV1[n] if n < 128 else _uvarint(n))
+    for o2 in x1:
+        x3 = o2.partitions
+        ap(_S_16s.pack(o2.topic_id.bytes))
+        n = len(x3) + 1
+        ap(_UV1[n] if n < 128 else _uvarint(n))
+        for o4 in x3:
+            ap(_S_iiqiqi.pack(o4.partition, o4.current_leader_epoch, o4.fetch_offset, o4.last_fetched_epoch, o4.log_start_offset, o4.partition_max_bytes))
+            if o4.replica_directory_id == _ZERO_UUID and o4.high_watermark == 9223372036854775807:
+                ap(b'\x00')
+            else:
+                ap(_encode_tags_fetch_request_v18_FetchPartition(o4))
         ap(b'\x00')
     x5 = o0.forgotten_topics_data
     n = len(x5) + 1
@@ -2564,6 +2768,7 @@ FetchRequest._DECODERS = {
     15: _decode_fetch_request_v15,
     16: _decode_fetch_request_v15,
     17: _decode_fetch_request_v17,
+    18: _decode_fetch_request_v18,
 }
 FetchRequest._ENCODERS = {
     0: _encode_fetch_request_v0,
@@ -2584,6 +2789,7 @@ FetchRequest._ENCODERS = {
     15: _encode_fetch_request_v15,
     16: _encode_fetch_request_v15,
     17: _encode_fetch_request_v17,
+    18: _encode_fetch_request_v18,
 }
 
 
@@ -2606,6 +2812,7 @@ FetchResponse._DECODERS = {
     15: _decode_fetch_response_v13,
     16: _decode_fetch_response_v16,
     17: _decode_fetch_response_v16,
+    18: _decode_fetch_response_v16,
 }
 FetchResponse._ENCODERS = {
     0: _encode_fetch_response_v0,
@@ -2626,4 +2833,5 @@ FetchResponse._ENCODERS = {
     15: _encode_fetch_response_v13,
     16: _encode_fetch_response_v16,
     17: _encode_fetch_response_v16,
+    18: _encode_fetch_response_v16,
 }

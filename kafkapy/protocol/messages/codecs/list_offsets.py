@@ -34,6 +34,8 @@ _S_iiq = _Struct('>iiq')
 _S_ib = _Struct('>ib')
 _S_iiqx = _Struct('>iiqx')
 _S_iiqB = _Struct('>iiqB')
+_S_iB = _Struct('>iB')
+_S_ix = _Struct('>ix')
 _S_ihi = _Struct('>ihi')
 _T_Nq = _StructTable('>{0}q')
 _S_ihqq = _Struct('>ihqq')
@@ -48,6 +50,7 @@ def _decode_list_offsets_request_v0(buf, pos):
     end = len(buf)
     o1 = _new(ListOffsetsRequest)
     o1.isolation_level = 0
+    o1.timeout_ms = 0
     o1.replica_id, n = _S_ii.unpack_from(buf, pos)
     pos += 8
     if n < 0 or n > end - pos:
@@ -92,6 +95,7 @@ def _decode_list_offsets_request_v1(buf, pos):
     end = len(buf)
     o1 = _new(ListOffsetsRequest)
     o1.isolation_level = 0
+    o1.timeout_ms = 0
     o1.replica_id, n = _S_ii.unpack_from(buf, pos)
     pos += 8
     if n < 0 or n > end - pos:
@@ -137,6 +141,7 @@ def _decode_list_offsets_request_v1(buf, pos):
 def _decode_list_offsets_request_v2(buf, pos):
     end = len(buf)
     o1 = _new(ListOffsetsRequest)
+    o1.timeout_ms = 0
     o1.replica_id, o1.isolation_level, n = _S_ibi.unpack_from(buf, pos)
     pos += 9
     if n < 0 or n > end - pos:
@@ -182,6 +187,7 @@ def _decode_list_offsets_request_v2(buf, pos):
 def _decode_list_offsets_request_v4(buf, pos):
     end = len(buf)
     o1 = _new(ListOffsetsRequest)
+    o1.timeout_ms = 0
     o1.replica_id, o1.isolation_level, n = _S_ibi.unpack_from(buf, pos)
     pos += 9
     if n < 0 or n > end - pos:
@@ -225,6 +231,7 @@ def _decode_list_offsets_request_v4(buf, pos):
 def _decode_list_offsets_request_v6(buf, pos):
     end = len(buf)
     o1 = _new(ListOffsetsRequest)
+    o1.timeout_ms = 0
     o1.replica_id, o1.isolation_level = _S_ib.unpack_from(buf, pos)
     pos += 5
     n = buf[pos] - 1
@@ -286,6 +293,73 @@ def _decode_list_offsets_request_v6(buf, pos):
         pos = _skip_tagged_fields(buf, pos)
     else:
         pos += 1
+    return o1
+
+
+def _decode_list_offsets_request_v10(buf, pos):
+    end = len(buf)
+    o1 = _new(ListOffsetsRequest)
+    o1.replica_id, o1.isolation_level = _S_ib.unpack_from(buf, pos)
+    pos += 5
+    n = buf[pos] - 1
+    if n < 127:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+        n -= 1
+    if n < 0 or n > end - pos:
+        raise _Malformed(f'Topics: array length {n} out of range', pos)
+    l2 = []
+    for _ in range(n):
+        o3 = _new(_ListOffsetsRequest_ListOffsetsTopic)
+        n = buf[pos] - 1
+        if n < 127:
+            pos += 1
+        else:
+            n, pos = _read_uvarint(buf, pos)
+            n -= 1
+        if n < 0 or n > end - pos:
+            raise _Malformed(f'Name: length {n} out of range', pos)
+        e = pos + n
+        o3.name = str(buf[pos:e], 'utf-8')
+        pos = e
+        n = buf[pos] - 1
+        if n < 127:
+            pos += 1
+        else:
+            n, pos = _read_uvarint(buf, pos)
+            n -= 1
+        if n < 0 or n * 17 > end - pos:
+            raise _Malformed(f'Partitions: array length {n} out of range', pos)
+        l4 = []
+        e = pos + n * 17
+        if n > 7 and (chunk := bytes(buf[pos:e]))[16::17].count(0) == n:
+            for t in _S_iiqx.iter_unpack(chunk):
+                o5 = _new(_ListOffsetsRequest_ListOffsetsPartition)
+                o5.max_num_offsets = 1
+                o5.partition_index, o5.current_leader_epoch, o5.timestamp = t
+                l4.append(o5)
+            pos = e
+        else:
+            for _ in range(n):
+                o6 = _new(_ListOffsetsRequest_ListOffsetsPartition)
+                o6.max_num_offsets = 1
+                o6.partition_index, o6.current_leader_epoch, o6.timestamp, t7 = _S_iiqB.unpack_from(buf, pos)
+                pos += 17
+                if t7:
+                    pos = _skip_tagged_fields(buf, pos - 1)
+                l4.append(o6)
+        o3.partitions = l4
+        if buf[pos]:
+            pos = _skip_tagged_fields(buf, pos)
+        else:
+            pos += 1
+        l2.append(o3)
+    o1.topics = l2
+    o1.timeout_ms, t8 = _S_iB.unpack_from(buf, pos)
+    pos += 5
+    if t8:
+        pos = _skip_tagged_fields(buf, pos - 1)
     return o1
 
 
@@ -372,6 +446,28 @@ def _encode_list_offsets_request_v6(o0, ext):
             ap(_S_iiqx.pack(o5.partition_index, o5.current_leader_epoch, o5.timestamp))
         ap(b'\x00')
     ap(b'\x00')
+    return parts
+
+
+def _encode_list_offsets_request_v10(o0, ext):
+    parts = []
+    ap = parts.append
+    x1 = o0.topics
+    ap(_S_ib.pack(o0.replica_id, o0.isolation_level))
+    n = len(x1) + 1
+    ap(_UV1[n] if n < 128 else _uvarint(n))
+    for o2 in x1:
+        s3 = o2.name.encode()
+        n = len(s3) + 1
+        ap(_UV1[n] if n < 128 else _uvarint(n))
+        ap(s3)
+        x4 = o2.partitions
+        n = len(x4) + 1
+        ap(_UV1[n] if n < 128 else _uvarint(n))
+        for o5 in x4:
+            ap(_S_iiqx.pack(o5.partition_index, o5.current_leader_epoch, o5.timestamp))
+        ap(b'\x00')
+    ap(_S_ix.pack(o0.timeout_ms))
     return parts
 
 
@@ -716,6 +812,8 @@ ListOffsetsRequest._DECODERS = {
     7: _decode_list_offsets_request_v6,
     8: _decode_list_offsets_request_v6,
     9: _decode_list_offsets_request_v6,
+    10: _decode_list_offsets_request_v10,
+    11: _decode_list_offsets_request_v10,
 }
 ListOffsetsRequest._ENCODERS = {
     0: _encode_list_offsets_request_v0,
@@ -728,6 +826,8 @@ ListOffsetsRequest._ENCODERS = {
     7: _encode_list_offsets_request_v6,
     8: _encode_list_offsets_request_v6,
     9: _encode_list_offsets_request_v6,
+    10: _encode_list_offsets_request_v10,
+    11: _encode_list_offsets_request_v10,
 }
 
 
@@ -742,6 +842,8 @@ ListOffsetsResponse._DECODERS = {
     7: _decode_list_offsets_response_v6,
     8: _decode_list_offsets_response_v6,
     9: _decode_list_offsets_response_v6,
+    10: _decode_list_offsets_response_v6,
+    11: _decode_list_offsets_response_v6,
 }
 ListOffsetsResponse._ENCODERS = {
     0: _encode_list_offsets_response_v0,
@@ -754,4 +856,6 @@ ListOffsetsResponse._ENCODERS = {
     7: _encode_list_offsets_response_v6,
     8: _encode_list_offsets_response_v6,
     9: _encode_list_offsets_response_v6,
+    10: _encode_list_offsets_response_v6,
+    11: _encode_list_offsets_response_v6,
 }

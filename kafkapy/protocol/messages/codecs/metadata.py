@@ -45,11 +45,13 @@ _S_Ti = _Struct('>?i')
 _S_hiiii = _Struct('>hiiii')
 _S_iB = _Struct('>iB')
 _S_16sT = _Struct('>16s?')
+_S_hB = _Struct('>hB')
 _T_hiiiNiiNi = _StructTable('>hiii{0}ii{1}i')
 _T_hiiiNiiNiiNi = _StructTable('>hiii{0}ii{1}ii{2}i')
 _T_hiiiiNiiNiiNi = _StructTable('>hiiii{0}ii{1}ii{2}i')
 _T_hiiiBNiBNiBNix = _StructTable('>hiiiB{0}iB{1}iB{2}ix')
 _S_ix = _Struct('>ix')
+_S_hx = _Struct('>hx')
 _UUID_GET = _UUID_CACHE.get
 
 
@@ -436,6 +438,7 @@ def _decode_metadata_response_v0(buf, pos):
     o1.cluster_id = None
     o1.controller_id = -1
     o1.cluster_authorized_operations = -2147483648
+    o1.error_code = 0
     n = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     if n < 0 or n > end - pos:
@@ -506,6 +509,7 @@ def _decode_metadata_response_v1(buf, pos):
     o1.throttle_time_ms = 0
     o1.cluster_id = None
     o1.cluster_authorized_operations = -2147483648
+    o1.error_code = 0
     n = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     if n < 0 or n > end - pos:
@@ -581,6 +585,7 @@ def _decode_metadata_response_v2(buf, pos):
     o1 = _new(MetadataResponse)
     o1.throttle_time_ms = 0
     o1.cluster_authorized_operations = -2147483648
+    o1.error_code = 0
     n = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     if n < 0 or n > end - pos:
@@ -665,6 +670,7 @@ def _decode_metadata_response_v3(buf, pos):
     end = len(buf)
     o1 = _new(MetadataResponse)
     o1.cluster_authorized_operations = -2147483648
+    o1.error_code = 0
     o1.throttle_time_ms, n = _S_ii.unpack_from(buf, pos)
     pos += 8
     if n < 0 or n > end - pos:
@@ -749,6 +755,7 @@ def _decode_metadata_response_v5(buf, pos):
     end = len(buf)
     o1 = _new(MetadataResponse)
     o1.cluster_authorized_operations = -2147483648
+    o1.error_code = 0
     o1.throttle_time_ms, n = _S_ii.unpack_from(buf, pos)
     pos += 8
     if n < 0 or n > end - pos:
@@ -838,6 +845,7 @@ def _decode_metadata_response_v7(buf, pos):
     end = len(buf)
     o1 = _new(MetadataResponse)
     o1.cluster_authorized_operations = -2147483648
+    o1.error_code = 0
     o1.throttle_time_ms, n = _S_ii.unpack_from(buf, pos)
     pos += 8
     if n < 0 or n > end - pos:
@@ -925,6 +933,7 @@ def _decode_metadata_response_v7(buf, pos):
 def _decode_metadata_response_v8(buf, pos):
     end = len(buf)
     o1 = _new(MetadataResponse)
+    o1.error_code = 0
     o1.throttle_time_ms, n = _S_ii.unpack_from(buf, pos)
     pos += 8
     if n < 0 or n > end - pos:
@@ -1015,6 +1024,7 @@ def _decode_metadata_response_v8(buf, pos):
 def _decode_metadata_response_v9(buf, pos):
     end = len(buf)
     o1 = _new(MetadataResponse)
+    o1.error_code = 0
     o1.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     n = buf[pos] - 1
@@ -1171,6 +1181,7 @@ def _decode_metadata_response_v9(buf, pos):
 def _decode_metadata_response_v10(buf, pos):
     end = len(buf)
     o1 = _new(MetadataResponse)
+    o1.error_code = 0
     o1.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     n = buf[pos] - 1
@@ -1328,6 +1339,7 @@ def _decode_metadata_response_v11(buf, pos):
     end = len(buf)
     o1 = _new(MetadataResponse)
     o1.cluster_authorized_operations = -2147483648
+    o1.error_code = 0
     o1.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     n = buf[pos] - 1
@@ -1485,6 +1497,7 @@ def _decode_metadata_response_v12(buf, pos):
     end = len(buf)
     o1 = _new(MetadataResponse)
     o1.cluster_authorized_operations = -2147483648
+    o1.error_code = 0
     o1.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
     n = buf[pos] - 1
@@ -1638,6 +1651,166 @@ def _decode_metadata_response_v12(buf, pos):
         pos = _skip_tagged_fields(buf, pos)
     else:
         pos += 1
+    return o1
+
+
+def _decode_metadata_response_v13(buf, pos):
+    end = len(buf)
+    o1 = _new(MetadataResponse)
+    o1.cluster_authorized_operations = -2147483648
+    o1.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
+    n = buf[pos] - 1
+    if n < 127:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+        n -= 1
+    if n < 0 or n > end - pos:
+        raise _Malformed(f'Brokers: array length {n} out of range', pos)
+    l2 = []
+    for _ in range(n):
+        o3 = _new(_MetadataResponse_MetadataResponseBroker)
+        o3.node_id = _S_i.unpack_from(buf, pos)[0]
+        pos += 4
+        n = buf[pos] - 1
+        if n < 127:
+            pos += 1
+        else:
+            n, pos = _read_uvarint(buf, pos)
+            n -= 1
+        if n < 0 or n > end - pos:
+            raise _Malformed(f'Host: length {n} out of range', pos)
+        e = pos + n
+        o3.host = str(buf[pos:e], 'utf-8')
+        pos = e
+        o3.port = _S_i.unpack_from(buf, pos)[0]
+        pos += 4
+        n = buf[pos] - 1
+        if n < 127:
+            pos += 1
+        else:
+            n, pos = _read_uvarint(buf, pos)
+            n -= 1
+        if n < 0:
+            o3.rack = None
+        else:
+            if n > end - pos:
+                raise _Malformed(f'Rack: length {n} out of range', pos)
+            e = pos + n
+            o3.rack = str(buf[pos:e], 'utf-8')
+            pos = e
+        if buf[pos]:
+            pos = _skip_tagged_fields(buf, pos)
+        else:
+            pos += 1
+        l2.append(o3)
+    o1.brokers = l2
+    n = buf[pos] - 1
+    if n < 127:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+        n -= 1
+    if n < 0:
+        o1.cluster_id = None
+    else:
+        if n > end - pos:
+            raise _Malformed(f'ClusterId: length {n} out of range', pos)
+        e = pos + n
+        o1.cluster_id = str(buf[pos:e], 'utf-8')
+        pos = e
+    o1.controller_id = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
+    n = buf[pos] - 1
+    if n < 127:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+        n -= 1
+    if n < 0 or n > end - pos:
+        raise _Malformed(f'Topics: array length {n} out of range', pos)
+    l4 = []
+    for _ in range(n):
+        o5 = _new(_MetadataResponse_MetadataResponseTopic)
+        o5.error_code = _S_h.unpack_from(buf, pos)[0]
+        pos += 2
+        n = buf[pos] - 1
+        if n < 127:
+            pos += 1
+        else:
+            n, pos = _read_uvarint(buf, pos)
+            n -= 1
+        if n < 0:
+            o5.name = None
+        else:
+            if n > end - pos:
+                raise _Malformed(f'Name: length {n} out of range', pos)
+            e = pos + n
+            o5.name = str(buf[pos:e], 'utf-8')
+            pos = e
+        u6, o5.is_internal = _S_16sT.unpack_from(buf, pos)
+        pos += 17
+        o5.topic_id = _UUID_GET(u6) or _read_uuid(u6)
+        n = buf[pos] - 1
+        if n < 127:
+            pos += 1
+        else:
+            n, pos = _read_uvarint(buf, pos)
+            n -= 1
+        if n < 0 or n > end - pos:
+            raise _Malformed(f'Partitions: array length {n} out of range', pos)
+        l7 = []
+        for _ in range(n):
+            o8 = _new(_MetadataResponse_MetadataResponsePartition)
+            o8.error_code, o8.partition_index, o8.leader_id, o8.leader_epoch = _S_hiii.unpack_from(buf, pos)
+            pos += 14
+            n = buf[pos] - 1
+            if n < 127:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+                n -= 1
+            if n < 0 or n * 4 > end - pos:
+                raise _Malformed(f'ReplicaNodes: array length {n} out of range', pos)
+            o8.replica_nodes = list(_T_Ni[n].unpack_from(buf, pos))
+            pos += 4 * n
+            n = buf[pos] - 1
+            if n < 127:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+                n -= 1
+            if n < 0 or n * 4 > end - pos:
+                raise _Malformed(f'IsrNodes: array length {n} out of range', pos)
+            o8.isr_nodes = list(_T_Ni[n].unpack_from(buf, pos))
+            pos += 4 * n
+            n = buf[pos] - 1
+            if n < 127:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+                n -= 1
+            if n < 0 or n * 4 > end - pos:
+                raise _Malformed(f'OfflineReplicas: array length {n} out of range', pos)
+            o8.offline_replicas = list(_T_Ni[n].unpack_from(buf, pos))
+            pos += 4 * n
+            if buf[pos]:
+                pos = _skip_tagged_fields(buf, pos)
+            else:
+                pos += 1
+            l7.append(o8)
+        o5.partitions = l7
+        o5.topic_authorized_operations, t9 = _S_iB.unpack_from(buf, pos)
+        pos += 5
+        if t9:
+            pos = _skip_tagged_fields(buf, pos - 1)
+        l4.append(o5)
+    o1.topics = l4
+    o1.error_code, t10 = _S_hB.unpack_from(buf, pos)
+    pos += 3
+    if t10:
+        pos = _skip_tagged_fields(buf, pos - 1)
     return o1
 
 
@@ -2183,6 +2356,81 @@ def _encode_metadata_response_v12(o0, ext):
     return parts
 
 
+def _encode_metadata_response_v13(o0, ext):
+    parts = []
+    ap = parts.append
+    x1 = o0.brokers
+    ap(_S_i.pack(o0.throttle_time_ms))
+    n = len(x1) + 1
+    ap(_UV1[n] if n < 128 else _uvarint(n))
+    for o2 in x1:
+        s3 = o2.host.encode()
+        ap(_S_i.pack(o2.node_id))
+        n = len(s3) + 1
+        ap(_UV1[n] if n < 128 else _uvarint(n))
+        ap(s3)
+        s4 = o2.rack
+        if s4 is not None:
+            s4 = s4.encode()
+        ap(_S_i.pack(o2.port))
+        if s4 is None:
+            ap(b'\x00')
+        else:
+            n = len(s4) + 1
+            ap(_UV1[n] if n < 128 else _uvarint(n))
+            ap(s4)
+        ap(b'\x00')
+    s5 = o0.cluster_id
+    if s5 is not None:
+        s5 = s5.encode()
+    if s5 is None:
+        ap(b'\x00')
+    else:
+        n = len(s5) + 1
+        ap(_UV1[n] if n < 128 else _uvarint(n))
+        ap(s5)
+    x6 = o0.topics
+    ap(_S_i.pack(o0.controller_id))
+    n = len(x6) + 1
+    ap(_UV1[n] if n < 128 else _uvarint(n))
+    for o7 in x6:
+        s8 = o7.name
+        if s8 is not None:
+            s8 = s8.encode()
+        ap(_S_h.pack(o7.error_code))
+        if s8 is None:
+            ap(b'\x00')
+        else:
+            n = len(s8) + 1
+            ap(_UV1[n] if n < 128 else _uvarint(n))
+            ap(s8)
+        x9 = o7.partitions
+        ap(_S_16sT.pack(o7.topic_id.bytes, o7.is_internal))
+        n = len(x9) + 1
+        ap(_UV1[n] if n < 128 else _uvarint(n))
+        for o10 in x9:
+            x11 = o10.replica_nodes
+            c12 = len(x11)
+            x13 = o10.isr_nodes
+            c14 = len(x13)
+            x15 = o10.offline_replicas
+            c16 = len(x15)
+            if c12 < 127 and c14 < 127 and c16 < 127:
+                ap(_T_hiiiBNiBNiBNix[c12, c14, c16].pack(o10.error_code, o10.partition_index, o10.leader_id, o10.leader_epoch, c12 + 1, *x11, c14 + 1, *x13, c16 + 1, *x15))
+            else:
+                ap(_S_hiii.pack(o10.error_code, o10.partition_index, o10.leader_id, o10.leader_epoch))
+                ap(_uvarint(c12 + 1))
+                ap(_T_Ni[c12].pack(*x11))
+                ap(_uvarint(c14 + 1))
+                ap(_T_Ni[c14].pack(*x13))
+                ap(_uvarint(c16 + 1))
+                ap(_T_Ni[c16].pack(*x15))
+                ap(b'\x00')
+        ap(_S_ix.pack(o7.topic_authorized_operations))
+    ap(_S_hx.pack(o0.error_code))
+    return parts
+
+
 MetadataRequest._DECODERS = {
     0: _decode_metadata_request_v0,
     1: _decode_metadata_request_v1,
@@ -2197,6 +2445,7 @@ MetadataRequest._DECODERS = {
     10: _decode_metadata_request_v10,
     11: _decode_metadata_request_v11,
     12: _decode_metadata_request_v11,
+    13: _decode_metadata_request_v11,
 }
 MetadataRequest._ENCODERS = {
     0: _encode_metadata_request_v0,
@@ -2212,6 +2461,7 @@ MetadataRequest._ENCODERS = {
     10: _encode_metadata_request_v10,
     11: _encode_metadata_request_v11,
     12: _encode_metadata_request_v11,
+    13: _encode_metadata_request_v11,
 }
 
 
@@ -2229,6 +2479,7 @@ MetadataResponse._DECODERS = {
     10: _decode_metadata_response_v10,
     11: _decode_metadata_response_v11,
     12: _decode_metadata_response_v12,
+    13: _decode_metadata_response_v13,
 }
 MetadataResponse._ENCODERS = {
     0: _encode_metadata_response_v0,
@@ -2244,4 +2495,5 @@ MetadataResponse._ENCODERS = {
     10: _encode_metadata_response_v10,
     11: _encode_metadata_response_v11,
     12: _encode_metadata_response_v12,
+    13: _encode_metadata_response_v13,
 }
