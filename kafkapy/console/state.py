@@ -141,7 +141,26 @@ def topic_detail(broker, name: str) -> dict:
                for e in describe_topic_configs(meta.configs, broker.config, None, include_synonyms=False)]
     return {"name": name, "topic_id": str(meta.topic_id), "internal": meta.internal,
             "partitions": partitions, "configs": configs, "groups": consuming_groups(broker, name),
-            "fetchers": fetch_positions(broker, meta)}
+            "fetchers": fetch_positions(broker, meta), "table": table_detail(broker, name, configs)}
+
+
+def table_detail(broker, name: str, configs: list[dict]) -> dict | None:
+    """The topic's Iceberg table (kafkapy/tables, docs/tables.md) as this broker translates it; None
+    when kafkapy.iceberg.mode is disabled. Only partitions led here are listed: each broker translates
+    its own."""
+    mode = next((c["value"] for c in configs if c["name"] == "kafkapy.iceberg.mode"), None) or "disabled"
+    if mode == "disabled":
+        return None
+    service = getattr(broker, "tables", None)
+    detail = service.describe_topic(name) if service is not None else None
+    if detail is None:
+        return {"mode": mode, "table": f"kafka.{name}", "dead_letters": f"kafka.{name}~dlq", "snapshot": None,
+                "state": "not translated here", "error": None, "partitions": []}
+    snapshot = detail["snapshot"]
+    if snapshot is not None:
+        snapshot = dict(snapshot, time=time.strftime("%Y-%m-%d %H:%M:%S UTC",
+                                                     time.gmtime(snapshot["timestamp_ms"] / 1000)))
+    return dict(detail, snapshot=snapshot)
 
 
 def fetch_positions(broker, meta) -> list[dict] | None:

@@ -53,6 +53,7 @@ class TopicState:
     error: str | None = None
     since: float = 0.0
     failures: int = 0
+    snapshot: dict | None = None  # the table's current snapshot as last seen here: {"id", "timestamp_ms"}
 
 
 @dataclass
@@ -62,6 +63,13 @@ class TablesCounters:
     dead_letters: int = 0
     translated_bytes: int = 0
     errors: dict = field(default_factory=dict)
+
+
+def _without_password(uri: str) -> str:
+    """A catalog URI to show: a password in it (postgresql://user:secret@host) replaced by ***."""
+    import re
+
+    return re.sub(r"//([^:/@]+):[^@/]*@", r"//\1:***@", uri)
 
 
 class WorkerUnavailable(Exception):
@@ -232,6 +240,7 @@ class TablesService:
                                   part.log.log_start_offset)
         state.position, state.committed, state.error = opened["position"], opened["committed"], None
         self._set_error(state.topic, None)
+        self._set_snapshot(state.topic, opened.get("snapshot"))
         key = (state.topic, state.partition)
         while True:
             await self._resumed.wait()
@@ -334,7 +343,14 @@ class TablesService:
                 state.committed = outcome["committed"]
                 state.error = None
         self._set_error(topic, None)
+        self._set_snapshot(topic, answer.get("snapshot"))
         log.debug("tables: committed %d rows of %s in %.3f s", answer["rows"], topic, time.monotonic() - started)
+
+    def _set_snapshot(self, topic: str, snapshot: dict | None) -> None:
+        if snapshot is not None:
+            state = self.topics.setdefault(topic, TopicState())
+            if state.snapshot is None or snapshot["timestamp_ms"] >= state.snapshot["timestamp_ms"]:
+                state.snapshot = snapshot
 
     def _set_error(self, topic: str, message: str | None) -> None:
         """Record a topic's state; log a line when it changes (stopped with the message, or running)."""
@@ -384,6 +400,21 @@ class TablesService:
             return None
         base = state.committed if state.committed is not None else part.log.log_start_offset
         return max(0, part.log.last_stable_offset - base)
+
+    def describe_topic(self, topic: str) -> dict | None:
+        """A topic's table as this broker sees it (the console's topic page): mode, tables, the
+        current snapshot, the state, and per partition led here the committed next offset, the
+        read position, the lag and the last error. None when no partition of it is translated here."""
+        parts = sorted((s for (t, _), s in self.partitions.items() if t == topic), key=lambda s: s.partition)
+        if not parts:
+            return None
+        state = self.topics.get(topic) or TopicState()
+        return {"mode": parts[0].mode, "table": f"kafka.{topic}", "dead_letters": f"kafka.{topic}~dlq",
+                "snapshot": state.snapshot, "state": "running" if state.error is None else "stopped",
+                "error": state.error, "catalog": _without_password(self.settings.uri), "warehouse": self.settings.warehouse,
+                "commit_interval_ms": int(self.interval_s * 1000),
+                "partitions": [{"partition": s.partition, "committed": s.committed, "position": s.position,
+                                "lag": self.lag(s), "error": s.error} for s in parts]}
 
     def metric_families(self) -> list:
         from .metrics import tables_families

@@ -150,7 +150,15 @@ def open_partition(topic: str, partition: int, mode: str, log_start_offset: int)
         position = log_start_offset
     _buffers[(topic, partition)] = _Buffer(mode, position, position,
                                            gap_from=committed if committed is not None and committed < position else None)
-    return {"position": position, "committed": committed}
+    return {"position": position, "committed": committed, "snapshot": snapshot_info(table)}
+
+
+def snapshot_info(table) -> dict | None:
+    """The table's current snapshot as the console shows it: {"id", "timestamp_ms"} (None: none yet)."""
+    snapshot = table.current_snapshot() if table is not None else None
+    if snapshot is None:
+        return None
+    return {"id": snapshot.snapshot_id, "timestamp_ms": snapshot.timestamp_ms}
 
 
 def close_partition(topic: str, partition: int) -> None:
@@ -258,7 +266,8 @@ def commit(topic: str) -> dict:
     """Commit the buffered rows of every partition of `topic` (dead letters first, then the rows).
 
     Answers {"partitions": {partition: {"committed": next offset, "moved": bool}}, "rows": n,
-    "dead": n} where `moved` says the buffer was dropped and the reader must continue at `committed`."""
+    "dead": n, "snapshot": the table's current snapshot (snapshot_info)} where `moved` says the buffer
+    was dropped and the reader must continue at `committed`."""
     parts = {p: b for (t, p), b in _buffers.items() if t == topic and b.end > b.start}
     if not parts:
         return {"partitions": {}, "rows": 0, "dead": 0}
@@ -270,7 +279,12 @@ def commit(topic: str) -> dict:
         raise
     if not any(b.rows for (t, _), b in _buffers.items() if t == topic):
         _pending_schemas.pop(topic, None)
-    return {"partitions": result, "rows": rows, "dead": dead}
+    try:
+        snapshot = snapshot_info(_load(main_table(topic)))
+    except Exception as exc:  # shown only; the commit itself is done
+        log.warning("table %s.%s: cannot read its snapshot after a commit: %s", *main_table(topic), exc)
+        snapshot = None
+    return {"partitions": result, "rows": rows, "dead": dead, "snapshot": snapshot}
 
 
 def _schema_ids(values) -> set[int]:
