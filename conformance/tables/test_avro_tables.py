@@ -1,7 +1,9 @@
 """Avro end to end (issue 34): confluent-kafka's AvroSerializer through kafkapy's built-in schema
 registry to a `kafkapy.iceberg.mode=value_schema_id_prefix` topic; pyiceberg and DuckDB read the
 same values and offsets back from the table; registering v2 of the schema with an added optional
-field evolves the table (a new nullable column, null in the rows written before).
+field evolves the table (a new nullable column, null in the rows written before); Spark (Iceberg's
+Spark runtime) reads the evolved table with the same typed values (nested struct, array, the added
+column) as pyiceberg.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from confluent_kafka.serialization import StringSerializer  # noqa: E402
 from conformance.broker_process import free_port, start_broker  # noqa: E402
 from conformance.tables.readers import (  # noqa: E402
     ReaderUnavailable, TableLocation, duckdb_connect, duckdb_rows, load_catalog, log_end_offsets,
-    pyiceberg_rows, wait_for_table,
+    pyiceberg_rows, spark_rows, wait_for_table,
 )
 from conformance.tables.test_table_readers import unavailable  # noqa: E402
 
@@ -107,3 +109,25 @@ def test_avro_values_and_offsets_in_the_table_and_evolution(registry_broker) -> 
     assert duckdb_rows(location, TOPIC, connection) == rows
     dead_letters = [t for t in load_catalog(location).list_tables("kafka") if t[-1].endswith("~dlq")]
     assert (("kafka", f"{TOPIC}~dlq") not in dead_letters) or not pyiceberg_rows(location, f"{TOPIC}~dlq")
+
+
+def test_spark_reads_the_evolved_avro_table(registry_broker, tmp_path) -> None:
+    broker, registry_url = registry_broker
+    location = TableLocation(broker.data_dir)
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    if TOPIC not in admin.list_topics(timeout=10).topics:  # run alone (-k): write what the test above writes
+        admin.create_topics([NewTopic(TOPIC, 2, 1, config={"kafkapy.iceberg.mode": "value_schema_id_prefix"})])[
+            TOPIC].result(30)
+        produce(broker.bootstrap, registry_url, V1, [payment(i) for i in range(40)])
+        produce(broker.bootstrap, registry_url, V2, [payment(i, note=None if i % 4 else f"note {i}", v2=True)
+                                                     for i in range(40, 60)])
+    wait_for_table(location, TOPIC, log_end_offsets(broker.bootstrap, TOPIC))
+    expected = pyiceberg_rows(location, TOPIC)
+    assert len(expected) == 60 and any(r["note"] for r in expected)
+    try:
+        rows, snapshots = spark_rows(location, TOPIC, tmp_path)
+    except ReaderUnavailable as error:
+        unavailable("Spark", error)
+    assert rows == expected
+    assert rows[0]["card"] == {"last4": "0000", "expiry_year": 2030} and rows[1]["tags"] == ["t0", "t1"]  # id 2
+    assert snapshots and "kafkapy.next-offsets" in snapshots[-1]["summary"]
