@@ -70,6 +70,9 @@ class Broker:
             # as Kafka: the KIP-848 APIs are not advertised while the consumer protocol is off
             for key in (68, 69):  # ConsumerGroupHeartbeat, ConsumerGroupDescribe
                 self.advertised_versions.pop(key, None)
+        if "streams" not in [p.lower() for p in config.get("group.coordinator.rebalance.protocols")]:
+            for key in (88, 89):  # StreamsGroupHeartbeat, StreamsGroupDescribe
+                self.advertised_versions.pop(key, None)
         if not config.get("group.share.enable"):
             # share.version=0 in Kafka's terms: the share group APIs are not advertised
             for key in (76, 77, 78, 79, 90, 91, 92):

@@ -550,6 +550,9 @@ _USED = {
     "group.max.session.timeout.ms", "group.max.size", "group.consumer.migration.policy",
     "group.coordinator.rebalance.protocols", "group.consumer.session.timeout.ms",
     "group.consumer.heartbeat.interval.ms", "group.consumer.max.size", "group.consumer.assignors",
+    # streams groups (kafkapy/groupcoord/streams)
+    "group.streams.session.timeout.ms", "group.streams.heartbeat.interval.ms", "group.streams.max.size",
+    "group.streams.num.standby.replicas",
     # share groups (kafkapy/groupcoord/share)
     "group.share.enable", "group.share.record.lock.duration.ms", "group.share.delivery.count.limit",
     "group.share.session.timeout.ms", "group.share.heartbeat.interval.ms", "group.share.max.size",
@@ -813,8 +816,8 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _table(
     K("group.initial.rebalance.delay.ms", I, 3000, M, "Wait for more members before the first rebalance of an "
       "empty group."),
     K("group.max.size", I, INT_MAX, M, "Most members in one consumer group.", Range(1)),
-    K("group.coordinator.rebalance.protocols", LS, ["classic", "consumer"], M, "Enabled rebalance protocols.",
-      EachOneOf(("classic", "consumer", "share"))),
+    K("group.coordinator.rebalance.protocols", LS, ["classic", "consumer", "streams"], M,
+      "Enabled rebalance protocols.", EachOneOf(("classic", "consumer", "share", "streams"))),
     K("group.coordinator.threads", I, 1, M, "Group coordinator threads.", Range(1)),
     K("group.coordinator.append.linger.ms", I, 10, M, "Linger of group coordinator writes.", Range(0)),
     K("group.consumer.session.timeout.ms", I, 45000, M, "Session timeout of KIP-848 consumers.", Range(1)),
@@ -830,6 +833,18 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _table(
     K("group.consumer.migration.policy", S, "bidirectional", M, "Whether a non-empty classic group may become a "
       "KIP-848 consumer group and back: bidirectional, upgrade, downgrade or disabled.",
       OneOf(("bidirectional", "upgrade", "downgrade", "disabled"), case_insensitive=True)),
+    # -- streams groups (KIP-1071, kafkapy/groupcoord/streams; Kafka 4.4's defaults) ------------------
+    K("group.streams.session.timeout.ms", I, 45000, M, "Session timeout of streams group members.", Range(1)),
+    K("group.streams.min.session.timeout.ms", I, 45000, M, "Minimum streams group session timeout.", Range(1)),
+    K("group.streams.max.session.timeout.ms", I, 60000, M, "Maximum streams group session timeout.", Range(1)),
+    K("group.streams.heartbeat.interval.ms", I, 5000, M, "Heartbeat interval of streams group members.", Range(1)),
+    K("group.streams.min.heartbeat.interval.ms", I, 5000, M, "Minimum streams group heartbeat interval.", Range(1)),
+    K("group.streams.max.heartbeat.interval.ms", I, 15000, M, "Maximum streams group heartbeat interval.",
+      Range(1)),
+    K("group.streams.max.size", I, INT_MAX, M, "Most members in one streams group.", Range(1)),
+    K("group.streams.num.standby.replicas", I, 0, M, "Standby replicas of each stateful task.", Range(0)),
+    K("group.streams.max.standby.replicas", I, 2, M, "Most standby replicas a streams group may ask for.",
+      Range(0)),
     # -- share groups (KIP-932, kafkapy/groupcoord/share) -------------------------------------------
     K("group.share.enable", B, True, M, "Serve share groups (Kafka 4.2 finalizes share.version=1 by default; "
       "false stands for share.version=0: the share APIs are not advertised)."),

@@ -26,7 +26,7 @@ class GroupCoordinatorConfig:
     group_max_session_timeout_ms: int = 1800000
     group_max_size: int = INT32_MAX
     # KIP-848 consumer groups (Kafka 4.0 defaults)
-    group_coordinator_rebalance_protocols: tuple[str, ...] = ("classic", "consumer")
+    group_coordinator_rebalance_protocols: tuple[str, ...] = ("classic", "consumer", "streams")
     group_consumer_session_timeout_ms: int = 45000
     group_consumer_min_session_timeout_ms: int = 45000
     group_consumer_max_session_timeout_ms: int = 60000
@@ -38,6 +38,16 @@ class GroupCoordinatorConfig:
         "org.apache.kafka.coordinator.group.assignor.UniformAssignor",
         "org.apache.kafka.coordinator.group.assignor.RangeAssignor")
     group_consumer_migration_policy: str = "bidirectional"
+    # KIP-1071 streams groups (Kafka 4.4 defaults)
+    group_streams_session_timeout_ms: int = 45000
+    group_streams_min_session_timeout_ms: int = 45000
+    group_streams_max_session_timeout_ms: int = 60000
+    group_streams_heartbeat_interval_ms: int = 5000
+    group_streams_min_heartbeat_interval_ms: int = 5000
+    group_streams_max_heartbeat_interval_ms: int = 15000
+    group_streams_max_size: int = INT32_MAX
+    group_streams_num_standby_replicas: int = 0
+    group_streams_max_standby_replicas: int = 2
 
     @property
     def offsets_retention_ms(self) -> int:

@@ -35,6 +35,8 @@ from .group import (
 from .membership import GroupMembership, JoinRequest, validate_current_member
 from .metadata_manager import GroupMetadataManager, TopicPartition
 from .offsets_topic import OFFSETS_TOPIC, OffsetsTopicStore
+from .streams.group import StreamsGroup
+from .streams.membership import StreamsGroupMembership, StreamsHeartbeat, StreamsHeartbeatResult
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +98,9 @@ class GroupCoordinator:
         self.membership.consumer_groups = self.classic_members
         self.consumer.upgrade_classic_group = self.classic_members.upgrade
         self.consumer.downgrade_consumer_group = self.classic_members.downgrade
+        # KIP-1071 streams groups (StreamsGroupHeartbeat)
+        self.streams = StreamsGroupMembership(config, self.manager, self.clock_ms, self._validate_group_status,
+                                              topics)
         self.scheduler: Any = None
         self._expiry_timer: Any = None
 
@@ -109,6 +114,7 @@ class GroupCoordinator:
         self.scheduler = scheduler
         self.membership.scheduler = scheduler
         self.consumer.scheduler = scheduler
+        self.streams.scheduler = scheduler
         self._schedule_offset_expiry()
 
     def close(self) -> None:
@@ -121,7 +127,9 @@ class GroupCoordinator:
         self.membership.close()
         self.consumer.close()
         self.classic_members.close()
+        self.streams.close()
         self.consumer.scheduler = None
+        self.streams.scheduler = None
         self.scheduler = None
 
     def partition_for(self, group_id: str) -> int:
@@ -156,6 +164,9 @@ class GroupCoordinator:
         (on an event loop without blocking it; COORDINATOR_LOAD_IN_PROGRESS until loaded)."""
         def loaded(groups) -> None:
             for group in groups:
+                if isinstance(group, StreamsGroup):
+                    self.streams.schedule_member_timers(group)
+                    continue
                 if isinstance(group, ConsumerGroup):
                     self.consumer.schedule_member_timers(group)
                     self.classic_members.schedule_member_timers(group)
@@ -168,7 +179,9 @@ class GroupCoordinator:
     def on_resigned(self, partition: int) -> None:
         """This broker no longer leads the partition: drop its groups, answering waiters."""
         for group in self.manager.unload_partition(partition):
-            if isinstance(group, ConsumerGroup):
+            if isinstance(group, StreamsGroup):
+                self.streams.unload_group(group)
+            elif isinstance(group, ConsumerGroup):
                 self.consumer.unload_group(group)
                 self.classic_members.unload_group(group)
             else:
@@ -220,6 +233,10 @@ class GroupCoordinator:
         """Handle a ConsumerGroupHeartbeat (KIP-848): the member's epoch and, when it changed, its assignment."""
         return self.consumer.heartbeat(request)
 
+    def streams_group_heartbeat(self, request: StreamsHeartbeat) -> StreamsHeartbeatResult:
+        """Handle a StreamsGroupHeartbeat (KIP-1071)."""
+        return self.streams.heartbeat(request)
+
     def leave_group(self, group_id: str, members: list[tuple[str, str | None]]) -> tuple[int, list[int]]:
         """Handle a LeaveGroup of (member id, group instance id) pairs: (top error, member errors)."""
         return self.membership.leave_group(group_id, members)
@@ -238,6 +255,14 @@ class GroupCoordinator:
         if error is not None:
             return all_(error)
         group = self.manager.get_group(group_id)
+        if isinstance(group, StreamsGroup):
+            if group.is_in(DEAD):
+                return all_(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+            error = group.validate_offset_commit(member_id, group_instance_id, generation_id, False,
+                                                 9 if api_version is None else api_version, offsets)
+            if error is not None:
+                return all_(error)
+            return self.manager.store_offsets(group, offsets)
         if isinstance(group, ConsumerGroup):
             if group.is_in(DEAD):
                 return all_(ErrorCode.COORDINATOR_NOT_AVAILABLE)
@@ -279,6 +304,12 @@ class GroupCoordinator:
         if error is not None:
             return {tp: error for tp in offsets}
         group = self.manager.get_group(group_id)
+        if isinstance(group, StreamsGroup):
+            error = ErrorCode.COORDINATOR_NOT_AVAILABLE if group.is_in(DEAD) else \
+                group.validate_offset_commit(member_id, group_instance_id, generation_id, True, 9, offsets)
+            if error is not None:
+                return {tp: error for tp in offsets}
+            return self.manager.store_txn_offsets(group, producer_id, producer_epoch, offsets)
         if isinstance(group, ConsumerGroup):
             error = ErrorCode.COORDINATOR_NOT_AVAILABLE if group.is_in(DEAD) else \
                 consumer_offsets.txn_commit_error(group, member_id, group_instance_id, generation_id)
@@ -313,6 +344,10 @@ class GroupCoordinator:
         if error is not None:
             return error, {}
         group = self.manager.get_group(group_id)
+        if isinstance(group, StreamsGroup) and not group.is_in(DEAD):
+            error = group.validate_offset_fetch(member_id, member_epoch)
+            if error is not None:
+                return error, {}
         if isinstance(group, ConsumerGroup) and not group.is_in(DEAD):
             error = consumer_offsets.fetch_error(group, member_id, member_epoch)
             if error is not None:
@@ -329,7 +364,14 @@ class GroupCoordinator:
         if group is None or group.is_in(DEAD):
             return ErrorCode.GROUP_ID_NOT_FOUND, {}
         errors: dict[TopicPartition, int] = {}
-        if isinstance(group, ConsumerGroup):
+        if isinstance(group, StreamsGroup):
+            eligible = []
+            for tp in partitions:
+                if group.is_subscribed_to(tp[0]):
+                    errors[tp] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
+                else:
+                    eligible.append(tp)
+        elif isinstance(group, ConsumerGroup):
             eligible, errors = consumer_offsets.split_offset_delete(group, partitions)
         elif group.is_in(EMPTY):
             eligible = list(partitions)
@@ -376,7 +418,7 @@ class GroupCoordinator:
         if error is not None:
             return error, GroupSummary("", "", "", [])
         group = self.manager.get_group(group_id)
-        if group is None or isinstance(group, ConsumerGroup):
+        if group is None or isinstance(group, (ConsumerGroup, StreamsGroup)):
             # Kafka 4.0 (DescribeGroups up to v5): a group that is not classic is described as Dead
             return ErrorCode.NONE, GroupSummary(DEAD.value, "", "", [])
         return ErrorCode.NONE, group.summary()
@@ -416,6 +458,13 @@ class GroupCoordinator:
             group = self.manager.get_group(group_id)
             if group is None or group.is_in(DEAD):
                 results[group_id] = ErrorCode.GROUP_ID_NOT_FOUND
+            elif isinstance(group, StreamsGroup):
+                if group.is_in(GroupState.EMPTY):
+                    group.transition_to(DEAD, self.clock_ms())
+                    eligible.append(group)
+                    results[group_id] = ErrorCode.NONE
+                else:
+                    results[group_id] = ErrorCode.NON_EMPTY_GROUP
             elif isinstance(group, ConsumerGroup):
                 error = consumer_offsets.delete_group_error(group)
                 if error is None:

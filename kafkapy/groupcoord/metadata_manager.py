@@ -18,6 +18,8 @@ from ..protocol.control_records import ControlRecordType, parse_control_record
 from ..protocol.errors import ErrorCode, KafkaError
 from .consumer.offsets import expired_offsets as consumer_expired_offsets
 from .consumer.persistence import ConsumerGroupReplay, group_tombstones, restore_group
+from .streams.records import StreamsGroupReplay, restore_streams_group
+from .streams.records import group_tombstones as streams_group_tombstones
 from .group import GroupMetadata, GroupState, MemberMetadata, OffsetAndMetadata
 from .offsets_topic import OFFSETS_TOPIC, OffsetsTopicStore, partition_for
 from .records import (
@@ -112,7 +114,7 @@ def _run_until_read_done(steps: Generator[object, None, Any]) -> tuple[bool, Any
 
 
 def _load_batch(header, batch, offsets: dict, metadata: dict, pending: PendingTxnOffsets,
-                consumer: ConsumerGroupReplay | None = None) -> None:
+                consumer: ConsumerGroupReplay | None = None, streams: StreamsGroupReplay | None = None) -> None:
     """Fold one data batch of __consumer_offsets into the state being loaded (consumer group
     records into `consumer`, checked last so offset commits pay nothing for them)."""
     transactional = header.is_transactional and header.producer_id >= 0
@@ -141,10 +143,20 @@ def _load_batch(header, batch, offsets: dict, metadata: dict, pending: PendingTx
             metadata[parsed.group] = None if value is None else decode_group_metadata_value(value)
             if value is not None and consumer is not None and consumer.groups:
                 consumer.drop(parsed.group)
+        elif parsed is None and streams is not None and streams.add(key, value):
+            if value is not None:
+                metadata.pop(streams_group_id(key, streams), None)
         elif consumer is not None:
             consumer.add(parsed, key, value)
             if parsed is not None and value is not None and parsed.group in consumer.groups:
                 metadata.pop(parsed.group, None)  # a consumer group replaced the classic one
+
+
+def streams_group_id(key: bytes, streams: StreamsGroupReplay) -> str:
+    from .streams.records import decode_streams_key
+
+    parsed = decode_streams_key(key)
+    return parsed[1] if parsed is not None else ""
 
 
 class GroupMetadataManager:
@@ -304,6 +316,8 @@ class GroupMetadataManager:
                     del self.groups[group.group_id]
                 if getattr(group, "group_type", "classic") == "consumer":
                     tombstones.extend(group_tombstones(group))
+                elif getattr(group, "group_type", "classic") == "streams":
+                    tombstones.extend(streams_group_tombstones(group))
                 else:
                     tombstones.append((group_metadata_key(group.group_id), None))
             if tombstones:
@@ -414,6 +428,7 @@ class GroupMetadataManager:
         # transactional commits found while loading; merged into self.pending_txn when applied
         pending = PendingTxnOffsets()
         consumer = ConsumerGroupReplay()  # consumer group (KIP-848) records, replayed per group
+        streams = StreamsGroupReplay()  # streams group (KIP-1071) records
         in_partition = self.partition_for
         records = 0
         clock = time.monotonic
@@ -434,7 +449,7 @@ class GroupMetadataManager:
                                 for group_id, group_offsets in applied.items():
                                     offsets.setdefault(group_id, {}).update(group_offsets)
                     else:
-                        _load_batch(header, batch, offsets, metadata, pending, consumer)
+                        _load_batch(header, batch, offsets, metadata, pending, consumer, streams)
                     if clock() >= slice_end:
                         yield _CHUNK
                         slice_end = clock() + LOAD_SLICE_S
@@ -456,8 +471,14 @@ class GroupMetadataManager:
                      OFFSETS_TOPIC, partition, len(waiting))
         loaded = []
         consumer.report(f"{OFFSETS_TOPIC}-{partition}")
-        for group_id in set(offsets) | set(metadata) | set(waiting) | set(consumer.groups):
+        for group_id in set(offsets) | set(metadata) | set(waiting) | set(consumer.groups) | set(streams.groups):
             group_offsets = offsets.get(group_id, {})
+            stored_streams = streams.groups.get(group_id)
+            if stored_streams is not None and stored_streams.has_metadata:
+                group = restore_streams_group(stored_streams, group_offsets, self.clock_ms())
+                self.groups[group_id] = group
+                loaded.append(group)
+                continue
             stored_consumer = consumer.groups.get(group_id)
             if stored_consumer is not None:
                 group = restore_group(stored_consumer, group_offsets, self.clock_ms())

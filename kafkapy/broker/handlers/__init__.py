@@ -78,6 +78,8 @@ HANDLER_MODULES: dict[int, str] = {
     79: "share_groups",               # ShareAcknowledge
     84: "share_groups",               # ReadShareGroupState
     85: "share_groups",               # WriteShareGroupState
+    88: "streams_groups",             # StreamsGroupHeartbeat
+    89: "streams_groups",             # StreamsGroupDescribe
     90: "share_groups",               # DescribeShareGroupOffsets
     91: "share_groups",               # AlterShareGroupOffsets
     92: "share_groups",               # DeleteShareGroupOffsets

@@ -92,6 +92,8 @@ if TYPE_CHECKING:
     from .write_share_group_state import WriteShareGroupStateRequest, WriteShareGroupStateResponse
     from .delete_share_group_state import DeleteShareGroupStateRequest, DeleteShareGroupStateResponse
     from .read_share_group_state_summary import ReadShareGroupStateSummaryRequest, ReadShareGroupStateSummaryResponse
+    from .streams_group_heartbeat import StreamsGroupHeartbeatRequest, StreamsGroupHeartbeatResponse
+    from .streams_group_describe import StreamsGroupDescribeRequest, StreamsGroupDescribeResponse
     from .describe_share_group_offsets import DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse
     from .alter_share_group_offsets import AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse
     from .delete_share_group_offsets import DeleteShareGroupOffsetsRequest, DeleteShareGroupOffsetsResponse
@@ -175,6 +177,8 @@ __all__ = [
     "WriteShareGroupStateRequest", "WriteShareGroupStateResponse",
     "DeleteShareGroupStateRequest", "DeleteShareGroupStateResponse",
     "ReadShareGroupStateSummaryRequest", "ReadShareGroupStateSummaryResponse",
+    "StreamsGroupHeartbeatRequest", "StreamsGroupHeartbeatResponse",
+    "StreamsGroupDescribeRequest", "StreamsGroupDescribeResponse",
     "DescribeShareGroupOffsetsRequest", "DescribeShareGroupOffsetsResponse",
     "AlterShareGroupOffsetsRequest", "AlterShareGroupOffsetsResponse",
     "DeleteShareGroupOffsetsRequest", "DeleteShareGroupOffsetsResponse",
@@ -261,6 +265,8 @@ _APIS: dict[int, tuple[str, str, str]] = {
     85: ("write_share_group_state", "WriteShareGroupStateRequest", "WriteShareGroupStateResponse"),
     86: ("delete_share_group_state", "DeleteShareGroupStateRequest", "DeleteShareGroupStateResponse"),
     87: ("read_share_group_state_summary", "ReadShareGroupStateSummaryRequest", "ReadShareGroupStateSummaryResponse"),
+    88: ("streams_group_heartbeat", "StreamsGroupHeartbeatRequest", "StreamsGroupHeartbeatResponse"),
+    89: ("streams_group_describe", "StreamsGroupDescribeRequest", "StreamsGroupDescribeResponse"),
     90: ("describe_share_group_offsets", "DescribeShareGroupOffsetsRequest", "DescribeShareGroupOffsetsResponse"),
     91: ("alter_share_group_offsets", "AlterShareGroupOffsetsRequest", "AlterShareGroupOffsetsResponse"),
     92: ("delete_share_group_offsets", "DeleteShareGroupOffsetsRequest", "DeleteShareGroupOffsetsResponse"),

@@ -1,0 +1,198 @@
+"""Streams groups (KIP-1071) on the wire: StreamsGroupHeartbeat/Describe against `kafkapy serve`,
+with kafkapy's own client and generated request classes (Kafka 4.4's schemas, v1)."""
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import pytest
+
+from kafkapy.net.client import BrokerConnection
+from kafkapy.protocol.errors import ErrorCode
+from kafkapy.protocol.messages import (
+    CreateTopicsRequest,
+    FindCoordinatorRequest,
+    ListGroupsRequest,
+    OffsetCommitRequest,
+    StreamsGroupDescribeRequest,
+    StreamsGroupHeartbeatRequest,
+)
+
+pytestmark = pytest.mark.timeout(90)
+
+V = 1
+_Req = StreamsGroupHeartbeatRequest
+MISSING_SOURCE_TOPICS, MISSING_INTERNAL_TOPICS = 1, 3
+
+
+def _topology(source: str, app: str, epoch: int = 0) -> _Req.Topology:
+    return _Req.Topology(epoch=epoch, subtopologies=[_Req.Subtopology(
+        subtopology_id="0", source_topics=[source], source_topic_regex=[],
+        state_changelog_topics=[_Req.TopicInfo(name=f"{app}-store-changelog", partitions=0, replication_factor=0,
+                                               topic_configs=[])],
+        repartition_sink_topics=[], repartition_source_topics=[], copartition_groups=[])])
+
+
+def _join(group: str, member: str, topology, process: str | None = None) -> _Req:
+    return _Req(group_id=group, member_id=member, member_epoch=0, endpoint_information_epoch=0,
+                rebalance_timeout_ms=10000, topology=topology, process_id=process or member,
+                active_tasks=None, standby_tasks=None, warmup_tasks=None, client_tags=[])
+
+
+def _beat(group: str, member: str, epoch: int, active: dict[str, list[int]] | None = None) -> _Req:
+    tasks = None if active is None else [_Req.TaskIds(subtopology_id=s, partitions=p) for s, p in active.items()]
+    return _Req(group_id=group, member_id=member, member_epoch=epoch, endpoint_information_epoch=0,
+                active_tasks=tasks, standby_tasks=None if tasks is None else [],
+                warmup_tasks=None if tasks is None else [])
+
+
+def _active(response) -> dict[str, list[int]] | None:
+    if response.active_tasks is None:
+        return None
+    return {t.subtopology_id: sorted(t.partitions) for t in response.active_tasks}
+
+
+class _Wire:
+    def __init__(self, bootstrap: str):
+        host, port = bootstrap.rsplit(":", 1)
+        self.loop = asyncio.new_event_loop()
+        self.conn = BrokerConnection(host, int(port), client_id="streams-wire-test", request_timeout_s=15)
+        self.send(FindCoordinatorRequest(key="streams-wire-test", key_type=0), 3)
+
+    def send(self, request, version: int = V):
+        for _ in range(100):
+            response = self.loop.run_until_complete(self.conn.send(request, version))
+            # the first request of a group may find __consumer_offsets still being created/loaded
+            if getattr(response, "error_code", 0) not in (ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                                                          ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+                                                          ErrorCode.NOT_COORDINATOR):
+                return response
+            self.loop.run_until_complete(asyncio.sleep(0.1))
+        return response
+
+    def create_topic(self, name: str, partitions: int) -> None:
+        req = CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+            name=name, num_partitions=partitions, replication_factor=1, assignments=[], configs=[])],
+            timeout_ms=10000)
+        resp = self.send(req, 5)
+        assert resp.topics[0].error_code in (0, ErrorCode.TOPIC_ALREADY_EXISTS)
+
+    def close(self) -> None:
+        async def close():
+            self.conn.close()
+            await asyncio.sleep(0)
+
+        self.loop.run_until_complete(close())
+        self.loop.close()
+
+
+@pytest.fixture
+def wire(broker):
+    w = _Wire(broker.bootstrap)
+    try:
+        yield w
+    finally:
+        w.close()
+
+
+def _group() -> str:
+    return f"app-{uuid.uuid4().hex[:8]}"
+
+
+def test_missing_source_topic_status(wire):
+    group = _group()
+    resp = wire.send(_join(group, "m1", _topology("no-such-topic-" + group, group)))
+    assert resp.error_code == 0
+    assert [s.status_code for s in resp.status] == [MISSING_SOURCE_TOPICS]
+    assert "no-such-topic" in resp.status[0].status_detail
+    assert resp.member_epoch >= 1 and _active(resp) == {}
+    described = wire.send(StreamsGroupDescribeRequest(group_ids=[group], include_authorized_operations=False))
+    assert described.groups[0].group_state == "NotReady"
+
+
+def test_internal_topics_created_then_tasks_assigned(wire, topic_name):
+    group = _group()
+    wire.create_topic(topic_name, 4)
+    resp = wire.send(_join(group, "m1", _topology(topic_name, group)))
+    assert resp.error_code == 0, resp.error_message
+    assert [s.status_code for s in resp.status] == [MISSING_INTERNAL_TOPICS]
+    # the coordinator created the changelog with the source's partition count
+    for _ in range(20):
+        resp = wire.send(_beat(group, "m1", resp.member_epoch))
+        assert resp.error_code == 0
+        if not resp.status and _active(resp):
+            break
+    assert _active(resp) == {"0": [0, 1, 2, 3]}
+    described = wire.send(StreamsGroupDescribeRequest(group_ids=[group], include_authorized_operations=True))
+    g = described.groups[0]
+    assert g.error_code == 0 and g.group_state == "Stable"
+    assert g.topology.subtopologies[0].state_changelog_topics[0].partitions == 4
+    listed = wire.send(ListGroupsRequest(states_filter=[], types_filter=["streams"]), 5)
+    assert [(x.group_id, x.group_type) for x in listed.groups if x.group_id == group] == [(group, "streams")]
+
+
+def test_two_members_revocation_before_reassignment(wire, topic_name):
+    group = _group()
+    wire.create_topic(topic_name, 4)
+    topology = _topology(topic_name, group)
+    r1 = wire.send(_join(group, "m1", topology))
+    for _ in range(20):
+        r1 = wire.send(_beat(group, "m1", r1.member_epoch, _active(r1) or {}))
+        if _active(r1):
+            break
+    owned1 = _active(r1)
+    assert owned1 == {"0": [0, 1, 2, 3]}
+    r2 = wire.send(_join(group, "m2", topology))
+    assert r2.error_code == 0
+    # m2 gets nothing until m1 revoked: the tasks are still m1's
+    assert _active(r2) == {}
+    r1 = wire.send(_beat(group, "m1", r1.member_epoch, owned1))
+    kept = _active(r1)
+    assert kept is not None and len(kept["0"]) == 2
+    r2 = wire.send(_beat(group, "m2", r2.member_epoch, {}))
+    assert not _active(r2)  # still pending revocation by m1
+    r1 = wire.send(_beat(group, "m1", r1.member_epoch, kept))  # m1 acknowledges the revocation
+    r2 = wire.send(_beat(group, "m2", r2.member_epoch, {}))
+    got = _active(r2)
+    assert got is not None and sorted(got["0"] + kept["0"]) == [0, 1, 2, 3]
+    assert r1.member_epoch == r2.member_epoch
+    # stale epochs are fenced; unknown tasks are refused; the group is undisturbed
+    assert wire.send(_beat(group, "m1", r1.member_epoch + 5, kept)).error_code == ErrorCode.FENCED_MEMBER_EPOCH
+    assert wire.send(_beat(group, "nobody", 3, {})).error_code == ErrorCode.UNKNOWN_MEMBER_ID
+    bad = wire.send(_beat(group, "m2", r2.member_epoch, {"0": [9]}))
+    assert bad.error_code == ErrorCode.INVALID_REQUEST
+    bad = wire.send(_beat(group, "m2", r2.member_epoch, {"7": [0]}))
+    assert bad.error_code == ErrorCode.INVALID_REQUEST
+    # a topology contradicting the group's: Kafka 4.4 has no topology updates
+    other = _topology(topic_name + "-other", group)
+    assert wire.send(_join(group, "m3", other)).error_code == ErrorCode.INVALID_REQUEST
+    # a stale topology epoch: accepted with STALE_TOPOLOGY
+    # a member commits with its epoch; a stale epoch is refused
+    commit = OffsetCommitRequest(group_id=group, generation_id_or_member_epoch=r2.member_epoch, member_id="m2",
+                                 topics=[OffsetCommitRequest.OffsetCommitRequestTopic(
+                                     name=topic_name, partitions=[OffsetCommitRequest.OffsetCommitRequestPartition(
+                                         partition_index=got["0"][0], committed_offset=5)])])
+    assert wire.send(commit, 9).topics[0].partitions[0].error_code == 0
+    commit.generation_id_or_member_epoch = r2.member_epoch + 1
+    assert wire.send(commit, 9).topics[0].partitions[0].error_code == ErrorCode.STALE_MEMBER_EPOCH
+    described = wire.send(StreamsGroupDescribeRequest(group_ids=[group], include_authorized_operations=False))
+    assert described.groups[0].group_state == "Stable"
+    assert len(described.groups[0].members) == 2
+    # leaving: m2's tasks go back to m1
+    assert wire.send(_beat(group, "m2", -1)).error_code == 0
+    r1 = wire.send(_beat(group, "m1", r1.member_epoch, kept))
+    assert _active(r1) == {"0": [0, 1, 2, 3]}
+
+
+def test_invalid_requests(wire):
+    group = _group()
+    no_timeout = _join(group, "m1", _topology("t", group))
+    no_timeout.rebalance_timeout_ms = -1
+    assert wire.send(no_timeout).error_code == ErrorCode.INVALID_REQUEST
+    assert wire.send(_join(group, "m1", None)).error_code == ErrorCode.INVALID_REQUEST
+    internal = _join(group, "m1", _topology("__consumer_offsets", group))
+    assert wire.send(internal).error_code == ErrorCode.STREAMS_INVALID_TOPOLOGY
+    bad_changelog = _join(group, "m1", _topology("t", group))
+    bad_changelog.topology.subtopologies[0].state_changelog_topics[0].partitions = 3
+    assert wire.send(bad_changelog).error_code == ErrorCode.STREAMS_INVALID_TOPOLOGY
+    assert wire.send(_beat(group, "m1", 1)).error_code == ErrorCode.GROUP_ID_NOT_FOUND
