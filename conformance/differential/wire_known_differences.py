@@ -39,9 +39,10 @@ ALL = (0, 32767)
 
 ZK39, KRAFT44 = "kafka-3.9.1-zk", "kafka-4.4.0-kraft"
 
-# Which feature names ApiVersions carries may differ; min versions of 0 only at v4 (KAFKA-17492).
-_FEATURE_SHAPE = (((3, 4), "supported_feature_names"), ((3, 4), "finalized_feature_names"),
-                  ((4, 4), "supported_feature_min_version_0"))
+# Which feature names ApiVersions carries may differ; min versions of 0 only at v4+ (KAFKA-17492;
+# v5 is Kafka 4.4's KIP-1242 version, the same answer).
+_FEATURE_SHAPE = (((3, 5), "supported_feature_names"), ((3, 5), "finalized_feature_names"),
+                  ((4, 5), "supported_feature_min_version_0"))
 
 ACCEPTED: tuple[WireDifference, ...] = (
     *(WireDifference(ZK39, "ApiVersions", versions, "*", path,

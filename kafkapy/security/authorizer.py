@@ -7,7 +7,8 @@
   every PREFIXED pattern its name starts with;
 - when none apply at all (whoever they name) and `allow.everyone.if.no.acl.found=true`: allowed;
 - an ACL entry applies to the principal when it names it or `User:*`, and to the host when it
-  names the client's address or `*`;
+  names the client's address or `*`, or (Kafka 4.4, KIP-1276) is a CIDR network holding the
+  client's address (host_patterns.py);
 - a DENY entry for the operation or ALL wins over any ALLOW;
 - an ALLOW entry for the operation or ALL allows it, and (as AclAuthorizer's `allowOps`) ALLOW
   READ, WRITE, DELETE or ALTER also allows DESCRIBE, ALLOW ALTER_CONFIGS allows DESCRIBE_CONFIGS.
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from ..metadata.errors import ConfigError
+from .host_patterns import host_network, in_network
 from ..metadata.acls import (
     WILDCARD_RESOURCE,
     AclBinding,
@@ -95,6 +97,13 @@ class _Entry:
     host: str
     operation: AclOperation
     allow: bool
+    network: object = None  # the host's network when it is a CIDR pattern (KIP-1276)
+
+    def applies_to_host(self, host: str) -> bool:
+        h = self.host
+        if h == host or h == WILDCARD_HOST:
+            return True
+        return self.network is not None and in_network(host, self.network)
 
 
 class _AclIndex:
@@ -107,7 +116,8 @@ class _AclIndex:
         prefixed: dict[tuple[int, str], list[_Entry]] = defaultdict(list)
         lengths: dict[int, set[int]] = defaultdict(set)
         for acl in acls:
-            entry = _Entry(acl.principal, acl.host, acl.operation, acl.permission_type == AclPermissionType.ALLOW)
+            entry = _Entry(acl.principal, acl.host, acl.operation, acl.permission_type == AclPermissionType.ALLOW,
+                           host_network(acl.host))
             key = (int(acl.resource_type), acl.resource_name)
             if acl.pattern_type == PatternType.PREFIXED:
                 prefixed[key].append(entry)
@@ -219,7 +229,7 @@ class AclAuthorizer:
                 if kind != rtype:
                     continue
                 for e in entries:
-                    if e.principal not in (principal_text, WILDCARD_PRINCIPAL) or e.host not in (host, WILDCARD_HOST):
+                    if e.principal not in (principal_text, WILDCARD_PRINCIPAL) or not e.applies_to_host(host):
                         continue
                     if e.operation != operation and e.operation != Op.ALL:
                         continue
@@ -246,7 +256,7 @@ def _decide(entries: list[_Entry], principal: str, host: str, operation: AclOper
     for e in entries:
         if e.principal != principal and e.principal != WILDCARD_PRINCIPAL:
             continue
-        if e.host != host and e.host != WILDCARD_HOST:
+        if e.host != host and e.host != WILDCARD_HOST and (e.network is None or not in_network(host, e.network)):
             continue
         if e.allow:
             if not allowed:

@@ -20,6 +20,7 @@ from ...protocol.messages import (
     DescribeAclsRequest,
     DescribeAclsResponse,
 )
+from ...security.host_patterns import validate_host_pattern
 from ..dispatch import RequestContext, handles
 
 log = logging.getLogger(__name__)
@@ -50,6 +51,7 @@ async def handle_create_acls(ctx: RequestContext, request: CreateAclsRequest) ->
                             creation.principal, creation.host, creation.operation, creation.permission_type)
         try:
             validate_new_acl(acl)
+            validate_host_pattern(acl.host)  # CIDR patterns (KIP-1276, Kafka 4.4)
         except KafkaError as exc:
             results.append(Result(error_code=exc.code, error_message=str(exc)))
             continue
