@@ -23,6 +23,8 @@ on kafkapy with cProfile on in the broker's event loop; the top functions by cum
 are printed after the table (pstats file kept with --profile-out).
 
     python bench/share_groups/share_throughput.py                      # 200000 records of 100 bytes
+    git archive 97594a1 | tar -x -C /tmp/before && \
+        python bench/share_groups/share_throughput.py --baseline /tmp/before   # before/after in one run
     python bench/share_groups/share_throughput.py --records 20000 --members 1,3 --partitions 1 --no-kafka
 """
 from __future__ import annotations
