@@ -18,6 +18,7 @@ import collections
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import threading
@@ -32,7 +33,7 @@ import pytest
 from conformance.kafka_apps.kafka_jars import TOOLS, KafkaDist, compile_java, stop_process, unavailable
 
 __all__ = ["WordCountApp", "Instance", "admin", "produce_sentences", "read_counts", "STREAMS_BROKER_CONFIG",
-           "streams_groups_tool", "task_ids", "unavailable"]
+           "streams_groups_tool", "task_ids", "unavailable", "normalize", "member_ids"]
 
 JAVA = Path(__file__).resolve().parent / "java"
 INPUT_PARTITIONS = 6
@@ -271,3 +272,27 @@ def streams_groups_tool(bootstrap: str, *runs: tuple[str, ...]):
     """kafka-streams-groups.sh (4.4) invocations, in one JVM: [ToolRun] (rc, out, err)."""
     return KafkaDist.get("4.4").run_tools([("streams-groups", "--bootstrap-server", bootstrap, *args)
                                            for args in runs])
+
+
+def member_ids(bootstrap: str, group: str) -> set[str]:
+    described = admin(bootstrap, f"describe:{group}")[0]
+    return {m["memberId"] for m in described.get("members", [])}
+
+
+def normalize(text: str, app: WordCountApp, ids: set[str]) -> str:
+    """The tool's text with what differs by run (names, member and process ids, hosts, spacing) blanked;
+    the rows under a header sorted (the tool prints partitions in hash order)."""
+    text = text.replace(app.app_id, "<app>").replace(app.input, "<input>").replace(app.output, "<output>")
+    for member_id in ids:
+        text = text.replace(member_id, "<member>")
+    text = re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "<process>", text)
+    text = re.sub(r"/?127\.0\.0\.1(:\d+)?", "<host>", text)
+    lines = [" ".join(line.split()) for line in text.strip().splitlines()]
+    blocks, block = [], []
+    for line in lines + [""]:
+        if line.startswith("GROUP ") or not line:
+            blocks.append(block[:1] + sorted(block[1:]))
+            block = [line] if line else []
+        else:
+            block.append(line)
+    return "\n".join(line for b in blocks for line in b)

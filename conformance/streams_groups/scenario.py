@@ -14,7 +14,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from conformance.streams_groups.harness import TASKS, WordCountApp, admin, produce_sentences, read_counts
+import re
+
+from conformance.streams_groups.harness import (TASKS, WordCountApp, admin, normalize, produce_sentences, read_counts,
+                                                streams_groups_tool)
 
 __all__ = ["Observation", "run_word_count", "shape"]
 
@@ -34,6 +37,7 @@ class Observation:
     counts: dict[str, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
+    tool: dict[str, str] = field(default_factory=dict)              # kafka-streams-groups.sh args -> text
 
 
 def run_word_count(bootstrap: str, work_dir: Path, *, after_add=None) -> Observation:
@@ -67,6 +71,13 @@ def run_word_count(bootstrap: str, work_dir: Path, *, after_add=None) -> Observa
             producer.join(60)
         obs.expected.update(during)
         obs.describes["after add"] = admin(bootstrap, f"describe:{app.app_id}")[0]
+        ids = {m["memberId"] for m in obs.describes["after add"].get("members", [])}
+        for run in streams_groups_tool(bootstrap, ("--describe", "--group", app.app_id, "--members", "--verbose"),
+                                       ("--describe", "--group", app.app_id, "--state", "--verbose")):
+            # Which tasks a member holds depends on the process ids; how many per subtopology does not.
+            text = re.sub(r"((?:TARGET-)?(?:ACTIVE|STANDBY|WARMUP)):((?: \d+:\[[\d,]*\];)+)", _task_count,
+                          normalize(run.out + run.err, app, ids))
+            obs.tool[" ".join(run.argv[3:]).replace(app.app_id, "<app>")] = f"rc {run.rc}\n{text}"
         if after_add is not None:
             after_add(app, obs)
         produce_sentences(bootstrap, app.input, SENTENCES_AFTER, seed=3, expected=obs.expected)
@@ -79,12 +90,20 @@ def run_word_count(bootstrap: str, work_dir: Path, *, after_add=None) -> Observa
         raise
 
 
+def _task_count(match: re.Match) -> str:
+    """"ACTIVE: 0:[1,4]; 1:[2];" -> "ACTIVE: 3 tasks"."""
+    tasks = re.findall(r"[0-9]+(?=[,\]])", match[2])
+    return f"{match[1]}: {len(tasks)} tasks"
+
+
 def shape(obs: Observation) -> dict:
     """What must match between brokers: per phase the sorted active/standby counts the members saw,
     and the describe output without ids, epochs and generated names."""
     out: dict = {}
     for phase, assignment in obs.phases.items():
         out[f"members {phase}"] = sorted((len(a), len(s)) for a, s in assignment.values())
+    for args, text in obs.tool.items():
+        out[f"kafka-streams-groups.sh {args}"] = text
     for phase, d in obs.describes.items():
         app = obs.app
         def name(topic: str) -> str:

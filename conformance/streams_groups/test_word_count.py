@@ -8,44 +8,16 @@ compares what the members saw and what describeStreamsGroups showed on both brok
 """
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import pytest
 
-from conformance.real_kafka import REFERENCES, RealKafka, RealKafkaStartError, RealKafkaUnavailable
-from conformance.streams_groups.harness import STREAMS_BROKER_CONFIG, TASKS, unavailable
+from conformance.streams_groups.harness import TASKS
 from conformance.streams_groups.scenario import Observation, run_word_count, shape
 
 pytestmark = pytest.mark.timeout(300)
 
 RESULTS: dict[str, Observation] = {}
-
-
-@pytest.fixture(scope="module")
-def real_kafka(tmp_path_factory: pytest.TempPathFactory):
-    """A Kafka 4.4.0 KRaft broker with the same streams group timings kafkapy gets."""
-    work = tmp_path_factory.mktemp("kafka-4.4")
-    kafka = RealKafka(REFERENCES["kafka-4.4.0-kraft"], work, STREAMS_BROKER_CONFIG)
-    try:
-        kafka.start()
-    except RealKafkaUnavailable as exc:
-        unavailable(f"Kafka 4.4.0: {exc}")
-    except RealKafkaStartError as exc:
-        pytest.fail(str(exc), pytrace=False)
-    try:
-        yield kafka
-    finally:
-        kafka.stop()
-
-
-@pytest.fixture(params=["kafka-4.4", "kafkapy"])
-def bootstrap(request: pytest.FixtureRequest) -> str:
-    if request.param == "kafka-4.4":
-        return request.getfixturevalue("real_kafka").bootstrap
-    factory = request.getfixturevalue("broker_factory")
-    return factory(STREAMS_BROKER_CONFIG).bootstrap
 
 
 def check_observation(obs: Observation) -> None:
@@ -80,3 +52,19 @@ def test_word_count_exactly_once(bootstrap: str, request: pytest.FixtureRequest,
         obs.app.stop_all()
     RESULTS[target] = obs
     print(f"{target}: {obs.seconds} {shape(obs)}")
+
+
+# Differences between kafkapy and Kafka 4.4 in shape() that are understood: key -> reason.
+KNOWN_DIFFERENCES: dict[str, str] = {}
+
+
+def test_differential() -> None:
+    """The same scenario on both brokers: what the members saw and what describe showed match."""
+    missing = [t for t in ("kafka-4.4", "kafkapy") if t not in RESULTS]
+    if missing:
+        pytest.skip(f"!!! no differential: the word count did not pass on {missing}")
+    reference, ours = shape(RESULTS["kafka-4.4"]), shape(RESULTS["kafkapy"])
+    differences = {key: (reference.get(key), ours.get(key)) for key in reference.keys() | ours.keys()
+                   if reference.get(key) != ours.get(key) and key not in KNOWN_DIFFERENCES}
+    assert not differences, "\n".join(f"{key}:\n  kafka-4.4: {ref}\n  kafkapy:   {got}"
+                                       for key, (ref, got) in sorted(differences.items()))
