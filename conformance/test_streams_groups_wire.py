@@ -196,3 +196,33 @@ def test_invalid_requests(wire):
     bad_changelog.topology.subtopologies[0].state_changelog_topics[0].partitions = 3
     assert wire.send(bad_changelog).error_code == ErrorCode.STREAMS_INVALID_TOPOLOGY
     assert wire.send(_beat(group, "m1", 1)).error_code == ErrorCode.GROUP_ID_NOT_FOUND
+
+
+def test_restart_keeps_the_group(broker_factory, topic_name):
+    broker = broker_factory({})
+    wire = _Wire(broker.bootstrap)
+    group = _group()
+    try:
+        wire.create_topic(topic_name, 2)
+        r = wire.send(_join(group, "m1", _topology(topic_name, group)))
+        for _ in range(20):
+            r = wire.send(_beat(group, "m1", r.member_epoch, _active(r) or {}))
+            if _active(r) and not r.status:
+                break
+        assert _active(r) == {"0": [0, 1]}
+        epoch = r.member_epoch
+    finally:
+        wire.close()
+    broker.restart()
+    wire = _Wire(broker.bootstrap)
+    try:
+        described = wire.send(StreamsGroupDescribeRequest(group_ids=[group], include_authorized_operations=False))
+        g = described.groups[0]
+        assert g.error_code == 0 and g.group_state == "Stable"
+        assert [(m.member_id, m.member_epoch) for m in g.members] == [("m1", epoch)]
+        assert {t.subtopology_id: sorted(t.partitions) for t in g.members[0].assignment.active_tasks} == {"0": [0, 1]}
+        assert g.topology.epoch == 0 and g.topology.subtopologies[0].source_topics == [topic_name]
+        r = wire.send(_beat(group, "m1", epoch, {"0": [0, 1]}))
+        assert r.error_code == 0 and r.member_epoch == epoch
+    finally:
+        wire.close()

@@ -220,6 +220,7 @@ async def handle_streams_group_describe(ctx: RequestContext,
             continue
         group = coordinator.manager.get_group(group_id)
         if isinstance(group, StreamsGroup) and not group.is_dead:
+            coordinator.streams.ensure_configured(group)
             described = _describe_group(group)
             if request.include_authorized_operations:
                 described.authorized_operations = ctx.authorized_operations(ResourceType.GROUP, group_id)

@@ -86,8 +86,8 @@ def _error(code: int, message: str) -> KafkaError:
 
 
 def _round_robin(group: StreamsGroup, tasks: dict[str, int], num_standby: int) -> dict[str, Tasks]:
-    """Placeholder assignor until kafkapy/groupcoord/streams/assignor.py exists: active tasks
-    round-robin over the members in id order, sticky to their current owner when it is a member."""
+    """A fallback when the sticky assignor fails: active tasks round-robin over the members in id
+    order, sticky to their current owner."""
     members = sorted(group.members)
     if not members:
         return {}
@@ -111,9 +111,32 @@ def _round_robin(group: StreamsGroup, tasks: dict[str, int], num_standby: int) -
 
 
 def compute_assignment(group: StreamsGroup, tasks: dict[str, int], configs: dict[str, str]) -> dict[str, Tasks]:
-    """The target assignment (member id -> tasks): round-robin until U2's sticky assignor
-    (assignor.py) is wired in."""
-    return _round_robin(group, tasks, int(configs.get("num.standby.replicas", "0")))
+    """The target assignment (member id -> tasks) by the sticky task assignor (assignor.py); each
+    member's previous target is what it "holds", as Kafka's TargetAssignmentBuilder passes it."""
+    from . import assignor
+
+    stateful = frozenset(s.subtopology_id for s in (group.topology.subtopologies if group.topology else ())
+                         if s.state_changelog_topics)
+    members = {}
+    for m in group.members.values():
+        previous = group.target.get(m.member_id, EMPTY_TASKS)
+        offsets: dict[str, dict[int, int]] = {}
+        for s, p, o in m.task_offsets:
+            offsets.setdefault(s, {})[p] = o
+        end_offsets: dict[str, dict[int, int]] = {}
+        for s, p, o in m.task_end_offsets:
+            end_offsets.setdefault(s, {})[p] = o
+        members[m.member_id] = assignor.MemberSpec(
+            member_id=m.member_id, process_id=m.process_id, instance_id=m.instance_id, rack_id=m.rack_id,
+            client_tags=dict(m.client_tags), active=dict(previous.active), standby=dict(previous.standby),
+            warmup=dict(previous.warmup), task_offsets=offsets, task_end_offsets=end_offsets)
+    try:
+        result = assignor.assign(assignor.GroupSpec(members, dict(configs)),
+                                 assignor.TopologyDescription(dict(tasks), stateful))
+    except assignor.TaskAssignorError as exc:
+        log.error("streams group %s: task assignment failed (%s); round-robin instead", group.group_id, exc)
+        return _round_robin(group, tasks, 0)
+    return {member_id: Tasks.of(a.active, a.standby, a.warmup) for member_id, a in result.items()}
 
 
 def _owned(request_tasks: OwnedTasks | None) -> dict[str, frozenset[int]] | None:
@@ -154,6 +177,17 @@ class StreamsGroupMembership:
 
     def _topics_version(self) -> int:
         return getattr(self.topics, "version", 0) if self.topics is not None else 0
+
+    def ensure_configured(self, group: StreamsGroup) -> ConfiguredTopology | None:
+        """The group's topology configured against the current topics (after a load, before any heartbeat)."""
+        if group.topology is not None and (group.configured is None
+                                           or group.configured_version != self._topics_version()):
+            try:
+                group.configured = configure(group.topology, self._partitions_of)
+                group.configured_version = self._topics_version()
+            except KafkaError as exc:
+                log.warning("streams group %s: topology cannot be configured: %s", group.group_id, exc)
+        return group.configured
 
     def streams_group(self, group_id: str) -> StreamsGroup | None:
         group = self.manager.groups.get(group_id)
