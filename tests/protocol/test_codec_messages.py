@@ -32,9 +32,9 @@ class SegmentSlice(ExternalRecords):
 
 def test_class_attributes():
     assert ProduceRequest.API_KEY == 0
-    assert ProduceRequest.VALID_VERSIONS == (0, 11)
+    assert ProduceRequest.VALID_VERSIONS == (0, 13)  # v12-13 from Kafka 4.4 (tools/protocol-4.0)
     assert ProduceRequest.FLEXIBLE_VERSION == 9
-    assert FetchResponse.VALID_VERSIONS == (0, 17)
+    assert FetchResponse.VALID_VERSIONS == (0, 18)
     assert REQUEST_TYPES[18] is not None and RESPONSE_TYPES[0] is ProduceResponse
     from kafkapy.protocol.messages import OffsetDeleteRequest
     assert OffsetDeleteRequest.FLEXIBLE_VERSION is None
@@ -237,10 +237,10 @@ def test_overlong_varint():
 
 
 def test_unsupported_version():
-    err = _decode_error(ProduceRequest, b"", 12)
+    err = _decode_error(ProduceRequest, b"", 14)
     assert "version" in str(err)
     with pytest.raises(ValueError):
-        ProduceRequest().encode(12)
+        ProduceRequest().encode(14)
 
 
 def test_tagged_field_overrunning_its_size():
