@@ -2,6 +2,11 @@
 
     python spark-integration/run_pipeline.py                       # local kafkapy, Spark local[*]
     python spark-integration/run_pipeline.py --master spark://host:7077 --bootstrap host:9092
+    python spark-integration/run_pipeline.py --table                # and the table step (below)
+
+With --table the events topic is also an Iceberg table (kafkapy.iceberg.mode=key_value, docs/tables.md)
+and a last step joins a stream of new page views from format("kafka") with each user's history read
+from the table (kafkapy_spark/table_history.py); Iceberg's Spark runtime comes from Maven Central.
 
 Without --bootstrap a kafkapy broker is started on a free 127.0.0.1 port for the run.
 Exit status 0 means the streaming job's final counts equal the counts computed directly from
@@ -23,7 +28,7 @@ from pathlib import Path
 
 from .batch_job import EventRange, build_report, offsets_json, timestamps_json
 from .events import WINDOW_MS, PageView, generate_page_views, sink_counts
-from .jars import ConnectorUnavailable
+from .jars import ConnectorJars, ConnectorUnavailable
 from .kafka_client import create_topic, latest_values, partition_offsets, publish_page_views
 from .session import build_spark_session
 from .streaming_job import StreamingJobConfig, process_all_available, start_page_view_counts
@@ -84,7 +89,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="checkpoints (and the local broker's data); default: a temporary directory")
     parser.add_argument("--ui", action="store_true", help="enable the Spark UI")
     parser.add_argument("--log-level", default="INFO")
-    return parser.parse_args(argv)
+    parser.add_argument("--table", action="store_true",
+                        help="the table step: the events topic is also an Iceberg table; new page views from "
+                             "format(\"kafka\") joined with history from the table")
+    parser.add_argument("--table-log-dir", type=Path,
+                        help="with --table and --bootstrap: the broker's first log dir (its embedded catalog), "
+                             "readable from here; default: the local broker's")
+    parser.add_argument("--table-events", type=int, default=2_000,
+                        help="new page views the table step streams (default 2000)")
+    args = parser.parse_args(argv)
+    if args.table and args.bootstrap and args.table_log_dir is None:
+        parser.error("--table with --bootstrap needs --table-log-dir (the broker's first log dir)")
+    return args
 
 
 def aligned_start_ms(events: int, events_per_minute: int) -> int:
@@ -122,19 +138,26 @@ def run_pipeline(args: argparse.Namespace) -> int:
             sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # repo root, for conformance/
             from conformance.broker_process import start_broker
 
-            broker = cleanup.enter_context(start_broker(work_dir=work_dir / "broker"))
+            overrides = {"kafkapy.iceberg.commit.interval.ms": "1000"} if args.table else None
+            broker = cleanup.enter_context(start_broker(overrides=overrides, work_dir=work_dir / "broker"))
             bootstrap = broker.bootstrap
             log.info("kafkapy broker started at %s (log %s)", bootstrap, broker.log_path)
+            if args.table_log_dir is None:
+                args.table_log_dir = broker.data_dir
 
-        create_topic(bootstrap, args.events_topic, args.partitions)
+        create_topic(bootstrap, args.events_topic, args.partitions,
+                     {"kafkapy.iceberg.mode": "key_value"} if args.table else None)
         create_topic(bootstrap, args.counts_topic, 4, {"cleanup.policy": "compact"})
 
         events = generate_page_views(
             args.events, aligned_start_ms(args.events, args.events_per_minute), args.events_per_minute
         )
         try:
-            spark = build_spark_session(args.master, "kafkapy-pipeline", shuffle_partitions=args.shuffle_partitions,
-                                        ui=args.ui)
+            connector, extra_conf = None, None
+            if args.table:
+                connector, extra_conf = table_session_settings(args.table_log_dir)
+            spark = build_spark_session(args.master, "kafkapy-pipeline", connector=connector,
+                                        shuffle_partitions=args.shuffle_partitions, ui=args.ui, extra_conf=extra_conf)
         except ConnectorUnavailable as error:
             print(f"cannot run the pipeline: {error}", file=sys.stderr)
             return 2
@@ -175,7 +198,84 @@ def run_pipeline(args: argparse.Namespace) -> int:
         )
         print(f"\nstartingOffsetsByTimestamp={by_time.starting_offsets_by_timestamp} endingOffsets=latest")
         print(build_report(spark, bootstrap, by_time).format())
-        return 0 if check.ok else 1
+        table_ok = True
+        if args.table:
+            fresh = generate_page_views(args.table_events, events[-1].event_time_ms + 1, args.events_per_minute,
+                                        seed=11)
+            table_ok = run_table_step(spark, bootstrap, args, events, fresh, work_dir)
+        return 0 if check.ok and table_ok else 1
+
+
+def table_session_settings(log_dir: Path):
+    """The Kafka connector plus Iceberg's Spark runtime and sqlite-jdbc (Maven Central, pinned as the
+    table readers pin them), and the catalog `kafkapy` over the broker's embedded catalog."""
+    from .jars import resolve_connector
+    from .table_history import iceberg_catalog_conf
+
+    from conformance.maven import MavenUnavailable, jars
+    from conformance.tables.readers import ICEBERG_SPARK_RUNTIME, SQLITE_JDBC
+
+    connector = resolve_connector()
+    try:
+        iceberg = [Path(jar) for jar in jars([ICEBERG_SPARK_RUNTIME, SQLITE_JDBC])]
+    except MavenUnavailable as error:
+        raise ConnectorUnavailable(f"{ICEBERG_SPARK_RUNTIME} from Maven Central: {error}") from None
+    conf = iceberg_catalog_conf("kafkapy", str(log_dir))
+    if connector.jars:
+        connector = ConnectorJars(jars=connector.jars + iceberg, source=connector.source)
+    else:  # the connector through spark.jars.packages: Iceberg's jars beside it
+        conf["spark.jars"] = ",".join(str(jar) for jar in iceberg)
+    conf["spark.sql.catalog.kafkapy.cache-enabled"] = "false"  # the step polls the table's snapshots
+    return connector, conf
+
+
+def run_table_step(spark, bootstrap: str, args: argparse.Namespace, history: list[PageView],
+                   fresh: list[PageView], work_dir: Path, timeout_s: float = 300.0) -> bool:
+    """Once the table holds every published view, stream `fresh` views joined with the history from
+    the table; True when each fresh view comes out once with its user's views and last page."""
+    from collections import Counter
+
+    from .kafka_client import read_all
+    from .streaming_job import process_all_available
+    from .table_history import TableHistoryConfig, current_snapshot, start_enrichment, table_name
+
+    table = table_name("kafkapy", args.events_topic)
+    ends = {p: high for p, (_, high) in partition_offsets(bootstrap, args.events_topic).items()}
+    deadline = time.monotonic() + timeout_s
+    while True:
+        covered = current_snapshot(spark, table).next_offsets
+        if all(covered.get(p, 0) >= end for p, end in ends.items() if end > 0):
+            break
+        if time.monotonic() > deadline:
+            print(f"table step: the table covers {covered}, the log ends at {ends}, after {timeout_s:.0f} s")
+            return False
+        time.sleep(1.0)
+    enriched_topic = f"{args.events_topic}-with-history"
+    create_topic(bootstrap, enriched_topic, 4)
+    config = TableHistoryConfig(bootstrap, args.events_topic, args.partitions, table, enriched_topic,
+                                str(work_dir / "checkpoints" / "table_history"),
+                                max_offsets_per_trigger=args.max_offsets_per_trigger)
+    started = time.monotonic()
+    query, snapshot = start_enrichment(spark, config)
+    try:
+        log.info("table step: history from snapshot %s (next offsets %s); streaming %d new views",
+                 snapshot.snapshot_id, snapshot.next_offsets, len(fresh))
+        publish_page_views(bootstrap, args.events_topic, fresh)
+        process_all_available(query, timeout_s=1800)
+    finally:
+        query.stop()
+    out = [json.loads(m.value()) for m in read_all(bootstrap, enriched_topic)]
+    views, last_page = Counter(v.user for v in history), {v.user: v.page for v in history}
+    once = sorted((r["user"], r["page"], r["event_time"]) for r in out) == sorted(
+        (v.user, v.page, json.loads(v.value)["event_time"]) for v in fresh)
+    wrong = [r for r in out if r["history_views"] != views.get(r["user"], 0)
+             or r["history_last_page"] != last_page.get(r["user"])]
+    ok = once and not wrong
+    print(f"\ntable step: {len(out)} new views joined with the history of {len(history)} views from "
+          f"{table} (snapshot {snapshot.snapshot_id}) in {time.monotonic() - started:.1f} s: "
+          + ("every new view once, with its user's history" if ok else
+             f"{'views missing or repeated; ' if not once else ''}{len(wrong)} with the wrong history"))
+    return ok
 
 
 def main(argv: list[str] | None = None) -> int:
