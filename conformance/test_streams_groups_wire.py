@@ -20,6 +20,14 @@ from kafkapy.protocol.messages import (
 
 pytestmark = pytest.mark.timeout(90)
 
+# the initial rebalance delay (Kafka's 3 s) is tested on its own broker below
+NO_DELAY = {"group.streams.initial.rebalance.delay.ms": "0"}
+
+
+@pytest.fixture(scope="module")
+def broker_overrides():
+    return NO_DELAY
+
 V = 1
 _Req = StreamsGroupHeartbeatRequest
 MISSING_SOURCE_TOPICS, MISSING_INTERNAL_TOPICS = 1, 3
@@ -199,7 +207,7 @@ def test_invalid_requests(wire):
 
 
 def test_restart_keeps_the_group(broker_factory, topic_name):
-    broker = broker_factory({})
+    broker = broker_factory(NO_DELAY)
     wire = _Wire(broker.bootstrap)
     group = _group()
     try:
@@ -224,5 +232,28 @@ def test_restart_keeps_the_group(broker_factory, topic_name):
         assert g.topology.epoch == 0 and g.topology.subtopologies[0].source_topics == [topic_name]
         r = wire.send(_beat(group, "m1", epoch, {"0": [0, 1]}))
         assert r.error_code == 0 and r.member_epoch == epoch
+    finally:
+        wire.close()
+
+
+def test_initial_rebalance_delay(broker_factory, topic_name):
+    """A new group's first members get no tasks and ASSIGNMENT_DELAYED until the delay is over."""
+    broker = broker_factory({"group.streams.initial.rebalance.delay.ms": "1500"})
+    wire = _Wire(broker.bootstrap)
+    group = _group()
+    try:
+        wire.create_topic(topic_name, 2)
+        wire.create_topic(f"{group}-store-changelog", 2)
+        r = wire.send(_join(group, "m1", _topology(topic_name, group)))
+        assert r.error_code == 0 and [s.status_code for s in r.status] == [5]  # ASSIGNMENT_DELAYED
+        assert _active(r) == {} and r.member_epoch == 1
+        assert r.task_offset_interval_ms == 60000 and r.acceptable_recovery_lag == 10000
+        r2 = wire.send(_join(group, "m2", _topology(topic_name, group)))
+        assert [s.status_code for s in r2.status] == [5] and _active(r2) == {}
+        wire.loop.run_until_complete(asyncio.sleep(2))
+        r = wire.send(_beat(group, "m1", r.member_epoch, {}))
+        r2 = wire.send(_beat(group, "m2", r2.member_epoch, {}))
+        assert not r.status and not r2.status
+        assert sorted(_active(r)["0"] + _active(r2)["0"]) == [0, 1]
     finally:
         wire.close()

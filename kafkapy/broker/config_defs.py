@@ -552,7 +552,8 @@ _USED = {
     "group.consumer.heartbeat.interval.ms", "group.consumer.max.size", "group.consumer.assignors",
     # streams groups (kafkapy/groupcoord/streams)
     "group.streams.session.timeout.ms", "group.streams.heartbeat.interval.ms", "group.streams.max.size",
-    "group.streams.num.standby.replicas",
+    "group.streams.num.standby.replicas", "group.streams.initial.rebalance.delay.ms",
+    "group.streams.task.offset.interval.ms", "group.streams.acceptable.recovery.lag",
     # share groups (kafkapy/groupcoord/share)
     "group.share.enable", "group.share.record.lock.duration.ms", "group.share.delivery.count.limit",
     "group.share.session.timeout.ms", "group.share.heartbeat.interval.ms", "group.share.max.size",
@@ -844,6 +845,12 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _table(
     K("group.streams.max.size", I, INT_MAX, M, "Most members in one streams group.", Range(1)),
     K("group.streams.num.standby.replicas", I, 0, M, "Standby replicas of each stateful task.", Range(0)),
     K("group.streams.max.standby.replicas", I, 2, M, "Most standby replicas a streams group may ask for.",
+      Range(0)),
+    K("group.streams.initial.rebalance.delay.ms", I, 3000, M, "How long a new streams group waits for more members"
+      " before its first assignment (members get ASSIGNMENT_DELAYED meanwhile).", Range(0)),
+    K("group.streams.task.offset.interval.ms", I, 60000, M, "How often streams members report their task offsets.",
+      Range(1)),
+    K("group.streams.acceptable.recovery.lag", LG, 10000, M, "The lag under which a member is caught up on a task.",
       Range(0)),
     # -- share groups (KIP-932, kafkapy/groupcoord/share) -------------------------------------------
     K("group.share.enable", B, True, M, "Serve share groups (Kafka 4.2 finalizes share.version=1 by default; "

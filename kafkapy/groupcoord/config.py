@@ -48,6 +48,9 @@ class GroupCoordinatorConfig:
     group_streams_max_size: int = INT32_MAX
     group_streams_num_standby_replicas: int = 0
     group_streams_max_standby_replicas: int = 2
+    group_streams_initial_rebalance_delay_ms: int = 3000
+    group_streams_task_offset_interval_ms: int = 60000
+    group_streams_acceptable_recovery_lag: int = 10000
 
     @property
     def offsets_retention_ms(self) -> int:

@@ -73,6 +73,8 @@ class StreamsHeartbeatResult:
     member_id: str = ""
     member_epoch: int = 0
     heartbeat_interval_ms: int = 0
+    task_offset_interval_ms: int = 0
+    acceptable_recovery_lag: int = -1
     status: list[tuple[int, str]] = field(default_factory=list)
     tasks: Tasks | None = None
     endpoint_information_epoch: int = 0
@@ -317,6 +319,7 @@ class StreamsGroupMembership:
             user_endpoint=request.user_endpoint if request.user_endpoint is not None else member.user_endpoint,
             client_tags=dict(request.client_tags) if request.client_tags is not None else dict(member.client_tags))
         bump = False
+        was_empty = not group.members
         is_new = member_id not in group.members
         if replaced is not None or is_new or not member.metadata_equals(updated):
             bump = True
@@ -374,9 +377,22 @@ class StreamsGroupMembership:
             records.append(rec.metadata_record(group))
             log.info("streams group %s: group epoch bumped to %d (validated topology epoch %d)", group.group_id,
                      group.group_epoch, validated)
+        if was_empty and self.config.group_streams_initial_rebalance_delay_ms > 0 \
+                and "initial-rebalance" not in group.timers:
+            # coalesce the first joins of a new (or emptied) group, as Kafka 4.4 does
+            group.timers["initial-rebalance"] = self.scheduler.call_later(
+                self.config.group_streams_initial_rebalance_delay_ms / 1000, self._on_initial_rebalance_delay,
+                group.group_id, group)
+        target_epoch, target = group.assignment_epoch, None
         if group.group_epoch > group.assignment_epoch:
-            self._update_target_assignment(group, configured, records)
-        self._reconcile(group, member, request, records)
+            if "initial-rebalance" in group.timers:
+                target_epoch, target = max(1, group.assignment_epoch), EMPTY_TASKS
+                status.append((Status.ASSIGNMENT_DELAYED,
+                               "Assignment delayed due to the configured initial rebalance delay."))
+            else:
+                self._update_target_assignment(group, configured, records)
+                target_epoch = group.assignment_epoch
+        self._reconcile(group, member, request, records, target_epoch, target)
         self._schedule_session_timeout(group, member)
         if request.shutdown_application:
             group.shutdown_request_member_id = member_id
@@ -388,7 +404,9 @@ class StreamsGroupMembership:
                      f" (instance {member.instance_id})" if member.instance_id else "", member.member_epoch,
                      group.group_epoch)
         result = StreamsHeartbeatResult(member_id=member_id, member_epoch=member.member_epoch,
-                                        heartbeat_interval_ms=self.heartbeat_interval_ms())
+                                        heartbeat_interval_ms=self.heartbeat_interval_ms(),
+                                        task_offset_interval_ms=self.config.group_streams_task_offset_interval_ms,
+                                        acceptable_recovery_lag=self.config.group_streams_acceptable_recovery_lag)
         if joining or member.assigned != member.last_sent:
             result.tasks = member.assigned
             member.last_sent = member.assigned
@@ -508,9 +526,8 @@ class StreamsGroupMembership:
                  group.group_id, group.assignment_epoch, len(group.members), len(tasks or {}))
 
     def _reconcile(self, group: StreamsGroup, member: StreamsGroupMember, request: StreamsHeartbeat,
-                   records: list) -> None:
+                   records: list, target_epoch: int, target: Tasks | None = None) -> None:
         """Kafka's streams CurrentAssignmentBuilder: revoke first, then hand out free tasks."""
-        target_epoch = group.assignment_epoch
         if member.has_left_static:
             return
         owned = None
@@ -531,7 +548,8 @@ class StreamsGroupMembership:
             next_epoch = target_epoch
         else:
             next_epoch = member.member_epoch
-        target = group.target.get(member.member_id, EMPTY_TASKS)
+        if target is None:
+            target = group.target.get(member.member_id, EMPTY_TASKS)
         before = (member.member_epoch, member.state, member.assigned, member.pending_revocation)
         self._next_assignment(group, member, target, target_epoch, next_epoch, owned)
         if before != (member.member_epoch, member.state, member.assigned, member.pending_revocation):
@@ -686,6 +704,17 @@ class StreamsGroupMembership:
         log.info("streams group %s: member %s fenced because its session expired", group_id, member_id)
         self.fence_member(group, member)
 
+    def _on_initial_rebalance_delay(self, group_id: str, group: StreamsGroup) -> None:
+        """The initial rebalance delay is over: compute the target the first members wait for."""
+        group.timers.pop("initial-rebalance", None)
+        if self.streams_group(group_id) is not group or not group.members:
+            return
+        if group.group_epoch <= group.assignment_epoch or group.configured is None:
+            return
+        records: list = []
+        self._update_target_assignment(group, group.configured, records)
+        self._write(group, records)
+
     def _schedule_rebalance_timeout(self, group: StreamsGroup, member: StreamsGroupMember) -> None:
         self._cancel_rebalance_timeout(member)
         timeout_ms = max(member.rebalance_timeout_ms, 0)
@@ -714,6 +743,9 @@ class StreamsGroupMembership:
     def unload_group(self, group: StreamsGroup) -> None:
         for member in group.members.values():
             member.cancel_timers()
+        for timer in group.timers.values():
+            timer.cancel()
+        group.timers.clear()
 
     def close(self) -> None:
         for group in list(self.manager.groups.values()):
