@@ -21,8 +21,14 @@ total quota, and otherwise to the least loaded process; never to a process that 
 the task, so one process never has an active and a standby (or two standbys) of one task.
 When there are not enough processes the missing replicas are dropped with a warning, as Kafka does.
 
-Where Kafka breaks ties by hash-map order, this module breaks them by process id and member id,
-so the same input always gives the same output.
+Ties (equally loaded processes or members) are broken as Kafka's Java code breaks them: members
+and processes are visited in java.util.HashMap's iteration order of their ids, and the least
+loaded process or member is taken from a heap that behaves like java.util.PriorityQueue. So the
+output depends only on the input (never on dict order) and equals what a Kafka 4.4 broker's
+assignor computes for the same members (checked against Kafka's own class in
+tests/groupcoord/streams/test_assignor_kafka.py). Kafka's coordinator fills its member map from
+its own timeline hash map, which only decides the order of ids that share a hash bucket; here
+those go in id order.
 
 Warm-up tasks: in Kafka 4.4.0 the assignor returns no warm-up tasks; the coordinator passes its
 target assignment through ``AssignmentRefiner.refine`` (configured by
@@ -34,9 +40,8 @@ report, which this assignor uses to rank who should take over a task's state.
 
 from __future__ import annotations
 
-import heapq
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 log = logging.getLogger(__name__)
@@ -142,7 +147,7 @@ class _Process:
         self.active: dict[str, list[TaskId]] = {}
         self.standby: dict[str, list[TaskId]] = {}
         self.tasks: set[TaskId] = set()
-        self._members_by_load: list[tuple[int, str]] | None = None
+        self._members_by_load: _JavaPriorityQueue | None = None
 
     def add_member(self, member_id: str) -> None:
         self.member_counts[member_id] = 0
@@ -159,11 +164,13 @@ class _Process:
         if len(self.member_counts) == 1:
             return self._add(next(iter(self.member_counts)), task, active)
         if self._members_by_load is None:
-            self._members_by_load = [(count, member) for member, count in self.member_counts.items()]
-            heapq.heapify(self._members_by_load)
-        _, member = heapq.heappop(self._members_by_load)
+            # Kafka keeps member counts in a HashMap and heaps (member, count) entries by count.
+            self._members_by_load = _JavaPriorityQueue(lambda entry: entry[1])
+            for member in java_hash_map_order(self.member_counts):
+                self._members_by_load.add((member, self.member_counts[member]))
+        member, _ = self._members_by_load.poll()
         count = self._add(member, task, active)
-        heapq.heappush(self._members_by_load, (count, member))
+        self._members_by_load.add((member, count))
         return count
 
     def _add(self, member_id: str, task: TaskId, active: bool) -> int:
@@ -199,12 +206,14 @@ class _State:
         self.prev_state_holders: dict[TaskId, list[tuple[str, str]]] = {}
 
         candidates: dict[TaskId, list[tuple[int, int, str, str]]] = {}
-        for member_id in sorted(group.members):
+        members = java_hash_map_order(sorted(group.members))
+        processes: dict[str, _Process] = {}
+        for member_id in members:
             spec = group.members[member_id]
             owner = (spec.process_id, member_id)
-            process = self.processes.get(spec.process_id)
+            process = processes.get(spec.process_id)
             if process is None:
-                process = self.processes[spec.process_id] = _Process(spec.process_id)
+                process = processes[spec.process_id] = _Process(spec.process_id)
             process.add_member(member_id)
             for sub, partitions in spec.active.items():
                 for p in partitions:
@@ -218,8 +227,11 @@ class _State:
                 for p, offset in offsets.items():
                     if p not in standbys:
                         candidates.setdefault((sub, p), []).append((1, -offset, member_id, spec.process_id))
+        # Kafka sizes this HashMap for the member count; its order is the order processes enter heaps.
+        order = java_hash_map_order(processes, len(members), compute_if_absent=True)
+        self.processes = {pid: processes[pid] for pid in order}
         for task, ranked in candidates.items():
-            # Python's sort is stable and members were visited in id order, so ties keep that order.
+            # Both sorts are stable: equal ranks stay in the order the members were visited.
             ranked.sort(key=lambda c: (c[0], c[1]))
             self.prev_state_holders[task] = [(process_id, member_id) for _, _, member_id, process_id in ranked]
 
@@ -289,15 +301,13 @@ def _assign_active(state: _State, tasks: list[TaskId]) -> None:
             unplaced.append(task)
     # The rest subtopology-major, so consecutive partitions of one subtopology spread out.
     unplaced.sort()
-    heap = [(p.load, p.process_id) for p in state.processes.values()]
-    heapq.heapify(heap)
+    by_load = _processes_by_load(state)
     for task in unplaced:
-        if not heap:
+        if not by_load:
             raise TaskAssignorError(f"No process available to assign active task {task[0]}_{task[1]}.")
-        _, process_id = heapq.heappop(heap)
-        process = state.processes[process_id]
+        process = by_load.poll()
         state.took(process.add_task_to_least_loaded_member(task, True), active=True)
-        heapq.heappush(heap, (process.load, process_id))
+        by_load.add(process)
 
 
 def _below_active_quota(state: _State, owner: tuple[str, str]) -> bool:
@@ -325,11 +335,10 @@ def _assign_standby(state: _State, tasks: list[TaskId]) -> None:
             to_least_loaded.append((task, state.num_standby - replica))
             break
     to_least_loaded.sort(reverse=True)
-    heap = [(p.load, p.process_id) for p in state.processes.values()]
-    heapq.heapify(heap)
+    by_load = _processes_by_load(state)
     for task, remaining in to_least_loaded:
         for replica in range(remaining):
-            if not _standby_to_least_loaded(state, heap, task):
+            if not _standby_to_least_loaded(state, by_load, task):
                 log.warning(
                     "Unable to assign %d of %d standby tasks for task [%s_%d]. There is not enough "
                     "available capacity. You should increase the number of threads and/or application "
@@ -338,23 +347,142 @@ def _assign_standby(state: _State, tasks: list[TaskId]) -> None:
                 break
 
 
-def _standby_to_least_loaded(state: _State, heap: list[tuple[float, str]], task: TaskId) -> bool:
+def _processes_by_load(state: _State) -> _JavaPriorityQueue:
+    by_load = _JavaPriorityQueue(lambda process: process.load)
+    for process in state.processes.values():
+        by_load.add(process)
+    return by_load
+
+
+def _standby_to_least_loaded(state: _State, by_load: _JavaPriorityQueue, task: TaskId) -> bool:
     """Give a standby of the task to the least loaded process that does not hold it yet."""
-    skipped = []
+    polled = []
     placed = False
-    while heap:
-        entry = heapq.heappop(heap)
-        process = state.processes[entry[1]]
-        if task in process.tasks:
-            skipped.append(entry)
-            continue
-        state.took(process.add_task_to_least_loaded_member(task, False), active=False)
-        heapq.heappush(heap, (process.load, process.process_id))
-        placed = True
-        break
-    for entry in skipped:
-        heapq.heappush(heap, entry)
+    while by_load:
+        process = by_load.poll()
+        polled.append(process)
+        if task not in process.tasks:
+            state.took(process.add_task_to_least_loaded_member(task, False), active=False)
+            placed = True
+            break
+    # Kafka recurses, so the processes go back innermost (last polled) first.
+    for process in reversed(polled):
+        by_load.add(process)
     return placed
+
+
+def java_hash_map_order(keys: Iterable[str], initial_capacity: int | None = None, *,
+                        compute_if_absent: bool = False) -> list[str]:
+    """The order a java.util.HashMap iterates these distinct string keys, added in this order.
+
+    A HashMap iterates its table bucket by bucket (the spread String.hashCode masked by the table
+    size). put() appends to a bucket and grows the table after adding; computeIfAbsent() puts the
+    new key at the head of its bucket and grows the table before adding. Growing keeps each
+    bucket's order. (Buckets Java turns into trees, eight keys or more in a table of 64 or more,
+    are not modelled.)
+    """
+    table: list[list[tuple[int, str]]] = []
+    threshold = 0 if initial_capacity is None else _table_size_for(initial_capacity)
+    size = 0
+
+    def resize() -> None:
+        nonlocal table, threshold
+        capacity, threshold = _java_resize(len(table), threshold)
+        grown: list[list[tuple[int, str]]] = [[] for _ in range(capacity)]
+        for bucket in table:
+            for node in bucket:
+                grown[node[0] & (capacity - 1)].append(node)
+        table = grown
+
+    for key in keys:
+        h = _java_spread_hash(key)
+        if not table or (compute_if_absent and size > threshold):
+            resize()
+        bucket = table[h & (len(table) - 1)]
+        long_bin = len(bucket) >= (7 if compute_if_absent else 8)
+        if compute_if_absent:
+            bucket.insert(0, (h, key))
+        else:
+            bucket.append((h, key))
+        if long_bin and len(table) < 64:
+            resize()  # treeifyBin() grows a small table instead of making a tree
+        size += 1
+        if not compute_if_absent and size > threshold:
+            resize()
+    return [key for bucket in table for _, key in bucket]
+
+
+def _java_spread_hash(key: str) -> int:
+    data = key.encode("utf-16-be")  # String.hashCode runs over UTF-16 code units
+    h = 0
+    for i in range(0, len(data), 2):
+        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
+    return h ^ (h >> 16)
+
+
+def _table_size_for(capacity: int) -> int:
+    n = 1
+    while n < capacity:
+        n <<= 1
+    return n
+
+
+def _java_resize(capacity: int, threshold: int) -> tuple[int, int]:
+    """HashMap.resize(): the next (table size, threshold)."""
+    if capacity > 0:
+        new_capacity = capacity << 1
+        new_threshold = threshold << 1 if capacity >= 16 else 0
+    elif threshold > 0:
+        new_capacity, new_threshold = threshold, 0
+    else:
+        new_capacity, new_threshold = 16, 12
+    if new_threshold == 0:
+        new_threshold = int(new_capacity * 0.75)
+    return new_capacity, new_threshold
+
+
+class _JavaPriorityQueue:
+    """A binary heap that orders equal keys as java.util.PriorityQueue does (add, poll)."""
+
+    __slots__ = ("_items", "_key")
+
+    def __init__(self, key: Callable[[object], float]) -> None:
+        self._items: list = []
+        self._key = key
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def add(self, item) -> None:
+        items, key = self._items, self._key
+        items.append(item)
+        k, item_key = len(items) - 1, key(item)
+        while k > 0:
+            parent = (k - 1) >> 1
+            if item_key >= key(items[parent]):
+                break
+            items[k] = items[parent]
+            k = parent
+        items[k] = item
+
+    def poll(self):
+        items, key = self._items, self._key
+        result = items[0]
+        last = items.pop()
+        n = len(items)
+        if n:
+            k, last_key, half = 0, key(last), n >> 1
+            while k < half:
+                child = 2 * k + 1
+                right = child + 1
+                if right < n and key(items[child]) > key(items[right]):
+                    child = right
+                if last_key <= key(items[child]):
+                    break
+                items[k] = items[child]
+                k = child
+            items[k] = last
+        return result
 
 
 def _group_assignment(state: _State, group: GroupSpec) -> dict[str, MemberAssignment]:
