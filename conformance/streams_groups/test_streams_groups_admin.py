@@ -84,11 +84,13 @@ def test_streams_groups_tool_and_admin(bootstrap: str, request: pytest.FixtureRe
     assert after_alter["offsets"][f"{app.input}-2"] == 1 and after_alter["offsets"][f"{app.input}-3"] == 2, after_alter
     tool(("--delete-offsets", "--group", group, "--input-topic", app.input),
          ("--describe", "--group", group, "--offsets"))
-    after_delete, deleted_offsets, remaining = admin(bootstrap, f"offsets:{group}", f"delete-offsets:{group}:{repartition}",
-                                                     f"offsets:{group}")
+    after_delete, deleted_offsets, remaining, still = admin(
+        bootstrap, f"offsets:{group}", f"delete-offsets:{group}:{repartition}", f"offsets:{group}", "list")
     assert not any(k.startswith(app.input + "-") for k in after_delete["offsets"]), after_delete
     assert deleted_offsets.get("partitions") == 6, deleted_offsets
     assert remaining["offsets"] == {}, remaining
+    # Kafka keeps an empty group without offsets until its periodic clean-up (offsets.retention.check.interval.ms).
+    assert {"group": group, "type": "Streams", "protocol": "streams", "state": "Empty"} in still["groups"], still
     tool(("--delete", "--group", group), ("--list",))
     deleted, relisted = admin(bootstrap, f"delete:{group}", "list")
     assert deleted["error"] == "GroupIdNotFoundException", deleted
