@@ -257,3 +257,43 @@ def test_initial_rebalance_delay(broker_factory, topic_name):
         assert sorted(_active(r)["0"] + _active(r2)["0"]) == [0, 1]
     finally:
         wire.close()
+
+
+def test_acls(broker_factory, topic_name):
+    """KafkaApis' checks: READ on the group, DESCRIBE on every topic of the topology, CREATE for the
+    internal topics (else a MISSING_INTERNAL_TOPICS detail naming them), DESCRIBE to describe."""
+    from kafkapy.protocol.messages import CreateAclsRequest
+
+    broker = broker_factory({**NO_DELAY, "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+                             "allow.everyone.if.no.acl.found": "true"})
+    wire = _Wire(broker.bootstrap)
+    group, denied_group = _group(), _group()
+    try:
+        wire.create_topic(topic_name, 2)
+        wire.create_topic("secret-" + group, 2)
+        acl = CreateAclsRequest.AclCreation
+        deny = [acl(resource_type=3, resource_name=denied_group, resource_pattern_type=3, principal="User:ANONYMOUS",
+                    host="*", operation=3, permission_type=2),          # READ on the group
+                acl(resource_type=2, resource_name="secret-" + group, resource_pattern_type=3,
+                    principal="User:ANONYMOUS", host="*", operation=8, permission_type=2),  # DESCRIBE topic
+                acl(resource_type=4, resource_name="kafka-cluster", resource_pattern_type=3,
+                    principal="User:ANONYMOUS", host="*", operation=7, permission_type=2),  # CREATE on cluster
+                acl(resource_type=2, resource_name=group, resource_pattern_type=4, principal="User:ANONYMOUS",
+                    host="*", operation=7, permission_type=2),          # CREATE on the app's topics
+                acl(resource_type=2, resource_name=group, resource_pattern_type=4, principal="User:ANONYMOUS",
+                    host="*", operation=8, permission_type=3)]          # but DESCRIBE them
+        created = wire.send(CreateAclsRequest(creations=deny), 3)
+        assert [c.error_code for c in created.results] == [0] * 5
+        r = wire.send(_join(denied_group, "m1", _topology(topic_name, denied_group)))
+        assert r.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+        r = wire.send(_join(group, "m1", _topology("secret-" + group, group)))
+        assert r.error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        r = wire.send(_join(group, "m1", _topology(topic_name, group)))
+        assert r.error_code == 0 and [s.status_code for s in r.status] == [MISSING_INTERNAL_TOPICS]
+        assert f"Unauthorized to CREATE on topics {group}-store-changelog" in r.status[0].status_detail
+        # an ACL on the group (the DENY READ) and none allowing DESCRIBE: describing it is denied too
+        d = wire.send(StreamsGroupDescribeRequest(group_ids=[group, denied_group], include_authorized_operations=True))
+        assert [(g.group_id, g.error_code) for g in d.groups] == [(group, 0), (denied_group, ErrorCode.GROUP_AUTHORIZATION_FAILED)]
+        assert d.groups[0].authorized_operations > 0
+    finally:
+        wire.close()

@@ -211,6 +211,9 @@ def _describe_group(group: StreamsGroup) -> _Describe.DescribedGroup:
 async def handle_streams_group_describe(ctx: RequestContext,
                                         request: StreamsGroupDescribeRequest) -> StreamsGroupDescribeResponse:
     coordinator = ctx.broker.group_coordinator
+    if not coordinator.streams.enabled:
+        return _Describe(groups=[_Describe.DescribedGroup(error_code=ErrorCode.UNSUPPORTED_VERSION, group_id=g)
+                                 for g in request.group_ids])
     groups = []
     for group_id in request.group_ids:
         if not ctx.authorized(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
@@ -228,9 +231,14 @@ async def handle_streams_group_describe(ctx: RequestContext,
                 described.authorized_operations = ctx.authorized_operations(ResourceType.GROUP, group_id)
             if ctx.api_version >= 1:
                 described.topology_description_status = 1 if request.include_topology_description else 0
+            if group.topology is not None and ctx.unauthorized_names(
+                    AclOperation.DESCRIBE, ResourceType.TOPIC, sorted(group.topology.required_topics())):
+                # KafkaApis: a group whose topology names a topic the client may not describe
+                described = _Describe.DescribedGroup(
+                    error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, group_id=group_id,
+                    error_message="The described group uses topics that the client is not authorized to describe.")
             groups.append(described)
-        elif group is not None and not group.is_in(*[]) and not getattr(group, "is_dead", False) \
-                and group.state.value != "Dead":
+        elif group is not None and group.state.value != "Dead":
             groups.append(_Describe.DescribedGroup(error_code=ErrorCode.GROUP_ID_NOT_FOUND, group_id=group_id,
                                                    error_message=f"Group {group_id} is not a streams group."))
         else:
