@@ -297,3 +297,91 @@ def test_acls(broker_factory, topic_name):
         assert d.groups[0].authorized_operations > 0
     finally:
         wire.close()
+
+
+def test_admin_metrics_and_console(broker_factory, topic_name):
+    """OffsetCommit/OffsetFetch/TxnOffsetCommit by members, OffsetDelete, DeleteGroups, DescribeGroups,
+    the group counts on /metrics and the console's group pages for a streams group."""
+    import urllib.request
+
+    from conformance.broker_process import free_port
+    from kafkapy.protocol.messages import (
+        DeleteGroupsRequest,
+        DescribeGroupsRequest,
+        OffsetDeleteRequest,
+        OffsetFetchRequest,
+        TxnOffsetCommitRequest,
+    )
+
+    metrics_port, console_port = free_port(), free_port()
+    broker = broker_factory({**NO_DELAY, "transaction.partition.verification.enable": "false",
+                             "kafkapy.metrics.listener": f"http://127.0.0.1:{metrics_port}",
+                             "kafkapy.console.listener": f"http://127.0.0.1:{console_port}"})
+    wire = _Wire(broker.bootstrap)
+    group = _group()
+    try:
+        wire.create_topic(topic_name, 2)
+        wire.create_topic(f"{group}-store-changelog", 2)
+        r = wire.send(_join(group, "m1", _topology(topic_name, group)))
+        r = wire.send(_beat(group, "m1", r.member_epoch, {}))
+        assert _active(r) in ({"0": [0, 1]}, None)
+        epoch = r.member_epoch
+        commit = OffsetCommitRequest(
+            group_id=group, generation_id_or_member_epoch=epoch, member_id="m1",
+            topics=[OffsetCommitRequest.OffsetCommitRequestTopic(name=topic_name, partitions=[
+                OffsetCommitRequest.OffsetCommitRequestPartition(partition_index=p, committed_offset=3 + p)
+                for p in (0, 1)])])
+        assert [p.error_code for p in wire.send(commit, 9).topics[0].partitions] == [0, 0]
+        assert wire.send(commit, 8).topics[0].partitions[0].error_code == ErrorCode.UNSUPPORTED_VERSION
+        commit.member_id = "nobody"
+        assert wire.send(commit, 9).topics[0].partitions[0].error_code == ErrorCode.UNKNOWN_MEMBER_ID
+        txn = TxnOffsetCommitRequest(
+            transactional_id="t1", group_id=group, producer_id=1000, producer_epoch=0, generation_id=epoch + 3,
+            member_id="m1", group_instance_id=None,
+            topics=[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(name=topic_name, partitions=[
+                TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=9,
+                                                                       committed_leader_epoch=-1,
+                                                                       committed_metadata="")])])
+        assert wire.send(txn, 4).topics[0].partitions[0].error_code == ErrorCode.ILLEGAL_GENERATION
+        fetch = OffsetFetchRequest(groups=[OffsetFetchRequest.OffsetFetchRequestGroup(
+            group_id=group, member_id="m1", member_epoch=epoch, topics=[
+                OffsetFetchRequest.OffsetFetchRequestTopics(name=topic_name, partition_indexes=[0, 1])])],
+            require_stable=False)
+        fetched = wire.send(fetch, 9).groups[0]
+        assert fetched.error_code == 0
+        assert [p.committed_offset for p in fetched.topics[0].partitions] == [3, 4]
+        fetch.groups[0].member_epoch = epoch + 1
+        assert wire.send(fetch, 9).groups[0].error_code == ErrorCode.STALE_MEMBER_EPOCH
+        # a topic of the topology keeps its offsets while the group has members
+        delete = OffsetDeleteRequest(group_id=group, topics=[OffsetDeleteRequest.OffsetDeleteRequestTopic(
+            name=topic_name, partitions=[OffsetDeleteRequest.OffsetDeleteRequestPartition(partition_index=0)])])
+        deleted = wire.send(delete, 0)
+        assert deleted.topics[0].partitions[0].error_code == ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
+        assert wire.send(DeleteGroupsRequest(groups_names=[group]), 2).results[0].error_code == \
+            ErrorCode.NON_EMPTY_GROUP
+        described = wire.send(DescribeGroupsRequest(groups=[group], include_authorized_operations=False), 5)
+        assert described.groups[0].group_state == "Dead"  # not a classic group (DescribeGroups v5)
+        listed = wire.send(ListGroupsRequest(states_filter=["stable"], types_filter=[]), 5)
+        assert [(g.group_type, g.group_state) for g in listed.groups if g.group_id == group] == [("streams", "Stable")]
+        text = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10).read().decode()
+        assert 'kafka_server_group_coordinator_metrics_group_count{protocol="streams"} 1.0' in text
+        assert 'kafka_server_group_coordinator_metrics_streams_group_count{state="stable"} 1.0' in text
+        page = urllib.request.urlopen(f"http://127.0.0.1:{console_port}/groups", timeout=10).read().decode()
+        assert group in page and "streams" in page
+        page = urllib.request.urlopen(f"http://127.0.0.1:{console_port}/groups/{group}", timeout=10).read().decode()
+        assert "active 0_0-1" in page and "process m1" in page
+        # once the member left: the offsets of the topology's topics may go, then the group
+        assert wire.send(_beat(group, "m1", -1)).error_code == 0
+        assert wire.send(delete, 0).topics[0].partitions[0].error_code == 0
+        assert wire.send(DeleteGroupsRequest(groups_names=[group]), 2).results[0].error_code == 0
+        d = wire.send(StreamsGroupDescribeRequest(group_ids=[group], include_authorized_operations=False))
+        assert d.groups[0].error_code == ErrorCode.GROUP_ID_NOT_FOUND
+    finally:
+        wire.close()
+    broker.restart()
+    wire = _Wire(broker.bootstrap)
+    try:  # the deletion is durable: tombstones for the streams records too
+        d = wire.send(StreamsGroupDescribeRequest(group_ids=[group], include_authorized_operations=False))
+        assert d.groups[0].error_code == ErrorCode.GROUP_ID_NOT_FOUND
+    finally:
+        wire.close()

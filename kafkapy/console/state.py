@@ -15,6 +15,7 @@ from ..groupcoord.consumer.group import ConsumerGroup
 from ..protocol.consumer_protocol import decode_assignment
 from ..groupcoord.coordinator import default_assignor_name
 from ..groupcoord.group import GroupState
+from ..groupcoord.streams.group import StreamsGroup
 
 __all__ = [
     "ConsoleError", "PartitionOffsets", "cluster_overview", "topic_summaries", "topic_detail",
@@ -224,6 +225,10 @@ def group_summaries(broker, query: str = "") -> list[dict]:
         if isinstance(group, ConsumerGroup):
             protocol = preferred_assignor(group, _default_assignor(broker))
             topics = {tp[0] for tp in group.offsets} | group.subscribed_topic_names()
+        elif isinstance(group, StreamsGroup):
+            protocol = "sticky"
+            topics = {tp[0] for tp in group.offsets} | (
+                set(group.topology.required_topics()) if group.topology is not None else set())
         else:
             protocol = group.protocol_name or ""
             topics = {tp[0] for tp in group.offsets}
@@ -285,6 +290,8 @@ def group_detail(broker, group_id: str) -> dict:
     group = get_group(broker, group_id)
     if isinstance(group, ConsumerGroup):
         return _consumer_group_detail(broker, group)
+    if isinstance(group, StreamsGroup):
+        return _streams_group_detail(broker, group)
     owner: dict[tuple[str, int], dict] = {}
     members = []
     for member in group.members.values():
@@ -346,6 +353,43 @@ def _consumer_group_detail(broker, group: ConsumerGroup) -> dict:
             "leader": "", "members": members, "partitions": partitions,
             "lag": sum(p["lag"] or 0 for p in partitions),
             "topics": sorted({tp[0] for tp in group.offsets} | group.subscribed_topic_names())}
+
+
+def _tasks_text(tasks) -> str:
+    """'active 0_0-3; standby 1_2' (Kafka Streams' task ids: subtopology_partition)."""
+    parts = []
+    for role in ("active", "standby", "warmup"):
+        held = getattr(tasks, role)
+        if held:
+            parts.append(role + " " + ", ".join(f"{s}_{_ranges(p)}" for s, p in sorted(held.items())))
+    return "; ".join(parts)
+
+
+def _streams_group_detail(broker, group: StreamsGroup) -> dict:
+    """A streams group (KIP-1071): epochs, each member's process, epoch, tasks and target tasks; a
+    partition's owner is the member with the active task reading it."""
+    topology = group.topology
+    owner: dict[tuple[str, int], dict] = {}
+    members = []
+    for m in sorted(group.members.values(), key=lambda x: (x.client_id, x.member_id)):
+        target = group.target.get(m.member_id)
+        row = {"member_id": m.member_id, "instance_id": m.instance_id or "", "client_id": m.client_id,
+               "host": m.client_host, "rack": m.rack_id or "", "member_epoch": m.member_epoch,
+               "member_type": "streams", "subscription": f"process {m.process_id}",
+               "assignment": _tasks_text(m.assigned), "target": _tasks_text(target) if target else "",
+               "partitions": sum(len(p) for p in m.assigned.active.values()), "leader": False}
+        members.append(row)
+        if topology is not None:
+            for s, parts in m.assigned.active.items():
+                for topic in topology.source_topics_of(s):
+                    for p in parts:
+                        owner[(topic, p)] = row
+    partitions = _partition_rows(broker, group, owner)
+    return {"group": group.group_id, "type": "streams", "state": group.state.value, "protocol_type": "streams",
+            "protocol": "sticky", "generation": group.group_epoch, "group_epoch": group.group_epoch,
+            "assignment_epoch": group.assignment_epoch, "leader": "", "members": members, "partitions": partitions,
+            "lag": sum(p["lag"] or 0 for p in partitions),
+            "topics": sorted({tp[0] for tp in group.offsets})}
 
 
 def _partition_rows(broker, group, owner: dict[tuple[str, int], dict]) -> list[dict]:

@@ -307,6 +307,8 @@ class GroupCoordinator:
         if isinstance(group, StreamsGroup):
             error = ErrorCode.COORDINATOR_NOT_AVAILABLE if group.is_in(DEAD) else \
                 group.validate_offset_commit(member_id, group_instance_id, generation_id, True, 9, offsets)
+            if error == ErrorCode.STALE_MEMBER_EPOCH:
+                error = ErrorCode.ILLEGAL_GENERATION  # the error transactional producers know, as for consumer groups
             if error is not None:
                 return {tp: error for tp in offsets}
             return self.manager.store_txn_offsets(group, producer_id, producer_epoch, offsets)

@@ -137,6 +137,14 @@ _GROUP_STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", 
 GROUP_STATE_NAMES = {state: _source(f"kafka_coordinator_group_groupmetadatamanager_numgroups{state.lower()}",
                                     f"kafka.coordinator.group:type=GroupMetadataManager,name=NumGroups{state}", "",
                                     f"groups in state {state}") for state in _GROUP_STATES}
+# Kafka 4's GroupCoordinatorMetrics: groups by protocol, and streams groups by state (KIP-1071)
+GROUP_COUNT = _source("kafka_server_group_coordinator_metrics_group_count",
+                      "kafka.server:type=group-coordinator-metrics,name=group-count,protocol=", "protocol",
+                      "groups coordinated here by protocol (classic, consumer, streams)")
+STREAMS_GROUP_COUNT = _source("kafka_server_group_coordinator_metrics_streams_group_count",
+                              "kafka.server:type=group-coordinator-metrics,name=streams-group-count,state=", "state",
+                              "streams groups coordinated here by state")
+_STREAMS_STATES = ("Empty", "NotReady", "Assigning", "Reconciling", "Stable", "Dead")
 _KE = "kafka_exporter"
 BROKERS = _source("kafka_brokers", _KE, "", "brokers in the cluster")
 BROKER_INFO = _source("kafka_broker_info", _KE, "address, id", "one series per broker")
@@ -233,6 +241,8 @@ class BrokerState:
     # share groups (KIP-932): (group id, members) coordinated here, and the share-partitions led
     # here: (group id, topic, partition, start offset, {state: records})
     share_groups: list[tuple[str, int]] = field(default_factory=list)
+    # (group type, state) of every group coordinated here
+    group_types: list[tuple[str, str]] = field(default_factory=list)
     share_partitions: list[tuple[str, str, int, int, dict[str, int]]] = field(default_factory=list)
     # pushed client telemetry (KIP-714): (client instance id, client id, metric, attributes, value)
     client_metrics: list[tuple[str, str, str, str, float]] = field(default_factory=list)
@@ -290,6 +300,8 @@ class BrokerCollector:
         state.fetches = _safe(lambda: self._read_fetches(hws))
         state.log_dirs = _safe(lambda: [(str(d), st.status, st.failures, st.recoveries)
                                         for d, st in broker.logs.dir_states.items()]) or []
+        state.group_types = _safe(lambda: [(getattr(g, "group_type", "classic"), g.state.value)
+                                           for g in _groups(broker)]) or []
         share = getattr(broker, "_share_groups", None)  # built on the first share request only
         if share is not None:
             state.share_groups = _safe(lambda: [(g.group_id, len(g.members)) for g in list(share.groups.values())])
@@ -527,6 +539,20 @@ def _group_families(state: BrokerState) -> Iterator[Metric]:
     for group_state, name in GROUP_STATE_NAMES.items():
         yield _gauge(name, by_state.get(group_state, 0))
     yield _gauge(NUM_OFFSETS, sum(len(offsets) for *_, offsets in state.groups))
+    by_type = dict.fromkeys(("classic", "consumer", "streams"), 0)
+    streams_by_state = dict.fromkeys(_STREAMS_STATES, 0)
+    for group_type, group_state in state.group_types:
+        by_type[group_type] = by_type.get(group_type, 0) + 1
+        if group_type == "streams":
+            streams_by_state[group_state] = streams_by_state.get(group_state, 0) + 1
+    count = _gauge(GROUP_COUNT, labels=["protocol"])
+    for group_type, n in sorted(by_type.items()):
+        count.add_metric([group_type], n)
+    yield count
+    streams_count = _gauge(STREAMS_GROUP_COUNT, labels=["state"])
+    for group_state, n in streams_by_state.items():
+        streams_count.add_metric([group_state.lower()], n)
+    yield streams_count
     hws = {(p.topic, p.partition): p.high_watermark for p in state.partitions if p.high_watermark is not None}
     offset = _gauge(CG_OFFSET, labels=["consumergroup", "topic", "partition"])
     offset_sum = _gauge(CG_OFFSET_SUM, labels=["consumergroup", "topic"])
