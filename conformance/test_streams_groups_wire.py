@@ -385,3 +385,23 @@ def test_admin_metrics_and_console(broker_factory, topic_name):
         assert d.groups[0].error_code == ErrorCode.GROUP_ID_NOT_FOUND
     finally:
         wire.close()
+
+
+def test_oversized_topology(wire, topic_name):
+    """A topology whose records exceed __consumer_offsets' max.message.bytes: Kafka's coordinator
+    answers UNKNOWN_SERVER_ERROR (a too large batch) and keeps nothing; other groups are undisturbed."""
+    group, other = _group(), _group()
+    wire.create_topic(topic_name, 1)
+    ok = wire.send(_join(other, "m1", _topology(topic_name, other)))
+    assert ok.error_code == 0
+    subtopologies = [_Req.Subtopology(
+        subtopology_id=str(i), source_topics=[f"t{i:05d}-" + "x" * 200], source_topic_regex=[],
+        state_changelog_topics=[], repartition_sink_topics=[], repartition_source_topics=[], copartition_groups=[])
+        for i in range(6000)]
+    big = wire.send(_join(group, "m1", _Req.Topology(epoch=0, subtopologies=subtopologies)))
+    assert big.error_code == ErrorCode.UNKNOWN_SERVER_ERROR
+    d = wire.send(StreamsGroupDescribeRequest(group_ids=[group, other], include_authorized_operations=False))
+    assert [g.error_code for g in d.groups] == [ErrorCode.GROUP_ID_NOT_FOUND, 0]
+    assert wire.send(_beat(other, "m1", ok.member_epoch, {})).error_code == 0
+    # the same member can then join with a topology that fits
+    assert wire.send(_join(group, "m1", _topology(topic_name, group))).error_code == 0

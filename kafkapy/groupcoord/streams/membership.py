@@ -305,7 +305,8 @@ class StreamsGroupMembership:
         if reconfigure:
             configured = configure(topology, self._partitions_of)
         # -- validation is over: everything below changes the group --------------------------
-        if self.manager.groups.get(group.group_id) is not group:
+        previous_group = self.manager.groups.get(group.group_id)
+        if previous_group is not group:
             self.manager.groups[group.group_id] = group
         updated = StreamsGroupMember(
             member_id=member_id,
@@ -398,6 +399,7 @@ class StreamsGroupMembership:
             group.shutdown_request_member_id = member_id
         error = self._write(group, records)
         if error is not None:
+            self._undo_join(group, previous_group, member, is_new and replaced is None, new_topology)
             return StreamsHeartbeatResult(error)
         if is_new or replaced is not None:
             log.info("streams group %s: member %s%s joined (epoch %d, group epoch %d)", group.group_id, member_id,
@@ -424,6 +426,27 @@ class StreamsGroupMembership:
                            f" requested a shutdown for the entire application."))
         result.status = status
         return result
+
+    def _undo_join(self, group: StreamsGroup, previous_group: Any, member: StreamsGroupMember, new_member: bool,
+                   new_topology: bool) -> None:
+        """A heartbeat whose records could not be written (e.g. a topology too large for one batch
+        of __consumer_offsets) leaves no new group, member or topology behind, as Kafka's
+        coordinator, which applies records only once written. Changes to existing members stay
+        in memory until their next heartbeat rewrites them."""
+        if previous_group is not group:
+            member.cancel_timers()
+            for timer in group.timers.values():
+                timer.cancel()
+            if previous_group is None:
+                self.manager.groups.pop(group.group_id, None)
+            else:
+                self.manager.groups[group.group_id] = previous_group
+            return
+        if new_member:
+            member.cancel_timers()
+            group.remove_member(member.member_id)
+        if new_topology:
+            group.topology, group.configured = None, None
 
     @staticmethod
     def _metadata_hash(topology: Topology | None) -> int:
