@@ -78,12 +78,13 @@ class _Wire:
             self.loop.run_until_complete(asyncio.sleep(0.1))
         return response
 
-    def create_topic(self, name: str, partitions: int) -> None:
+    def create_topic(self, name: str, partitions: int, replication_factor: int = 1) -> int:
         req = CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
-            name=name, num_partitions=partitions, replication_factor=1, assignments=[], configs=[])],
-            timeout_ms=10000)
+            name=name, num_partitions=partitions, replication_factor=replication_factor, assignments=[],
+            configs=[])], timeout_ms=10000)
         resp = self.send(req, 5)
-        assert resp.topics[0].error_code in (0, ErrorCode.TOPIC_ALREADY_EXISTS)
+        assert resp.topics[0].error_code in (0, ErrorCode.TOPIC_ALREADY_EXISTS, ErrorCode.NOT_CONTROLLER)
+        return resp.topics[0].error_code
 
     def close(self) -> None:
         async def close():
