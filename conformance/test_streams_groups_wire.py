@@ -406,3 +406,41 @@ def test_oversized_topology(wire, topic_name):
     assert wire.send(_beat(other, "m1", ok.member_epoch, {})).error_code == 0
     # the same member can then join with a topology that fits
     assert wire.send(_join(group, "m1", _topology(topic_name, group))).error_code == 0
+
+
+def test_group_configs(wire, topic_name):
+    """streams.* group configs: DescribeConfigs shows the broker defaults, IncrementalAlterConfigs
+    sets them within Kafka's bounds, the heartbeat uses them; share.* configs stay apart."""
+    from kafkapy.protocol.messages import DescribeConfigsRequest, IncrementalAlterConfigsRequest
+
+    group = _group()
+
+    def describe() -> dict[str, tuple[str, bool]]:
+        resp = wire.send(DescribeConfigsRequest(resources=[DescribeConfigsRequest.DescribeConfigsResource(
+            resource_type=32, resource_name=group, configuration_keys=None)], include_synonyms=False,
+            include_documentation=False), 4)
+        assert resp.results[0].error_code == 0
+        return {c.name: (c.value, c.config_source == 5) for c in resp.results[0].configs}
+
+    def alter(**configs) -> int:
+        res = IncrementalAlterConfigsRequest.AlterConfigsResource(resource_type=32, resource_name=group, configs=[
+            IncrementalAlterConfigsRequest.AlterableConfig(name=k.replace("_", "."), config_operation=0, value=v)
+            for k, v in configs.items()])
+        return wire.send(IncrementalAlterConfigsRequest(resources=[res], validate_only=False), 1) \
+            .responses[0].error_code
+
+    before = describe()
+    assert before["streams.session.timeout.ms"] == ("45000", True)
+    assert before["streams.num.standby.replicas"] == ("0", True)
+    assert "share.record.lock.duration.ms" in before
+    assert alter(streams_session_timeout_ms="1000") == ErrorCode.INVALID_CONFIG      # below the broker minimum
+    assert alter(streams_num_standby_replicas="3") == ErrorCode.INVALID_CONFIG       # above the maximum (2)
+    assert alter(streams_heartbeat_interval_ms="6000", streams_num_standby_replicas="1",
+                 share_record_lock_duration_ms="15000") == 0
+    after = describe()
+    assert after["streams.heartbeat.interval.ms"] == ("6000", False)
+    assert after["streams.num.standby.replicas"] == ("1", False)
+    assert after["share.record.lock.duration.ms"] == ("15000", False)
+    wire.create_topic(topic_name, 1)
+    r = wire.send(_join(group, "m1", _topology(topic_name, group)))
+    assert r.error_code == 0 and r.heartbeat_interval_ms == 6000

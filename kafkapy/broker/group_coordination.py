@@ -41,7 +41,17 @@ class GroupCoordination:
         # the topics KIP-848 consumer groups subscribe to, kept current by the metadata store
         topics = BrokerTopicView(broker.partitions, broker.metadata)
         broker.metadata.add_listener(topics.on_metadata_change)
-        return GroupCoordinator(config, store, topics=topics)
+        coordinator = GroupCoordinator(config, store, topics=topics)
+        # streams group configs (streams.*) are kept in the metadata store with the share group ones
+        coordinator.streams.group_configs.bind(broker.metadata.get_group_configs, broker.metadata.set_group_configs,
+                                               self._streams_configs_stored)
+        return coordinator
+
+    def _streams_configs_stored(self, group_id: str, configs: dict) -> None:
+        # the share coordinator caches the same stored dict (its alter rewrites it whole)
+        share = getattr(self._broker, "_share_groups", None)
+        if share is not None:
+            share.group_configs[group_id] = dict(configs)
 
     def offsets_topic(self):
         """__consumer_offsets metadata, creating the topic on first use as Kafka does; None if it can't."""

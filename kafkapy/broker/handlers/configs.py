@@ -51,13 +51,16 @@ def _authorization_error(ctx: RequestContext, resource, operation: AclOperation)
 
 
 def _describe_group(broker, resource) -> list:
-    """The share group configs of a group (kafkapy/groupcoord/share; KIP-932's share.* keys)."""
+    """The configs of a group: share.* (kafkapy/groupcoord/share, KIP-932) and streams.*
+    (kafkapy/groupcoord/streams/configs.py, KIP-1071)."""
     from ..config import ConfigEntry, ConfigSource
 
     keys = resource.configuration_keys
+    described = list(broker.share_groups.describe_group_configs(resource.resource_name))
+    described += broker.group_coordinator.streams.group_configs.describe(resource.resource_name)
     return [ConfigEntry(name=name, value=value, read_only=False, is_sensitive=False,
                         source=ConfigSource.DEFAULT_CONFIG if is_default else GROUP_CONFIG_SOURCE)
-            for name, value, is_default in broker.share_groups.describe_group_configs(resource.resource_name)
+            for name, value, is_default in described
             if keys is None or name in keys]
 
 
@@ -186,9 +189,18 @@ def _alter(broker, resource, validate_only: bool, *, ops=None, replace=None) -> 
             for meta in broker.partitions.topics():
                 broker.partitions.apply_topic_config(meta.name)
     elif resource.resource_type == GROUP and ops is not None:
-        code, message = broker.share_groups.alter_group_configs(resource.resource_name, ops, validate_only)
-        if code:
-            raise KafkaError(message, code)
+        ops = list(ops)
+        streams_ops = [op for op in ops if op[0].startswith("streams.")]
+        share_ops = [op for op in ops if not op[0].startswith("streams.")]
+        if streams_ops:
+            code, message = broker.group_coordinator.streams.group_configs.alter(
+                resource.resource_name, streams_ops, validate_only)
+            if code:
+                raise KafkaError(message, code)
+        if share_ops or not streams_ops:
+            code, message = broker.share_groups.alter_group_configs(resource.resource_name, share_ops, validate_only)
+            if code:
+                raise KafkaError(message, code)
     elif resource.resource_type == CLIENT_METRICS:
         _alter_client_metrics(broker, resource, validate_only, ops=ops, replace=replace)
     else:

@@ -32,6 +32,7 @@ from .group import (
     clean,
     contains_any,
 )
+from .configs import StreamsGroupConfigs
 from .topology import ConfiguredTopology, InternalTopic, Status, Topology, configure
 
 log = logging.getLogger(__name__)
@@ -156,20 +157,22 @@ class StreamsGroupMembership:
         self._validate_group_status = validate_group_status
         self.topics = topics
         self.scheduler: Any = None
+        # per-group overrides (streams.*); the broker gives it the metadata store to keep them in
+        self.group_configs = StreamsGroupConfigs(config)
 
     @property
     def enabled(self) -> bool:
         return "streams" in self.config.group_coordinator_rebalance_protocols
 
     # -- config ---------------------------------------------------------------------------
-    def session_timeout_ms(self) -> int:
-        return self.config.group_streams_session_timeout_ms
+    def session_timeout_ms(self, group_id: str) -> int:
+        return self.group_configs.get(group_id, "streams.session.timeout.ms")
 
-    def heartbeat_interval_ms(self) -> int:
-        return self.config.group_streams_heartbeat_interval_ms
+    def heartbeat_interval_ms(self, group_id: str) -> int:
+        return self.group_configs.get(group_id, "streams.heartbeat.interval.ms")
 
-    def assignment_configs(self) -> dict[str, str]:
-        return {"num.standby.replicas": str(self.config.group_streams_num_standby_replicas)}
+    def assignment_configs(self, group_id: str) -> dict[str, str]:
+        return {"num.standby.replicas": str(self.group_configs.get(group_id, "streams.num.standby.replicas"))}
 
     def _partitions_of(self, topic: str) -> int | None:
         if self.topics is None:
@@ -367,7 +370,7 @@ class StreamsGroupMembership:
                 self._check_tasks(configured, tasks)
         if validated != group.validated_topology_epoch:
             bump = True
-        configs = self.assignment_configs()
+        configs = self.assignment_configs(group.group_id)
         if not bump and configs != group.last_assignment_configs:
             bump = True
         if bump:
@@ -378,12 +381,11 @@ class StreamsGroupMembership:
             records.append(rec.metadata_record(group))
             log.info("streams group %s: group epoch bumped to %d (validated topology epoch %d)", group.group_id,
                      group.group_epoch, validated)
-        if was_empty and self.config.group_streams_initial_rebalance_delay_ms > 0 \
-                and "initial-rebalance" not in group.timers:
+        delay_ms = self.group_configs.get(group.group_id, "streams.initial.rebalance.delay.ms")
+        if was_empty and delay_ms > 0 and "initial-rebalance" not in group.timers:
             # coalesce the first joins of a new (or emptied) group, as Kafka 4.4 does
             group.timers["initial-rebalance"] = self.scheduler.call_later(
-                self.config.group_streams_initial_rebalance_delay_ms / 1000, self._on_initial_rebalance_delay,
-                group.group_id, group)
+                delay_ms / 1000, self._on_initial_rebalance_delay, group.group_id, group)
         target_epoch, target = group.assignment_epoch, None
         if group.group_epoch > group.assignment_epoch:
             if "initial-rebalance" in group.timers:
@@ -406,9 +408,11 @@ class StreamsGroupMembership:
                      f" (instance {member.instance_id})" if member.instance_id else "", member.member_epoch,
                      group.group_epoch)
         result = StreamsHeartbeatResult(member_id=member_id, member_epoch=member.member_epoch,
-                                        heartbeat_interval_ms=self.heartbeat_interval_ms(),
-                                        task_offset_interval_ms=self.config.group_streams_task_offset_interval_ms,
-                                        acceptable_recovery_lag=self.config.group_streams_acceptable_recovery_lag)
+                                        heartbeat_interval_ms=self.heartbeat_interval_ms(group.group_id),
+                                        task_offset_interval_ms=self.group_configs.get(
+                                            group.group_id, "streams.task.offset.interval.ms"),
+                                        acceptable_recovery_lag=self.group_configs.get(
+                                            group.group_id, "streams.acceptable.recovery.lag"))
         if joining or member.assigned != member.last_sent:
             result.tasks = member.assigned
             member.last_sent = member.assigned
@@ -537,7 +541,8 @@ class StreamsGroupMembership:
     # -- assignment -----------------------------------------------------------------------
     def _update_target_assignment(self, group: StreamsGroup, configured: ConfiguredTopology, records: list) -> None:
         tasks = configured.tasks if configured.ready else {}
-        assignment = compute_assignment(group, tasks or {}, group.last_assignment_configs or self.assignment_configs())
+        assignment = compute_assignment(group, tasks or {},
+                                        group.last_assignment_configs or self.assignment_configs(group.group_id))
         for member_id in group.members:
             new = assignment.get(member_id, EMPTY_TASKS)
             if group.target.get(member_id) != new:
@@ -711,7 +716,7 @@ class StreamsGroupMembership:
         if member.session_timer is not None:
             member.session_timer.cancel()
         member.session_timer = self.scheduler.call_later(
-            self.session_timeout_ms() / 1000, self._on_session_timeout, group.group_id, member.member_id, member)
+            self.session_timeout_ms(group.group_id) / 1000, self._on_session_timeout, group.group_id, member.member_id, member)
 
     def schedule_member_timers(self, group: StreamsGroup) -> None:
         for member in list(group.members.values()):
