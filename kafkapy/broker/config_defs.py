@@ -554,6 +554,9 @@ _USED = {
     "group.streams.session.timeout.ms", "group.streams.heartbeat.interval.ms", "group.streams.max.size",
     "group.streams.num.standby.replicas", "group.streams.initial.rebalance.delay.ms",
     "group.streams.task.offset.interval.ms", "group.streams.acceptable.recovery.lag",
+    "group.streams.min.session.timeout.ms", "group.streams.max.session.timeout.ms",
+    "group.streams.min.heartbeat.interval.ms", "group.streams.max.heartbeat.interval.ms",
+    "group.streams.max.standby.replicas",
     # share groups (kafkapy/groupcoord/share)
     "group.share.enable", "group.share.record.lock.duration.ms", "group.share.delivery.count.limit",
     "group.share.session.timeout.ms", "group.share.heartbeat.interval.ms", "group.share.max.size",
