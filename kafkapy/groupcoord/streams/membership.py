@@ -235,6 +235,10 @@ class StreamsGroupMembership:
             if r.topology is None:
                 raise invalid("Topology must be non-null when (re-)joining.")
             for s in r.topology.subtopologies:
+                if s.source_topic_regex:
+                    # Kafka 4.4 (GroupCoordinatorService): not yet a feature of streams groups
+                    raise invalid("Regular expressions for source topics are not supported yet.")
+            for s in r.topology.subtopologies:
                 for t in s.state_changelog_topics:
                     if t.partitions != 0:
                         raise _error(ErrorCode.STREAMS_INVALID_TOPOLOGY,

@@ -155,6 +155,8 @@ def test_bad_heartbeats_leave_the_group_alone():
     other = Topology(0, (Subtopology("0", ("other",)),))
     assert h.heartbeat("b", 0, topology=other).error == E.INVALID_REQUEST
     assert h.heartbeat("a", -3).error == E.INVALID_REQUEST
+    regex = Topology(0, (Subtopology("0", (), ("in.*",)),))
+    assert h.heartbeat("c", 0, topology=regex).error == E.INVALID_REQUEST
     assert h.heartbeat("a", epoch, topology=TOPOLOGY).error == E.INVALID_REQUEST
     assert len(h.manager.written) == written and set(h.group.members) == {"a"}
     assert a.beat().error == E.NONE and a.tasks() == ALL
