@@ -21,7 +21,7 @@ from kafkapy.protocol.messages import (
 pytestmark = pytest.mark.timeout(90)
 
 # the initial rebalance delay (Kafka's 3 s) is tested on its own broker below
-NO_DELAY = {"group.streams.initial.rebalance.delay.ms": "0"}
+NO_DELAY = {"group.streams.initial.rebalance.delay.ms": "0", "group.streams.assignment.interval.ms": "0"}
 
 
 @pytest.fixture(scope="module")

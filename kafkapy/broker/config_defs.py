@@ -556,7 +556,8 @@ _USED = {
     "group.streams.task.offset.interval.ms", "group.streams.acceptable.recovery.lag",
     "group.streams.min.session.timeout.ms", "group.streams.max.session.timeout.ms",
     "group.streams.min.heartbeat.interval.ms", "group.streams.max.heartbeat.interval.ms",
-    "group.streams.max.standby.replicas",
+    "group.streams.max.standby.replicas", "group.streams.assignment.interval.ms",
+    "group.streams.min.assignment.interval.ms", "group.streams.max.assignment.interval.ms",
     # share groups (kafkapy/groupcoord/share)
     "group.share.enable", "group.share.record.lock.duration.ms", "group.share.delivery.count.limit",
     "group.share.session.timeout.ms", "group.share.heartbeat.interval.ms", "group.share.max.size",
@@ -851,6 +852,10 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _table(
       Range(0)),
     K("group.streams.initial.rebalance.delay.ms", I, 3000, M, "How long a new streams group waits for more members"
       " before its first assignment (members get ASSIGNMENT_DELAYED meanwhile).", Range(0)),
+    K("group.streams.assignment.interval.ms", I, 1000, M, "Least time between two target assignments of a"
+      " streams group (members get ASSIGNMENT_DELAYED meanwhile).", Range(0)),
+    K("group.streams.min.assignment.interval.ms", I, 0, M, "Minimum streams.assignment.interval.ms.", Range(0)),
+    K("group.streams.max.assignment.interval.ms", I, 15000, M, "Maximum streams.assignment.interval.ms.", Range(0)),
     K("group.streams.task.offset.interval.ms", I, 60000, M, "How often streams members report their task offsets.",
       Range(1)),
     K("group.streams.acceptable.recovery.lag", LG, 10000, M, "The lag under which a member is caught up on a task.",

@@ -49,6 +49,9 @@ class GroupCoordinatorConfig:
     group_streams_num_standby_replicas: int = 0
     group_streams_max_standby_replicas: int = 2
     group_streams_initial_rebalance_delay_ms: int = 3000
+    group_streams_assignment_interval_ms: int = 1000
+    group_streams_min_assignment_interval_ms: int = 0
+    group_streams_max_assignment_interval_ms: int = 15000
     group_streams_task_offset_interval_ms: int = 60000
     group_streams_acceptable_recovery_lag: int = 10000
 

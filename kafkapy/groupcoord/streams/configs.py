@@ -25,6 +25,7 @@ STREAMS_GROUP_CONFIGS: dict[str, str] = {
     "streams.heartbeat.interval.ms": "group_streams_heartbeat_interval_ms",
     "streams.num.standby.replicas": "group_streams_num_standby_replicas",
     "streams.initial.rebalance.delay.ms": "group_streams_initial_rebalance_delay_ms",
+    "streams.assignment.interval.ms": "group_streams_assignment_interval_ms",
     "streams.task.offset.interval.ms": "group_streams_task_offset_interval_ms",
     "streams.acceptable.recovery.lag": "group_streams_acceptable_recovery_lag",
 }
@@ -83,6 +84,8 @@ class StreamsGroupConfigs:
             low, high = c.group_streams_min_heartbeat_interval_ms, c.group_streams_max_heartbeat_interval_ms
         elif name == "streams.num.standby.replicas":
             low, high = 0, c.group_streams_max_standby_replicas
+        elif name == "streams.assignment.interval.ms":
+            low, high = c.group_streams_min_assignment_interval_ms, c.group_streams_max_assignment_interval_ms
         else:
             low, high = 0, 2**63 - 1
         if value < low:

@@ -155,6 +155,7 @@ class StreamsGroup:
         self.group_id = group_id
         self.group_epoch = 0
         self.assignment_epoch = 0
+        self.assignment_timestamp = 0  # when the target was last computed (ms; 0: never)
         self.members: dict[str, StreamsGroupMember] = {}
         self.static_members: dict[str, str] = {}
         self.target: dict[str, Tasks] = {}

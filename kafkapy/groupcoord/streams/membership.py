@@ -396,9 +396,12 @@ class StreamsGroupMembership:
                 target_epoch, target = max(1, group.assignment_epoch), EMPTY_TASKS
                 status.append((Status.ASSIGNMENT_DELAYED,
                                "Assignment delayed due to the configured initial rebalance delay."))
-            else:
+            elif self._can_compute_target(group):
                 self._update_target_assignment(group, configured, records)
                 target_epoch = group.assignment_epoch
+            else:
+                status.append((Status.ASSIGNMENT_DELAYED,
+                               "Assignment delayed due to the configured assignment interval."))
         self._reconcile(group, member, request, records, target_epoch, target)
         self._schedule_session_timeout(group, member)
         if request.shutdown_application:
@@ -543,6 +546,13 @@ class StreamsGroupMembership:
                  new.instance_id, new.member_id)
 
     # -- assignment -----------------------------------------------------------------------
+    def _can_compute_target(self, group: StreamsGroup) -> bool:
+        """Kafka 4.4's assignment interval: a new target at most every streams.assignment.interval.ms;
+        meanwhile members keep the current one (the next heartbeat after the interval computes it)."""
+        interval = self.group_configs.get(group.group_id, "streams.assignment.interval.ms")
+        last = group.assignment_timestamp
+        return last == 0 or interval == 0 or self.clock_ms() >= last + interval
+
     def _update_target_assignment(self, group: StreamsGroup, configured: ConfiguredTopology, records: list) -> None:
         tasks = configured.tasks if configured.ready else {}
         assignment = compute_assignment(group, tasks or {},
@@ -553,6 +563,7 @@ class StreamsGroupMembership:
                 group.target[member_id] = new
                 records.append(rec.target_member_record(group.group_id, member_id, new))
         group.assignment_epoch = group.group_epoch
+        group.assignment_timestamp = self.clock_ms()
         records.append(rec.target_epoch_record(group))
         log.info("streams group %s: new target assignment for epoch %d (%d members, %d subtopologies)",
                  group.group_id, group.assignment_epoch, len(group.members), len(tasks or {}))

@@ -2,7 +2,8 @@
 
 Record types (the key's leading int16, Kafka's coordinator "apiKey"): 17 StreamsGroupMetadata
 (group epoch, metadata hash, validated topology epoch, last assignment configs), 19
-StreamsGroupMemberMetadata, 20 StreamsGroupTargetAssignmentMetadata (assignment epoch), 21
+StreamsGroupMemberMetadata, 20 StreamsGroupTargetAssignmentMetadata (assignment epoch; 4.4's
+assignment timestamp as tagged field 0), 21
 StreamsGroupTargetAssignmentMember, 22 StreamsGroupCurrentMemberAssignment (epochs, state, tasks
 and tasks pending revocation, active tasks' assignment epochs as tagged field 0) and 23
 StreamsGroupTopology. Schemas: kafka-group-coordinator 4.4.0's generated classes (the JSON is
@@ -167,7 +168,13 @@ def member_metadata_record(group_id: str, m: StreamsGroupMember) -> Record:
 def target_epoch_record(group: StreamsGroup) -> Record:
     w = _Writer()
     w.int32(group.assignment_epoch)
-    w.no_tags()
+    if group.assignment_timestamp:  # tagged field 0 (Kafka 4.4), written when not its default 0
+        w.uvarint(1)
+        w.uvarint(0)
+        w.uvarint(8)
+        w.int64(group.assignment_timestamp)
+    else:
+        w.no_tags()
     return _key(STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA, group.group_id), bytes(w.out)
 
 
@@ -351,6 +358,7 @@ class StoredStreamsGroup:
     validated_topology_epoch: int = -1
     last_assignment_configs: dict[str, str] = field(default_factory=dict)
     assignment_epoch: int = 0
+    assignment_timestamp: int = 0
     topology: Topology | None = None
     members: dict[str, StreamsGroupMember] = field(default_factory=dict)
     target: dict[str, Tasks] = field(default_factory=dict)
@@ -404,6 +412,8 @@ class StreamsGroupReplay:
             stored.last_assignment_configs = dict(_Reader(tags[1]).key_values()) if 1 in tags else {}
         elif kind == STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA:
             stored.assignment_epoch = r.int32()
+            tags = r.tags()
+            stored.assignment_timestamp = _q.unpack(tags[0])[0] if 0 in tags else 0
         elif kind == STREAMS_GROUP_MEMBER_METADATA:
             m = StreamsGroupMember(member_id)
             m.instance_id = r.nullable_string()
@@ -455,6 +465,7 @@ def restore_streams_group(stored: StoredStreamsGroup, offsets, now_ms: int) -> S
     group.validated_topology_epoch = stored.validated_topology_epoch
     group.last_assignment_configs = dict(stored.last_assignment_configs)
     group.assignment_epoch = stored.assignment_epoch
+    group.assignment_timestamp = stored.assignment_timestamp
     group.topology = stored.topology
     group.target = dict(stored.target)
     for member_id, m in stored.members.items():

@@ -33,6 +33,7 @@ class FakeManager:
 class Harness:
     def __init__(self, topics=("in", "app-store-changelog", "app-rep"), **config):
         config.setdefault("group_streams_initial_rebalance_delay_ms", 0)
+        config.setdefault("group_streams_assignment_interval_ms", 0)
         self.scheduler = ManualScheduler()
         self.view = StaticTopicView([TopicMetadata(None, name, 4) for name in topics])
         self.manager = FakeManager()
@@ -233,3 +234,30 @@ def test_random_joins_and_leaves_never_share_an_active_task():
         assert_exclusive(active)
     settle(active)
     assert set().union(*(c.tasks() for c in active)) == ALL
+
+
+def test_assignment_interval_delays_the_next_target():
+    """Kafka 4.4: a new target at most every streams.assignment.interval.ms; meanwhile the members
+    keep theirs and hear ASSIGNMENT_DELAYED; the first heartbeat after the interval computes it."""
+    h = Harness(group_streams_assignment_interval_ms=1000)
+    a, b = Client(h, "a"), Client(h, "b")
+    settle([a])
+    assert a.tasks() == ALL
+    r = b.beat()
+    assert [code for code, _ in r.status] == [5] and b.tasks() == set()
+    assert h.group.state.value == "Assigning"
+    h.scheduler.advance(1000)
+    settle([a, b])
+    assert len(a.tasks()) == len(b.tasks()) == 4
+
+
+def test_assignment_timestamp_round_trip():
+    from kafkapy.groupcoord.streams import records as rec
+
+    group = StreamsGroup("g")
+    group.group_epoch = group.assignment_epoch = 3
+    group.assignment_timestamp = 1_700_000_000_123
+    replay = rec.StreamsGroupReplay()
+    for key, value in (rec.metadata_record(group), rec.target_epoch_record(group)):
+        replay.add(key, value)
+    assert rec.restore_streams_group(replay.groups["g"], {}, 0).assignment_timestamp == 1_700_000_000_123
