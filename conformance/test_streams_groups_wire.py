@@ -44,7 +44,7 @@ def _topology(source: str, app: str, epoch: int = 0) -> _Req.Topology:
 def _join(group: str, member: str, topology, process: str | None = None) -> _Req:
     return _Req(group_id=group, member_id=member, member_epoch=0, endpoint_information_epoch=0,
                 rebalance_timeout_ms=10000, topology=topology, process_id=process or member,
-                active_tasks=None, standby_tasks=None, warmup_tasks=None, client_tags=[])
+                active_tasks=[], standby_tasks=[], warmup_tasks=[], client_tags=[])
 
 
 def _beat(group: str, member: str, epoch: int, active: dict[str, list[int]] | None = None) -> _Req:

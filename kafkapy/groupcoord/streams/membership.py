@@ -230,7 +230,7 @@ class StreamsGroupMembership:
                 raise invalid("RebalanceTimeoutMs must be provided in first request.")
             for tasks, name in ((r.active_tasks, "ActiveTasks"), (r.standby_tasks, "StandbyTasks"),
                                 (r.warmup_tasks, "WarmupTasks")):
-                if tasks:
+                if tasks is None or tasks:  # Kafka: an empty list, not null
                     raise invalid(f"{name} must be empty when (re-)joining.")
             if r.topology is None:
                 raise invalid("Topology must be non-null when (re-)joining.")

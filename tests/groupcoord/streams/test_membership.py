@@ -52,6 +52,8 @@ class Harness:
             if "topology" not in fields:
                 request.topology = TOPOLOGY
             request.process_id = fields.get("process_id", member_id)
+            if active is None:
+                request.active_tasks, request.standby_tasks, request.warmup_tasks = {}, {}, {}
         if active is not None:
             request.active_tasks, request.standby_tasks, request.warmup_tasks = active, {}, {}
         return self.membership.heartbeat(request)

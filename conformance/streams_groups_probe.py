@@ -1,0 +1,183 @@
+"""The same raw StreamsGroupHeartbeat/Describe exchanges against any broker, as data to compare.
+
+`probe(bootstrap)` runs a fixed scenario with kafkapy's wire client (conformance/test_streams_groups_wire's
+helpers) and returns what a client would see at each step: error codes, statuses, member epochs
+relative to the first one, tasks, group states, describe fields. The differential test runs it on
+Kafka 4.4.0 (conformance/real_kafka.py) and on kafkapy and compares the two.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+
+from conformance.test_streams_groups_wire import _active, _beat, _join, _Req, _topology, _Wire
+from kafkapy.protocol.errors import ErrorCode
+from kafkapy.protocol.messages import StreamsGroupDescribeRequest
+
+# Both brokers run with these (Kafka's names): no initial delay or assignment interval, so the
+# exchanges do not depend on timing; the delay is probed on one group through its group config.
+PROBE_BROKER_CONFIG = {
+    "group.streams.initial.rebalance.delay.ms": "0",
+    "group.streams.assignment.interval.ms": "0",
+    "group.streams.min.session.timeout.ms": "6000",
+    "group.streams.session.timeout.ms": "10000",
+}
+
+
+def _status(response) -> list[int]:
+    return sorted(s.status_code for s in (response.status or []))
+
+
+def _step(response, base_epoch: int | None = None) -> dict:
+    out = {"error": ErrorCode(response.error_code).name, "status": _status(response),
+           "active": _active(response)}
+    if base_epoch is not None and response.error_code == 0:
+        out["epoch"] = response.member_epoch - base_epoch
+    return out
+
+
+def _sleep(wire: _Wire, seconds: float) -> None:
+    wire.loop.run_until_complete(asyncio.sleep(seconds))
+
+
+def _coordinator_wire(bootstrap: str, group: str) -> _Wire:
+    from kafkapy.protocol.messages import FindCoordinatorRequest
+
+    wire = _Wire(bootstrap)
+    for _ in range(100):
+        found = wire.send(FindCoordinatorRequest(key=group, key_type=0), 3)
+        if found.error_code == 0:
+            break
+        _sleep(wire, 0.2)
+    target = f"{found.host}:{found.port}"
+    if target != bootstrap:
+        wire.close()
+        wire = _Wire(target)
+    return wire
+
+
+def probe(bootstrap: str) -> dict:
+    run = uuid.uuid4().hex[:6]
+    source, group = f"probe-in-{run}", f"probe-app-{run}"
+    seen: dict = {}
+    wire = _coordinator_wire(bootstrap, group)
+    try:
+        wire.create_topic(source, 2)
+        topology = _topology(source, group, epoch=1)
+        # 1. the first member: internal topics are missing, then created by the coordinator
+        r = wire.send(_join(group, "m1", topology))
+        base = r.member_epoch
+        seen["join m1"] = _step(r, base)
+        steps = []
+        for _ in range(50):
+            r = wire.send(_beat(group, "m1", r.member_epoch, _active(r) or {}))
+            step = _step(r, base)
+            if not steps or steps[-1] != step:
+                steps.append(step)
+            if r.error_code or (_active(r) and not r.status):
+                break
+            _sleep(wire, 0.2)
+        seen["m1 until stable"] = steps
+        m1 = r
+        # 2. a second member: nothing until m1 revoked
+        r2 = wire.send(_join(group, "m2", topology))
+        seen["join m2"] = _step(r2, base)
+        r2 = wire.send(_beat(group, "m2", r2.member_epoch, {}))
+        seen["m2 before revocation"] = _step(r2, base)
+        m1 = wire.send(_beat(group, "m1", m1.member_epoch, _active(m1)))
+        seen["m1 told to revoke"] = _step(m1, base)
+        kept = _active(m1) or {}
+        m1 = wire.send(_beat(group, "m1", m1.member_epoch, kept))
+        seen["m1 revoked"] = _step(m1, base)
+        r2 = wire.send(_beat(group, "m2", r2.member_epoch, {}))
+        seen["m2 after revocation"] = _step(r2, base)
+        seen["tasks spread"] = sorted(len(p) for p in ((_active(m1) or kept).get("0", []),
+                                                       (_active(r2) or {}).get("0", [])))
+        # 3. bad input: Kafka's errors, and the group unchanged
+        m1_epoch, m2_epoch = m1.member_epoch, r2.member_epoch
+        bad = {
+            "epoch ahead": _beat(group, "m1", m1_epoch + 5, kept),
+            "unknown member": _beat(group, "nobody", m1_epoch, {}),
+            "unknown subtopology": _beat(group, "m2", m2_epoch, {"9": [0]}),
+            "task out of range": _beat(group, "m2", m2_epoch, {"0": [7]}),
+            "other topology": _join(group, "m3", _topology(source + "-other", group, epoch=1)),
+            "internal topic": _join(group, "m3", _topology("__consumer_offsets", group)),
+            "no rebalance timeout": _join(group, "m3", topology),
+            "no topology": _join(group, "m3", None),
+            "epoch -3": _beat(group, "m1", -3),
+        }
+        bad["no rebalance timeout"].rebalance_timeout_ms = -1
+        regex = _topology(source, group, epoch=1)
+        regex.subtopologies[0].source_topic_regex = ["probe-.*"]
+        bad["source regex"] = _join(group, "m3", regex)
+        changelog = _topology(source, group, epoch=1)
+        changelog.subtopologies[0].state_changelog_topics[0].partitions = 2
+        bad["changelog partitions"] = _join(group, "m3", changelog)
+        seen["bad"] = {name: ErrorCode(wire.send(req).error_code).name for name, req in bad.items()}
+        r3 = wire.send(_join(group, "m3", _topology(source, group, epoch=0)))
+        seen["stale topology epoch"] = _step(r3)
+        if r3.error_code == 0:
+            wire.send(_beat(group, "m3", -1))
+        # 4. describe
+        d = wire.send(StreamsGroupDescribeRequest(group_ids=[group, "no-such-" + group],
+                                                  include_authorized_operations=False)).groups
+        g = d[0]
+        seen["describe"] = {
+            "error": g.error_code, "state": g.group_state, "epochs equal": g.group_epoch == g.assignment_epoch,
+            "members": sorted((m.member_id, m.member_epoch - base, m.topology_epoch, m.process_id, m.is_classic)
+                              for m in g.members),
+            "topology epoch": None if g.topology is None else g.topology.epoch,
+            "topology": None if g.topology is None else [
+                (s.subtopology_id, s.source_topics, [(t.name, t.partitions) for t in s.state_changelog_topics])
+                for s in g.topology.subtopologies],
+            "unknown group": (ErrorCode(d[1].error_code).name, d[1].error_message),
+        }
+        # 5. leaving: m2's tasks go back to m1
+        seen["m2 leaves"] = _step(wire.send(_beat(group, "m2", -1)))
+        m1 = wire.send(_beat(group, "m1", m1.member_epoch, _active(m1) or kept))
+        seen["m1 after leave"] = _step(m1, base)
+        m1 = wire.send(_beat(group, "m1", m1.member_epoch, _active(m1) or kept))
+        seen["m1 after leave, next"] = _step(m1, base)
+        seen["m1 leaves"] = _step(wire.send(_beat(group, "m1", -1)))
+        d = wire.send(StreamsGroupDescribeRequest(group_ids=[group], include_authorized_operations=False)).groups[0]
+        seen["state when empty"] = d.group_state
+        seen["heartbeat after leaving"] = ErrorCode(wire.send(_beat(group, "m1", m1.member_epoch, {})).error_code).name
+    finally:
+        wire.close()
+    return seen
+
+
+def initial_delay_probe(bootstrap: str, delay_ms: int = 2000) -> dict:
+    """A new group with streams.initial.rebalance.delay.ms set on the group: what its first members
+    see while the delay runs and after it."""
+    from kafkapy.protocol.messages import IncrementalAlterConfigsRequest
+
+    run = uuid.uuid4().hex[:6]
+    source, group = f"probe-in-{run}", f"probe-delay-{run}"
+    seen: dict = {}
+    wire = _coordinator_wire(bootstrap, group)
+    try:
+        wire.create_topic(source, 2)
+        wire.create_topic(f"{group}-store-changelog", 2)
+        R = IncrementalAlterConfigsRequest
+        altered = wire.send(R(resources=[R.AlterConfigsResource(resource_type=32, resource_name=group, configs=[
+            R.AlterableConfig(name="streams.initial.rebalance.delay.ms", config_operation=0, value=str(delay_ms))])],
+            validate_only=False), 1)
+        seen["alter"] = ErrorCode(altered.responses[0].error_code).name
+        topology = _topology(source, group)
+        started = time.monotonic()
+        r = wire.send(_join(group, "m1", topology))
+        seen["join m1"] = {**_step(r), "epoch": r.member_epoch}
+        r = wire.send(_beat(group, "m1", r.member_epoch, {}))
+        seen["m1 during delay"] = {**_step(r), "epoch": r.member_epoch}
+        r2 = wire.send(_join(group, "m2", topology))
+        seen["join m2 during delay"] = {**_step(r2), "epoch": r2.member_epoch}
+        _sleep(wire, max(delay_ms / 1000 - (time.monotonic() - started), 0) + 0.5)
+        r = wire.send(_beat(group, "m1", r.member_epoch, {}))
+        r2 = wire.send(_beat(group, "m2", r2.member_epoch, {}))
+        seen["after delay"] = sorted([_step(r)["status"], _step(r2)["status"]])
+        seen["tasks after delay"] = sorted(len((_active(x) or {}).get("0", [])) for x in (r, r2))
+    finally:
+        wire.close()
+    return seen
