@@ -181,3 +181,121 @@ def initial_delay_probe(bootstrap: str, delay_ms: int = 2000) -> dict:
     finally:
         wire.close()
     return seen
+
+
+def topics_and_admin_probe(bootstrap: str) -> dict:
+    """Statuses for missing and incorrectly partitioned topics, static members, offsets by members,
+    and the admin APIs on a streams group."""
+    from kafkapy.protocol.messages import (
+        DeleteGroupsRequest,
+        DescribeGroupsRequest,
+        ListGroupsRequest,
+        OffsetCommitRequest,
+        OffsetDeleteRequest,
+        OffsetFetchRequest,
+    )
+
+    run = uuid.uuid4().hex[:6]
+    source, group = f"probe-in-{run}", f"probe-app-{run}"
+    seen: dict = {}
+    wire = _coordinator_wire(bootstrap, group)
+    try:
+        # missing source topic, then a changelog with the wrong partition count
+        r = wire.send(_join(group, "m1", _topology(source, group)))
+        seen["missing source"] = _step(r)
+        seen["missing source detail"] = [s.status_detail for s in r.status]
+        base = r.member_epoch
+        wire.create_topic(source, 2)
+        wire.create_topic(f"{group}-store-changelog", 3)
+        _sleep(wire, 1.0)
+        r = wire.send(_beat(group, "m1", r.member_epoch, {}))
+        seen["wrongly partitioned"] = _step(r, base)
+        seen["wrongly partitioned detail"] = [s.status_detail for s in r.status]
+        seen["heartbeat interval"] = r.heartbeat_interval_ms
+        d = wire.send(StreamsGroupDescribeRequest(group_ids=[group], include_authorized_operations=False)).groups[0]
+        seen["state not ready"] = (d.group_state, None if d.topology is None or d.topology.subtopologies is None else [
+            (s.subtopology_id, s.source_topics, [(t.name, t.partitions) for t in s.state_changelog_topics])
+            for s in d.topology.subtopologies])
+        assert wire.send(_beat(group, "m1", -1)).error_code == 0
+        # static members on a group whose topics are right
+        group2 = f"probe-app-{run}s"
+        wire.close()
+        wire = _coordinator_wire(bootstrap, group2)
+        wire.create_topic(f"{group2}-store-changelog", 2)
+        _sleep(wire, 1.0)  # Kafka's metadata image gets the new topic asynchronously
+        j = _join(group2, "s1", _topology(source, group2))
+        j.instance_id = "i1"
+        r = wire.send(j)
+        base = r.member_epoch
+        r = wire.send(_beat(group2, "s1", r.member_epoch, _active(r) or {}))
+        held = _active(r) or {}
+        seen["static s1"] = _step(r, base)
+        seen["static s1 full"] = sorted(held.get("0", []))
+        j2 = _join(group2, "s2", _topology(source, group2))
+        j2.instance_id = "i1"
+        seen["same instance while s1 is in"] = ErrorCode(wire.send(j2).error_code).name
+        leave = _beat(group2, "s1", -2, None)
+        leave.instance_id = "i1"
+        seen["static leave"] = _step(wire.send(leave))
+        r2 = wire.send(j2)
+        seen["replacement s2"] = _step(r2, base)
+        d = wire.send(StreamsGroupDescribeRequest(group_ids=[group2], include_authorized_operations=False)).groups[0]
+        seen["after replacement"] = sorted((m.member_id, m.instance_id, m.member_epoch - base) for m in d.members)
+        old = _beat(group2, "s1", r.member_epoch, held)
+        old.instance_id = "i1"
+        seen["old static member"] = ErrorCode(wire.send(old).error_code).name
+        # offsets by the member
+        epoch = r2.member_epoch
+
+        def commit(member: str, member_epoch: int, version: int = 9) -> str:
+            req = OffsetCommitRequest(
+                group_id=group2, generation_id_or_member_epoch=member_epoch, member_id=member,
+                topics=[OffsetCommitRequest.OffsetCommitRequestTopic(name=source, partitions=[
+                    OffsetCommitRequest.OffsetCommitRequestPartition(partition_index=0, committed_offset=5)])])
+            return ErrorCode(wire.send(req, version).topics[0].partitions[0].error_code).name
+
+        seen["commit"] = commit("s2", epoch)
+        seen["commit epoch ahead"] = commit("s2", epoch + 1)
+        seen["commit unknown member"] = commit("zz", epoch)
+        seen["commit v8"] = commit("s2", epoch, 8)
+        seen["commit admin while members"] = commit("", -1)
+
+        def fetch(member, member_epoch) -> str:
+            req = OffsetFetchRequest(groups=[OffsetFetchRequest.OffsetFetchRequestGroup(
+                group_id=group2, member_id=member, member_epoch=member_epoch, topics=[
+                    OffsetFetchRequest.OffsetFetchRequestTopics(name=source, partition_indexes=[0])])],
+                require_stable=False)
+            return ErrorCode(wire.send(req, 9).groups[0].error_code).name
+
+        seen["fetch"] = fetch("s2", epoch)
+        seen["fetch stale"] = fetch("s2", epoch + 1)
+        seen["fetch admin"] = fetch(None, -1)
+        delete = OffsetDeleteRequest(group_id=group2, topics=[OffsetDeleteRequest.OffsetDeleteRequestTopic(
+            name=source, partitions=[OffsetDeleteRequest.OffsetDeleteRequestPartition(partition_index=0)])])
+        od = wire.send(delete, 0)
+        seen["offset delete"] = (ErrorCode(od.error_code).name,
+                                 [ErrorCode(p.error_code).name for t in od.topics for p in t.partitions])
+        seen["delete group"] = ErrorCode(wire.send(DeleteGroupsRequest(groups_names=[group2]), 2)
+                                         .results[0].error_code).name
+        described = wire.send(DescribeGroupsRequest(groups=[group2], include_authorized_operations=False), 5)
+        seen["describe groups v5"] = (ErrorCode(described.groups[0].error_code).name, described.groups[0].group_state,
+                                      described.groups[0].protocol_type)
+        listed = wire.send(ListGroupsRequest(states_filter=[], types_filter=["streams"]), 5)
+        seen["list streams"] = sorted((g.group_state, g.group_type, g.protocol_type)
+                                      for g in listed.groups if g.group_id == group2)
+        listed = wire.send(ListGroupsRequest(states_filter=[], types_filter=["consumer"]), 5)
+        seen["list consumer"] = [g.group_id for g in listed.groups if g.group_id == group2]
+        # leave; the group is Empty: admin commits, offset delete and group delete go through
+        leave = _beat(group2, "s2", -1, None)
+        leave.instance_id = "i1"
+        seen["static final leave"] = _step(wire.send(leave))
+        seen["commit admin when empty"] = commit("", -1)
+        od = wire.send(delete, 0)
+        seen["offset delete when empty"] = [ErrorCode(p.error_code).name for t in od.topics for p in t.partitions]
+        seen["delete group when empty"] = ErrorCode(wire.send(DeleteGroupsRequest(groups_names=[group2]), 2)
+                                                    .results[0].error_code).name
+        d = wire.send(StreamsGroupDescribeRequest(group_ids=[group2], include_authorized_operations=False)).groups[0]
+        seen["describe deleted"] = ErrorCode(d.error_code).name
+    finally:
+        wire.close()
+    return seen

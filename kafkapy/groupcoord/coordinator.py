@@ -388,8 +388,10 @@ class GroupCoordinator:
             return ErrorCode.NON_EMPTY_GROUP, {}
         if eligible:
             wanted = set(eligible)
+            # Kafka's OffsetDelete leaves an empty streams group in place (DeleteGroups removes it)
             removed = self.manager.cleanup_group_metadata(
-                [group], lambda g: [tp for tp in g.offsets if tp in wanted])
+                [group], lambda g: [tp for tp in g.offsets if tp in wanted],
+                drop_empty=not isinstance(group, StreamsGroup))
             log.info("deleted %d offsets of group %s", removed, group_id)
             errors.update((tp, ErrorCode.NONE) for tp in eligible)
         return ErrorCode.NONE, errors

@@ -299,8 +299,10 @@ class GroupMetadataManager:
         return count
 
     def cleanup_group_metadata(self, groups: Iterable[GroupMetadata],
-                               selector: Callable[[GroupMetadata], list[TopicPartition]]) -> int:
-        """Remove offsets chosen by `selector` (tombstones); drop groups that are Dead; count removed."""
+                               selector: Callable[[GroupMetadata], list[TopicPartition]],
+                               drop_empty: bool = True) -> int:
+        """Remove offsets chosen by `selector` (tombstones); drop groups that are Dead (and, with
+        `drop_empty`, Empty groups left without offsets); count removed."""
         removed_total = 0
         for group in groups:
             removed = selector(group)
@@ -308,7 +310,8 @@ class GroupMetadataManager:
                 group.offsets.pop(tp, None)
             tombstones: list[tuple[bytes, bytes | None]] = [
                 (offset_commit_key(group.group_id, tp[0], tp[1]), None) for tp in removed]
-            if group.is_in(GroupState.EMPTY) and not group.has_offsets() and group.group_id in self.groups \
+            if drop_empty and group.is_in(GroupState.EMPTY) and not group.has_offsets() \
+                    and group.group_id in self.groups \
                     and not self.pending_txn.has_group(group.group_id):
                 group.transition_to(GroupState.DEAD, self.clock_ms())
             if group.is_in(GroupState.DEAD):

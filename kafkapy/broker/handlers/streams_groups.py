@@ -160,26 +160,22 @@ async def handle_streams_group_heartbeat(ctx: RequestContext,
 def _describe_group(group: StreamsGroup) -> _Describe.DescribedGroup:
     topology = None
     if group.topology is not None:
-        subtopologies = None
+        # configured: the internal topics' decided partition counts; not (yet): as declared (Kafka 4.4)
+        decided = {}
         if group.configured is not None and group.configured.tasks is not None:
-            subtopologies = []
-            decided = {}
-            for s in group.topology.subtopologies:
-                n = group.configured.tasks.get(s.subtopology_id, 0)
-                for t in s.state_changelog_topics:
-                    decided[t.name] = n
+            decided = group.configured.internal_partitions
 
-            def info(t, n):
-                return _Describe.TopicInfo(name=t.name, partitions=n, replication_factor=t.replication_factor,
-                                           topic_configs=[_Describe.KeyValue(key=k, value=v)
-                                                          for k, v in t.topic_configs])
+        def info(t):
+            return _Describe.TopicInfo(name=t.name, partitions=decided.get(t.name, t.partitions),
+                                       replication_factor=t.replication_factor,
+                                       topic_configs=[_Describe.KeyValue(key=k, value=v) for k, v in t.topic_configs])
 
-            for s in group.topology.subtopologies:
-                subtopologies.append(_Describe.Subtopology(
-                    subtopology_id=s.subtopology_id, source_topics=list(s.source_topics),
-                    repartition_sink_topics=list(s.repartition_sink_topics),
-                    state_changelog_topics=[info(t, decided.get(t.name, 0)) for t in s.state_changelog_topics],
-                    repartition_source_topics=[info(t, t.partitions) for t in s.repartition_source_topics]))
+        subtopologies = [_Describe.Subtopology(
+            subtopology_id=s.subtopology_id, source_topics=list(s.source_topics),
+            repartition_sink_topics=list(s.repartition_sink_topics),
+            state_changelog_topics=[info(t) for t in s.state_changelog_topics],
+            repartition_source_topics=[info(t) for t in s.repartition_source_topics])
+            for s in group.topology.subtopologies]
         topology = _Describe.Topology(epoch=group.topology.epoch, subtopologies=subtopologies)
 
     def assignment(tasks: Tasks) -> _Describe.Assignment:

@@ -362,7 +362,7 @@ class StreamsGroupMembership:
         # configure the topology against the topics
         metadata_hash = group.metadata_hash
         if reconfigure:
-            metadata_hash = self._metadata_hash(group.topology)
+            metadata_hash = self._metadata_hash(group.topology, self._partitions_of)
             if metadata_hash != group.metadata_hash:
                 bump = True
             group.configured = configured
@@ -460,12 +460,20 @@ class StreamsGroupMembership:
             group.topology, group.configured = None, None
 
     @staticmethod
-    def _metadata_hash(topology: Topology | None) -> int:
-        # a stable stand-in for Kafka's metadata hash: the topology's topics (partition counts come
-        # from the topic view version, which reconfigures on every topic change)
+    def _metadata_hash(topology: Topology | None, partitions_of) -> int:
+        """A stand-in for Kafka's metadata hash: the topology's topics that exist, with their
+        partition counts (0 when none exists), so that creating, deleting or growing one of them
+        bumps the group epoch as in Kafka. Not Kafka's value (which hashes topic ids and racks too)."""
         if topology is None:
             return 0
-        digest = hashlib.sha256(",".join(sorted(topology.required_topics())).encode()).digest()
+        existing = []
+        for name in sorted(topology.required_topics()):
+            n = partitions_of(name)
+            if n is not None:
+                existing.append(f"{name}:{n}")
+        if not existing:
+            return 0
+        digest = hashlib.sha256(",".join(existing).encode()).digest()
         return int.from_bytes(digest[:8], "big", signed=True)
 
     @staticmethod

@@ -151,6 +151,8 @@ class ConfiguredTopology:
     tasks: dict[str, int] | None
     to_create: dict[str, InternalTopic] = field(default_factory=dict)
     status: tuple[int, str] | None = None
+    # internal topic -> its decided partition count (repartition and changelog topics)
+    internal_partitions: dict[str, int] = field(default_factory=dict)
 
     @property
     def ready(self) -> bool:
@@ -285,4 +287,5 @@ def configure(topology: Topology, partitions_of: Callable[[str], int | None]) ->
     status = None
     if to_create:
         status = (Status.MISSING_INTERNAL_TOPICS, f"Internal topics are missing: {_summarize(to_create)}")
-    return ConfiguredTopology(topology.epoch, tasks, to_create, status)
+    return ConfiguredTopology(topology.epoch, tasks, to_create, status,
+                              {name: t.partitions for name, t in expected.items()})
