@@ -7,7 +7,15 @@ state batches that changed and is laid over the stored state: it is appended as 
 record, or as a whole ShareSnapshot when the share-partition has none yet, when its state is
 replaced (a new state epoch) or after `updates_per_snapshot` updates
 (share.coordinator.snapshot.update.records.per.snapshot, 500). The records of many writes to one
-partition go in one append (write_many). State is read back by scanning the partition the first
+partition go in one append (write_many).
+
+A ShareUpdate record carries every change since the share-partition's last snapshot (the updates
+since then laid over each other, nothing before the start offset: about the in-flight window),
+not only the last write's: kafkapy creates __share_group_state compacted, and compaction keeps
+only the latest record of each key, i.e. the latest snapshot and the latest update, which then
+still add up to the whole state. (Kafka creates the topic with cleanup.policy=delete and no
+retention and deletes the records before the oldest snapshot still needed; its updates carry
+only the write's batches.) State is read back by scanning the partition the first
 time a share-partition is created after a start or a leadership change, each snapshot followed by
 its updates (the scan is cached per partition and leader epoch and kept current by the writes).
 
@@ -51,8 +59,9 @@ class ShareStateStore:
         self._cache: dict[int, tuple[int, dict[tuple[str, uuid.UUID, int], ShareState]]] = {}
         # the state partition of each share-partition (a Java string hash, asked several times a write)
         self._partition_of: dict[tuple[str, uuid.UUID, int], int] = {}
-        # ShareUpdate records since each share-partition's last ShareSnapshot
+        # ShareUpdate records since each share-partition's last ShareSnapshot, and what they add up to
         self._updates: dict[tuple[str, uuid.UUID, int], int] = {}
+        self._since_snapshot: dict[tuple[str, uuid.UUID, int], ShareState] = {}
 
     def partition_of(self, group_id: str, topic_id: uuid.UUID, partition: int) -> int:
         key = (group_id, topic_id, partition)
@@ -81,6 +90,7 @@ class ShareStateStore:
                 if value is None:  # a tombstone: the share-partition's state was deleted
                     states.pop(k, None)
                     self._updates.pop(k, None)
+                    self._since_snapshot.pop(k, None)
                     continue
                 state = decode_value(kind, value)
             except StateRecordError as exc:
@@ -89,9 +99,11 @@ class ShareStateStore:
             if kind == SNAPSHOT:
                 states[k] = state
                 self._updates[k] = 0
+                self._since_snapshot.pop(k, None)
             else:
                 states[k] = apply_update(states.get(k), state)
                 self._updates[k] = self._updates.get(k, 0) + 1
+                self._since_snapshot[k] = apply_update(self._since_snapshot.get(k), state)
         self._cache[state_partition] = (epoch, states)
         return states
 
@@ -132,7 +144,8 @@ class ShareStateStore:
             if states is None:
                 continue
             key = (group_id, topic_id, partition)
-            previous, updates = pending.get(key) or (states.get(key), self._updates.get(key, 0))
+            previous, updates, since = pending.get(key) or (states.get(key), self._updates.get(key, 0),
+                                                            self._since_snapshot.get(key))
             # a newer state epoch is a new state (Kafka's coordinator writes a snapshot for it too)
             replace = replace or (previous is not None and state.state_epoch > previous.state_epoch)
             if replace or previous is None or updates >= self.updates_per_snapshot:
@@ -140,18 +153,24 @@ class ShareStateStore:
                 merged.snapshot_epoch = 0 if previous is None else (previous.snapshot_epoch + 1) & 0xFFFF
                 merged.state_epoch = state.state_epoch if replace or previous is None else previous.state_epoch
                 record = (encode_key(SNAPSHOT, group_id, topic_id, partition), encode_value(SNAPSHOT, merged))
-                updates = 0
+                updates, since = 0, None
             else:
                 merged = apply_update(previous, state)
-                state.snapshot_epoch = previous.snapshot_epoch
-                record = (encode_key(UPDATE, group_id, topic_id, partition), encode_value(UPDATE, state))
+                # the update written carries every change since the snapshot (see the module docstring)
+                since = apply_update(since, state)
+                since.snapshot_epoch, since.leader_epoch = previous.snapshot_epoch, merged.leader_epoch
+                record = (encode_key(UPDATE, group_id, topic_id, partition), encode_value(UPDATE, since))
                 updates += 1
-            pending[key] = (merged, updates)
-            by_partition.setdefault(state_partition, []).append((key, record, merged, updates))
+            pending[key] = (merged, updates, since)
+            by_partition.setdefault(state_partition, []).append((key, record, merged, updates, since))
         for state_partition, planned in by_partition.items():
-            self._store.append(state_partition, [record for _, record, _, _ in planned])
+            self._store.append(state_partition, [record for _, record, _, _, _ in planned])
             states = self._states(state_partition)
-            for key, _, merged, updates in planned:
+            for key, _, merged, updates, since in planned:
                 states[key] = merged
                 self._updates[key] = updates
+                if since is None:
+                    self._since_snapshot.pop(key, None)
+                else:
+                    self._since_snapshot[key] = since
         return list(by_partition)

@@ -93,3 +93,28 @@ def test_many_writes_go_in_one_append(tmp_path):
     assert reloaded.read("g", TOPIC_ID, 0).batches == [(0, 1, 0, 1)]
     assert all(reloaded.read("g", TOPIC_ID, p).batches == [(0, 0, 0, 1)] for p in range(1, 8))
     logs.plog.close()
+
+
+def test_compaction_keeping_the_latest_snapshot_and_update_loses_nothing(tmp_path):
+    """__share_group_state is compacted: only the latest record of each key survives (the latest
+    ShareSnapshot and the latest ShareUpdate of a share-partition). Each update carries every
+    change since the snapshot, so what survives still loads as the whole state."""
+    logs = _Logs(tmp_path)
+    store = logs.store(per_snapshot=4)
+    writes = [ShareState(0, [(0, 9, 0, 1)]), ShareState(0, [(0, 1, 2, 1)]), ShareState(0, [(5, 6, 4, 1)]),
+              ShareState(2, [(2, 2, 2, 1), (10, 14, 0, 1)]), ShareState(3, [(8, 8, 2, 1)]),
+              ShareState(3, [(3, 3, 0, 2)]), ShareState(3, [(15, 15, 0, 1)])]
+    for n, state in enumerate(writes, 1):
+        store.write("g", TOPIC_ID, 0, state)
+        whole = store.read("g", TOPIC_ID, 0)
+        raw = OffsetsTopicStore(lambda p: logs.plog, topic="__share_group_state")
+        records = list(raw.read(0))
+        latest = {key: i for i, (key, _) in enumerate(records)}
+        compacted = _Logs(tmp_path / f"compacted-{n}")
+        OffsetsTopicStore(lambda p: compacted.plog, topic="__share_group_state").append(
+            0, [records[i] for i in sorted(latest.values())])
+        loaded = compacted.restart().read("g", TOPIC_ID, 0)
+        assert (loaded.start_offset, loaded.batches) == (whole.start_offset, whole.batches), n
+        compacted.plog.close()
+    assert logs.kinds() == [SNAPSHOT, UPDATE, UPDATE, UPDATE, UPDATE, SNAPSHOT, UPDATE]
+    logs.plog.close()
