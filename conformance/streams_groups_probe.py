@@ -299,3 +299,61 @@ def topics_and_admin_probe(bootstrap: str) -> dict:
     finally:
         wire.close()
     return seen
+
+
+def response_fields_probe(bootstrap: str) -> dict:
+    """The heartbeat's other fields (intervals, recovery lag, endpoint information for interactive
+    queries) and StreamsGroupDescribe v1's fields (assignor, topology description status, operations)."""
+    run = uuid.uuid4().hex[:6]
+    source, group = f"probe-in-{run}", f"probe-app-{run}"
+    seen: dict = {}
+    wire = _coordinator_wire(bootstrap, group)
+    try:
+        wire.create_topic(source, 2)
+        wire.create_topic(f"{group}-store-changelog", 2)
+        _sleep(wire, 1.0)
+        j = _join(group, "m1", _topology(source, group))
+        j.user_endpoint = _Req.Endpoint(host="app-host", port=7070)
+        r = wire.send(j)
+
+        def fields(resp) -> dict:
+            return {"heartbeat": resp.heartbeat_interval_ms, "task offsets": resp.task_offset_interval_ms,
+                    "recovery lag": resp.acceptable_recovery_lag,
+                    "description required": resp.topology_description_required,
+                    "endpoint epoch": resp.endpoint_information_epoch,
+                    "endpoints": None if resp.partitions_by_user_endpoint is None else [
+                        (e.user_endpoint.host, e.user_endpoint.port,
+                         [(tp.topic, sorted(tp.partitions)) for tp in e.active_partitions],
+                         [(tp.topic, sorted(tp.partitions)) for tp in e.standby_partitions])
+                        for e in e_sorted(resp.partitions_by_user_endpoint)]}
+
+        def e_sorted(entries):
+            return sorted(entries, key=lambda e: (e.user_endpoint.host, e.user_endpoint.port))
+
+        seen["join"] = fields(r)
+        epoch_seen = r.endpoint_information_epoch
+        for i in range(3):
+            b = _beat(group, "m1", r.member_epoch, _active(r) or {})
+            b.endpoint_information_epoch = epoch_seen
+            r = wire.send(b)
+            seen[f"beat {i}"] = fields(r)
+            epoch_seen = r.endpoint_information_epoch
+        v0 = wire.send(_beat(group, "m1", r.member_epoch, {"0": [0, 1]}), 0)
+        seen["v0 recovery lag legacy"] = v0.acceptable_recovery_lag_legacy
+        for version, include in ((0, False), (1, False), (1, True)):
+            req = StreamsGroupDescribeRequest(group_ids=[group], include_authorized_operations=True,
+                                              include_topology_description=include)
+            g = wire.send(req, version).groups[0]
+            seen[f"describe v{version} {include}"] = {
+                "assignor": g.assignor_name if version >= 1 else None,
+                "description status": g.topology_description_status if version >= 1 else None,
+                "operations": g.authorized_operations,
+                "user endpoint": [(m.user_endpoint.host, m.user_endpoint.port) if m.user_endpoint else None
+                                  for m in g.members],
+                "assignment": [sorted((t.subtopology_id, sorted(t.partitions)) for t in m.assignment.active_tasks)
+                               for m in g.members],
+                "target": [sorted((t.subtopology_id, sorted(t.partitions)) for t in m.target_assignment.active_tasks)
+                           for m in g.members]}
+    finally:
+        wire.close()
+    return seen

@@ -138,8 +138,7 @@ async def handle_streams_group_heartbeat(ctx: RequestContext,
     response = _Response(
         error_code=ErrorCode.NONE, member_id=result.member_id, member_epoch=result.member_epoch,
         heartbeat_interval_ms=result.heartbeat_interval_ms, task_offset_interval_ms=result.task_offset_interval_ms,
-        acceptable_recovery_lag=result.acceptable_recovery_lag,
-        acceptable_recovery_lag_legacy=min(result.acceptable_recovery_lag, 2**31 - 1),
+        acceptable_recovery_lag=result.acceptable_recovery_lag,  # v1; v0's legacy field stays 0, as Kafka 4.4
         status=[_Response.Status(status_code=code, status_detail=detail) for code, detail in status],
         endpoint_information_epoch=result.endpoint_information_epoch)
     tasks: Tasks | None = result.tasks

@@ -427,7 +427,12 @@ class StreamsGroupMembership:
                 group.endpoint_information_epoch += 1
         if group.endpoint_information_epoch != request.endpoint_information_epoch:
             result.partitions_by_endpoint = self._endpoints(group)
-        result.endpoint_information_epoch = group.endpoint_information_epoch
+        if previous_group is group:
+            result.endpoint_information_epoch = group.endpoint_information_epoch
+        else:
+            # Kafka 4.4: the bump on a group created by this heartbeat is not kept, and the epoch
+            # answered is 0 (the group object is only materialized when its records are replayed)
+            group.endpoint_information_epoch = 0
         if configured.status is not None:
             status.append(configured.status)
             result.internal_topics_to_create = dict(configured.to_create)
