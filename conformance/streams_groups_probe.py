@@ -357,3 +357,53 @@ def response_fields_probe(bootstrap: str) -> dict:
     finally:
         wire.close()
     return seen
+
+
+def standby_probe(bootstrap: str) -> dict:
+    """streams.num.standby.replicas=1 on the group, two processes: active and standby tasks as the
+    members reconcile (standbys of a stateful subtopology only, never on the active's process)."""
+    from kafkapy.protocol.messages import IncrementalAlterConfigsRequest
+
+    run = uuid.uuid4().hex[:6]
+    source, group = f"probe-in-{run}", f"probe-app-{run}"
+    seen: dict = {}
+    wire = _coordinator_wire(bootstrap, group)
+
+    def tasks(resp) -> dict | None:
+        if resp.active_tasks is None:
+            return None
+        return {role: {t.subtopology_id: sorted(t.partitions) for t in getattr(resp, f"{role}_tasks")}
+                for role in ("active", "standby", "warmup")}
+
+    def beat(member: str, resp, held: dict) -> object:
+        req = _beat(group, member, resp.member_epoch, held.get("active", {}))
+        req.standby_tasks = [_Req.TaskIds(subtopology_id=s, partitions=p) for s, p in held.get("standby", {}).items()]
+        req.warmup_tasks = [_Req.TaskIds(subtopology_id=s, partitions=p) for s, p in held.get("warmup", {}).items()]
+        return wire.send(req)
+
+    try:
+        wire.create_topic(source, 2)
+        wire.create_topic(f"{group}-store-changelog", 2)
+        R = IncrementalAlterConfigsRequest
+        wire.send(R(resources=[R.AlterConfigsResource(resource_type=32, resource_name=group, configs=[
+            R.AlterableConfig(name="streams.num.standby.replicas", config_operation=0, value="1")])],
+            validate_only=False), 1)
+        _sleep(wire, 1.0)
+        topology = _topology(source, group)
+        r1 = wire.send(_join(group, "m1", topology, process="p1"))
+        held1 = tasks(r1) or {}
+        seen["m1 alone"] = held1
+        r2 = wire.send(_join(group, "m2", topology, process="p2"))
+        held2 = tasks(r2) or {}
+        steps = []
+        for _ in range(6):
+            r1 = beat("m1", r1, held1)
+            held1 = tasks(r1) or held1
+            r2 = beat("m2", r2, held2)
+            held2 = tasks(r2) or held2
+            steps.append((held1, held2))
+        seen["steps"] = steps
+        seen["final"] = (held1, held2)
+    finally:
+        wire.close()
+    return seen

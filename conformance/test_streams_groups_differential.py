@@ -16,7 +16,8 @@ import pytest
 from conformance.kafka_apps.kafka_jars import unavailable
 from conformance.real_kafka import REFERENCES, RealKafka, RealKafkaStartError, RealKafkaUnavailable
 from conformance.streams_groups_probe import (
-    PROBE_BROKER_CONFIG, initial_delay_probe, probe, response_fields_probe, topics_and_admin_probe)
+    PROBE_BROKER_CONFIG, initial_delay_probe, probe, response_fields_probe, standby_probe,
+    topics_and_admin_probe)
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -40,7 +41,7 @@ def test_streams_group_exchanges_match_kafka(tmp_path, broker_factory):
         with RealKafka(REFERENCES["kafka-4.4.0-kraft"], tmp_path / "kafka", PROBE_BROKER_CONFIG) as kafka:
             reference = {"probe": probe(kafka.bootstrap), "delay": initial_delay_probe(kafka.bootstrap),
                          "admin": topics_and_admin_probe(kafka.bootstrap),
-                         "fields": response_fields_probe(kafka.bootstrap)}
+                         "fields": response_fields_probe(kafka.bootstrap), "standby": standby_probe(kafka.bootstrap)}
     except RealKafkaUnavailable as exc:
         unavailable(f"Kafka 4.4.0: {exc}")
     except RealKafkaStartError as exc:
@@ -48,7 +49,7 @@ def test_streams_group_exchanges_match_kafka(tmp_path, broker_factory):
     ours_broker = broker_factory(PROBE_BROKER_CONFIG)
     ours = {"probe": probe(ours_broker.bootstrap), "delay": initial_delay_probe(ours_broker.bootstrap),
             "admin": topics_and_admin_probe(ours_broker.bootstrap),
-            "fields": response_fields_probe(ours_broker.bootstrap)}
+            "fields": response_fields_probe(ours_broker.bootstrap), "standby": standby_probe(ours_broker.bootstrap)}
     reference, ours = _normalized(reference), _normalized(ours)
     for seen in (reference, ours):
         for key, value in seen["fields"].items():
@@ -59,7 +60,7 @@ def test_streams_group_exchanges_match_kafka(tmp_path, broker_factory):
     assert ref_steps[-1] == our_steps[-1]
     assert all(step["status"] in ([], [3]) for step in ref_steps + our_steps)
     differences = {}
-    for part in ("probe", "delay", "admin", "fields"):
+    for part in ("probe", "delay", "admin", "fields", "standby"):
         for key in reference[part].keys() | ours[part].keys():
             if reference[part].get(key) != ours[part].get(key):
                 differences[f"{part}/{key}"] = (reference[part].get(key), ours[part].get(key))

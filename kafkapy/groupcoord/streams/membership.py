@@ -617,48 +617,114 @@ class StreamsGroupMembership:
 
     def _next_assignment(self, group: StreamsGroup, member: StreamsGroupMember, target: Tasks, target_epoch: int,
                          epoch: int, owned) -> None:
-        pid = member.process_id
-        new: dict[str, dict] = {}
-        revoke: dict[str, dict] = {}
-        add: dict[str, dict] = {}
-        unreleased = False
+        """One step of Kafka 4.4's streams CurrentAssignmentBuilder.computeNextAssignment.
+
+        Per role: tasks in both the current and the target assignment are kept, current ones not in
+        the target are to be revoked, target ones not held yet are to be assigned unless still held
+        elsewhere ("unreleased": an active task held actively by anyone, or in another role by
+        another member of this process; a standby or warm-up whose active or another replica is on
+        this process). Then the role changes that need no revocation: an active task of this member
+        that becomes its standby is granted at once (demotion), a standby that becomes a warm-up (and
+        back) too; a standby or warm-up that becomes active is not revoked and stays until the active
+        task is granted (promotion). Revocation first: with tasks to give back the member keeps its
+        epoch and waits (UNREVOKED_TASKS); otherwise it moves to the target epoch with what it may have."""
+        pid, me = member.process_id, member.member_id
+        active_proc: dict[tuple[str, int], str] = {}
+        replica_procs: dict[str, dict[tuple[str, int], set[str]]] = {"standby": {}, "warmup": {}}
+        for m in group.members.values():
+            held = m.owned()
+            for s, parts in held.active.items():
+                for p in parts:
+                    active_proc[(s, p)] = m.process_id
+            for role in ("standby", "warmup"):
+                for s, parts in getattr(held, role).items():
+                    for p in parts:
+                        replica_procs[role].setdefault((s, p), set()).add(m.process_id)
+        current = member.assigned
+
+        def held_by_other_on_process(role: str, s: str, p: int) -> bool:
+            return pid in replica_procs[role].get((s, p), ()) and p not in getattr(current, role).get(s, ())
+
+        def unreleased(role: str, s: str, p: int) -> bool:
+            if role == "active":
+                return ((s, p) in active_proc or held_by_other_on_process("standby", s, p)
+                        or held_by_other_on_process("warmup", s, p))
+            if role == "standby":
+                return ((active_proc.get((s, p)) == pid and p not in current.active.get(s, ()))
+                        or pid in replica_procs["standby"].get((s, p), ())
+                        or held_by_other_on_process("warmup", s, p))
+            return (active_proc.get((s, p)) == pid or held_by_other_on_process("standby", s, p)
+                    or pid in replica_procs["warmup"].get((s, p), ()))
+
+        kept: dict[str, dict[str, set[int]]] = {}
+        revoke: dict[str, dict[str, set[int]]] = {}
+        assign: dict[str, dict[str, set[int]]] = {}
+        any_unreleased = False
         for role in ("active", "standby", "warmup"):
-            current, wanted = getattr(member.assigned, role), getattr(target, role)
-            keep, rev, new_ = {}, {}, {}
-            for s, parts in current.items():
-                k = parts & wanted.get(s, frozenset())
-                if k:
-                    keep[s] = k
-                if parts - k:
-                    rev[s] = parts - k
-            for s, parts in wanted.items():
-                for p in sorted(parts - current.get(s, frozenset())):
-                    if role == "active":
-                        blocked = (group.active_owner(s, p, excluding=member.member_id) is not None
-                                   or pid in group.processes_holding(s, p, member.member_id))
+            have, want = getattr(current, role), getattr(target, role)
+            kept[role], revoke[role], assign[role] = {}, {}, {}
+            for s in set(have) | set(want):
+                h, w = have.get(s, frozenset()), want.get(s, frozenset())
+                if h & w:
+                    kept[role][s] = set(h & w)
+                if h - w:
+                    revoke[role][s] = set(h - w)
+                for p in w - h:
+                    if unreleased(role, s, p):
+                        any_unreleased = True
                     else:
-                        blocked = pid in group.processes_holding(s, p, member.member_id) or \
-                            group.active_owner(s, p, excluding=member.member_id) is not None and \
-                            group.members[group.active_owner(s, p, excluding=member.member_id)].process_id == pid
-                    if blocked:
-                        unreleased = True
-                    else:
-                        new_.setdefault(s, set()).add(p)
-            new[role], revoke[role], add[role] = keep, rev, new_
+                        assign[role].setdefault(s, set()).add(p)
+
+        def grant(role: str, s: str, p: int) -> None:
+            assign[role][s].discard(p)
+            if not assign[role][s]:
+                del assign[role][s]
+            kept[role].setdefault(s, set()).add(p)
+
+        def unrevoke(role: str, s: str, p: int) -> None:
+            parts = revoke[role].get(s)
+            if parts is not None:
+                parts.discard(p)
+                if not parts:
+                    del revoke[role][s]
+
+        # demotion: active -> standby on this member at once
+        for s, parts in current.active.items():
+            for p in parts:
+                if p in assign["standby"].get(s, ()):
+                    grant("standby", s, p)
+        # standby <-> warm-up on this member at once
+        for src, dst in (("standby", "warmup"), ("warmup", "standby")):
+            for s, parts in getattr(current, src).items():
+                for p in parts:
+                    if p in assign[dst].get(s, ()):
+                        grant(dst, s, p)
+                        unrevoke(src, s, p)
+        # promotion: a standby or warm-up becoming active is not revoked
+        for role in ("standby", "warmup"):
+            for s, parts in getattr(current, role).items():
+                for p in parts & target.active.get(s, frozenset()):
+                    unrevoke(role, s, p)
         pending = Tasks.of(revoke["active"], revoke["standby"], revoke["warmup"])
-        kept = Tasks.of(new["active"], new["standby"], new["warmup"])
-        to_add = Tasks.of(add["active"], add["standby"], add["warmup"])
-        has_revocations = not pending.is_empty() and (
+        must_wait = not pending.is_empty() and (
             owned is None or any(contains_any(owned[r], getattr(pending, r)) for r in ("active", "standby", "warmup")))
-        if has_revocations:
+        # ... and stays a replica until the active task is granted
+        for role in ("standby", "warmup"):
+            for s, parts in getattr(current, role).items():
+                for p in parts & target.active.get(s, frozenset()):
+                    if must_wait or p not in assign["active"].get(s, ()):
+                        kept[role].setdefault(s, set()).add(p)
+        keep = Tasks.of(kept["active"], kept["standby"], kept["warmup"])
+        to_add = Tasks.of(assign["active"], assign["standby"], assign["warmup"])
+        if must_wait:
             member.state = MemberState.UNREVOKED_TASKS
             self._set_epoch(member, epoch)
-            member.assigned, member.pending_revocation = kept, pending
+            member.assigned, member.pending_revocation = keep, pending
         else:
             self._set_epoch(member, target_epoch)
-            member.assigned = kept.merge(to_add)
+            member.assigned = keep.merge(to_add)
             member.pending_revocation = EMPTY_TASKS
-            member.state = MemberState.UNRELEASED_TASKS if unreleased else MemberState.STABLE
+            member.state = MemberState.UNRELEASED_TASKS if any_unreleased else MemberState.STABLE
             for s, parts in to_add.active.items():
                 for p in parts:
                     member.active_epochs[(s, p)] = target_epoch

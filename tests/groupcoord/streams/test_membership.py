@@ -263,3 +263,61 @@ def test_assignment_timestamp_round_trip():
     for key, value in (rec.metadata_record(group), rec.target_epoch_record(group)):
         replay.add(key, value)
     assert rec.restore_streams_group(replay.groups["g"], {}, 0).assignment_timestamp == 1_700_000_000_123
+
+
+class ReplicaClient(Client):
+    """A member that also reports its standby and warm-up tasks."""
+
+    def beat(self):
+        if not self.joined:
+            return super().beat()
+        request = StreamsHeartbeat("g", self.member_id, self.epoch,
+                                   active_tasks={s: sorted(p) for s, p in self.owned.items()},
+                                   standby_tasks={s: sorted(p) for s, p in self.standby.items()},
+                                   warmup_tasks={})
+        result = self.h.membership.heartbeat(request)
+        if result.error in (E.FENCED_MEMBER_EPOCH, E.UNKNOWN_MEMBER_ID):
+            self.epoch, self.owned, self.standby, self.joined = 0, {}, {}, False
+            return result
+        assert result.error == E.NONE, result
+        self.epoch = result.member_epoch
+        if result.tasks is not None:
+            self.owned = {s: set(p) for s, p in result.tasks.active.items()}
+            self.standby = {s: set(p) for s, p in result.tasks.standby.items()}
+        return result
+
+
+def test_standbys_never_share_a_process_with_another_members_copy():
+    """num.standby.replicas=1, two processes with two members each, members coming and going: an
+    active task is held by one member; no two members of one process hold the same task."""
+    rng = random.Random(11)
+    h = Harness(group_streams_num_standby_replicas=1)
+    clients = [ReplicaClient(h, f"m{i}", process_id=f"p{i % 2}") for i in range(4)]
+    for c in clients:
+        c.standby = {}
+    for _ in range(200):
+        c = rng.choice(clients)
+        if c.joined and rng.random() < 0.05:
+            h.heartbeat(c.member_id, -1)
+            c.epoch, c.owned, c.standby, c.joined = 0, {}, {}, False
+        else:
+            c.beat()
+        live = [x for x in clients if x.joined]
+        assert_exclusive(live)
+        for process in ("p0", "p1"):
+            seen: dict = {}
+            for x in live:
+                if x.fields["process_id"] != process:
+                    continue
+                for task in x.tasks() | {(s, p) for s, parts in x.standby.items() for p in parts}:
+                    assert task not in seen or seen[task] == x.member_id, (task, seen[task], x.member_id)
+                    seen[task] = x.member_id
+    for _ in range(10):
+        for c in clients:
+            c.beat()
+    live = [x for x in clients if x.joined]
+    assert set().union(*(c.tasks() for c in live)) == ALL
+    # every stateful task (subtopology 0 has the store) has a standby on the other process
+    if {x.fields["process_id"] for x in live} == {"p0", "p1"}:
+        standbys = {(s, p) for x in live for s, parts in x.standby.items() for p in parts}
+        assert {("0", p) for p in range(4)} <= standbys
