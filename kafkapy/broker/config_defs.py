@@ -563,6 +563,7 @@ _USED = {
     "group.share.session.timeout.ms", "group.share.heartbeat.interval.ms", "group.share.max.size",
     "group.share.partition.max.record.locks", "share.coordinator.state.topic.num.partitions",
     "share.coordinator.state.topic.replication.factor", "share.coordinator.state.topic.segment.bytes",
+    "share.coordinator.snapshot.update.records.per.snapshot",
     "transaction.state.log.num.partitions",
     "transaction.state.log.replication.factor", "transaction.state.log.segment.bytes",
     "transaction.state.log.min.isr", "transaction.max.timeout.ms", "transactional.id.expiration.ms",
@@ -877,6 +878,8 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _table(
       "until it can be created share-partition state is kept in memory only.", Range(1)),
     K("share.coordinator.state.topic.segment.bytes", I, 104857600, H, "Segment size of __share_group_state.",
       Range(1)),
+    K("share.coordinator.snapshot.update.records.per.snapshot", I, 500, M, "Share-state updates (ShareUpdate "
+      "records) written for a share-partition between two full snapshots (ShareSnapshot).", Range(0)),
     K("offset.metadata.max.bytes", I, 4096, H, "Largest metadata string of a committed offset."),
     K("offsets.load.buffer.size", I, 5242880, H, "Read buffer when loading offsets.", Range(1)),
     K("offsets.topic.replication.factor", SH, 3, H, "Replication factor of __consumer_offsets; it cannot be "
