@@ -190,5 +190,6 @@ def test_coverage_of_served_apis():
     from kafkapy.protocol.api_versions import SUPPORTED_VERSIONS
     covered = {(c[0].API_KEY) for c in CASES}
     # ConsumerGroupHeartbeat, ConsumerGroupDescribe (KIP-848), GetTelemetrySubscriptions and
-    # PushTelemetry (KIP-714) and the share group APIs (KIP-932): not in kafka-python
-    assert set(SUPPORTED_VERSIONS) - covered <= {68, 69, 71, 72, 76, 77, 78, 79, 90, 91, 92}
+    # PushTelemetry (KIP-714), the share group APIs (KIP-932) and the streams group ones (KIP-1071):
+    # not in kafka-python
+    assert set(SUPPORTED_VERSIONS) - covered <= {68, 69, 71, 72, 76, 77, 78, 79, 88, 89, 90, 91, 92}
