@@ -158,8 +158,10 @@ class WordCountApp:
             if not inst.alive():
                 pytest.fail(f"instance {inst.name} exited {inst.proc.returncode}\n{self.tails()}", pytrace=False)
 
-    def stable(self, names: Iterable[str], tasks: frozenset[str] = TASKS) -> dict[str, tuple[list[str], list[str]]] | None:
-        """{name: (active, standby)} when every named instance is RUNNING and they hold every task once."""
+    def stable(self, names: Iterable[str], tasks: frozenset[str] = TASKS,
+               standbys: int = 0) -> dict[str, tuple[list[str], list[str]]] | None:
+        """{name: (active, standby)} when every named instance is RUNNING, they hold every task once
+        and `standbys` standby tasks in all (never on the instance that has the same task active)."""
         seen: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
         for name in names:
             inst = self.instances[name]
@@ -169,16 +171,18 @@ class WordCountApp:
         actives = [t for active, _ in seen.values() for t in active]
         if sorted(actives) != sorted(tasks):
             return None
+        if sum(len(s) for _, s in seen.values()) != standbys or any(a & s for a, s in seen.values()):
+            return None
         return {n: (task_ids(a), task_ids(s)) for n, (a, s) in seen.items()}
 
-    def wait_stable(self, names: Iterable[str], timeout: float = 90.0, settle: float = 1.0) -> dict:
+    def wait_stable(self, names: Iterable[str], timeout: float = 90.0, settle: float = 1.0, standbys: int = 0) -> dict:
         """Wait until `stable(names)` holds and stays the same for `settle` seconds; return it."""
         names = list(names)
         deadline = time.monotonic() + timeout
         previous, since = None, 0.0
         while time.monotonic() < deadline:
             self.check_alive()
-            now = self.stable(names)
+            now = self.stable(names, standbys=standbys)
             if now is not None and now == previous:
                 if time.monotonic() - since >= settle:
                     return now

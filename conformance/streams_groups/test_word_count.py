@@ -17,7 +17,7 @@ from conformance.streams_groups.scenario import Observation, run_word_count, sha
 
 pytestmark = pytest.mark.timeout(300)
 
-RESULTS: dict[str, Observation] = {}
+RESULTS: dict[tuple[str, int], Observation] = {}
 
 
 def check_observation(obs: Observation) -> None:
@@ -40,9 +40,11 @@ def check_observation(obs: Observation) -> None:
     assert len(obs.describes["after add"]["members"]) == 3   # a, c, d: b was fenced by its session timeout
 
 
-def test_word_count_exactly_once(bootstrap: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+@pytest.mark.parametrize("standby_replicas", [0, 1])
+def test_word_count_exactly_once(bootstrap: str, standby_replicas: int, request: pytest.FixtureRequest,
+                                 tmp_path: Path) -> None:
     target = request.node.callspec.params["bootstrap"]
-    obs = run_word_count(bootstrap, tmp_path)
+    obs = run_word_count(bootstrap, tmp_path, standby_replicas=standby_replicas)
     try:
         check_observation(obs)
         for inst in obs.app.instances.values():
@@ -50,7 +52,7 @@ def test_word_count_exactly_once(bootstrap: str, request: pytest.FixtureRequest,
             assert "UNCAUGHT" not in text, inst.tail()
     finally:
         obs.app.stop_all()
-    RESULTS[target] = obs
+    RESULTS[(target, standby_replicas)] = obs
     print(f"{target}: {obs.seconds} {shape(obs)}")
 
 
@@ -58,12 +60,13 @@ def test_word_count_exactly_once(bootstrap: str, request: pytest.FixtureRequest,
 KNOWN_DIFFERENCES: dict[str, str] = {}
 
 
-def test_differential() -> None:
+@pytest.mark.parametrize("standby_replicas", [0, 1])
+def test_differential(standby_replicas: int) -> None:
     """The same scenario on both brokers: what the members saw and what describe showed match."""
-    missing = [t for t in ("kafka-4.4", "kafkapy") if t not in RESULTS]
+    missing = [t for t in ("kafka-4.4", "kafkapy") if (t, standby_replicas) not in RESULTS]
     if missing:
         pytest.skip(f"!!! no differential: the word count did not pass on {missing}")
-    reference, ours = shape(RESULTS["kafka-4.4"]), shape(RESULTS["kafkapy"])
+    reference, ours = shape(RESULTS[("kafka-4.4", standby_replicas)]), shape(RESULTS[("kafkapy", standby_replicas)])
     differences = {key: (reference.get(key), ours.get(key)) for key in reference.keys() | ours.keys()
                    if reference.get(key) != ours.get(key) and key not in KNOWN_DIFFERENCES}
     assert not differences, "\n".join(f"{key}:\n  kafka-4.4: {ref}\n  kafkapy:   {got}"

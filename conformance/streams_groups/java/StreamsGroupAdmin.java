@@ -32,6 +32,7 @@ import org.apache.kafka.common.TopicPartition;
  *   alter-offsets:GROUP:TOPIC:P=OFF,... alterStreamsGroupOffsets
  *   delete-offsets:GROUP:TOPIC          deleteStreamsGroupOffsets of every partition of TOPIC it has
  *   delete:GROUP                        deleteStreamsGroups
+ *   set-config:GROUP:KEY=VALUE          incrementalAlterConfigs SET on the GROUP resource
  * A command that fails prints {"command":..,"error":"<exception class>","message":..}.
  */
 public final class StreamsGroupAdmin {
@@ -113,6 +114,15 @@ public final class StreamsGroupAdmin {
             case "delete": {
                 admin.deleteStreamsGroups(List.of(parts[1])).all().get(30, TimeUnit.SECONDS);
                 return "{\"command\":\"delete\",\"group\":" + q(parts[1]) + ",\"ok\":true}";
+            }
+            case "set-config": {
+                String[] kv = parts[2].split("=", 2);
+                org.apache.kafka.common.config.ConfigResource resource =
+                        new org.apache.kafka.common.config.ConfigResource(org.apache.kafka.common.config.ConfigResource.Type.GROUP, parts[1]);
+                admin.incrementalAlterConfigs(Map.of(resource, List.of(new org.apache.kafka.clients.admin.AlterConfigOp(
+                        new org.apache.kafka.clients.admin.ConfigEntry(kv[0], kv[1]), org.apache.kafka.clients.admin.AlterConfigOp.OpType.SET))))
+                     .all().get(30, TimeUnit.SECONDS);
+                return "{\"command\":\"set-config\",\"group\":" + q(parts[1]) + ",\"ok\":true}";
             }
             default:
                 throw new IllegalArgumentException("unknown command " + command);
