@@ -56,7 +56,8 @@ def run_once(bootstrap: str, protocol: str, instances: int, work: Path, timeout:
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
     if proc.returncode != 0 or not lines:
-        raise RuntimeError(f"StreamsRebalanceBench exited {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
+        raise RuntimeError(f"StreamsRebalanceBench exited {proc.returncode}:\n{proc.stdout[-2000:]}\n"
+                           f"{proc.stderr[-3000:]}")
     return json.loads(lines[-1])
 
 

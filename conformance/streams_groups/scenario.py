@@ -91,8 +91,10 @@ def run_word_count(bootstrap: str, work_dir: Path, *, standby_replicas: int = 0,
             text = re.sub(r"((?:TARGET-)?(?:ACTIVE|STANDBY|WARMUP)):((?: \d+:\[[\d,]*\];)+)", _task_count,
                           normalize(run.out + run.err, app, ids))
             # Epochs count the group's changes, which vary run to run (Kafka 4.4 itself showed 6 and 7 here).
-            text = re.sub(r"(?m)^<app> \d+ (\d+) <member> streams \d+ ", r"<app> <epoch> \1 <member> streams <epoch> ", text)
-            text = re.sub(r"(?m) (Stable|Empty|NotReady|Assigning|Reconciling) \d+ \d+ (\d+)$", r" \1 <epoch> <epoch> \2", text)
+            text = re.sub(r"(?m)^<app> \d+ (\d+) <member> streams \d+ ",
+                          r"<app> <epoch> \1 <member> streams <epoch> ", text)
+            text = re.sub(r"(?m) (Stable|Empty|NotReady|Assigning|Reconciling) \d+ \d+ (\d+)$",
+                          r" \1 <epoch> <epoch> \2", text)
             obs.tool[" ".join(run.argv[3:]).replace(app.app_id, "<app>")] = f"rc {run.rc}\n{text}"
         if after_add is not None:
             after_add(app, obs)

@@ -77,8 +77,8 @@ def test_streams_groups_tool_and_admin(bootstrap: str, request: pytest.FixtureRe
          ("--reset-offsets", "--group", group, "--input-topic", app.input, "--to-earliest", "--dry-run"),
          ("--reset-offsets", "--group", group, "--input-topic", f"{app.input}:0,1", "--to-offset", "3", "--execute"),
          ("--describe", "--group", group, "--offsets"))
-    after_reset, altered, after_alter = admin(bootstrap, f"offsets:{group}", f"alter-offsets:{group}:{app.input}:2=1,3=2",
-                                              f"offsets:{group}")
+    after_reset, altered, after_alter = admin(
+        bootstrap, f"offsets:{group}", f"alter-offsets:{group}:{app.input}:2=1,3=2", f"offsets:{group}")
     assert after_reset["offsets"][f"{app.input}-0"] == 3 and after_reset["offsets"][f"{app.input}-1"] == 3, after_reset
     assert altered == {"command": "alter-offsets", "group": group, "ok": True}, altered
     assert after_alter["offsets"][f"{app.input}-2"] == 1 and after_alter["offsets"][f"{app.input}-3"] == 2, after_alter
@@ -110,7 +110,10 @@ def test_tool_output_differential() -> None:
     if missing:
         pytest.skip(f"!!! no differential: the tool scenario did not pass on {missing}")
     reference, ours = OUTPUTS["kafka-4.4"], OUTPUTS["kafkapy"]
-    differences = [f"{key}:\n--- kafka-4.4 (rc {reference[key][0]})\n{reference[key][1]}\n--- kafkapy (rc {ours.get(key, (None, ''))[0]})\n"
-                   f"{ours.get(key, (None, '(not run)'))[1]}"
-                   for key in reference if reference[key] != ours.get(key) and key not in KNOWN_DIFFERENCES]
+    differences = []
+    for key in reference:
+        if reference[key] != ours.get(key) and key not in KNOWN_DIFFERENCES:
+            rc, text = ours.get(key, (None, "(not run)"))
+            differences.append(f"{key}:\n--- kafka-4.4 (rc {reference[key][0]})\n{reference[key][1]}\n"
+                               f"--- kafkapy (rc {rc})\n{text}")
     assert not differences, "\n\n".join(differences)
