@@ -395,13 +395,14 @@ class ClusterMember:
             by_topic.setdefault(topic, []).append((partition, code, message))
         return list(by_topic.items())
 
-    async def alter_partition_reassignments(self, targets):
+    async def alter_partition_reassignments(self, targets, allow_replication_factor_change: bool = True):
         """(topic, [(partition, error code, message)]) grouped by topic, or None when this broker is
         not the active controller: only that one reassigns (the request then fails as a whole with
         NOT_CONTROLLER, as on Kafka's ZooKeeper-mode brokers). The answer does not wait for the
         data to move."""
         outcomes = await self.controller.alter_partition_reassignments(
-            {(topic, p): replicas for topic, partitions in targets for p, replicas in partitions})
+            {(topic, p): replicas for topic, partitions in targets for p, replicas in partitions},
+            allow_replication_factor_change)
         if outcomes is None:
             return None
         by_topic: dict[str, list] = {}

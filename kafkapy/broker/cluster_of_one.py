@@ -17,6 +17,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from ..controller.reassignment import ReplicaAssignment, replication_factor_change
+from ..metadata import partition_changes
 from ..metadata.store import BrokerInfo, ChangeKind, MetadataChange
 from ..protocol.errors import ErrorCode, KafkaError
 
@@ -145,19 +147,33 @@ class ClusterOfOne:
         return ErrorCode.NONE, None
 
     async def alter_partition_reassignments(
-            self, targets: Sequence[tuple[str, Sequence[tuple[int, list[int] | None]]]]
+            self, targets: Sequence[tuple[str, Sequence[tuple[int, list[int] | None]]]],
+            allow_replication_factor_change: bool = True,
     ) -> list[tuple[str, list[tuple[int, int, str | None]]]]:
         """(topic, [(partition, error code, message)]) in the order asked; a target of None cancels
         the partition's reassignment. Never None: this node is always the controller."""
-        return [(topic, [(p, *self._reassign(topic, p, replicas)) for p, replicas in partitions])
+        return [(topic, [(p, *self._reassign(topic, p, replicas, allow_replication_factor_change))
+                         for p, replicas in partitions])
                 for topic, partitions in targets]
 
-    def _reassign(self, topic: str, partition: int, replicas: list[int] | None) -> tuple[int, str | None]:
+    def _reassign(self, topic: str, partition: int, replicas: list[int] | None,
+                  allow_replication_factor_change: bool = True) -> tuple[int, str | None]:
         meta = self.metadata.get_topic(topic)
         if meta is None:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unable to find a topic named {topic}."
         if not 0 <= partition < meta.partition_count:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unable to find partition {topic}:{partition}."
+        if replicas is not None and not allow_replication_factor_change:
+            # Kafka checks the brokers of the target first (validateManualPartitionAssignment)
+            try:
+                partition_changes.validate_assignment(replicas, [b.node_id for b in self.metadata.list_brokers()])
+            except KafkaError as exc:
+                return exc.code, str(exc)
+            state = meta.partitions[partition]
+            refused = replication_factor_change(replicas, ReplicaAssignment(
+                tuple(state.replicas), tuple(state.adding_replicas), tuple(state.removing_replicas)))
+            if refused is not None:
+                return refused
         try:
             self.metadata.alter_partition_reassignment(topic, partition, replicas)
         except KafkaError as exc:

@@ -201,7 +201,7 @@ class KafkaController(BrokerRequests, Reassignments, LogDirEvents):
         if name == "elect_leaders":
             return await self._elect_leaders(*event.payload)
         if name == "alter_reassignments":
-            return await self._alter_reassignments(event.payload)
+            return await self._alter_reassignments(*event.payload)
         if name == "list_reassignments":
             return await self._list_reassignments(event.payload)
         if not self.active:

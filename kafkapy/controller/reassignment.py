@@ -29,7 +29,7 @@ from .broker_requests import NotController
 from .leader_election import remove_replicas_from_isr
 from ..metadata.zk.paths import LeaderIsr
 
-__all__ = ["ReplicaAssignment", "Reassignments", "validate_target"]
+__all__ = ["ReplicaAssignment", "Reassignments", "replication_factor_change", "validate_target"]
 
 log = logging.getLogger(__name__)
 
@@ -85,16 +85,29 @@ def validate_target(target: Sequence[int], current: ReplicaAssignment, live: Col
     return None
 
 
+def replication_factor_change(target: Sequence[int], current: ReplicaAssignment) -> Outcome | None:
+    """AlterPartitionReassignments v1 with AllowReplicationFactorChange false (KIP-860): the refusal
+    of a target whose size differs from the partition's replication factor, as Kafka 4.4's
+    controller words it; None when the size is unchanged. During a reassignment the factor is the
+    one it is heading for (replicas and adding ones, less the removing ones)."""
+    factor = len((set(current.replicas) | set(current.adding)) - set(current.removing)) \
+        if current.being_reassigned else len(current.replicas)
+    if factor == len(target):
+        return None
+    return ErrorCode.INVALID_REPLICATION_FACTOR, f"The replication factor is changed from {factor} to {len(target)}"
+
+
 class Reassignments:
     """KafkaController's reassignment handling (a mixin: state and helpers are the controller's)."""
 
     # -- requests -----------------------------------------------------------------------------
     async def alter_partition_reassignments(
-            self, targets: dict[TopicPartition, list[int] | None]) -> dict[TopicPartition, Outcome] | None:
+            self, targets: dict[TopicPartition, list[int] | None],
+            allow_replication_factor_change: bool = True) -> dict[TopicPartition, Outcome] | None:
         """AlterPartitionReassignments: per partition (error code, message); None when this broker is
         not the controller (the request's top-level NOT_CONTROLLER)."""
         try:
-            return await self.call("alter_reassignments", targets)
+            return await self.call("alter_reassignments", (targets, allow_replication_factor_change))
         except NotController:
             return None
 
@@ -108,7 +121,8 @@ class Reassignments:
             return None
 
     async def _alter_reassignments(
-            self, targets: dict[TopicPartition, list[int] | None]) -> dict[TopicPartition, Outcome] | None:
+            self, targets: dict[TopicPartition, list[int] | None],
+            allow_replication_factor_change: bool = True) -> dict[TopicPartition, Outcome] | None:
         if not self.active:
             return None
         results: dict[TopicPartition, Outcome] = {}
@@ -118,6 +132,8 @@ class Reassignments:
             current = self._assignment(key)
             if target is not None:
                 invalid = validate_target(target, current, live)
+                if invalid is None and not allow_replication_factor_change:
+                    invalid = replication_factor_change(target, current)
                 if invalid is not None:
                     results[key] = invalid
                     continue

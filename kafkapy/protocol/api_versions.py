@@ -32,18 +32,20 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     # v13 (KIP-1102) adds the top-level ErrorCode (REBOOTSTRAP_REQUIRED; Kafka never sets it there).
     3: (0, 13),
     # OffsetCommit: v0 (no generation) and v1 (commit_timestamp) go through the group coordinator.
-    8: (0, 9),
-    # OffsetFetch: v0 reads what the group coordinator keeps, like every other version.
-    9: (0, 9),
+    # v10 (Kafka 4.1) names topics by id (UNKNOWN_TOPIC_ID for an id no topic has).
+    8: (0, 10),
+    # OffsetFetch: v0 reads what the group coordinator keeps, like every other version; v10 by topic id.
+    9: (0, 10),
     # FindCoordinator: untouched by KIP-896.
     10: (0, 6),
     # JoinGroup: KIP-896 raised it to 2; Kafka 4.1 re-added v0-1.
     11: (0, 9),
     # Heartbeat, LeaveGroup, SyncGroup, DescribeGroups, ListGroups: untouched by KIP-896.
+    # DescribeGroups v6 (Kafka 4.0, KIP-1043): GROUP_ID_NOT_FOUND and a message for a group that isn't classic.
     12: (0, 4),
     13: (0, 5),
     14: (0, 5),
-    15: (0, 5),
+    15: (0, 6),
     16: (0, 5),
     # SaslHandshake: v0 is followed by raw SASL tokens, v1 by SaslAuthenticate (KIP-152).
     17: (0, 1),
@@ -72,14 +74,16 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     # DescribeConfigs, AlterConfigs: every version Kafka 3.9 serves.
     32: (0, 4),
     33: (0, 2),
-    # AlterReplicaLogDirs, DescribeLogDirs: every version Kafka 3.9 serves.
+    # AlterReplicaLogDirs, DescribeLogDirs: every version Kafka 3.9 serves; DescribeLogDirs v5 (Kafka 4.4,
+    # KIP-1066) adds IsCordoned, always false (kafkapy has no cordoned.log.dirs).
     34: (0, 2),
-    35: (0, 4),
+    35: (0, 5),
     # SaslAuthenticate: v1 carries the session lifetime (KIP-368 re-authentication).
     36: (0, 2),
-    # CreatePartitions, DeleteGroups: untouched by KIP-896.
+    # CreatePartitions, DeleteGroups: untouched by KIP-896. DeleteGroups v3 (Kafka 4.0, KIP-1043) adds an
+    # ErrorMessage per group (Kafka 4.4 leaves it null but for failed share-group state deletions).
     37: (0, 3),
-    42: (0, 2),
+    42: (0, 3),
     # ElectLeaders: untouched by KIP-896.
     43: (0, 2),
     # IncrementalAlterConfigs: v0 postdates Kafka 2.1 (added in 2.3), so it stays.
@@ -92,16 +96,20 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     51: (0, 0),
     # AlterPartitionReassignments, ListPartitionReassignments, OffsetDelete, DescribeCluster,
     # ConsumerGroupDescribe, DescribeTopicPartitions: newer than Kafka 2.1, every version.
-    45: (0, 0),
+    # AlterPartitionReassignments v1 (KIP-860): AllowReplicationFactorChange.
+    45: (0, 1),
     46: (0, 0),
     47: (0, 0),
     # UpdateFeatures (KIP-584): finalized levels in the metadata store (metadata/features.py)
-    57: (0, 1),
-    60: (0, 1),
+    # v2 (Kafka 4.0) answers without the per-feature results.
+    57: (0, 2),
+    # DescribeCluster v2 (KIP-1073): IncludeFencedBrokers / IsFenced (no broker is ever fenced here).
+    60: (0, 2),
     # DescribeProducers, DescribeTransactions, ListTransactions (KIP-664).
     61: (0, 0),
     65: (0, 0),
-    66: (0, 1),
+    # ListTransactions v2 (KIP-1152): TransactionalIdPattern (RE2J syntax, as consumer group regexes).
+    66: (0, 2),
     # ConsumerGroupHeartbeat (KIP-848): v1 adds SubscribedTopicRegex, member ids made by the client (Kafka 4.0).
     68: (0, 1),
     # ConsumerGroupDescribe: v1 adds MemberType (Kafka 4.0).

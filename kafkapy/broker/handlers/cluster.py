@@ -27,8 +27,10 @@ async def handle_describe_cluster(ctx: RequestContext, request: DescribeClusterR
             error_code=ErrorCode.MISMATCHED_ENDPOINT_TYPE, cluster_id="",
             error_message=f"The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type "
                           f"{_ENDPOINT_NAMES[request.endpoint_type]}")
+    # v2's IncludeFencedBrokers (KIP-1073) adds the fenced ones in KRaft: a ZooKeeper-mode broker is
+    # registered or absent, never fenced, so the list is the same either way
     brokers = [DescribeClusterResponse.DescribeClusterBroker(broker_id=b.node_id, host=b.host, port=b.port,
-                                                             rack=b.rack)
+                                                             rack=b.rack, is_fenced=False)
                for b in broker.brokers_for(ctx.listener_name)]
     response = DescribeClusterResponse(throttle_time_ms=0, error_code=0, cluster_id=broker.cluster_id,
                                        controller_id=broker.metadata.controller_id(), brokers=brokers,

@@ -78,11 +78,15 @@ async def handle_alter_partition_reassignments(
             for t in request.topics])
     targets = [(t.name, [(p.partition_index, _target(p)) for p in t.partitions])
                for t in request.topics]  # a target of None (null) cancels a reassignment in progress
-    outcomes = await ctx.broker.cluster.alter_partition_reassignments(targets)
+    # v1 (KIP-860): false refuses a target that changes a partition's replication factor
+    allow_rf_change = request.allow_replication_factor_change if ctx.api_version >= 1 else True
+    outcomes = await ctx.broker.cluster.alter_partition_reassignments(targets, allow_rf_change)
     if outcomes is None:
         return AlterPartitionReassignmentsResponse(throttle_time_ms=0, error_code=ErrorCode.NOT_CONTROLLER,
-                                                   error_message=_NOT_CONTROLLER, responses=[])
-    return AlterPartitionReassignmentsResponse(throttle_time_ms=0, error_code=0, error_message=None, responses=[
+                                                   error_message=_NOT_CONTROLLER, responses=[],
+                                                   allow_replication_factor_change=allow_rf_change)
+    return AlterPartitionReassignmentsResponse(throttle_time_ms=0, error_code=0, error_message=None,
+                                               allow_replication_factor_change=allow_rf_change, responses=[
         TopicResponse(name=topic, partitions=[
             PartitionResponse(partition_index=p, error_code=code, error_message=message)
             for p, code, message in partitions])

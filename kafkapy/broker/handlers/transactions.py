@@ -12,6 +12,7 @@ from collections.abc import Iterable
 
 from ...metadata.acls import AclOperation, ResourceType
 from ...groupcoord import OFFSETS_TOPIC, OffsetAndMetadata
+from ...groupcoord.consumer.topic_regex import InvalidTopicRegex, matching_topics, parse_topic_regex
 from ...protocol.error_messages import default_message
 from ...protocol.errors import ErrorCode, KafkaError
 from ...protocol.messages import (
@@ -354,6 +355,18 @@ async def handle_list_transactions(ctx: RequestContext, request: ListTransaction
     error, unknown, found = ctx.broker.transaction_coordinator.list_transactions(
         request.state_filters, request.producer_id_filters,
         request.duration_filter if ctx.api_version >= 1 else -1)
+    pattern = request.transactional_id_pattern if ctx.api_version >= 2 else None
+    if error == ErrorCode.NONE and pattern:  # v2 (KIP-1152): RE2J's syntax, whole-id matches; "" lists all
+        try:
+            parse_topic_regex(pattern)
+        except InvalidTopicRegex as exc:
+            # Kafka 4.4 throws InvalidRegularExpression: the error answer has no states (and no message field)
+            log.debug("ListTransactions from %s: transactional id pattern %r is not a valid regular expression: %s",
+                      ctx.client_id, pattern, exc)
+            return ListTransactionsResponse(throttle_time_ms=0, error_code=ErrorCode.INVALID_REGULAR_EXPRESSION,
+                                            unknown_state_filters=[], transaction_states=[])
+        matching = matching_topics(pattern, [d.transactional_id for d in found])
+        found = [d for d in found if d.transactional_id in matching]
     # KafkaApis: only the transactional ids the principal may DESCRIBE
     found = [d for d in found if ctx.authorized(AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID,
                                                 d.transactional_id, log_if_denied=False)]

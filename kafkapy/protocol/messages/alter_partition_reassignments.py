@@ -40,23 +40,25 @@ class _AlterPartitionReassignmentsRequest_ReassignableTopic(_GeneratedStruct):
 
 
 class AlterPartitionReassignmentsRequest(_Message):
-    """Kafka AlterPartitionReassignmentsRequest (api key 45), versions 0-0, flexible from v0."""
+    """Kafka AlterPartitionReassignmentsRequest (api key 45), versions 0-1, flexible from v0."""
 
     API_KEY = 45
-    VALID_VERSIONS = (0, 0)
+    VALID_VERSIONS = (0, 1)
     FLEXIBLE_VERSION = 0
 
     ReassignablePartition = _AlterPartitionReassignmentsRequest_ReassignablePartition
     ReassignableTopic = _AlterPartitionReassignmentsRequest_ReassignableTopic
 
-    __slots__ = __match_args__ = ('timeout_ms', 'topics')
+    __slots__ = __match_args__ = ('timeout_ms', 'allow_replication_factor_change', 'topics')
 
     def __init__(
         self,
         timeout_ms: int = 60000,
+        allow_replication_factor_change: bool = True,
         topics: list[AlterPartitionReassignmentsRequest.ReassignableTopic] = _FACTORY,
     ):
         self.timeout_ms = timeout_ms
+        self.allow_replication_factor_change = allow_replication_factor_change
         self.topics = [] if topics is _FACTORY else topics
 
 
@@ -93,25 +95,30 @@ class _AlterPartitionReassignmentsResponse_ReassignableTopicResponse(_GeneratedS
 
 
 class AlterPartitionReassignmentsResponse(_Message):
-    """Kafka AlterPartitionReassignmentsResponse (api key 45), versions 0-0, flexible from v0."""
+    """Kafka AlterPartitionReassignmentsResponse (api key 45), versions 0-1, flexible from v0."""
 
     API_KEY = 45
-    VALID_VERSIONS = (0, 0)
+    VALID_VERSIONS = (0, 1)
     FLEXIBLE_VERSION = 0
 
     ReassignablePartitionResponse = _AlterPartitionReassignmentsResponse_ReassignablePartitionResponse
     ReassignableTopicResponse = _AlterPartitionReassignmentsResponse_ReassignableTopicResponse
 
-    __slots__ = __match_args__ = ('throttle_time_ms', 'error_code', 'error_message', 'responses')
+    __slots__ = __match_args__ = (
+        'throttle_time_ms', 'allow_replication_factor_change', 'error_code', 'error_message',
+        'responses',
+    )
 
     def __init__(
         self,
         throttle_time_ms: int = 0,
+        allow_replication_factor_change: bool = True,
         error_code: int = 0,
         error_message: str | None = None,
         responses: list[AlterPartitionReassignmentsResponse.ReassignableTopicResponse] = _FACTORY,
     ):
         self.throttle_time_ms = throttle_time_ms
+        self.allow_replication_factor_change = allow_replication_factor_change
         self.error_code = error_code
         self.error_message = error_message
         self.responses = [] if responses is _FACTORY else responses
@@ -129,6 +136,7 @@ Partitions []ReassignablePartition 0+
 """
 AlterPartitionReassignmentsRequest._FIELD_SPEC = """
 TimeoutMs int32 0+
+AllowReplicationFactorChange bool 1+
 Topics []ReassignableTopic 0+
 """
 _AlterPartitionReassignmentsResponse_ReassignablePartitionResponse._FIELD_SPEC = """
@@ -142,6 +150,7 @@ Partitions []ReassignablePartitionResponse 0+
 """
 AlterPartitionReassignmentsResponse._FIELD_SPEC = """
 ThrottleTimeMs int32 0+
+AllowReplicationFactorChange bool 1+
 ErrorCode int16 0+
 ErrorMessage string 0+ nullable=0+
 Responses []ReassignableTopicResponse 0+

@@ -14,37 +14,53 @@ __all__ = ["DescribeClusterRequest", "DescribeClusterResponse"]
 
 
 class DescribeClusterRequest(_Message):
-    """Kafka DescribeClusterRequest (api key 60), versions 0-1, flexible from v0."""
+    """Kafka DescribeClusterRequest (api key 60), versions 0-2, flexible from v0."""
 
     API_KEY = 60
-    VALID_VERSIONS = (0, 1)
+    VALID_VERSIONS = (0, 2)
     FLEXIBLE_VERSION = 0
 
-    __slots__ = __match_args__ = ('include_cluster_authorized_operations', 'endpoint_type')
+    __slots__ = __match_args__ = (
+        'include_cluster_authorized_operations', 'endpoint_type', 'include_fenced_brokers',
+    )
 
-    def __init__(self, include_cluster_authorized_operations: bool = False, endpoint_type: int = 1):
+    def __init__(
+        self,
+        include_cluster_authorized_operations: bool = False,
+        endpoint_type: int = 1,
+        include_fenced_brokers: bool = False,
+    ):
         self.include_cluster_authorized_operations = include_cluster_authorized_operations
         self.endpoint_type = endpoint_type
+        self.include_fenced_brokers = include_fenced_brokers
 
 
 class _DescribeClusterResponse_DescribeClusterBroker(_GeneratedStruct):
     """DescribeClusterResponse struct DescribeClusterBroker."""
 
     __qualname__ = "DescribeClusterResponse.DescribeClusterBroker"
-    __slots__ = __match_args__ = ('broker_id', 'host', 'port', 'rack')
+    __slots__ = __match_args__ = ('broker_id', 'host', 'port', 'rack', 'is_fenced')
 
-    def __init__(self, broker_id: int = 0, host: str = '', port: int = 0, rack: str | None = None):
+    def __init__(
+        self,
+        broker_id: int = 0,
+        host: str = '',
+        port: int = 0,
+        rack: str | None = None,
+        is_fenced: bool = False,
+    ):
         self.broker_id = broker_id
         self.host = host
         self.port = port
         self.rack = rack
+        self.is_fenced = is_fenced
 
 
 class DescribeClusterResponse(_Message):
-    """Kafka DescribeClusterResponse (api key 60), versions 0-1, flexible from v0."""
+    """Kafka DescribeClusterResponse (api key 60), versions 0-2, flexible from v0."""
 
     API_KEY = 60
-    VALID_VERSIONS = (0, 1)
+    VALID_VERSIONS = (0, 2)
     FLEXIBLE_VERSION = 0
 
     DescribeClusterBroker = _DescribeClusterResponse_DescribeClusterBroker
@@ -80,12 +96,14 @@ class DescribeClusterResponse(_Message):
 DescribeClusterRequest._FIELD_SPEC = """
 IncludeClusterAuthorizedOperations bool 0+
 EndpointType int8 1+
+IncludeFencedBrokers bool 2+
 """
 _DescribeClusterResponse_DescribeClusterBroker._FIELD_SPEC = """
 BrokerId int32 0+
 Host string 0+
 Port int32 0+
 Rack string 0+ nullable=0+
+IsFenced bool 2+
 """
 DescribeClusterResponse._FIELD_SPEC = """
 ThrottleTimeMs int32 0+

@@ -25,10 +25,10 @@ class _DescribeLogDirsRequest_DescribableLogDirTopic(_GeneratedStruct):
 
 
 class DescribeLogDirsRequest(_Message):
-    """Kafka DescribeLogDirsRequest (api key 35), versions 0-4, flexible from v2."""
+    """Kafka DescribeLogDirsRequest (api key 35), versions 0-5, flexible from v2."""
 
     API_KEY = 35
-    VALID_VERSIONS = (0, 4)
+    VALID_VERSIONS = (0, 5)
     FLEXIBLE_VERSION = 2
 
     DescribableLogDirTopic = _DescribeLogDirsRequest_DescribableLogDirTopic
@@ -79,7 +79,9 @@ class _DescribeLogDirsResponse_DescribeLogDirsResult(_GeneratedStruct):
     """DescribeLogDirsResponse struct DescribeLogDirsResult."""
 
     __qualname__ = "DescribeLogDirsResponse.DescribeLogDirsResult"
-    __slots__ = __match_args__ = ('error_code', 'log_dir', 'topics', 'total_bytes', 'usable_bytes')
+    __slots__ = __match_args__ = (
+        'error_code', 'log_dir', 'topics', 'total_bytes', 'usable_bytes', 'is_cordoned',
+    )
 
     def __init__(
         self,
@@ -88,19 +90,21 @@ class _DescribeLogDirsResponse_DescribeLogDirsResult(_GeneratedStruct):
         topics: list[DescribeLogDirsResponse.DescribeLogDirsTopic] = _FACTORY,
         total_bytes: int = -1,
         usable_bytes: int = -1,
+        is_cordoned: bool = False,
     ):
         self.error_code = error_code
         self.log_dir = log_dir
         self.topics = [] if topics is _FACTORY else topics
         self.total_bytes = total_bytes
         self.usable_bytes = usable_bytes
+        self.is_cordoned = is_cordoned
 
 
 class DescribeLogDirsResponse(_Message):
-    """Kafka DescribeLogDirsResponse (api key 35), versions 0-4, flexible from v2."""
+    """Kafka DescribeLogDirsResponse (api key 35), versions 0-5, flexible from v2."""
 
     API_KEY = 35
-    VALID_VERSIONS = (0, 4)
+    VALID_VERSIONS = (0, 5)
     FLEXIBLE_VERSION = 2
 
     DescribeLogDirsPartition = _DescribeLogDirsResponse_DescribeLogDirsPartition
@@ -145,6 +149,7 @@ LogDir string 0+
 Topics []DescribeLogDirsTopic 0+
 TotalBytes int64 4+
 UsableBytes int64 4+
+IsCordoned bool 5+
 """
 DescribeLogDirsResponse._FIELD_SPEC = """
 ThrottleTimeMs int32 0+

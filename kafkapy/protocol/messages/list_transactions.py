@@ -14,23 +14,27 @@ __all__ = ["ListTransactionsRequest", "ListTransactionsResponse"]
 
 
 class ListTransactionsRequest(_Message):
-    """Kafka ListTransactionsRequest (api key 66), versions 0-1, flexible from v0."""
+    """Kafka ListTransactionsRequest (api key 66), versions 0-2, flexible from v0."""
 
     API_KEY = 66
-    VALID_VERSIONS = (0, 1)
+    VALID_VERSIONS = (0, 2)
     FLEXIBLE_VERSION = 0
 
-    __slots__ = __match_args__ = ('state_filters', 'producer_id_filters', 'duration_filter')
+    __slots__ = __match_args__ = (
+        'state_filters', 'producer_id_filters', 'duration_filter', 'transactional_id_pattern',
+    )
 
     def __init__(
         self,
         state_filters: list[str] = _FACTORY,
         producer_id_filters: list[int] = _FACTORY,
         duration_filter: int = -1,
+        transactional_id_pattern: str | None = None,
     ):
         self.state_filters = [] if state_filters is _FACTORY else state_filters
         self.producer_id_filters = [] if producer_id_filters is _FACTORY else producer_id_filters
         self.duration_filter = duration_filter
+        self.transactional_id_pattern = transactional_id_pattern
 
 
 class _ListTransactionsResponse_TransactionState(_GeneratedStruct):
@@ -51,10 +55,10 @@ class _ListTransactionsResponse_TransactionState(_GeneratedStruct):
 
 
 class ListTransactionsResponse(_Message):
-    """Kafka ListTransactionsResponse (api key 66), versions 0-1, flexible from v0."""
+    """Kafka ListTransactionsResponse (api key 66), versions 0-2, flexible from v0."""
 
     API_KEY = 66
-    VALID_VERSIONS = (0, 1)
+    VALID_VERSIONS = (0, 2)
     FLEXIBLE_VERSION = 0
 
     TransactionState = _ListTransactionsResponse_TransactionState
@@ -82,6 +86,7 @@ ListTransactionsRequest._FIELD_SPEC = """
 StateFilters []string 0+
 ProducerIdFilters []int64 0+
 DurationFilter int64 1+
+TransactionalIdPattern string 2+ nullable=2+
 """
 _ListTransactionsResponse_TransactionState._FIELD_SPEC = """
 TransactionalId string 0+

@@ -33,10 +33,10 @@ class _UpdateFeaturesRequest_FeatureUpdateKey(_GeneratedStruct):
 
 
 class UpdateFeaturesRequest(_Message):
-    """Kafka UpdateFeaturesRequest (api key 57), versions 0-1, flexible from v0."""
+    """Kafka UpdateFeaturesRequest (api key 57), versions 0-2, flexible from v0."""
 
     API_KEY = 57
-    VALID_VERSIONS = (0, 1)
+    VALID_VERSIONS = (0, 2)
     FLEXIBLE_VERSION = 0
 
     FeatureUpdateKey = _UpdateFeaturesRequest_FeatureUpdateKey
@@ -67,10 +67,10 @@ class _UpdateFeaturesResponse_UpdatableFeatureResult(_GeneratedStruct):
 
 
 class UpdateFeaturesResponse(_Message):
-    """Kafka UpdateFeaturesResponse (api key 57), versions 0-1, flexible from v0."""
+    """Kafka UpdateFeaturesResponse (api key 57), versions 0-2, flexible from v0."""
 
     API_KEY = 57
-    VALID_VERSIONS = (0, 1)
+    VALID_VERSIONS = (0, 2)
     FLEXIBLE_VERSION = 0
 
     UpdatableFeatureResult = _UpdateFeaturesResponse_UpdatableFeatureResult
@@ -112,5 +112,5 @@ UpdateFeaturesResponse._FIELD_SPEC = """
 ThrottleTimeMs int32 0+
 ErrorCode int16 0+
 ErrorMessage string 0+ nullable=0+
-Results []UpdatableFeatureResult 0+
+Results []UpdatableFeatureResult 0-1
 """

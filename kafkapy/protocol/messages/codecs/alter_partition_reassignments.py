@@ -28,16 +28,91 @@ _new = object.__new__  # decoders fill slots directly, skipping __init__
 # _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_i = _Struct('>i')
 _T_Ni = _StructTable('>{0}i')
+_S_iT = _Struct('>i?')
 _T_BNi = _StructTable('>B{0}i')
 _S_ih = _Struct('>ih')
+_S_iTh = _Struct('>i?h')
 
 
 
 def _decode_alter_partition_reassignments_request_v0(buf, pos):
     end = len(buf)
     o1 = _new(AlterPartitionReassignmentsRequest)
+    o1.allow_replication_factor_change = True
     o1.timeout_ms = _S_i.unpack_from(buf, pos)[0]
     pos += 4
+    n = buf[pos] - 1
+    if n < 127:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+        n -= 1
+    if n < 0 or n > end - pos:
+        raise _Malformed(f'Topics: array length {n} out of range', pos)
+    l2 = []
+    for _ in range(n):
+        o3 = _new(_AlterPartitionReassignmentsRequest_ReassignableTopic)
+        n = buf[pos] - 1
+        if n < 127:
+            pos += 1
+        else:
+            n, pos = _read_uvarint(buf, pos)
+            n -= 1
+        if n < 0 or n > end - pos:
+            raise _Malformed(f'Name: length {n} out of range', pos)
+        e = pos + n
+        o3.name = str(buf[pos:e], 'utf-8')
+        pos = e
+        n = buf[pos] - 1
+        if n < 127:
+            pos += 1
+        else:
+            n, pos = _read_uvarint(buf, pos)
+            n -= 1
+        if n < 0 or n > end - pos:
+            raise _Malformed(f'Partitions: array length {n} out of range', pos)
+        l4 = []
+        for _ in range(n):
+            o5 = _new(_AlterPartitionReassignmentsRequest_ReassignablePartition)
+            o5.partition_index = _S_i.unpack_from(buf, pos)[0]
+            pos += 4
+            n = buf[pos] - 1
+            if n < 127:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+                n -= 1
+            if n < 0:
+                o5.replicas = None
+            else:
+                if n * 4 > end - pos:
+                    raise _Malformed(f'Replicas: array length {n} out of range', pos)
+                o5.replicas = list(_T_Ni[n].unpack_from(buf, pos))
+                pos += 4 * n
+            if buf[pos]:
+                pos = _skip_tagged_fields(buf, pos)
+            else:
+                pos += 1
+            l4.append(o5)
+        o3.partitions = l4
+        if buf[pos]:
+            pos = _skip_tagged_fields(buf, pos)
+        else:
+            pos += 1
+        l2.append(o3)
+    o1.topics = l2
+    if buf[pos]:
+        pos = _skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
+    return o1
+
+
+def _decode_alter_partition_reassignments_request_v1(buf, pos):
+    end = len(buf)
+    o1 = _new(AlterPartitionReassignmentsRequest)
+    o1.timeout_ms, o1.allow_replication_factor_change = _S_iT.unpack_from(buf, pos)
+    pos += 5
     n = buf[pos] - 1
     if n < 127:
         pos += 1
@@ -138,11 +213,132 @@ def _encode_alter_partition_reassignments_request_v0(o0, ext):
     return parts
 
 
+def _encode_alter_partition_reassignments_request_v1(o0, ext):
+    parts = []
+    ap = parts.append
+    x1 = o0.topics
+    ap(_S_iT.pack(o0.timeout_ms, o0.allow_replication_factor_change))
+    n = len(x1) + 1
+    ap(_UV1[n] if n < 128 else _uvarint(n))
+    for o2 in x1:
+        s3 = o2.name.encode()
+        n = len(s3) + 1
+        ap(_UV1[n] if n < 128 else _uvarint(n))
+        ap(s3)
+        x4 = o2.partitions
+        n = len(x4) + 1
+        ap(_UV1[n] if n < 128 else _uvarint(n))
+        for o5 in x4:
+            x6 = o5.replicas
+            ap(_S_i.pack(o5.partition_index))
+            if x6 is None:
+                ap(b'\x00')
+            else:
+                c7 = len(x6)
+                if c7 < 127:
+                    ap(_T_BNi[c7].pack(c7 + 1, *x6))
+                else:
+                    ap(_uvarint(c7 + 1))
+                    ap(_T_Ni[c7].pack(*x6))
+            ap(b'\x00')
+        ap(b'\x00')
+    ap(b'\x00')
+    return parts
+
+
 def _decode_alter_partition_reassignments_response_v0(buf, pos):
     end = len(buf)
     o1 = _new(AlterPartitionReassignmentsResponse)
+    o1.allow_replication_factor_change = True
     o1.throttle_time_ms, o1.error_code = _S_ih.unpack_from(buf, pos)
     pos += 6
+    n = buf[pos] - 1
+    if n < 127:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+        n -= 1
+    if n < 0:
+        o1.error_message = None
+    else:
+        if n > end - pos:
+            raise _Malformed(f'ErrorMessage: length {n} out of range', pos)
+        e = pos + n
+        o1.error_message = str(buf[pos:e], 'utf-8')
+        pos = e
+    n = buf[pos] - 1
+    if n < 127:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+        n -= 1
+    if n < 0 or n > end - pos:
+        raise _Malformed(f'Responses: array length {n} out of range', pos)
+    l2 = []
+    for _ in range(n):
+        o3 = _new(_AlterPartitionReassignmentsResponse_ReassignableTopicResponse)
+        n = buf[pos] - 1
+        if n < 127:
+            pos += 1
+        else:
+            n, pos = _read_uvarint(buf, pos)
+            n -= 1
+        if n < 0 or n > end - pos:
+            raise _Malformed(f'Name: length {n} out of range', pos)
+        e = pos + n
+        o3.name = str(buf[pos:e], 'utf-8')
+        pos = e
+        n = buf[pos] - 1
+        if n < 127:
+            pos += 1
+        else:
+            n, pos = _read_uvarint(buf, pos)
+            n -= 1
+        if n < 0 or n > end - pos:
+            raise _Malformed(f'Partitions: array length {n} out of range', pos)
+        l4 = []
+        for _ in range(n):
+            o5 = _new(_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse)
+            o5.partition_index, o5.error_code = _S_ih.unpack_from(buf, pos)
+            pos += 6
+            n = buf[pos] - 1
+            if n < 127:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+                n -= 1
+            if n < 0:
+                o5.error_message = None
+            else:
+                if n > end - pos:
+                    raise _Malformed(f'ErrorMessage: length {n} out of range', pos)
+                e = pos + n
+                o5.error_message = str(buf[pos:e], 'utf-8')
+                pos = e
+            if buf[pos]:
+                pos = _skip_tagged_fields(buf, pos)
+            else:
+                pos += 1
+            l4.append(o5)
+        o3.partitions = l4
+        if buf[pos]:
+            pos = _skip_tagged_fields(buf, pos)
+        else:
+            pos += 1
+        l2.append(o3)
+    o1.responses = l2
+    if buf[pos]:
+        pos = _skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
+    return o1
+
+
+def _decode_alter_partition_reassignments_response_v1(buf, pos):
+    end = len(buf)
+    o1 = _new(AlterPartitionReassignmentsResponse)
+    o1.throttle_time_ms, o1.allow_replication_factor_change, o1.error_code = _S_iTh.unpack_from(buf, pos)
+    pos += 7
     n = buf[pos] - 1
     if n < 127:
         pos += 1
@@ -266,17 +462,62 @@ def _encode_alter_partition_reassignments_response_v0(o0, ext):
     return parts
 
 
+def _encode_alter_partition_reassignments_response_v1(o0, ext):
+    parts = []
+    ap = parts.append
+    s1 = o0.error_message
+    if s1 is not None:
+        s1 = s1.encode()
+    ap(_S_iTh.pack(o0.throttle_time_ms, o0.allow_replication_factor_change, o0.error_code))
+    if s1 is None:
+        ap(b'\x00')
+    else:
+        n = len(s1) + 1
+        ap(_UV1[n] if n < 128 else _uvarint(n))
+        ap(s1)
+    x2 = o0.responses
+    n = len(x2) + 1
+    ap(_UV1[n] if n < 128 else _uvarint(n))
+    for o3 in x2:
+        s4 = o3.name.encode()
+        n = len(s4) + 1
+        ap(_UV1[n] if n < 128 else _uvarint(n))
+        ap(s4)
+        x5 = o3.partitions
+        n = len(x5) + 1
+        ap(_UV1[n] if n < 128 else _uvarint(n))
+        for o6 in x5:
+            s7 = o6.error_message
+            if s7 is not None:
+                s7 = s7.encode()
+            ap(_S_ih.pack(o6.partition_index, o6.error_code))
+            if s7 is None:
+                ap(b'\x00')
+            else:
+                n = len(s7) + 1
+                ap(_UV1[n] if n < 128 else _uvarint(n))
+                ap(s7)
+            ap(b'\x00')
+        ap(b'\x00')
+    ap(b'\x00')
+    return parts
+
+
 AlterPartitionReassignmentsRequest._DECODERS = {
     0: _decode_alter_partition_reassignments_request_v0,
+    1: _decode_alter_partition_reassignments_request_v1,
 }
 AlterPartitionReassignmentsRequest._ENCODERS = {
     0: _encode_alter_partition_reassignments_request_v0,
+    1: _encode_alter_partition_reassignments_request_v1,
 }
 
 
 AlterPartitionReassignmentsResponse._DECODERS = {
     0: _decode_alter_partition_reassignments_response_v0,
+    1: _decode_alter_partition_reassignments_response_v1,
 }
 AlterPartitionReassignmentsResponse._ENCODERS = {
     0: _encode_alter_partition_reassignments_response_v0,
+    1: _encode_alter_partition_reassignments_response_v1,
 }

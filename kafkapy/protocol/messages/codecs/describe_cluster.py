@@ -24,8 +24,10 @@ _new = object.__new__  # decoders fill slots directly, skipping __init__
 # _T_<format>: Structs by array length, N marking where each array's elements go.
 _S_TB = _Struct('>?B')
 _S_TbB = _Struct('>?bB')
+_S_TbTB = _Struct('>?b?B')
 _S_Tx = _Struct('>?x')
 _S_Tbx = _Struct('>?bx')
+_S_TbTx = _Struct('>?b?x')
 _S_ih = _Struct('>ih')
 _S_i = _Struct('>i')
 _S_iB = _Struct('>iB')
@@ -37,6 +39,7 @@ _S_ix = _Struct('>ix')
 def _decode_describe_cluster_request_v0(buf, pos):
     o1 = _new(DescribeClusterRequest)
     o1.endpoint_type = 1
+    o1.include_fenced_brokers = False
     o1.include_cluster_authorized_operations, t2 = _S_TB.unpack_from(buf, pos)
     pos += 2
     if t2:
@@ -46,8 +49,18 @@ def _decode_describe_cluster_request_v0(buf, pos):
 
 def _decode_describe_cluster_request_v1(buf, pos):
     o1 = _new(DescribeClusterRequest)
+    o1.include_fenced_brokers = False
     o1.include_cluster_authorized_operations, o1.endpoint_type, t2 = _S_TbB.unpack_from(buf, pos)
     pos += 3
+    if t2:
+        pos = _skip_tagged_fields(buf, pos - 1)
+    return o1
+
+
+def _decode_describe_cluster_request_v2(buf, pos):
+    o1 = _new(DescribeClusterRequest)
+    o1.include_cluster_authorized_operations, o1.endpoint_type, o1.include_fenced_brokers, t2 = _S_TbTB.unpack_from(buf, pos)
+    pos += 4
     if t2:
         pos = _skip_tagged_fields(buf, pos - 1)
     return o1
@@ -64,6 +77,13 @@ def _encode_describe_cluster_request_v1(o0, ext):
     parts = []
     ap = parts.append
     ap(_S_Tbx.pack(o0.include_cluster_authorized_operations, o0.endpoint_type))
+    return parts
+
+
+def _encode_describe_cluster_request_v2(o0, ext):
+    parts = []
+    ap = parts.append
+    ap(_S_TbTx.pack(o0.include_cluster_authorized_operations, o0.endpoint_type, o0.include_fenced_brokers))
     return parts
 
 
@@ -111,6 +131,7 @@ def _decode_describe_cluster_response_v0(buf, pos):
     l2 = []
     for _ in range(n):
         o3 = _new(_DescribeClusterResponse_DescribeClusterBroker)
+        o3.is_fenced = False
         o3.broker_id = _S_i.unpack_from(buf, pos)[0]
         pos += 4
         n = buf[pos] - 1
@@ -198,6 +219,7 @@ def _decode_describe_cluster_response_v1(buf, pos):
     l2 = []
     for _ in range(n):
         o3 = _new(_DescribeClusterResponse_DescribeClusterBroker)
+        o3.is_fenced = False
         o3.broker_id = _S_i.unpack_from(buf, pos)[0]
         pos += 4
         n = buf[pos] - 1
@@ -236,6 +258,93 @@ def _decode_describe_cluster_response_v1(buf, pos):
     o1.cluster_authorized_operations, t4 = _S_iB.unpack_from(buf, pos)
     pos += 5
     if t4:
+        pos = _skip_tagged_fields(buf, pos - 1)
+    return o1
+
+
+def _decode_describe_cluster_response_v2(buf, pos):
+    end = len(buf)
+    o1 = _new(DescribeClusterResponse)
+    o1.throttle_time_ms, o1.error_code = _S_ih.unpack_from(buf, pos)
+    pos += 6
+    n = buf[pos] - 1
+    if n < 127:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+        n -= 1
+    if n < 0:
+        o1.error_message = None
+    else:
+        if n > end - pos:
+            raise _Malformed(f'ErrorMessage: length {n} out of range', pos)
+        e = pos + n
+        o1.error_message = str(buf[pos:e], 'utf-8')
+        pos = e
+    o1.endpoint_type = _S_b.unpack_from(buf, pos)[0]
+    pos += 1
+    n = buf[pos] - 1
+    if n < 127:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+        n -= 1
+    if n < 0 or n > end - pos:
+        raise _Malformed(f'ClusterId: length {n} out of range', pos)
+    e = pos + n
+    o1.cluster_id = str(buf[pos:e], 'utf-8')
+    pos = e
+    o1.controller_id = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
+    n = buf[pos] - 1
+    if n < 127:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+        n -= 1
+    if n < 0 or n > end - pos:
+        raise _Malformed(f'Brokers: array length {n} out of range', pos)
+    l2 = []
+    for _ in range(n):
+        o3 = _new(_DescribeClusterResponse_DescribeClusterBroker)
+        o3.broker_id = _S_i.unpack_from(buf, pos)[0]
+        pos += 4
+        n = buf[pos] - 1
+        if n < 127:
+            pos += 1
+        else:
+            n, pos = _read_uvarint(buf, pos)
+            n -= 1
+        if n < 0 or n > end - pos:
+            raise _Malformed(f'Host: length {n} out of range', pos)
+        e = pos + n
+        o3.host = str(buf[pos:e], 'utf-8')
+        pos = e
+        o3.port = _S_i.unpack_from(buf, pos)[0]
+        pos += 4
+        n = buf[pos] - 1
+        if n < 127:
+            pos += 1
+        else:
+            n, pos = _read_uvarint(buf, pos)
+            n -= 1
+        if n < 0:
+            o3.rack = None
+        else:
+            if n > end - pos:
+                raise _Malformed(f'Rack: length {n} out of range', pos)
+            e = pos + n
+            o3.rack = str(buf[pos:e], 'utf-8')
+            pos = e
+        o3.is_fenced, t4 = _S_TB.unpack_from(buf, pos)
+        pos += 2
+        if t4:
+            pos = _skip_tagged_fields(buf, pos - 1)
+        l2.append(o3)
+    o1.brokers = l2
+    o1.cluster_authorized_operations, t5 = _S_iB.unpack_from(buf, pos)
+    pos += 5
+    if t5:
         pos = _skip_tagged_fields(buf, pos - 1)
     return o1
 
@@ -325,21 +434,68 @@ def _encode_describe_cluster_response_v1(o0, ext):
     return parts
 
 
+def _encode_describe_cluster_response_v2(o0, ext):
+    parts = []
+    ap = parts.append
+    s1 = o0.error_message
+    if s1 is not None:
+        s1 = s1.encode()
+    ap(_S_ih.pack(o0.throttle_time_ms, o0.error_code))
+    if s1 is None:
+        ap(b'\x00')
+    else:
+        n = len(s1) + 1
+        ap(_UV1[n] if n < 128 else _uvarint(n))
+        ap(s1)
+    s2 = o0.cluster_id.encode()
+    ap(_S_b.pack(o0.endpoint_type))
+    n = len(s2) + 1
+    ap(_UV1[n] if n < 128 else _uvarint(n))
+    ap(s2)
+    x3 = o0.brokers
+    ap(_S_i.pack(o0.controller_id))
+    n = len(x3) + 1
+    ap(_UV1[n] if n < 128 else _uvarint(n))
+    for o4 in x3:
+        s5 = o4.host.encode()
+        ap(_S_i.pack(o4.broker_id))
+        n = len(s5) + 1
+        ap(_UV1[n] if n < 128 else _uvarint(n))
+        ap(s5)
+        s6 = o4.rack
+        if s6 is not None:
+            s6 = s6.encode()
+        ap(_S_i.pack(o4.port))
+        if s6 is None:
+            ap(b'\x00')
+        else:
+            n = len(s6) + 1
+            ap(_UV1[n] if n < 128 else _uvarint(n))
+            ap(s6)
+        ap(_S_Tx.pack(o4.is_fenced))
+    ap(_S_ix.pack(o0.cluster_authorized_operations))
+    return parts
+
+
 DescribeClusterRequest._DECODERS = {
     0: _decode_describe_cluster_request_v0,
     1: _decode_describe_cluster_request_v1,
+    2: _decode_describe_cluster_request_v2,
 }
 DescribeClusterRequest._ENCODERS = {
     0: _encode_describe_cluster_request_v0,
     1: _encode_describe_cluster_request_v1,
+    2: _encode_describe_cluster_request_v2,
 }
 
 
 DescribeClusterResponse._DECODERS = {
     0: _decode_describe_cluster_response_v0,
     1: _decode_describe_cluster_response_v1,
+    2: _decode_describe_cluster_response_v2,
 }
 DescribeClusterResponse._ENCODERS = {
     0: _encode_describe_cluster_response_v0,
     1: _encode_describe_cluster_response_v1,
+    2: _encode_describe_cluster_response_v2,
 }

@@ -37,7 +37,9 @@ _S_iqqTx = _Struct('>iqq?x')
 _S_iqqTB = _Struct('>iqq?B')
 _S_ih = _Struct('>ih')
 _S_qqB = _Struct('>qqB')
+_S_qqTB = _Struct('>qq?B')
 _S_qqx = _Struct('>qqx')
+_S_qqTx = _Struct('>qq?x')
 
 
 
@@ -179,6 +181,7 @@ def _decode_describe_log_dirs_response_v0(buf, pos):
         o3 = _new(_DescribeLogDirsResponse_DescribeLogDirsResult)
         o3.total_bytes = -1
         o3.usable_bytes = -1
+        o3.is_cordoned = False
         o3.error_code, n = _S_hh.unpack_from(buf, pos)
         pos += 4
         if n < 0 or n > end - pos:
@@ -245,6 +248,7 @@ def _decode_describe_log_dirs_response_v2(buf, pos):
         o3 = _new(_DescribeLogDirsResponse_DescribeLogDirsResult)
         o3.total_bytes = -1
         o3.usable_bytes = -1
+        o3.is_cordoned = False
         o3.error_code = _S_h.unpack_from(buf, pos)[0]
         pos += 2
         n = buf[pos] - 1
@@ -342,6 +346,7 @@ def _decode_describe_log_dirs_response_v3(buf, pos):
         o3 = _new(_DescribeLogDirsResponse_DescribeLogDirsResult)
         o3.total_bytes = -1
         o3.usable_bytes = -1
+        o3.is_cordoned = False
         o3.error_code = _S_h.unpack_from(buf, pos)[0]
         pos += 2
         n = buf[pos] - 1
@@ -437,6 +442,7 @@ def _decode_describe_log_dirs_response_v4(buf, pos):
     l2 = []
     for _ in range(n):
         o3 = _new(_DescribeLogDirsResponse_DescribeLogDirsResult)
+        o3.is_cordoned = False
         o3.error_code = _S_h.unpack_from(buf, pos)[0]
         pos += 2
         n = buf[pos] - 1
@@ -505,6 +511,101 @@ def _decode_describe_log_dirs_response_v4(buf, pos):
         o3.topics = l4
         o3.total_bytes, o3.usable_bytes, t10 = _S_qqB.unpack_from(buf, pos)
         pos += 17
+        if t10:
+            pos = _skip_tagged_fields(buf, pos - 1)
+        l2.append(o3)
+    o1.results = l2
+    if buf[pos]:
+        pos = _skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
+    return o1
+
+
+def _decode_describe_log_dirs_response_v5(buf, pos):
+    end = len(buf)
+    o1 = _new(DescribeLogDirsResponse)
+    o1.throttle_time_ms, o1.error_code = _S_ih.unpack_from(buf, pos)
+    pos += 6
+    n = buf[pos] - 1
+    if n < 127:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+        n -= 1
+    if n < 0 or n > end - pos:
+        raise _Malformed(f'Results: array length {n} out of range', pos)
+    l2 = []
+    for _ in range(n):
+        o3 = _new(_DescribeLogDirsResponse_DescribeLogDirsResult)
+        o3.error_code = _S_h.unpack_from(buf, pos)[0]
+        pos += 2
+        n = buf[pos] - 1
+        if n < 127:
+            pos += 1
+        else:
+            n, pos = _read_uvarint(buf, pos)
+            n -= 1
+        if n < 0 or n > end - pos:
+            raise _Malformed(f'LogDir: length {n} out of range', pos)
+        e = pos + n
+        o3.log_dir = str(buf[pos:e], 'utf-8')
+        pos = e
+        n = buf[pos] - 1
+        if n < 127:
+            pos += 1
+        else:
+            n, pos = _read_uvarint(buf, pos)
+            n -= 1
+        if n < 0 or n > end - pos:
+            raise _Malformed(f'Topics: array length {n} out of range', pos)
+        l4 = []
+        for _ in range(n):
+            o5 = _new(_DescribeLogDirsResponse_DescribeLogDirsTopic)
+            n = buf[pos] - 1
+            if n < 127:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+                n -= 1
+            if n < 0 or n > end - pos:
+                raise _Malformed(f'Name: length {n} out of range', pos)
+            e = pos + n
+            o5.name = str(buf[pos:e], 'utf-8')
+            pos = e
+            n = buf[pos] - 1
+            if n < 127:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+                n -= 1
+            if n < 0 or n * 22 > end - pos:
+                raise _Malformed(f'Partitions: array length {n} out of range', pos)
+            l6 = []
+            e = pos + n * 22
+            if n > 7 and (chunk := bytes(buf[pos:e]))[21::22].count(0) == n:
+                for t in _S_iqqTx.iter_unpack(chunk):
+                    o7 = _new(_DescribeLogDirsResponse_DescribeLogDirsPartition)
+                    o7.partition_index, o7.partition_size, o7.offset_lag, o7.is_future_key = t
+                    l6.append(o7)
+                pos = e
+            else:
+                for _ in range(n):
+                    o8 = _new(_DescribeLogDirsResponse_DescribeLogDirsPartition)
+                    o8.partition_index, o8.partition_size, o8.offset_lag, o8.is_future_key, t9 = _S_iqqTB.unpack_from(buf, pos)
+                    pos += 22
+                    if t9:
+                        pos = _skip_tagged_fields(buf, pos - 1)
+                    l6.append(o8)
+            o5.partitions = l6
+            if buf[pos]:
+                pos = _skip_tagged_fields(buf, pos)
+            else:
+                pos += 1
+            l4.append(o5)
+        o3.topics = l4
+        o3.total_bytes, o3.usable_bytes, o3.is_cordoned, t10 = _S_qqTB.unpack_from(buf, pos)
+        pos += 18
         if t10:
             pos = _skip_tagged_fields(buf, pos - 1)
         l2.append(o3)
@@ -634,12 +735,45 @@ def _encode_describe_log_dirs_response_v4(o0, ext):
     return parts
 
 
+def _encode_describe_log_dirs_response_v5(o0, ext):
+    parts = []
+    ap = parts.append
+    x1 = o0.results
+    ap(_S_ih.pack(o0.throttle_time_ms, o0.error_code))
+    n = len(x1) + 1
+    ap(_UV1[n] if n < 128 else _uvarint(n))
+    for o2 in x1:
+        s3 = o2.log_dir.encode()
+        ap(_S_h.pack(o2.error_code))
+        n = len(s3) + 1
+        ap(_UV1[n] if n < 128 else _uvarint(n))
+        ap(s3)
+        x4 = o2.topics
+        n = len(x4) + 1
+        ap(_UV1[n] if n < 128 else _uvarint(n))
+        for o5 in x4:
+            s6 = o5.name.encode()
+            n = len(s6) + 1
+            ap(_UV1[n] if n < 128 else _uvarint(n))
+            ap(s6)
+            x7 = o5.partitions
+            n = len(x7) + 1
+            ap(_UV1[n] if n < 128 else _uvarint(n))
+            for o8 in x7:
+                ap(_S_iqqTx.pack(o8.partition_index, o8.partition_size, o8.offset_lag, o8.is_future_key))
+            ap(b'\x00')
+        ap(_S_qqTx.pack(o2.total_bytes, o2.usable_bytes, o2.is_cordoned))
+    ap(b'\x00')
+    return parts
+
+
 DescribeLogDirsRequest._DECODERS = {
     0: _decode_describe_log_dirs_request_v0,
     1: _decode_describe_log_dirs_request_v0,
     2: _decode_describe_log_dirs_request_v2,
     3: _decode_describe_log_dirs_request_v2,
     4: _decode_describe_log_dirs_request_v2,
+    5: _decode_describe_log_dirs_request_v2,
 }
 DescribeLogDirsRequest._ENCODERS = {
     0: _encode_describe_log_dirs_request_v0,
@@ -647,6 +781,7 @@ DescribeLogDirsRequest._ENCODERS = {
     2: _encode_describe_log_dirs_request_v2,
     3: _encode_describe_log_dirs_request_v2,
     4: _encode_describe_log_dirs_request_v2,
+    5: _encode_describe_log_dirs_request_v2,
 }
 
 
@@ -656,6 +791,7 @@ DescribeLogDirsResponse._DECODERS = {
     2: _decode_describe_log_dirs_response_v2,
     3: _decode_describe_log_dirs_response_v3,
     4: _decode_describe_log_dirs_response_v4,
+    5: _decode_describe_log_dirs_response_v5,
 }
 DescribeLogDirsResponse._ENCODERS = {
     0: _encode_describe_log_dirs_response_v0,
@@ -663,4 +799,5 @@ DescribeLogDirsResponse._ENCODERS = {
     2: _encode_describe_log_dirs_response_v2,
     3: _encode_describe_log_dirs_response_v3,
     4: _encode_describe_log_dirs_response_v4,
+    5: _encode_describe_log_dirs_response_v5,
 }

@@ -24,11 +24,12 @@ _new = object.__new__  # decoders fill slots directly, skipping __init__
 # _T_<format>: Structs by array length, N marking where each array's elements go.
 _T_Nq = _StructTable('>{0}q')
 _S_qB = _Struct('>qB')
+_S_q = _Struct('>q')
 _T_BNqx = _StructTable('>B{0}qx')
 _T_BNqqx = _StructTable('>B{0}qqx')
 _S_qx = _Struct('>qx')
+_T_BNqq = _StructTable('>B{0}qq')
 _S_ih = _Struct('>ih')
-_S_q = _Struct('>q')
 
 
 
@@ -36,6 +37,7 @@ def _decode_list_transactions_request_v0(buf, pos):
     end = len(buf)
     o1 = _new(ListTransactionsRequest)
     o1.duration_filter = -1
+    o1.transactional_id_pattern = None
     n = buf[pos] - 1
     if n < 127:
         pos += 1
@@ -79,6 +81,7 @@ def _decode_list_transactions_request_v0(buf, pos):
 def _decode_list_transactions_request_v1(buf, pos):
     end = len(buf)
     o1 = _new(ListTransactionsRequest)
+    o1.transactional_id_pattern = None
     n = buf[pos] - 1
     if n < 127:
         pos += 1
@@ -116,6 +119,65 @@ def _decode_list_transactions_request_v1(buf, pos):
     pos += 9
     if t4:
         pos = _skip_tagged_fields(buf, pos - 1)
+    return o1
+
+
+def _decode_list_transactions_request_v2(buf, pos):
+    end = len(buf)
+    o1 = _new(ListTransactionsRequest)
+    n = buf[pos] - 1
+    if n < 127:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+        n -= 1
+    if n < 0 or n > end - pos:
+        raise _Malformed(f'StateFilters: array length {n} out of range', pos)
+    l2 = []
+    for _ in range(n):
+        n = buf[pos] - 1
+        if n < 127:
+            pos += 1
+        else:
+            n, pos = _read_uvarint(buf, pos)
+            n -= 1
+        if n < 0 or n > end - pos:
+            raise _Malformed(f'StateFilters: length {n} out of range', pos)
+        e = pos + n
+        x3 = str(buf[pos:e], 'utf-8')
+        pos = e
+        l2.append(x3)
+    o1.state_filters = l2
+    n = buf[pos] - 1
+    if n < 127:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+        n -= 1
+    if n < 0 or n * 8 > end - pos:
+        raise _Malformed(f'ProducerIdFilters: array length {n} out of range', pos)
+    o1.producer_id_filters = list(_T_Nq[n].unpack_from(buf, pos))
+    pos += 8 * n
+    o1.duration_filter = _S_q.unpack_from(buf, pos)[0]
+    pos += 8
+    n = buf[pos] - 1
+    if n < 127:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+        n -= 1
+    if n < 0:
+        o1.transactional_id_pattern = None
+    else:
+        if n > end - pos:
+            raise _Malformed(f'TransactionalIdPattern: length {n} out of range', pos)
+        e = pos + n
+        o1.transactional_id_pattern = str(buf[pos:e], 'utf-8')
+        pos = e
+    if buf[pos]:
+        pos = _skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
     return o1
 
 
@@ -160,6 +222,38 @@ def _encode_list_transactions_request_v1(o0, ext):
         ap(_uvarint(c5 + 1))
         ap(_T_Nq[c5].pack(*x4))
         ap(_S_qx.pack(o0.duration_filter))
+    return parts
+
+
+def _encode_list_transactions_request_v2(o0, ext):
+    parts = []
+    ap = parts.append
+    x1 = o0.state_filters
+    n = len(x1) + 1
+    ap(_UV1[n] if n < 128 else _uvarint(n))
+    for e2 in x1:
+        s3 = e2.encode()
+        n = len(s3) + 1
+        ap(_UV1[n] if n < 128 else _uvarint(n))
+        ap(s3)
+    x4 = o0.producer_id_filters
+    c5 = len(x4)
+    s6 = o0.transactional_id_pattern
+    if s6 is not None:
+        s6 = s6.encode()
+    if c5 < 127:
+        ap(_T_BNqq[c5].pack(c5 + 1, *x4, o0.duration_filter))
+    else:
+        ap(_uvarint(c5 + 1))
+        ap(_T_Nq[c5].pack(*x4))
+        ap(_S_q.pack(o0.duration_filter))
+    if s6 is None:
+        ap(b'\x00')
+    else:
+        n = len(s6) + 1
+        ap(_UV1[n] if n < 128 else _uvarint(n))
+        ap(s6)
+    ap(b'\x00')
     return parts
 
 
@@ -272,18 +366,22 @@ def _encode_list_transactions_response_v0(o0, ext):
 ListTransactionsRequest._DECODERS = {
     0: _decode_list_transactions_request_v0,
     1: _decode_list_transactions_request_v1,
+    2: _decode_list_transactions_request_v2,
 }
 ListTransactionsRequest._ENCODERS = {
     0: _encode_list_transactions_request_v0,
     1: _encode_list_transactions_request_v1,
+    2: _encode_list_transactions_request_v2,
 }
 
 
 ListTransactionsResponse._DECODERS = {
     0: _decode_list_transactions_response_v0,
     1: _decode_list_transactions_response_v0,
+    2: _decode_list_transactions_response_v0,
 }
 ListTransactionsResponse._ENCODERS = {
     0: _encode_list_transactions_response_v0,
     1: _encode_list_transactions_response_v0,
+    2: _encode_list_transactions_response_v0,
 }

@@ -221,6 +221,33 @@ def _decode_update_features_response_v0(buf, pos):
     return o1
 
 
+def _decode_update_features_response_v2(buf, pos):
+    end = len(buf)
+    o1 = _new(UpdateFeaturesResponse)
+    o1.results = []
+    o1.throttle_time_ms, o1.error_code = _S_ih.unpack_from(buf, pos)
+    pos += 6
+    n = buf[pos] - 1
+    if n < 127:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+        n -= 1
+    if n < 0:
+        o1.error_message = None
+    else:
+        if n > end - pos:
+            raise _Malformed(f'ErrorMessage: length {n} out of range', pos)
+        e = pos + n
+        o1.error_message = str(buf[pos:e], 'utf-8')
+        pos = e
+    if buf[pos]:
+        pos = _skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
+    return o1
+
+
 def _encode_update_features_response_v0(o0, ext):
     parts = []
     ap = parts.append
@@ -257,21 +284,42 @@ def _encode_update_features_response_v0(o0, ext):
     return parts
 
 
+def _encode_update_features_response_v2(o0, ext):
+    parts = []
+    ap = parts.append
+    s1 = o0.error_message
+    if s1 is not None:
+        s1 = s1.encode()
+    ap(_S_ih.pack(o0.throttle_time_ms, o0.error_code))
+    if s1 is None:
+        ap(b'\x00')
+    else:
+        n = len(s1) + 1
+        ap(_UV1[n] if n < 128 else _uvarint(n))
+        ap(s1)
+    ap(b'\x00')
+    return parts
+
+
 UpdateFeaturesRequest._DECODERS = {
     0: _decode_update_features_request_v0,
     1: _decode_update_features_request_v1,
+    2: _decode_update_features_request_v1,
 }
 UpdateFeaturesRequest._ENCODERS = {
     0: _encode_update_features_request_v0,
     1: _encode_update_features_request_v1,
+    2: _encode_update_features_request_v1,
 }
 
 
 UpdateFeaturesResponse._DECODERS = {
     0: _decode_update_features_response_v0,
     1: _decode_update_features_response_v0,
+    2: _decode_update_features_response_v2,
 }
 UpdateFeaturesResponse._ENCODERS = {
     0: _encode_update_features_response_v0,
     1: _encode_update_features_response_v0,
+    2: _encode_update_features_response_v2,
 }
