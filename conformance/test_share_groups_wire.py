@@ -159,11 +159,15 @@ def test_unknown_members_and_fenced_epochs_on_heartbeat(setup):
     _, wire, group, _ = setup
     R = ShareGroupHeartbeatRequest
     member = uuid.uuid4().hex
+    # no member has joined the group yet (its configs do not make it exist): Kafka 4.4's answer
     answer = wire.call(R(group_id=group, member_id=member, member_epoch=4), 1, ShareGroupHeartbeatResponse)
-    assert answer.error_code == ErrorCode.UNKNOWN_MEMBER_ID
+    assert (answer.error_code, answer.error_message) == (ErrorCode.GROUP_ID_NOT_FOUND,
+                                                         f"Share group {group} not found.")
     joined = wire.call(R(group_id=group, member_id=member, member_epoch=0, subscribed_topic_names=["share-bad-input"]),
                        1, ShareGroupHeartbeatResponse)
     assert joined.error_code == ErrorCode.NONE and joined.member_epoch > 0 and joined.assignment is not None
+    unknown = wire.call(R(group_id=group, member_id=uuid.uuid4().hex, member_epoch=4), 1, ShareGroupHeartbeatResponse)
+    assert unknown.error_code == ErrorCode.UNKNOWN_MEMBER_ID
     stale = wire.call(R(group_id=group, member_id=member, member_epoch=joined.member_epoch + 7), 1,
                       ShareGroupHeartbeatResponse)
     assert stale.error_code == ErrorCode.FENCED_MEMBER_EPOCH
@@ -183,8 +187,9 @@ def test_bad_acknowledgements_leave_the_share_state_alone(setup):
     assert (first, got.acquired_records[0].delivery_count) == (0, 1)
     epoch = 2
     bad = [
-        ([(last + 100, last + 100, [1])], ErrorCode.INVALID_RECORD_STATE),    # not held
-        ([(first, last, [1]), (last, last, [1])], ErrorCode.INVALID_REQUEST),  # overlapping
+        ([(last + 100, last + 100, [1])], ErrorCode.INVALID_REQUEST),          # past what was delivered
+        ([(first, last, [1]), (last, last, [1])], ErrorCode.INVALID_RECORD_STATE),  # last offset twice
+        ([(first, last, [1]), (first, first, [1])], ErrorCode.INVALID_REQUEST),  # out of order
         ([(last, first - 1, [1])], ErrorCode.INVALID_REQUEST),                 # reversed
         ([(first, last, [1] * (last - first + 3))], ErrorCode.INVALID_REQUEST),  # types length
         ([(first, first, [9])], ErrorCode.INVALID_REQUEST),                    # unknown type

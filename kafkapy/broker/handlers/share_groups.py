@@ -17,6 +17,7 @@ from ...groupcoord.group import GroupState
 from ...groupcoord.offsets_topic import OffsetsTopicStore, offsets_topic_configs
 from ...groupcoord.share import AckBatch, validate_ack_batches
 from ...groupcoord.share.batches import LazyBatchRanges
+from ...groupcoord.share.partition import ACK_NOT_IN_WINDOW
 from ...groupcoord.share.state_records import ShareState
 from ...groupcoord.share.state_store import SHARE_STATE_TOPIC, UPDATES_PER_SNAPSHOT, ShareStateStore
 from ...metadata.acls import AclOperation, ResourceType
@@ -224,23 +225,25 @@ def _leader_error(broker, topic: str, partition: int) -> int:
 
 
 def _acknowledge(broker, share, group_id: str, member_id: str, topic: str, topic_id, partition: int,
-                 wire_batches, allow_renew: bool, now: float, dirty: set) -> int:
+                 wire_batches, allow_renew: bool, now: float, dirty: set) -> tuple[int, str | None]:
+    """(error, message) of one partition's acknowledgements, applied when NONE."""
     batches = [AckBatch(b.first_offset, b.last_offset, b.acknowledge_types) for b in wire_batches]
     error = validate_ack_batches(batches, allow_renew, MAX_ACK_OFFSETS)
     if error:
-        return error
+        return error, None
     error = _leader_error(broker, topic, partition)
     if error:
-        return error
+        return error, None
     if not _current_share_partition(broker, share, group_id, topic, partition):
-        return ErrorCode.INVALID_RECORD_STATE
+        return ErrorCode.INVALID_RECORD_STATE, ACK_NOT_IN_WINDOW
     sp = share.partitions[(group_id, topic, partition)]
     sp.expire_locks(now)
     error = sp.acknowledge(member_id, batches, share.lock_duration_s(group_id), now)
-    if error == ErrorCode.NONE:
-        dirty.add((topic, topic_id, partition))
-        broker.purgatory.notify(("share", group_id, topic, partition))
-    return error
+    if error:
+        return error, sp.refusal
+    dirty.add((topic, topic_id, partition))
+    broker.purgatory.notify(("share", group_id, topic, partition))
+    return ErrorCode.NONE, None
 
 
 def _current_share_partition(broker, share, group_id: str, topic: str, partition: int) -> bool:
@@ -264,12 +267,13 @@ def _current_share_partition(broker, share, group_id: str, topic: str, partition
 
 
 class _PartitionAnswer:
-    __slots__ = ("topic", "topic_id", "partition", "error", "ack_error", "records", "acquired")
+    __slots__ = ("topic", "topic_id", "partition", "error", "ack_error", "ack_message", "records", "acquired")
 
     def __init__(self, topic, topic_id, partition) -> None:
         self.topic, self.topic_id, self.partition = topic, topic_id, partition
         self.error = ErrorCode.NONE
         self.ack_error = ErrorCode.NONE
+        self.ack_message = None
         self.records = None
         self.acquired: list = []
 
@@ -675,7 +679,7 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
     share = broker.share_groups
     group_id, member_id = request.group_id, request.member_id
     if not group_id or not member_id:
-        return R(error_code=ErrorCode.INVALID_REQUEST, error_message="GroupId and MemberId must be set.")
+        return R(error_code=ErrorCode.INVALID_REQUEST)   # without a message, as Kafka 4.4
     if not ctx.authorized(AclOperation.READ, ResourceType.GROUP, group_id):
         return R(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
     renew = ctx.api_version >= 2 and request.is_renew_ack
@@ -725,7 +729,8 @@ async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) ->
             if epoch != -1:
                 session.partitions.add((name, p.partition_index, t.topic_id))
             if p.acknowledgement_batches:
-                answer_for(name, t.topic_id, p.partition_index).ack_error = _acknowledge(
+                a = answer_for(name, t.topic_id, p.partition_index)
+                a.ack_error, a.ack_message = _acknowledge(
                     broker, share, group_id, member_id, name, t.topic_id, p.partition_index,
                     p.acknowledgement_batches, renew, now, dirty)
     if epoch == -1:
@@ -838,6 +843,7 @@ def _fetch_topics(broker, order, unknown_ids) -> list:
             topic = by_topic[a.topic_id] = R.ShareFetchableTopicResponse(topic_id=a.topic_id, partitions=[])
         topic.partitions.append(R.PartitionData(
             partition_index=a.partition, error_code=a.error, acknowledge_error_code=a.ack_error,
+            acknowledge_error_message=a.ack_message,
             # never null: librdkafka's share consumer reads Records as a length that may not be -1
             # (it drops the whole response then, acknowledgement results included); Kafka sends empty
             current_leader=_leader_hint(broker, a, R), records=a.records if a.records is not None else b"",
@@ -863,7 +869,7 @@ async def handle_share_acknowledge(ctx: RequestContext,
     share = broker.share_groups
     group_id, member_id = request.group_id, request.member_id
     if not group_id or not member_id:
-        return R(error_code=ErrorCode.INVALID_REQUEST, error_message="GroupId and MemberId must be set.")
+        return R(error_code=ErrorCode.INVALID_REQUEST)   # without a message, as Kafka 4.4
     if not ctx.authorized(AclOperation.READ, ResourceType.GROUP, group_id):
         return R(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
     renew = ctx.api_version >= 2 and request.is_renew_ack
@@ -881,19 +887,20 @@ async def handle_share_acknowledge(ctx: RequestContext,
         out = R.ShareAcknowledgeTopicResponse(topic_id=t.topic_id, partitions=[])
         topics.append(out)
         for p in t.partitions:
+            message = None
             if name is None:
                 code = ErrorCode.UNKNOWN_TOPIC_ID
             elif name in denied:
                 code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
             else:
-                code = _acknowledge(broker, share, group_id, member_id, name, t.topic_id, p.partition_index,
-                                    p.acknowledgement_batches, renew, now, dirty)
+                code, message = _acknowledge(broker, share, group_id, member_id, name, t.topic_id,
+                                             p.partition_index, p.acknowledgement_batches, renew, now, dirty)
             leader = R.LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1)
             if name is not None and code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
                 leader_id, leader_epoch = broker.replicas.leader_hint(name, p.partition_index)
                 leader = R.LeaderIdAndEpoch(leader_id=leader_id, leader_epoch=leader_epoch)
             out.partitions.append(R.PartitionData(partition_index=p.partition_index, error_code=code,
-                                                  current_leader=leader))
+                                                  error_message=message, current_leader=leader))
     if epoch == -1 and share.close_session(session):
         for name, partition, _ in session.partitions:
             broker.purgatory.notify(("share", group_id, name, partition))

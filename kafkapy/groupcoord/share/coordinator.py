@@ -79,12 +79,18 @@ class ShareMember:
     subscribed: list[str]
     deadline: float
     assignment: dict[uuid.UUID, list[int]] = field(default_factory=dict)
+    # the epoch before the last move: a heartbeat with it is accepted (the answer that moved the
+    # member may have been lost; Kafka's throwIfShareGroupMemberEpochIsInvalid)
+    previous_epoch: int = 0
+    # the assignment this member was last sent: Kafka sends it again only when it changes
+    reported: dict[uuid.UUID, list[int]] | None = None
 
 
 @dataclass
 class ShareGroup:
     group_id: str
-    group_epoch: int = 0
+    # Kafka 4.4's ModernGroup starts a group at epoch 1, so the first member's join answers 2
+    group_epoch: int = 1
     members: dict[str, ShareMember] = field(default_factory=dict)
     # the share-partitions whose state the group has initialized (Kafka's
     # ShareGroupStatePartitionMetadata): every partition ever assigned to a member and those
@@ -234,13 +240,18 @@ class ShareGroupCoordinator:
         if not group_id:
             return HeartbeatResult(ErrorCode.INVALID_REQUEST, "GroupId can't be empty.")
         if not member_id:
-            return HeartbeatResult(ErrorCode.INVALID_REQUEST, "MemberId can't be empty.")
+            # Kafka 4.4 answers this one without a message
+            return HeartbeatResult(ErrorCode.INVALID_REQUEST)
         self.expire_members(now)
         group = self.groups.get(group_id)
+        if group is None and member_epoch != 0:
+            return HeartbeatResult(ErrorCode.GROUP_ID_NOT_FOUND, f"Share group {group_id} not found.")
         if member_epoch == -1:
-            if group is not None and group.members.pop(member_id, None) is not None:
-                group.group_epoch += 1
-                self._assign(group)
+            if group.members.pop(member_id, None) is None:
+                return HeartbeatResult(ErrorCode.UNKNOWN_MEMBER_ID,
+                                       f"Member {member_id} is not a member of group {group_id}.")
+            group.group_epoch += 1
+            self._assign(group)
             # its share sessions stay: Kafka's share-partition leader ends one when the member
             # closes it (epoch -1, after applying the acknowledgements it carries), when its
             # connection closes, or not at all (the acquisition locks expire); a leave heartbeat that
@@ -262,33 +273,43 @@ class ShareGroupCoordinator:
                                            f"{self.config.max_size} members.")
                 member = group.members[member_id] = ShareMember(
                     member_id, 0, client_id, client_host, rack_id, sorted(set(subscribed)), now + session_s)
-            member.subscribed = sorted(set(subscribed))
-            group.group_epoch += 1
-            self._assign(group)
+                group.group_epoch += 1
+                self._assign(group)
         else:
-            member = group.members.get(member_id) if group is not None else None
+            member = group.members.get(member_id)
             if member is None:
                 return HeartbeatResult(ErrorCode.UNKNOWN_MEMBER_ID,
                                        f"Member {member_id} is not a member of group {group_id}.")
-            if member_epoch != member.member_epoch:
+            if member_epoch > member.member_epoch:
                 return HeartbeatResult(ErrorCode.FENCED_MEMBER_EPOCH,
-                                       f"The share group member has a smaller member epoch "
-                                       f"({member_epoch}) than the one known by the group coordinator "
-                                       f"({member.member_epoch}).")
-            if subscribed is not None and sorted(set(subscribed)) != member.subscribed:
-                member.subscribed = sorted(set(subscribed))
-                group.group_epoch += 1
-                self._assign(group)
-            # a subscribed topic may have been created, deleted or given partitions since the last assignment
-            if self._layout(group)[1] != group.layout:
-                group.group_epoch += 1
-                self._assign(group)
+                                       f"The share group member has a greater member epoch ({member_epoch}) than "
+                                       f"the one known by the group coordinator ({member.member_epoch}). The member "
+                                       f"must abandon all its partitions and rejoin.")
+            if member_epoch < member.member_epoch and member_epoch != member.previous_epoch:
+                return HeartbeatResult(ErrorCode.FENCED_MEMBER_EPOCH,
+                                       f"The share group member has a smaller member epoch ({member_epoch}) than "
+                                       f"the one known by the group coordinator ({member.member_epoch}), and it "
+                                       f"does not match the previous member epoch ({member.previous_epoch}). The "
+                                       f"member must abandon all its partitions and rejoin.")
+        # a rejoin (epoch 0 of a known member) with the same topics moves nothing, as in Kafka
+        if subscribed is not None and sorted(set(subscribed)) != member.subscribed:
+            member.subscribed = sorted(set(subscribed))
+            group.group_epoch += 1
+            self._assign(group)
+        # a subscribed topic may have been created, deleted or given partitions since the last assignment
+        if self._layout(group)[1] != group.layout:
+            group.group_epoch += 1
+            self._assign(group)
         member.deadline = now + session_s
         if rack_id is not None:
             member.rack_id = rack_id
-        # the assignment goes out whenever the member's epoch moves (joining included)
-        send_assignment = member_epoch != group.group_epoch
-        member.member_epoch = group.group_epoch
+        # as Kafka: the assignment goes to a joining member, with every full request (one naming its
+        # topics) and when it changed; a moved epoch alone does not send it
+        send_assignment = member_epoch == 0 or subscribed is not None or member.assignment != member.reported
+        if member.member_epoch != group.group_epoch:
+            member.previous_epoch, member.member_epoch = member.member_epoch, group.group_epoch
+        if send_assignment:
+            member.reported = dict(member.assignment)
         return HeartbeatResult(member_id=member_id, member_epoch=member.member_epoch,
                                heartbeat_interval_ms=interval,
                                assignment=dict(member.assignment) if send_assignment else None)

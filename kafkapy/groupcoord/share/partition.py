@@ -37,6 +37,13 @@ GAP, ACCEPT, RELEASE, REJECT, RENEW = 0, 1, 2, 3, 4
 _DURABLE = {AVAILABLE: 0, ACQUIRED: 0, ACKNOWLEDGED: 2, ARCHIVED: 4}
 _DONE = (ACKNOWLEDGED, ARCHIVED)
 
+# Why an acknowledgement is refused, in Kafka 4.4's words (SharePartition, whole in-flight batches)
+ACK_NOT_IN_WINDOW = "Batch record not found. The request batch offsets are not found in the cache."
+ACK_FIRST_PAST_END = "Batch record not found. The first offset in request is past acquired records."
+ACK_LAST_PAST_END = "Batch record not found. The last offset in request is past acquired records."
+ACK_NOT_ACQUIRED = "The batch cannot be acknowledged. The batch is not in the acquired state."
+ACK_NOT_OWNER = "Member is not the owner of batch record"
+
 
 class InFlight:
     """One offset of the window (a view built by SharePartition.records, for tests and tools)."""
@@ -91,14 +98,17 @@ class AckBatch:
 
 def validate_ack_batches(batches: list[AckBatch], allow_renew: bool = False,
                          max_offsets: int = 1 << 20) -> int:
-    """Kafka's checks of one partition's acknowledgement batches before any is applied:
-    INVALID_REQUEST for an empty or reversed range, ranges out of order or overlapping, a types
-    array of the wrong length or an unknown type, or more offsets than anyone could hold."""
+    """Kafka's checks of one partition's acknowledgement batches before any is applied
+    (KafkaApis.validateAcknowledgementBatches): INVALID_REQUEST for a reversed range, a batch
+    starting before the last offset of the one before it, a types array of the wrong length or an
+    unknown type, or more offsets than anyone could hold. A batch starting at the previous one's
+    last offset passes, as in Kafka 4.4 (`first < previous last`): the share-partition then
+    refuses that offset, acknowledged already (SharePartition.acknowledge: not acquired)."""
     previous_last = -1
     total = 0
     top = RENEW if allow_renew else REJECT
     for batch in batches:
-        if batch.first < 0 or batch.last < batch.first or batch.first <= previous_last:
+        if batch.first < 0 or batch.last < batch.first or batch.first < previous_last:
             return ErrorCode.INVALID_REQUEST
         span = batch.last - batch.first + 1
         total += span
@@ -150,6 +160,8 @@ class SharePartition:
         self._dirty: list[tuple[int, int]] = []
         self._full = True
         self._written_start: int | None = None
+        # the message of the last refused acknowledgement (acknowledge), for the response
+        self.refusal: str | None = None
 
     # -- queries -------------------------------------------------------------------------
     @property
@@ -433,22 +445,53 @@ class SharePartition:
             self._join(i, j)
         return taken
 
-    def acknowledge(self, member: str, batches: list[AckBatch], lock_s: float, now: float) -> int:
-        """Apply one partition's acknowledgements from `member`: all or nothing. The batches must
-        have passed validate_ack_batches. INVALID_RECORD_STATE when any offset is not ACQUIRED by
-        this member (Kafka's answer for records the member does not hold or whose lock expired)."""
+    def _refused(self, member: str, batches: list[AckBatch]) -> tuple[int, str | None]:
+        """Kafka 4.4's answer to the batches, checked one after the other against the state the
+        earlier ones leave: the offsets below the start offset are done with and skipped (Kafka
+        keeps their in-flight batches until the window empties), so is an acknowledgement of them
+        again; an offset an earlier batch of the request acknowledged is no longer ACQUIRED."""
         runs = self._runs
+        taken: list[tuple[int, int, int]] = []   # ranges earlier batches change, with their type
         for batch in batches:
-            if batch.first < self.start_offset or batch.last >= self.end_offset:
-                return ErrorCode.INVALID_RECORD_STATE
-            i = self._index(batch.first)
+            if not runs:
+                return ErrorCode.INVALID_RECORD_STATE, ACK_NOT_IN_WINDOW
+            if batch.first >= self.end_offset:
+                return ErrorCode.INVALID_REQUEST, ACK_FIRST_PAST_END
+            if batch.last >= self.end_offset:
+                return ErrorCode.INVALID_REQUEST, ACK_LAST_PAST_END
+            first = max(batch.first, self.start_offset)
+            if first > batch.last:
+                continue
+            for lo, hi, kind in taken:
+                if lo <= batch.last and first <= hi and kind != RENEW:
+                    return ErrorCode.INVALID_RECORD_STATE, ACK_NOT_ACQUIRED
+            i = self._index(first)
             while i < len(runs) and runs[i].first <= batch.last:
                 run = runs[i]
-                if run.state != ACQUIRED or run.member != member:
-                    return ErrorCode.INVALID_RECORD_STATE
+                if run.state != ACQUIRED:
+                    return ErrorCode.INVALID_RECORD_STATE, ACK_NOT_ACQUIRED
+                if run.member != member:
+                    return ErrorCode.INVALID_RECORD_STATE, ACK_NOT_OWNER
                 i += 1
+            taken.extend(_type_segments(batch))
+        return ErrorCode.NONE, None
+
+    def acknowledge(self, member: str, batches: list[AckBatch], lock_s: float, now: float) -> int:
+        """Apply one partition's acknowledgements from `member`: all or nothing. The batches must
+        have passed validate_ack_batches. A refusal is Kafka 4.4's code (SharePartition
+        .acknowledge, batch by batch), its message left in `refusal`: INVALID_REQUEST for offsets
+        past the last one ever delivered, INVALID_RECORD_STATE for offsets not in the window, or
+        not ACQUIRED (never, released, lock expired, acknowledged) or held by another member."""
+        error, self.refusal = self._refused(member, batches)
+        if error:
+            return error
+        runs = self._runs
+        start = self.start_offset
         for batch in batches:
             for first, last, kind in _type_segments(batch):
+                first = max(first, start)
+                if first > last:
+                    continue   # below the start offset: done with already (Kafka skips them)
                 i = self._split(first)
                 j = self._split(last + 1)
                 for run in runs[i:j]:

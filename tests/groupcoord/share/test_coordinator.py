@@ -20,21 +20,39 @@ def test_members_join_split_the_partitions_and_leave():
     sg = _coordinator()
     a = sg.heartbeat("g", "a", 0, None, ["t"], "c", "/h", 0.0)
     assert a.assignment == {TOPIC_ID: [0, 1]}  # alone: both partitions
+    assert a.member_epoch == 2                  # Kafka 4.4: a group starts at epoch 1
     b = sg.heartbeat("g", "b", 0, None, ["t"], "c", "/h", 0.0)
     assert a.error == b.error == ErrorCode.NONE
-    assert b.member_epoch == 2
+    assert b.member_epoch == 3
     # a's next heartbeat moves it to the group epoch with its new share: one partition each (the
     # share assignor, as Kafka's simple assignor: two members, two partitions)
     again = sg.heartbeat("g", "a", a.member_epoch, None, None, "c", "/h", 1.0)
-    assert again.member_epoch == 2
+    assert again.member_epoch == 3
     assert sorted(again.assignment[TOPIC_ID] + b.assignment[TOPIC_ID]) == [0, 1]
-    steady = sg.heartbeat("g", "a", 2, None, None, "c", "/h", 1.0)
+    steady = sg.heartbeat("g", "a", 3, None, None, "c", "/h", 1.0)
     assert steady.assignment is None
-    assert sg.heartbeat("g", "a", 7, None, None, "c", "/h", 1.0).error == ErrorCode.FENCED_MEMBER_EPOCH
+    # the previous epoch is accepted (the answer that moved the member may have been lost)
+    previous = sg.heartbeat("g", "a", 2, None, None, "c", "/h", 1.0)
+    assert (previous.error, previous.member_epoch, previous.assignment) == (ErrorCode.NONE, 3, None)
+    # a full request (topics named) gets the assignment; a rejoin with the same topics moves nothing
+    full = sg.heartbeat("g", "a", 3, None, ["t"], "c", "/h", 1.0)
+    assert full.member_epoch == 3 and full.assignment == again.assignment
+    rejoin = sg.heartbeat("g", "a", 0, None, ["t"], "c", "/h", 1.0)
+    assert rejoin.member_epoch == 3 and rejoin.assignment == again.assignment
+    greater = sg.heartbeat("g", "a", 7, None, None, "c", "/h", 1.0)
+    assert greater.error == ErrorCode.FENCED_MEMBER_EPOCH
+    assert greater.message == ("The share group member has a greater member epoch (7) than the one known by the "
+                               "group coordinator (3). The member must abandon all its partitions and rejoin.")
+    smaller = sg.heartbeat("g", "a", 1, None, None, "c", "/h", 1.0)
+    assert smaller.error == ErrorCode.FENCED_MEMBER_EPOCH and "smaller member epoch (1)" in smaller.message
     assert sg.heartbeat("g", "zz", 3, None, None, "c", "/h", 1.0).error == ErrorCode.UNKNOWN_MEMBER_ID
     assert sg.heartbeat("g", "x", 0, None, None, "c", "/h", 1.0).error == ErrorCode.INVALID_REQUEST
     assert sg.heartbeat("g", "a", -1, None, None, "c", "/h", 1.0).member_epoch == -1
     assert list(sg.groups["g"].members) == ["b"]
+    # leaving twice, or a group never seen (Kafka 4.4's answers)
+    assert sg.heartbeat("g", "a", -1, None, None, "c", "/h", 1.0).error == ErrorCode.UNKNOWN_MEMBER_ID
+    unknown = sg.heartbeat("nope", "a", 4, None, None, "c", "/h", 1.0)
+    assert (unknown.error, unknown.message) == (ErrorCode.GROUP_ID_NOT_FOUND, "Share group nope not found.")
 
 
 def test_members_that_miss_the_session_timeout_leave_the_group_but_not_their_share_sessions():

@@ -69,10 +69,23 @@ def test_acknowledging_what_another_member_holds_changes_nothing():
     sp.acquire([(0, 3, True)], "m1", 500, LOCK, 0.0)
     before = {o: (r.state, r.delivery_count, r.member) for o, r in sp.records.items()}
     assert sp.acknowledge("m2", [AckBatch(0, 1, [ACCEPT])], LOCK, 1.0) == ErrorCode.INVALID_RECORD_STATE
-    # all or nothing: one bad offset in a later batch leaves the earlier ones alone too
+    assert sp.refusal == "Member is not the owner of batch record"
+    # all or nothing: one bad offset in a later batch leaves the earlier ones alone too; offsets
+    # past the last one delivered are a bad request (Kafka 4.4's SharePartition)
     assert sp.acknowledge("m1", [AckBatch(0, 0, [ACCEPT]), AckBatch(7, 7, [ACCEPT])], LOCK, 1.0) \
-        == ErrorCode.INVALID_RECORD_STATE
+        == ErrorCode.INVALID_REQUEST
+    assert sp.refusal == "Batch record not found. The first offset in request is past acquired records."
+    assert sp.acknowledge("m1", [AckBatch(2, 5, [ACCEPT])], LOCK, 1.0) == ErrorCode.INVALID_REQUEST
+    assert sp.refusal == "Batch record not found. The last offset in request is past acquired records."
     assert {o: (r.state, r.delivery_count, r.member) for o, r in sp.records.items()} == before
+    assert sp.acknowledge("m1", [AckBatch(0, 1, [ACCEPT]), AckBatch(1, 1, [ACCEPT])], LOCK, 1.0) \
+        == ErrorCode.INVALID_RECORD_STATE
+    assert sp.refusal == "The batch cannot be acknowledged. The batch is not in the acquired state."
+    assert {o: (r.state, r.delivery_count, r.member) for o, r in sp.records.items()} == before
+    assert sp.acknowledge("m1", [AckBatch(0, 0, [RELEASE])], LOCK, 1.0) == ErrorCode.NONE
+    assert sp.refusal is None
+    assert sp.acknowledge("m1", [AckBatch(0, 0, [ACCEPT])], LOCK, 1.0) == ErrorCode.INVALID_RECORD_STATE
+    assert sp.refusal == "The batch cannot be acknowledged. The batch is not in the acquired state."
 
 
 def test_lock_expiry_releases_and_the_limit_archives():
@@ -85,8 +98,9 @@ def test_lock_expiry_releases_and_the_limit_archives():
     # the second delivery was the last: expiry archives it
     assert not sp.expire_locks(2.5)
     assert sp.start_offset == 1 and not sp.records
-    # the lock of a late acknowledgement has gone
+    # the lock of a late acknowledgement has gone, and so has the window (everything is done)
     assert sp.acknowledge("m2", [AckBatch(0, 0, [ACCEPT])], 1.0, 3.0) == ErrorCode.INVALID_RECORD_STATE
+    assert sp.refusal == "Batch record not found. The request batch offsets are not found in the cache."
 
 
 def test_renew_extends_the_lock():
@@ -131,7 +145,10 @@ def test_validate_ack_batches():
     bad = ErrorCode.INVALID_REQUEST
     assert validate_ack_batches([AckBatch(0, 3, [1]), AckBatch(4, 5, [2, 3])]) == ok
     assert validate_ack_batches([AckBatch(3, 2, [1])]) == bad                      # reversed
-    assert validate_ack_batches([AckBatch(0, 3, [1]), AckBatch(3, 4, [1])]) == bad  # overlapping
+    assert validate_ack_batches([AckBatch(0, 3, [1]), AckBatch(2, 4, [1])]) == bad  # overlapping
+    # Kafka 4.4 checks `first < previous last`: one shared offset passes (the share-partition
+    # refuses it then: acknowledged by the first batch already)
+    assert validate_ack_batches([AckBatch(0, 3, [1]), AckBatch(3, 4, [1])]) == ok
     assert validate_ack_batches([AckBatch(5, 6, [1]), AckBatch(0, 1, [1])]) == bad  # out of order
     assert validate_ack_batches([AckBatch(0, 3, [1, 1])]) == bad                    # wrong types length
     assert validate_ack_batches([AckBatch(0, 0, [7])]) == bad                       # unknown type

@@ -20,7 +20,8 @@ The rules the model follows (Kafka's SharePartition, KIP-932):
   acquisition counts one delivery; the lock lasts lock_s;
 - ACCEPT acknowledges, REJECT and GAP archive, RELEASE makes it AVAILABLE (ARCHIVED once its count
   reached the limit), RENEW extends the lock; acknowledgements of records the member does not hold
-  change nothing and answer INVALID_RECORD_STATE;
+  change nothing and answer INVALID_RECORD_STATE (INVALID_REQUEST for offsets past the last
+  one delivered; offsets below the start offset are skipped, as Kafka 4.4);
 - an expired lock or a closed session releases as RELEASE does;
 - the start offset moves over every ACKNOWLEDGED / ARCHIVED offset at its head, never backwards.
 """
@@ -119,14 +120,27 @@ class Model:
         return [tuple(r) for r in runs]
 
     def acknowledge(self, member: str, batches: list[tuple[int, int, list[int]]], now: float) -> int:
-        for first, last, _ in batches:
-            for offset in range(first, last + 1):
+        # Kafka 4.4's SharePartition, batch by batch: offsets past the last delivered one are a bad
+        # request; an empty window, offsets not acquired (an earlier batch of the request
+        # acknowledged them included) or another member's a bad record state; offsets below the
+        # start offset are done with and skipped
+        changed: set[int] = set()
+        for first, last, types in batches:
+            if self.start == self.end:
+                return ErrorCode.INVALID_RECORD_STATE
+            if last >= self.end:
+                return ErrorCode.INVALID_REQUEST
+            for offset in range(max(first, self.start), last + 1):
                 rec = self.recs.get(offset)
-                if not self.start <= offset < self.end or rec is None or rec.state != ACQUIRED \
-                        or rec.member != member:
+                if offset in changed or rec is None or rec.state != ACQUIRED or rec.member != member:
                     return ErrorCode.INVALID_RECORD_STATE
+            for i, offset in enumerate(range(first, last + 1)):
+                if (types[0] if len(types) == 1 else types[i]) != RENEW:
+                    changed.add(offset)
         for first, last, types in batches:
             for i, offset in enumerate(range(first, last + 1)):
+                if offset < self.start:
+                    continue
                 kind = types[0] if len(types) == 1 else types[i]
                 rec = self.recs[offset]
                 if kind == ACCEPT:
