@@ -80,9 +80,9 @@ ACCEPTED: tuple[WireDifference, ...] = (
     WireDifference(KRAFT44, "DescribeClientQuotas", ALL, "bad-entity", "error_message",
                    "an unknown entity type (UNSUPPORTED_VERSION, as both): kafkapy keeps Kafka 3.9's words 'Custom "
                    "entity type 'x' not supported'; Kafka 4.x says 'Unsupported entity type x'"),
-    WireDifference(KRAFT44, "DescribeGroups", (3, ALL[1]), "*", "groups[].authorized_operations",
-                   "a group's authorized_operations are Kafka 3.9's set (328, kafkapy's ZooKeeper-mode reference); "
-                   "Kafka 4.x adds DESCRIBE_CONFIGS and ALTER_CONFIGS for groups (3400)"),
+    WireDifference(ZK39, "DescribeGroups", (3, ALL[1]), "*", "groups[].authorized_operations",
+                   "a group's authorized_operations are Kafka 4.x's set (3400: DESCRIBE_CONFIGS and ALTER_CONFIGS "
+                   "too, for the group configs kafkapy serves); Kafka 3.9 has no group configs (328)"),
     WireDifference(KRAFT44, "CreateTopics", (5, ALL[1]), "validate-only",
                    "topics[].fixed_configs.min.insync.replicas.config_source",
                    "Kafka 4.x in KRaft mode writes min.insync.replicas as a cluster-level dynamic default at "
