@@ -65,6 +65,8 @@ TOOLS: dict[str, dict[str, str]] = {
         "reassign-partitions": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
         "share-groups": "org.apache.kafka.tools.consumer.group.ShareGroupCommand",
         "share-consumer-perf-test": "org.apache.kafka.tools.ShareConsumerPerformance",
+        # kafka-streams-groups.sh is `kafka-run-class.sh org.apache.kafka.tools.streams.StreamsGroupCommand`
+        "streams-groups": "org.apache.kafka.tools.streams.StreamsGroupCommand",
     },
 }
 VERSIONS = {"3.7": "3.7.2", "4.4": "4.4.0"}

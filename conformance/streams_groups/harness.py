@@ -30,7 +30,7 @@ from typing import Iterable
 
 import pytest
 
-from conformance.kafka_apps.kafka_jars import TOOLS, KafkaDist, compile_java, stop_process, unavailable
+from conformance.kafka_apps.kafka_jars import KafkaDist, compile_java, stop_process, unavailable
 
 __all__ = ["WordCountApp", "Instance", "admin", "produce_sentences", "read_counts", "STREAMS_BROKER_CONFIG",
            "streams_groups_tool", "task_ids", "unavailable", "normalize", "member_ids"]
@@ -49,9 +49,6 @@ STREAMS_BROKER_CONFIG = {
     "group.streams.heartbeat.interval.ms": "1000",
     "group.streams.min.heartbeat.interval.ms": "1000",
 }
-
-# kafka-streams-groups.sh is `kafka-run-class.sh org.apache.kafka.tools.streams.StreamsGroupCommand`.
-TOOLS["4.4"].setdefault("streams-groups", "org.apache.kafka.tools.streams.StreamsGroupCommand")
 
 
 def task_ids(tasks: Iterable[str]) -> list[str]:
