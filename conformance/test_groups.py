@@ -334,8 +334,10 @@ def test_group_errors_on_the_wire(broker) -> None:
         response = call(bs, request, OffsetCommitResponse, 8)
         return [(t.name, p.partition_index, p.error_code) for t in response.topics for p in t.partitions]
 
+    # as KafkaApis' OffsetCommitResponse.Builder: the request layer's errors first, one entry per topic, the
+    # coordinator's results merged into them
     assert commit([(topic, 0), (topic, 9), ("no-such-topic", 0)]) == [
-        (topic, 0, NONE), (topic, 9, UNKNOWN_TOPIC_OR_PARTITION), ("no-such-topic", 0, UNKNOWN_TOPIC_OR_PARTITION)]
+        (topic, 9, UNKNOWN_TOPIC_OR_PARTITION), (topic, 0, NONE), ("no-such-topic", 0, UNKNOWN_TOPIC_OR_PARTITION)]
     assert commit([(topic, 1)], metadata="x" * 5000) == [(topic, 1, OFFSET_METADATA_TOO_LARGE)]
     assert commit([(topic, 1)], gen=generation + 5) == [(topic, 1, ILLEGAL_GENERATION)]
     assert commit([(topic, 1)], gen=-1, member_id="") == [(topic, 1, UNKNOWN_MEMBER_ID)]  # group has members

@@ -157,6 +157,9 @@ def _describe_group(client: AdminClient, group_id: str) -> Group:
         return modern
     response = client.send(DescribeGroupsRequest(groups=[group_id]), node=coordinator)
     described = response.groups[0]
+    if described.error_code == ErrorCode.GROUP_ID_NOT_FOUND:
+        # DescribeGroups v6 (KIP-1043) says what v0-5 said with a Dead group and no error
+        return Group(group_id, "Dead", "", "", coordinator, [])
     if described.error_code:
         raise KafkaApiError(described.error_code, f"cannot describe group '{group_id}'")
     members = [Member(m.member_id, m.client_id, m.client_host, m.group_instance_id,

@@ -26,11 +26,12 @@ def committed_offsets(client: AdminClient, group_id: str, coordinator: int | Non
 
 def _committed_offsets(client: AdminClient, group_id: str, coordinator: int | None) -> dict[tuple[str, int], int]:
     node = client.coordinator(group_id) if coordinator is None else coordinator
-    version = client.version(OffsetFetchRequest, node=node)
+    # v10 names topics by id only: the CLI reads them by name (v9)
+    version = client.version(OffsetFetchRequest, node=node, cap=9)
     if version >= 8:
         request = OffsetFetchRequest(groups=[OffsetFetchRequest.OffsetFetchRequestGroup(group_id=group_id,
                                                                                         topics=None)])
-        response = client.send(request, node=node)
+        response = client.send(request, node=node, cap=9)
         entry = response.groups[0]
         code, topics = entry.error_code, entry.topics
     else:

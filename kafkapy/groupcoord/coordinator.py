@@ -417,14 +417,18 @@ class GroupCoordinator:
         return error, overviews
 
     def describe_group(self, group_id: str) -> tuple[int, GroupSummary]:
-        """Handle one group of DescribeGroups; an unknown group is described as Dead, no error."""
+        """Handle one group of DescribeGroups; an unknown or non-classic group is described as Dead, no
+        error, with `missing` saying why (v6 answers GROUP_ID_NOT_FOUND with it, KIP-1043)."""
         error = self._validate_group_status(group_id, allow_empty_id=True)
         if error is not None:
             return error, GroupSummary("", "", "", [])
         group = self.manager.get_group(group_id)
-        if group is None or isinstance(group, (ConsumerGroup, StreamsGroup)):
+        if group is None or group.is_in(DEAD):
+            return ErrorCode.NONE, GroupSummary(DEAD.value, "", "", [], missing=f"Group {group_id} not found.")
+        if isinstance(group, (ConsumerGroup, StreamsGroup)):
             # Kafka 4.0 (DescribeGroups up to v5): a group that is not classic is described as Dead
-            return ErrorCode.NONE, GroupSummary(DEAD.value, "", "", [])
+            return ErrorCode.NONE, GroupSummary(DEAD.value, "", "", [],
+                                                missing=f"Group {group_id} is not a classic group.")
         return ErrorCode.NONE, group.summary()
 
     def describe_consumer_groups(self, group_ids: list[str],

@@ -103,6 +103,8 @@ class GroupSummary:
     protocol_type: str
     protocol: str
     members: list[MemberSummary]
+    # why there is no classic group to describe (DescribeGroups v6's error message), else None
+    missing: str | None = None
 
 
 @dataclass(eq=False, slots=True)

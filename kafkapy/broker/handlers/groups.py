@@ -247,6 +247,15 @@ async def handle_describe_groups(ctx: RequestContext, request: DescribeGroupsReq
                 protocol_type="", protocol_data="", members=[]))
             continue
         error, summary = coordinator.describe_group(group_id)
+        if error == ErrorCode.NONE and summary.missing is not None and ctx.api_version >= 6:
+            # v6 (KIP-1043): an unknown or non-classic group is GROUP_ID_NOT_FOUND, still "Dead"
+            share = ctx.broker._share_groups
+            message = summary.missing if share is None or share.describe(group_id) is None else \
+                f"Group {group_id} is not a classic group."
+            described.append(DescribeGroupsResponse.DescribedGroup(
+                error_code=ErrorCode.GROUP_ID_NOT_FOUND, error_message=message, group_id=group_id,
+                group_state=summary.state, protocol_type="", protocol_data="", members=[]))
+            continue
         group = DescribeGroupsResponse.DescribedGroup(
             error_code=error, group_id=group_id, group_state=summary.state, protocol_type=summary.protocol_type,
             protocol_data=summary.protocol, members=[
@@ -269,8 +278,10 @@ async def handle_delete_groups(ctx: RequestContext, request: DeleteGroupsRequest
         unknown = [g for g, error in results.items() if error == ErrorCode.GROUP_ID_NOT_FOUND]
         results.update(await delete_share_groups(ctx.broker, unknown))
     results.update({g: ErrorCode.GROUP_AUTHORIZATION_FAILED for g in denied})
+    # v3 (KIP-1043) has an ErrorMessage per group; Kafka 4.4 leaves it null but for share groups whose
+    # state the persister failed to delete
     return DeleteGroupsResponse(throttle_time_ms=0, results=[
-        DeleteGroupsResponse.DeletableGroupResult(group_id=g, error_code=results[g])
+        DeleteGroupsResponse.DeletableGroupResult(group_id=g, error_code=results[g], error_message=None)
         for g in request.groups_names])
 
 

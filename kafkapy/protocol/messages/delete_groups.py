@@ -14,10 +14,10 @@ __all__ = ["DeleteGroupsRequest", "DeleteGroupsResponse"]
 
 
 class DeleteGroupsRequest(_Message):
-    """Kafka DeleteGroupsRequest (api key 42), versions 0-2, flexible from v2."""
+    """Kafka DeleteGroupsRequest (api key 42), versions 0-3, flexible from v2."""
 
     API_KEY = 42
-    VALID_VERSIONS = (0, 2)
+    VALID_VERSIONS = (0, 3)
     FLEXIBLE_VERSION = 2
 
     __slots__ = __match_args__ = ('groups_names',)
@@ -30,18 +30,19 @@ class _DeleteGroupsResponse_DeletableGroupResult(_GeneratedStruct):
     """DeleteGroupsResponse struct DeletableGroupResult."""
 
     __qualname__ = "DeleteGroupsResponse.DeletableGroupResult"
-    __slots__ = __match_args__ = ('group_id', 'error_code')
+    __slots__ = __match_args__ = ('group_id', 'error_code', 'error_message')
 
-    def __init__(self, group_id: str = '', error_code: int = 0):
+    def __init__(self, group_id: str = '', error_code: int = 0, error_message: str | None = None):
         self.group_id = group_id
         self.error_code = error_code
+        self.error_message = error_message
 
 
 class DeleteGroupsResponse(_Message):
-    """Kafka DeleteGroupsResponse (api key 42), versions 0-2, flexible from v2."""
+    """Kafka DeleteGroupsResponse (api key 42), versions 0-3, flexible from v2."""
 
     API_KEY = 42
-    VALID_VERSIONS = (0, 2)
+    VALID_VERSIONS = (0, 3)
     FLEXIBLE_VERSION = 2
 
     DeletableGroupResult = _DeleteGroupsResponse_DeletableGroupResult
@@ -65,6 +66,7 @@ GroupsNames []string 0+
 _DeleteGroupsResponse_DeletableGroupResult._FIELD_SPEC = """
 GroupId string 0+
 ErrorCode int16 0+
+ErrorMessage string 3+ nullable=3+
 """
 DeleteGroupsResponse._FIELD_SPEC = """
 ThrottleTimeMs int32 0+

@@ -14,10 +14,10 @@ __all__ = ["DescribeGroupsRequest", "DescribeGroupsResponse"]
 
 
 class DescribeGroupsRequest(_Message):
-    """Kafka DescribeGroupsRequest (api key 15), versions 0-5, flexible from v5."""
+    """Kafka DescribeGroupsRequest (api key 15), versions 0-6, flexible from v5."""
 
     API_KEY = 15
-    VALID_VERSIONS = (0, 5)
+    VALID_VERSIONS = (0, 6)
     FLEXIBLE_VERSION = 5
 
     __slots__ = __match_args__ = ('groups', 'include_authorized_operations')
@@ -58,13 +58,14 @@ class _DescribeGroupsResponse_DescribedGroup(_GeneratedStruct):
 
     __qualname__ = "DescribeGroupsResponse.DescribedGroup"
     __slots__ = __match_args__ = (
-        'error_code', 'group_id', 'group_state', 'protocol_type', 'protocol_data', 'members',
-        'authorized_operations',
+        'error_code', 'error_message', 'group_id', 'group_state', 'protocol_type', 'protocol_data',
+        'members', 'authorized_operations',
     )
 
     def __init__(
         self,
         error_code: int = 0,
+        error_message: str | None = None,
         group_id: str = '',
         group_state: str = '',
         protocol_type: str = '',
@@ -73,6 +74,7 @@ class _DescribeGroupsResponse_DescribedGroup(_GeneratedStruct):
         authorized_operations: int = -2147483648,
     ):
         self.error_code = error_code
+        self.error_message = error_message
         self.group_id = group_id
         self.group_state = group_state
         self.protocol_type = protocol_type
@@ -82,10 +84,10 @@ class _DescribeGroupsResponse_DescribedGroup(_GeneratedStruct):
 
 
 class DescribeGroupsResponse(_Message):
-    """Kafka DescribeGroupsResponse (api key 15), versions 0-5, flexible from v5."""
+    """Kafka DescribeGroupsResponse (api key 15), versions 0-6, flexible from v5."""
 
     API_KEY = 15
-    VALID_VERSIONS = (0, 5)
+    VALID_VERSIONS = (0, 6)
     FLEXIBLE_VERSION = 5
 
     DescribedGroupMember = _DescribeGroupsResponse_DescribedGroupMember
@@ -118,6 +120,7 @@ MemberAssignment bytes 0+
 """
 _DescribeGroupsResponse_DescribedGroup._FIELD_SPEC = """
 ErrorCode int16 0+
+ErrorMessage string 6+ nullable=6+
 GroupId string 0+
 GroupState string 0+
 ProtocolType string 0+

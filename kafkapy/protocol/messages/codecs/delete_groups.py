@@ -120,6 +120,7 @@ def _decode_delete_groups_response_v0(buf, pos):
     l2 = []
     for _ in range(n):
         o3 = _new(_DeleteGroupsResponse_DeletableGroupResult)
+        o3.error_message = None
         n = _S_h.unpack_from(buf, pos)[0]
         pos += 2
         if n < 0 or n > end - pos:
@@ -150,6 +151,7 @@ def _decode_delete_groups_response_v2(buf, pos):
     l2 = []
     for _ in range(n):
         o3 = _new(_DeleteGroupsResponse_DeletableGroupResult)
+        o3.error_message = None
         n = buf[pos] - 1
         if n < 127:
             pos += 1
@@ -165,6 +167,62 @@ def _decode_delete_groups_response_v2(buf, pos):
         pos += 3
         if t4:
             pos = _skip_tagged_fields(buf, pos - 1)
+        l2.append(o3)
+    o1.results = l2
+    if buf[pos]:
+        pos = _skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
+    return o1
+
+
+def _decode_delete_groups_response_v3(buf, pos):
+    end = len(buf)
+    o1 = _new(DeleteGroupsResponse)
+    o1.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
+    n = buf[pos] - 1
+    if n < 127:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+        n -= 1
+    if n < 0 or n > end - pos:
+        raise _Malformed(f'Results: array length {n} out of range', pos)
+    l2 = []
+    for _ in range(n):
+        o3 = _new(_DeleteGroupsResponse_DeletableGroupResult)
+        n = buf[pos] - 1
+        if n < 127:
+            pos += 1
+        else:
+            n, pos = _read_uvarint(buf, pos)
+            n -= 1
+        if n < 0 or n > end - pos:
+            raise _Malformed(f'GroupId: length {n} out of range', pos)
+        e = pos + n
+        o3.group_id = str(buf[pos:e], 'utf-8')
+        pos = e
+        o3.error_code = _S_h.unpack_from(buf, pos)[0]
+        pos += 2
+        n = buf[pos] - 1
+        if n < 127:
+            pos += 1
+        else:
+            n, pos = _read_uvarint(buf, pos)
+            n -= 1
+        if n < 0:
+            o3.error_message = None
+        else:
+            if n > end - pos:
+                raise _Malformed(f'ErrorMessage: length {n} out of range', pos)
+            e = pos + n
+            o3.error_message = str(buf[pos:e], 'utf-8')
+            pos = e
+        if buf[pos]:
+            pos = _skip_tagged_fields(buf, pos)
+        else:
+            pos += 1
         l2.append(o3)
     o1.results = l2
     if buf[pos]:
@@ -204,15 +262,44 @@ def _encode_delete_groups_response_v2(o0, ext):
     return parts
 
 
+def _encode_delete_groups_response_v3(o0, ext):
+    parts = []
+    ap = parts.append
+    x1 = o0.results
+    ap(_S_i.pack(o0.throttle_time_ms))
+    n = len(x1) + 1
+    ap(_UV1[n] if n < 128 else _uvarint(n))
+    for o2 in x1:
+        s3 = o2.group_id.encode()
+        n = len(s3) + 1
+        ap(_UV1[n] if n < 128 else _uvarint(n))
+        ap(s3)
+        s4 = o2.error_message
+        if s4 is not None:
+            s4 = s4.encode()
+        ap(_S_h.pack(o2.error_code))
+        if s4 is None:
+            ap(b'\x00')
+        else:
+            n = len(s4) + 1
+            ap(_UV1[n] if n < 128 else _uvarint(n))
+            ap(s4)
+        ap(b'\x00')
+    ap(b'\x00')
+    return parts
+
+
 DeleteGroupsRequest._DECODERS = {
     0: _decode_delete_groups_request_v0,
     1: _decode_delete_groups_request_v0,
     2: _decode_delete_groups_request_v2,
+    3: _decode_delete_groups_request_v2,
 }
 DeleteGroupsRequest._ENCODERS = {
     0: _encode_delete_groups_request_v0,
     1: _encode_delete_groups_request_v0,
     2: _encode_delete_groups_request_v2,
+    3: _encode_delete_groups_request_v2,
 }
 
 
@@ -220,9 +307,11 @@ DeleteGroupsResponse._DECODERS = {
     0: _decode_delete_groups_response_v0,
     1: _decode_delete_groups_response_v0,
     2: _decode_delete_groups_response_v2,
+    3: _decode_delete_groups_response_v3,
 }
 DeleteGroupsResponse._ENCODERS = {
     0: _encode_delete_groups_response_v0,
     1: _encode_delete_groups_response_v0,
     2: _encode_delete_groups_response_v2,
+    3: _encode_delete_groups_response_v3,
 }

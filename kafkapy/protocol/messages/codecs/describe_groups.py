@@ -163,6 +163,7 @@ def _decode_describe_groups_response_v0(buf, pos):
     l2 = []
     for _ in range(n):
         o3 = _new(_DescribeGroupsResponse_DescribedGroup)
+        o3.error_message = None
         o3.authorized_operations = -2147483648
         o3.error_code, n = _S_hh.unpack_from(buf, pos)
         pos += 4
@@ -252,6 +253,7 @@ def _decode_describe_groups_response_v1(buf, pos):
     l2 = []
     for _ in range(n):
         o3 = _new(_DescribeGroupsResponse_DescribedGroup)
+        o3.error_message = None
         o3.authorized_operations = -2147483648
         o3.error_code, n = _S_hh.unpack_from(buf, pos)
         pos += 4
@@ -341,6 +343,7 @@ def _decode_describe_groups_response_v3(buf, pos):
     l2 = []
     for _ in range(n):
         o3 = _new(_DescribeGroupsResponse_DescribedGroup)
+        o3.error_message = None
         o3.error_code, n = _S_hh.unpack_from(buf, pos)
         pos += 4
         if n < 0 or n > end - pos:
@@ -431,6 +434,7 @@ def _decode_describe_groups_response_v4(buf, pos):
     l2 = []
     for _ in range(n):
         o3 = _new(_DescribeGroupsResponse_DescribedGroup)
+        o3.error_message = None
         o3.error_code, n = _S_hh.unpack_from(buf, pos)
         pos += 4
         if n < 0 or n > end - pos:
@@ -536,8 +540,184 @@ def _decode_describe_groups_response_v5(buf, pos):
     l2 = []
     for _ in range(n):
         o3 = _new(_DescribeGroupsResponse_DescribedGroup)
+        o3.error_message = None
         o3.error_code = _S_h.unpack_from(buf, pos)[0]
         pos += 2
+        n = buf[pos] - 1
+        if n < 127:
+            pos += 1
+        else:
+            n, pos = _read_uvarint(buf, pos)
+            n -= 1
+        if n < 0 or n > end - pos:
+            raise _Malformed(f'GroupId: length {n} out of range', pos)
+        e = pos + n
+        o3.group_id = str(buf[pos:e], 'utf-8')
+        pos = e
+        n = buf[pos] - 1
+        if n < 127:
+            pos += 1
+        else:
+            n, pos = _read_uvarint(buf, pos)
+            n -= 1
+        if n < 0 or n > end - pos:
+            raise _Malformed(f'GroupState: length {n} out of range', pos)
+        e = pos + n
+        o3.group_state = str(buf[pos:e], 'utf-8')
+        pos = e
+        n = buf[pos] - 1
+        if n < 127:
+            pos += 1
+        else:
+            n, pos = _read_uvarint(buf, pos)
+            n -= 1
+        if n < 0 or n > end - pos:
+            raise _Malformed(f'ProtocolType: length {n} out of range', pos)
+        e = pos + n
+        o3.protocol_type = str(buf[pos:e], 'utf-8')
+        pos = e
+        n = buf[pos] - 1
+        if n < 127:
+            pos += 1
+        else:
+            n, pos = _read_uvarint(buf, pos)
+            n -= 1
+        if n < 0 or n > end - pos:
+            raise _Malformed(f'ProtocolData: length {n} out of range', pos)
+        e = pos + n
+        o3.protocol_data = str(buf[pos:e], 'utf-8')
+        pos = e
+        n = buf[pos] - 1
+        if n < 127:
+            pos += 1
+        else:
+            n, pos = _read_uvarint(buf, pos)
+            n -= 1
+        if n < 0 or n > end - pos:
+            raise _Malformed(f'Members: array length {n} out of range', pos)
+        l4 = []
+        for _ in range(n):
+            o5 = _new(_DescribeGroupsResponse_DescribedGroupMember)
+            n = buf[pos] - 1
+            if n < 127:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+                n -= 1
+            if n < 0 or n > end - pos:
+                raise _Malformed(f'MemberId: length {n} out of range', pos)
+            e = pos + n
+            o5.member_id = str(buf[pos:e], 'utf-8')
+            pos = e
+            n = buf[pos] - 1
+            if n < 127:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+                n -= 1
+            if n < 0:
+                o5.group_instance_id = None
+            else:
+                if n > end - pos:
+                    raise _Malformed(f'GroupInstanceId: length {n} out of range', pos)
+                e = pos + n
+                o5.group_instance_id = str(buf[pos:e], 'utf-8')
+                pos = e
+            n = buf[pos] - 1
+            if n < 127:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+                n -= 1
+            if n < 0 or n > end - pos:
+                raise _Malformed(f'ClientId: length {n} out of range', pos)
+            e = pos + n
+            o5.client_id = str(buf[pos:e], 'utf-8')
+            pos = e
+            n = buf[pos] - 1
+            if n < 127:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+                n -= 1
+            if n < 0 or n > end - pos:
+                raise _Malformed(f'ClientHost: length {n} out of range', pos)
+            e = pos + n
+            o5.client_host = str(buf[pos:e], 'utf-8')
+            pos = e
+            n = buf[pos] - 1
+            if n < 127:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+                n -= 1
+            if n < 0 or n > end - pos:
+                raise _Malformed(f'MemberMetadata: length {n} out of range', pos)
+            e = pos + n
+            o5.member_metadata = bytes(buf[pos:e])
+            pos = e
+            n = buf[pos] - 1
+            if n < 127:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+                n -= 1
+            if n < 0 or n > end - pos:
+                raise _Malformed(f'MemberAssignment: length {n} out of range', pos)
+            e = pos + n
+            o5.member_assignment = bytes(buf[pos:e])
+            pos = e
+            if buf[pos]:
+                pos = _skip_tagged_fields(buf, pos)
+            else:
+                pos += 1
+            l4.append(o5)
+        o3.members = l4
+        o3.authorized_operations, t6 = _S_iB.unpack_from(buf, pos)
+        pos += 5
+        if t6:
+            pos = _skip_tagged_fields(buf, pos - 1)
+        l2.append(o3)
+    o1.groups = l2
+    if buf[pos]:
+        pos = _skip_tagged_fields(buf, pos)
+    else:
+        pos += 1
+    return o1
+
+
+def _decode_describe_groups_response_v6(buf, pos):
+    end = len(buf)
+    o1 = _new(DescribeGroupsResponse)
+    o1.throttle_time_ms = _S_i.unpack_from(buf, pos)[0]
+    pos += 4
+    n = buf[pos] - 1
+    if n < 127:
+        pos += 1
+    else:
+        n, pos = _read_uvarint(buf, pos)
+        n -= 1
+    if n < 0 or n > end - pos:
+        raise _Malformed(f'Groups: array length {n} out of range', pos)
+    l2 = []
+    for _ in range(n):
+        o3 = _new(_DescribeGroupsResponse_DescribedGroup)
+        o3.error_code = _S_h.unpack_from(buf, pos)[0]
+        pos += 2
+        n = buf[pos] - 1
+        if n < 127:
+            pos += 1
+        else:
+            n, pos = _read_uvarint(buf, pos)
+            n -= 1
+        if n < 0:
+            o3.error_message = None
+        else:
+            if n > end - pos:
+                raise _Malformed(f'ErrorMessage: length {n} out of range', pos)
+            e = pos + n
+            o3.error_message = str(buf[pos:e], 'utf-8')
+            pos = e
         n = buf[pos] - 1
         if n < 127:
             pos += 1
@@ -909,6 +1089,79 @@ def _encode_describe_groups_response_v5(o0, ext):
     return parts
 
 
+def _encode_describe_groups_response_v6(o0, ext):
+    parts = []
+    ap = parts.append
+    x1 = o0.groups
+    ap(_S_i.pack(o0.throttle_time_ms))
+    n = len(x1) + 1
+    ap(_UV1[n] if n < 128 else _uvarint(n))
+    for o2 in x1:
+        s3 = o2.error_message
+        if s3 is not None:
+            s3 = s3.encode()
+        ap(_S_h.pack(o2.error_code))
+        if s3 is None:
+            ap(b'\x00')
+        else:
+            n = len(s3) + 1
+            ap(_UV1[n] if n < 128 else _uvarint(n))
+            ap(s3)
+        s4 = o2.group_id.encode()
+        n = len(s4) + 1
+        ap(_UV1[n] if n < 128 else _uvarint(n))
+        ap(s4)
+        s5 = o2.group_state.encode()
+        n = len(s5) + 1
+        ap(_UV1[n] if n < 128 else _uvarint(n))
+        ap(s5)
+        s6 = o2.protocol_type.encode()
+        n = len(s6) + 1
+        ap(_UV1[n] if n < 128 else _uvarint(n))
+        ap(s6)
+        s7 = o2.protocol_data.encode()
+        n = len(s7) + 1
+        ap(_UV1[n] if n < 128 else _uvarint(n))
+        ap(s7)
+        x8 = o2.members
+        n = len(x8) + 1
+        ap(_UV1[n] if n < 128 else _uvarint(n))
+        for o9 in x8:
+            s10 = o9.member_id.encode()
+            n = len(s10) + 1
+            ap(_UV1[n] if n < 128 else _uvarint(n))
+            ap(s10)
+            s11 = o9.group_instance_id
+            if s11 is not None:
+                s11 = s11.encode()
+            if s11 is None:
+                ap(b'\x00')
+            else:
+                n = len(s11) + 1
+                ap(_UV1[n] if n < 128 else _uvarint(n))
+                ap(s11)
+            s12 = o9.client_id.encode()
+            n = len(s12) + 1
+            ap(_UV1[n] if n < 128 else _uvarint(n))
+            ap(s12)
+            s13 = o9.client_host.encode()
+            n = len(s13) + 1
+            ap(_UV1[n] if n < 128 else _uvarint(n))
+            ap(s13)
+            s14 = o9.member_metadata
+            n = len(s14) + 1
+            ap(_UV1[n] if n < 128 else _uvarint(n))
+            ap(s14)
+            s15 = o9.member_assignment
+            n = len(s15) + 1
+            ap(_UV1[n] if n < 128 else _uvarint(n))
+            ap(s15)
+            ap(b'\x00')
+        ap(_S_ix.pack(o2.authorized_operations))
+    ap(b'\x00')
+    return parts
+
+
 DescribeGroupsRequest._DECODERS = {
     0: _decode_describe_groups_request_v0,
     1: _decode_describe_groups_request_v0,
@@ -916,6 +1169,7 @@ DescribeGroupsRequest._DECODERS = {
     3: _decode_describe_groups_request_v3,
     4: _decode_describe_groups_request_v3,
     5: _decode_describe_groups_request_v5,
+    6: _decode_describe_groups_request_v5,
 }
 DescribeGroupsRequest._ENCODERS = {
     0: _encode_describe_groups_request_v0,
@@ -924,6 +1178,7 @@ DescribeGroupsRequest._ENCODERS = {
     3: _encode_describe_groups_request_v3,
     4: _encode_describe_groups_request_v3,
     5: _encode_describe_groups_request_v5,
+    6: _encode_describe_groups_request_v5,
 }
 
 
@@ -934,6 +1189,7 @@ DescribeGroupsResponse._DECODERS = {
     3: _decode_describe_groups_response_v3,
     4: _decode_describe_groups_response_v4,
     5: _decode_describe_groups_response_v5,
+    6: _decode_describe_groups_response_v6,
 }
 DescribeGroupsResponse._ENCODERS = {
     0: _encode_describe_groups_response_v0,
@@ -942,4 +1198,5 @@ DescribeGroupsResponse._ENCODERS = {
     3: _encode_describe_groups_response_v3,
     4: _encode_describe_groups_response_v4,
     5: _encode_describe_groups_response_v5,
+    6: _encode_describe_groups_response_v6,
 }
