@@ -3,7 +3,9 @@
 Produce v13 (topics by id, KIP-516), Fetch v18 (a follower's tagged HighWatermark, KIP-1166), ListOffsets
 v10-11 (TimeoutMs, KIP-1075; EARLIEST_PENDING_UPLOAD -6, KIP-1023), Metadata v13 (top-level ErrorCode,
 KIP-1102), ApiVersions v5 (ClusterId/NodeId checked, KIP-1242), OffsetCommit/OffsetFetch v10 (topics by id,
-UNKNOWN_TOPIC_ID), DescribeGroups v6 and DeleteGroups v3 (KIP-1043): each request is built with kafkapy's
+UNKNOWN_TOPIC_ID), DescribeGroups v6 and DeleteGroups v3 (KIP-1043), ListTransactions v2 (TransactionalIdPattern,
+KIP-1152), DescribeLogDirs v5 (IsCordoned), AlterPartitionReassignments v1 (AllowReplicationFactorChange),
+UpdateFeatures v2 and DescribeCluster v2 (IncludeFencedBrokers): each request is built with kafkapy's
 generated codecs and sent over a plain socket (conformance/differential/wire_versions.WireClient) to a
 kafkapy process and to Kafka 4.4.0 in KRaft mode (conformance/real_kafka.py, started once for the module);
 the answers that matter are compared. The read-only ones of these versions are also compared field by
