@@ -35,11 +35,6 @@ CLIENTS_JAR = Path.home() / ".m2/repository/org/apache/kafka/kafka-clients/4.4.0
 
 # Why kafkapy advertises less than Kafka 4.4 for an API (keyed by api key).
 REASONS: dict[int, str] = {
-    8: "OffsetCommit v10 (topic ids, KIP-848): not built this round (the offsets handlers are another part of "
-       "issue 32's work); clients commit by name at v9",
-    9: "OffsetFetch v10 (topic ids): as OffsetCommit v10",
-    15: "DescribeGroups v6 (GROUP_ID_NOT_FOUND for an unknown group, KIP-1043): not built this round (group "
-        "handlers); clients use v5",
     22: "InitProducerId v6 is Kafka's 2PC (KIP-939); Kafka 4.4 itself advertises v5 only",
     26: "EndTxn v5 (transactions v2, KIP-890): kafkapy finalizes transaction.version 0, clients use v4",
     27: "WriteTxnMarkers: inter-broker (kafkapy's coordinator writes markers itself)",
@@ -48,7 +43,6 @@ REASONS: dict[int, str] = {
     39: "delegation tokens: not served",
     40: "delegation tokens: not served",
     41: "delegation tokens: not served",
-    42: "DeleteGroups v3 (per-group ErrorMessage): not built this round (group handlers); v2 answers",
     55: "DescribeQuorum: kafkapy has no KRaft quorum",
     64: "UnregisterBroker: a KRaft controller call",
     80: "AddRaftVoter: KRaft only",
@@ -60,7 +54,9 @@ REASONS: dict[int, str] = {
     87: "share-group state RPCs: inter-broker",
     88: "StreamsGroupHeartbeat: issue 32's streams groups part (another helper)",
     89: "StreamsGroupDescribe: issue 32's streams groups part",
-    93: "StreamsGroupTopologyDescriptionUpdate: issue 32's streams groups part",
+    93: "StreamsGroupTopologyDescriptionUpdate (KIP-1331): not built; kafkapy's StreamsGroupHeartbeat v1 never "
+        "sets TopologyDescriptionRequired and StreamsGroupDescribe v1 answers NOT_STORED (1), so Kafka "
+        "Streams 4.4 never sends it; storing and serving the description is left",
     94: "UnregisterController: a KRaft controller call",
 }
 
