@@ -47,6 +47,12 @@ _ASYNC_INIT = (
 
 # step -> (kafkapy's answer, why it differs from Kafka 4.4.0's)
 KNOWN_DIFFERENCES: dict[str, tuple[object, str]] = {
+    "hb.unknown_group": (
+        {"error": 25, "message": "Member A is not a member of group G."},
+        "Kafka keeps share groups in __consumer_offsets and answers GROUP_ID_NOT_FOUND for one it never "
+        "saw; kafkapy does not store members, so a group unknown to it may be one a restarted or moved "
+        "coordinator lost, and UNKNOWN_MEMBER_ID makes its members join again (librdkafka stops a member "
+        "on GROUP_ID_NOT_FOUND)"),
     "hb.join": ({"error": 0, "message": None, "epoch": 2, "assignment": [["T-ID", [0]]]}, _ASYNC_INIT),
     "hb.steady": ({"error": 0, "message": None, "epoch": 2, "assignment": [["T-ID", [0]]]}, _ASYNC_INIT),
     "left.fetch_after_leave": (

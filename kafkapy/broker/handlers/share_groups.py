@@ -389,12 +389,32 @@ async def _call_coordinator(broker, state_partition: int, request):
         return None
 
 
+# Kafka 4.4's persister (PersisterStateManager): a share coordinator that cannot be reached, or
+# answers a retriable error, is asked again after 1 s, doubling (20 % jitter), 5 attempts in all;
+# the ShareFetch / ShareAcknowledge waits meanwhile instead of answering an error the client
+# would retry at once (a storm of requests while the coordinator is down)
+STATE_WRITE_ATTEMPTS = 5
+STATE_WRITE_BACKOFF_S = 1.0
+_RETRIABLE_STATE_ERRORS = frozenset({ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR,
+                                     ErrorCode.COORDINATOR_LOAD_IN_PROGRESS})
+
+
 async def _write_state(broker, store, group_id: str, topic_id, partition: int, state: ShareState) -> int:
     """Write a share-partition's state where it is kept and wait until it is durable: `state`
     holds the batches that changed, laid over the stored state (a state epoch newer than the
-    stored one replaces it)."""
+    stored one replaces it). A share coordinator on another broker that cannot be reached is
+    tried again with Kafka's persister backoff before the error is answered."""
+    import asyncio
+    import random
+
     state_partition = store.partition_of(group_id, topic_id, partition)
-    if not store.is_local(state_partition):
+    error = ErrorCode.NONE
+    for attempt in range(STATE_WRITE_ATTEMPTS):
+        if attempt:
+            delay = STATE_WRITE_BACKOFF_S * (2 ** (attempt - 1))
+            await asyncio.sleep(delay * random.uniform(0.8, 1.2))
+        if store.is_local(state_partition):   # the coordinator may have moved here meanwhile
+            return (await _write_local(broker, store, [(group_id, topic_id, partition, state)]))[0]
         W = WriteShareGroupStateRequest
         response = await _call_coordinator(broker, state_partition, W(group_id=group_id, topics=[W.WriteStateData(
             topic_id=topic_id, partitions=[W.PartitionData(
@@ -402,11 +422,11 @@ async def _write_state(broker, store, group_id: str, topic_id, partition: int, s
                 start_offset=state.start_offset, state_batches=[
                     W.StateBatch(first_offset=f, last_offset=l, delivery_state=st, delivery_count=c)
                     for f, l, st, c in state.batches])])]))
-        if response is None:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        return response.results[0].partitions[0].error_code
-    errors = await _write_local(broker, store, [(group_id, topic_id, partition, state)])
-    return errors[0]
+        error = ErrorCode.COORDINATOR_NOT_AVAILABLE if response is None else \
+            response.results[0].partitions[0].error_code
+        if error not in _RETRIABLE_STATE_ERRORS:
+            return error
+    return error
 
 
 def _fenced(store, group_id: str, topic_id, partition: int, state: ShareState) -> bool:

@@ -245,7 +245,12 @@ class ShareGroupCoordinator:
         self.expire_members(now)
         group = self.groups.get(group_id)
         if group is None and member_epoch != 0:
-            return HeartbeatResult(ErrorCode.GROUP_ID_NOT_FOUND, f"Share group {group_id} not found.")
+            # Kafka 4.4 answers GROUP_ID_NOT_FOUND "Share group <id> not found.", but it keeps share
+            # groups in __consumer_offsets; kafkapy does not store members, so a group unknown here
+            # may be one a restarted or moved coordinator lost: UNKNOWN_MEMBER_ID makes its members
+            # join again (librdkafka stops a member on GROUP_ID_NOT_FOUND)
+            return HeartbeatResult(ErrorCode.UNKNOWN_MEMBER_ID,
+                                   f"Member {member_id} is not a member of group {group_id}.")
         if member_epoch == -1:
             if group.members.pop(member_id, None) is None:
                 return HeartbeatResult(ErrorCode.UNKNOWN_MEMBER_ID,

@@ -51,8 +51,9 @@ def test_members_join_split_the_partitions_and_leave():
     assert list(sg.groups["g"].members) == ["b"]
     # leaving twice, or a group never seen (Kafka 4.4's answers)
     assert sg.heartbeat("g", "a", -1, None, None, "c", "/h", 1.0).error == ErrorCode.UNKNOWN_MEMBER_ID
+    # (Kafka: GROUP_ID_NOT_FOUND; kafkapy's groups are not stored, so their members must join again)
     unknown = sg.heartbeat("nope", "a", 4, None, None, "c", "/h", 1.0)
-    assert (unknown.error, unknown.message) == (ErrorCode.GROUP_ID_NOT_FOUND, "Share group nope not found.")
+    assert (unknown.error, unknown.message) == (ErrorCode.UNKNOWN_MEMBER_ID, "Member a is not a member of group nope.")
 
 
 def test_members_that_miss_the_session_timeout_leave_the_group_but_not_their_share_sessions():
