@@ -47,6 +47,12 @@ _ASYNC_INIT = (
 
 # step -> (kafkapy's answer, why it differs from Kafka 4.4.0's)
 KNOWN_DIFFERENCES: dict[str, tuple[object, str]] = {
+    "fetch.not_assigned_partition.U": (
+        [],
+        "Kafka 4.4 answers a share-partition whose share state the group never initialized (a topic no "
+        "member subscribes to) with UNKNOWN_SERVER_ERROR once it tried to load it, or leaves it out of the "
+        "answer while it loads (both seen); kafkapy serves it like any other (nothing here: T-0 took the "
+        "MaxRecords)"),
     "hb.unknown_group": (
         {"error": 25, "message": "Member A is not a member of group G."},
         "Kafka keeps share groups in __consumer_offsets and answers GROUP_ID_NOT_FOUND for one it never "
@@ -61,6 +67,9 @@ KNOWN_DIFFERENCES: dict[str, tuple[object, str]] = {
         "in-flight batch they were acquired in, past MaxRecords (1 here); kafkapy acquires them again "
         "log batch by log batch within MaxRecords (docs/share-groups.md, differences)"),
 }
+
+
+VARYING = "fetch.not_assigned_partition.U"   # [] or a partition error (UNKNOWN_SERVER_ERROR seen), no records
 
 
 def _expected() -> dict:
@@ -116,6 +125,10 @@ def _observe_kafka(work_dir: Path) -> dict:
 def test_kafka_4_4_answers_what_the_file_says(tmp_path: Path):
     observed = _observe_kafka(tmp_path / "kafka")
     expected = _expected()
+    # Kafka leaves the uninitialized share-partition out while it loads, or answers it UNKNOWN_SERVER_ERROR
+    varying = observed.get(VARYING)
+    if isinstance(varying, list) and all(p[2] != 0 and not p[6] for p in varying):
+        observed[VARYING] = expected.get(VARYING)
     different = [f"{step}:\n  now   {json.dumps(observed.get(step))}\n  file  {json.dumps(expected.get(step))}"
                  for step in sorted(set(expected) | set(observed)) if observed.get(step) != expected.get(step)]
     assert not different, "Kafka 4.4.0 answers differently than recorded:\n" + "\n".join(different)
