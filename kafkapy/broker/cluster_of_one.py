@@ -17,8 +17,6 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from ..controller.reassignment import ReplicaAssignment, replication_factor_change
-from ..metadata import partition_changes
 from ..metadata.store import BrokerInfo, ChangeKind, MetadataChange
 from ..protocol.errors import ErrorCode, KafkaError
 
@@ -163,14 +161,18 @@ class ClusterOfOne:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unable to find a topic named {topic}."
         if not 0 <= partition < meta.partition_count:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unable to find partition {topic}:{partition}."
-        if replicas is not None and not allow_replication_factor_change:
+        if not allow_replication_factor_change and (target := replicas) is not None:
+            # with the first such request only: neither is on the start-up path (test_startup_imports)
+            from ..controller.reassignment import ReplicaAssignment, replication_factor_change
+            from ..metadata import partition_changes
+
             # Kafka checks the brokers of the target first (validateManualPartitionAssignment)
             try:
-                partition_changes.validate_assignment(replicas, [b.node_id for b in self.metadata.list_brokers()])
+                partition_changes.validate_assignment(target, [b.node_id for b in self.metadata.list_brokers()])
             except KafkaError as exc:
                 return exc.code, str(exc)
             state = meta.partitions[partition]
-            refused = replication_factor_change(replicas, ReplicaAssignment(
+            refused = replication_factor_change(target, ReplicaAssignment(
                 tuple(state.replicas), tuple(state.adding_replicas), tuple(state.removing_replicas)))
             if refused is not None:
                 return refused

@@ -21,7 +21,7 @@ class FakeController:
         self.asked = keys
         return {key: (NOT_NEEDED, "not needed") if key[1] == 1 else (NONE, None) for key in keys}
 
-    async def alter_partition_reassignments(self, targets):
+    async def alter_partition_reassignments(self, targets, allow_replication_factor_change=True):
         self.asked = targets
         return None if not self.active else {key: (NONE, None) for key in targets}
 

@@ -50,7 +50,7 @@ def test_client_id_is_not_compact_in_v2():
 
 def test_unknown_key_and_version_read_as_v1():
     assert request_header_version(1000, 0) == 1
-    assert request_header_version(3, 13) == 1          # above Metadata's max
+    assert request_header_version(3, 14) == 1          # above Metadata's max (v13, Kafka 4.x)
     assert request_header_version(58, 0) == 1          # Envelope: KRaft forwarding, not served
     assert request_header_version(4, 7) == 2           # LeaderAndIsr v7 (ZooKeeper mode) is flexible
     frame = _header(1000, 5, 9, "x") + b"\x00"
@@ -108,12 +108,13 @@ def test_supported_versions_policy():
     assert all(lo == REQUEST_TYPES[key].VALID_VERSIONS[0] == 0 for key, (lo, _) in SUPPORTED_VERSIONS.items()
                if key not in share_apis)
     assert all(SUPPORTED_VERSIONS[key][0] == REQUEST_TYPES[key].VALID_VERSIONS[0] == 1 for key in share_apis)
-    assert SUPPORTED_VERSIONS[0] == (0, 11)
-    assert SUPPORTED_VERSIONS[1] == (0, 17)
-    assert SUPPORTED_VERSIONS[2] == (0, 9)
-    assert SUPPORTED_VERSIONS[3] == (0, 12)
+    # Kafka 4.4's newest of these (issue 32: docs/compatibility.md)
+    assert SUPPORTED_VERSIONS[0] == (0, 13)
+    assert SUPPORTED_VERSIONS[1] == (0, 18)
+    assert SUPPORTED_VERSIONS[2] == (0, 11)
+    assert SUPPORTED_VERSIONS[3] == (0, 13)
     assert SUPPORTED_VERSIONS[11] == (0, 9)
-    assert SUPPORTED_VERSIONS[18] == (0, 4)
+    assert SUPPORTED_VERSIONS[18] == (0, 5)
     assert SUPPORTED_VERSIONS[17] == (0, 1) and SUPPORTED_VERSIONS[36] == (0, 2)   # SASL (KIP-152, KIP-368)
     assert {2, 8, 9, 10, 12, 13, 14, 15, 16, 19, 20, 21, 22, 23, 32, 33, 35, 37, 42, 44, 46, 47,
             60, 69, 75} <= set(SUPPORTED_VERSIONS)
