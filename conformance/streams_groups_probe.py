@@ -64,6 +64,9 @@ def probe(bootstrap: str) -> dict:
     wire = _coordinator_wire(bootstrap, group)
     try:
         wire.create_topic(source, 2)
+        # Kafka's group coordinator sees a new topic once the metadata image is published, a moment
+        # after CreateTopics answers: joined at once it once said MISSING_SOURCE_TOPICS (a CI run)
+        _sleep(wire, 1.0)
         topology = _topology(source, group, epoch=1)
         # 1. the first member: internal topics are missing, then created by the coordinator
         r = wire.send(_join(group, "m1", topology))
