@@ -191,11 +191,20 @@ def _produce(admin: Wire, topic: str, count: int) -> None:
     """`count` records, one record batch each: a fetch's MaxRecords then counts records exactly."""
     P = ProduceRequest
     for i in range(count):
-        answer = admin.call(P(acks=-1, timeout_ms=15000, topic_data=[P.TopicProduceData(
-            name=topic, partition_data=[P.PartitionProduceData(index=0, records=build_batch([(None, b"v%d" % i)]))])]),
-            9, ProduceResponse)
-        [t] = answer.responses
-        assert t.partition_responses[0].error_code == 0, answer
+        deadline = time.monotonic() + 20
+        while True:
+            answer = admin.call(P(acks=-1, timeout_ms=15000, topic_data=[P.TopicProduceData(
+                name=topic, partition_data=[P.PartitionProduceData(index=0, records=build_batch([(None, b"v%d" % i)]))])]),
+                9, ProduceResponse)
+            [t] = answer.responses
+            code = t.partition_responses[0].error_code
+            # a Kafka whose metadata already names the leader may not have made its replica leader yet:
+            # NOT_LEADER_OR_FOLLOWER (6) or UNKNOWN_TOPIC_OR_PARTITION (3) for a moment, as a client retries
+            if code in (3, 6) and time.monotonic() < deadline:
+                time.sleep(0.2)
+                continue
+            assert code == 0, answer
+            break
 
 
 # -- the requests ---------------------------------------------------------------------------------
