@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from kafkapy.broker.durability import wait_durable  # noqa: E402
+from kafkapy.replication.durability import wait_durable  # noqa: E402
 from kafkapy.log import LogConfig, PartitionLog  # noqa: E402
 from kafkapy.protocol.records import build_batch, read_batch_header  # noqa: E402
 

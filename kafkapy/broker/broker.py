@@ -15,7 +15,7 @@ from .dispatch import HANDLERS
 from .listener import bind_listener
 from .memory_pool import MemoryPool, pool_capacity
 from .partitions import PartitionManager
-from .purgatory import Purgatory
+from ..replication.purgatory import Purgatory
 from ..replication.replica_manager import ReplicaManager
 
 if TYPE_CHECKING:

@@ -8,5 +8,6 @@ it applies the controller's LeaderAndIsr and StopReplica, shrinks the ISR and ch
 watermarks. `Partition` (partition.py) holds one replica's rules; `ReplicaFetcherManager`
 (fetcher.py) copies followed partitions from their leaders and `AlterPartitionManager`
 (alter_partition.py) sends ISR changes to the controller: those two talk to other brokers and
-are made on first use, so a single node never loads them.
+are made on first use, so a single node never loads them. `Purgatory` (purgatory.py) parks
+waiting fetches and acks=all appends; durability.py joins fsync-on-ack rounds.
 """

@@ -23,7 +23,7 @@ cluster, where the controller's requests decide roles (ZooKeeper mode):
   not led alone) and written there every replica.high.watermark.checkpoint.interval.ms once the
   first LeaderAndIsr arrived.
 
-Waiters park in the broker's purgatory: consumer and follower fetches on (topic, partition), which
+Waiters park in the purgatory (purgatory.py): consumer and follower fetches on (topic, partition), which
 is notified on appends and high-watermark changes; acks=all produces and coordinator writes on
 `replicated_key(topic, partition)`, notified on high-watermark, ISR and leadership changes only.
 `leadership_listeners` are called with (topic, partition, is_leader, leader_epoch) after each

@@ -21,7 +21,7 @@ from ...protocol.messages import (
     OffsetFetchRequest,
     OffsetFetchResponse,
 )
-from ..durability import wait_durable
+from ...replication.durability import wait_durable
 from ..dispatch import RequestContext, handles
 
 log = logging.getLogger(__name__)

@@ -22,7 +22,7 @@ from ...protocol.messages import ProduceRequest, ProduceResponse
 from ...protocol.legacy_records import legacy_to_v2
 from ...log.config import LONG_MAX
 from ...protocol.records import MAGIC_POS, NO_TIMESTAMP, iter_batch_headers, iter_records, keyless_record_indexes
-from ..durability import wait_durable
+from ...replication.durability import wait_durable
 from ..connection import peer_log
 from ..dispatch import ConnectionClosed, RequestContext, handles
 from ..log_throttle import peer_ip

@@ -43,7 +43,7 @@ from ...protocol.messages import (
     WriteShareGroupStateResponse,
 )
 from ..dispatch import RequestContext, handles
-from ..durability import wait_durable
+from ...replication.durability import wait_durable
 from ..log_throttle import PeerLogThrottle
 from .groups import client_host
 from .offsets import replicated

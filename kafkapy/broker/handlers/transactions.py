@@ -35,7 +35,7 @@ from ...protocol.messages import (
 )
 from ...txncoord import TRANSACTION_STATE_TOPIC
 from ..dispatch import RequestContext, handles
-from ..durability import wait_durable
+from ...replication.durability import wait_durable
 from ..transaction_coordination import write_txn_markers
 from .offsets import coordinator_write_durable, partition_exists, replicated
 
