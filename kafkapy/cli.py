@@ -264,7 +264,7 @@ def _serve_config(args: argparse.Namespace, path, overrides, log, gc_paused: tup
     except OSError as exc:
         print(f"kafkapy: cannot read config file {path}: {exc.strerror or exc}", file=sys.stderr)
         return 1
-    from .broker.server import run  # imported late: the CLI must load even where the server cannot
+    from .node import run  # imported late: the CLI must load even where the server cannot
 
     control = config.get("kafkapy.control.listener")
 

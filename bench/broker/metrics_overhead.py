@@ -117,7 +117,7 @@ def dispatch_overhead(blocks: int, per_block: int, record_bytes: int = 100) -> N
     import asyncio
     import tempfile
 
-    from kafkapy.broker.broker import Broker
+    from kafkapy.node import build_broker
     from kafkapy.broker.config import BrokerConfig
     from kafkapy.broker.dispatch import RequestContext, handle_frame
     from kafkapy.metrics import BrokerMetrics
@@ -125,7 +125,7 @@ def dispatch_overhead(blocks: int, per_block: int, record_bytes: int = 100) -> N
     from kafkapy.protocol.records import build_batch
 
     data_dir = tempfile.mkdtemp(prefix="kafkapy-metrics-bench-")
-    broker = Broker(BrokerConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": data_dir, "broker.id": "0"}))
+    broker = build_broker(BrokerConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": data_dir, "broker.id": "0"}))
     broker.logs.load()
     broker.partitions.sync_with_metadata()
     broker.partitions.create_topic("bench", 8, 1)

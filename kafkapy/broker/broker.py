@@ -5,7 +5,7 @@ import asyncio
 import logging
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, Protocol, Sequence
 
 from ..log.manager import LogManager
 from ..protocol.api_versions import CLUSTER_VERSIONS, SUPPORTED_VERSIONS
@@ -27,11 +27,28 @@ log = logging.getLogger(__name__)
 SSL_HANDSHAKE_TIMEOUT_S = 10.0
 
 
-class Broker:
-    """One kafkapy broker process: owns the listener, the partitions it leads and their logs."""
+class BrokerService(Protocol):
+    """A service above the broker layer (the web console, the schema registry, the tables service)
+    that the composition root (kafkapy/node.py) attaches to a broker, so that the broker never
+    imports it: started at its phase, stopped first when the broker stops (in reverse order).
+    Phase "listeners": after the logs are loaded, before the Kafka listeners serve (a service that
+    must answer as soon as the broker does); "started": once everything else has started."""
 
-    def __init__(self, config, sockets: dict[str, list] | list | None = None):
+    phase: Literal["listeners", "started"]
+
+    async def start(self, broker: Broker) -> None: ...
+
+    async def stop(self, broker: Broker) -> None: ...
+
+
+class Broker:
+    """One kafkapy broker process: owns the listener, the partitions it leads and their logs.
+    `services` are attached by the composition root (kafkapy/node.py, BrokerService)."""
+
+    def __init__(self, config, sockets: dict[str, list] | list | None = None,
+                 services: Sequence[BrokerService] = ()):
         self.config = config
+        self._services = tuple(services)
         # pre-bound listening sockets by listener name (a bare list: the first listener's)
         if isinstance(sockets, list):
             sockets = {config.listeners[0].name: sockets}
@@ -287,12 +304,9 @@ class Broker:
         self.logs.load({name: self.partitions.log_config(name) for name in topics})
         self.partitions.sync_with_metadata()
         self._start_coordinators(loop)
-        if self.config.get("kafkapy.schema.registry.listener"):
-            # bound before the Kafka listeners serve, so that it answers once the broker does (its
-            # requests wait until it has read the schemas topic through those listeners)
-            from ..schemaregistry import start_schema_registry  # imported only when the registry is on
-
-            self.schema_registry = await start_schema_registry(self)
+        for service in self._services:
+            if service.phase == "listeners":
+                await service.start(self)
         for listener in self.config.listeners:
             context = self._ssl_contexts.get(listener.name)
             for sock in bound[listener.name]:
@@ -317,51 +331,19 @@ class Broker:
                 min(max(idle_ms / 4000, 0.05), 30.0))))
         self._tasks.append(loop.create_task(self._periodic(peer_log.flush_due, 5.0)))
         self._tasks.append(loop.create_task(self._periodic(lambda: close_hung_up(self.connections), 1.0)))
-        self._watch_tables(loop)
         if self.config.get("kafkapy.metrics.listener"):
             from ..metrics.exporter import start_exporter
 
             self.metrics_server = await start_exporter(self)
-        if self.config.get("kafkapy.console.listener"):
-            from ..console import start_console  # aiohttp is imported only when the console is on
-
-            self.console = await start_console(self)
+        for service in self._services:
+            if service.phase == "started":
+                await service.start(self)
         log.info("kafkapy broker %d listening on %s (advertised %s), cluster id %s, data in %s,"
                  " started in %.3f s", self.node_id,
                  ", ".join(f"{lst.name}://{lst.host}:{bound[lst.name][0].getsockname()[1]}"
                            for lst in self.config.listeners),
                  ", ".join(f"{name}://{host}:{port}" for name, (host, port) in self.endpoints.items()),
                  self.cluster_id, ",".join(self.log_dirs), time.monotonic() - self.started_at)
-
-    def _watch_tables(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Start the tables service (kafkapy/tables: topics as Iceberg tables) once a partition of a
-        topic with kafkapy.iceberg.mode set is led here; until then nothing of it is imported."""
-        from ..metadata.store import ChangeKind
-
-        def wanted(topic: str) -> bool:
-            mode = (self.metadata.topic_configs(topic) or {}).get("kafkapy.iceberg.mode")
-            return bool(mode) and mode.strip() != "disabled"
-
-        def ensure() -> None:
-            if self.tables is None and not self.fatal_error.is_set():
-                from ..tables.service import TablesService
-
-                self.tables = TablesService(self)
-                self.tables.start(loop)
-
-        def on_leadership(topic: str, partition: int, is_leader: bool, leader_epoch: int) -> None:
-            if self.tables is None and is_leader and wanted(topic):
-                loop.call_soon_threadsafe(ensure)
-
-        def on_change(change) -> None:
-            if self.tables is None and change.kind in (ChangeKind.TOPIC_CREATED, ChangeKind.TOPIC_CONFIGS_CHANGED) \
-                    and change.topic is not None and wanted(change.topic.name):
-                loop.call_soon_threadsafe(ensure)
-
-        self.replicas.leadership_listeners.append(on_leadership)
-        self.metadata.add_listener(on_change)
-        if any(wanted(topic) for topic in self.metadata.topic_names()):
-            ensure()
 
     def brokers_for(self, listener_name: str | None):
         """The brokers as clients connected to `listener_name` must see them (Metadata,
@@ -404,12 +386,8 @@ class Broker:
     async def stop(self) -> None:
         """Stop accepting, let in-flight requests finish, flush logs and write checkpoints."""
         log.info("kafkapy broker %d shutting down", self.node_id)
-        if self.console is not None:
-            await self.console.stop()
-        if self.schema_registry is not None:
-            await self.schema_registry.stop()
-        if self.tables is not None:
-            await self.tables.stop()
+        for service in reversed(self._services):
+            await service.stop(self)
         try:
             await self.cluster.controlled_shutdown()
         except Exception:
@@ -445,10 +423,11 @@ class Broker:
 
 
 async def serve(config, stop_event: asyncio.Event | None = None, sockets: list | None = None,
-                on_ready=None) -> None:
+                on_ready=None, services: Sequence[BrokerService] = ()) -> None:
     """Run a broker until `stop_event` is set (or forever); `sockets` are pre-bound listeners;
-    `on_ready(broker)` is called once it serves requests."""
-    broker = Broker(config, sockets)
+    `on_ready(broker)` is called once it serves requests; `services` as Broker's (kafkapy/node.py
+    passes them)."""
+    broker = Broker(config, sockets, services)
     await broker.start()
     if on_ready is not None:
         on_ready(broker)

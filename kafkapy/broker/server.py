@@ -24,8 +24,9 @@ def raise_fd_limit() -> None:
         log.info("could not raise the open-files limit: %s", exc)
 
 
-def run(config, on_ready=None) -> None:
-    """Run a broker in this process until SIGTERM or SIGINT, then shut down cleanly."""
+def run(config, on_ready=None, serve=None) -> None:
+    """Run a broker in this process until SIGTERM or SIGINT, then shut down cleanly; `serve` is the
+    composition root's (kafkapy/node.py: the broker with its services), else the bare broker's."""
     raise_fd_limit()
     # every listener, in the order of `listeners` (the first is the broker's main address)
     sockets = {listener.name: bind_listener(listener.bind_host, listener.port) for listener in config.listeners}
@@ -34,7 +35,8 @@ def run(config, on_ready=None) -> None:
     except ImportError:  # pragma: no cover - uvloop is a dependency; keep running without it
         uvloop = None
         log.warning("uvloop not available; using the default asyncio event loop")
-    from .broker import serve
+    if serve is None:
+        from .broker import serve
 
     async def main() -> None:
         stop = asyncio.Event()

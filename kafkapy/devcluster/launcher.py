@@ -169,12 +169,12 @@ def build_broker(config: Mapping[str, object | None] | None = None, *, log_dir: 
     log.dirs, then `config`), built but not started: for unit tests that call its handlers or drive
     its replica manager themselves. Only the given properties and kafkapy's defaults apply (not
     Kafka's quickstart settings, which a started broker gets)."""
-    from ..broker.broker import Broker
     from ..broker.config import BrokerConfig
+    from ..node import build_broker as build
 
     settings = {"listeners": f"PLAINTEXT://{HOST}:{port}", "log.dirs": str(log_dir),
                 **{k: str(v) for k, v in (config or {}).items() if v is not None}}
-    return Broker(BrokerConfig(settings))
+    return build(BrokerConfig(settings))
 
 
 # ------------------------------------------------------------------ the launcher
@@ -542,11 +542,11 @@ class BrokerLauncher:
         self._killed = False
 
         async def main() -> None:
-            from ..broker.broker import Broker
+            from ..node import build_broker
 
             self._loop = asyncio.get_running_loop()
             self._stop_event = asyncio.Event()
-            broker = Broker(config, sockets)
+            broker = build_broker(config, sockets)
             if self.on_broker is not None:
                 self.on_broker(broker)
             self.broker = broker

@@ -571,9 +571,9 @@ def test_cli_serve_passes_parsed_config_to_server(tmp_path, monkeypatch, capsys)
     from kafkapy import cli
 
     seen = []
-    fake = types.ModuleType("kafkapy.broker.server")
+    fake = types.ModuleType("kafkapy.node")  # the composition root, which runs kafkapy.broker.server
     fake.run = seen.append
-    monkeypatch.setitem(sys.modules, "kafkapy.broker.server", fake)
+    monkeypatch.setitem(sys.modules, "kafkapy.node", fake)
     path = tmp_path / "server.properties"
     path.write_text("num.partitions=4\n")
     assert cli.main(["serve", str(path), "--override", "node.id=2", "--log-level", "warning"]) == 0
