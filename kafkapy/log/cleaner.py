@@ -51,9 +51,10 @@ import logging
 import os
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable, NamedTuple
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from .checkpoints import CheckpointError, read_offset_checkpoint, write_offset_checkpoint
+from .config import CleanerConfig  # still importable from here
 
 if TYPE_CHECKING:
     from .compaction import CleaningJob, CleaningOutcome
@@ -64,7 +65,6 @@ log = logging.getLogger(__name__)
 __all__ = ["CLEANER_OFFSET_CHECKPOINT", "CleanerConfig", "LogCleaner"]
 
 CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
-OFFSET_MAP_ENTRY_BYTES = 24  # Kafka's SkimpyOffsetMap: a 16-byte MD5 of the key + an 8-byte offset
 # What compaction.py holds, still importable from here (loaded on first use, PEP 562).
 _COMPACTION_NAMES = frozenset({"CleanResult", "CleaningJob", "CleaningOutcome", "SegmentFile", "SegmentOutcome",
                                "clean_log", "run_cleaning"})
@@ -76,22 +76,6 @@ def __getattr__(name: str):
 
         return getattr(compaction, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-class CleanerConfig(NamedTuple):
-    """The broker's log.cleaner.* settings."""
-
-    enable: bool = True
-    threads: int = 1
-    backoff_ms: int = 15000
-    dedupe_buffer_size: int = 134217728
-    io_buffer_load_factor: float = 0.9
-    io_max_bytes_per_second: float = float("inf")
-
-    @property
-    def max_map_entries(self) -> int:
-        per_thread = min(self.dedupe_buffer_size // max(self.threads, 1), 2**31 - 1)
-        return max(int(per_thread // OFFSET_MAP_ENTRY_BYTES * self.io_buffer_load_factor), 1)
 
 
 # ------------------------------------------------------------------ checkpoints

@@ -26,7 +26,7 @@ from kafkapy.protocol.records import (
 )
 
 from .checkpoints import fsync_dir
-from .cleaner import CleanerConfig
+from .config import CleanerConfig
 from .segment import CLEANED_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, LogSegment
 
 if TYPE_CHECKING:

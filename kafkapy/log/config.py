@@ -2,6 +2,8 @@
 
 `LOG_CONFIG_DEFS` is the one table that parsing (`LogConfig.from_properties`), the
 broker-level defaults (`LogConfig.from_broker_properties`) and DescribeConfigs read from.
+`CleanerConfig` is the broker's log.cleaner.* settings, here so that the cleaner (cleaner.py) and
+the compaction it runs (compaction.py) both read it and compaction.py needs nothing of cleaner.py.
 """
 from __future__ import annotations
 
@@ -12,7 +14,25 @@ from .errors import InvalidConfigError
 LONG_MAX = 9223372036854775807
 INT_MAX = 2147483647
 
-__all__ = ["LONG_MAX", "ConfigDef", "LOG_CONFIG_DEFS", "LogConfig"]
+__all__ = ["LONG_MAX", "CleanerConfig", "ConfigDef", "LOG_CONFIG_DEFS", "LogConfig"]
+
+OFFSET_MAP_ENTRY_BYTES = 24  # Kafka's SkimpyOffsetMap: a 16-byte MD5 of the key + an 8-byte offset
+
+
+class CleanerConfig(NamedTuple):
+    """The broker's log.cleaner.* settings."""
+
+    enable: bool = True
+    threads: int = 1
+    backoff_ms: int = 15000
+    dedupe_buffer_size: int = 134217728
+    io_buffer_load_factor: float = 0.9
+    io_max_bytes_per_second: float = float("inf")
+
+    @property
+    def max_map_entries(self) -> int:
+        per_thread = min(self.dedupe_buffer_size // max(self.threads, 1), 2**31 - 1)
+        return max(int(per_thread // OFFSET_MAP_ENTRY_BYTES * self.io_buffer_load_factor), 1)
 
 
 class ConfigDef(NamedTuple):

@@ -38,7 +38,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from .checkpoints import fsync_dir
 from .dir_names import FUTURE_SUFFIX, MOVED_SUFFIX
@@ -46,12 +46,12 @@ from .errors import KafkaStorageError
 from .segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment, segment_file_name
 
 if TYPE_CHECKING:
-    from .manager import LogManager
+    from .flusher import Flusher
     from .partition_log import PartitionLog
 
 log = logging.getLogger(__name__)
 
-__all__ = ["FINAL_PASS_BYTES", "FUTURE_SUFFIX", "MOVED_SUFFIX", "LogDirMove", "LogDirMover",
+__all__ = ["FINAL_PASS_BYTES", "FUTURE_SUFFIX", "MOVED_SUFFIX", "LogDirMove", "LogDirMover", "MovedLogs",
            "clean_interrupted_moves"]
 
 # The switch copies what is left on the event-loop thread: this bounds how long appends wait.
@@ -132,11 +132,22 @@ class LogDirMove:
         return max(self.plog.log_end_offset - self.copied_end_offset, 0)
 
 
+class MovedLogs(Protocol):
+    """What the mover needs of the partition logs it moves between log dirs (the LogManager's)."""
+
+    flusher: Flusher
+
+    def get(self, topic: str, partition: int) -> PartitionLog | None: ...
+
+    def write_checkpoints(self, background: bool = False, *,
+                          also_in: dict[tuple[str, int], Path] | None = None) -> None: ...
+
+
 class LogDirMover:
     """Moves partition logs between the log dirs of one LogManager: an asyncio task per move,
     file copies on a small thread pool (num.replica.alter.log.dirs.threads)."""
 
-    def __init__(self, manager: LogManager, threads: int = 1):
+    def __init__(self, manager: MovedLogs, threads: int = 1):
         self._manager = manager
         self._threads = max(threads, 1)
         self._moves: dict[tuple[str, int], LogDirMove] = {}

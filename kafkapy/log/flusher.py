@@ -17,12 +17,22 @@ import threading
 import time
 from collections import deque
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Callable
+from pathlib import Path
+from typing import Callable, Protocol
 
 from .errors import KafkaStorageError
 
-if TYPE_CHECKING:
-    from .partition_log import PartitionLog
+
+class FlushedLog(Protocol):
+    """What the flusher's threads call on a log (PartitionLog is the one kind)."""
+
+    dir: Path
+
+    def _flush_to(self, offset: int) -> None: ...
+
+    def _sync_data(self) -> int: ...
+
+    def _io_failed(self, what: str, exc: BaseException) -> None: ...
 
 
 class _SyncRound:
@@ -30,7 +40,7 @@ class _SyncRound:
 
     __slots__ = ("plog", "max_offset", "future", "waiters")
 
-    def __init__(self, plog: PartitionLog, offset: int, future: Future | None = None, waiters: int = 1):
+    def __init__(self, plog: FlushedLog, offset: int, future: Future | None = None, waiters: int = 1):
         self.plog = plog
         self.max_offset = offset
         self.future: Future = future if future is not None else Future()
@@ -53,7 +63,7 @@ class Flusher:
         # worth a wake-up (each wake-up costs the event loop a GIL hand-off).
         self._sync_idle = False
         self._sync_waiters: dict[int, _SyncRound] = {}
-        self._flush_requests: dict[int, tuple[PartitionLog, int]] = {}
+        self._flush_requests: dict[int, tuple[FlushedLog, int]] = {}
         self._tasks: deque[tuple[Callable[[], object], Future]] = deque()
         self._stopping = False
         self._sync_thread: threading.Thread | None = None
@@ -74,7 +84,7 @@ class Flusher:
                                                  daemon=True)
             self._work_thread.start()
 
-    def request_sync(self, plog: PartitionLog, offset: int) -> Future:
+    def request_sync(self, plog: FlushedLog, offset: int) -> Future:
         """A Future completed once everything in `plog` through `offset` is fsynced.
 
         Callers waiting in the same round get the same Future (its result: the durable offset).
@@ -95,7 +105,7 @@ class Flusher:
                 self._sync_cond.notify()
             return pending.future
 
-    def request_flush(self, plog: PartitionLog, offset: int) -> None:
+    def request_flush(self, plog: FlushedLog, offset: int) -> None:
         """Ask for a full flush of `plog` up to `offset` (exclusive), done in the background."""
         with self._cond:
             if self._stopping:
@@ -122,7 +132,7 @@ class Flusher:
             future.set_exception(exc)
         return future
 
-    def cancel_waiters(self, plog: PartitionLog, from_offset: int, exc: BaseException) -> None:
+    def cancel_waiters(self, plog: FlushedLog, from_offset: int, exc: BaseException) -> None:
         """Fail the pending round if it waits for offsets >= `from_offset` (the log was truncated
         below them); its waiters share one Future, so all of them see the error."""
         with self._cond:
@@ -133,7 +143,7 @@ class Flusher:
         if not pending.future.done():
             pending.future.set_exception(exc)
 
-    def forget(self, plog: PartitionLog) -> None:
+    def forget(self, plog: FlushedLog) -> None:
         """Drop pending flushes of a closed log (its waiters are failed)."""
         with self._cond:
             self._flush_requests.pop(id(plog), None)

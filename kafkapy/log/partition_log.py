@@ -142,11 +142,23 @@ class PartitionLog(TimestampLookups, SegmentRetention, LogTruncation):
              recovery_point: int = 0, log_start_offset: int | None = None,
              clean_shutdown: bool = False, flusher: Flusher | None = None) -> PartitionLog:
         """Open (creating if needed) and recover the log in `directory` (`<topic>-<partition>`)."""
-        from .recovery import load_partition_log
+        from .producer_state import ProducerStateManager
+        from .recovery import log_loaded, recover_partition_dir
 
-        return load_partition_log(Path(directory), config or LogConfig(), recovery_point=recovery_point,
-                                  log_start_offset=log_start_offset, clean_shutdown=clean_shutdown,
-                                  flusher=flusher)
+        directory = Path(directory)
+        config = config or LogConfig()
+        recovered = recover_partition_dir(directory, config, recovery_point=recovery_point,
+                                          log_start_offset=log_start_offset, clean_shutdown=clean_shutdown)
+        start, end_offset = recovered.log_start_offset, recovered.log_end_offset
+        plog = cls(directory, config, topic=recovered.topic, partition=recovered.partition,
+                   segments=recovered.segments, log_start_offset=start, recovery_point=end_offset,
+                   leader_epochs=recovered.leader_epochs, producer_state=ProducerStateManager(directory),
+                   flusher=flusher)
+        recovered.leader_epochs._log_end_offset = lambda: plog.log_end_offset
+        replay_from = plog.producer_state.load(start, end_offset)
+        plog.replay_producer_state(replay_from, end_offset)
+        log_loaded(directory, recovered, clean_shutdown)
+        return plog
 
     # ---------------------------------------------------------------- properties
     @property

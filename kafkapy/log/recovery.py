@@ -13,6 +13,7 @@ import logging
 import os
 import re
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from kafkapy.protocol.errors import CorruptRecordError
@@ -21,10 +22,7 @@ from kafkapy.protocol.records import BatchHeader
 from .checkpoints import CheckpointError, fsync_dir
 from .dir_names import parse_partition_dir_name
 from .config import LogConfig
-from .flusher import Flusher
 from .leader_epoch import LeaderEpochCache
-from .partition_log import PartitionLog
-from .producer_state import ProducerStateManager
 from .segment import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
@@ -44,7 +42,21 @@ _INDEX_NAME = re.compile(r"^(\d{20})\.(index|timeindex|txnindex)$")
 _LEFTOVER_SUFFIXES = (DELETED_SUFFIX, CLEANED_SUFFIX, SWAP_SUFFIX, ".tmp")
 _SWAP_NAME = re.compile(r"^(\d{20})\.log\.swap$")
 
-__all__ = ["load_partition_log", "parse_partition_dir_name"]
+__all__ = ["RecoveredLog", "log_loaded", "parse_partition_dir_name", "recover_partition_dir"]
+
+
+@dataclass(slots=True)
+class RecoveredLog:
+    """A partition directory as recovery left it, for PartitionLog.open to build the log on."""
+
+    topic: str
+    partition: int
+    segments: list[LogSegment]
+    log_start_offset: int
+    log_end_offset: int
+    leader_epochs: LeaderEpochCache
+    recovered_segments: int
+    started: float  # time.monotonic() when recovery began
 
 
 def _now_ms() -> int:
@@ -131,10 +143,10 @@ def _delete_segment_files(directory: Path, base: int) -> None:
         (directory / segment_file_name(base, suffix)).unlink(missing_ok=True)
 
 
-def load_partition_log(directory: Path, config: LogConfig, *, recovery_point: int = 0,
-                       log_start_offset: int | None = None, clean_shutdown: bool = False,
-                       flusher: Flusher | None = None) -> PartitionLog:
-    """Open the partition log in `directory`, recovering it if needed."""
+def recover_partition_dir(directory: Path, config: LogConfig, *, recovery_point: int = 0,
+                          log_start_offset: int | None = None, clean_shutdown: bool = False) -> RecoveredLog:
+    """Recover the segments and leader epochs of the partition log in `directory` (PartitionLog.open
+    builds the log on them and replays its producer state)."""
     topic, partition = parse_partition_dir_name(directory.name)
     directory.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
@@ -242,16 +254,15 @@ def load_partition_log(directory: Path, config: LogConfig, *, recovery_point: in
             segment.needs_dir_sync = False
         fsync_dir(directory)
 
-    plog = PartitionLog(directory, config, topic=topic, partition=partition, segments=segments,
-                        log_start_offset=start, recovery_point=end_offset, leader_epochs=epochs,
-                        producer_state=ProducerStateManager(directory), flusher=flusher)
-    epochs._log_end_offset = lambda: plog.log_end_offset
-    replay_from = plog.producer_state.load(start, end_offset)
-    plog.replay_producer_state(replay_from, end_offset)
+    return RecoveredLog(topic, partition, segments, start, end_offset, epochs, len(recovered), started)
+
+
+def log_loaded(directory: Path, recovered: RecoveredLog, clean_shutdown: bool) -> None:
+    """The one line a loaded partition log is worth (once its producer state is replayed)."""
     log.info("loaded %s: offsets [%d, %d), %d segment(s), %d recovered, %s shutdown, in %.1f ms",
-             directory.name, start, end_offset, len(segments), len(recovered),
-             "clean" if clean_shutdown else "unclean", (time.monotonic() - started) * 1000)
-    return plog
+             directory.name, recovered.log_start_offset, recovered.log_end_offset, len(recovered.segments),
+             recovered.recovered_segments, "clean" if clean_shutdown else "unclean",
+             (time.monotonic() - recovered.started) * 1000)
 
 
 def _rebuild_epochs(epochs: LeaderEpochCache, segments: list[LogSegment]) -> None:
