@@ -8,14 +8,8 @@ cluster, where the controller's requests decide roles (ZooKeeper mode):
   it (always for an ISR of one).
 - Reads: `read_for_consumer` (up to the high watermark or the last stable offset) and
   `read_for_follower` (up to the log end; fencing, diverging epochs, follower progress).
-- LeaderAndIsr: per partition, accepted only with a leader epoch newer than ours (equal or older:
-  STALE_CONTROLLER_EPOCH), a topic id matching the log's `partition.metadata`
-  (INCONSISTENT_TOPIC_ID), this broker among the replicas (UNKNOWN_TOPIC_OR_PARTITION) and an
-  online log (KAFKA_STORAGE_ERROR). A leader stops fetching and takes the ISR; a follower (whose
-  leader must be alive in the metadata) starts fetching from its log end, or from its high
-  watermark after truncating to it when it keeps no leader epochs.
-- StopReplica: leader epoch -2 (deletion), -1 (not sent) or at least ours is accepted, else
-  FENCED_LEADER_EPOCH; fetching stops, and delete=true also drops the partition and its log.
+- LeaderAndIsr and StopReplica (a cluster member only): control_requests.py, loaded with the
+  first one, applies them through the `ReplicaHost` methods below (interfaces.py).
 - Leaders: follower fetches move follower progress and the high watermark, an ISR-shrink task runs
   every replica.lag.time.max.ms/2, ISR changes go to the controller through the
   AlterPartitionManager (made on first use, as are the follower fetchers).
@@ -37,15 +31,12 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, NamedTuple
 
-from ..metadata.ids import uuid_from_kafka_str, uuid_to_kafka_str
 from ..log.checkpoints import (
     REPLICATION_OFFSET_CHECKPOINT,
     CheckpointError,
     read_offset_checkpoint,
-    write_atomically,
     write_offset_checkpoint,
 )
-from ..log.errors import KafkaStorageError
 from ..log.manager import OfflinePartitionLog
 from ..protocol.errors import ErrorCode, KafkaError
 from .throttle import ReplicationThrottle
@@ -58,14 +49,10 @@ if TYPE_CHECKING:  # the controller's requests reach a cluster member only
     from ..log.partition_log import PartitionLog
     from ..protocol.messages import LeaderAndIsrResponse, StopReplicaResponse
 
-__all__ = ["PARTITION_METADATA_FILE", "ReplicaManager", "read_partition_topic_id", "replicated_key",
-           "write_partition_topic_id"]
+__all__ = ["ReplicaManager", "replicated_key"]
 
 log = logging.getLogger(__name__)
 
-PARTITION_METADATA_FILE = "partition.metadata"
-DELETION_EPOCH = -2  # StopReplica's leader epoch for a topic being deleted
-NO_EPOCH = -1        # StopReplica before v3 carries no epoch
 # Fetch's generated response types, imported with the first read (not before the first answer)
 FetchResponse = PartitionData = None
 
@@ -75,6 +62,8 @@ def _load_fetch_types() -> None:
     from ..protocol.messages import FetchResponse
 
     PartitionData = FetchResponse.PartitionData
+
+
 LeadershipListener = Callable[[str, int, bool, int], None]
 
 
@@ -94,63 +83,6 @@ def replicated_key(topic: str, partition: int) -> tuple:
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-# ---------------------------------------------------------------------- partition.metadata
-def read_partition_topic_id(partition_dir: Path) -> uuid.UUID | None:
-    """The topic id in a partition dir's `partition.metadata` (Kafka's format), None if absent.
-
-    Raises KafkaStorageError on a file that cannot be read or parsed."""
-    path = Path(partition_dir) / PARTITION_METADATA_FILE
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise KafkaStorageError(f"cannot read {path}: {exc}") from None
-    fields = {}
-    for line in text.splitlines():
-        key, sep, value = line.partition(":")
-        if sep:
-            fields[key.strip()] = value.strip()
-    try:
-        if fields.get("version") != "0":
-            raise ValueError(f"unsupported version {fields.get('version')!r}")
-        return uuid_from_kafka_str(fields["topic_id"])
-    except (KeyError, ValueError) as exc:
-        raise KafkaStorageError(f"malformed {path}: {exc}") from None
-
-
-def write_partition_topic_id(partition_dir: Path, topic_id: uuid.UUID) -> None:
-    write_atomically(Path(partition_dir) / PARTITION_METADATA_FILE,
-                     f"version: 0\ntopic_id: {uuid_to_kafka_str(topic_id)}\n".encode())
-
-
-def _leader_and_isr_states(request, version: int):
-    """(topic, topic id or None, partition state) of every partition in a LeaderAndIsr request."""
-    if version < 2:
-        for state in request.ungrouped_partition_states:
-            yield state.topic_name, None, state
-        return
-    for topic in request.topic_states:
-        topic_id = topic.topic_id if version >= 5 and topic.topic_id.int != 0 else None
-        for state in topic.partition_states:
-            yield topic.topic_name, topic_id, state
-
-
-def _stop_replica_states(request, version: int):
-    """(topic, partition, leader epoch, delete) of every partition in a StopReplica request."""
-    if version == 0:
-        for p in request.ungrouped_partitions:
-            yield p.topic_name, p.partition_index, NO_EPOCH, request.delete_partitions
-    elif version <= 2:
-        for topic in request.topics:
-            for index in topic.partition_indexes:
-                yield topic.name, index, NO_EPOCH, request.delete_partitions
-    else:
-        for topic in request.topic_states:
-            for p in topic.partition_states:
-                yield topic.topic_name, p.partition_index, p.leader_epoch, p.delete_partition
 
 
 class ReplicaManager:
@@ -181,7 +113,7 @@ class ReplicaManager:
         if self._fetchers is None:
             from .fetcher import ReplicaFetcherManager
 
-            self._fetchers = ReplicaFetcherManager(self.broker, self._high_watermark_changed, self.throttle)
+            self._fetchers = ReplicaFetcherManager(self.broker, self.high_watermark_changed, self.throttle)
         return self._fetchers
 
     @property
@@ -272,7 +204,7 @@ class ReplicaManager:
         if self._alter_partition is not None:
             await self._alter_partition.shutdown()
         for part in self._partitions.values():
-            self._high_watermark_changed(part.topic, part.partition)
+            self.high_watermark_changed(part.topic, part.partition)
         if self._checkpointing:
             try:
                 await self.checkpoint_high_watermarks()
@@ -356,7 +288,7 @@ class ReplicaManager:
                 part.maybe_shrink_isr(now)
                 # a replica that stopped being caught up no longer holds the high watermark back
                 if part.maybe_increment_hw(now):
-                    self._high_watermark_changed(part.topic, part.partition)
+                    self.high_watermark_changed(part.topic, part.partition)
             except Exception:
                 log.exception("ISR check of %s failed", part.name)
 
@@ -376,210 +308,67 @@ class ReplicaManager:
             self.broker.metrics.isr_changed(change.expand)  # IsrShrinksPerSec / IsrExpandsPerSec
         if outcome in (IsrChangeOutcome.COMMITTED, IsrChangeOutcome.REVERTED):
             # the high watermark may have moved, and acks=all waiters re-check the ISR size
-            self._high_watermark_changed(part.topic, part.partition)
+            self.high_watermark_changed(part.topic, part.partition)
         return outcome is IsrChangeOutcome.RETRY
 
     # ------------------------------------------------------------------ notifications
-    def _high_watermark_changed(self, topic: str, partition: int) -> None:
+    def high_watermark_changed(self, topic: str, partition: int) -> None:
+        """Wake the fetches waiting on the partition and its acks=all waiters."""
         purgatory = self.broker.purgatory
         purgatory.notify((topic, partition))
         purgatory.notify(replicated_key(topic, partition))
 
-    def _tell_listeners(self, topic: str, partition: int, is_leader: bool, leader_epoch: int) -> None:
+    def tell_listeners(self, topic: str, partition: int, is_leader: bool, leader_epoch: int) -> None:
         for listener in list(self.leadership_listeners):
             try:
                 listener(topic, partition, is_leader, leader_epoch)
             except Exception:
                 log.exception("leadership listener %r failed for %s-%d", listener, topic, partition)
 
-    # ------------------------------------------------------------------ LeaderAndIsr
+    # ------------------------------------------------------------------ the controller's requests
     async def apply_leader_and_isr(self, request, version: int) -> LeaderAndIsrResponse:
         """Apply a (screened) LeaderAndIsr request; per-partition errors in the response."""
-        now = _now_ms()
-        results: list[list] = []  # [topic, topic id, partition, error code]
-        leaders, followers = [], []
-        for topic, topic_id, state in _leader_and_isr_states(request, version):
-            code = self._screen(topic, topic_id, state)
-            entry = [topic, topic_id, state.partition_index, code]
-            results.append(entry)
-            if code == ErrorCode.NONE:
-                (leaders if state.leader == self.node_id else followers).append((topic, topic_id, state, entry))
-        changed: list[tuple[Partition, bool]] = []
-        for topic, topic_id, state, entry in leaders:
-            try:
-                part = self._host(topic, state.partition_index, topic_id)
-                self.fetchers.remove([(topic, state.partition_index)])
-                if part.make_leader(state, now):
-                    changed.append((part, True))
-                    log.info("broker %d leads %s at epoch %d (partition epoch %d, ISR %s, replicas %s, log end %d, "
-                             "high watermark %d)", self.node_id, part.name, part.leader_epoch, part.partition_epoch,
-                             list(part.isr), list(part.replicas), part.log.log_end_offset, part.log.high_watermark)
-            except Exception as exc:
-                entry[3] = self._transition_failed(topic, state, exc)
-        for topic, topic_id, state, entry in followers:
-            try:
-                self._become_follower(topic, topic_id, state, changed)
-            except Exception as exc:
-                entry[3] = self._transition_failed(topic, state, exc)
-        for part, is_leader in changed:
-            self._high_watermark_changed(part.topic, part.partition)
-        for part, is_leader in changed:
-            self._tell_listeners(part.topic, part.partition, is_leader, part.leader_epoch)
-        self.fetchers.shutdown_idle()
-        self._ensure_checkpoint_task()
-        self._ensure_shrink_task()
-        return self._leader_and_isr_response(results, version)
+        from .control_requests import apply_leader_and_isr
 
-    def _screen(self, topic: str, topic_id: uuid.UUID | None, state) -> int:
-        part = self._partitions.get((topic, state.partition_index))
-        plog = part.log if part is not None else self.broker.partitions.get_log(topic, state.partition_index)
-        if plog is not None and (plog.is_offline or getattr(plog, "write_refused", None)):
-            # offline, or in a full log dir: it can neither lead nor follow (the controller takes
-            # the replica as offline and moves leadership, log/dir_health.py)
-            return ErrorCode.KAFKA_STORAGE_ERROR
-        if topic_id is not None:
-            try:
-                local = part.topic_id if part is not None else (
-                    read_partition_topic_id(plog.dir) if plog is not None else None)
-            except KafkaStorageError as exc:
-                log.error("%s-%d: %s", topic, state.partition_index, exc)
-                return ErrorCode.KAFKA_STORAGE_ERROR
-            if local is not None and local != topic_id:
-                log.error("%s-%d: LeaderAndIsr names topic id %s but the local log has %s", topic,
-                          state.partition_index, uuid_to_kafka_str(topic_id), uuid_to_kafka_str(local))
-                return ErrorCode.INCONSISTENT_TOPIC_ID
-        local_epoch = part.leader_epoch if part is not None else -1
-        if state.leader_epoch <= local_epoch:
-            log.debug("%s-%d: ignoring LeaderAndIsr at leader epoch %d (ours is %d)", topic, state.partition_index,
-                      state.leader_epoch, local_epoch)
-            return ErrorCode.STALE_CONTROLLER_EPOCH
-        if self.node_id not in state.replicas:
-            log.warning("%s-%d: LeaderAndIsr lists replicas %s without broker %d", topic, state.partition_index,
-                        list(state.replicas), self.node_id)
-            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        return ErrorCode.NONE
+        return await apply_leader_and_isr(self, request, version)
 
-    def _host(self, topic: str, index: int, topic_id: uuid.UUID | None) -> Partition:
-        """The hosted Partition, created (with its log) on first use; records the topic id."""
-        key = (topic, index)
-        part = self._partitions.get(key)
-        if part is None:
-            from .partition import Partition  # loaded with the first partition, not at start-up
-
-            plog = self.broker.partitions.open_log(topic, index)
-            if plog.is_offline:
-                raise KafkaStorageError(f"log of {topic}-{index} is offline: {plog.offline_reason}")
-            plog.auto_high_watermark = False
-            part = Partition(topic, index, self.node_id, plog, topic_id=read_partition_topic_id(plog.dir),
-                             lag_ms=self._lag_ms, is_eligible=self._is_eligible,
-                             submit_isr_change=self._submit_isr_change)
-            self._partitions[key] = part
-        if topic_id is not None and part.topic_id is None:
-            write_partition_topic_id(part.log.dir, topic_id)
-            part.topic_id = topic_id
-        if part.topic_id is not None:
-            self._topic_names[part.topic_id] = topic
-        return part
-
-    def _become_follower(self, topic: str, topic_id, state, changed: list) -> None:
-        index = state.partition_index
-        if not self.broker.metadata.is_live(state.leader):
-            # As Kafka: no change without a reachable leader, but the log exists so that its high
-            # watermark is checkpointed; a later LeaderAndIsr (same epoch) completes the change.
-            log.error("broker %d cannot follow %s-%d at epoch %d: leader %d is not alive in the metadata",
-                      self.node_id, topic, index, state.leader_epoch, state.leader)
-            self._host(topic, index, topic_id)
-            return
-        part = self._host(topic, index, topic_id)
-        if not part.make_follower(state):
-            return
-        self.fetchers.remove([(topic, index)])
-        plog = part.log
-        if plog.leader_epochs.latest_epoch < 0 and plog.log_end_offset > plog.high_watermark:
-            # without epochs the leader cannot tell us where we diverge: keep only what was committed
-            log.info("%s has no leader epochs; truncating to its high watermark %d", part.name, plog.high_watermark)
-            plog.truncate_to(plog.high_watermark)
-        changed.append((part, False))
-        from .fetcher import FetchPosition
-
-        self.fetchers.add(FetchPosition(topic, index, part.topic_id, state.leader, state.leader_epoch,
-                                        plog.log_end_offset, plog.leader_epochs.latest_epoch, plog))
-
-    def _transition_failed(self, topic: str, state, exc: Exception) -> int:
-        if isinstance(exc, KafkaError):
-            log.error("%s-%d: LeaderAndIsr at epoch %d failed: %s", topic, state.partition_index,
-                      state.leader_epoch, exc)
-            return exc.code
-        log.exception("%s-%d: LeaderAndIsr at epoch %d failed", topic, state.partition_index, state.leader_epoch)
-        return ErrorCode.UNKNOWN_SERVER_ERROR
-
-    @staticmethod
-    def _leader_and_isr_response(results, version: int) -> LeaderAndIsrResponse:
-        from ..metadata.ids import ZERO_UUID
-        from ..protocol.messages import LeaderAndIsrResponse
-
-        Error = LeaderAndIsrResponse.LeaderAndIsrPartitionError
-        if version < 5:
-            return LeaderAndIsrResponse(error_code=0, partition_errors=[
-                Error(topic_name=topic, partition_index=index, error_code=code) for topic, _, index, code in results])
-        topics: dict[object, LeaderAndIsrResponse.LeaderAndIsrTopicError] = {}
-        for topic, topic_id, index, code in results:
-            key = topic_id if topic_id is not None else topic
-            entry = topics.get(key)
-            if entry is None:
-                entry = topics[key] = LeaderAndIsrResponse.LeaderAndIsrTopicError(
-                    topic_id=topic_id or ZERO_UUID, partition_errors=[])
-            entry.partition_errors.append(Error(topic_name=topic, partition_index=index, error_code=code))
-        return LeaderAndIsrResponse(error_code=0, topics=list(topics.values()))
-
-    # ------------------------------------------------------------------ StopReplica
     async def apply_stop_replica(self, request, version: int) -> StopReplicaResponse:
         """Apply a (screened) StopReplica request."""
-        from ..protocol.messages import StopReplicaResponse
+        from .control_requests import apply_stop_replica
 
-        Error = StopReplicaResponse.StopReplicaPartitionError
-        errors = []
-        stopping = []
-        for topic, index, epoch, delete in _stop_replica_states(request, version):
-            part = self._partitions.get((topic, index))
-            if part is not None and part.log.is_offline:
-                code = ErrorCode.KAFKA_STORAGE_ERROR
-            elif part is None or epoch in (DELETION_EPOCH, NO_EPOCH) or epoch >= part.leader_epoch:
-                code = ErrorCode.NONE
-                stopping.append((topic, index, delete, len(errors)))
-            else:
-                log.info("%s-%d: ignoring StopReplica at leader epoch %d (ours is %d)", topic, index, epoch,
-                         part.leader_epoch)
-                code = ErrorCode.FENCED_LEADER_EPOCH
-            errors.append(Error(topic_name=topic, partition_index=index, error_code=code))
-        self.fetchers.remove([(topic, index) for topic, index, _, _ in stopping])
-        for topic, index, delete, position in stopping:
-            key = (topic, index)
-            part = self._partitions.get(key)
-            epoch = part.leader_epoch if part is not None else -1
-            try:
-                if part is not None:
-                    part.stop()
-                if delete:
-                    self._partitions.pop(key, None)
-                    if part is not None and part.topic_id is not None \
-                            and self._topic_names.get(part.topic_id) == topic \
-                            and not any(p.topic == topic for p in self._partitions.values()):
-                        del self._topic_names[part.topic_id]
-                    self.broker.partitions.remove_log(topic, index, delete=True)
-                log.info("broker %d stopped replica %s-%d%s", self.node_id, topic, index,
-                         " and deleted its log" if delete else "")
-            except Exception as exc:
-                if isinstance(exc, KafkaError):
-                    log.error("stopping replica %s-%d failed: %s", topic, index, exc)
-                    errors[position].error_code = exc.code
-                else:
-                    log.exception("stopping replica %s-%d failed", topic, index)
-                    errors[position].error_code = ErrorCode.KAFKA_STORAGE_ERROR
-            self._high_watermark_changed(topic, index)
-            self._tell_listeners(topic, index, False, epoch)
-        self.fetchers.shutdown_idle()
-        return StopReplicaResponse(error_code=0, partition_errors=errors)
+        return await apply_stop_replica(self, request, version)
+
+    # ReplicaHost (interfaces.py): what control_requests.py changes through
+    def new_partition(self, topic: str, index: int, plog: PartitionLog, topic_id: uuid.UUID | None) -> Partition:
+        """Host `plog` as a new Partition (replacing any hosted one); its role is the caller's to set."""
+        from .partition import Partition  # loaded with the first partition, not at start-up
+
+        part = Partition(topic, index, self.node_id, plog, topic_id=topic_id, lag_ms=self._lag_ms,
+                         is_eligible=self._is_eligible, submit_isr_change=self._submit_isr_change)
+        self._partitions[(topic, index)] = part
+        return part
+
+    def remember_topic_id(self, topic_id: uuid.UUID, topic: str) -> None:
+        self._topic_names[topic_id] = topic
+
+    def forget_partition(self, topic: str, index: int) -> None:
+        """Stop hosting a partition (already stopped); its topic id is forgotten with its last partition."""
+        part = self._partitions.pop((topic, index), None)
+        if part is not None and part.topic_id is not None and self._topic_names.get(part.topic_id) == topic \
+                and not any(p.topic == topic for p in self._partitions.values()):
+            del self._topic_names[part.topic_id]
+
+    def is_live(self, node_id: int) -> bool:
+        return self.broker.metadata.is_live(node_id)
+
+    def control_request_applied(self) -> None:
+        """After a LeaderAndIsr: high watermarks are checkpointed from now on, and ISRs shrunk."""
+        self._ensure_checkpoint_task()
+        self._ensure_shrink_task()
+
+    @property
+    def logs(self):
+        return self.broker.partitions
 
     # ------------------------------------------------------------------ a cluster of one
     def lead_alone(self, topic: str, index: int, plog: PartitionLog, topic_id: uuid.UUID | None,
@@ -590,12 +379,8 @@ class ReplicaManager:
         key = (topic, index)
         part = self._partitions.get(key)
         if part is None or part.log is not plog:
-            from .partition import Partition  # loaded with the first partition, not at start-up
-
             # the topic id is the metadata's; partition.metadata is only kept for the controller's
-            part = Partition(topic, index, self.node_id, plog, topic_id=topic_id, lag_ms=self._lag_ms,
-                             is_eligible=self._is_eligible, submit_isr_change=self._submit_isr_change)
-            self._partitions[key] = part
+            part = self.new_partition(topic, index, plog, topic_id)
         elif part.is_leader and part.leader_epoch == leader_epoch and part.replicas == (self.node_id,):
             return part
         if topic_id is not None:
@@ -604,21 +389,19 @@ class ReplicaManager:
         alone = (self.node_id,)
         part.make_leader(_SoleReplicaState(alone, alone, leader_epoch, max(partition_epoch, part.partition_epoch)),
                          _now_ms(), record_epoch_start=False)
-        self._high_watermark_changed(topic, index)  # waiting fetches see the new epoch
-        self._tell_listeners(topic, index, True, leader_epoch)
+        self.high_watermark_changed(topic, index)  # waiting fetches see the new epoch
+        self.tell_listeners(topic, index, True, leader_epoch)
         return part
 
     def stop_hosting(self, topic: str, index: int) -> None:
         """Drop a partition (its topic was deleted in a cluster of one); the log is the caller's."""
-        part = self._partitions.pop((topic, index), None)
+        part = self._partitions.get((topic, index))
         if part is None:
             return
         part.stop()
-        if part.topic_id is not None and self._topic_names.get(part.topic_id) == topic \
-                and not any(p.topic == topic for p in self._partitions.values()):
-            del self._topic_names[part.topic_id]
-        self._high_watermark_changed(topic, index)
-        self._tell_listeners(topic, index, False, part.leader_epoch)
+        self.forget_partition(topic, index)
+        self.high_watermark_changed(topic, index)
+        self.tell_listeners(topic, index, False, part.leader_epoch)
 
     # ------------------------------------------------------------------ leader reads and writes
     def leader_partition(self, topic: str, partition: int, current_leader_epoch: int = -1) -> Partition:
@@ -649,7 +432,7 @@ class ReplicaManager:
             validate()
         result = plog.append(buf, leader_epoch=part.leader_epoch, validated=headers)
         if not plog.auto_high_watermark and part.maybe_increment_hw(_now_ms()):
-            self._high_watermark_changed(part.topic, part.partition)
+            self.high_watermark_changed(part.topic, part.partition)
         return result
 
     @staticmethod
@@ -696,7 +479,7 @@ class ReplicaManager:
         """After an append to a partition led here: the high watermark may move (the leader's
         end counts as soon as enough followers have it)."""
         if part.maybe_increment_hw(_now_ms()):
-            self._high_watermark_changed(part.topic, part.partition)
+            self.high_watermark_changed(part.topic, part.partition)
 
     def refresh_high_watermark(self, topic: str, partition: int) -> None:
         """Recompute a led partition's high watermark if the log is ahead of it. Appends made
@@ -751,7 +534,7 @@ class ReplicaManager:
             data.records = result.records
         if update_progress and part.update_follower_fetch(replica_id, fetch_offset, follower_log_start, _now_ms(),
                                                           leader_end):
-            self._high_watermark_changed(topic, partition)
+            self.high_watermark_changed(topic, partition)
         return data
 
     async def wait_for_replication(self, topic: str, partition: int, required_offset: int,

@@ -9,7 +9,7 @@ import pytest
 
 from kafkapy.protocol.errors import ErrorCode
 from kafkapy.protocol.messages import LeaderAndIsrRequest, LeaderAndIsrResponse, StopReplicaRequest
-from kafkapy.replication.replica_manager import read_partition_topic_id, write_partition_topic_id
+from kafkapy.replication.partition_metadata import read_partition_topic_id, write_partition_topic_id
 from tests.log.logtools import batch
 from tests.replication.cluster import Node, StubMetadata
 
@@ -179,7 +179,7 @@ def test_acks_all_wait_outcomes(node):
             waiter = asyncio.ensure_future(node.replicas.wait_for_replication("t", 0, 1, 5))
             await asyncio.sleep(0.01)
             assert part.update_follower_fetch(2, 1, 0, 0)
-            node.replicas._high_watermark_changed("t", 0)
+            node.replicas.high_watermark_changed("t", 0)
             assert await waiter == ErrorCode.NONE
             # the ISR falls below min.insync.replicas=2 while waiting
             plog.append(batch(), leader_epoch=1)
@@ -230,7 +230,7 @@ def test_acks_all_wait_survives_a_reelection_of_the_same_leader(node):
             await asyncio.sleep(0.01)
             assert not waiter.done()
             assert part.update_follower_fetch(2, 2, 0, 0)
-            node.replicas._high_watermark_changed("t", 0)
+            node.replicas.high_watermark_changed("t", 0)
             assert await waiter == ErrorCode.NONE
         finally:
             await node.stop()
@@ -253,7 +253,7 @@ def test_acks_all_wait_ends_when_leadership_was_lost_and_regained(node):
             part.make_follower(ps(0, leader=2, epoch=2, partition_epoch=2))
             part.make_leader(ps(0, epoch=3, partition_epoch=3), 0)
             assert part.update_follower_fetch(2, 1, 0, 0)
-            node.replicas._high_watermark_changed("t", 0)
+            node.replicas.high_watermark_changed("t", 0)
             assert await waiter == ErrorCode.NOT_LEADER_OR_FOLLOWER
         finally:
             await node.stop()
