@@ -27,7 +27,7 @@ from ..protocol.messages import (
 )
 from .errors import CliError, KafkaApiError, UnreachableError
 
-__all__ = ["AdminClient", "BrokerAddress", "parse_bootstrap"]
+__all__ = ["AdminClient", "BrokerAddress", "parse_bootstrap", "topic_partitions"]
 
 _SIZE = struct.Struct(">i")
 _MAX_RESPONSE = 256 * 1024 * 1024
@@ -359,3 +359,16 @@ class AdminClient:
             for p in topic.partitions:
                 result[(topic.name, p.partition_index)] = p.leader_id
         return result
+
+
+def topic_partitions(client: AdminClient, topics: list[str]) -> dict[str, list[int]]:
+    """Each topic's partition ids; raises UNKNOWN_TOPIC_OR_PARTITION for one that does not exist."""
+    response = client.metadata(topics)
+    result = {}
+    for topic in response.topics:
+        if topic.error_code:
+            raise KafkaApiError(topic.error_code, f"topic '{topic.name}' does not exist"
+                                if topic.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                                else f"topic '{topic.name}' is not available")
+        result[topic.name] = sorted(p.partition_index for p in topic.partitions)
+    return result

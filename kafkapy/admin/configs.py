@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 
 from ..protocol.messages import AlterConfigsRequest, DescribeConfigsRequest, IncrementalAlterConfigsRequest
-from .client import AdminClient
+from .client import AdminClient, topic_partitions
 from .errors import CliError, KafkaApiError
 from .output import emit
 
@@ -88,8 +88,6 @@ def describe_resource(client: AdminClient, entity_type: str, name: str) -> list:
 def describe_configs(client: AdminClient, args: argparse.Namespace) -> int:
     entity_type, name = _resource(args)
     if entity_type == "topics":
-        from .topics import topic_partitions
-
         topic_partitions(client, [name])
     entries = describe_resource(client, entity_type, name)
     rows = []
@@ -147,8 +145,6 @@ def alter_configs(client: AdminClient, args: argparse.Namespace) -> int:
         raise CliError("nothing to change: give --add-config KEY=VALUE[,...] or --delete-config KEY[,...]",
                        exit_code=2)
     if entity_type == "topics":
-        from .topics import topic_partitions
-
         topic_partitions(client, [name])
     alter_resource(client, entity_type, name, set_configs, delete, dry_run=args.dry_run)
     what = f"{entity_type[:-1]} {name}" if name else "default broker"

@@ -12,11 +12,10 @@ from ..protocol.error_codes import ErrorCode
 from ..protocol.errors import CorruptRecordError
 from ..protocol.messages import FetchRequest
 from ..protocol.records import HEADER_SIZE, iter_records, read_batch_header
-from .client import AdminClient
+from .client import AdminClient, topic_partitions
 from .errors import CliError, KafkaApiError
 from .offsets import EARLIEST, LATEST, committed_offsets, list_offsets
 from .output import Progress
-from .topics import topic_partitions
 
 __all__ = ["consume", "parse_offset_spec", "OffsetSpec", "Formatter"]
 

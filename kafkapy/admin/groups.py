@@ -17,7 +17,7 @@ from ..protocol.messages import (
     ListGroupsRequest,
     OffsetDeleteRequest,
 )
-from .client import AdminClient
+from .client import AdminClient, topic_partitions
 from .errors import CliError, KafkaApiError
 from .offsets import EARLIEST, LATEST, commit_offsets, committed_offsets, list_offsets
 from .output import Progress, emit, print_json, print_table
@@ -331,8 +331,6 @@ def parse_datetime(text: str) -> int:
 
 
 def _reset_partitions(client: AdminClient, args: argparse.Namespace, committed: dict) -> list[tuple[str, int]]:
-    from .topics import topic_partitions
-
     if args.all_topics:
         partitions = sorted(committed)
         topics = sorted({t for t, _ in partitions})
@@ -478,8 +476,6 @@ def delete_groups(client: AdminClient, args: argparse.Namespace) -> int:
 
 
 def delete_offsets(client: AdminClient, args: argparse.Namespace) -> int:
-    from .topics import topic_partitions
-
     group_id = args.group[0] if args.group else None
     if not group_id or not args.topic:
         raise CliError("groups delete-offsets needs --group G and --topic TOPIC[:P,P...]", exit_code=2)

@@ -9,10 +9,9 @@ import time
 from ..protocol.compression import CODECS_BY_NAME
 from ..protocol.messages import ProduceRequest
 from ..protocol.records import build_batch
-from .client import AdminClient
+from .client import AdminClient, topic_partitions
 from .errors import CliError, KafkaApiError
 from .output import print_json
-from .topics import topic_partitions
 
 __all__ = ["produce", "murmur2", "default_partition", "parse_header"]
 

@@ -18,7 +18,7 @@ from ..protocol.messages import (
     ListGroupsRequest,
     ShareGroupDescribeRequest,
 )
-from .client import AdminClient
+from .client import AdminClient, topic_partitions
 from .errors import CliError, KafkaApiError
 from .offsets import EARLIEST, LATEST, list_offsets
 from .output import emit, print_json, print_table
@@ -159,8 +159,6 @@ def describe_share_groups(client: AdminClient, args: argparse.Namespace) -> int:
 
 
 def _topic_partitions(client: AdminClient, specs: list[str]) -> list[tuple[str, int]]:
-    from .topics import topic_partitions
-
     wanted: list[tuple[str, int]] = []
     for spec in specs:
         name, sep, parts = spec.partition(":")

@@ -7,7 +7,7 @@ import time
 
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest
-from .client import AdminClient
+from .client import AdminClient, topic_partitions  # still importable from here
 from .errors import CliError, KafkaApiError
 from .output import emit, print_json
 
@@ -18,19 +18,6 @@ __all__ = ["list_topics", "describe_topics", "create_topic", "delete_topics", "a
 def _admin_call(client: AdminClient, request, **kwargs):
     """Send a request that only the controller serves in ZooKeeper mode (KRaft brokers forward it)."""
     return client.send(request, node=client.controller(), **kwargs)
-
-
-def topic_partitions(client: AdminClient, topics: list[str]) -> dict[str, list[int]]:
-    """Each topic's partition ids; raises UNKNOWN_TOPIC_OR_PARTITION for one that does not exist."""
-    response = client.metadata(topics)
-    result = {}
-    for topic in response.topics:
-        if topic.error_code:
-            raise KafkaApiError(topic.error_code, f"topic '{topic.name}' does not exist"
-                                if topic.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                                else f"topic '{topic.name}' is not available")
-        result[topic.name] = sorted(p.partition_index for p in topic.partitions)
-    return result
 
 
 def list_topics(client: AdminClient, args: argparse.Namespace) -> int:

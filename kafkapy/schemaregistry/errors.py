@@ -1,7 +1,12 @@
 """Confluent Schema Registry's error answers: an HTTP status and a body {"error_code", "message"}."""
 from __future__ import annotations
 
-__all__ = ["RegistryError"]
+__all__ = ["InvalidSchema", "RegistryError"]
+
+
+class InvalidSchema(Exception):
+    """A schema that does not parse (schemas.py, protocompat.py); the registry answers it with
+    RegistryError.invalid_schema."""
 
 
 class RegistryError(Exception):

@@ -22,6 +22,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from .errors import InvalidSchema
+
 __all__ = ["COMPATIBLE_CHANGES", "ProtoModel", "proto_differences", "proto_incompatibilities"]
 
 SCALARS = {"double", "float", "int32", "int64", "uint32", "uint64", "sint32", "sint64", "fixed32", "fixed64",
@@ -157,8 +159,6 @@ def _text_file(text: str, builder: _Builder, own: bool):
     from antlr4.error.ErrorListener import ErrorListener
     from proto_schema_parser import ast
     from proto_schema_parser.parser import Parser
-
-    from .schemas import InvalidSchema
 
     class Raise(ErrorListener):
         def syntaxError(self, recognizer, offending, line, column, msg, e):
@@ -319,8 +319,6 @@ def _decode_descriptor(text: str):
     try:
         proto.ParseFromString(raw)
     except DecodeError as exc:
-        from .schemas import InvalidSchema
-
         raise InvalidSchema(f"Invalid schema: not a serialized FileDescriptorProto: {exc}") from None
     return proto
 

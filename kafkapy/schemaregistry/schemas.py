@@ -18,14 +18,12 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from .errors import InvalidSchema  # still importable from here
+
 __all__ = ["SCHEMA_TYPES", "InvalidSchema", "ParsedSchema", "check_compatibility", "parse_schema"]
 
 SCHEMA_TYPES = ("JSON", "PROTOBUF", "AVRO")
 MAX_SCHEMA_DEPTH = 64
-
-
-class InvalidSchema(Exception):
-    pass
 
 
 @dataclass
