@@ -349,11 +349,10 @@ class ConsoleServer:
             tp, code = next(iter(failed.items()))
             raise ConsoleError(409, f"the offset commit failed for {len(failed)} partitions, "
                                     f"e.g. {tp[0]}-{tp[1]}: {ErrorCode(code).name}")
-        from ..broker.handlers.offsets import replicated
-
         coordinator = self.broker.group_coordinator
-        await replicated(self.broker, "__consumer_offsets", coordinator.partition_for(group_id),
-                         self.broker.config.get("offsets.commit.timeout.ms"))
+        await self.broker.replicas.wait_appended("__consumer_offsets", coordinator.partition_for(group_id),
+                                                 self.broker.config.get("offsets.commit.timeout.ms") / 1000,
+                                                 fsync=False)
         log.info("console: offsets of group %s reset (%s) on %d partitions", group_id, plan["description"],
                  len(offsets))
         raise web.HTTPSeeOther(f"/groups/{group_id}?" + urlencode({"reset": len(offsets)}))

@@ -49,7 +49,7 @@ if TYPE_CHECKING:  # the controller's requests reach a cluster member only
     from ..log.partition_log import PartitionLog
     from ..protocol.messages import LeaderAndIsrResponse, StopReplicaResponse
 
-__all__ = ["ReplicaManager", "replicated_key"]
+__all__ = ["AppendOrigin", "ReplicaManager", "replicated_key"]
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +74,15 @@ class _SoleReplicaState(NamedTuple):
     isr: tuple[int, ...]
     leader_epoch: int
     partition_epoch: int
+
+
+class AppendOrigin:
+    """Who appends (Kafka's AppendOrigin): a client's produce is counted in the produce metrics.
+    (Plain constants, not an enum: nothing more to import or build before the first request.)"""
+
+    CLIENT = "client"
+    COORDINATOR = "coordinator"
+    REPLICATION = "replication"
 
 
 def replicated_key(topic: str, partition: int) -> tuple:
@@ -415,15 +424,17 @@ class ReplicaManager:
         raise KafkaError(f"{topic}-{partition} is not led here",
                          self.leader_error(topic, partition, current_leader_epoch))
 
-    def append_records(self, part: Partition, buf, headers, required_acks: int, validate=None):
+    def append_records(self, part: Partition, buf, headers, required_acks: int, validate=None,
+                       origin: AppendOrigin = AppendOrigin.CLIENT):
         """Append a produce request's batches (validated by the handler: `headers` are their
         checked batch headers) to a partition led here, as Kafka's appendRecordsToLeader: acks=all
         needs an ISR of at least min.insync.replicas (NOT_ENOUGH_REPLICAS, before anything is
         written; the minimum is capped at the partition's replica count, as Kafka's effectiveMinIsr, so a
         topic with fewer replicas than min.insync.replicas takes acks=all once its whole ISR has it);
-        `validate()`, when given, runs the record-level checks after that. Returns the
-        log's append result; acks=all then waits in `wait_for_replication` unless the high
-        watermark already covers it (an ISR of one)."""
+        `validate()`, when given, runs the record-level checks after that. Then the fetches waiting
+        on the partition are woken and a client's append is counted (per-topic bytes and messages
+        in, from the batch headers' offsets, never per record). Returns the log's append result;
+        what the answer waits for (fsync-on-ack, acks=all) is `PendingAcks.add`'s (append.py)."""
         plog = part.log
         if required_acks == -1 and len(part.isr) < part.min_isr:
             raise KafkaError(f"The size of the current ISR {list(part.isr)} is insufficient to satisfy the min.isr "
@@ -433,7 +444,29 @@ class ReplicaManager:
         result = plog.append(buf, leader_epoch=part.leader_epoch, validated=headers)
         if not plog.auto_high_watermark and part.maybe_increment_hw(_now_ms()):
             self.high_watermark_changed(part.topic, part.partition)
+        if not result.duplicate:
+            self.broker.purgatory.notify((part.topic, part.partition))
+            if origin is AppendOrigin.CLIENT:
+                self.broker.metrics.produced(part.topic, result.last_offset - result.base_offset + 1, len(buf))
         return result
+
+    async def wait_appended(self, topic: str, partition: int, timeout_s: float, *, fsync: bool = True) -> int:
+        """A coordinator's write (acks=all) to a partition led here: wait until what its log holds
+        now is on disk (fsync-on-ack, when `fsync`) and on the ISR (at once for an ISR of one).
+        NONE; UNKNOWN_TOPIC_OR_PARTITION without a log here; KAFKA_STORAGE_ERROR when the fsync
+        failed; else what `wait_for_replication` answers. The caller maps it as its coordinator does."""
+        plog = self.broker.partitions.get_log(topic, partition)
+        if plog is None:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        if fsync and plog.config.fsync_on_ack:
+            from .durability import wait_durable
+
+            try:
+                await wait_durable(plog.sync_until(plog.log_end_offset - 1))
+            except Exception as exc:  # noqa: BLE001 - the fsync failed: its log dir is full or offline now
+                log.warning("%s-%d: the write could not be made durable: %s", topic, partition, exc)
+                return ErrorCode.KAFKA_STORAGE_ERROR
+        return await self.wait_for_replication(topic, partition, plog.log_end_offset, timeout_s)
 
     @staticmethod
     def replicated_at_once(part: Partition, required_offset: int) -> bool:

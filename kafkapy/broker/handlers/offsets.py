@@ -21,7 +21,6 @@ from ...protocol.messages import (
     OffsetFetchRequest,
     OffsetFetchResponse,
 )
-from ...replication.durability import wait_durable
 from ..dispatch import RequestContext, handles
 
 log = logging.getLogger(__name__)
@@ -37,27 +36,24 @@ async def coordinator_write_durable(broker, partition: int) -> int:
     fsync-on-ack mode (as produce), and in cluster mode on the whole ISR (Kafka appends with
     offsets.commit.required.acks=-1). Returns the error Kafka's coordinator answers when replication
     fails, else NONE."""
-    plog = broker.partitions.get_log(OFFSETS_TOPIC, partition)
-    if plog is not None and plog.config.fsync_on_ack:
-        try:
-            await wait_durable(plog.sync_until(plog.log_end_offset - 1))
-        except Exception as exc:  # noqa: BLE001 - the fsync failed: its log dir is full or offline now
-            log.warning("__consumer_offsets-%d: the write could not be made durable: %s", partition, exc)
-            return ErrorCode.NOT_COORDINATOR  # Kafka's coordinator maps KAFKA_STORAGE_ERROR to it
-    return await replicated(broker, OFFSETS_TOPIC, partition, broker.config.get("offsets.commit.timeout.ms"))
+    return coordinator_error(await broker.replicas.wait_appended(
+        OFFSETS_TOPIC, partition, broker.config.get("offsets.commit.timeout.ms") / 1000))
 
 
 async def replicated(broker, topic: str, partition: int, timeout_ms: int) -> int:
     """Wait until the partition's high watermark covers its log end (a coordinator's write with
-    acks=all; at once for an ISR of one). The error is mapped as Kafka's coordinators map a failed append:
-    COORDINATOR_NOT_AVAILABLE for missing replicas or a timeout, NOT_COORDINATOR for lost leadership."""
-    plog = broker.partitions.get_log(topic, partition)
-    if plog is None:
-        return ErrorCode.NOT_COORDINATOR
-    error = await broker.replicas.wait_for_replication(topic, partition, plog.log_end_offset, timeout_ms / 1000)
-    if error in (ErrorCode.NONE,):
+    acks=all; at once for an ISR of one), without fsync-on-ack's wait."""
+    return coordinator_error(await broker.replicas.wait_appended(topic, partition, timeout_ms / 1000, fsync=False))
+
+
+def coordinator_error(error: int) -> int:
+    """A failed coordinator append as Kafka's coordinators map it: NOT_COORDINATOR without a log
+    here, for lost leadership or a storage error (a failed fsync: the log dir is full or offline
+    now), COORDINATOR_NOT_AVAILABLE for missing replicas or a timeout."""
+    if error == ErrorCode.NONE:
         return ErrorCode.NONE
-    if error in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
+    if error in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                 ErrorCode.KAFKA_STORAGE_ERROR):
         return ErrorCode.NOT_COORDINATOR
     return ErrorCode.COORDINATOR_NOT_AVAILABLE
 

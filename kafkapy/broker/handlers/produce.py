@@ -1,7 +1,8 @@
 """Produce: validate batches (header + CRC only), append them, acknowledge per `acks`.
 
-The hot path: batches stay opaque bytes; the log patches offsets in place and writes them
-with one write. In fsync-on-ack mode the acknowledgement waits for a group-commit fsync.
+The hot path: batches stay opaque bytes; the replica manager's `append_records` appends them (the
+log patches offsets in place and writes them with one write), wakes waiting fetches and counts
+them; `PendingAcks` (replication/append.py) holds the answer for fsync-on-ack and acks=all.
 Records are read only where Kafka's LogValidator must look at them: the keys on compacted
 topics, each record's timestamp on topics with message.timestamp.{before,after}.max.ms set; an
 invalid record fails its whole batch, with per-record errors (Produce v8+). v13 (Kafka 4.1, KIP-516)
@@ -12,7 +13,6 @@ send transactional batches at v11 and below).
 """
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 
@@ -22,7 +22,7 @@ from ...protocol.messages import ProduceRequest, ProduceResponse
 from ...protocol.legacy_records import legacy_to_v2
 from ...log.config import LONG_MAX
 from ...protocol.records import MAGIC_POS, NO_TIMESTAMP, iter_batch_headers, iter_records, keyless_record_indexes
-from ...replication.durability import wait_durable
+from ...replication.append import PendingAcks
 from ..connection import peer_log
 from ..dispatch import ConnectionClosed, RequestContext, handles
 from ..log_throttle import peer_ip
@@ -116,31 +116,6 @@ def _not_led_here(replicas, name: str, index: int, code: int, version: int,
     return response
 
 
-async def _replicated(replicas, response: PartitionResponse, name: str, index: int, required: int,
-                      timeout_s: float) -> None:
-    """acks=all: the answer waits for the ISR (Kafka's delayed produce)."""
-    code = await replicas.wait_for_replication(name, index, required, timeout_s)
-    if code:
-        response.error_code = code
-
-
-async def _durable(syncs: list) -> None:
-    """kafkapy.log.fsync.on.ack: the answer waits for the fsyncs; a partition whose fsync failed
-    (its log dir is full or offline now) answers KAFKA_STORAGE_ERROR, the others their offsets."""
-    try:
-        await wait_durable(*(sync for sync, _ in syncs))
-        return
-    except Exception:  # noqa: BLE001 - which one failed is found below, one at a time
-        pass
-    for sync, response in syncs:
-        try:
-            await wait_durable(sync)
-        except Exception as exc:  # noqa: BLE001 - the flusher's failure, logged where it happened
-            response.error_code = getattr(exc, "code", ErrorCode.KAFKA_STORAGE_ERROR)
-            response.base_offset = -1
-            response.log_append_time_ms = -1
-
-
 def _to_v2(records, version: int, max_size: int) -> bytearray:
     """Produce v0-2 carry magic 0/1 message sets; the log only stores magic 2."""
     if version <= 2 and len(records) > MAGIC_POS and records[MAGIC_POS] < 2:
@@ -176,8 +151,7 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
     partitions = broker.partitions
     replicas = broker.replicas
     responses = []
-    syncs = []
-    waits = []
+    pending = PendingAcks(replicas, request.timeout_ms / 1000)
     leaders: dict[int, object] = {}
     failed = False
     if version >= 13:
@@ -283,19 +257,11 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
                 failed = True
                 broker.metrics.produce_failed(name)
                 continue
-            if not result.duplicate:
-                broker.purgatory.notify((name, index))
-                # counted from the batch headers' offsets, never per record (kafkapy/metrics)
-                broker.metrics.produced(name, result.last_offset - result.base_offset + 1, len(buf))
             response = PartitionResponse(
                 index=index, error_code=0, base_offset=result.base_offset,
                 log_append_time_ms=result.log_append_time, log_start_offset=result.log_start_offset)
-            if plog.config.fsync_on_ack and acks != 0:
-                syncs.append((plog.sync_until(result.last_offset), response))
             results.append(response)
-            if acks == -1 and not replicas.replicated_at_once(hosted, result.last_offset + 1):
-                waits.append(_replicated(replicas, response, name, index, result.last_offset + 1,
-                                         request.timeout_ms / 1000))
+            pending.add(hosted, result.last_offset, acks, response)  # fsync-on-ack, acks=all
         responses.append(ProduceResponse.TopicProduceResponse(name=name, topic_id=topic.topic_id,
                                                               partition_responses=results))
     if acks == 0:
@@ -303,10 +269,5 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> Produc
             # Kafka closes the connection so that an acks=0 producer notices and refreshes metadata.
             raise ConnectionClosed("acks=0 produce failed; closing so the client refreshes metadata")
         return None
-    if waits:
-        if syncs:
-            waits.append(_durable(syncs))
-        await asyncio.gather(*waits)
-    elif syncs:
-        await _durable(syncs)
+    await pending.wait()
     return ProduceResponse(responses=responses, throttle_time_ms=0, node_endpoints=list(leaders.values()))

@@ -302,11 +302,8 @@ async def handle_write_txn_markers(ctx: RequestContext, request: WriteTxnMarkers
         # answer once the ISR has the markers (acks=all; at once for an ISR of one)
         timeout_s = broker.config.get("request.timeout.ms") / 1000
         for tp, error in list(errors.items()):
-            plog = broker.partitions.get_log(*tp) if error == ErrorCode.NONE else None
-            if plog is not None:
-                broker.replicas.on_leader_append(broker.replicas.partition(*tp))
-                errors[tp] = await broker.replicas.wait_for_replication(tp[0], tp[1], plog.log_end_offset,
-                                                                        timeout_s)
+            if error == ErrorCode.NONE and broker.partitions.get_log(*tp) is not None:
+                errors[tp] = await broker.replicas.wait_appended(tp[0], tp[1], timeout_s, fsync=False)
         by_topic: dict[str, list] = {}
         for (topic, partition), error in errors.items():
             by_topic.setdefault(topic, []).append(
