@@ -1,0 +1,103 @@
+"""The broker configs of logs and replication: part of the broker table (config_defs.BROKER_CONFIGS)."""
+from __future__ import annotations
+
+from .config_defs_flags import K, KT
+from .config_values import (
+    B,
+    D,
+    DOUBLE_MAX,
+    H,
+    I,
+    L,
+    LG,
+    LONG_MAX,
+    LS,
+    M,
+    S,
+    ConfigDef,
+    EachOneOf,
+    MetadataVersion,
+    OneOf,
+    Range,
+)
+
+LOG_CONFIGS: tuple[ConfigDef, ...] = (
+    # -- logs --------------------------------------------------------------------------------
+    K("log.dir", S, "./kafkapy-data", H, "Directory of the log data, used when log.dirs is unset "
+      "(kafkapy default: ./kafkapy-data)."),
+    K("log.dirs", S, None, H, "Comma-separated directories of the log data; log.dir when unset."),
+    KT("log.segment.bytes", I, 1073741824, H, Range(14)),
+    KT("log.roll.ms", LG, None, H, doc="Time before a new segment is rolled, in ms; log.roll.hours when unset."),
+    K("log.roll.hours", I, 168, H, "Time before a new segment is rolled, in hours (second to log.roll.ms).",
+      Range(1)),
+    KT("log.roll.jitter.ms", LG, None, H, doc="Maximum jitter subtracted from the roll time, in ms; "
+       "log.roll.jitter.hours when unset."),
+    K("log.roll.jitter.hours", I, 0, H, "Maximum roll jitter in hours (second to log.roll.jitter.ms).", Range(0)),
+    KT("log.retention.ms", LG, None, H, doc="Time to keep a segment, in ms; log.retention.minutes when "
+       "unset; -1 for no time limit."),
+    K("log.retention.minutes", I, None, H, "Time to keep a segment, in minutes (second to log.retention.ms)."),
+    K("log.retention.hours", I, 168, H, "Time to keep a segment, in hours (third to log.retention.ms)."),
+    KT("log.retention.bytes", LG, -1, H),
+    K("log.retention.check.interval.ms", LG, 300000, M, "How often logs are checked for deletable segments.",
+      Range(1)),
+    KT("log.cleanup.policy", LS, ["delete"], M, EachOneOf(("compact", "delete"))),
+    KT("log.index.size.max.bytes", I, 10485760, M, Range(4)),
+    KT("log.index.interval.bytes", I, 4096, M, Range(0)),
+    KT("log.flush.interval.messages", LG, LONG_MAX, H, Range(1)),
+    KT("log.segment.delete.delay.ms", LG, 60000, H, Range(0)),
+    K("log.flush.scheduler.interval.ms", LG, LONG_MAX, H, "How often the flusher checks for logs to flush."),
+    KT("log.flush.interval.ms", LG, None, H, doc="Maximum time unflushed data stays in memory; "
+       "log.flush.scheduler.interval.ms when unset."),
+    K("log.flush.offset.checkpoint.interval.ms", I, 60000, H, "How often the recovery point is checkpointed.",
+      Range(0)),
+    K("log.flush.start.offset.checkpoint.interval.ms", I, 60000, H, "How often log start offsets are "
+      "checkpointed.", Range(0)),
+    KT("log.preallocate", B, False, M),
+    K("num.recovery.threads.per.data.dir", I, 1, H, "Threads per log directory for recovery and shutdown "
+      "flushing.", Range(1)),
+    KT("log.message.format.version", S, "3.0-IV1", M, MetadataVersion()),
+    KT("log.message.timestamp.type", S, "CreateTime", M, OneOf(("CreateTime", "LogAppendTime"))),
+    KT("log.message.timestamp.difference.max.ms", LG, LONG_MAX, M, Range(0)),
+    KT("log.message.timestamp.before.max.ms", LG, LONG_MAX, M, Range(0)),
+    KT("log.message.timestamp.after.max.ms", LG, LONG_MAX, M, Range(0)),
+    KT("log.message.downconversion.enable", B, True, L),
+    K("log.dir.failure.timeout.ms", LG, 30000, L, "Time a failed log directory may go unreported before the "
+      "broker shuts down.", Range(1)),
+    K("log.initial.task.delay.ms", LG, 30000, L, "Initial delay of log manager tasks.", Range(0), internal=True),
+    KT("log.local.retention.ms", LG, -2, M, Range(-2)),
+    KT("log.local.retention.bytes", LG, -2, M, Range(-2)),
+    K("remote.log.storage.system.enable", B, False, M, "Enable tiered storage in the broker."),
+    K("log.cleaner.enable", B, True, M, "Run the log cleaner (needed for compacted topics)."),
+    K("log.cleaner.threads", I, 1, M, "Log cleaner threads.", Range(0)),
+    K("log.cleaner.io.max.bytes.per.second", D, DOUBLE_MAX, M, "I/O throttle of the log cleaner."),
+    K("log.cleaner.dedupe.buffer.size", LG, 134217728, M, "Memory for log deduplication."),
+    K("log.cleaner.io.buffer.size", I, 524288, M, "Memory for log cleaner I/O buffers.", Range(0)),
+    K("log.cleaner.io.buffer.load.factor", D, 0.9, M, "Fill ratio of the dedupe buffer."),
+    K("log.cleaner.backoff.ms", LG, 15000, M, "Sleep when no log needs cleaning.", Range(0)),
+    KT("log.cleaner.min.cleanable.ratio", D, 0.5, M, Range(0, 1)),
+    KT("log.cleaner.delete.retention.ms", LG, 86400000, M, Range(0)),
+    KT("log.cleaner.min.compaction.lag.ms", LG, 0, M, Range(0)),
+    KT("log.cleaner.max.compaction.lag.ms", LG, LONG_MAX, M, Range(1)),
+    # -- replication -----------------------------------------------------------------------------
+    K("controller.socket.timeout.ms", I, 30000, M, "Socket timeout of controller-to-broker channels."),
+    K("replica.lag.time.max.ms", LG, 30000, H, "A follower that has not caught up for this long leaves the ISR."),
+    K("replica.socket.timeout.ms", I, 30000, H, "Socket timeout of replica fetches."),
+    K("replica.socket.receive.buffer.bytes", I, 65536, H, "Receive buffer of replica fetch sockets."),
+    K("replica.fetch.max.bytes", I, 1048576, M, "Bytes fetched per partition by a follower.", Range(0)),
+    K("replica.fetch.wait.max.ms", I, 500, H, "Maximum wait of a follower fetch."),
+    K("replica.fetch.min.bytes", I, 1, H, "Minimum bytes of a follower fetch response."),
+    K("replica.fetch.backoff.ms", I, 1000, M, "Sleep after a follower fetch error.", Range(0)),
+    K("replica.fetch.response.max.bytes", I, 10485760, M, "Maximum bytes of a follower fetch response.",
+      Range(0)),
+    K("num.replica.fetchers", I, 1, H, "Replica fetcher threads per source broker."),
+    K("replica.high.watermark.checkpoint.interval.ms", LG, 5000, H, "How often high watermarks are saved."),
+    K("replica.selector.class", S, None, M, "Class choosing the replica a consumer fetches from."),
+    K("fetch.purgatory.purge.interval.requests", I, 1000, M, "Purge interval of the fetch purgatory."),
+    K("producer.purgatory.purge.interval.requests", I, 1000, M, "Purge interval of the produce purgatory."),
+    K("delete.records.purgatory.purge.interval.requests", I, 1, M, "Purge interval of the delete-records "
+      "purgatory."),
+    K("auto.leader.rebalance.enable", B, True, H, "Move leadership back to preferred replicas."),
+    K("leader.imbalance.per.broker.percentage", I, 10, H, "Leader imbalance tolerated per broker."),
+    K("leader.imbalance.check.interval.seconds", LG, 300, H, "How often leader balance is checked.", Range(1)),
+    K("inter.broker.protocol.version", S, "3.9-IV0", M, "Inter-broker protocol version.", MetadataVersion()),
+)
