@@ -146,12 +146,6 @@ class LogSegment:
             self._first_batch_ts = read_batch_header(os.pread(self._fd, HEADER_SIZE, 0)).max_timestamp
         return self._first_batch_ts
 
-    def time_waited_for_roll(self, now_ms: int, message_ts: int) -> int:
-        first = self.first_batch_timestamp()
-        if first >= 0:
-            return message_ts - first
-        return now_ms - self.created_ms
-
     # ---------------------------------------------------------------- append
     def append(self, buf, headers: list[BatchHeader]) -> None:
         """Write `buf` (whole batches with offsets assigned) in one write; index it."""
@@ -291,13 +285,6 @@ class LogSegment:
             self._index_failed(exc)
             return self.find_batch(offset)
         return None
-
-    def position_of(self, offset: int) -> int:
-        """Start of the first batch with last offset >= `offset` (the segment size if none)."""
-        if offset >= self.next_offset:
-            return self.size
-        header = self.find_batch(offset)
-        return self.size if header is None else header.position
 
     def boundary_at_or_before(self, limit: int, start: int) -> tuple[int, int]:
         """(end position, next offset) of the last whole batch ending at or before byte `limit`,

@@ -134,9 +134,6 @@ class SparseIndex:
     def size_bytes(self) -> int:
         return len(self._load())
 
-    def _append_bytes(self, packed: bytes) -> None:
-        self._buf += packed
-
     def reset(self) -> None:
         """Drop every entry (the index is about to be rebuilt)."""
         self.truncate_entries(0)
@@ -245,11 +242,3 @@ class SparseIndex:
             self.make_inactive()
         with self._lock:
             self._release_map()
-
-    def rename_to(self, path: Path) -> None:
-        with self._lock:
-            try:
-                os.rename(self.path, path)
-            except FileNotFoundError:
-                pass
-            self.path = Path(path)

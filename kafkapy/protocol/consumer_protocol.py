@@ -129,14 +129,6 @@ def parse_subscription(metadata: bytes) -> ClassicSubscription:
     return ClassicSubscription(version, topics, user_data, owned, generation_id, rack_id)
 
 
-def is_consumer_subscription(metadata: bytes) -> bool:
-    try:
-        parse_subscription(metadata)
-    except MalformedSubscription:
-        return False
-    return True
-
-
 def _string(text: str) -> bytes:
     raw = text.encode("utf-8")
     return _H.pack(len(raw)) + raw

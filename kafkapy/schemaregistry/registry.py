@@ -177,10 +177,6 @@ class Registry:
             raise RegistryError.schema_not_found(f"Schema {schema_id} not found")
         return found
 
-    def is_live_id(self, schema_id: int) -> bool:
-        """Whether some subject version (soft-deleted ones too) still has `schema_id`."""
-        return any(v.id == schema_id for versions in self.subjects.values() for v in versions.values())
-
     def version_body(self, version: Version) -> dict:
         content = self.schemas[version.id]
         body = {"subject": version.subject, "version": version.version, "id": version.id, "guid": content.guid}

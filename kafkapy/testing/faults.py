@@ -7,7 +7,6 @@ The same calls work in both isolations: in-process they run on the broker's even
 """
 from __future__ import annotations
 
-import base64
 import json
 import os
 import urllib.error
@@ -226,8 +225,3 @@ class BrokerFaults:
             if exc.code == 400:
                 raise ValueError(message) from None
             raise RuntimeError(f"control endpoint: {exc.code} {message}") from None
-
-
-def decode_bytes(value: str) -> bytes:
-    """A bytes field of a recorded body in JSON form (base64) back to bytes."""
-    return base64.b64decode(value)

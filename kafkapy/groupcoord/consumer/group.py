@@ -166,10 +166,6 @@ class ConsumerGroupMember:
                 setattr(self, name, None)
         self.rebalance_timer_epoch = -1
 
-    def subscription_equals(self, other: ConsumerGroupMember) -> bool:
-        return (sorted(self.subscribed_topic_names) == sorted(other.subscribed_topic_names)
-                and self.subscribed_topic_regex == other.subscribed_topic_regex)
-
 
 class ConsumerGroup:
     """A KIP-848 consumer group: epochs, members, target assignment, current ownership, offsets."""

@@ -153,10 +153,6 @@ def convert_to_consumer_group(classic: GroupMetadata, topic_id_of: TopicIdOf, no
 
 # -- downgrade: consumer -> classic -----------------------------------------------------------
 
-def classic_member_count(group: ConsumerGroup) -> int:
-    return sum(1 for m in group.members.values() if m.uses_classic_protocol)
-
-
 def _ids(leaving: str | Collection[str]) -> frozenset[str]:
     return frozenset((leaving,)) if isinstance(leaving, str) else frozenset(leaving)
 

@@ -189,9 +189,6 @@ class SharePartition:
                 return run.first
         return self.end_offset
 
-    def has_available(self, high_watermark: int) -> bool:
-        return self.end_offset < high_watermark or any(r.state == AVAILABLE for r in self._runs)
-
     # -- durable state (__share_group_state, state_records.py) ----------------------------
     def to_state(self) -> tuple[int, list[tuple[int, int, int, int]]]:
         """(start offset, state batches) as the share coordinator keeps them: ACQUIRED is not a

@@ -232,29 +232,7 @@ class StreamsGroup:
         return None if instance_id is None else self.static_members.get(instance_id)
 
     # who holds a task right now (Kafka's currentActiveTaskProcessId and friends)
-    def active_owner(self, subtopology: str, partition: int, excluding: str | None = None) -> str | None:
-        for m in self.members.values():
-            if m.member_id != excluding and partition in m.owned().active.get(subtopology, ()):
-                return m.member_id
-        return None
-
-    def processes_holding(self, subtopology: str, partition: int, excluding: str) -> set[str]:
-        """Process ids of the other members holding the task in any role."""
-        out = set()
-        for m in self.members.values():
-            if m.member_id == excluding:
-                continue
-            owned = m.owned()
-            if any(partition in getattr(owned, role).get(subtopology, ()) for role in ("active", "standby", "warmup")):
-                out.add(m.process_id)
-        return out
-
     # -- topology -------------------------------------------------------------------------
-    def number_of_tasks(self) -> dict[str, int]:
-        if self.configured is None or self.configured.tasks is None:
-            return {}
-        return dict(self.configured.tasks)
-
     def is_subscribed_to(self, topic: str) -> bool:
         if not self.members or self.topology is None:
             return False

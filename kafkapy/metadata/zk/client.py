@@ -493,10 +493,6 @@ class KafkaZkClient:
     def watch_broker_ids(self, callback: Callable[[], None]) -> WatchHandle:
         return self.watch_children(BROKER_IDS_PATH, lambda _children: callback())
 
-    def watch_broker(self, broker_id: int, callback: Callable[[], None]) -> WatchHandle:
-        """callback() whenever /brokers/ids/<id> changes (the controller's per-broker data watch)."""
-        return self.watch_data(broker_path(broker_id), lambda _data, _stat: callback())
-
     # -- controller election ---------------------------------------------------------------------------
 
     def get_controller_id(self) -> int | None:

@@ -183,9 +183,6 @@ class ZkMetadataStore(MetadataStore):
         return self.cache.offline_replicas(name, partition)
 
     # -- topics ---------------------------------------------------------------------------------
-    def _registered_brokers(self) -> list[int]:
-        return sorted(self.zk.get_all_brokers())
-
     def _registered_racks(self) -> dict[int, str | None]:
         return {broker_id: registration.rack for broker_id, (registration, _) in self.zk.get_all_brokers().items()}
 
