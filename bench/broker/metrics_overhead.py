@@ -188,7 +188,7 @@ def hook_costs(n: int = 50_000) -> None:
     from kafkapy.metrics import BrokerMetrics
     from kafkapy.protocol.headers import RequestHeader
     from kafkapy.protocol.messages import FetchRequest, FetchResponse, ProduceRequest, ProduceResponse
-    from kafkapy.security.quotas import BusyTime
+    from kafkapy.security.quota_tracker import BusyTime
 
     ctx = SimpleNamespace(header=RequestHeader(1, 12, 1, "bench"), client_host="127.0.0.1")
     fetch = FetchRequest(replica_id=-1, session_epoch=3, topics=[FetchRequest.FetchTopic(topic="t", partitions=[

@@ -94,7 +94,7 @@ class Broker:
             # share.version=0 in Kafka's terms: the share group APIs are not advertised
             for key in (76, 77, 78, 79, 90, 91, 92):
                 self.advertised_versions.pop(key, None)
-        self._share_groups = None  # built on the first share request (share_groups)
+        self._share_coordination = None  # built on the first share request (share_coordination)
         # KIP-714 client telemetry: the client instances and what they pushed (handlers/telemetry.py),
         # shown on /metrics and in the console; protobuf is imported on the first push only. As
         # Kafka without a ClientTelemetry metrics reporter: with nowhere to show pushed client
@@ -129,9 +129,11 @@ class Broker:
             dedupe_buffer_size=config.get("log.cleaner.dedupe.buffer.size"),
             io_buffer_load_factor=config.get("log.cleaner.io.buffer.load.factor"),
             io_max_bytes_per_second=config.get("log.cleaner.io.max.bytes.per.second")))
-        self.partitions = PartitionManager(self)
+        self.partitions = PartitionManager(config, self.metadata, self.logs, self.purgatory, self.cluster)
         # appends, reads, leader/follower state and acks=all waits of every partition hosted here
-        self.replicas = ReplicaManager(self)
+        self.replicas = ReplicaManager(self.node_id, self.config, self.metadata, self.partitions, self.logs,
+                                       self.purgatory, self.metrics, lambda: self.broker_epoch)
+        self.partitions.replicas = self.replicas
         self.producer_ids = self.cluster.producer_ids()
         # The group and transaction coordinators are built on first use (the properties below):
         # a group or transaction request, or a partition of their topic to load here. A broker
@@ -226,22 +228,37 @@ class Broker:
         self.metadata.add_listener(on_change)
 
     @property
-    def share_groups(self):
-        """The share group coordinator and share-partitions (KIP-932, kafkapy/groupcoord/share),
-        imported and built on the first share request."""
-        if self._share_groups is None:
-            from ..groupcoord.share import ShareGroupConfig, ShareGroupCoordinator
-            from ..net.peers import PeerConnections
-            from ..security.inter_broker import inter_broker_options
+    def share_coordination(self):
+        """Share group coordination (KIP-932, broker/share_coordination.py), imported and built on
+        the first share request."""
+        if self._share_coordination is None:
+            from .share_coordination import ShareCoordination
 
-            # share state requests go to the leader of the __share_group_state partition
-            peers = PeerConnections(
-                "share-state", self.metadata.broker_endpoint, client_id=f"broker-{self.node_id}-share",
-                request_timeout_s=10, **inter_broker_options(self.config))
-            self._share_groups = ShareGroupCoordinator(
-                ShareGroupConfig.from_getter(self.config.get), self.metadata.get_topic,
-                self.metadata.get_group_configs, self.metadata.set_group_configs, peers=peers)
+            self._share_coordination = ShareCoordination(
+                self.config, self.metadata, self.partitions, self.replicas, self.purgatory,
+                lambda: self.group_coordinator, self.node_id)
+        return self._share_coordination
+
+    @property
+    def share_groups(self):
+        """The share group coordinator (kafkapy/groupcoord/share) of share_coordination."""
+        return self.share_coordination.groups
+
+    @property
+    def _share_groups(self):
+        """share_groups if a share request built it, else None: for readers that must not build it."""
+        return None if self._share_coordination is None else self._share_coordination.groups
+
+    @property
+    def loaded_share_groups(self):
+        """The share group coordinator if a share request built it, else None: for readers such as
+        metrics and the group handlers, which must not build it."""
         return self._share_groups
+
+    def close_listeners(self) -> None:
+        """Stop accepting connections (an in-process launcher's kill: nothing else is stopped)."""
+        for server in self._servers:
+            server.close()
 
     def enable_faults(self, control: str | None = None):
         """Turn fault injection on (call on the broker's loop): requests are recorded and rules may
@@ -363,12 +380,10 @@ class Broker:
     def _log_dir_changed(self, path, status: str) -> None:
         """A log dir went full or offline, or came back: the membership tells the controller
         (a cluster), and every dir offline after I/O errors stops the broker, as Kafka does."""
-        notify = getattr(self.cluster, "log_dir_changed", None)
-        if notify is not None:
-            try:
-                notify(path, status)
-            except Exception:
-                log.exception("reporting the change of log dir %s failed", path)
+        try:
+            self.cluster.log_dir_changed(path, status)
+        except Exception:
+            log.exception("reporting the change of log dir %s failed", path)
         if all(state.status == "offline" for state in self.logs.dir_states.values()) \
                 and not self.fatal_error.is_set():
             log.error("broker %d: every log dir (%s) is offline after I/O errors: stopping", self.node_id,
@@ -392,8 +407,7 @@ class Broker:
             await self.cluster.controlled_shutdown()
         except Exception:
             log.exception("controlled shutdown of broker %d failed", self.node_id)
-        for server in self._servers:
-            server.close()
+        self.close_listeners()
         for task in self._tasks:
             task.cancel()
         if self.metrics_server is not None:
@@ -408,7 +422,7 @@ class Broker:
         if self._share_groups is not None:
             self._share_groups.close()  # its connections to other brokers' share coordinators
         deadline = time.monotonic() + 5
-        while any(c._worker is not None for c in self.connections) and time.monotonic() < deadline:
+        while any(c.busy for c in self.connections) and time.monotonic() < deadline:
             await asyncio.sleep(0.01)
         for conn in list(self.connections):
             conn.close()

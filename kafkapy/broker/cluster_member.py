@@ -30,7 +30,7 @@ from ..protocol.messages import ControlledShutdownRequest
 from ..security.inter_broker import inter_broker_options
 
 if TYPE_CHECKING:
-    from .broker import Broker
+    from .interfaces import MembershipHost
 
 __all__ = ["ClusterMember", "ClusterStartError"]
 
@@ -47,7 +47,7 @@ class ClusterStartError(RuntimeError):
 class ClusterMember:
     """ZooKeeper session, registration, controller object and metadata store of one broker."""
 
-    def __init__(self, broker: Broker):
+    def __init__(self, broker: MembershipHost):
         self.broker = broker
         config = broker.config
         self.config = config
@@ -367,7 +367,7 @@ class ClusterMember:
         as Kafka's ZooKeeper-mode brokers do); the answer waits, up to `timeout_ms`, until this
         broker's metadata cache shows the new leaders. With `wanted` None (every partition), those
         that needed no election are left out, and so are topics left with none."""
-        from .handlers.topics import wait_for_cache
+        from .metadata_wait import wait_for_cache
 
         if wanted is None:
             keys = [(t.name, p) for t in self.metadata.list_topics() for p in range(t.partition_count)]
@@ -387,7 +387,7 @@ class ClusterMember:
             return True
 
         if elected:
-            await wait_for_cache(self.broker, visible, timeout_ms)
+            await wait_for_cache(visible, timeout_ms)
         by_topic: dict[str, list] = {}
         for (topic, partition), (code, message) in outcomes.items():
             if wanted is None and code == ErrorCode.ELECTION_NOT_NEEDED:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from ..metadata.store import TopicMetadata
-    from .broker import Broker
+    from .interfaces import MembershipHost
     from .partitions import PartitionManager
 
 log = logging.getLogger(__name__)
@@ -37,7 +37,7 @@ class ClusterOfOne:
     controller = None  # the embedded store decides; there is no controller object
     controller_epoch_seen = 0
 
-    def __init__(self, broker: Broker):
+    def __init__(self, broker: MembershipHost):
         from .config import open_metadata_store
 
         self.broker = broker
@@ -59,6 +59,9 @@ class ClusterOfOne:
 
     async def stop(self) -> None:
         self.metadata.remove_listener(self._on_metadata_change)
+
+    def log_dir_changed(self, path, status: str) -> None:
+        """No controller to tell: the broker itself handles its log dirs (Broker._log_dir_changed)."""
 
     def producer_ids(self):
         from ..log.producer_ids import ProducerIdAllocator

@@ -32,7 +32,7 @@ from .log_throttle import PeerLogThrottle, peer_ip
 from .memory_pool import SMALL_ALLOWANCE, MemoryPool
 
 if TYPE_CHECKING:
-    from .broker import Broker
+    from .interfaces import ConnectionHost
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ _TLS_CHUNK_BYTES = 1024 * 1024
 class KafkaConnection(asyncio.Protocol):
     """asyncio protocol for one client socket."""
 
-    def __init__(self, broker: Broker, listener=None):
+    def __init__(self, broker: ConnectionHost, listener=None):
         self.broker = broker
         # the listener this connection came in on (config.Listener: name, security protocol) and
         # who it is: ANONYMOUS until TLS client auth or SASL says otherwise
@@ -294,6 +294,11 @@ class KafkaConnection(asyncio.Protocol):
                 self.transport.resume_reading()
 
     # -- connection quotas (connection_quotas.py) -------------------------------------------------
+    @property
+    def busy(self) -> bool:
+        """Whether a request of this connection is being handled (the broker's stop waits for it)."""
+        return self._worker is not None
+
     def wait_for_admission(self) -> None:
         """Read nothing until ConnectionQuotas admits this connection (max.connections, creation rate)."""
         self.admitted = False

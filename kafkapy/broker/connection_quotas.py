@@ -25,12 +25,9 @@ import logging
 import socket
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Callable
+from typing import Callable, Protocol
 
 from .log_throttle import PeerLogThrottle
-
-if TYPE_CHECKING:
-    from .connection import KafkaConnection
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +55,21 @@ def parse_ip_overrides(text: str, resolve: Callable[[str], str] = socket.gethost
         overrides[ip] = value
     return overrides
 
+
+class QuotaConnection(Protocol):
+    """What the quotas read and call of a connection (connection.KafkaConnection)."""
+
+    quota_state: tuple[str, str] | None
+    admitted: bool
+    peer: str
+
+    def close(self) -> None: ...
+
+    def admit(self) -> None: ...
+
+    def idle_since(self) -> float: ...
+
+    def wait_for_admission(self) -> None: ...
 
 class _TokenBucket:
     """Kafka's connection creation quota as a bucket of `rate` tokens refilled at `rate`/s."""
@@ -94,7 +106,7 @@ class ConnectionQuotas:
         self.per_listener: dict[str, int] = {}
         self.total = 0
         self.rejected = 0
-        self._waiting: deque[KafkaConnection] = deque()
+        self._waiting: deque[QuotaConnection] = deque()
         self._buckets: dict[str, _TokenBucket] = {}
         self._overrides_raw: str | None = None
         self._overrides: dict[str, int] = {}
@@ -151,7 +163,7 @@ class ConnectionQuotas:
         return delay
 
     # -- accept and close --------------------------------------------------------------------
-    def on_connect(self, conn: KafkaConnection, listener: str, ip: str) -> bool:
+    def on_connect(self, conn: QuotaConnection, listener: str, ip: str) -> bool:
         """A new connection: admitted (True), waiting for a slot or the rate (True, reading paused),
         or closed (False)."""
         count = self.per_ip.get(ip, 0)
@@ -180,7 +192,7 @@ class ConnectionQuotas:
         self._schedule_drain(0.0)
         return True
 
-    def on_close(self, conn: KafkaConnection) -> None:
+    def on_close(self, conn: QuotaConnection) -> None:
         state = conn.quota_state
         if state is None:
             return
@@ -202,7 +214,7 @@ class ConnectionQuotas:
         if self._waiting:
             self._schedule_drain(0.0)
 
-    def _admit(self, conn: KafkaConnection, listener: str) -> None:
+    def _admit(self, conn: QuotaConnection, listener: str) -> None:
         self.total += 1
         self.per_listener[listener] = self.per_listener.get(listener, 0) + 1
         conn.admit()

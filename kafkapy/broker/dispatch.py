@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from importlib import import_module
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Protocol
 
 from ..protocol.errors import ConnectionClosed
 from ..protocol.headers import RequestHeader, decode_request_header, encode_response_header
@@ -20,9 +20,15 @@ from ..security.quota_tracker import BusyTime
 from .handlers import HANDLER_MODULES
 
 if TYPE_CHECKING:
+    from ..log.manager import LogManager
     from ..metadata.acls import AclOperation, ResourceType
-    from .broker import Broker
-    from .connection import KafkaConnection
+    from ..metadata.store import MetadataStore
+    from ..metrics import BrokerMetrics
+    from ..replication.purgatory import Purgatory
+    from ..replication.replica_manager import ReplicaManager
+    from ..security.session import SecuritySession
+    from .config import BrokerConfig
+    from .interfaces import HandlerServices, Membership
 
 log = logging.getLogger(__name__)
 
@@ -33,14 +39,27 @@ Handler = Callable[["RequestContext", Any], Awaitable[Any]]
 HANDLERS: dict[int, Handler] = {}
 
 
+class RequestConnection(Protocol):
+    """What a request's context reads of the connection it came on (connection.KafkaConnection)."""
+
+    peer: str
+    principal: KafkaPrincipal
+    listener: Any  # config.Listener, None on a connection built without one (tests)
+    session: SecuritySession
+    client_software: tuple[str | None, str | None]  # ApiVersions v3+'s name and version (KIP-714)
+
+
 class RequestContext:
-    """What a handler knows about the request besides its body."""
+    """What a handler knows about the request besides its body: the header, the connection, and
+    the broker's parts through typed accessors (`ctx.partitions`, `ctx.replicas`, ...) that read
+    `services`, the one HandlerServices bundle of the broker (interfaces.py), shared by every
+    request."""
 
-    __slots__ = ("broker", "connection", "header", "timing")
+    __slots__ = ("services", "connection", "header", "timing")
 
-    def __init__(self, broker: Broker, connection: KafkaConnection | None, header: RequestHeader | None = None,
-                 timing: Any = None):
-        self.broker = broker
+    def __init__(self, services: HandlerServices, connection: RequestConnection | None,
+                 header: RequestHeader | None = None, timing: Any = None):
+        self.services = services
         self.connection = connection
         self.header = header
         # metrics (kafkapy/metrics): what the connection reports once the response is written
@@ -48,6 +67,55 @@ class RequestContext:
 
     def __repr__(self) -> str:
         return f"RequestContext(connection={self.connection!r}, header={self.header!r})"
+
+    # -- the broker's parts (interfaces.HandlerServices) ---------------------------------------
+    @property
+    def broker(self) -> HandlerServices:
+        """The whole bundle, for handler modules not yet on the accessors below."""
+        return self.services
+
+    @property
+    def config(self) -> BrokerConfig:
+        return self.services.config
+
+    @property
+    def metadata(self) -> MetadataStore:
+        return self.services.metadata
+
+    @property
+    def partitions(self):
+        """Topics by name and id and the partition logs hosted here (partitions.PartitionManager)."""
+        return self.services.partitions
+
+    @property
+    def replicas(self) -> ReplicaManager:
+        return self.services.replicas
+
+    @property
+    def cluster(self) -> Membership:
+        return self.services.cluster
+
+    @property
+    def logs(self) -> LogManager:
+        return self.services.logs
+
+    @property
+    def purgatory(self) -> Purgatory:
+        return self.services.purgatory
+
+    @property
+    def metrics(self) -> BrokerMetrics:
+        return self.services.metrics
+
+    @property
+    def group_coordinator(self):
+        """The group coordinator, built on first use."""
+        return self.services.group_coordinator
+
+    @property
+    def transaction_coordinator(self):
+        """The transaction coordinator, built on first use."""
+        return self.services.transaction_coordinator
 
     @property
     def api_version(self) -> int:
@@ -81,7 +149,7 @@ class RequestContext:
     # so it is for a context without a connection: a call from inside the process, not a client's request
     @property
     def _authorizer(self):
-        return getattr(self.broker, "authorizer", None) if self.connection is not None else None
+        return self.services.authorizer if self.connection is not None else None
 
     @property
     def authorizing(self) -> bool:
@@ -140,6 +208,22 @@ class RequestContext:
         return authorizer.authorized_operations(self.principal, self.client_host, resource_type, name)
 
 
+def api_keys(services: HandlerServices) -> list:
+    """ApiVersions' list of the api keys this broker advertises, with their version ranges."""
+    from ..protocol.messages import ApiVersionsResponse
+
+    return [ApiVersionsResponse.ApiVersion(api_key=key, min_version=lo, max_version=hi)
+            for key, (lo, hi) in sorted(services.advertised_versions.items())]
+
+
+def unsupported_version_response(services: HandlerServices):
+    """The v0-layout answer to an ApiVersions version this broker does not know (KIP-511)."""
+    from ..protocol.error_codes import ErrorCode
+    from ..protocol.messages import ApiVersionsResponse
+
+    return ApiVersionsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=api_keys(services))
+
+
 def handles(request_cls: type) -> Callable[[Handler], Handler]:
     """Register the decorated coroutine as the handler of `request_cls`'s api key."""
 
@@ -157,14 +241,13 @@ async def handle_frame(ctx: RequestContext, frame: bytes) -> list | None:
     ctx.header = header
     key = header.api_key
     version = header.api_version
-    versions = ctx.broker.advertised_versions.get(key)
+    services = ctx.services
+    versions = services.advertised_versions.get(key)
     if versions is None:
         raise ConnectionClosed(f"unsupported api key {key} (client {header.client_id!r})")
     if not versions[0] <= version <= versions[1]:
         if key == API_VERSIONS_KEY:
-            from .handlers.api_versions import unsupported_version_response
-
-            response = unsupported_version_response(ctx.broker)
+            response = unsupported_version_response(services)
             return [encode_response_header(header.correlation_id, key, 0)] + response.encode_parts(0)
         raise ConnectionClosed(
             f"unsupported version {version} of api key {key} (supported {versions[0]}-{versions[1]},"
@@ -174,7 +257,7 @@ async def handle_frame(ctx: RequestContext, frame: bytes) -> list | None:
         # SASL: before authentication only ApiVersions and the SASL requests pass (security/session.py)
         connection.session.check_request(key, version)
     request = REQUEST_TYPES[key].decode(frame, version, pos)
-    faults = getattr(ctx.broker, "faults", None)
+    faults = services.faults
     if faults is not None:
         # fault injection (broker/faults.py): records the request; may delay it, answer an error
         # instead of the handler, never answer (DROP) or close the connection
@@ -183,8 +266,8 @@ async def handle_frame(ctx: RequestContext, frame: bytes) -> list | None:
             if injected is faults.DROP:
                 return None
             return [encode_response_header(header.correlation_id, key, version)] + injected.encode_parts(version)
-    quotas = ctx.broker.client_quotas.current
-    metrics = getattr(ctx.broker, "metrics", None)
+    quotas = services.client_quotas.current
+    metrics = services.metrics
     busy = None
     if quotas is None or connection is None:
         if metrics is not None and metrics.detailed:

@@ -10,14 +10,38 @@ import json
 import logging
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Callable, Protocol
 from urllib.parse import parse_qs, urlsplit
-
-from .faults import CONTROL_LISTENER_CONFIG, FaultInjector
 
 __all__ = ["ControlServer", "parse_control_address"]
 
 log = logging.getLogger(__name__)
+
+
+# faults.CONTROL_LISTENER_CONFIG (faults.py imports this module when the endpoint starts, not the
+# other way round: no import cycle)
+CONTROL_LISTENER_CONFIG = "kafkapy.control.listener"
+
+
+class FaultInjector(Protocol):
+    """What the endpoint calls of the injector (faults.FaultInjector); `call` runs one of its
+    methods on the broker's loop."""
+
+    loop: Any
+    latency_ms: int
+    list_rules: Callable[..., Any]
+    add_rule: Callable[..., Any]
+    clear_rules: Callable[..., Any]
+    remove_rule: Callable[..., Any]
+    set_latency: Callable[..., Any]
+    get_recorded: Callable[..., Any]
+    clear_recorded: Callable[..., Any]
+    list_storage_faults: Callable[..., Any]
+    add_storage_fault: Callable[..., Any]
+    clear_storage_faults: Callable[..., Any]
+    log_dir_states: Callable[..., Any]
+
+    def call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any: ...
 
 
 def parse_control_address(text: str) -> tuple[str, int]:

@@ -34,8 +34,8 @@ from ..protocol.messages import REQUEST_TYPES, RESPONSE_TYPES
 from ..protocol.primitives import ExternalRecords, GeneratedStruct
 
 if TYPE_CHECKING:
-    from .broker import Broker
     from .dispatch import RequestContext
+    from .interfaces import HandlerServices as Broker  # what the injector reads of its broker
 
 __all__ = [
     "API_KEYS", "CONTROL_LISTENER_CONFIG", "DROP", "FaultInjector", "FaultRule", "RecordedRequest",
@@ -573,7 +573,7 @@ class FaultInjector:
         if rule is None:
             return None
         if rule.disconnect:
-            from .dispatch import ConnectionClosed
+            from ..protocol.errors import ConnectionClosed
 
             raise ConnectionClosed(f"fault injection: rule {rule.id} closes the connection "
                                    f"({api_name_of(header.api_key)} from {header.client_id!r})")
@@ -633,7 +633,7 @@ def _describe(rule: FaultRule) -> str:
     return f"{' '.join(match)}: {', '.join(what)} ({how})"
 
 
-def install(broker: Broker, *, control: str | None = None) -> FaultInjector:
+def install(broker: Any, *, control: str | None = None) -> FaultInjector:
     """Turn fault injection on for `broker` (call on its loop) and start the control endpoint when
     `control` or the broker's `kafkapy.control.listener` names a loopback host:port. The broker
     holds the injector (Broker.enable_faults); the launchers call this."""

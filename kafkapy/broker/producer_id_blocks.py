@@ -18,7 +18,7 @@ from ..protocol.messages import AllocateProducerIdsRequest
 from ..security.inter_broker import inter_broker_options
 
 if TYPE_CHECKING:
-    from .broker import Broker
+    from .interfaces import ProducerIdHost
 
 __all__ = ["ProducerIdBlocks"]
 
@@ -31,7 +31,7 @@ _RETRY_BACKOFF_S = 0.05
 class ProducerIdBlocks:
     """`allocate()` like ProducerIdAllocator's, fed by AllocateProducerIds requests to the controller."""
 
-    def __init__(self, broker: Broker):
+    def __init__(self, broker: ProducerIdHost):
         self.broker = broker
         self._next = 0
         self._end = 0  # exclusive

@@ -558,8 +558,7 @@ class BrokerLauncher:
             if self._killed:
                 # as abrupt as a killed process can be made in-process: connections and listeners
                 # go, nothing is flushed or checkpointed, no clean-shutdown marker is written
-                for server in broker._servers:
-                    server.close()
+                broker.close_listeners()
                 for connection in list(broker.connections):
                     connection.close()
                 return

@@ -11,16 +11,42 @@ from __future__ import annotations
 import logging
 from copy import copy
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Any, Iterator, Protocol
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from .broker_metrics import QUANTILES, BrokerMetrics, TopicStats, error_name
 
 if TYPE_CHECKING:
-    from ..broker.broker import Broker
+    from ..log.manager import LogManager
+    from ..metadata.store import MetadataStore
+    from ..replication.replica_manager import ReplicaManager
 
 log = logging.getLogger(__name__)
+
+
+class MetricsSource(Protocol):
+    """What a scrape reads of the broker (Broker satisfies it): its parts, read on its loop. Kept
+    here, below the broker layer, so that metrics/ never imports the broker."""
+
+    node_id: int
+    config: Any  # broker.config.BrokerConfig: `listeners`, `get`
+    metrics: BrokerMetrics
+    connections: set
+    controller: Any  # the KafkaController in a ZooKeeper cluster, else None
+    metadata: MetadataStore
+    logs: LogManager
+    replicas: ReplicaManager
+    partitions: Any  # broker.partitions.PartitionManager: get_log, topic_by_id
+    client_telemetry: Any  # metrics.client_telemetry.ClientTelemetry, when something shows it
+    schema_registry: Any  # the services the composition root attached (kafkapy/node.py), or None
+    tables: Any
+
+    @property
+    def loaded_group_coordinator(self) -> Any: ...
+
+    @property
+    def loaded_share_groups(self) -> Any: ...
 
 # our name -> (Kafka MBean or exporter, labels, meaning); every name the collector emits is here
 # (the Grafana dashboard test checks its queries against this table and a live scrape)
@@ -253,7 +279,7 @@ class BrokerState:
 class BrokerCollector:
     """Reads broker state on the loop (`read`), renders it as metric families anywhere (`families`)."""
 
-    def __init__(self, broker: Broker, metrics: BrokerMetrics):
+    def __init__(self, broker: MetricsSource, metrics: BrokerMetrics):
         self.broker = broker
         self.metrics = metrics
 
@@ -302,7 +328,7 @@ class BrokerCollector:
                                         for d, st in broker.logs.dir_states.items()]) or []
         state.group_types = _safe(lambda: [(getattr(g, "group_type", "classic"), g.state.value)
                                            for g in _groups(broker)]) or []
-        share = getattr(broker, "_share_groups", None)  # built on the first share request only
+        share = broker.loaded_share_groups  # built on the first share request only
         if share is not None:
             state.share_groups = _safe(lambda: [(g.group_id, len(g.members)) for g in list(share.groups.values())])
             state.share_partitions = _safe(lambda: [
@@ -651,7 +677,7 @@ def _segment_count(plog) -> int:
     return len(segments) if segments is not None else 1
 
 
-def _groups(broker) -> list:
+def _groups(broker: MetricsSource) -> list:
     """The groups of the broker's group coordinator; none before it is built (no group seen yet)."""
     coordinator = broker.loaded_group_coordinator
     return [] if coordinator is None else list(coordinator.manager.groups.values())

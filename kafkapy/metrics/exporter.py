@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from .http_endpoint import MetricsEndpoint
 
 if TYPE_CHECKING:
-    from ..broker.broker import Broker
+    from .collectors import MetricsSource
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +27,7 @@ class PrometheusExporter:
     ~12,000), and the loop keeps serving requests meanwhile.
     """
 
-    def __init__(self, broker: Broker, url: str):
+    def __init__(self, broker: MetricsSource, url: str):
         from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector, ProcessCollector
 
         from .collectors import BrokerCollector
@@ -49,9 +49,9 @@ class PrometheusExporter:
         encoder, content_type = choose_encoder(accept)
         state = self.collector.read()  # on the loop: broker state is read without locks
         # the schema registry's few families (kafkapy/schemaregistry, when it is on), read on the loop too
-        registry = getattr(self.broker, "schema_registry", None)
+        registry = self.broker.schema_registry
         extra = registry.metric_families() if registry is not None else []
-        tables = getattr(self.broker, "tables", None)  # topics as Iceberg tables (kafkapy/tables), when on
+        tables = self.broker.tables  # topics as Iceberg tables (kafkapy/tables), when on
         if tables is not None:
             extra = extra + tables.metric_families()
         return await asyncio.to_thread(self._encode, encoder, state, extra), content_type
@@ -80,7 +80,7 @@ class _Snapshot:
         yield from self.families
 
 
-async def start_exporter(broker: Broker) -> PrometheusExporter | None:
+async def start_exporter(broker: MetricsSource) -> PrometheusExporter | None:
     """Start the endpoint when `kafkapy.metrics.listener` is set (and turn on detailed metrics)."""
     url = broker.config.get(LISTENER_CONFIG)
     if not url:

@@ -28,10 +28,11 @@ import logging
 import math
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from ..broker.dispatch import RequestContext
+    from ..metadata.store import MetadataStore
+    from .principal import KafkaPrincipal
 
 from ..metadata.quotas import (CLIENT_ID, CONSUMER_BYTE_RATE, CONTROLLER_MUTATION_RATE,  # noqa: F401
     INTEGER_KEYS, IP, PRODUCER_BYTE_RATE, QUOTA_KEYS, REQUEST_PERCENTAGE, USER, QuotaEntity, QuotaError,
@@ -39,10 +40,27 @@ from ..metadata.quotas import (CLIENT_ID, CONSUMER_BYTE_RATE, CONTROLLER_MUTATIO
 
 log = logging.getLogger(__name__)
 
-from .quota_tracker import BusyTime, ClientQuotaTracker  # noqa: F401  (the broker imports them from there)
-
-__all__ = ["CLIENT_ID", "ClientQuotaTracker", "ClientQuotas", "QUOTA_KEYS", "QuotaEntity", "QuotaError", "Rate",
+__all__ = ["CLIENT_ID", "ClientQuotas", "QUOTA_KEYS", "QuotaEntity", "QuotaError", "Rate",
            "TokenBucket", "USER", "resolve_quota", "throttle_time_ms"]
+
+
+class QuotaConnection(Protocol):
+    """What a throttled response does to its connection (KIP-219: mute it)."""
+
+    def mute_for(self, seconds: float) -> None: ...
+
+
+class RequestContext(Protocol):
+    """What the quotas read of a request's context (broker.dispatch.RequestContext satisfies it):
+    kept here, below the broker layer, so that security/ never imports the broker."""
+
+    connection: QuotaConnection
+    api_version: int
+    client_id: str | None
+    principal: KafkaPrincipal
+    metadata: MetadataStore
+    config: Any  # broker.config.BrokerConfig
+
 
 QUOTA_WINDOW_NUM = 11  # quota.window.num
 QUOTA_WINDOW_SIZE_S = 1.0  # quota.window.size.seconds
@@ -421,7 +439,7 @@ def _request_topics(api_key: int, request: Any) -> list[Any]:
 
 def _planned_mutations(ctx: RequestContext, api_key: int, request: Any) -> list[tuple[Any, int]]:
     """(topic key, partitions it would create or delete) in request order, from the metadata now."""
-    metadata = ctx.broker.metadata
+    metadata = ctx.metadata
     planned = []
     for entry in _request_topics(api_key, request):
         key = _topic_key(api_key, entry)
@@ -431,7 +449,7 @@ def _planned_mutations(ctx: RequestContext, api_key: int, request: Any) -> list[
             elif entry.assignments:
                 count = len(entry.assignments)
             else:
-                count = entry.num_partitions if entry.num_partitions > 0 else ctx.broker.config.get("num.partitions")
+                count = entry.num_partitions if entry.num_partitions > 0 else ctx.config.get("num.partitions")
         elif api_key == _DELETE_TOPICS:
             topic = metadata.get_topic(key) if isinstance(key, str) else metadata.topic_by_id(key)
             count = topic.partition_count if topic is not None else 0
@@ -491,7 +509,7 @@ def _mutated_partitions(ctx: RequestContext, api_key: int, request: Any, respons
         if getattr(request, "validate_only", False):
             return 0
         wanted = {t.name: t for t in request.topics}
-        default = ctx.broker.config.get("num.partitions")
+        default = ctx.config.get("num.partitions")
         for result in response.topics:
             if result.error_code:
                 continue

@@ -40,7 +40,7 @@ loaded = lambda: sorted(m for m in sys.modules if m.startswith("kafkapy.broker.h
 print(loaded())
 stand_in = HANDLERS[18]
 broker = types.SimpleNamespace(advertised_versions={18: (0, 4)})
-response = asyncio.run(stand_in(RequestContext(broker=broker, connection=None), ApiVersionsRequest()))
+response = asyncio.run(stand_in(RequestContext(services=broker, connection=None), ApiVersionsRequest()))
 print(response.api_keys[0].api_key, HANDLERS[18].__name__, loaded())
 """
 
@@ -62,6 +62,6 @@ def test_a_module_that_does_not_register_its_key_fails_instead_of_looping():
     HANDLERS[999] = stand_in
     try:
         with pytest.raises(RuntimeError, match="registers no handler for api key 999"):
-            asyncio.run(stand_in(RequestContext(broker=None, connection=None), None))
+            asyncio.run(stand_in(RequestContext(services=None, connection=None), None))
     finally:
         del HANDLERS[999]

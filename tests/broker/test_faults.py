@@ -224,7 +224,7 @@ def test_api_and_error_names():
 # -- matching and actions --------------------------------------------------------------------------
 def ctx(api: str, version: int = 9, client_id: str | None = "c", connection=None) -> RequestContext:
     header = SimpleNamespace(api_key=api_key_of(api), api_version=version, client_id=client_id, correlation_id=42)
-    return RequestContext(broker=SimpleNamespace(), connection=connection, header=header)
+    return RequestContext(services=SimpleNamespace(), connection=connection, header=header)
 
 
 def produce(*targets: tuple[str, int]) -> ProduceRequest:

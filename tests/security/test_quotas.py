@@ -412,7 +412,7 @@ def test_busy_time_leaves_out_the_time_a_handler_is_parked():
     import asyncio
     import time as _time
 
-    from kafkapy.security.quotas import BusyTime
+    from kafkapy.security.quota_tracker import BusyTime
 
     async def handler():
         started = _time.perf_counter()

@@ -3,20 +3,10 @@ from __future__ import annotations
 
 from ...protocol.errors import ErrorCode
 from ...protocol.messages import ApiVersionsRequest, ApiVersionsResponse
-from ..dispatch import RequestContext, handles
+from ..dispatch import RequestContext, api_keys, handles
 
 
-def _api_keys(broker) -> list:
-    return [ApiVersionsResponse.ApiVersion(api_key=key, min_version=lo, max_version=hi)
-            for key, (lo, hi) in sorted(broker.advertised_versions.items())]
-
-
-def unsupported_version_response(broker) -> ApiVersionsResponse:
-    """The v0-layout answer to an ApiVersions version this broker does not know."""
-    return ApiVersionsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=_api_keys(broker))
-
-
-def _features(broker, api_version: int) -> dict:
+def _features(metadata, api_version: int) -> dict:
     """ApiVersions v3+'s feature fields (KIP-584): what this broker supports, what is finalized.
 
     Below v4 a supported feature whose minimum level is 0 is left out, as Kafka does (KAFKA-17492):
@@ -25,7 +15,7 @@ def _features(broker, api_version: int) -> dict:
     """
     from ...metadata.features import FEATURES, finalized_levels
 
-    epoch, stored = broker.metadata.stored_features()
+    epoch, stored = metadata.stored_features()
     supported = sorted(FEATURES.values(), key=lambda f: f.name)
     if api_version < 4:
         supported = [f for f in supported if f.min_version > 0]
@@ -39,7 +29,7 @@ def _features(broker, api_version: int) -> dict:
                             for name, level in finalized_levels(stored).items()])
 
 
-def _cluster_check(broker, request: ApiVersionsRequest) -> int:
+def _cluster_check(services, request: ApiVersionsRequest) -> int:
     """ApiVersions v5 (Kafka 4.4, KIP-1242): a client that names the cluster and node it expects to reach.
 
     Both or neither must be given (else INVALID_REQUEST); a cluster id or node id that is not this
@@ -48,8 +38,8 @@ def _cluster_check(broker, request: ApiVersionsRequest) -> int:
     """
     if (request.cluster_id is None) != (request.node_id == -1):
         return ErrorCode.INVALID_REQUEST
-    if request.cluster_id is not None and (request.cluster_id != broker.cluster_id
-                                           or request.node_id != broker.node_id):
+    if request.cluster_id is not None and (request.cluster_id != services.cluster_id
+                                           or request.node_id != services.node_id):
         return ErrorCode.REBOOTSTRAP_REQUIRED
     return ErrorCode.NONE
 
@@ -57,12 +47,12 @@ def _cluster_check(broker, request: ApiVersionsRequest) -> int:
 @handles(ApiVersionsRequest)
 async def handle_api_versions(ctx: RequestContext, request: ApiVersionsRequest) -> ApiVersionsResponse:
     if ctx.header is None or ctx.api_version < 3:  # v0-2 (or an in-process call): no features
-        return ApiVersionsResponse(error_code=0, api_keys=_api_keys(ctx.broker))
+        return ApiVersionsResponse(error_code=0, api_keys=api_keys(ctx.services))
     if ctx.api_version >= 5:
-        code = _cluster_check(ctx.broker, request)
+        code = _cluster_check(ctx.services, request)
         if code:
             return ApiVersionsResponse(error_code=code, throttle_time_ms=0, api_keys=[])
     if ctx.connection is not None:
         # what client telemetry subscriptions match on (client_software_name/_version, KIP-714)
         ctx.connection.client_software = (request.client_software_name, request.client_software_version)
-    return ApiVersionsResponse(error_code=0, api_keys=_api_keys(ctx.broker), **_features(ctx.broker, ctx.api_version))
+    return ApiVersionsResponse(error_code=0, api_keys=api_keys(ctx.services), **_features(ctx.metadata, ctx.api_version))
