@@ -76,11 +76,11 @@ HANDLER_MODULES: dict[int, str] = {
     77: "share_groups",               # ShareGroupDescribe
     78: "share_groups",               # ShareFetch
     79: "share_groups",               # ShareAcknowledge
-    84: "share_groups",               # ReadShareGroupState
-    85: "share_groups",               # WriteShareGroupState
+    84: "share_state",                # ReadShareGroupState
+    85: "share_state",                # WriteShareGroupState
     88: "streams_groups",             # StreamsGroupHeartbeat
     89: "streams_groups",             # StreamsGroupDescribe
-    90: "share_groups",               # DescribeShareGroupOffsets
-    91: "share_groups",               # AlterShareGroupOffsets
-    92: "share_groups",               # DeleteShareGroupOffsets
+    90: "share_state",                # DescribeShareGroupOffsets
+    91: "share_state",                # AlterShareGroupOffsets
+    92: "share_state",                # DeleteShareGroupOffsets
 }

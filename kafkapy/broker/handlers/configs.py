@@ -110,7 +110,7 @@ def _describe_client_metrics(broker, resource) -> list:
 
 def _alter_client_metrics(broker, resource, validate_only: bool, *, ops=None, replace=None) -> None:
     from ...metrics.client_telemetry import TelemetryError, validate_client_metrics_configs
-    from .telemetry import forget_subscriptions
+    from ..telemetry_subscriptions import forget_subscriptions
 
     name = resource.resource_name
     if not name:
@@ -137,7 +137,7 @@ def _alter_client_metrics(broker, resource, validate_only: bool, *, ops=None, re
         raise KafkaError(str(exc), exc.code) from None
     if not validate_only:
         broker.metadata.set_client_metrics_configs(name, configs)
-        forget_subscriptions(broker)
+        forget_subscriptions(broker.client_telemetry)
 
 
 @handles(DescribeConfigsRequest)

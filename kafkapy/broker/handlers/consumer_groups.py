@@ -15,7 +15,6 @@ from ...groupcoord.consumer.membership import HeartbeatRequest
 from ...protocol.errors import ErrorCode
 from ...protocol.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 from ..dispatch import RequestContext, handles
-from .groups import client_host
 from .offsets import coordinator_write_durable
 
 log = logging.getLogger(__name__)
@@ -61,7 +60,7 @@ async def handle_consumer_group_heartbeat(ctx: RequestContext,
         subscribed_topic_regex=request.subscribed_topic_regex if ctx.api_version >= 1 else None,
         server_assignor=request.server_assignor,
         topic_partitions=None if owned is None else [(tp.topic_id, tp.partitions) for tp in owned],
-        client_id=ctx.client_id or "", client_host=client_host(ctx), api_version=ctx.api_version)
+        client_id=ctx.client_id or "", client_host="/" + ctx.client_host, api_version=ctx.api_version)
     partition = coordinator.partition_for(request.group_id) if request.group_id else -1
     plog = broker.partitions.get_log(OFFSETS_TOPIC, partition) if partition >= 0 else None
     end_before = plog.log_end_offset if plog is not None else -1

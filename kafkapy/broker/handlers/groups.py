@@ -57,11 +57,6 @@ async def wait_for(register: Callable[[Callable[[Any], None]], None]) -> Any:
     return await future
 
 
-def client_host(ctx: RequestContext) -> str:
-    """The client address as Kafka shows it in group descriptions ("/127.0.0.1")."""
-    return "/" + ctx.peer.rsplit(":", 1)[0]
-
-
 # -- FindCoordinator -----------------------------------------------------------------------
 def _node(broker, node_id: int, listener_name: str | None = None) -> tuple[str, int] | None:
     for info in broker.brokers_for(listener_name):
@@ -143,7 +138,7 @@ async def handle_join_group(ctx: RequestContext, request: JoinGroupRequest) -> J
     instance_id = request.group_instance_id if version >= 5 else None
     join = JoinRequest(
         group_id=request.group_id, member_id=request.member_id, group_instance_id=instance_id,
-        client_id=ctx.client_id or "", client_host=client_host(ctx),
+        client_id=ctx.client_id or "", client_host="/" + ctx.client_host,
         rebalance_timeout_ms=request.session_timeout_ms if version == 0 else request.rebalance_timeout_ms,
         session_timeout_ms=request.session_timeout_ms, protocol_type=request.protocol_type,
         protocols=[(p.name, bytes(p.metadata)) for p in request.protocols],
@@ -224,7 +219,7 @@ async def handle_list_groups(ctx: RequestContext, request: ListGroupsRequest) ->
     states = request.states_filter if version >= 4 else None
     types = request.types_filter if version >= 5 else None
     error, groups = ctx.broker.group_coordinator.list_groups(states, types)
-    share = ctx.broker._share_groups  # share groups (KIP-932), once the first share request built them
+    share = ctx.broker.loaded_share_groups  # share groups (KIP-932), once the first share request built them
     if share is not None and error == ErrorCode.NONE:
         groups = list(groups) + share.list_groups(ctx.broker.group_coordinator.manager.is_local, states, types)
     # KafkaApis: DESCRIBE on the cluster lists every group, otherwise those the principal may DESCRIBE
@@ -249,7 +244,7 @@ async def handle_describe_groups(ctx: RequestContext, request: DescribeGroupsReq
         error, summary = coordinator.describe_group(group_id)
         if error == ErrorCode.NONE and summary.missing is not None and ctx.api_version >= 6:
             # v6 (KIP-1043): an unknown or non-classic group is GROUP_ID_NOT_FOUND, still "Dead"
-            share = ctx.broker._share_groups
+            share = ctx.broker.loaded_share_groups
             message = summary.missing if share is None or share.describe(group_id) is None else \
                 f"Group {group_id} is not a classic group."
             described.append(DescribeGroupsResponse.DescribedGroup(
@@ -273,10 +268,9 @@ async def handle_describe_groups(ctx: RequestContext, request: DescribeGroupsReq
 async def handle_delete_groups(ctx: RequestContext, request: DeleteGroupsRequest) -> DeleteGroupsResponse:
     denied = ctx.unauthorized_names(AclOperation.DELETE, _GROUP, request.groups_names)
     results = ctx.broker.group_coordinator.delete_groups([g for g in request.groups_names if g not in denied])
-    if ctx.broker._share_groups is not None:  # share groups (KIP-932), once a share request built them
-        from .share_groups import delete_share_groups
+    if ctx.broker.loaded_share_groups is not None:  # share groups (KIP-932), once a share request built them
         unknown = [g for g, error in results.items() if error == ErrorCode.GROUP_ID_NOT_FOUND]
-        results.update(await delete_share_groups(ctx.broker, unknown))
+        results.update(await ctx.broker.share_coordination.delete_groups(unknown))
     results.update({g: ErrorCode.GROUP_AUTHORIZATION_FAILED for g in denied})
     # v3 (KIP-1043) has an ErrorMessage per group; Kafka 4.4 leaves it null but for share groups whose
     # state the persister failed to delete

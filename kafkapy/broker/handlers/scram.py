@@ -27,7 +27,6 @@ from ...security.sasl.scram import (
     mechanism_by_type,
 )
 from ..dispatch import RequestContext, handles
-from .topics import not_controller
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +80,7 @@ async def handle_alter_user_scram_credentials(
         return AlterUserScramCredentialsResponse(throttle_time_ms=0, results=[
             Result(user=u, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                    error_message="Cluster authorization failed.") for u in users])
-    if not_controller(ctx.broker):
+    if not ctx.broker.cluster.is_active_controller():  # only the active controller alters them
         return AlterUserScramCredentialsResponse(throttle_time_ms=0, results=[
             Result(user=u, error_code=ErrorCode.NOT_CONTROLLER,
                    error_message="This is not the correct controller for this cluster.") for u in users])

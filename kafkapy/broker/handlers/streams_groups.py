@@ -24,7 +24,6 @@ from ...protocol.messages import (
     StreamsGroupHeartbeatResponse,
 )
 from ..dispatch import RequestContext, handles
-from .groups import client_host
 from .offsets import coordinator_write_durable
 
 log = logging.getLogger(__name__)
@@ -119,7 +118,7 @@ async def handle_streams_group_heartbeat(ctx: RequestContext,
         [(t.subtopology_id, t.partition, t.offset) for t in request.task_end_offsets],
         shutdown_application=request.shutdown_application,
         endpoint_information_epoch=request.endpoint_information_epoch,
-        client_id=ctx.client_id or "", client_host=client_host(ctx))
+        client_id=ctx.client_id or "", client_host="/" + ctx.client_host)
     partition = coordinator.partition_for(request.group_id) if request.group_id else -1
     plog = broker.partitions.get_log(OFFSETS_TOPIC, partition) if partition >= 0 else None
     end_before = plog.log_end_offset if plog is not None else -1

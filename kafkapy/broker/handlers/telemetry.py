@@ -6,7 +6,6 @@ metadata store (handlers/configs.py alters them).
 from __future__ import annotations
 
 import logging
-import time
 
 from ...metadata.acls import AclOperation, ResourceType
 from ...protocol.errors import ErrorCode
@@ -19,41 +18,13 @@ from ...protocol.messages import (
     PushTelemetryResponse,
 )
 from ..dispatch import RequestContext, handles
+from ..telemetry_subscriptions import subscriptions
 
 log = logging.getLogger(__name__)
-
-# the stored subscriptions are read again at most this often (a ZooKeeper read otherwise)
-_SUBSCRIPTIONS_TTL = 1.0
-
 
 def client_telemetry(broker):
     """The broker's ClientTelemetry (Broker.__init__ makes it)."""
     return broker.client_telemetry
-
-
-def subscriptions(broker) -> list:
-    from ...metrics.client_telemetry import Subscription, TelemetryError
-
-    telemetry = client_telemetry(broker)
-    read_at, cached = telemetry.cached_subscriptions
-    now = time.monotonic()
-    if now - read_at < _SUBSCRIPTIONS_TTL:
-        return cached
-    parsed = []
-    for name, configs in sorted(broker.metadata.client_metrics_configs().items()):
-        try:
-            parsed.append(Subscription.from_configs(name, configs))
-        except (TelemetryError, ValueError) as exc:  # validated when stored; never fail a client on it
-            log.warning("ignoring client metrics subscription %s: %s", name, exc)
-    telemetry.cached_subscriptions = (now, parsed)
-    return parsed
-
-
-def forget_subscriptions(broker) -> None:
-    """After an alteration on this broker: the next request reads the store again."""
-    telemetry = getattr(broker, "client_telemetry", None)
-    if telemetry is not None:
-        telemetry.cached_subscriptions = (float("-inf"), [])
 
 
 def _attributes(ctx: RequestContext) -> dict[str, str | None]:
@@ -75,7 +46,7 @@ async def handle_get_telemetry_subscriptions(
     broker = ctx.broker
     try:
         instance = client_telemetry(broker).get_subscriptions(
-            request.client_instance_id, _attributes(ctx), subscriptions(broker))
+            request.client_instance_id, _attributes(ctx), subscriptions(client_telemetry(broker), broker.metadata))
     except TelemetryError as exc:
         log.debug("GetTelemetrySubscriptions from %s: %s", ctx.client_id, exc)
         return GetTelemetrySubscriptionsResponse(throttle_time_ms=0, error_code=exc.code,
@@ -95,7 +66,8 @@ async def handle_push_telemetry(ctx: RequestContext, request: PushTelemetryReque
     try:
         client_telemetry(broker).push(
             request.client_instance_id, request.subscription_id, request.terminating, request.compression_type,
-            request.metrics or b"", _attributes(ctx), subscriptions(broker), broker.config.get("telemetry.max.bytes"))
+            request.metrics or b"", _attributes(ctx), subscriptions(client_telemetry(broker), broker.metadata),
+            broker.config.get("telemetry.max.bytes"))
     except TelemetryError as exc:
         log.debug("PushTelemetry from %s: %s", ctx.client_id, exc)
         return PushTelemetryResponse(throttle_time_ms=0, error_code=exc.code)

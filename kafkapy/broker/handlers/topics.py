@@ -7,9 +7,7 @@ request's timeout, though the change itself stands).
 """
 from __future__ import annotations
 
-import asyncio
 import logging
-import time
 import uuid
 
 from ...metadata.acls import AclOperation, ResourceType
@@ -23,6 +21,7 @@ from ...protocol.messages import (
     DeleteTopicsResponse,
 )
 from ..dispatch import RequestContext, handles
+from ..metadata_wait import wait_for_cache
 
 log = logging.getLogger(__name__)
 _NULL_UUID = uuid.UUID(int=0)
@@ -42,16 +41,6 @@ def not_controller(broker) -> bool:
     """This broker is not the active controller, so it answers NOT_CONTROLLER (a cluster of one
     always is the controller; in a ZooKeeper cluster, the broker that won the election is)."""
     return not broker.cluster.is_active_controller()
-
-
-async def wait_for_cache(broker, done, timeout_ms: int) -> bool:
-    """Wait (polling the metadata cache, which UpdateMetadata fills) until `done()`; False on timeout."""
-    deadline = time.monotonic() + max(timeout_ms, 0) / 1000
-    while not done():
-        if time.monotonic() >= deadline:
-            return False
-        await asyncio.sleep(0.02)
-    return True
 
 
 # KRaft's ReplicationControlManager.MAX_PARTITIONS_PER_BATCH: a request that would create more
@@ -152,7 +141,7 @@ async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest
     # the answer waits until the metadata shows the leaders (at once in a cluster of one; in a
     # cluster, once the controller's UpdateMetadata arrived)
     for result, count in created:
-        if not await wait_for_cache(broker, lambda: _has_leaders(broker, result.name, count),
+        if not await wait_for_cache(lambda: _has_leaders(broker, result.name, count),
                                     request.timeout_ms):
             result.error_code = ErrorCode.REQUEST_TIMED_OUT
             result.error_message = f"Topic {result.name} was created, but its leaders were not elected in time."
@@ -210,7 +199,7 @@ async def handle_delete_topics(ctx: RequestContext, request: DeleteTopicsRequest
             result.error_code = exc.code
             result.error_message = str(exc)
     for result in deleted:  # gone from the metadata (at once in a cluster of one)
-        if not await wait_for_cache(broker, lambda: broker.partitions.topic(result.name) is None,
+        if not await wait_for_cache(lambda: broker.partitions.topic(result.name) is None,
                                     request.timeout_ms):
             result.error_code = ErrorCode.REQUEST_TIMED_OUT
     return DeleteTopicsResponse(throttle_time_ms=0, responses=results)
