@@ -41,6 +41,7 @@ class LogDirState:
         self.last_probe = last_probe
 
     def __repr__(self) -> str:
+        """The dir and its health; the timestamps (since, last_probe) say nothing without a clock."""
         return (f"LogDirState(path={self.path!r}, status={self.status!r}, reason={self.reason!r}, "
                 f"failures={self.failures}, recoveries={self.recoveries})")
 

@@ -59,5 +59,6 @@ class FileSlice(ExternalRecords):
         return sent
 
     def __repr__(self) -> str:
+        """Which bytes of which file; the offsets (first_offset, next_offset) are the batches' business."""
         name = getattr(self.file, "name", "?")
         return f"FileSlice({name!r}, position={self.position}, length={self.length})"

@@ -113,6 +113,7 @@ class LogSegment:
         return self.dir / segment_file_name(self.base_offset, suffix)
 
     def __repr__(self) -> str:
+        """Which segment and how big: the rest is open files, indexes and bookkeeping."""
         return f"LogSegment({self.dir.name}/{self.base_offset:020d}, size={self.size})"
 
     # ---------------------------------------------------------------- timestamps
