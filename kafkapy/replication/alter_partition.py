@@ -23,6 +23,7 @@ from ..security.inter_broker import inter_broker_options
 
 if TYPE_CHECKING:
     from .partition import IsrChange, Partition
+    from .interfaces import LocalBroker
 
 __all__ = ["AlterPartitionManager"]
 
@@ -40,8 +41,8 @@ ResultHandler = Callable[["Partition", "IsrChange", int, object], bool]
 class AlterPartitionManager:
     """Batches leaders' ISR proposals into AlterPartition requests to the controller."""
 
-    def __init__(self, broker, on_result: ResultHandler, *, retry_backoff_s: float = RETRY_BACKOFF_S):
-        self._broker = broker
+    def __init__(self, local: LocalBroker, on_result: ResultHandler, *, retry_backoff_s: float = RETRY_BACKOFF_S):
+        self._local = local
         self._on_result = on_result
         self.retry_backoff_s = retry_backoff_s
         self._unsent: dict[tuple[str, int], tuple[Partition, IsrChange]] = {}
@@ -108,18 +109,18 @@ class AlterPartitionManager:
     def _controller(self) -> PeerConnections:
         if self._channel is None:
             # Kafka's AlterPartitionManager has a broker-to-controller channel of its own
-            broker = self._broker
+            local = self._local
             self._channel = PeerConnections(
-                "alter-partition", lambda node_id: broker.metadata.broker_endpoint(node_id),
-                controller_id=lambda: broker.metadata.controller_id(),
-                client_id=f"broker-{broker.node_id}-alter-partition",
-                request_timeout_s=broker.config.get("request.timeout.ms") / 1000,
-                **inter_broker_options(broker.config))
+                "alter-partition", lambda node_id: local.metadata.broker_endpoint(node_id),
+                controller_id=lambda: local.metadata.controller_id(),
+                client_id=f"broker-{local.node_id}-alter-partition",
+                request_timeout_s=local.config.get("request.timeout.ms") / 1000,
+                **inter_broker_options(local.config))
         return self._channel
 
     async def _send_batch(self) -> bool:
         """One request for everything queued; returns True when something must be sent again."""
-        metadata = self._broker.metadata
+        metadata = self._local.metadata
         controller_id = metadata.controller_id()
         endpoint = metadata.broker_endpoint(controller_id) if controller_id >= 0 else None
         if endpoint is None:
@@ -193,7 +194,7 @@ class AlterPartitionManager:
                                      for r in change.new_isr],
                 # RECOVERING is treated as RECOVERED by a leader, so it always reports RECOVERED.
                 leader_recovery_state=0, partition_epoch=change.partition_epoch))
-        request = AlterPartitionRequest(broker_id=self._broker.node_id, broker_epoch=self._broker.broker_epoch,
+        request = AlterPartitionRequest(broker_id=self._local.node_id, broker_epoch=self._local.broker_epoch,
                                         topics=list(topics.values()))
         return request, version
 

@@ -46,6 +46,7 @@ from ..security.inter_broker import inter_broker_options
 if TYPE_CHECKING:
     from ..log.partition_log import PartitionLog
     from .throttle import ReplicationThrottle
+    from .interfaces import LocalBroker
 
 __all__ = ["FetchPosition", "ReplicaFetcher", "ReplicaFetcherManager"]
 
@@ -115,9 +116,9 @@ def whole_batches_length(buf) -> int:
 class ReplicaFetcher:
     """Fetches every partition this broker follows from one leader, one request at a time."""
 
-    def __init__(self, broker, leader_id: int, settings: _FetchSettings,
+    def __init__(self, local: LocalBroker, leader_id: int, settings: _FetchSettings,
                  on_high_watermark: Callable[[str, int], None], throttle: ReplicationThrottle | None = None):
-        self._broker = broker
+        self._local = local
         self.leader_id = leader_id
         self._settings = settings
         self._on_high_watermark = on_high_watermark
@@ -136,7 +137,7 @@ class ReplicaFetcher:
     def add(self, position: FetchPosition) -> None:
         self.positions[position.key] = position
         log.info("broker %d follows %s-%d from leader %d at epoch %d, fetching from offset %d "
-                 "(last fetched epoch %d)", self._broker.node_id, position.topic, position.partition,
+                 "(last fetched epoch %d)", self._local.node_id, position.topic, position.partition,
                  self.leader_id, position.leader_epoch, position.fetch_offset, position.last_fetched_epoch)
         self._wake.set()
 
@@ -192,9 +193,9 @@ class ReplicaFetcher:
     def _report(self, problem: str | None) -> None:
         if problem != self._problem:
             if problem is None:
-                log.info("broker %d fetches from leader %d again", self._broker.node_id, self.leader_id)
+                log.info("broker %d fetches from leader %d again", self._local.node_id, self.leader_id)
             else:
-                log.warning("broker %d cannot fetch from leader %d: %s; retrying", self._broker.node_id,
+                log.warning("broker %d cannot fetch from leader %d: %s; retrying", self._local.node_id,
                             self.leader_id, problem)
             self._problem = problem
 
@@ -215,7 +216,7 @@ class ReplicaFetcher:
             if not ready:
                 await self._sleep(self._settings.backoff_s)
                 return
-        endpoint = self._broker.metadata.broker_endpoint(self.leader_id)
+        endpoint = self._local.metadata.broker_endpoint(self.leader_id)
         if endpoint is None:
             self._report("the leader is not in the metadata (yet)")
             await self._sleep(self._settings.backoff_s)
@@ -247,10 +248,10 @@ class ReplicaFetcher:
 
     def _connection(self, host: str, port: int) -> BrokerConnection:
         if self._conn is None:
-            node = self._broker.node_id
+            node = self._local.node_id
             self._conn = BrokerConnection(host, port, client_id=f"broker-{node}-fetcher-{self.leader_id}",
                                           request_timeout_s=self._settings.socket_timeout_s,
-                                          **inter_broker_options(self._broker.config))
+                                          **inter_broker_options(self._local.config))
         else:
             self._conn.retarget(host, port)
         return self._conn
@@ -271,11 +272,11 @@ class ReplicaFetcher:
                 fetch_offset=position.fetch_offset, last_fetched_epoch=position.last_fetched_epoch,
                 log_start_offset=position.log.log_start_offset, partition_max_bytes=settings.max_bytes))
             sent[position.key] = (position, position.fetch_offset)
-        node = self._broker.node_id
+        node = self._local.node_id
         request = FetchRequest(
             # v15+ names the follower in replica_state only; older versions in replica_id.
             replica_id=-1 if version >= 15 else node,
-            replica_state=FetchRequest.ReplicaState(replica_id=node, replica_epoch=self._broker.broker_epoch),
+            replica_state=FetchRequest.ReplicaState(replica_id=node, replica_epoch=self._local.broker_epoch),
             max_wait_ms=settings.wait_ms, min_bytes=settings.min_bytes, max_bytes=settings.response_max_bytes,
             isolation_level=0, session_id=0, session_epoch=FINAL_SESSION_EPOCH, topics=list(topics.values()))
         return request, version, sent
@@ -298,7 +299,7 @@ class ReplicaFetcher:
                         self._apply_partition(position, data)
                     except KafkaStorageError as exc:
                         # the log is offline until a restart: fetching more cannot help
-                        log.error("broker %d stops fetching %s-%d: %s", self._broker.node_id, position.topic,
+                        log.error("broker %d stops fetching %s-%d: %s", self._local.node_id, position.topic,
                                   position.partition, exc)
                         self.positions.pop(position.key, None)
                     except KafkaError as exc:
@@ -311,7 +312,7 @@ class ReplicaFetcher:
 
     def _partition_error(self, position: FetchPosition, code: int, detail: str | None = None) -> None:
         if position.error != code:
-            log.info("broker %d: fetching %s-%d from leader %d at epoch %d: %s%s; backing off", self._broker.node_id,
+            log.info("broker %d: fetching %s-%d from leader %d at epoch %d: %s%s; backing off", self._local.node_id,
                      position.topic, position.partition, self.leader_id, position.leader_epoch, _error_name(code),
                      f" ({detail})" if detail else "")
             position.error = code
@@ -344,7 +345,7 @@ class ReplicaFetcher:
         if plog.high_watermark != old_hw:
             self._on_high_watermark(position.topic, position.partition)
         if position.error != ErrorCode.NONE:
-            log.info("broker %d fetches %s-%d from leader %d again at offset %d", self._broker.node_id,
+            log.info("broker %d fetches %s-%d from leader %d again at offset %d", self._local.node_id,
                      position.topic, position.partition, self.leader_id, position.fetch_offset)
             position.error = ErrorCode.NONE
 
@@ -395,7 +396,7 @@ class ReplicaFetcher:
         # last became leader) that the leader never had; truncate_to drops it, as Kafka's does
         plog.truncate_to(target)
         log.info("broker %d: %s-%d diverges from leader %d after epoch %d at offset %d; log truncated to %d",
-                 self._broker.node_id, position.topic, position.partition, self.leader_id, leader_epoch,
+                 self._local.node_id, position.topic, position.partition, self.leader_id, leader_epoch,
                  leader_end, plog.log_end_offset)
         position.fetch_offset = plog.log_end_offset
         position.last_fetched_epoch = plog.leader_epochs.latest_epoch
@@ -412,7 +413,7 @@ class ReplicaFetcher:
             end = plog.log_end_offset
             if leader_end < end:
                 log.warning("broker %d: leader %d of %s-%d ends at %d, below our log end %d (unclean leader "
-                            "election?); truncating to it", self._broker.node_id, self.leader_id, position.topic,
+                            "election?); truncating to it", self._local.node_id, self.leader_id, position.topic,
                             position.partition, leader_end, end)
                 plog.truncate_to(leader_end)
             else:
@@ -422,7 +423,7 @@ class ReplicaFetcher:
                 end = plog.log_end_offset
                 if leader_start > end:
                     log.info("broker %d: leader %d of %s-%d starts at %d, past our log end %d; starting over there",
-                             self._broker.node_id, self.leader_id, position.topic, position.partition,
+                             self._local.node_id, self.leader_id, position.topic, position.partition,
                              leader_start, end)
                     plog.truncate_fully_and_start_at(leader_start)
         except BrokerConnectionError as exc:
@@ -439,10 +440,10 @@ class ReplicaFetcher:
             self._partition_error(position, ErrorCode.OFFSET_OUT_OF_RANGE, f"resuming at {position.fetch_offset}")
 
     async def _list_offset(self, position: FetchPosition, timestamp: int) -> int:
-        endpoint = self._broker.metadata.broker_endpoint(self.leader_id)
+        endpoint = self._local.metadata.broker_endpoint(self.leader_id)
         if endpoint is None:
             raise BrokerConnectionError(f"leader {self.leader_id} is not in the metadata")
-        request = ListOffsetsRequest(replica_id=self._broker.node_id, isolation_level=0, topics=[
+        request = ListOffsetsRequest(replica_id=self._local.node_id, isolation_level=0, topics=[
             ListOffsetsRequest.ListOffsetsTopic(name=position.topic, partitions=[
                 ListOffsetsRequest.ListOffsetsPartition(partition_index=position.partition,
                                                         current_leader_epoch=position.leader_epoch,
@@ -461,9 +462,9 @@ class ReplicaFetcher:
 class ReplicaFetcherManager:
     """The fetchers of this broker, one per leader broker with partitions to fetch."""
 
-    def __init__(self, broker, on_high_watermark: Callable[[str, int], None],
+    def __init__(self, local: LocalBroker, on_high_watermark: Callable[[str, int], None],
                  throttle: ReplicationThrottle | None = None):
-        self._broker = broker
+        self._local = local
         self._on_high_watermark = on_high_watermark
         self.throttle = throttle
         self._settings: _FetchSettings | None = None
@@ -476,9 +477,9 @@ class ReplicaFetcherManager:
         fetcher = self.fetchers.get(position.leader_id)
         if fetcher is None:
             if self._settings is None:
-                self._settings = _FetchSettings(self._broker.config)
+                self._settings = _FetchSettings(self._local.config)
             fetcher = self.fetchers[position.leader_id] = ReplicaFetcher(
-                self._broker, position.leader_id, self._settings, self._on_high_watermark, self.throttle)
+                self._local, position.leader_id, self._settings, self._on_high_watermark, self.throttle)
             fetcher.start()
         fetcher.add(position)
 

@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from ..log.partition_log import PartitionLog
     from .partition import Partition
 
-__all__ = ["LogLookup", "ReplicaHost", "Wakeups"]
+__all__ = ["LocalBroker", "LogLookup", "ReplicaHost", "Wakeups"]
 
 
 class LogLookup(Protocol):
@@ -57,3 +57,15 @@ class ReplicaHost(Protocol):
     def tell_listeners(self, topic: str, partition: int, is_leader: bool, leader_epoch: int) -> None: ...
 
     def control_request_applied(self) -> None: ...
+
+
+class LocalBroker(Protocol):
+    """What the follower fetchers and the AlterPartition channel need of this broker (the
+    ReplicaManager gives it): who we are, the config, the metadata cache, our broker epoch."""
+
+    node_id: int
+    config: object      # the broker config: `get(name)`
+    metadata: object    # the metadata cache: broker_endpoint, controller_id, is_live, get_topic
+
+    @property
+    def broker_epoch(self) -> int: ...

@@ -44,6 +44,7 @@ from .throttle import ReplicationThrottle
 if TYPE_CHECKING:  # the controller's requests reach a cluster member only
     import uuid
 
+    from .interfaces import LogLookup, Wakeups
     from .partition import IsrChange, Partition
 
     from ..log.partition_log import PartitionLog
@@ -97,19 +98,32 @@ def _now_ms() -> int:
 class ReplicaManager:
     """The partitions this broker hosts, as leader or follower, and their replication."""
 
-    def __init__(self, broker):
-        self.broker = broker
-        self.node_id: int = broker.node_id
+    def __init__(self, node_id: int, config, metadata, logs: LogLookup, log_store, purgatory: Wakeups, metrics,
+                 broker_epoch: Callable[[], int]):
+        """Built by the composition root (broker/broker.py) with what it uses: `config` (the broker
+        config's `get`), `metadata` (the metadata cache: topics, live brokers, endpoints, the
+        controller), `logs` (LogLookup: a partition's log), `log_store` (the LogManager: every
+        loaded log, the log dirs and the flusher), the purgatory, the broker metrics and the broker
+        epoch (known once registered). The follower fetchers and the AlterPartition channel get
+        this object as their `local` (node id, config, metadata, broker epoch)."""
+        self.node_id: int = node_id
+        self.config = config
+        self.metadata = metadata
+        self.logs = logs
+        self._log_store = log_store
+        self._purgatory = purgatory
+        self._metrics = metrics
+        self._broker_epoch = broker_epoch
         self._partitions: dict[tuple[str, int], Partition] = {}
         self._topic_names: dict[uuid.UUID, str] = {}
         self.leadership_listeners: list[LeadershipListener] = []
         # replication throttles: consulted by read_for_follower (leader side) and the fetchers
-        self.throttle = ReplicationThrottle(broker.node_id, broker.config, broker.metadata)
+        self.throttle = ReplicationThrottle(node_id, config, metadata)
         # The follower fetchers and the AlterPartition channel talk to other brokers: made on first
         # use (a LeaderAndIsr), so that a cluster of one never loads the inter-broker client.
         self._fetchers = None
         self._alter_partition = None
-        self._lag_ms: int = broker.config.get("replica.lag.time.max.ms")
+        self._lag_ms: int = config.get("replica.lag.time.max.ms")
         self._checkpoint_task: asyncio.Task | None = None
         self._shrink_task: asyncio.Task | None = None
         self._closed = False
@@ -122,7 +136,7 @@ class ReplicaManager:
         if self._fetchers is None:
             from .fetcher import ReplicaFetcherManager
 
-            self._fetchers = ReplicaFetcherManager(self.broker, self.high_watermark_changed, self.throttle)
+            self._fetchers = ReplicaFetcherManager(self, self.high_watermark_changed, self.throttle)
         return self._fetchers
 
     @property
@@ -130,7 +144,7 @@ class ReplicaManager:
         if self._alter_partition is None:
             from .alter_partition import AlterPartitionManager
 
-            self._alter_partition = AlterPartitionManager(self.broker, self._isr_change_answered)
+            self._alter_partition = AlterPartitionManager(self, self._isr_change_answered)
         return self._alter_partition
 
     def _submit_isr_change(self, part: Partition, change: IsrChange) -> None:
@@ -148,7 +162,7 @@ class ReplicaManager:
         return self._topic_names.get(topic_id)
 
     def _metadata_has(self, topic: str, partition: int) -> bool:
-        meta = self.broker.metadata.get_topic(topic)
+        meta = self.metadata.get_topic(topic)
         return meta is not None and 0 <= partition < len(meta.partitions)
 
     def leader_error(self, topic: str, partition: int, current_leader_epoch: int = -1) -> int:
@@ -174,7 +188,7 @@ class ReplicaManager:
         part = self._partitions.get((topic, partition))
         if part is not None and part.leader_id >= 0:
             hint = (part.leader_id, part.leader_epoch)
-        meta = self.broker.metadata.get_topic(topic)
+        meta = self.metadata.get_topic(topic)
         if meta is not None and 0 <= partition < len(meta.partitions):
             state = meta.partitions[partition]
             if state.leader_epoch > hint[1]:
@@ -182,7 +196,7 @@ class ReplicaManager:
         return hint
 
     def node_endpoint(self, node_id: int) -> tuple[str, int] | None:
-        return self.broker.metadata.broker_endpoint(node_id) if node_id >= 0 else None
+        return self.metadata.broker_endpoint(node_id) if node_id >= 0 else None
 
     # ------------------------------------------------------------------ start and stop
     async def start(self) -> None:
@@ -233,7 +247,7 @@ class ReplicaManager:
 
     # ------------------------------------------------------------------ high-watermark checkpoints
     def _online_logs(self) -> dict[tuple[str, int], PartitionLog]:
-        return {key: plog for key, plog in self.broker.logs.all_logs().items()
+        return {key: plog for key, plog in self._log_store.all_logs().items()
                 if not isinstance(plog, OfflinePartitionLog) and not plog.is_offline}
 
     def _restore_high_watermarks(self) -> None:
@@ -241,7 +255,7 @@ class ReplicaManager:
         log's end is not committed just because it is on disk."""
         logs = {key: plog for key, plog in self._online_logs().items() if not self._leads_alone(key)}
         self._checkpointing = True
-        for log_dir in self.broker.logs.log_dirs:
+        for log_dir in self._log_store.log_dirs:
             path = Path(log_dir) / REPLICATION_OFFSET_CHECKPOINT
             try:
                 marks = read_offset_checkpoint(path)
@@ -256,7 +270,7 @@ class ReplicaManager:
     async def checkpoint_high_watermarks(self) -> None:
         """Write every log dir's replication-offset-checkpoint (on the log flusher's thread, which
         also writes the log manager's checkpoints, so the two never write the file at once)."""
-        by_dir: dict[Path, dict[tuple[str, int], int]] = {Path(d): {} for d in self.broker.logs.log_dirs}
+        by_dir: dict[Path, dict[tuple[str, int], int]] = {Path(d): {} for d in self._log_store.log_dirs}
         for key, plog in self._online_logs().items():
             by_dir.setdefault(plog.log_dir, {})[key] = plog.high_watermark
 
@@ -269,10 +283,10 @@ class ReplicaManager:
 
         # Shielded: cancelling the wrapper would cancel the flusher's Future, which its work
         # thread does not expect (it then fails to set the result and stops).
-        await asyncio.shield(asyncio.wrap_future(self.broker.logs.flusher.submit(write)))
+        await asyncio.shield(asyncio.wrap_future(self._log_store.flusher.submit(write)))
 
     async def _checkpoint_loop(self) -> None:
-        interval_s = self.broker.config.get("replica.high.watermark.checkpoint.interval.ms") / 1000
+        interval_s = self.config.get("replica.high.watermark.checkpoint.interval.ms") / 1000
         while True:
             await asyncio.sleep(interval_s)
             try:
@@ -302,7 +316,7 @@ class ReplicaManager:
                 log.exception("ISR check of %s failed", part.name)
 
     def _is_eligible(self, replica_id: int) -> bool:
-        return self.broker.metadata.is_live(replica_id)
+        return self.metadata.is_live(replica_id)
 
     def _isr_change_answered(self, part: Partition, change: IsrChange, error_code: int, data) -> bool:
         """The controller's answer to an ISR proposal; returns True to send it again."""
@@ -314,7 +328,7 @@ class ReplicaManager:
         else:
             outcome = part.apply_isr_change_result(change, error_code, now_ms=_now_ms())
         if outcome is IsrChangeOutcome.COMMITTED:
-            self.broker.metrics.isr_changed(change.expand)  # IsrShrinksPerSec / IsrExpandsPerSec
+            self._metrics.isr_changed(change.expand)  # IsrShrinksPerSec / IsrExpandsPerSec
         if outcome in (IsrChangeOutcome.COMMITTED, IsrChangeOutcome.REVERTED):
             # the high watermark may have moved, and acks=all waiters re-check the ISR size
             self.high_watermark_changed(part.topic, part.partition)
@@ -323,7 +337,7 @@ class ReplicaManager:
     # ------------------------------------------------------------------ notifications
     def high_watermark_changed(self, topic: str, partition: int) -> None:
         """Wake the fetches waiting on the partition and its acks=all waiters."""
-        purgatory = self.broker.purgatory
+        purgatory = self._purgatory
         purgatory.notify((topic, partition))
         purgatory.notify(replicated_key(topic, partition))
 
@@ -368,7 +382,7 @@ class ReplicaManager:
             del self._topic_names[part.topic_id]
 
     def is_live(self, node_id: int) -> bool:
-        return self.broker.metadata.is_live(node_id)
+        return self.metadata.is_live(node_id)
 
     def control_request_applied(self) -> None:
         """After a LeaderAndIsr: high watermarks are checkpointed from now on, and ISRs shrunk."""
@@ -376,8 +390,8 @@ class ReplicaManager:
         self._ensure_shrink_task()
 
     @property
-    def logs(self):
-        return self.broker.partitions
+    def broker_epoch(self) -> int:
+        return self._broker_epoch()
 
     # ------------------------------------------------------------------ a cluster of one
     def lead_alone(self, topic: str, index: int, plog: PartitionLog, topic_id: uuid.UUID | None,
@@ -445,9 +459,9 @@ class ReplicaManager:
         if not plog.auto_high_watermark and part.maybe_increment_hw(_now_ms()):
             self.high_watermark_changed(part.topic, part.partition)
         if not result.duplicate:
-            self.broker.purgatory.notify((part.topic, part.partition))
+            self._purgatory.notify((part.topic, part.partition))
             if origin is AppendOrigin.CLIENT:
-                self.broker.metrics.produced(part.topic, result.last_offset - result.base_offset + 1, len(buf))
+                self._metrics.produced(part.topic, result.last_offset - result.base_offset + 1, len(buf))
         return result
 
     async def wait_appended(self, topic: str, partition: int, timeout_s: float, *, fsync: bool = True) -> int:
@@ -455,7 +469,7 @@ class ReplicaManager:
         now is on disk (fsync-on-ack, when `fsync`) and on the ISR (at once for an ISR of one).
         NONE; UNKNOWN_TOPIC_OR_PARTITION without a log here; KAFKA_STORAGE_ERROR when the fsync
         failed; else what `wait_for_replication` answers. The caller maps it as its coordinator does."""
-        plog = self.broker.partitions.get_log(topic, partition)
+        plog = self.logs.get_log(topic, partition)
         if plog is None:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         if fsync and plog.config.fsync_on_ack:
@@ -605,4 +619,4 @@ class ReplicaManager:
             remaining = deadline - loop.time()
             if remaining <= 0:
                 return ErrorCode.REQUEST_TIMED_OUT
-            await self.broker.purgatory.wait_any(watch, remaining)
+            await self._purgatory.wait_any(watch, remaining)

@@ -97,7 +97,8 @@ class Node:
                                          host_loaded_partitions=lambda partitions: partitions.adopt_loaded_logs())
         broker.advertised_versions.update(CLUSTER_VERSIONS)
         broker.broker_epoch = 1000 + node_id
-        broker.replicas = ReplicaManager(broker)
+        broker.replicas = ReplicaManager(broker.node_id, broker.config, broker.metadata, broker.partitions, broker.logs,
+                                         broker.purgatory, broker.metrics, lambda: broker.broker_epoch)
         broker.logs.load()
         broker.partitions.sync_with_metadata()
         self.server = None
