@@ -1,7 +1,7 @@
 """Topic-level log configuration with Kafka's property names, types and defaults.
 
-`LOG_CONFIG_DEFS` is the one table that parsing (`LogConfig.from_properties`), the
-broker-level defaults (`LogConfig.from_broker_properties`) and DescribeConfigs read from.
+`LOG_CONFIG_DEFS` is the table `LogConfig.from_properties` parses with; the broker's definitions
+(DescribeConfigs, the broker-level defaults) are broker/config_defs*.py's.
 `CleanerConfig` is the broker's log.cleaner.* settings, here so that the cleaner (cleaner.py) and
 the compaction it runs (compaction.py) both read it and compaction.py needs nothing of cleaner.py.
 """
@@ -257,33 +257,3 @@ class LogConfig:
             if "message.timestamp.after.max.ms" not in props:
                 config.message_timestamp_after_max_ms = value
         return config
-
-    @classmethod
-    def from_broker_properties(cls, props: dict[str, str]) -> "LogConfig":
-        """Broker-wide defaults from server.properties names (log.retention.hours, ...)."""
-        config = cls()
-        # Kafka's precedence: the most precise unit wins (ms > minutes > hours).
-        for name, scale in (("log.roll.hours", 3600000), ("log.roll.ms", 1)):
-            if name in props:
-                config.segment_ms = _parse(_DEFS_BY_NAME["segment.ms"], int(props[name]) * scale)
-        for name, scale in (("log.retention.hours", 3600000), ("log.retention.minutes", 60000),
-                            ("log.retention.ms", 1)):
-            if name in props:
-                value = int(props[name])
-                config.retention_ms = -1 if value < 0 else value * scale
-        for name, scale in (("log.roll.jitter.hours", 3600000), ("log.roll.jitter.ms", 1)):
-            if name in props:
-                config.segment_jitter_ms = int(props[name]) * scale
-        for definition in LOG_CONFIG_DEFS:
-            if definition.broker_name in props and definition.broker_name not in (
-                    "log.roll.ms", "log.retention.ms", "log.roll.jitter.ms"):
-                setattr(config, definition.field, _parse(definition, props[definition.broker_name]))
-        return config
-
-    def to_properties(self) -> dict[str, str]:
-        """Kafka property name -> string value, for DescribeConfigs."""
-        out = {}
-        for definition in LOG_CONFIG_DEFS:
-            value = getattr(self, definition.field)
-            out[definition.name] = str(value).lower() if isinstance(value, bool) else str(value)
-        return out

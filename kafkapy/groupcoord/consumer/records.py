@@ -550,11 +550,3 @@ def decode_consumer_value(key: ConsumerGroupKey, value: bytes) -> ConsumerGroupV
     reader.skip_tags()
     reader.end()
     return result
-
-
-def decode_record(key: bytes, value: bytes | None) -> tuple[ConsumerGroupKey, ConsumerGroupValue | None] | None:
-    """A whole record; None if it is not a consumer-group record."""
-    parsed = decode_consumer_key(key)
-    if parsed is None:
-        return None
-    return parsed, None if value is None else decode_consumer_value(parsed, value)

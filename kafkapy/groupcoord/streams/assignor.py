@@ -513,11 +513,3 @@ def refine(target: Mapping[str, MemberAssignment], members: Mapping[str, MemberS
     """
     del members, topology, num_warmup_replicas, acceptable_recovery_lag
     return dict(target)
-
-
-def preserves_active_task_count(target: Mapping[str, MemberAssignment],
-                                refined: Mapping[str, MemberAssignment]) -> bool:
-    """Whether a refined assignment hands out as many active tasks as the target (Kafka checks this)."""
-    def count(assignment: Mapping[str, MemberAssignment]) -> int:
-        return sum(len(ps) for a in assignment.values() for ps in a.active.values())
-    return count(target) == count(refined)

@@ -33,7 +33,6 @@ from kafkapy.groupcoord.consumer.records import (
     TopicMetadata,
     decode_consumer_key,
     decode_consumer_value,
-    decode_record,
     encode_key,
     encode_value,
     record,
@@ -190,12 +189,12 @@ def test_regular_expression_value_bytes():
     assert decode_consumer_value(ConsumerGroupRegularExpressionKey("g", "t.*"), expected) == value
 
 
-def test_tombstone_and_decode_record():
+def test_tombstone_and_decode_key():
     key = ConsumerGroupTargetAssignmentMemberKey("g", "m")
     raw_key, raw_value = record(key, None)
     assert raw_value is None
-    assert decode_record(raw_key, None) == (key, None)
-    assert decode_record(i16(1) + kstr("g") + kstr("t") + i32(0), b"") is None
+    assert decode_consumer_key(raw_key) == key
+    assert decode_consumer_key(i16(1) + kstr("g") + kstr("t") + i32(0)) is None
 
 
 def test_large_varint_lengths():
@@ -271,7 +270,8 @@ values = st.one_of(
 def test_value_round_trip(pair):
     key, value = pair
     raw_key, raw_value = record(key, value)
-    decoded_key, decoded_value = decode_record(raw_key, raw_value)
+    decoded_key = decode_consumer_key(raw_key)
+    decoded_value = None if raw_value is None else decode_consumer_value(decoded_key, raw_value)
     assert decoded_key == key
     assert decoded_value == value
 

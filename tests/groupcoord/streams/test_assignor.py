@@ -15,7 +15,6 @@ from kafkapy.groupcoord.streams.assignor import (
     TaskAssignorError,
     TopologyDescription,
     assign,
-    preserves_active_task_count,
     refine,
 )
 
@@ -287,8 +286,7 @@ def test_rack_aware_tags_do_not_change_the_sticky_assignment():
 def test_refine_returns_the_target_unchanged_like_kafka_4_4_0():
     target = run([member("m1"), member("m2")], {SUB: 4}, stateful={SUB}, standbys=1)
     refined = refine(target, {}, TopologyDescription({SUB: 4}, frozenset({SUB})), 2, 10000)
-    assert refined == target and preserves_active_task_count(target, refined)
-    assert not preserves_active_task_count(target, {"m1": MemberAssignment()})
+    assert refined == target
 
 
 @pytest.mark.parametrize("members,tasks", [(10, 200), (100, 2000)])
