@@ -29,9 +29,9 @@ _NO_AUTHORIZER = "No Authorizer is configured."
 _UNAUTHORIZED = "Cluster authorization failed."
 
 
-def authorizer_configured(broker) -> bool:
+def authorizer_configured(services) -> bool:
     """True when `authorizer.class.name` is set."""
-    return bool(broker.config.get("authorizer.class.name"))
+    return bool(services.config.get("authorizer.class.name"))
 
 
 @handles(CreateAclsRequest)
@@ -41,7 +41,7 @@ async def handle_create_acls(ctx: RequestContext, request: CreateAclsRequest) ->
         return CreateAclsResponse(throttle_time_ms=0, results=[
             Result(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message=_UNAUTHORIZED)
             for _ in request.creations])
-    if not authorizer_configured(ctx.broker):
+    if not authorizer_configured(ctx.services):
         return CreateAclsResponse(throttle_time_ms=0, results=[
             Result(error_code=ErrorCode.SECURITY_DISABLED, error_message=_NO_AUTHORIZER) for _ in request.creations])
     results = []
@@ -58,7 +58,7 @@ async def handle_create_acls(ctx: RequestContext, request: CreateAclsRequest) ->
         valid.append(acl)
         results.append(Result(error_code=0, error_message=None))
     if valid:
-        ctx.broker.metadata.create_acls(valid)
+        ctx.metadata.create_acls(valid)
     return CreateAclsResponse(throttle_time_ms=0, results=results)
 
 
@@ -67,7 +67,7 @@ async def handle_describe_acls(ctx: RequestContext, request: DescribeAclsRequest
     if not ctx.authorized_cluster(AclOperation.DESCRIBE):
         return DescribeAclsResponse(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                                     error_message=_UNAUTHORIZED, resources=[])
-    if not authorizer_configured(ctx.broker):
+    if not authorizer_configured(ctx.services):
         return DescribeAclsResponse(throttle_time_ms=0, error_code=ErrorCode.SECURITY_DISABLED,
                                     error_message="No Authorizer is configured on the broker", resources=[])
     acl_filter = AclBindingFilter.of(request.resource_type_filter, request.resource_name_filter,
@@ -76,7 +76,7 @@ async def handle_describe_acls(ctx: RequestContext, request: DescribeAclsRequest
     if acl_filter.is_unknown:
         return DescribeAclsResponse(throttle_time_ms=0, error_code=ErrorCode.INVALID_REQUEST,
                                     error_message="Filter contain UNKNOWN elements", resources=[])
-    acls = ctx.broker.metadata.describe_acls(acl_filter)  # sorted, so equal patterns are adjacent
+    acls = ctx.metadata.describe_acls(acl_filter)  # sorted, so equal patterns are adjacent
     resources = []
     for (resource_type, name, pattern_type), group in itertools.groupby(
             acls, key=lambda a: (a.resource_type, a.resource_name, a.pattern_type)):
@@ -95,7 +95,7 @@ async def handle_delete_acls(ctx: RequestContext, request: DeleteAclsRequest) ->
         return DeleteAclsResponse(throttle_time_ms=0, filter_results=[
             Result(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message=_UNAUTHORIZED, matching_acls=[])
             for _ in request.filters])
-    if not authorizer_configured(ctx.broker):
+    if not authorizer_configured(ctx.services):
         return DeleteAclsResponse(throttle_time_ms=0, filter_results=[
             Result(error_code=ErrorCode.SECURITY_DISABLED, error_message=_NO_AUTHORIZER, matching_acls=[])
             for _ in request.filters])
@@ -110,7 +110,7 @@ async def handle_delete_acls(ctx: RequestContext, request: DeleteAclsRequest) ->
             errors[index] = exc
             continue
         valid.append(acl_filter)
-    deleted = iter(ctx.broker.metadata.delete_acls(valid) if valid else [])
+    deleted = iter(ctx.metadata.delete_acls(valid) if valid else [])
     results = []
     for index in range(len(request.filters)):
         if index in errors:

@@ -15,7 +15,7 @@ _ENDPOINT_NAMES = {BROKER_ENDPOINT: "BROKER", CONTROLLER_ENDPOINT: "CONTROLLER"}
 
 @handles(DescribeClusterRequest)
 async def handle_describe_cluster(ctx: RequestContext, request: DescribeClusterRequest) -> DescribeClusterResponse:
-    broker = ctx.broker
+    services = ctx.services
     if ctx.api_version >= 1 and request.endpoint_type != BROKER_ENDPOINT:
         # AuthHelper.computeDescribeClusterResponse: an error answer leaves every other field at its
         # default (endpoint type 1, cluster id "")
@@ -31,9 +31,9 @@ async def handle_describe_cluster(ctx: RequestContext, request: DescribeClusterR
     # registered or absent, never fenced, so the list is the same either way
     brokers = [DescribeClusterResponse.DescribeClusterBroker(broker_id=b.node_id, host=b.host, port=b.port,
                                                              rack=b.rack, is_fenced=False)
-               for b in broker.brokers_for(ctx.listener_name)]
-    response = DescribeClusterResponse(throttle_time_ms=0, error_code=0, cluster_id=broker.cluster_id,
-                                       controller_id=broker.metadata.controller_id(), brokers=brokers,
+               for b in services.brokers_for(ctx.listener_name)]
+    response = DescribeClusterResponse(throttle_time_ms=0, error_code=0, cluster_id=services.cluster_id,
+                                       controller_id=services.metadata.controller_id(), brokers=brokers,
                                        endpoint_type=request.endpoint_type if ctx.api_version >= 1 else 1)
     if request.include_cluster_authorized_operations:
         response.cluster_authorized_operations = ctx.authorized_operations(ResourceType.CLUSTER, "kafka-cluster")

@@ -39,7 +39,7 @@ def _member(ctx: RequestContext):
     (CLUSTER_VERSIONS, added when the broker joins a ZooKeeper cluster), and dispatch closes the
     connection of a peer that sends an API the broker does not advertise, so a cluster of one never
     gets here."""
-    return ctx.broker.cluster
+    return ctx.cluster
 
 
 def _cluster_action(ctx: RequestContext) -> int:
@@ -55,9 +55,9 @@ def _screen(ctx: RequestContext, request) -> int:
     if _cluster_action(ctx):
         return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
     broker_epoch = getattr(request, "broker_epoch", -1)
-    if broker_epoch != -1 and broker_epoch < ctx.broker.broker_epoch:
+    if broker_epoch != -1 and broker_epoch < ctx.services.broker_epoch:
         log.info("ignoring %s from controller %d: broker epoch %d is older than ours (%d)",
-                 type(request).__name__, request.controller_id, broker_epoch, ctx.broker.broker_epoch)
+                 type(request).__name__, request.controller_id, broker_epoch, ctx.services.broker_epoch)
         return ErrorCode.STALE_BROKER_EPOCH
     if request.controller_epoch < member.controller_epoch_seen:
         log.info("ignoring %s from controller %d: controller epoch %d is older than %d",
@@ -73,7 +73,7 @@ async def handle_leader_and_isr(ctx: RequestContext, request: LeaderAndIsrReques
     error = _screen(ctx, request)
     if error:
         return LeaderAndIsrResponse(error_code=error)
-    return await ctx.broker.replicas.apply_leader_and_isr(request, ctx.api_version)
+    return await ctx.replicas.apply_leader_and_isr(request, ctx.api_version)
 
 
 @handles(StopReplicaRequest)
@@ -81,7 +81,7 @@ async def handle_stop_replica(ctx: RequestContext, request: StopReplicaRequest) 
     error = _screen(ctx, request)
     if error:
         return StopReplicaResponse(error_code=error)
-    return await ctx.broker.replicas.apply_stop_replica(request, ctx.api_version)
+    return await ctx.replicas.apply_stop_replica(request, ctx.api_version)
 
 
 @handles(UpdateMetadataRequest)

@@ -12,7 +12,7 @@ HIGH_WATERMARK = -1
 
 @handles(DeleteRecordsRequest)
 async def handle_delete_records(ctx: RequestContext, request: DeleteRecordsRequest) -> DeleteRecordsResponse:
-    partitions = ctx.broker.partitions
+    partitions = ctx.partitions
     topics = []
     # DELETE on each topic (KafkaApis.handleDeleteRecordsRequest)
     denied = ctx.unauthorized_names(AclOperation.DELETE, ResourceType.TOPIC, (t.name for t in request.topics))

@@ -15,7 +15,7 @@ _NULL_UUID = uuid.UUID(int=0)
 @handles(DescribeTopicPartitionsRequest)
 async def handle_describe_topic_partitions(
         ctx: RequestContext, request: DescribeTopicPartitionsRequest) -> DescribeTopicPartitionsResponse:
-    partitions = ctx.broker.partitions
+    partitions = ctx.partitions
     # DESCRIBE on each topic: a named topic answers TOPIC_AUTHORIZATION_FAILED, a listing leaves it out
     denied: frozenset[str] = frozenset()
     if request.topics:

@@ -32,8 +32,8 @@ async def handle_update_features(ctx: RequestContext, request: UpdateFeaturesReq
         return answer(ErrorCode.INVALID_REQUEST, "Duplicate feature in the update request")
     if not names:
         return answer(ErrorCode.INVALID_REQUEST, "No feature updates")
-    broker = ctx.broker
-    _, stored = broker.metadata.stored_features()
+    services = ctx.services
+    _, stored = services.metadata.stored_features()
     current = finalized_levels(stored)
     changes: dict[str, int] = {}
     try:
@@ -51,6 +51,6 @@ async def handle_update_features(ctx: RequestContext, request: UpdateFeaturesReq
         # a level equal to the default is stored too: an operator's choice outlives a new default
         stored_changes = {name: level for name, level in changes.items() if name in FEATURES}
         if stored_changes:
-            broker.metadata.store_features(stored_changes)
+            services.metadata.store_features(stored_changes)
         log.info("client %s (%s) finalized features %s", ctx.client_id, ctx.principal, changes)
     return answer(ErrorCode.NONE, None)

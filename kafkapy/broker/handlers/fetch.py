@@ -44,13 +44,13 @@ class _Wanted:
     log_start_offset: int = -1
 
 
-def _requested(broker, request: FetchRequest, version: int) -> tuple[list[_Wanted], list]:
+def _requested(services, request: FetchRequest, version: int) -> tuple[list[_Wanted], list]:
     """The partitions named in the request, with topic names resolved from ids (v13+)."""
     wanted = []
-    replicas = broker.replicas
+    replicas = services.replicas
     for topic in request.topics:
         if version >= 13:
-            meta = broker.partitions.topic_by_id(topic.topic_id)
+            meta = services.partitions.topic_by_id(topic.topic_id)
             name = meta.name if meta is not None else None
             if name is None:
                 # a new leader may be asked before the controller's UpdateMetadata arrives
@@ -58,7 +58,7 @@ def _requested(broker, request: FetchRequest, version: int) -> tuple[list[_Wante
             topic_id = topic.topic_id
         else:
             name = topic.topic
-            meta = broker.partitions.topic(name)
+            meta = services.partitions.topic(name)
             topic_id = meta.topic_id if meta is not None else _NULL_UUID
         for p in topic.partitions:
             wanted.append(_Wanted(name, topic_id, p.partition, p.fetch_offset, p.partition_max_bytes,
@@ -66,7 +66,7 @@ def _requested(broker, request: FetchRequest, version: int) -> tuple[list[_Wante
     forgotten = []
     for topic in request.forgotten_topics_data:
         if version >= 13:
-            meta = broker.partitions.topic_by_id(topic.topic_id)
+            meta = services.partitions.topic_by_id(topic.topic_id)
             name = meta.name if meta is not None else None
         else:
             name = topic.topic
@@ -74,7 +74,7 @@ def _requested(broker, request: FetchRequest, version: int) -> tuple[list[_Wante
     return wanted, forgotten
 
 
-def _read_partition(broker, want: _Wanted, max_bytes: int, min_one: bool, isolation_level: int,
+def _read_partition(services, want: _Wanted, max_bytes: int, min_one: bool, isolation_level: int,
                     version: int, replica_id: int, first_read: bool, leaders: dict) -> PartitionData:
     """One partition through the replica manager: a follower reads up to the log end (fencing,
     diverging epochs, follower progress), a consumer only from the leader, up to the high
@@ -83,7 +83,7 @@ def _read_partition(broker, want: _Wanted, max_bytes: int, min_one: bool, isolat
         code = ErrorCode.UNKNOWN_TOPIC_ID if version >= 13 else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         return PartitionData(partition_index=want.partition, error_code=code, high_watermark=-1,
                              records=b"")
-    replicas = broker.replicas
+    replicas = services.replicas
     if replica_id >= 0:
         return replicas.read_for_follower(replica_id, want.topic, want.partition, want.fetch_offset,
                                           want.log_start_offset, want.current_leader_epoch, want.last_fetched_epoch,
@@ -111,27 +111,27 @@ def _record_throttled_bytes(throttle, results) -> None:
     throttle.leader.record(sent)
 
 
-def _topic_config(broker, topic: str, name: str):
+def _topic_config(services, topic: str, name: str):
     """One topic config's value: the topic's override, else the broker's default for it."""
-    overrides = broker.metadata.topic_configs(topic)
+    overrides = services.metadata.topic_configs(topic)
     raw = overrides.get(name)
     if raw is not None:
         return raw
-    return broker.config.topic_default(name)
+    return services.config.topic_default(name)
 
 
-def _old_client_answer(broker, want: _Wanted, data: PartitionData, version: int, follower: bool,
+def _old_client_answer(services, want: _Wanted, data: PartitionData, version: int, follower: bool,
                        settings: dict) -> PartitionData:
     """KafkaApis.maybeConvertFetchedData's checks for versions before zstd (v0-9) and before record
     batches (v0-3): a topic with compression.type=zstd answers UNSUPPORTED_COMPRESSION_TYPE, and for
     v0-3 one with message.downconversion.enable=false answers UNSUPPORTED_VERSION to consumers."""
-    if want.topic is None or broker.partitions.get_log(want.topic, want.partition) is None:
+    if want.topic is None or services.partitions.get_log(want.topic, want.partition) is None:
         return data
     found = settings.get(want.topic)
     if found is None:
-        zstd = str(_topic_config(broker, want.topic, "compression.type")) == "zstd"
+        zstd = str(_topic_config(services, want.topic, "compression.type")) == "zstd"
         enabled = version > LAST_LEGACY_VERSION or \
-            str(_topic_config(broker, want.topic, "message.downconversion.enable")).lower() == "true"
+            str(_topic_config(services, want.topic, "message.downconversion.enable")).lower() == "true"
         found = settings[want.topic] = (zstd, enabled)
     zstd_topic, enabled = found
     if zstd_topic:
@@ -197,20 +197,20 @@ def _diverged(data: PartitionData) -> bool:
 
 @handles(FetchRequest)
 async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
-    broker = ctx.broker
+    services = ctx.services
     version = ctx.api_version
-    wanted, forgotten = _requested(broker, request, version)
+    wanted, forgotten = _requested(services, request, version)
     replica_id = request.replica_state.replica_id if version >= 15 else request.replica_id
     leaders: dict = {}
     session_id = request.session_id if version >= 7 else 0
     epoch = request.session_epoch if version >= 7 else FINAL_EPOCH
 
     def resume(key, state) -> _Wanted:  # a session partition this incremental request does not name
-        meta = broker.partitions.topic(key[0]) if key[0] is not None else None
+        meta = services.partitions.topic(key[0]) if key[0] is not None else None
         return _Wanted(key[0], meta.topic_id if meta is not None else _NULL_UUID, key[1], state.fetch_offset,
                        state.max_bytes)
 
-    context, wanted = broker.fetch_sessions.new_context(session_id, epoch, wanted, forgotten, replica_id >= 0,
+    context, wanted = services.fetch_sessions.new_context(session_id, epoch, wanted, forgotten, replica_id >= 0,
                                                         resume)
     if context.error:
         return FetchResponse(error_code=context.error, session_id=0, responses=[])
@@ -242,7 +242,7 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
             else:
                 # KIP-74 (v3+): the first partition's first batch is returned whole beyond its limits; below
                 # v3 Kafka's limit is hard (FetchParams.hardMaxBytesLimit): a larger message is not returned
-                data = _read_partition(broker, want, limit, total == 0 and version >= 3, isolation, version,
+                data = _read_partition(services, want, limit, total == 0 and version >= 3, isolation, version,
                                        replica_id, first_read, leaders)
                 if data.error_code == ErrorCode.OFFSET_OUT_OF_RANGE:
                     # ReplicaManager answers a read error with unknown offsets (-1), not the log's
@@ -261,12 +261,12 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
         timeout = deadline - time.monotonic()
         if total >= min_bytes or errors or timeout <= 0 or not wanted:
             break
-        await broker.purgatory.wait_any(keys, timeout)
+        await services.purgatory.wait_any(keys, timeout)
     if replica_id >= 0:
-        _record_throttled_bytes(broker.replicas.throttle, results)
+        _record_throttled_bytes(services.replicas.throttle, results)
     if version <= LAST_VERSION_WITHOUT_ZSTD:
         settings: dict = {}
-        results = [(want, _old_client_answer(broker, want, data, version, replica_id >= 0, settings))
+        results = [(want, _old_client_answer(services, want, data, version, replica_id >= 0, settings))
                    for want, data in results]
         if version <= LAST_LEGACY_VERSION:
             await _down_convert(results, version)

@@ -28,9 +28,9 @@ DEBUGGING_REPLICA_ID = -2
 PartitionResponse = ListOffsetsResponse.ListOffsetsPartitionResponse
 
 
-def _lookup(broker, topic: str, p, version: int, isolation_level: int, replica_id: int = -1) -> PartitionResponse:
+def _lookup(services, topic: str, p, version: int, isolation_level: int, replica_id: int = -1) -> PartitionResponse:
     index = p.partition_index
-    replicas = broker.replicas
+    replicas = services.replicas
     # only the leader answers, consumers and followers alike
     code = replicas.leader_error(topic, index, p.current_leader_epoch)
     if code:
@@ -103,7 +103,7 @@ def legacy_offsets_before(plog, timestamp: int, max_num_offsets: int, now_ms: in
     return sorted(offsets, reverse=True)
 
 
-def _lookup_v0(broker, topic: str, p, replica_id: int) -> PartitionResponse:
+def _lookup_v0(services, topic: str, p, replica_id: int) -> PartitionResponse:
     """One partition of a v0 request (KafkaApis.handleListOffsetRequestV0)."""
     index = p.partition_index
     if p.timestamp < EARLIEST:
@@ -112,14 +112,14 @@ def _lookup_v0(broker, topic: str, p, replica_id: int) -> PartitionResponse:
     if p.max_num_offsets < 0:
         # Kafka fails allocating a negative-sized array and answers with the generic error
         return PartitionResponse(partition_index=index, error_code=ErrorCode.UNKNOWN_SERVER_ERROR)
-    replicas = broker.replicas
+    replicas = services.replicas
     if replica_id != DEBUGGING_REPLICA_ID:
         # only the leader answers, except to the debugging replica id
         code = replicas.leader_error(topic, index, -1)
         if code:
             return PartitionResponse(partition_index=index, error_code=code)
         replicas.refresh_high_watermark(topic, index)
-    plog = broker.partitions.get_log(topic, index)
+    plog = services.partitions.get_log(topic, index)
     if plog is None:
         return PartitionResponse(partition_index=index, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     offsets = legacy_offsets_before(plog, p.timestamp, p.max_num_offsets, int(time.time() * 1000))
@@ -133,7 +133,7 @@ def _lookup_v0(broker, topic: str, p, replica_id: int) -> PartitionResponse:
 
 @handles(ListOffsetsRequest)
 async def handle_list_offsets(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
-    broker = ctx.broker
+    services = ctx.services
     version = ctx.api_version
     isolation = request.isolation_level if version >= 2 else 0
     topics = []
@@ -144,8 +144,8 @@ async def handle_list_offsets(ctx: RequestContext, request: ListOffsetsRequest) 
             partitions = [PartitionResponse(partition_index=p.partition_index,
                                             error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED) for p in topic.partitions]
         else:
-            partitions = [_lookup_v0(broker, topic.name, p, request.replica_id) if version == 0 else
-                          _lookup(broker, topic.name, p, version, isolation, request.replica_id)
+            partitions = [_lookup_v0(services, topic.name, p, request.replica_id) if version == 0 else
+                          _lookup(services, topic.name, p, version, isolation, request.replica_id)
                           for p in topic.partitions]
         topics.append(ListOffsetsResponse.ListOffsetsTopicResponse(name=topic.name, partitions=partitions))
     return ListOffsetsResponse(throttle_time_ms=0, topics=topics)

@@ -34,7 +34,7 @@ _MAX_DIR_NAME_LENGTH = 255
 @handles(AlterReplicaLogDirsRequest)
 async def handle_alter_replica_log_dirs(ctx: RequestContext,
                                         request: AlterReplicaLogDirsRequest) -> AlterReplicaLogDirsResponse:
-    broker = ctx.broker
+    services = ctx.services
     # Kafka keys the request by partition, so a partition named twice takes its last destination.
     destinations: dict[tuple[str, int], str] = {}
     for log_dir in request.dirs:
@@ -44,7 +44,7 @@ async def handle_alter_replica_log_dirs(ctx: RequestContext,
     by_topic: dict[str, list] = {}
     allowed = ctx.authorized_cluster(AclOperation.ALTER)  # ALTER on the cluster (KafkaApis)
     for (topic, partition), path in destinations.items():
-        code = _alter_log_dir(broker, topic, partition, path) if allowed else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        code = _alter_log_dir(services, topic, partition, path) if allowed else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
         by_topic.setdefault(topic, []).append(AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult(
             partition_index=partition, error_code=code))
     return AlterReplicaLogDirsResponse(throttle_time_ms=0, results=[
@@ -52,20 +52,20 @@ async def handle_alter_replica_log_dirs(ctx: RequestContext,
         for topic, partitions in by_topic.items()])
 
 
-def _alter_log_dir(broker, topic: str, partition: int, path: str) -> int:
+def _alter_log_dir(services, topic: str, partition: int, path: str) -> int:
     """One partition's outcome, checked in ReplicaManager.alterReplicaLogDirs's order."""
     if len(f"{topic}-{partition}") + _FUTURE_DIR_SUFFIX_LENGTH > _MAX_DIR_NAME_LENGTH:
         return ErrorCode.INVALID_TOPIC_EXCEPTION
-    configured = {os.path.abspath(d) for d in broker.log_dirs}
+    configured = {os.path.abspath(d) for d in services.log_dirs}
     if os.path.abspath(path) not in configured:  # the absolute paths of log.dirs, as Kafka compares
         return ErrorCode.LOG_DIR_NOT_FOUND
-    plog = broker.logs.get(topic, partition)
+    plog = services.logs.get(topic, partition)
     if isinstance(plog, OfflinePartitionLog):
         return ErrorCode.KAFKA_STORAGE_ERROR
-    if plog is None or broker.metadata.get_topic(topic) is None:
+    if plog is None or services.metadata.get_topic(topic) is None:
         return ErrorCode.REPLICA_NOT_AVAILABLE
     try:
-        broker.logs.move(topic, partition, path)
+        services.logs.move(topic, partition, path)
     except KafkaError as exc:
         log.warning("AlterReplicaLogDirs: cannot move %s-%d to %s: %s", topic, partition, path, exc)
         return exc.code
@@ -76,7 +76,7 @@ def _alter_log_dir(broker, topic: str, partition: int, path: str) -> int:
 
 @handles(DescribeLogDirsRequest)
 async def handle_describe_log_dirs(ctx: RequestContext, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
-    broker = ctx.broker
+    services = ctx.services
     if not ctx.authorized_cluster(AclOperation.DESCRIBE):  # DESCRIBE on the cluster (KafkaApis): nothing shown
         return DescribeLogDirsResponse(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                                        results=[])
@@ -84,13 +84,13 @@ async def handle_describe_log_dirs(ctx: RequestContext, request: DescribeLogDirs
     if request.topics is not None:
         wanted = {(t.topic, p) for t in request.topics for p in t.partitions}
     Partition = DescribeLogDirsResponse.DescribeLogDirsPartition
-    by_dir: dict[str, dict[str, list]] = {str(d): {} for d in broker.logs.log_dirs}
-    for (topic, partition), plog in broker.logs.all_logs().items():
+    by_dir: dict[str, dict[str, list]] = {str(d): {} for d in services.logs.log_dirs}
+    for (topic, partition), plog in services.logs.all_logs().items():
         if wanted is not None and (topic, partition) not in wanted:
             continue
         by_dir.setdefault(str(plog.dir.parent), {}).setdefault(topic, []).append(Partition(
             partition_index=partition, partition_size=plog.size_in_bytes(), offset_lag=0, is_future_key=False))
-    for move in broker.logs.moves():
+    for move in services.logs.moves():
         topic, partition = move.key
         if wanted is not None and (topic, partition) not in wanted:
             continue
@@ -98,7 +98,7 @@ async def handle_describe_log_dirs(ctx: RequestContext, request: DescribeLogDirs
             partition_index=partition, partition_size=move.size, offset_lag=move.offset_lag, is_future_key=True))
     results = []
     for log_dir, topics in by_dir.items():
-        state = broker.logs.dir_state(log_dir)
+        state = services.logs.dir_state(log_dir)
         if state is not None and not state.online:
             # as Kafka answers for a failed log dir: the error, no replicas, no sizes (a full dir
             # is offline to clients until it takes writes again)

@@ -11,10 +11,10 @@ from ..dispatch import RequestContext, handles
 _NULL_UUID = uuid.UUID(int=0)
 
 
-def topic_response(broker, meta, version: int) -> MetadataResponse.MetadataResponseTopic:
+def topic_response(services, meta, version: int) -> MetadataResponse.MetadataResponseTopic:
     """One topic's metadata entry; a partition whose leader is not live (or not yet elected)
     carries LEADER_NOT_AVAILABLE, as Kafka's metadata cache answers."""
-    store = broker.metadata
+    store = services.metadata
     partitions = []
     for index, p in enumerate(meta.partitions):
         offline = list(store.offline_replicas(meta.name, index))
@@ -28,9 +28,9 @@ def topic_response(broker, meta, version: int) -> MetadataResponse.MetadataRespo
         partitions=partitions)
 
 
-def broker_entries(broker, listener_name: str | None = None) -> list:
+def broker_entries(services, listener_name: str | None = None) -> list:
     return [MetadataResponse.MetadataResponseBroker(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
-            for b in broker.brokers_for(listener_name)]
+            for b in services.brokers_for(listener_name)]
 
 
 def _invalid_request_response(request: MetadataRequest) -> MetadataResponse:
@@ -46,9 +46,9 @@ def _invalid_request_response(request: MetadataRequest) -> MetadataResponse:
 
 @handles(MetadataRequest)
 async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
-    broker = ctx.broker
+    services = ctx.services
     version = ctx.api_version
-    partitions = broker.partitions
+    partitions = services.partitions
     all_topics = request.topics is None or (version == 0 and not request.topics)
     if not all_topics and version < 12 and any(t.name is None or t.topic_id != _NULL_UUID for t in request.topics):
         return _invalid_request_response(request)
@@ -64,7 +64,7 @@ async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> Meta
                                            log_if_denied=False)
             metas = [m for m in metas if m.name in allowed]
         for meta in metas:
-            topics.append(topic_response(broker, meta, version))
+            topics.append(topic_response(services, meta, version))
     else:
         for wanted in request.topics:
             name = wanted.name
@@ -84,7 +84,7 @@ async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> Meta
                         error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name, topic_id=_NULL_UUID))
                     continue
                 meta = partitions.topic(name)
-                if meta is None and allow_auto_create and broker.config.get("auto.create.topics.enable") \
+                if meta is None and allow_auto_create and services.config.get("auto.create.topics.enable") \
                         and not ctx.authorized_cluster(AclOperation.CREATE, log_if_denied=False) \
                         and not ctx.authorized(AclOperation.CREATE, ResourceType.TOPIC, name):
                     topics.append(MetadataResponse.MetadataResponseTopic(
@@ -111,14 +111,14 @@ async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> Meta
                     topics.append(MetadataResponse.MetadataResponseTopic(
                         error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, topic_id=_NULL_UUID))
                     continue
-            topics.append(topic_response(broker, meta, version))
+            topics.append(topic_response(services, meta, version))
     if request.include_topic_authorized_operations:
         for topic in topics:
             if topic.error_code == 0:
                 topic.topic_authorized_operations = ctx.authorized_operations(ResourceType.TOPIC, topic.name)
     response = MetadataResponse(
-        throttle_time_ms=0, brokers=broker_entries(broker, ctx.listener_name), cluster_id=broker.cluster_id,
-        controller_id=broker.metadata.controller_id(), topics=topics)
+        throttle_time_ms=0, brokers=broker_entries(services, ctx.listener_name), cluster_id=services.cluster_id,
+        controller_id=services.metadata.controller_id(), topics=topics)
     if 8 <= version <= 10 and request.include_cluster_authorized_operations:
         response.cluster_authorized_operations = ctx.authorized_operations(ResourceType.CLUSTER, "kafka-cluster")
     return response

@@ -12,7 +12,7 @@ EpochEndOffset = OffsetForLeaderEpochResponse.EpochEndOffset
 @handles(OffsetForLeaderEpochRequest)
 async def handle_offset_for_leader_epoch(
         ctx: RequestContext, request: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse:
-    replicas = ctx.broker.replicas
+    replicas = ctx.replicas
     topics = []
     # KafkaApis: CLUSTER_ACTION (a follower) covers every topic, otherwise DESCRIBE on each
     denied = frozenset() if ctx.authorized_cluster(AclOperation.CLUSTER_ACTION, log_if_denied=False) else \

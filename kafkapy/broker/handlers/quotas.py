@@ -82,7 +82,7 @@ async def handle_describe_client_quotas(ctx: RequestContext,
         code = ErrorCode.UNSUPPORTED_VERSION if isinstance(exc, _UnsupportedEntityType) else ErrorCode.INVALID_REQUEST
         return Response(throttle_time_ms=0, error_code=code, error_message=str(exc), entries=None)
     entries = []
-    quotas = ctx.broker.metadata.describe_client_quotas()
+    quotas = ctx.metadata.describe_client_quotas()
     for entity, values in sorted(quotas.items(), key=lambda item: str(item[0])):
         if not quota_filter.matches(entity):
             continue
@@ -127,7 +127,7 @@ async def handle_alter_client_quotas(ctx: RequestContext,
         changes[entity] = ops
         results.append(Response.EntryData(error_code=0, error_message=None, entity=echoed))
     if changes and not request.validate_only:
-        ctx.broker.metadata.alter_client_quotas(changes)
+        ctx.metadata.alter_client_quotas(changes)
         log.info("client %s (%s) altered client quotas of %s", ctx.client_id, ctx.principal,
                  ", ".join(str(e) for e in changes))
     return Response(throttle_time_ms=0, entries=results)
