@@ -10,6 +10,7 @@ import uuid
 from types import SimpleNamespace
 
 from kafkapy.broker.connection import KafkaConnection
+from kafkapy.broker.partitions import PartitionManager
 from kafkapy.devcluster.launcher import build_broker
 from kafkapy.metadata.store import PartitionMetadata, TopicMetadata
 from kafkapy.protocol.api_versions import CLUSTER_VERSIONS
@@ -97,8 +98,11 @@ class Node:
                                          host_loaded_partitions=lambda partitions: partitions.adopt_loaded_logs())
         broker.advertised_versions.update(CLUSTER_VERSIONS)
         broker.broker_epoch = 1000 + node_id
-        broker.replicas = ReplicaManager(broker.node_id, broker.config, broker.metadata, broker.partitions, broker.logs,
+        # the parts that read the metadata and the membership are built again with the stubs
+        broker.partitions = PartitionManager(broker.config, metadata, broker.logs, broker.purgatory, broker.cluster)
+        broker.replicas = ReplicaManager(broker.node_id, broker.config, metadata, broker.partitions, broker.logs,
                                          broker.purgatory, broker.metrics, lambda: broker.broker_epoch)
+        broker.partitions.replicas = broker.replicas
         broker.logs.load()
         broker.partitions.sync_with_metadata()
         self.server = None
