@@ -15,6 +15,7 @@ import logging
 import random
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..groupcoord.offsets_topic import OffsetsTopicStore, offsets_topic_configs
 from ..groupcoord.share import AckBatch, ShareGroupConfig, ShareGroupCoordinator, validate_ack_batches
@@ -28,6 +29,14 @@ from ..replication.durability import wait_durable
 from ..security.inter_broker import inter_broker_options
 from .handlers.offsets import replicated
 from .log_throttle import PeerLogThrottle
+
+if TYPE_CHECKING:
+    from ..groupcoord import GroupCoordinator
+    from ..metadata.store import MetadataStore
+    from ..replication.interfaces import Wakeups
+    from ..replication.replica_manager import ReplicaManager
+    from .config import BrokerConfig
+    from .partitions import PartitionManager
 
 log = logging.getLogger(__name__)
 _state_log = PeerLogThrottle(log, first=1, interval_s=10.0)
@@ -102,8 +111,9 @@ class ShareCoordination:
     of the broker: partition logs and replicas, wake-ups, the metadata store, the group coordinator
     (a share group is coordinated where its __consumer_offsets partition is led)."""
 
-    def __init__(self, config, metadata, partitions, replicas, purgatory,
-                 group_coordinator: Callable[[], object], node_id: int) -> None:
+    def __init__(self, config: BrokerConfig, metadata: MetadataStore, partitions: PartitionManager,
+                 replicas: ReplicaManager, purgatory: Wakeups, group_coordinator: Callable[[], GroupCoordinator],
+                 node_id: int) -> None:
         self.config = config
         self.metadata = metadata
         self.partitions = partitions
