@@ -255,6 +255,10 @@ class Broker:
         metrics and the group handlers, which must not build it."""
         return self._share_groups
 
+    def serving(self) -> bool:
+        """Whether a listener still accepts connections (True before they are opened)."""
+        return not self._servers or any(server.is_serving() for server in self._servers)
+
     def close_listeners(self) -> None:
         """Stop accepting connections (an in-process launcher's kill: nothing else is stopped)."""
         for server in self._servers:

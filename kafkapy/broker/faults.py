@@ -590,8 +590,7 @@ class FaultInjector:
         return None
 
     def _serving(self) -> bool:
-        servers = getattr(self.broker, "_servers", None)
-        return not servers or any(server.is_serving() for server in servers)
+        return self.broker is None or self.broker.serving()
 
     # -- from other threads -----------------------------------------------------------------------
     def call(self, fn: Callable[..., Any], *args: Any, timeout: float = 10.0, **kwargs: Any) -> Any:

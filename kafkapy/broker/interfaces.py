@@ -163,6 +163,8 @@ class HandlerServices(Protocol):
 
     def readvertise(self) -> None: ...
 
+    def serving(self) -> bool: ...
+
 
 class ConnectionHost(HandlerServices, Protocol):
     """What a KafkaConnection needs of its broker: the bundle its requests' contexts carry, the

@@ -61,7 +61,7 @@ def partition_log(broker, topic: str, partition: int):
 def _leader_console(broker, leader: int) -> str | None:
     """The leader's console, assuming it listens on the same port as ours (brokers usually share
     one configuration); the path is filled in by the server."""
-    console = getattr(broker, "console", None)
+    console = broker.console
     for info in broker.brokers_for(None):
         if info.node_id == leader and console is not None:
             return f"http://{info.host}:{console.port}"

@@ -146,7 +146,7 @@ class ConsoleServer:
         html = self.templates.get_template(template).render(
             node_id=self.broker.node_id, cluster_id=self.broker.cluster_id,
             writes_enabled=self.writes_enabled,
-            schemas_enabled=getattr(self.broker, "schema_registry", None) is not None, **context)
+            schemas_enabled=self.broker.schema_registry is not None, **context)
         return web.Response(text=html, status=http_status, content_type="text/html")
 
     async def static(self, request: web.Request) -> web.Response:
@@ -256,7 +256,7 @@ class ConsoleServer:
 
     # -- the schema registry's subjects (kafkapy/schemaregistry, read through the broker) ------------
     def _registry(self):
-        service = getattr(self.broker, "schema_registry", None)
+        service = self.broker.schema_registry
         if service is None:
             raise ConsoleError(404, "the schema registry is off (kafkapy.schema.registry.listener)")
         return service.registry
@@ -417,7 +417,7 @@ class ConsoleServer:
             p99 = stats.get("p99_ms")
             rows.append({"api": api, "count": stats.get("count", 0), "errors": stats.get("errors", 0),
                          "p99_ms": p99 if p99 is not None and p99 == p99 else None, "rate": rates.get(api)})
-        metrics = getattr(self.broker, "metrics", None)
+        metrics = self.broker.metrics
         errors = []
         if metrics is not None and hasattr(metrics, "recent_errors"):
             errors = list(metrics.recent_errors(100))
@@ -432,7 +432,7 @@ class ConsoleServer:
 
     async def clients(self, request: web.Request) -> web.Response:
         """Client telemetry (KIP-714): what each client instance last pushed."""
-        telemetry = getattr(self.broker, "client_telemetry", None)
+        telemetry = self.broker.client_telemetry
         clients = []
         if telemetry is not None:
             samples: dict[str, list] = {}

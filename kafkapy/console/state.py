@@ -152,7 +152,7 @@ def table_detail(broker, name: str, configs: list[dict]) -> dict | None:
     mode = next((c["value"] for c in configs if c["name"] == "kafkapy.iceberg.mode"), None) or "disabled"
     if mode == "disabled":
         return None
-    service = getattr(broker, "tables", None)
+    service = broker.tables
     detail = service.describe_topic(name) if service is not None else None
     if detail is None:
         return {"mode": mode, "table": f"kafka.{name}", "dead_letters": f"kafka.{name}~dlq", "snapshot": None,
@@ -168,7 +168,7 @@ def fetch_positions(broker, meta) -> list[dict] | None:
     """The last fetch position of each consumer (client id, host) reading the topic, committing or
     not (Spark's source does not commit), with its lag behind the high watermark. None when the
     broker does not track them (kafkapy.metrics.listener unset)."""
-    metrics = getattr(broker, "metrics", None)
+    metrics = broker.metrics
     fetches = getattr(metrics, "fetches", None)
     if fetches is None or not getattr(metrics, "detailed", False):
         return None
@@ -246,7 +246,7 @@ def share_group_summaries(broker, query: str = "") -> list[dict]:
     here: start offset, lag (records from the start offset to the high watermark not yet
     acknowledged or archived, as DescribeShareGroupOffsets) and records by state. Empty until
     the broker has seen a share request (the share coordinator is built then)."""
-    share = getattr(broker, "_share_groups", None)
+    share = broker.loaded_share_groups
     if share is None:
         return []
     query = query.strip().lower()
