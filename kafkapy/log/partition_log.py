@@ -5,6 +5,12 @@ flusher threads only fsync (and write checkpoints). Changes to the segment list 
 under `_lock`, which the flusher holds while it picks the segments to sync; an append
 writes its data before publishing the new segment size and end offset, so the flusher
 never reports more as durable than it synced.
+
+PartitionLog is put together from one module per concern: offset lookups by time (timestamps.py),
+retention (retention.py), the replication side (truncation.py), fsync and flush (durability.py),
+the aborted-transaction index (aborted_txns.py), offline and full-disk states (availability.py).
+This module keeps the state they share, opening, appending, reading and rolling: the one concern
+of the segments under `_lock`, about 650 lines.
 """
 from __future__ import annotations
 
@@ -14,12 +20,11 @@ import os
 import struct
 import threading
 import time
-from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from kafkapy.protocol.control_records import ControlRecordType, build_control_batch, read_control_batch_marker
+from kafkapy.protocol.control_records import build_control_batch
 from kafkapy.protocol.errors import CorruptRecordError
 from kafkapy.protocol.records import (
     TIMESTAMP_TYPE_MASK,
@@ -28,16 +33,15 @@ from kafkapy.protocol.records import (
     set_log_append_time,
 )
 
-from .checkpoints import fsync_dir
 from .config import LONG_MAX, LogConfig
 from .errors import (
     InvalidTimestampError,
     KafkaStorageError,
-    LogOfflineError,
     MessageTooLargeError,
     OffsetOutOfRangeError,
     RecordListTooLargeError,
 )
+from .durability import LogDurability
 from .file_slice import FileSlice
 from .flusher import Flusher
 from .leader_epoch import LeaderEpochCache
@@ -45,7 +49,9 @@ from .retention import SegmentRetention
 from .segment import INT32_MAX, LOG_SUFFIX, ROLL_UNKNOWN, LogSegment
 from .timestamps import TimestampLookups
 from .truncation import LogTruncation
-from .txn_index import AbortedTxn, TransactionIndex
+from .aborted_txns import AbortedTransactions
+from .availability import LogAvailability
+from .txn_index import TransactionIndex
 
 if TYPE_CHECKING:
     from .producer_state import ProducerStateManager
@@ -86,7 +92,8 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-class PartitionLog(TimestampLookups, SegmentRetention, LogTruncation):
+class PartitionLog(TimestampLookups, SegmentRetention, LogTruncation, LogDurability, AbortedTransactions,
+                   LogAvailability):
     """One partition's segments, with Kafka's offset, retention and durability rules."""
 
     def __init__(self, directory: Path, config: LogConfig, *, topic: str, partition: int,
@@ -199,66 +206,6 @@ class PartitionLog(TimestampLookups, SegmentRetention, LogTruncation):
     @property
     def segments(self) -> list[LogSegment]:
         return list(self._segments)
-
-    @property
-    def is_offline(self) -> bool:
-        return self.offline_reason is not None
-
-    def _check_online(self) -> None:
-        if self.offline_reason is not None:
-            raise LogOfflineError(f"partition {self.dir.name} is offline: {self.offline_reason}")
-
-    def _mark_offline(self, reason: str) -> None:
-        if self.offline_reason is None:
-            self.offline_reason = reason
-            self.write_refused = reason
-            log.error("partition %s is offline: %s", self.dir.name, reason)
-
-    def refuse_writes(self, reason: str) -> None:
-        """The log dir is full: appends fail with KAFKA_STORAGE_ERROR, reads go on."""
-        if self.write_refused is None:
-            self.write_refused = reason
-
-    def resume_writes(self) -> None:
-        """Space is back in the log dir: cut whatever a failed write left past the last whole
-        batch (the file may be longer than the log if cutting failed then), make everything
-        durable again (a failed fsync may have left pages unwritten), and take appends.
-        Raises OSError when that fails; the log keeps refusing writes then."""
-        if self.offline_reason is not None or self.write_refused is None:
-            return
-        with self._lock:
-            segment = self._active
-            on_disk = os.fstat(segment._fd).st_size
-            if on_disk != segment.size:
-                log.warning("%s: cutting %d byte(s) a failed write left after offset %d", self.dir.name,
-                            on_disk - segment.size, self._log_end_offset)
-                os.ftruncate(segment._fd, segment.size)
-        self._flush_to(self._log_end_offset)
-        self.write_refused = None
-        log.info("partition %s takes writes again at offset %d", self.dir.name, self._log_end_offset)
-
-    def _check_writable(self) -> None:
-        self._check_online()
-        if self.write_refused is not None:
-            raise KafkaStorageError(f"partition {self.dir.name} refuses writes: {self.write_refused}")
-
-    def _io_failed(self, what: str, exc: BaseException) -> None:
-        """A write or fsync failed: the LogManager takes the log dir offline (or marks it full);
-        a log without a manager goes offline alone."""
-        reason = f"{what} failed: {exc}"
-        handler = self.io_error_handler
-        if handler is not None and isinstance(exc, OSError):
-            try:
-                handler(self, reason, exc)
-                return
-            except Exception:
-                log.exception("handling the I/O error of %s failed", self.dir.name)
-        self._mark_offline(reason)
-
-    def _fault_check(self, operation: str) -> None:
-        faults = self.storage_faults
-        if faults is not None and faults.active:
-            faults.check(self.dir.parent, self.topic, self.partition, operation)
 
     def __repr__(self) -> str:
         return (f"PartitionLog({self.dir.name}, start={self._log_start_offset}, "
@@ -577,32 +524,6 @@ class PartitionLog(TimestampLookups, SegmentRetention, LogTruncation):
         return self.append(batch, leader_epoch=leader_epoch, from_client=False,
                            coordinator_epoch=coordinator_epoch)
 
-    def aborted_transactions(self, start: int, end: int) -> list[AbortedTxn]:
-        """Aborted transactions a read_committed fetch of [start, end) must report."""
-        index = self.txn_index
-        if not index:
-            return []
-        if index._last_offsets[0] < self._log_start_offset:
-            index.drop_before(self._log_start_offset)
-        return index.collect(start, end)
-
-    def _index_completed_txn(self, header: BatchHeader, completed, batch=None) -> None:
-        """A control batch closed a transaction: index it if it was an abort (caller holds the
-        lock; `batch` holds the control batch at `header.position`, else it is in the segment)."""
-        if batch is not None:
-            kind, _ = read_control_batch_marker(batch, header)
-        else:
-            segment = self._segments[max(bisect.bisect_right(self._bases, header.base_offset) - 1, 0)]
-            data = os.pread(segment.file.fileno(), header.batch_length + 12, header.position)
-            kind, _ = read_control_batch_marker(data)
-        if kind != ControlRecordType.ABORT:
-            return
-        first_open = self.producer_state.first_undecided_offset()
-        lso = header.next_offset if first_open is None else min(first_open, header.next_offset)
-        segment_base = self._bases[max(bisect.bisect_right(self._bases, header.base_offset) - 1, 0)]
-        self.txn_index.append(AbortedTxn(completed.producer_id, completed.first_offset,
-                                         completed.last_offset, lso), segment_base)
-
     # ---------------------------------------------------------------- leader epochs
     def assign_epoch(self, epoch: int, start_offset: int) -> None:
         with self._lock:
@@ -611,98 +532,6 @@ class PartitionLog(TimestampLookups, SegmentRetention, LogTruncation):
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         """(epoch, end offset) for OffsetForLeaderEpoch; (-1, -1) when unknown."""
         return self.leader_epochs.end_offset_for_epoch(epoch)
-
-    # ---------------------------------------------------------------- durability
-    def sync_until(self, offset: int) -> Future:
-        """A Future completed when everything through `offset` is fsynced (group commit)."""
-        if offset < self.durable_offset:
-            future: Future = Future()
-            future.set_result(self.durable_offset)
-            return future
-        if offset >= self._log_end_offset:
-            offset = self._log_end_offset - 1
-        return self._flusher.request_sync(self, offset)
-
-    def flush(self, offset: int | None = None) -> None:
-        """fsync everything (indexes too) below `offset` (default: log end) now, and advance
-        the recovery point. Blocks the caller."""
-        self._flush_to(self._log_end_offset if offset is None else offset)
-
-    def _segments_from(self, offset: int) -> list[LogSegment]:
-        """Segments that may hold data at or after `offset` (caller holds the lock)."""
-        i = bisect.bisect_right(self._bases, offset) - 1
-        return self._segments[max(i, 0):]
-
-    def _sync_data(self) -> int:
-        """Group commit (flusher thread): fdatasync the .log files of unsynced segments."""
-        with self._lock:
-            target = self._log_end_offset
-            segments = [s for s in self._segments_from(self.durable_offset)
-                        if s.durable_size < s.size or s.needs_dir_sync]
-        if self.storage_faults is not None and segments:
-            self._fault_check("fsync")
-        if any(s.needs_dir_sync for s in segments):
-            self._sync_dir()
-            for s in segments:
-                s.needs_dir_sync = False
-        for segment in segments:
-            try:
-                segment.sync_log()
-            except (OSError, ValueError):
-                if not segment.deleted and not segment.closed:
-                    raise
-        with self._lock:
-            # A truncation meanwhile may have moved the end below `target`.
-            target = min(target, self._log_end_offset)
-            if target > self.durable_offset:
-                self.durable_offset = target
-        return self.durable_offset
-
-    def _sync_dir(self) -> None:
-        directory = self.dir
-        try:
-            fsync_dir(directory)
-        except FileNotFoundError:
-            # The log moved to another log dir meanwhile (dir_move.py syncs the new one).
-            if directory not in self.moved_from:
-                raise
-
-    def _flush_to(self, offset: int) -> None:
-        """Full flush (log and indexes) of everything below `offset`; advances the recovery point."""
-        with self._lock:
-            if self._closed and self.recovery_point >= self._log_end_offset:
-                return
-            offset = min(offset, self._log_end_offset)
-            if offset <= self.recovery_point:
-                return
-            segments = [s for s in self._segments_from(self.recovery_point) if s.base_offset < offset]
-        if self.storage_faults is not None and segments:
-            self._fault_check("fsync")
-        if any(s.needs_dir_sync for s in segments):
-            self._sync_dir()
-            for s in segments:
-                s.needs_dir_sync = False
-        for segment in segments:
-            try:
-                segment.flush()
-            except (OSError, ValueError):
-                if not segment.deleted and not segment.closed:
-                    raise
-        with self._lock:
-            if offset > self.recovery_point:
-                self.recovery_point = offset
-            if offset > self.durable_offset:
-                self.durable_offset = offset
-            self.last_flush_ms = _now_ms()
-
-    def flush_if_due(self, now_ms: int) -> bool:
-        """flush.ms: queue a background flush if the log has unflushed data older than flush.ms."""
-        if self.recovery_point >= self._log_end_offset or self.offline_reason is not None:
-            return False
-        if now_ms - self.last_flush_ms < self.config.flush_ms:
-            return False
-        self._flusher.request_flush(self, self._log_end_offset)
-        return True
 
     # ---------------------------------------------------------------- rolling
     def roll(self) -> LogSegment:
