@@ -16,6 +16,9 @@ a combined schema (allOf/anyOf/oneOf; a list of types is an anyOf of one schema 
 with several of these parts is the allOf of them), a not, or an if/then/else. `$ref`s are followed:
 local ones inside the document that holds them, others to the referenced schemas (Confluent's
 `references`), by the reference's name, optionally with a `#/...` pointer into it.
+
+One concern at about 650 lines: the walk is one recursive comparison whose cases (one per shape)
+call each other, so it stays in one module, as Confluent's is one package.
 """
 from __future__ import annotations
 
