@@ -145,9 +145,6 @@ class MetadataCache:
     def offline_replicas(self, name: str, index: int) -> tuple[int, ...]:
         return self._offline.get((name, index), ())
 
-    def live_broker_ids(self) -> list[int]:
-        return sorted(self.brokers)
-
     def endpoint(self, node_id: int, listener: str) -> tuple[str, int] | None:
         broker = self.brokers.get(node_id)
         if broker is None:

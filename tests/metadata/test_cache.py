@@ -30,14 +30,14 @@ def test_brokers_replace_partitions_accumulate_and_controller_is_tracked():
     cache = MetadataCache()
     delta = cache.apply(request([broker(1, 9001), broker(2, 9002, "r2")], [state(0, 1), state(1, 2)]))
     assert delta.brokers_changed and delta.controller_changed and delta.created_topics == {"t"}
-    assert cache.controller_id == 1 and cache.live_broker_ids() == [1, 2]
+    assert cache.controller_id == 1 and sorted(cache.brokers) == [1, 2]
     assert cache.endpoint(2, "PLAINTEXT") == ("127.0.0.1", 9002)
     assert [b.rack for b in cache.broker_infos("PLAINTEXT")] == [None, "r2"]
     assert cache.topic_id("t") == TOPIC_ID and cache.name_of(TOPIC_ID) == "t"
     # the broker list is a full replacement, partition states a delta
     delta = cache.apply(request([broker(1, 9001)], [state(1, 1, epoch=1, isr=(1,), offline=(2,))]))
     assert delta.brokers_changed and delta.changed_topics == {"t"} and not delta.created_topics
-    assert cache.live_broker_ids() == [1] and cache.endpoint(2, "PLAINTEXT") is None
+    assert sorted(cache.brokers) == [1] and cache.endpoint(2, "PLAINTEXT") is None
     parts = cache.partitions("t")
     assert [p.leader for p in parts] == [1, 1] and parts[1].leader_epoch == 1 and parts[1].isr == (1,)
     assert cache.offline_replicas("t", 1) == (2,)

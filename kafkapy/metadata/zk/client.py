@@ -539,14 +539,6 @@ class KafkaZkClient:
                  new_version)
         return new_epoch, new_version
 
-    def resign_controller(self, epoch_zk_version: int) -> None:
-        """Deletes /controller (fenced) so that a new election starts; gone already is fine."""
-        try:
-            self._fenced(epoch_zk_version, [_Op("delete", CONTROLLER_PATH)])
-        except _OpFailed as failed:
-            if not isinstance(failed.error, kz.NoNodeError):
-                raise _translate(failed.error, CONTROLLER_PATH) from None
-
     def delete_controller_if_mine(self, broker_id: int) -> bool:
         """Deletes /controller if this session created it for `broker_id`; True if it did.
 
