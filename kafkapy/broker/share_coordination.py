@@ -25,9 +25,8 @@ from ..groupcoord.share.state_store import SHARE_STATE_TOPIC, UPDATES_PER_SNAPSH
 from ..net.peers import PeerConnections
 from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages import ReadShareGroupStateRequest, WriteShareGroupStateRequest
-from ..replication.durability import wait_durable
 from ..security.inter_broker import inter_broker_options
-from .handlers.offsets import replicated
+from .coordinator_writes import replicated
 from .log_throttle import PeerLogThrottle
 
 if TYPE_CHECKING:
@@ -408,9 +407,8 @@ class ShareCoordination:
             return errors
         outcome: dict[int, int] = {}
         for state_partition in written:
-            plog = self.partitions.get_log(SHARE_STATE_TOPIC, state_partition)
-            if plog is not None and plog.config.fsync_on_ack:
-                await wait_durable(plog.sync_until(plog.log_end_offset - 1))
+            # a failed fsync raises here rather than answering an error code
+            await self.replicas.wait_synced(((SHARE_STATE_TOPIC, state_partition),))
             outcome[state_partition] = await replicated(self, SHARE_STATE_TOPIC, state_partition,
                                                       self.config.get("offsets.commit.timeout.ms"))
         for i in accepted:

@@ -1,10 +1,9 @@
-"""KIP-890 verification with a transaction coordinator on another broker (cluster mode).
-
-Before the first transactional batch of a transaction is appended to a partition, its leader asks
-the transactional id's coordinator whether the partition was added to the transaction, with
-AddPartitionsToTxn v4 and verify_only (Kafka's AddPartitionsToTxnManager), so that a late batch
-cannot open a transaction nobody will end. Where the coordinator is this broker, the check is a
-local call instead (handlers/transactions.py).
+"""KIP-890 verification of transactional produce (part 1): before the first transactional batch
+of a transaction is appended to a partition, the leader checks with the transactional id's
+coordinator that the partition was added to the transaction, so that a late batch cannot open a
+transaction nobody will end (`verify_transactional_produce`, for the produce handler). Where the
+coordinator is this broker, the check is a local call; on another broker (cluster mode) it is
+AddPartitionsToTxn v4 with verify_only (`TxnVerifier`, Kafka's AddPartitionsToTxnManager).
 """
 from __future__ import annotations
 
@@ -13,14 +12,15 @@ from typing import TYPE_CHECKING
 
 from ..net.client import BrokerConnectionError
 from ..net.peers import PeerConnections
-from ..protocol.errors import ErrorCode
+from ..protocol.errors import ErrorCode, KafkaError
 from ..protocol.messages import AddPartitionsToTxnRequest
 from ..security.inter_broker import inter_broker_options
 
 if TYPE_CHECKING:
     from .broker import Broker
 
-__all__ = ["TxnVerifier"]
+__all__ = ["TxnVerifier", "coordinated_here", "verification_error", "verify_transactional_produce",
+           "verify_with_remote_coordinator"]
 
 log = logging.getLogger(__name__)
 
@@ -66,3 +66,75 @@ class TxnVerifier:
 
     def close(self) -> None:
         self._peers.close()
+
+
+def verification_error(error: int, supports_abortable: bool) -> int:
+    """A failed KIP-890 verification as a client sees it (Kafka's AddPartitionsToTxnManager)."""
+    if error == ErrorCode.PRODUCER_FENCED:
+        return ErrorCode.INVALID_PRODUCER_EPOCH
+    if error == ErrorCode.TRANSACTION_ABORTABLE and not supports_abortable:
+        return ErrorCode.INVALID_TXN_STATE
+    return error
+
+
+# -- produce-side verification (KIP-890 part 1) -----------------------------------------------
+# Verification errors a producer may not retry by itself become NOT_ENOUGH_REPLICAS (Kafka's
+# ReplicaManager: retriable, and no metadata refresh).
+_RETRIABLE_VERIFICATION = {ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+                           ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR}
+
+
+def coordinated_here(broker, transactional_id: str) -> bool:
+    """Whether this broker's transaction coordinator owns `transactional_id` (always on one node)."""
+    error, node_id = broker.transaction_coordinator.find_coordinator(transactional_id)
+    return error == ErrorCode.NONE and node_id == broker.node_id
+
+
+def verify_transactional_produce(broker, transactional_id: str | None, topic: str, partition: int, plog,
+                                 headers, version: int) -> tuple[str, int, int] | None:
+    """Before the first transactional batch of a transaction reaches a partition, check with the
+    coordinator that the partition was added to the transaction (so that a late batch cannot
+    open a transaction nobody will ever end). Raises KafkaError with the client's error code.
+
+    Returns (transactional id, producer id, epoch) when the coordinator is another broker (cluster
+    mode): the caller then awaits `verify_with_remote_coordinator`."""
+    txn_headers = [h for h in headers if h.is_transactional and h.producer_id >= 0]
+    if not txn_headers:
+        return None
+    if transactional_id is None:
+        # Kafka authorizes transactional records by their request's transactional id
+        raise KafkaError("transactional records in a produce request without a transactional id",
+                         ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    coordinator = broker.transaction_coordinator
+    if not coordinator.config.transaction_partition_verification_enable:
+        return None
+    first = txn_headers[0]
+    if any(h.producer_id != first.producer_id for h in txn_headers):
+        raise KafkaError("transactional records contained more than one producer id",
+                         ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+    entry = plog.producer_state.last_entry(first.producer_id)
+    if entry is not None and entry.current_txn_first_offset >= 0 and entry.producer_epoch == first.producer_epoch:
+        return None  # this transaction already has data here: it was verified then
+    if not coordinated_here(broker, transactional_id):
+        return transactional_id, first.producer_id, first.producer_epoch
+    verified = coordinator.handle_verify_partitions(transactional_id, first.producer_id, first.producer_epoch,
+                                                    [(topic, partition)])
+    _raise_unverified(verified[(topic, partition)], transactional_id, topic, partition, version)
+    return None
+
+
+async def verify_with_remote_coordinator(broker, transactional_id: str, producer_id: int, producer_epoch: int,
+                                         topic: str, partition: int, version: int) -> None:
+    """verify_transactional_produce's check, asked of the coordinator on another broker."""
+    error = await broker.transaction_coordination.verifier().verify(transactional_id, producer_id, producer_epoch, topic, partition)
+    _raise_unverified(error, transactional_id, topic, partition, version)
+
+
+def _raise_unverified(error: int, transactional_id: str, topic: str, partition: int, version: int) -> None:
+    if error == ErrorCode.NONE:
+        return
+    if error in _RETRIABLE_VERIFICATION:
+        raise KafkaError(f"unable to verify that {topic}-{partition} was added to the transaction: "
+                         f"{ErrorCode(error).name}", ErrorCode.NOT_ENOUGH_REPLICAS)
+    error = verification_error(error, supports_abortable=version >= 11)
+    raise KafkaError(f"{topic}-{partition} was not added to the transaction of {transactional_id}", error)

@@ -473,14 +473,28 @@ class ReplicaManager:
         if plog is None:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         if fsync and plog.config.fsync_on_ack:
-            from .durability import wait_durable
-
             try:
-                await wait_durable(plog.sync_until(plog.log_end_offset - 1))
+                await self.wait_synced(((topic, partition),))
             except Exception as exc:  # noqa: BLE001 - the fsync failed: its log dir is full or offline now
                 log.warning("%s-%d: the write could not be made durable: %s", topic, partition, exc)
                 return ErrorCode.KAFKA_STORAGE_ERROR
         return await self.wait_for_replication(topic, partition, plog.log_end_offset, timeout_s)
+
+    async def wait_synced(self, partitions) -> None:
+        """fsync-on-ack for a coordinator's writes to several partitions ((topic, partition)
+        pairs) at once: wait until what their logs hold now is on disk, one group-commit round
+        for all. Partitions without a log here, with an empty log or without fsync-on-ack are
+        skipped. Raises the flusher's error when an fsync failed (the log dir is full or offline
+        now): `wait_appended` answers KAFKA_STORAGE_ERROR for it, other callers decide."""
+        syncs = []
+        for topic, partition in partitions:
+            plog = self.logs.get_log(topic, partition)
+            if plog is not None and plog.config.fsync_on_ack and plog.log_end_offset > 0:
+                syncs.append(plog.sync_until(plog.log_end_offset - 1))
+        if syncs:
+            from .durability import wait_durable  # with the first fsync-on-ack write, not at start-up
+
+            await wait_durable(*syncs)
 
     @staticmethod
     def replicated_at_once(part: Partition, required_offset: int) -> bool:

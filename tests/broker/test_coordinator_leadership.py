@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import pytest
 
 from kafkapy.broker.group_coordination import partition_leaders
-from kafkapy.broker.handlers.transactions import (
+from kafkapy.broker.txn_verification import (
     coordinated_here,
     verify_transactional_produce,
 )

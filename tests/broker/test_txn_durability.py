@@ -17,6 +17,8 @@ from kafkapy.protocol.messages import (
     EndTxnRequest,
     InitProducerIdRequest,
 )
+from kafkapy.replication import durability
+from kafkapy.replication.replica_manager import ReplicaManager
 from tests.txncoord.harness import TxnHarness
 
 TOPIC = "orders"
@@ -26,8 +28,24 @@ FAILURES = [E.NOT_COORDINATOR, E.COORDINATOR_NOT_AVAILABLE]
 @pytest.fixture
 def h(tmp_path):
     harness = TxnHarness(tmp_path)
+    harness.replicas = Replicas(harness)
     yield harness
     harness.close()
+
+
+class Replicas:
+    """The replica manager's side of a coordinator's write: the real fsync-on-ack wait
+    (ReplicaManager.wait_synced) over the harness's logs, and what waiting for the ISR answers."""
+
+    wait_synced = ReplicaManager.wait_synced
+
+    def __init__(self, h):
+        self.logs = SimpleNamespace(get_log=h.log)
+        self.answer = E.NONE
+
+    async def wait_appended(self, topic, partition, timeout_s, *, fsync=True):
+        assert topic == "__transaction_state" and not fsync  # the state's fsync is wait_synced's
+        return self.answer
 
 
 def context(h, version: int):
@@ -35,17 +53,20 @@ def context(h, version: int):
         transaction_coordinator=h.coord,
         partitions=SimpleNamespace(get_log=h.log, topic=lambda name: SimpleNamespace(internal=False,
                                                                                      partitions=[0, 1])),
+        replicas=h.replicas,
         config=SimpleNamespace(get=lambda name: 1000),
         group_coordinator=SimpleNamespace(partition_for=lambda group: 0))
     return SimpleNamespace(broker=broker, api_version=version, authorized=lambda *args: True,
                            unauthorized_names=lambda *args: frozenset(), authorized_cluster=lambda *args: True)
 
 
-def replication_answers(monkeypatch, code: int) -> None:
-    async def replicated(broker, topic, partition, timeout_ms):
-        return code
+# what the replica manager answers when the ISR does not get the state record, and what the
+# transaction coordinator answers for it (Kafka's appendTransactionToLog)
+REPLICA_ERRORS = {E.NOT_COORDINATOR: E.NOT_LEADER_OR_FOLLOWER, E.COORDINATOR_NOT_AVAILABLE: E.REQUEST_TIMED_OUT}
 
-    monkeypatch.setattr(handlers, "replicated", replicated)
+
+def replication_answers(h, code: int) -> None:
+    h.replicas.answer = REPLICA_ERRORS.get(code, code)
 
 
 def begin(h):
@@ -63,19 +84,19 @@ def add_v3(h, pid, epoch):
 
 
 @pytest.mark.parametrize("code", FAILURES)
-def test_add_partitions_v3_answers_the_replication_error(h, monkeypatch, code):
+def test_add_partitions_v3_answers_the_replication_error(h, code):
     pid, epoch = begin(h)
-    replication_answers(monkeypatch, code)
+    replication_answers(h, code)
     assert add_v3(h, pid, epoch) == {code}
     # Kafka's retry: the same coordinator answers NONE once its state is replicated
-    replication_answers(monkeypatch, E.NONE)
+    replication_answers(h, E.NONE)
     assert add_v3(h, pid, epoch) == {E.NONE}
 
 
 @pytest.mark.parametrize("code", FAILURES)
-def test_add_partitions_v4_answers_the_replication_error_per_transaction(h, monkeypatch, code):
+def test_add_partitions_v4_answers_the_replication_error_per_transaction(h, code):
     pid, epoch = begin(h)
-    replication_answers(monkeypatch, code)
+    replication_answers(h, code)
     R = AddPartitionsToTxnRequest
     request = R(transactions=[R.AddPartitionsToTxnTransaction(
         transactional_id="tx", producer_id=pid, producer_epoch=epoch, verify_only=False,
@@ -87,27 +108,27 @@ def test_add_partitions_v4_answers_the_replication_error_per_transaction(h, monk
 
 
 @pytest.mark.parametrize("code", FAILURES)
-def test_add_offsets_answers_the_replication_error(h, monkeypatch, code):
+def test_add_offsets_answers_the_replication_error(h, code):
     pid, epoch = begin(h)
-    replication_answers(monkeypatch, code)
+    replication_answers(h, code)
     request = AddOffsetsToTxnRequest(transactional_id="tx", producer_id=pid, producer_epoch=epoch, group_id="g")
     assert asyncio.run(handlers.handle_add_offsets_to_txn(context(h, 3), request)).error_code == code
 
 
 @pytest.mark.parametrize("code", FAILURES)
-def test_end_txn_answers_the_replication_error(h, monkeypatch, code):
+def test_end_txn_answers_the_replication_error(h, code):
     pid, epoch = begin(h)
     h.coord.handle_add_partitions("tx", pid, epoch, [(TOPIC, 0)])
-    replication_answers(monkeypatch, code)
+    replication_answers(h, code)
     request = EndTxnRequest(transactional_id="tx", producer_id=pid, producer_epoch=epoch, committed=True)
     assert asyncio.run(handlers.handle_end_txn(context(h, 3), request)).error_code == code
     # the client's retry of the commit is not refused: the commit went on (Kafka's retry semantics)
-    replication_answers(monkeypatch, E.NONE)
+    replication_answers(h, E.NONE)
     assert asyncio.run(handlers.handle_end_txn(context(h, 3), request)).error_code == E.NONE
 
 
-def test_init_producer_id_answers_the_replication_error(h, monkeypatch):
-    replication_answers(monkeypatch, E.NOT_COORDINATOR)
+def test_init_producer_id_answers_the_replication_error(h):
+    replication_answers(h, E.NOT_COORDINATOR)
     request = InitProducerIdRequest(transactional_id="tx", transaction_timeout_ms=60_000, producer_id=-1,
                                     producer_epoch=-1)
     response = asyncio.run(init_handlers._init_transactional(context(h, 4), request))
@@ -120,8 +141,8 @@ def test_a_failed_fsync_answers_not_coordinator(h, monkeypatch):
     async def failing(*futures):
         raise OSError("disk gone")
 
-    monkeypatch.setattr(handlers, "wait_durable", failing)
-    replication_answers(monkeypatch, E.NONE)
+    monkeypatch.setattr(durability, "wait_durable", failing)
+    replication_answers(h, E.NONE)
     plog = h.log("__transaction_state", h.coord.partition_for("tx"))
     monkeypatch.setattr(plog.config, "fsync_on_ack", True, raising=False)
     assert add_v3(h, pid, epoch) == {E.NOT_COORDINATOR}

@@ -15,7 +15,7 @@ from ...groupcoord.consumer.membership import HeartbeatRequest
 from ...protocol.errors import ErrorCode
 from ...protocol.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 from ..dispatch import RequestContext, handles
-from .offsets import coordinator_write_durable
+from ..coordinator_writes import coordinator_write_durable
 
 log = logging.getLogger(__name__)
 

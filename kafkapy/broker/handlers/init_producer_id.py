@@ -36,7 +36,7 @@ async def handle_init_producer_id(ctx: RequestContext, request: InitProducerIdRe
 
 async def _init_transactional(ctx: RequestContext, request: InitProducerIdRequest) -> InitProducerIdResponse:
     """A transactional producer: its id and epoch come from the transaction coordinator."""
-    from .transactions import durable_state
+    from ..coordinator_writes import durable_state
 
     broker = ctx.broker
     pid, epoch = request.producer_id, request.producer_epoch

@@ -10,7 +10,7 @@ import logging
 import time
 
 from ...metadata.acls import AclOperation, ResourceType
-from ...groupcoord import OFFSETS_TOPIC, OffsetAndMetadata
+from ...groupcoord import OffsetAndMetadata
 from ...protocol.errors import ErrorCode
 from ...protocol import primitives
 from ...protocol.messages import (
@@ -21,6 +21,7 @@ from ...protocol.messages import (
     OffsetFetchRequest,
     OffsetFetchResponse,
 )
+from ..coordinator_writes import coordinator_write_durable
 from ..dispatch import RequestContext, handles
 
 log = logging.getLogger(__name__)
@@ -28,34 +29,6 @@ log = logging.getLogger(__name__)
 INVALID_OFFSET = -1
 NO_LEADER_EPOCH = -1
 NO_METADATA = ""
-
-
-async def coordinator_write_durable(broker, partition: int) -> int:
-    """Wait until what the group coordinator just appended to __consumer_offsets-`partition` (an
-    offset commit, a transactional offset commit, group metadata) may be acknowledged: on disk in
-    fsync-on-ack mode (as produce), and in cluster mode on the whole ISR (Kafka appends with
-    offsets.commit.required.acks=-1). Returns the error Kafka's coordinator answers when replication
-    fails, else NONE."""
-    return coordinator_error(await broker.replicas.wait_appended(
-        OFFSETS_TOPIC, partition, broker.config.get("offsets.commit.timeout.ms") / 1000))
-
-
-async def replicated(broker, topic: str, partition: int, timeout_ms: int) -> int:
-    """Wait until the partition's high watermark covers its log end (a coordinator's write with
-    acks=all; at once for an ISR of one), without fsync-on-ack's wait."""
-    return coordinator_error(await broker.replicas.wait_appended(topic, partition, timeout_ms / 1000, fsync=False))
-
-
-def coordinator_error(error: int) -> int:
-    """A failed coordinator append as Kafka's coordinators map it: NOT_COORDINATOR without a log
-    here, for lost leadership or a storage error (a failed fsync: the log dir is full or offline
-    now), COORDINATOR_NOT_AVAILABLE for missing replicas or a timeout."""
-    if error == ErrorCode.NONE:
-        return ErrorCode.NONE
-    if error in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_LEADER_OR_FOLLOWER,
-                 ErrorCode.KAFKA_STORAGE_ERROR):
-        return ErrorCode.NOT_COORDINATOR
-    return ErrorCode.COORDINATOR_NOT_AVAILABLE
 
 
 def partition_exists(broker, topic: str, partition: int) -> bool:

@@ -26,7 +26,7 @@ from ...replication.append import PendingAcks
 from ..connection import peer_log
 from ..dispatch import ConnectionClosed, RequestContext, handles
 from ..log_throttle import peer_ip
-from .transactions import verify_transactional_produce, verify_with_remote_coordinator
+from ..txn_verification import verify_transactional_produce, verify_with_remote_coordinator
 
 log = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ from ...protocol.messages import (
     StreamsGroupHeartbeatResponse,
 )
 from ..dispatch import RequestContext, handles
-from .offsets import coordinator_write_durable
+from ..coordinator_writes import coordinator_write_durable
 
 log = logging.getLogger(__name__)
 

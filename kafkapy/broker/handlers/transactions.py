@@ -8,13 +8,12 @@ __transaction_state store, producer ids, the marker writer) is broker/transactio
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
 
 from ...metadata.acls import AclOperation, ResourceType
 from ...groupcoord import OFFSETS_TOPIC, OffsetAndMetadata
 from ...groupcoord.consumer.topic_regex import InvalidTopicRegex, matching_topics, parse_topic_regex
 from ...protocol.error_messages import default_message
-from ...protocol.errors import ErrorCode, KafkaError
+from ...protocol.errors import ErrorCode
 from ...protocol.messages import (
     AddOffsetsToTxnRequest,
     AddOffsetsToTxnResponse,
@@ -33,11 +32,10 @@ from ...protocol.messages import (
     WriteTxnMarkersRequest,
     WriteTxnMarkersResponse,
 )
-from ...txncoord import TRANSACTION_STATE_TOPIC
+from ..coordinator_writes import coordinator_write_durable, durable_state
 from ..dispatch import RequestContext, handles
-from ...replication.durability import wait_durable
-from ..transaction_coordination import write_txn_markers
-from .offsets import coordinator_write_durable, partition_exists, replicated
+from ..transaction_coordination import partition_exists, write_txn_markers
+from ..txn_verification import coordinated_here, verification_error
 
 log = logging.getLogger(__name__)
 
@@ -46,40 +44,6 @@ TopicPartition = tuple[str, int]
 APIResult = AddPartitionsToTxnResponse.AddPartitionsToTxnResult
 TopicResult = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult
 PartitionResult = AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult
-
-
-async def durable_state(broker, transactional_id: str, markers: Iterable[TopicPartition] = ()) -> int:
-    """Answer only once the transaction's state record is on disk in fsync-on-ack mode (with the
-    markers just written to `markers`: a single broker writes them at once), and in cluster mode
-    on the ISR of its __transaction_state partition (the markers follow, see
-    TransactionCoordination.after_state_replicated). The error to answer, as Kafka's
-    TransactionStateManager.appendTransactionToLog maps a failed append: NOT_COORDINATOR for lost
-    leadership or a storage error, COORDINATOR_NOT_AVAILABLE for missing replicas or a timeout.
-
-    The client retries either (at the new coordinator after FindCoordinator for NOT_COORDINATOR).
-    The coordinator's state in memory has already moved on, so a retry at the same coordinator is
-    a no-op or CONCURRENT_TRANSACTIONS whose own wait covers the earlier record; a new coordinator
-    has the record if it reached the ISR, else the old state, and either way the retry is right."""
-    coordinator = broker.transaction_coordinator
-    state_partition = (TRANSACTION_STATE_TOPIC, coordinator.partition_for(transactional_id))
-    syncs = []
-    for topic, partition in [state_partition, *markers]:
-        plog = broker.partitions.get_log(topic, partition)
-        if plog is not None and plog.config.fsync_on_ack and plog.log_end_offset > 0:
-            syncs.append(plog.sync_until(plog.log_end_offset - 1))
-    try:
-        await wait_durable(*syncs)
-    except Exception as exc:  # noqa: BLE001 - an fsync failed: its log dir is full or offline now
-        log.warning("transaction %s: its state could not be made durable: %s", transactional_id, exc)
-        return ErrorCode.NOT_COORDINATOR  # Kafka maps KAFKA_STORAGE_ERROR to it
-    if broker.partitions.get_log(*state_partition) is None:
-        return ErrorCode.NONE
-    error = await replicated(broker, *state_partition, broker.config.get("request.timeout.ms"))
-    if error != ErrorCode.NONE:
-        # worth seeing: the client is told to retry a state change that may be lost
-        log.info("transaction %s: its state change did not reach the ISR of %s-%d; answering %s",
-                 transactional_id, *state_partition, ErrorCode(error).name)
-    return error
 
 
 def _fail_accepted(result: APIResult, error: int) -> None:
@@ -200,15 +164,6 @@ async def handle_end_txn(ctx: RequestContext, request: EndTxnRequest) -> EndTxnR
 
 
 # -- TxnOffsetCommit -------------------------------------------------------------------------
-def verification_error(error: int, supports_abortable: bool) -> int:
-    """A failed KIP-890 verification as a client sees it (Kafka's AddPartitionsToTxnManager)."""
-    if error == ErrorCode.PRODUCER_FENCED:
-        return ErrorCode.INVALID_PRODUCER_EPOCH
-    if error == ErrorCode.TRANSACTION_ABORTABLE and not supports_abortable:
-        return ErrorCode.INVALID_TXN_STATE
-    return error
-
-
 @handles(TxnOffsetCommitRequest)
 async def handle_txn_offset_commit(ctx: RequestContext, request: TxnOffsetCommitRequest) -> TxnOffsetCommitResponse:
     broker = ctx.broker
@@ -414,66 +369,3 @@ async def handle_describe_producers(ctx: RequestContext,
             partitions.append(response)
         topics.append(DescribeProducersResponse.TopicResponse(name=topic.name, partitions=partitions))
     return DescribeProducersResponse(throttle_time_ms=0, topics=topics)
-
-
-# -- produce-side verification (KIP-890 part 1) -----------------------------------------------
-# Verification errors a producer may not retry by itself become NOT_ENOUGH_REPLICAS (Kafka's
-# ReplicaManager: retriable, and no metadata refresh).
-_RETRIABLE_VERIFICATION = {ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-                           ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR}
-
-
-def coordinated_here(broker, transactional_id: str) -> bool:
-    """Whether this broker's transaction coordinator owns `transactional_id` (always on one node)."""
-    error, node_id = broker.transaction_coordinator.find_coordinator(transactional_id)
-    return error == ErrorCode.NONE and node_id == broker.node_id
-
-
-def verify_transactional_produce(broker, transactional_id: str | None, topic: str, partition: int, plog,
-                                 headers, version: int) -> tuple[str, int, int] | None:
-    """Before the first transactional batch of a transaction reaches a partition, check with the
-    coordinator that the partition was added to the transaction (so that a late batch cannot
-    open a transaction nobody will ever end). Raises KafkaError with the client's error code.
-
-    Returns (transactional id, producer id, epoch) when the coordinator is another broker (cluster
-    mode): the caller then awaits `verify_with_remote_coordinator`."""
-    txn_headers = [h for h in headers if h.is_transactional and h.producer_id >= 0]
-    if not txn_headers:
-        return None
-    if transactional_id is None:
-        # Kafka authorizes transactional records by their request's transactional id
-        raise KafkaError("transactional records in a produce request without a transactional id",
-                         ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-    coordinator = broker.transaction_coordinator
-    if not coordinator.config.transaction_partition_verification_enable:
-        return None
-    first = txn_headers[0]
-    if any(h.producer_id != first.producer_id for h in txn_headers):
-        raise KafkaError("transactional records contained more than one producer id",
-                         ErrorCode.INVALID_PRODUCER_ID_MAPPING)
-    entry = plog.producer_state.last_entry(first.producer_id)
-    if entry is not None and entry.current_txn_first_offset >= 0 and entry.producer_epoch == first.producer_epoch:
-        return None  # this transaction already has data here: it was verified then
-    if not coordinated_here(broker, transactional_id):
-        return transactional_id, first.producer_id, first.producer_epoch
-    verified = coordinator.handle_verify_partitions(transactional_id, first.producer_id, first.producer_epoch,
-                                                    [(topic, partition)])
-    _raise_unverified(verified[(topic, partition)], transactional_id, topic, partition, version)
-    return None
-
-
-async def verify_with_remote_coordinator(broker, transactional_id: str, producer_id: int, producer_epoch: int,
-                                         topic: str, partition: int, version: int) -> None:
-    """verify_transactional_produce's check, asked of the coordinator on another broker."""
-    error = await broker.transaction_coordination.verifier().verify(transactional_id, producer_id, producer_epoch, topic, partition)
-    _raise_unverified(error, transactional_id, topic, partition, version)
-
-
-def _raise_unverified(error: int, transactional_id: str, topic: str, partition: int, version: int) -> None:
-    if error == ErrorCode.NONE:
-        return
-    if error in _RETRIABLE_VERIFICATION:
-        raise KafkaError(f"unable to verify that {topic}-{partition} was added to the transaction: "
-                         f"{ErrorCode(error).name}", ErrorCode.NOT_ENOUGH_REPLICAS)
-    error = verification_error(error, supports_abortable=version >= 11)
-    raise KafkaError(f"{topic}-{partition} was not added to the transaction of {transactional_id}", error)
