@@ -65,6 +65,8 @@ class KafkaConnection(asyncio.Protocol):
         # what ends with this connection (key -> callable, run once when it closes): the share
         # sessions it opened, as Kafka's ShareSessionCache ends a session when its connection goes
         self.on_close: dict | None = None
+        # the client's software name and version from ApiVersions v3+ (client telemetry matches on them)
+        self.client_software: tuple[str | None, str | None] = (None, None)
         self._muted_until = 0.0
         self.transport: asyncio.Transport | None = None
         self.peer = "?"

@@ -1,0 +1,71 @@
+"""The broker's parts are built with typed interfaces (broker/interfaces.py, metrics' MetricsSource,
+security/quotas.py's RequestContext): the objects the composition root hands them must have every
+member those Protocols name, so that an interface cannot drift from what satisfies it."""
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from kafkapy.broker.cluster_of_one import ClusterOfOne
+from kafkapy.broker.dispatch import RequestConnection, RequestContext
+from kafkapy.broker.interfaces import (ConnectionHost, HandlerServices, Membership, MembershipHost,
+                                       ProducerIdHost)
+from kafkapy.metrics.collectors import MetricsSource
+from kafkapy.security import quotas
+from tests.broker.inprocess import InProcessBroker
+
+
+def members(protocol: type) -> set[str]:
+    """The attributes, properties and methods a Protocol (and the Protocols it extends) names."""
+    names: set[str] = set()
+    for cls in protocol.__mro__:
+        if cls in (object,) or cls.__name__ in ("Protocol", "Generic"):
+            continue
+        names.update(getattr(cls, "__annotations__", {}))
+        names.update(name for name, value in vars(cls).items()
+                     if not name.startswith("_") and (inspect.isfunction(value) or isinstance(value, property)))
+    return names
+
+
+@pytest.fixture
+def broker(tmp_path):
+    node = InProcessBroker(tmp_path)
+    yield node.broker
+    node.close()
+
+
+@pytest.mark.parametrize("protocol", [HandlerServices, MembershipHost, ProducerIdHost, ConnectionHost,
+                                      MetricsSource])
+def test_the_broker_has_every_member_of_the_interfaces_it_is_handed_as(broker, protocol):
+    missing = sorted(name for name in members(protocol) if not hasattr(broker, name))
+    assert not missing, f"Broker lacks {protocol.__name__}'s {missing}"
+
+
+def test_both_memberships_have_every_member_of_membership(broker):
+    from kafkapy.broker.cluster_member import ClusterMember
+
+    for cls in (ClusterOfOne, ClusterMember):
+        missing = sorted(name for name in members(Membership)
+                         if not hasattr(cls, name) and name not in _instance_attributes(cls))
+        assert not missing, f"{cls.__name__} lacks Membership's {missing}"
+    assert isinstance(broker.cluster, ClusterOfOne)
+
+
+def _instance_attributes(cls: type) -> set[str]:
+    """Names assigned as `self.x = ...` in the class's __init__ (no instance needed)."""
+    source = inspect.getsource(cls.__init__)
+    return {line.split("self.", 1)[1].split("=", 1)[0].strip().split(":")[0]
+            for line in source.splitlines() if line.strip().startswith("self.") and "=" in line}
+
+
+def test_a_request_context_has_what_the_quotas_and_handlers_read(broker):
+    from kafkapy.broker.connection import KafkaConnection
+
+    ctx_members = set(dir(RequestContext))
+    missing = sorted(name for name in members(quotas.RequestContext) - {"connection", "header"}
+                     if name not in ctx_members)
+    assert not missing, f"RequestContext lacks {missing}"
+    conn = KafkaConnection(broker)
+    missing = sorted(name for name in members(RequestConnection) if not hasattr(conn, name))
+    assert not missing, f"KafkaConnection lacks {missing}"
