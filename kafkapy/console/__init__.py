@@ -6,10 +6,15 @@ the console never loads them.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .source import ConsoleSource
+
 __all__ = ["start_console"]
 
 
-async def start_console(broker):
+async def start_console(broker: ConsoleSource):
     """Start the console of `broker` on its `kafkapy.console.listener` (on the running loop) and
     return the ConsoleServer (stop it with `await server.stop()`)."""
     from .server import ConsoleServer

@@ -12,8 +12,12 @@ import math
 import os
 import time
 from collections import deque
+from typing import TYPE_CHECKING
 
 from .state import group_lag_sum, known_groups
+
+if TYPE_CHECKING:
+    from .source import ConsoleSource
 
 __all__ = ["History", "SAMPLE_INTERVAL_S", "HISTORY_POINTS"]
 
@@ -27,7 +31,7 @@ HISTORY_POINTS = 360
 class History:
     """Ring buffers of (unix time, value) per series; rates are per second between two samples."""
 
-    def __init__(self, broker, points: int = HISTORY_POINTS):
+    def __init__(self, broker: ConsoleSource, points: int = HISTORY_POINTS):
         self.broker = broker
         self.points = points
         self.window_s = points * SAMPLE_INTERVAL_S  # what the plots show: an hour at 10 s a sample

@@ -12,10 +12,14 @@ import asyncio
 import base64
 import json
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..log.errors import OffsetOutOfRangeError
 from ..protocol.records import iter_batch_headers, iter_records
 from .state import ConsoleError
+
+if TYPE_CHECKING:
+    from .source import ConsoleSource
 
 __all__ = ["Page", "read_page", "read_page_async", "decode", "export_record", "MAX_LIMIT"]
 
@@ -39,7 +43,7 @@ class Page:
     scan_limited: bool = False  # a search stopped at the scan bound before `limit` hits
 
 
-def partition_log(broker, topic: str, partition: int):
+def partition_log(broker: ConsoleSource, topic: str, partition: int):
     """The log of a partition led here, or ConsoleError naming the leader."""
     meta = broker.partitions.topic(topic)
     if meta is None:
@@ -58,7 +62,7 @@ def partition_log(broker, topic: str, partition: int):
     return log
 
 
-def _leader_console(broker, leader: int) -> str | None:
+def _leader_console(broker: ConsoleSource, leader: int) -> str | None:
     """The leader's console, assuming it listens on the same port as ours (brokers usually share
     one configuration); the path is filled in by the server."""
     console = broker.console

@@ -12,6 +12,7 @@ import logging
 import time
 from datetime import datetime, timezone
 from importlib import resources
+from typing import TYPE_CHECKING
 from urllib.parse import urlencode, urlsplit
 
 import jinja2
@@ -23,6 +24,9 @@ from . import state
 from .charts import human, line_chart
 from .history import SAMPLE_INTERVAL_S, History
 from .state import ConsoleError
+
+if TYPE_CHECKING:
+    from .source import ConsoleSource
 
 __all__ = ["ConsoleServer", "parse_listener"]
 
@@ -44,7 +48,7 @@ def parse_listener(text: str) -> tuple[str, int]:
 class ConsoleServer:
     """The web console of one broker."""
 
-    def __init__(self, broker, listener: str, writes_enabled: bool = False):
+    def __init__(self, broker: ConsoleSource, listener: str, writes_enabled: bool = False):
         self.broker = broker
         self.host, self.port = parse_listener(listener)
         self.writes_enabled = writes_enabled

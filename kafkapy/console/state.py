@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..broker.config import ConfigSource, describe_topic_configs
 from ..groupcoord.consumer.describe import describe_consumer_group, preferred_assignor
@@ -16,6 +17,9 @@ from ..protocol.consumer_protocol import decode_assignment
 from ..groupcoord.coordinator import default_assignor_name
 from ..groupcoord.group import GroupState
 from ..groupcoord.streams.group import StreamsGroup
+
+if TYPE_CHECKING:
+    from .source import ConsoleSource
 
 __all__ = [
     "ConsoleError", "PartitionOffsets", "cluster_overview", "topic_summaries", "topic_detail",
@@ -45,14 +49,14 @@ class PartitionOffsets:
     leader_here: bool
 
 
-def partition_offsets(broker, topic: str, partition: int, leader: int) -> PartitionOffsets:
+def partition_offsets(broker: ConsoleSource, topic: str, partition: int, leader: int) -> PartitionOffsets:
     log = broker.partitions.get_log(topic, partition)
     if log is None or log.is_offline:
         return PartitionOffsets(None, None, None, False)
     return PartitionOffsets(log.log_start_offset, log.high_watermark, log.size_bytes, leader == broker.node_id)
 
 
-def cluster_overview(broker) -> dict:
+def cluster_overview(broker: ConsoleSource) -> dict:
     """Cluster id, controller, brokers and topic/partition counts (under-replicated, offline)."""
     brokers = broker.brokers_for(None)
     live = {b.node_id for b in brokers}
@@ -87,14 +91,14 @@ def cluster_overview(broker) -> dict:
     }
 
 
-def known_groups(broker) -> dict:
+def known_groups(broker: ConsoleSource) -> dict:
     """The groups by id; none before the broker's group coordinator is built (no group seen yet):
     the console does not build it by looking."""
     coordinator = broker.loaded_group_coordinator
     return {} if coordinator is None else coordinator.manager.groups
 
 
-def topic_summaries(broker, query: str = "", include_internal: bool = True) -> list[dict]:
+def topic_summaries(broker: ConsoleSource, query: str = "", include_internal: bool = True) -> list[dict]:
     """One row per topic matching `query` (substring, case-insensitive), sorted by name."""
     query = query.strip().lower()
     rows = []
@@ -118,14 +122,14 @@ def topic_summaries(broker, query: str = "", include_internal: bool = True) -> l
     return rows
 
 
-def _topic(broker, name: str):
+def _topic(broker: ConsoleSource, name: str):
     meta = broker.partitions.topic(name)
     if meta is None:
         raise ConsoleError(404, f"unknown topic {name!r} (UNKNOWN_TOPIC_OR_PARTITION)")
     return meta
 
 
-def topic_detail(broker, name: str) -> dict:
+def topic_detail(broker: ConsoleSource, name: str) -> dict:
     """Partitions (leader, replicas, ISR, offsets, size), configs with their source, and the groups
     that consume the topic (subscribed, or holding committed offsets on it)."""
     meta = _topic(broker, name)
@@ -145,7 +149,7 @@ def topic_detail(broker, name: str) -> dict:
             "fetchers": fetch_positions(broker, meta), "table": table_detail(broker, name, configs)}
 
 
-def table_detail(broker, name: str, configs: list[dict]) -> dict | None:
+def table_detail(broker: ConsoleSource, name: str, configs: list[dict]) -> dict | None:
     """The topic's Iceberg table (kafkapy/tables, docs/tables.md) as this broker translates it; None
     when kafkapy.iceberg.mode is disabled. Only partitions led here are listed: each broker translates
     its own."""
@@ -164,7 +168,7 @@ def table_detail(broker, name: str, configs: list[dict]) -> dict | None:
     return dict(detail, snapshot=snapshot)
 
 
-def fetch_positions(broker, meta) -> list[dict] | None:
+def fetch_positions(broker: ConsoleSource, meta) -> list[dict] | None:
     """The last fetch position of each consumer (client id, host) reading the topic, committing or
     not (Spark's source does not commit), with its lag behind the high watermark. None when the
     broker does not track them (kafkapy.metrics.listener unset)."""
@@ -187,7 +191,7 @@ def fetch_positions(broker, meta) -> list[dict] | None:
     return rows
 
 
-def consuming_groups(broker, topic: str) -> list[dict]:
+def consuming_groups(broker: ConsoleSource, topic: str) -> list[dict]:
     rows = []
     for group in known_groups(broker).values():
         committed = [tp for tp in group.offsets if tp[0] == topic]
@@ -207,7 +211,7 @@ def consuming_groups(broker, topic: str) -> list[dict]:
     return rows
 
 
-def group_lag_sum(broker, group) -> int:
+def group_lag_sum(broker: ConsoleSource, group) -> int:
     lag = 0
     for tp, committed in group.offsets.items():
         log = broker.partitions.get_log(*tp)
@@ -216,7 +220,7 @@ def group_lag_sum(broker, group) -> int:
     return lag
 
 
-def group_summaries(broker, query: str = "") -> list[dict]:
+def group_summaries(broker: ConsoleSource, query: str = "") -> list[dict]:
     query = query.strip().lower()
     rows = []
     for group in known_groups(broker).values():
@@ -241,7 +245,7 @@ def group_summaries(broker, query: str = "") -> list[dict]:
     return rows
 
 
-def share_group_summaries(broker, query: str = "") -> list[dict]:
+def share_group_summaries(broker: ConsoleSource, query: str = "") -> list[dict]:
     """Share groups (KIP-932) coordinated here with their members, and the share-partitions led
     here: start offset, lag (records from the start offset to the high watermark not yet
     acknowledged or archived, as DescribeShareGroupOffsets) and records by state. Empty until
@@ -276,7 +280,7 @@ def share_group_summaries(broker, query: str = "") -> list[dict]:
     return rows
 
 
-def get_group(broker, group_id: str):
+def get_group(broker: ConsoleSource, group_id: str):
     group = known_groups(broker).get(group_id)
     if group is None or group.is_in(GroupState.DEAD):
         raise ConsoleError(404, f"unknown group {group_id!r} (GROUP_ID_NOT_FOUND; groups coordinated "
@@ -284,7 +288,7 @@ def get_group(broker, group_id: str):
     return group
 
 
-def group_detail(broker, group_id: str) -> dict:
+def group_detail(broker: ConsoleSource, group_id: str) -> dict:
     """State, members with their assignment, and per partition: committed offset, log end, lag and
     the member it is assigned to (Kafka's kafka-consumer-groups --describe columns)."""
     group = get_group(broker, group_id)
@@ -318,11 +322,11 @@ def group_detail(broker, group_id: str) -> dict:
             "topics": sorted({tp[0] for tp in group.offsets} | set(group.subscribed_topics or ()))}
 
 
-def _default_assignor(broker) -> str:
+def _default_assignor(broker: ConsoleSource) -> str:
     return default_assignor_name(broker.group_coordinator.config.group_consumer_assignors)
 
 
-def _consumer_group_detail(broker, group: ConsumerGroup) -> dict:
+def _consumer_group_detail(broker: ConsoleSource, group: ConsumerGroup) -> dict:
     """A KIP-848 group: epochs, the server assignor, each member's epoch, current and target assignment."""
     def topic_name(topic_id):
         meta = broker.partitions.topic_by_id(topic_id)
@@ -365,7 +369,7 @@ def _tasks_text(tasks) -> str:
     return "; ".join(parts)
 
 
-def _streams_group_detail(broker, group: StreamsGroup) -> dict:
+def _streams_group_detail(broker: ConsoleSource, group: StreamsGroup) -> dict:
     """A streams group (KIP-1071): epochs, each member's process, epoch, tasks and target tasks; a
     partition's owner is the member with the active task reading it."""
     topology = group.topology
@@ -392,7 +396,7 @@ def _streams_group_detail(broker, group: StreamsGroup) -> dict:
             "topics": sorted({tp[0] for tp in group.offsets})}
 
 
-def _partition_rows(broker, group, owner: dict[tuple[str, int], dict]) -> list[dict]:
+def _partition_rows(broker: ConsoleSource, group, owner: dict[tuple[str, int], dict]) -> list[dict]:
     partitions = []
     for tp in sorted(set(group.offsets) | set(owner)):
         committed = group.offsets.get(tp)

@@ -11,6 +11,7 @@ from kafkapy.broker.cluster_of_one import ClusterOfOne
 from kafkapy.broker.dispatch import RequestConnection, RequestContext
 from kafkapy.broker.interfaces import (ConnectionHost, HandlerServices, Membership, MembershipHost,
                                        ProducerIdHost)
+from kafkapy.console.source import ConsoleSource
 from kafkapy.metrics.collectors import MetricsSource
 from kafkapy.security import quotas
 from tests.broker.inprocess import InProcessBroker
@@ -36,7 +37,7 @@ def broker(tmp_path):
 
 
 @pytest.mark.parametrize("protocol", [HandlerServices, MembershipHost, ProducerIdHost, ConnectionHost,
-                                      MetricsSource])
+                                      MetricsSource, ConsoleSource])
 def test_the_broker_has_every_member_of_the_interfaces_it_is_handed_as(broker, protocol):
     missing = sorted(name for name in members(protocol) if not hasattr(broker, name))
     assert not missing, f"Broker lacks {protocol.__name__}'s {missing}"
