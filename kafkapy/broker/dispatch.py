@@ -70,11 +70,6 @@ class RequestContext:
 
     # -- the broker's parts (interfaces.HandlerServices) ---------------------------------------
     @property
-    def broker(self) -> HandlerServices:
-        """The whole bundle, for handler modules not yet on the accessors below."""
-        return self.services
-
-    @property
     def config(self) -> BrokerConfig:
         return self.services.config
 

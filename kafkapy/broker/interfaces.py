@@ -154,6 +154,9 @@ class HandlerServices(Protocol):
     def transaction_coordinator(self) -> Any: ...
 
     @property
+    def share_coordination(self) -> Any: ...
+
+    @property
     def share_groups(self) -> Any: ...
 
     @property

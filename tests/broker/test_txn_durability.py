@@ -56,7 +56,8 @@ def context(h, version: int):
         replicas=h.replicas,
         config=SimpleNamespace(get=lambda name: 1000),
         group_coordinator=SimpleNamespace(partition_for=lambda group: 0))
-    return SimpleNamespace(broker=broker, api_version=version, authorized=lambda *args: True,
+    # a RequestContext's bundle and its typed accessors (ctx.replicas, ctx.partitions, ...)
+    return SimpleNamespace(services=broker, **vars(broker), api_version=version, authorized=lambda *args: True,
                            unauthorized_names=lambda *args: frozenset(), authorized_cluster=lambda *args: True)
 
 

@@ -157,7 +157,7 @@ async def handle_describe_configs(ctx: RequestContext, request: DescribeConfigsR
             result.error_message = default_message(result.error_code)
             continue
         try:
-            entries = _describe(ctx.broker, resource, version, synonyms, docs)
+            entries = _describe(ctx.services, resource, version, synonyms, docs)
         except KafkaError as exc:
             result.error_code = exc.code
             if exc.code != ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
@@ -218,7 +218,7 @@ async def handle_alter_configs(ctx: RequestContext, request: AlterConfigsRequest
         if result.error_code:
             continue
         try:
-            _alter(ctx.broker, resource, request.validate_only,
+            _alter(ctx.services, resource, request.validate_only,
                    replace={c.name: c.value for c in resource.configs})
         except KafkaError as exc:
             result.error_code = exc.code
@@ -238,7 +238,7 @@ async def handle_incremental_alter_configs(
         if result.error_code:
             continue
         try:
-            _alter(ctx.broker, resource, request.validate_only,
+            _alter(ctx.services, resource, request.validate_only,
                    ops=[(c.name, c.config_operation, c.value) for c in resource.configs])
         except KafkaError as exc:
             result.error_code = exc.code

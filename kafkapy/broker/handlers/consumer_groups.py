@@ -38,7 +38,7 @@ def _group_version_finalized(broker) -> bool:
 @handles(ConsumerGroupHeartbeatRequest)
 async def handle_consumer_group_heartbeat(ctx: RequestContext,
                                           request: ConsumerGroupHeartbeatRequest) -> ConsumerGroupHeartbeatResponse:
-    broker = ctx.broker
+    broker = ctx.services
     coordinator = broker.group_coordinator
     if not coordinator.consumer.enabled or not _group_version_finalized(broker):
         # group.coordinator.rebalance.protocols without "consumer", or group.version finalized below 1

@@ -106,7 +106,7 @@ def _coordinator_key_denied(ctx: RequestContext, key: str, key_type: int) -> tup
 @handles(FindCoordinatorRequest)
 async def handle_find_coordinator(ctx: RequestContext,
                                   request: FindCoordinatorRequest) -> FindCoordinatorResponse:
-    broker = ctx.broker
+    broker = ctx.services
     if ctx.api_version >= 4:
         coordinators = []
         for key in request.coordinator_keys:
@@ -146,7 +146,7 @@ async def handle_join_group(ctx: RequestContext, request: JoinGroupRequest) -> J
         require_known_member_id=version >= 4 and instance_id is None,
         support_skipping_assignment=version >= 9,
         reason=request.reason if version >= 8 else None)
-    coordinator = ctx.broker.group_coordinator
+    coordinator = ctx.group_coordinator
     result = await wait_for(lambda done: coordinator.join_group(join, done))
     protocol_name = result.protocol_name if version >= 7 else (result.protocol_name or "")
     return JoinGroupResponse(
@@ -167,7 +167,7 @@ async def handle_sync_group(ctx: RequestContext, request: SyncGroupRequest) -> S
         return SyncGroupResponse(throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED,
                                  assignment=b"")
     assignments = {a.member_id: bytes(a.assignment) for a in request.assignments}
-    coordinator = ctx.broker.group_coordinator
+    coordinator = ctx.group_coordinator
     result = await wait_for(lambda done: coordinator.sync_group(
         request.group_id, request.generation_id, request.member_id,
         request.group_instance_id if version >= 3 else None, request.protocol_type, request.protocol_name,
@@ -175,7 +175,7 @@ async def handle_sync_group(ctx: RequestContext, request: SyncGroupRequest) -> S
     if result.error == ErrorCode.NONE:
         # the leader's SyncGroup wrote the group's metadata: answer once it is as durable as an
         # offset commit (on the ISR in cluster mode), as Kafka answers after its append completes
-        error = await coordinator_write_durable(ctx.broker, coordinator.partition_for(request.group_id))
+        error = await coordinator_write_durable(ctx.services, coordinator.partition_for(request.group_id))
         if error != ErrorCode.NONE:
             return SyncGroupResponse(throttle_time_ms=0, error_code=error, assignment=b"")
     return SyncGroupResponse(throttle_time_ms=0, error_code=result.error, protocol_type=result.protocol_type,
@@ -186,7 +186,7 @@ async def handle_sync_group(ctx: RequestContext, request: SyncGroupRequest) -> S
 async def handle_heartbeat(ctx: RequestContext, request: HeartbeatRequest) -> HeartbeatResponse:
     if not ctx.authorized(AclOperation.READ, _GROUP, request.group_id):
         return HeartbeatResponse(throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
-    error = ctx.broker.group_coordinator.heartbeat(
+    error = ctx.group_coordinator.heartbeat(
         request.group_id, request.member_id,
         request.group_instance_id if ctx.api_version >= 3 else None, request.generation_id)
     return HeartbeatResponse(throttle_time_ms=0, error_code=error)
@@ -201,7 +201,7 @@ async def handle_leave_group(ctx: RequestContext, request: LeaveGroupRequest) ->
         leaving = [(m.member_id, m.group_instance_id) for m in request.members]
     else:
         leaving = [(request.member_id, None)]
-    error, member_errors = ctx.broker.group_coordinator.leave_group(request.group_id, leaving)
+    error, member_errors = ctx.group_coordinator.leave_group(request.group_id, leaving)
     if version < 3:
         # a single member: its error is the response's (Kafka's LeaveGroupResponse.getError)
         if error == ErrorCode.NONE:
@@ -218,10 +218,10 @@ async def handle_list_groups(ctx: RequestContext, request: ListGroupsRequest) ->
     version = ctx.api_version
     states = request.states_filter if version >= 4 else None
     types = request.types_filter if version >= 5 else None
-    error, groups = ctx.broker.group_coordinator.list_groups(states, types)
-    share = ctx.broker.loaded_share_groups  # share groups (KIP-932), once the first share request built them
+    error, groups = ctx.group_coordinator.list_groups(states, types)
+    share = ctx.services.loaded_share_groups  # share groups (KIP-932), once the first share request built them
     if share is not None and error == ErrorCode.NONE:
-        groups = list(groups) + share.list_groups(ctx.broker.group_coordinator.manager.is_local, states, types)
+        groups = list(groups) + share.list_groups(ctx.group_coordinator.manager.is_local, states, types)
     # KafkaApis: DESCRIBE on the cluster lists every group, otherwise those the principal may DESCRIBE
     if groups and not ctx.authorized_cluster(AclOperation.DESCRIBE, log_if_denied=False):
         groups = [g for g in groups if ctx.authorized(AclOperation.DESCRIBE, _GROUP, g.group_id, log_if_denied=False)]
@@ -232,7 +232,7 @@ async def handle_list_groups(ctx: RequestContext, request: ListGroupsRequest) ->
 
 @handles(DescribeGroupsRequest)
 async def handle_describe_groups(ctx: RequestContext, request: DescribeGroupsRequest) -> DescribeGroupsResponse:
-    coordinator = ctx.broker.group_coordinator
+    coordinator = ctx.group_coordinator
     include_operations = ctx.api_version >= 3 and request.include_authorized_operations
     described = []
     for group_id in request.groups:
@@ -244,7 +244,7 @@ async def handle_describe_groups(ctx: RequestContext, request: DescribeGroupsReq
         error, summary = coordinator.describe_group(group_id)
         if error == ErrorCode.NONE and summary.missing is not None and ctx.api_version >= 6:
             # v6 (KIP-1043): an unknown or non-classic group is GROUP_ID_NOT_FOUND, still "Dead"
-            share = ctx.broker.loaded_share_groups
+            share = ctx.services.loaded_share_groups
             message = summary.missing if share is None or share.describe(group_id) is None else \
                 f"Group {group_id} is not a classic group."
             described.append(DescribeGroupsResponse.DescribedGroup(
@@ -267,10 +267,10 @@ async def handle_describe_groups(ctx: RequestContext, request: DescribeGroupsReq
 @handles(DeleteGroupsRequest)
 async def handle_delete_groups(ctx: RequestContext, request: DeleteGroupsRequest) -> DeleteGroupsResponse:
     denied = ctx.unauthorized_names(AclOperation.DELETE, _GROUP, request.groups_names)
-    results = ctx.broker.group_coordinator.delete_groups([g for g in request.groups_names if g not in denied])
-    if ctx.broker.loaded_share_groups is not None:  # share groups (KIP-932), once a share request built them
+    results = ctx.group_coordinator.delete_groups([g for g in request.groups_names if g not in denied])
+    if ctx.services.loaded_share_groups is not None:  # share groups (KIP-932), once a share request built them
         unknown = [g for g, error in results.items() if error == ErrorCode.GROUP_ID_NOT_FOUND]
-        results.update(await ctx.broker.share_coordination.delete_groups(unknown))
+        results.update(await ctx.services.share_coordination.delete_groups(unknown))
     results.update({g: ErrorCode.GROUP_AUTHORIZATION_FAILED for g in denied})
     # v3 (KIP-1043) has an ErrorMessage per group; Kafka 4.4 leaves it null but for share groups whose
     # state the persister failed to delete
@@ -287,7 +287,7 @@ async def handle_consumer_group_describe(ctx: RequestContext,
     A classic or unknown group answers GROUP_ID_NOT_FOUND, which is what makes the Java admin
     client (describeConsumerGroups, kafka-consumer-groups.sh) retry with DescribeGroups.
     """
-    coordinator = ctx.broker.group_coordinator
+    coordinator = ctx.group_coordinator
     if "consumer" not in coordinator.config.group_coordinator_rebalance_protocols:
         # as KafkaApis without the consumer protocol: every group UNSUPPORTED_VERSION (the admin
         # client then describes it with DescribeGroups)
@@ -297,7 +297,7 @@ async def handle_consumer_group_describe(ctx: RequestContext,
                 group_id=group_id) for group_id in request.group_ids])
     denied = ctx.unauthorized_names(AclOperation.DESCRIBE, _GROUP, request.group_ids)
     results = {r.group_id: r for r in coordinator.describe_consumer_groups(
-        [g for g in request.group_ids if g not in denied], lambda topic_id: _topic_name(ctx.broker, topic_id))}
+        [g for g in request.group_ids if g not in denied], lambda topic_id: _topic_name(ctx.services, topic_id))}
     groups = []
     for group_id in request.group_ids:
         if group_id in denied:

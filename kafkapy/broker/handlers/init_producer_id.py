@@ -11,7 +11,7 @@ MAX_EPOCH = 32767
 
 @handles(InitProducerIdRequest)
 async def handle_init_producer_id(ctx: RequestContext, request: InitProducerIdRequest) -> InitProducerIdResponse:
-    broker = ctx.broker
+    broker = ctx.services
     # KafkaApis: WRITE on the transactional id; an idempotent producer needs IDEMPOTENT_WRITE on the
     # cluster or WRITE on some topic
     if request.transactional_id is not None:
@@ -38,7 +38,7 @@ async def _init_transactional(ctx: RequestContext, request: InitProducerIdReques
     """A transactional producer: its id and epoch come from the transaction coordinator."""
     from ..coordinator_writes import durable_state
 
-    broker = ctx.broker
+    broker = ctx.services
     pid, epoch = request.producer_id, request.producer_epoch
     if (pid == -1) != (epoch == -1):
         return InitProducerIdResponse(throttle_time_ms=0, error_code=ErrorCode.INVALID_REQUEST,

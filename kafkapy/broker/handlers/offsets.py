@@ -55,7 +55,7 @@ async def handle_offset_commit(ctx: RequestContext, request: OffsetCommitRequest
     """As KafkaApis: the request layer's errors first (per topic, in request order), then the group
     coordinator's results merged in (a topic already answered gets the partitions appended); v10 names
     topics by id, an unknown id answers UNKNOWN_TOPIC_ID for each of its partitions."""
-    broker = ctx.broker
+    broker = ctx.services
     version = ctx.api_version
     use_ids = version >= 10
     now = int(time.time() * 1000)
@@ -130,7 +130,7 @@ def _fetch_group(ctx: RequestContext, group_id: str, topics, require_stable: boo
     As KafkaApis: DESCRIBE on the group, else GROUP_AUTHORIZATION_FAILED; named topics the principal may
     not DESCRIBE (and, from v10, ids no topic has: UNKNOWN_TOPIC_ID) are answered after the fetched ones;
     an all-topics answer leaves out the topics it may not DESCRIBE and, from v10, those without an id."""
-    broker = ctx.broker
+    broker = ctx.services
     coordinator = broker.group_coordinator
     if not ctx.authorized(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
         return ErrorCode.GROUP_AUTHORIZATION_FAILED, []
@@ -200,7 +200,7 @@ async def handle_offset_fetch(ctx: RequestContext, request: OffsetFetchRequest) 
 
 @handles(OffsetDeleteRequest)
 async def handle_offset_delete(ctx: RequestContext, request: OffsetDeleteRequest) -> OffsetDeleteResponse:
-    broker = ctx.broker
+    broker = ctx.services
     errors: dict[tuple[str, int], int] = {}
     eligible = []
     # KafkaApis: DELETE on the group, READ on each topic

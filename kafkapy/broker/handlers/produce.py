@@ -125,7 +125,7 @@ def _to_v2(records, version: int, max_size: int) -> bytearray:
 
 def _topic_names_by_id(ctx: RequestContext, topics) -> None:
     """Produce v13: give each topic its name from its id ("" when unknown: UNKNOWN_TOPIC_ID)."""
-    broker = ctx.broker
+    broker = ctx.services
     for topic in topics:
         meta = broker.partitions.topic_by_id(topic.topic_id)
         name = meta.name if meta is not None else broker.replicas.topic_name(topic.topic_id)
@@ -145,7 +145,7 @@ def _auto_created(ctx: RequestContext, partitions, name: str) -> bool:
 
 @handles(ProduceRequest)
 async def handle_produce(ctx: RequestContext, request: ProduceRequest) -> ProduceResponse | None:
-    broker = ctx.broker
+    broker = ctx.services
     version = ctx.api_version
     acks = request.acks
     partitions = broker.partitions

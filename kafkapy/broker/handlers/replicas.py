@@ -56,7 +56,7 @@ async def handle_elect_leaders(ctx: RequestContext, request: ElectLeadersRequest
             for t in request.topic_partitions or ()])
     wanted = None if request.topic_partitions is None else [
         (t.topic, t.partitions) for t in request.topic_partitions]
-    outcomes = await ctx.broker.cluster.elect_leaders(wanted, election_type == UNCLEAN_ELECTION, request.timeout_ms)
+    outcomes = await ctx.cluster.elect_leaders(wanted, election_type == UNCLEAN_ELECTION, request.timeout_ms)
     return ElectLeadersResponse(throttle_time_ms=0, error_code=0, replica_election_results=[
         Result(topic=topic, partition_result=[
             Partition(partition_id=p, error_code=code, error_message=message) for p, code, message in partitions])
@@ -80,7 +80,7 @@ async def handle_alter_partition_reassignments(
                for t in request.topics]  # a target of None (null) cancels a reassignment in progress
     # v1 (KIP-860): false refuses a target that changes a partition's replication factor
     allow_rf_change = request.allow_replication_factor_change if ctx.api_version >= 1 else True
-    outcomes = await ctx.broker.cluster.alter_partition_reassignments(targets, allow_rf_change)
+    outcomes = await ctx.cluster.alter_partition_reassignments(targets, allow_rf_change)
     if outcomes is None:
         return AlterPartitionReassignmentsResponse(throttle_time_ms=0, error_code=ErrorCode.NOT_CONTROLLER,
                                                    error_message=_NOT_CONTROLLER, responses=[],
@@ -100,7 +100,7 @@ async def handle_list_partition_reassignments(
         return ListPartitionReassignmentsResponse(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                                                   error_message=None, topics=[])
     wanted = None if request.topics is None else [(t.name, t.partition_indexes) for t in request.topics]
-    ongoing = await ctx.broker.cluster.list_partition_reassignments(wanted)
+    ongoing = await ctx.cluster.list_partition_reassignments(wanted)
     if ongoing is None:
         return ListPartitionReassignmentsResponse(throttle_time_ms=0, error_code=ErrorCode.NOT_CONTROLLER,
                                                   error_message=_NOT_CONTROLLER, topics=[])

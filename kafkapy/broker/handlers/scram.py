@@ -36,7 +36,7 @@ async def handle_describe_user_scram_credentials(
         ctx: RequestContext, request: DescribeUserScramCredentialsRequest) -> DescribeUserScramCredentialsResponse:
     Result = DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult
     Info = DescribeUserScramCredentialsResponse.CredentialInfo
-    store = ctx.broker.metadata
+    store = ctx.metadata
     if not ctx.authorized_cluster(AclOperation.DESCRIBE):  # as KafkaApis: DESCRIBE on the cluster
         return DescribeUserScramCredentialsResponse(
             throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
@@ -80,7 +80,7 @@ async def handle_alter_user_scram_credentials(
         return AlterUserScramCredentialsResponse(throttle_time_ms=0, results=[
             Result(user=u, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                    error_message="Cluster authorization failed.") for u in users])
-    if not ctx.broker.cluster.is_active_controller():  # only the active controller alters them
+    if not ctx.cluster.is_active_controller():  # only the active controller alters them
         return AlterUserScramCredentialsResponse(throttle_time_ms=0, results=[
             Result(user=u, error_code=ErrorCode.NOT_CONTROLLER,
                    error_message="This is not the correct controller for this cluster.") for u in users])
@@ -107,7 +107,7 @@ async def handle_alter_user_scram_credentials(
             fail(upsertion.name, ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too many iterations")
         elif not upsertion.salt or not upsertion.salted_password:
             fail(upsertion.name, ErrorCode.UNACCEPTABLE_CREDENTIAL, "Empty salt or salted password")
-    store = ctx.broker.metadata
+    store = ctx.metadata
     changes: dict[str, dict[str, str | None]] = {}
     for deletion in request.deletions:
         if deletion.name in errors:

@@ -46,7 +46,7 @@ def _share_version_finalized(broker) -> bool:
 async def handle_share_group_heartbeat(ctx: RequestContext,
                                        request: ShareGroupHeartbeatRequest) -> ShareGroupHeartbeatResponse:
     R = ShareGroupHeartbeatResponse
-    broker = ctx.broker
+    broker = ctx.services
     if not ctx.authorized(AclOperation.READ, ResourceType.GROUP, request.group_id):
         return R(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
     if not _share_version_finalized(broker):
@@ -90,7 +90,7 @@ def _other_group_type(broker, group_id: str) -> bool:
 async def handle_share_group_describe(ctx: RequestContext,
                                       request: ShareGroupDescribeRequest) -> ShareGroupDescribeResponse:
     R = ShareGroupDescribeResponse
-    broker = ctx.broker
+    broker = ctx.services
     groups = []
     for group_id in request.group_ids:
         described = R.DescribedGroup(group_id=group_id, error_code=ErrorCode.NONE, members=[])
@@ -226,7 +226,7 @@ def _rotated(targets: list, epoch: int) -> list:
 @handles(ShareFetchRequest)
 async def handle_share_fetch(ctx: RequestContext, request: ShareFetchRequest) -> ShareFetchResponse:
     R = ShareFetchResponse
-    broker = ctx.broker
+    broker = ctx.services
     coordination = broker.share_coordination
     share = coordination.groups
     group_id, member_id = request.group_id, request.member_id
@@ -415,7 +415,7 @@ def _fetch_topics(broker, order, unknown_ids) -> list:
 async def handle_share_acknowledge(ctx: RequestContext,
                                    request: ShareAcknowledgeRequest) -> ShareAcknowledgeResponse:
     R = ShareAcknowledgeResponse
-    broker = ctx.broker
+    broker = ctx.services
     coordination = broker.share_coordination
     share = coordination.groups
     group_id, member_id = request.group_id, request.member_id

@@ -43,7 +43,7 @@ def _coordinator_check(ctx, store, group_id: str, topic_id, partition: int) -> i
 async def handle_read_share_group_state(ctx: RequestContext,
                                         request: ReadShareGroupStateRequest) -> ReadShareGroupStateResponse:
     R = ReadShareGroupStateResponse
-    store = ctx.broker.share_coordination.state_store()
+    store = ctx.services.share_coordination.state_store()
     results = []
     for t in request.topics:
         out = R.ReadStateResult(topic_id=t.topic_id, partitions=[])
@@ -66,7 +66,7 @@ async def handle_read_share_group_state(ctx: RequestContext,
 async def handle_write_share_group_state(ctx: RequestContext,
                                          request: WriteShareGroupStateRequest) -> WriteShareGroupStateResponse:
     R = WriteShareGroupStateResponse
-    coordination = ctx.broker.share_coordination
+    coordination = ctx.services.share_coordination
     store = coordination.state_store()
     results = []
     for t in request.topics:
@@ -97,7 +97,7 @@ async def handle_describe_share_group_offsets(
     archived (-1 when the partition is not led here, whose high watermark this broker does not
     know). From the state in __share_group_state, as Kafka's group coordinator reads it."""
     R = DescribeShareGroupOffsetsResponse
-    broker = ctx.broker
+    broker = ctx.services
     groups = []
     for wanted in request.groups:
         group_id = wanted.group_id
@@ -178,7 +178,7 @@ async def handle_alter_share_group_offsets(
     """Set the start offset of share-partitions of an empty share group (kafka-share-groups.sh
     --reset-offsets): everything before it is done with, nothing after it is in flight."""
     R = AlterShareGroupOffsetsResponse
-    broker = ctx.broker
+    broker = ctx.services
     group_id = request.group_id
     topics = [R.AlterShareGroupOffsetsResponseTopic(
         topic_name=t.topic_name, topic_id=_ZERO_UUID, partitions=[
@@ -228,7 +228,7 @@ async def handle_delete_share_group_offsets(
     """Forget the share state of whole topics for an empty share group: the next fetch starts
     where share.auto.offset.reset says, as for a share-partition never fetched."""
     R = DeleteShareGroupOffsetsResponse
-    broker = ctx.broker
+    broker = ctx.services
     group_id = request.group_id
     if not ctx.authorized(AclOperation.DELETE, ResourceType.GROUP, group_id):
         return R(throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, responses=[])

@@ -55,7 +55,7 @@ def _valid_name(name: str) -> bool:
 
 def _create_internal_topics(ctx: RequestContext, to_create: dict, status: list) -> None:
     """Create the internal topics the coordinator asked for (Kafka's createStreamsInternalTopics)."""
-    broker = ctx.broker
+    broker = ctx.services
     names = sorted(to_create)
     unauthorized: list[str] = []
     if not ctx.authorized_cluster(AclOperation.CREATE, log_if_denied=False):
@@ -83,7 +83,7 @@ def _create_internal_topics(ctx: RequestContext, to_create: dict, status: list) 
 @handles(StreamsGroupHeartbeatRequest)
 async def handle_streams_group_heartbeat(ctx: RequestContext,
                                          request: StreamsGroupHeartbeatRequest) -> StreamsGroupHeartbeatResponse:
-    broker = ctx.broker
+    broker = ctx.services
     coordinator = broker.group_coordinator
     if not coordinator.streams.enabled:
         return _Response(error_code=ErrorCode.UNSUPPORTED_VERSION)
@@ -204,7 +204,7 @@ def _describe_group(group: StreamsGroup) -> _Describe.DescribedGroup:
 @handles(StreamsGroupDescribeRequest)
 async def handle_streams_group_describe(ctx: RequestContext,
                                         request: StreamsGroupDescribeRequest) -> StreamsGroupDescribeResponse:
-    coordinator = ctx.broker.group_coordinator
+    coordinator = ctx.group_coordinator
     if not coordinator.streams.enabled:
         return _Describe(groups=[_Describe.DescribedGroup(error_code=ErrorCode.UNSUPPORTED_VERSION, group_id=g)
                                  for g in request.group_ids])

@@ -43,7 +43,7 @@ async def handle_get_telemetry_subscriptions(
         ctx: RequestContext, request: GetTelemetrySubscriptionsRequest) -> GetTelemetrySubscriptionsResponse:
     from ...metrics.client_telemetry import ACCEPTED_COMPRESSION_TYPES, TelemetryError
 
-    broker = ctx.broker
+    broker = ctx.services
     try:
         instance = client_telemetry(broker).get_subscriptions(
             request.client_instance_id, _attributes(ctx), subscriptions(client_telemetry(broker), broker.metadata))
@@ -62,7 +62,7 @@ async def handle_get_telemetry_subscriptions(
 async def handle_push_telemetry(ctx: RequestContext, request: PushTelemetryRequest) -> PushTelemetryResponse:
     from ...metrics.client_telemetry import TelemetryError
 
-    broker = ctx.broker
+    broker = ctx.services
     try:
         client_telemetry(broker).push(
             request.client_instance_id, request.subscription_id, request.terminating, request.compression_type,
@@ -90,7 +90,7 @@ async def handle_list_client_metrics_resources(
     wanted = set(request.resource_types or supported) if ctx.api_version >= 1 else {CLIENT_METRICS}
     if not wanted <= set(supported):
         return Response(throttle_time_ms=0, error_code=ErrorCode.UNSUPPORTED_VERSION)
-    broker = ctx.broker
+    broker = ctx.services
     found: list[tuple[int, str]] = []
     if CLIENT_METRICS in wanted:
         found += [(CLIENT_METRICS, name) for name in sorted(broker.metadata.client_metrics_configs())]

@@ -79,7 +79,7 @@ _NOT_CONTROLLER_MESSAGE = "This is not the correct controller for this cluster."
 
 @handles(CreateTopicsRequest)
 async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
-    broker = ctx.broker
+    broker = ctx.services
     version = ctx.api_version
     results = []
     seen: dict[str, int] = {}
@@ -150,7 +150,7 @@ async def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest
 
 @handles(DeleteTopicsRequest)
 async def handle_delete_topics(ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTopicsResponse:
-    broker = ctx.broker
+    broker = ctx.services
     version = ctx.api_version
     wanted: list[tuple[str | None, uuid.UUID]] = []
     if version >= 6:
@@ -208,7 +208,7 @@ async def handle_delete_topics(ctx: RequestContext, request: DeleteTopicsRequest
 @handles(CreatePartitionsRequest)
 async def handle_create_partitions(ctx: RequestContext,
                                    request: CreatePartitionsRequest) -> CreatePartitionsResponse:
-    broker = ctx.broker
+    broker = ctx.services
     results = []
     too_many = _new_partitions_in_grow(broker, request) > MAX_PARTITIONS_PER_REQUEST
     for topic in request.topics:

@@ -103,7 +103,7 @@ def _add_partitions(broker, transactional_id: str, producer_id: int, producer_ep
 @handles(AddPartitionsToTxnRequest)
 async def handle_add_partitions_to_txn(ctx: RequestContext,
                                        request: AddPartitionsToTxnRequest) -> AddPartitionsToTxnResponse:
-    broker = ctx.broker
+    broker = ctx.services
     version = ctx.api_version
     if version < 4:
         # KafkaApis: WRITE on the transactional id (every partition fails), WRITE on each topic
@@ -137,7 +137,7 @@ async def handle_add_partitions_to_txn(ctx: RequestContext,
 
 @handles(AddOffsetsToTxnRequest)
 async def handle_add_offsets_to_txn(ctx: RequestContext, request: AddOffsetsToTxnRequest) -> AddOffsetsToTxnResponse:
-    broker = ctx.broker
+    broker = ctx.services
     if not ctx.authorized(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
         return AddOffsetsToTxnResponse(throttle_time_ms=0, error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     if not ctx.authorized(AclOperation.READ, ResourceType.GROUP, request.group_id):
@@ -152,7 +152,7 @@ async def handle_add_offsets_to_txn(ctx: RequestContext, request: AddOffsetsToTx
 
 @handles(EndTxnRequest)
 async def handle_end_txn(ctx: RequestContext, request: EndTxnRequest) -> EndTxnResponse:
-    broker = ctx.broker
+    broker = ctx.services
     if not ctx.authorized(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
         return EndTxnResponse(throttle_time_ms=0, error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     markers = transaction_partitions(broker, request.transactional_id)
@@ -166,7 +166,7 @@ async def handle_end_txn(ctx: RequestContext, request: EndTxnRequest) -> EndTxnR
 # -- TxnOffsetCommit -------------------------------------------------------------------------
 @handles(TxnOffsetCommitRequest)
 async def handle_txn_offset_commit(ctx: RequestContext, request: TxnOffsetCommitRequest) -> TxnOffsetCommitResponse:
-    broker = ctx.broker
+    broker = ctx.services
     version = ctx.api_version
     errors: dict[TopicPartition, int] = {}
     offsets: dict[TopicPartition, OffsetAndMetadata] = {}
@@ -240,7 +240,7 @@ async def handle_txn_offset_commit(ctx: RequestContext, request: TxnOffsetCommit
 # -- WriteTxnMarkers (inter-broker; a coordinator elsewhere may send it) ---------------------
 @handles(WriteTxnMarkersRequest)
 async def handle_write_txn_markers(ctx: RequestContext, request: WriteTxnMarkersRequest) -> WriteTxnMarkersResponse:
-    broker = ctx.broker
+    broker = ctx.services
     results = []
     cluster_action = ctx.authorized_cluster(AclOperation.CLUSTER_ACTION)
     for marker in request.markers:
@@ -273,7 +273,7 @@ async def handle_write_txn_markers(ctx: RequestContext, request: WriteTxnMarkers
 @handles(DescribeTransactionsRequest)
 async def handle_describe_transactions(ctx: RequestContext,
                                        request: DescribeTransactionsRequest) -> DescribeTransactionsResponse:
-    coordinator = ctx.broker.transaction_coordinator
+    coordinator = ctx.transaction_coordinator
     states = []
     for transactional_id in request.transactional_ids:
         # KafkaApis: DESCRIBE on the transactional id; the topics it may not DESCRIBE are left out
@@ -304,7 +304,7 @@ async def handle_describe_transactions(ctx: RequestContext,
 
 @handles(ListTransactionsRequest)
 async def handle_list_transactions(ctx: RequestContext, request: ListTransactionsRequest) -> ListTransactionsResponse:
-    error, unknown, found = ctx.broker.transaction_coordinator.list_transactions(
+    error, unknown, found = ctx.transaction_coordinator.list_transactions(
         request.state_filters, request.producer_id_filters,
         request.duration_filter if ctx.api_version >= 1 else -1)
     pattern = request.transactional_id_pattern if ctx.api_version >= 2 else None
@@ -333,7 +333,7 @@ async def handle_list_transactions(ctx: RequestContext, request: ListTransaction
 async def handle_describe_producers(ctx: RequestContext,
                                     request: DescribeProducersRequest) -> DescribeProducersResponse:
     """The active producers of partitions, from their logs' producer state (Kafka's activeProducers)."""
-    broker = ctx.broker
+    broker = ctx.services
     topics = []
     denied = ctx.unauthorized_names(AclOperation.READ, ResourceType.TOPIC, (t.name for t in request.topics))
     for topic in request.topics:
