@@ -135,8 +135,8 @@ class TransactionCoordination:
 
         async def wait() -> None:
             while True:
-                error = await broker.replicas.wait_for_replication(TRANSACTION_STATE_TOPIC, partition, required,
-                                                                   timeout_s)
+                error = await broker.replicas.wait_appended(TRANSACTION_STATE_TOPIC, partition, timeout_s,
+                                                            end_offset=required)
                 if plog.high_watermark >= required:  # on every ISR member, even an ISR below the minimum
                     try:
                         then()
@@ -164,7 +164,9 @@ class TransactionCoordination:
         if self._markers is None:
             from .txn_marker_sender import RemoteMarkers
 
-            self._markers = RemoteMarkers(self._broker, on_done=self.coordinator.markers_delivered)
+            broker = self._broker
+            self._markers = RemoteMarkers(broker.node_id, broker.config, broker.metadata, broker.replicas,
+                                          on_done=self.coordinator.markers_delivered)
         return self._markers
 
     def verifier(self):
@@ -172,7 +174,8 @@ class TransactionCoordination:
         if self._verifier is None:
             from .txn_verification import TxnVerifier
 
-            self._verifier = TxnVerifier(self._broker)
+            broker = self._broker
+            self._verifier = TxnVerifier(broker.node_id, broker.config, broker.metadata, self.coordinator)
         return self._verifier
 
 
@@ -225,15 +228,12 @@ def write_txn_markers(broker, producer_id: int, producer_epoch: int, coordinator
                 results[tp] = outcome
                 continue
         try:
-            plog.append_txn_marker(producer_id, producer_epoch, coordinator_epoch, commit,
-                                   leader_epoch=broker.partitions.leader_epoch(topic, partition))
+            broker.replicas.append_txn_marker(hosted, producer_id, producer_epoch, coordinator_epoch, commit)
         except KafkaError as exc:
             log.info("transaction marker of producer %d for %s-%d failed: %s", producer_id, topic, partition, exc)
             results[tp] = exc.code
             continue
         results[tp] = ErrorCode.NONE
-        broker.purgatory.notify(tp)
-        broker.replicas.on_leader_append(hosted)
         if not local_only and plog.high_watermark < plog.log_end_offset:
             # done once the ISR has the marker (acks=all); at once for an ISR of one
             marker_deliveries(broker).await_local(key, topic, partition, plog.log_end_offset)

@@ -30,7 +30,9 @@ from ..protocol.messages import WriteTxnMarkersRequest
 from ..security.inter_broker import inter_broker_options
 
 if TYPE_CHECKING:
-    from .broker import Broker
+    from ..metadata.store import MetadataStore
+    from ..replication.replica_manager import ReplicaManager
+    from .broker_config import BrokerConfig
 
 __all__ = ["RemoteMarkers"]
 
@@ -44,8 +46,13 @@ MarkerKey = tuple[int, int, int, bool, str, int]
 class RemoteMarkers:
     """Marker deliveries: WriteTxnMarkers to other brokers, replication waits for local ones."""
 
-    def __init__(self, broker: Broker, on_done: Callable[[int], None] | None = None):
-        self.broker = broker
+    def __init__(self, node_id: int, config: BrokerConfig, metadata: MetadataStore, replicas: ReplicaManager,
+                 on_done: Callable[[int], None] | None = None):
+        """Built by TransactionCoordination with what it uses: the broker's node id, config and
+        metadata (the leaders' endpoints), and the replica manager (the ISR waits for markers
+        appended here)."""
+        self._config = config
+        self._replicas = replicas
         # told the producer id when a delivery finishes, so that the coordinator looks again at
         # once instead of after its retry back-off
         self._on_done = on_done
@@ -55,8 +62,8 @@ class RemoteMarkers:
         self._abandoned: set[MarkerKey] = set()
         # Kafka's TransactionMarkerChannelManager: a network client of its own, to every leader
         self._peers = PeerConnections(
-            "txn-markers", lambda node_id: broker.metadata.broker_endpoint(node_id),
-            client_id=f"kafkapy-txn-markers-{broker.node_id}", **inter_broker_options(broker.config))
+            "txn-markers", metadata.broker_endpoint,
+            client_id=f"kafkapy-txn-markers-{node_id}", **inter_broker_options(config))
 
     def outcome(self, key: MarkerKey) -> int | None:
         """A finished delivery's result (taken), REQUEST_TIMED_OUT while one is in flight, else None."""
@@ -89,10 +96,10 @@ class RemoteMarkers:
         asyncio.get_running_loop().create_task(self._replicate(key, topic, partition, end_offset))
 
     async def _replicate(self, key: MarkerKey, topic: str, partition: int, end_offset: int) -> None:
-        timeout_s = self.broker.config.get("request.timeout.ms") / 1000
+        timeout_s = self._config.get("request.timeout.ms") / 1000
         code = None
         try:
-            code = await self.broker.replicas.wait_for_replication(topic, partition, end_offset, timeout_s)
+            code = await self._replicas.wait_appended(topic, partition, timeout_s, end_offset=end_offset)
         finally:
             self._finish(key, code)
             self._done(key[0])

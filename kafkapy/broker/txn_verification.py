@@ -10,14 +10,12 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from ..net.client import BrokerConnectionError
-from ..net.peers import PeerConnections
 from ..protocol.errors import ErrorCode, KafkaError
-from ..protocol.messages import AddPartitionsToTxnRequest
-from ..security.inter_broker import inter_broker_options
 
 if TYPE_CHECKING:
-    from .broker import Broker
+    from ..metadata.store import MetadataStore
+    from ..txncoord import TransactionCoordinator
+    from .broker_config import BrokerConfig
 
 __all__ = ["TxnVerifier", "coordinated_here", "verification_error", "verify_transactional_produce",
            "verify_with_remote_coordinator"]
@@ -30,19 +28,30 @@ VERIFY_VERSION = 4
 class TxnVerifier:
     """AddPartitionsToTxn verify-only requests to coordinators, one connection per broker."""
 
-    def __init__(self, broker: Broker):
-        self.broker = broker
+    def __init__(self, node_id: int, config: BrokerConfig, metadata: MetadataStore,
+                 coordinator: TransactionCoordinator):
+        """Built by TransactionCoordination (cluster mode, on first use) with the broker's node id,
+        config and metadata (the coordinators' endpoints) and the transaction coordinator (which
+        broker coordinates a transactional id)."""
+        # the inter-broker client is loaded with the first verifier, not with the produce handler
+        from ..net.peers import PeerConnections
+        from ..security.inter_broker import inter_broker_options
+
+        self._coordinator = coordinator
         # Kafka's AddPartitionsToTxnManager has a network client of its own
         self._peers = PeerConnections(
-            "txn-verification", lambda node_id: broker.metadata.broker_endpoint(node_id),
-            client_id=f"kafkapy-txn-verification-{broker.node_id}",
-            request_timeout_s=broker.config.get("request.timeout.ms") / 1000,
-            **inter_broker_options(broker.config))
+            "txn-verification", metadata.broker_endpoint,
+            client_id=f"kafkapy-txn-verification-{node_id}",
+            request_timeout_s=config.get("request.timeout.ms") / 1000,
+            **inter_broker_options(config))
 
     async def verify(self, transactional_id: str, producer_id: int, producer_epoch: int, topic: str,
                      partition: int) -> int:
         """The coordinator's answer for one partition; COORDINATOR_NOT_AVAILABLE when it cannot be asked."""
-        error, node_id = self.broker.transaction_coordinator.find_coordinator(transactional_id)
+        from ..net.client import BrokerConnectionError
+        from ..protocol.messages import AddPartitionsToTxnRequest
+
+        error, node_id = self._coordinator.find_coordinator(transactional_id)
         if error:
             return error
         request = AddPartitionsToTxnRequest(transactions=[AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction(

@@ -464,11 +464,35 @@ class ReplicaManager:
                 self._metrics.produced(part.topic, result.last_offset - result.base_offset + 1, len(buf))
         return result
 
-    async def wait_appended(self, topic: str, partition: int, timeout_s: float, *, fsync: bool = True) -> int:
+    def append_txn_marker(self, part: Partition, producer_id: int, producer_epoch: int, coordinator_epoch: int,
+                          commit: bool):
+        """A transaction marker (origin COORDINATOR: WriteTxnMarkers, or the coordinator's own
+        markers on a partition led here) appended at the partition's leader epoch; then, as for
+        `append_records`, the fetches waiting on the partition are woken and the high watermark
+        may move. Raises KafkaError as PartitionLog.append_txn_marker does (NOT_LEADER_OR_FOLLOWER
+        without a log here). What the answer waits for is `wait_appended`'s."""
+        topic, index = part.topic, part.partition
+        plog = self.logs.get_log(topic, index)
+        if plog is None:
+            raise KafkaError(f"no local log for {topic}-{index}", ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        result = plog.append_txn_marker(producer_id, producer_epoch, coordinator_epoch, commit,
+                                        leader_epoch=part.leader_epoch)
+        self._purgatory.notify((topic, index))
+        self.on_leader_append(part)
+        return result
+
+    async def wait_appended(self, topic: str, partition: int, timeout_s: float, *, fsync: bool = True,
+                            end_offset: int | None = None) -> int:
         """A coordinator's write (acks=all) to a partition led here: wait until what its log holds
         now is on disk (fsync-on-ack, when `fsync`) and on the ISR (at once for an ISR of one).
         NONE; UNKNOWN_TOPIC_OR_PARTITION without a log here; KAFKA_STORAGE_ERROR when the fsync
-        failed; else what `wait_for_replication` answers. The caller maps it as its coordinator does."""
+        failed; else what `wait_for_replication` answers. The caller maps it as its coordinator does.
+
+        With `end_offset` (the offset after the write, taken when it was appended: a marker, a
+        transaction state record), only the ISR is waited for, up to that offset: the acks=all
+        wait itself, NOT_LEADER_OR_FOLLOWER without the partition here."""
+        if end_offset is not None:
+            return await self.wait_for_replication(topic, partition, end_offset, timeout_s)
         plog = self.logs.get_log(topic, partition)
         if plog is None:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION

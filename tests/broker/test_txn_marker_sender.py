@@ -47,7 +47,7 @@ def markers(code: int) -> tuple[RemoteMarkers, StubPeers, list[int]]:
     broker = SimpleNamespace(node_id=3, config=SimpleNamespace(get=lambda name: 1000),
                              metadata=SimpleNamespace(broker_endpoint=lambda node: ("127.0.0.1", 1)))
     done: list[int] = []
-    remote = RemoteMarkers(broker, on_done=done.append)
+    remote = RemoteMarkers(broker.node_id, broker.config, broker.metadata, replicas=None, on_done=done.append)
     peers = StubPeers(code)
     remote._peers.close()
     remote._peers = peers
