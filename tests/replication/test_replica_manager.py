@@ -259,3 +259,52 @@ def test_acks_all_wait_ends_when_leadership_was_lost_and_regained(node):
             await node.stop()
 
     run(scenario())
+
+
+def test_coordinator_writes(node, monkeypatch):
+    """A coordinator's writes through the replica manager: a transaction marker appended at the
+    leader epoch wakes the partition's fetches; wait_appended waits for the ISR up to the log end
+    (or a given end offset) and answers UNKNOWN_TOPIC_OR_PARTITION without a log; wait_synced
+    fsyncs every partition it is given (fsync-on-ack) and raises what the flusher raised, which
+    wait_appended answers as KAFKA_STORAGE_ERROR."""
+    from kafkapy.replication import durability
+
+    async def scenario():
+        await node.start()
+        try:
+            await node.replicas.apply_leader_and_isr(lai([ps(0, epoch=3), ps(1, epoch=3)]), 7)
+            part = node.replicas.partition("t", 0)
+            plog = part.log
+            plog.append(batch(), leader_epoch=3)
+            woken = []
+            node.broker.purgatory.notify = lambda key: woken.append(key)
+            node.replicas.append_txn_marker(part, 7, 0, 0, True)
+            assert woken == [("t", 0)] and plog.log_end_offset == 2
+            # the ISR of two has neither batch yet
+            assert await node.replicas.wait_appended("t", 0, 0.05) == ErrorCode.REQUEST_TIMED_OUT
+            assert part.update_follower_fetch(2, 1, 0, 0)
+            assert await node.replicas.wait_appended("t", 0, 0.05, end_offset=1) == ErrorCode.NONE
+            assert await node.replicas.wait_appended("t", 0, 0.05, fsync=False) == ErrorCode.REQUEST_TIMED_OUT
+            assert await node.replicas.wait_appended("t", 9, 0.05) == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            # fsync-on-ack
+            synced = []
+
+            async def recording(*futures):
+                synced.append(len(futures))
+
+            monkeypatch.setattr(durability, "wait_durable", recording)
+            monkeypatch.setattr(plog.config, "fsync_on_ack", True, raising=False)
+            await node.replicas.wait_synced([("t", 0), ("t", 1), ("t", 9)])  # t-1 is empty, t-9 unknown
+            assert synced == [1]
+
+            async def failing(*futures):
+                raise OSError("disk gone")
+
+            monkeypatch.setattr(durability, "wait_durable", failing)
+            with pytest.raises(OSError):
+                await node.replicas.wait_synced([("t", 0)])
+            assert await node.replicas.wait_appended("t", 0, 0.05) == ErrorCode.KAFKA_STORAGE_ERROR
+        finally:
+            await node.stop()
+
+    run(scenario())
