@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the WHOLE kafkapy test suite from a fresh clone: installs what it needs, checks the layers
-# (lint-imports), then pytest over tests/, conformance/ and spark-integration/ (see [tool.pytest.ini_options]).
+# (lint-imports) and that no import cycle exists (scripts/check_import_cycles.py), then pytest over
+# tests/, conformance/ and spark-integration/ (see [tool.pytest.ini_options]).
 #
 #   bash scripts/test.sh                      # everything
 #   bash scripts/test.sh conformance -k kcat  # extra arguments go to pytest
@@ -34,6 +35,13 @@ LINT_IMPORTS="$(dirname "$PYTHON")/lint-imports"
 [[ -x "$LINT_IMPORTS" ]] || LINT_IMPORTS=lint-imports
 if ! PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" "$LINT_IMPORTS" --no-cache; then
     echo "!!! scripts/test.sh: lint-imports: an import crosses the layers of pyproject.toml [tool.importlinter]" >&2
+    exit 1
+fi
+
+# No import cycle of any kind (function-level and TYPE_CHECKING imports included), which
+# lint-imports cannot see: scripts/check_import_cycles.py prints each cycle it finds.
+if ! "$PYTHON" scripts/check_import_cycles.py; then
+    echo "!!! scripts/test.sh: import cycle: kafkapy's modules import each other (scripts/check_import_cycles.py)" >&2
     exit 1
 fi
 

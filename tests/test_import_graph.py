@@ -121,3 +121,9 @@ def test_exit_status_and_report(tmp_path):
 def test_fast_graph_equals_whole_file_parsing_on_kafkapy():
     root = REPO / "kafkapy"
     assert check.build_graph(root) == check.build_graph(root, exact=True)
+
+
+def test_kafkapy_has_no_import_cycle():
+    """The real tree, as scripts/test.sh checks it after lint-imports: no cycle of any kind."""
+    graph, cycles = check.find_cycles(REPO / "kafkapy")
+    assert cycles == [], "\n".join(" -> ".join(check.shortest_cycle(graph, component)) for component in cycles)

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
-from .values import Untranslatable
+from .untranslatable import Untranslatable
 
 _PRIMITIVES = {"null", "boolean", "int", "long", "float", "double", "bytes", "string"}
 Convert = Callable[[Any], Any] | None   # None: fastavro's value is already what Arrow takes

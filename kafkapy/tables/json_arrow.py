@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .values import Untranslatable
+from .untranslatable import Untranslatable
 
 _SIMPLE = {"integer", "number", "string", "boolean"}
 

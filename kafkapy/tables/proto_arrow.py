@@ -20,7 +20,7 @@ import base64
 import binascii
 from decimal import Decimal
 
-from .values import Untranslatable
+from .untranslatable import Untranslatable
 
 _SCALAR_TYPES = {"double": 1, "float": 2, "int64": 3, "uint64": 4, "int32": 5, "fixed64": 6, "fixed32": 7,
                  "bool": 8, "string": 9, "bytes": 12, "uint32": 13, "sfixed32": 15, "sfixed64": 16,

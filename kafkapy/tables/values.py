@@ -25,6 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .untranslatable import Untranslatable
+
 if TYPE_CHECKING:
     import pyarrow as pa
 
@@ -57,10 +59,6 @@ class Records:
 class Translated:
     rows: pa.Table          # `kafka` + value columns (nullable, no field ids)
     dead_letters: pa.Table  # `kafka` + value binary + reason string
-
-
-class Untranslatable(Exception):
-    """A value (or a schema) that cannot become a row; the message is the dead letter's reason."""
 
 
 class ValueDecoder(Protocol):
