@@ -11,19 +11,41 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
 
 from ..groupcoord import OFFSETS_TOPIC, GroupCoordinator, GroupCoordinatorConfig, OffsetsTopicStore
 from ..groupcoord.offsets_topic import offsets_topic_configs
 from ..protocol.errors import ErrorCode, KafkaError
 from .topic_view import BrokerTopicView
 
+if TYPE_CHECKING:
+    from ..metadata.store import MetadataStore
+    from ..replication.purgatory import Purgatory
+    from ..replication.replica_manager import ReplicaManager
+    from .broker_config import BrokerConfig
+    from .partitions import PartitionManager
+
 log = logging.getLogger(__name__)
+
+
+class CoordinationHost(Protocol):
+    """What the group coordination (and the leadership helpers below) read of the broker: its
+    node id, config and metadata, the partitions and their replicas (the coordinator's log, its
+    leader epoch, who leads), and the purgatory (fetches woken by the coordinator's appends).
+    The composition root (broker/broker.py) hands itself as this."""
+
+    node_id: int
+    config: BrokerConfig
+    metadata: MetadataStore
+    partitions: PartitionManager
+    replicas: ReplicaManager
+    purgatory: Purgatory
 
 
 class GroupCoordination:
     """Keeps the broker's group coordinator in step with the __consumer_offsets partitions led here."""
 
-    def __init__(self, broker) -> None:
+    def __init__(self, broker: CoordinationHost) -> None:
         self._broker = broker
         # clients retry FindCoordinator every few hundred ms: a failed creation warns once, then quietly
         self._offsets_topic_warned = False
@@ -106,7 +128,7 @@ class GroupCoordination:
                 log.exception("reloading %s leadership failed", OFFSETS_TOPIC)
 
 
-def partition_leaders(broker, meta) -> list[int] | None:
+def partition_leaders(broker: CoordinationHost, meta) -> list[int] | None:
     """Each partition's leader. This broker counts as leader only where its own replica has become
     leader (LeaderAndIsr in a cluster; at once in a cluster of one) and still is, so a coordinator
     loads a partition's state only once it leads the log, and unloads it as soon as it does not."""
@@ -135,7 +157,7 @@ def _still_leads(hosted, state, node_id: int) -> bool:
     return state.leader == node_id or state.leader_epoch <= hosted.leader_epoch
 
 
-def on_leadership_change(broker, loop: asyncio.AbstractEventLoop, topic: str, resync: Callable[[], None]) -> None:
+def on_leadership_change(broker: CoordinationHost, loop: asyncio.AbstractEventLoop, topic: str, resync: Callable[[], None]) -> None:
     """Re-sync a coordinator when this broker's replica of `topic` becomes leader or follower (the
     replica manager's leadership listeners)."""
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Any, Protocol
 
 from ..groupcoord import OFFSETS_TOPIC, OffsetsTopicStore
 from ..protocol.errors import ErrorCode, KafkaError
@@ -20,9 +21,24 @@ from ..txncoord import (
     TransactionCoordinatorConfig,
     transaction_state_topic_configs,
 )
-from .group_coordination import on_leadership_change, partition_leaders
+from .group_coordination import CoordinationHost, on_leadership_change, partition_leaders
 
 log = logging.getLogger(__name__)
+
+
+class TransactionCoordinationHost(CoordinationHost, Protocol):
+    """What the transaction coordination and the marker writer read of the broker: the group
+    coordination's host, the producer id blocks, the group coordinator (markers on
+    __consumer_offsets decide transactional offset commits) and the transaction coordination
+    itself (the marker deliveries, from the WriteTxnMarkers handler's bundle as well)."""
+
+    producer_ids: Any
+
+    @property
+    def group_coordinator(self) -> Any: ...
+
+    @property
+    def transaction_coordination(self) -> Any: ...
 
 TopicPartition = tuple[str, int]
 
@@ -30,7 +46,7 @@ TopicPartition = tuple[str, int]
 class TransactionCoordination:
     """Builds the broker's transaction coordinator and keeps it in step with the broker."""
 
-    def __init__(self, broker) -> None:
+    def __init__(self, broker: TransactionCoordinationHost) -> None:
         self._broker = broker
         # a failed creation of __transaction_state warns once, then quietly (clients retry)
         self._state_topic_warned = False
@@ -179,17 +195,17 @@ class TransactionCoordination:
         return self._verifier
 
 
-def partition_exists(broker, topic: str, partition: int) -> bool:
+def partition_exists(broker: CoordinationHost, topic: str, partition: int) -> bool:
     meta = broker.partitions.topic(topic)
     return meta is not None and 0 <= partition < len(meta.partitions)
 
 
-def marker_deliveries(broker):
+def marker_deliveries(broker: TransactionCoordinationHost):
     """The broker's marker deliveries (cluster mode), made on first use."""
     return broker.transaction_coordination.marker_deliveries()
 
 
-def write_txn_markers(broker, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool,
+def write_txn_markers(broker: TransactionCoordinationHost, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool,
                       partitions: list[TopicPartition], local_only: bool = False) -> dict[TopicPartition, int]:
     """Append a transaction marker to each local partition; an error code per partition.
 
