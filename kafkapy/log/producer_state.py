@@ -431,9 +431,6 @@ class ProducerStateManager:
         """Offsets of the snapshot files on disk, oldest first."""
         return list(self._snapshot_offsets)
 
-    def latest_snapshot_offset(self) -> int | None:
-        return self._snapshot_offsets[-1] if self._snapshot_offsets else None
-
     # ----------------------------------------------------------------- expiry
 
     def remove_expired(self, now_ms: int, producer_id_expiration_ms: int | None = None) -> int:
@@ -533,11 +530,6 @@ class ProducerStateManager:
         for snap in list(self._snapshot_offsets):
             self._delete_snapshot(snap)
         self._map_end_offset = offset
-
-    def delete_snapshots_before(self, offset: int) -> None:
-        """Delete snapshot files with offsets below `offset` (used when segments are deleted)."""
-        for snap in [o for o in self._snapshot_offsets if o < offset]:
-            self._delete_snapshot(snap)
 
     def _clear(self) -> None:
         self._producers.clear()

@@ -455,7 +455,6 @@ def test_keeps_only_the_last_two_snapshots(tmp_path, plog):
         plog.psm.snapshot(plog.leo)
     assert plog.psm.snapshot_offsets() == [3, 4]
     assert sorted(p.name for p in tmp_path.glob("*.snapshot")) == [snapshot_file_name(3), snapshot_file_name(4)]
-    assert plog.psm.latest_snapshot_offset() == 4
     assert not list(tmp_path.glob("*.tmp"))
 
 
@@ -472,16 +471,6 @@ def test_snapshot_of_empty_state(tmp_path, psm):
     psm.snapshot(0)
     fresh = ProducerStateManager(tmp_path)
     assert fresh.load(0, 0) == 0 and fresh.active_producers() == {}
-
-
-def test_delete_snapshots_before(tmp_path, plog):
-    plog.append(seq=0)
-    plog.psm.snapshot(1)
-    plog.append(seq=1)
-    plog.psm.snapshot(2)
-    plog.psm.delete_snapshots_before(2)
-    assert plog.psm.snapshot_offsets() == [2]
-    assert [p.name for p in tmp_path.glob("*.snapshot")] == [snapshot_file_name(2)]
 
 
 # ----------------------------------------------------------------------------- truncation
