@@ -20,7 +20,6 @@ from .topic_view import BrokerTopicView
 
 if TYPE_CHECKING:
     from ..metadata.store import MetadataStore
-    from ..replication.purgatory import Purgatory
     from ..replication.replica_manager import ReplicaManager
     from .broker_config import BrokerConfig
     from .partitions import PartitionManager
@@ -30,8 +29,8 @@ log = logging.getLogger(__name__)
 
 class CoordinationHost(Protocol):
     """What the group coordination (and the leadership helpers below) read of the broker: its
-    node id, config and metadata, the partitions and their replicas (the coordinator's log, its
-    leader epoch, who leads), and the purgatory (fetches woken by the coordinator's appends).
+    node id, config and metadata, the partitions (the coordinator's log, the topic) and the
+    replica manager (who leads; the coordinator's appends: `append_coordinator_records`).
     The composition root (broker/broker.py) hands itself as this."""
 
     node_id: int
@@ -39,7 +38,6 @@ class CoordinationHost(Protocol):
     metadata: MetadataStore
     partitions: PartitionManager
     replicas: ReplicaManager
-    purgatory: Purgatory
 
 
 class GroupCoordination:
@@ -57,9 +55,7 @@ class GroupCoordination:
         config = GroupCoordinatorConfig.from_getter(broker.config.get)
         store = OffsetsTopicStore(
             log_for=lambda p: broker.partitions.get_log(OFFSETS_TOPIC, p),
-            leader_epoch_for=lambda p: broker.partitions.leader_epoch(OFFSETS_TOPIC, p),
-            on_append=lambda p: broker.purgatory.notify((OFFSETS_TOPIC, p)),
-            load_buffer_size=config.offsets_load_buffer_size)
+            load_buffer_size=config.offsets_load_buffer_size, append_batch=broker.replicas.append_coordinator_records)
         # the topics KIP-848 consumer groups subscribe to, kept current by the metadata store
         topics = BrokerTopicView(broker.partitions, broker.metadata)
         broker.metadata.add_listener(topics.on_metadata_change)

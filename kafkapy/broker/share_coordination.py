@@ -269,9 +269,8 @@ class ShareCoordination:
                     return None
                 meta = self.partitions.topic(SHARE_STATE_TOPIC)
         store = OffsetsTopicStore(
-            log_for=lambda p: self.partitions.get_log(SHARE_STATE_TOPIC, p),
-            leader_epoch_for=lambda p: self.partitions.leader_epoch(SHARE_STATE_TOPIC, p),
-            on_append=lambda p: self.purgatory.notify((SHARE_STATE_TOPIC, p)), topic=SHARE_STATE_TOPIC)
+            log_for=lambda p: self.partitions.get_log(SHARE_STATE_TOPIC, p), topic=SHARE_STATE_TOPIC,
+            append_batch=self.replicas.append_coordinator_records)
 
         def local_epoch(state_partition: int) -> int | None:
             hosted = self.replicas.partition(SHARE_STATE_TOPIC, state_partition)

@@ -62,9 +62,8 @@ class TransactionCoordination:
         config = TransactionCoordinatorConfig.from_getter(broker.config.get)
         store = OffsetsTopicStore(
             log_for=lambda p: broker.partitions.get_log(TRANSACTION_STATE_TOPIC, p),
-            leader_epoch_for=lambda p: broker.partitions.leader_epoch(TRANSACTION_STATE_TOPIC, p),
-            on_append=lambda p: broker.purgatory.notify((TRANSACTION_STATE_TOPIC, p)),
-            load_buffer_size=config.transaction_state_log_load_buffer_size, topic=TRANSACTION_STATE_TOPIC)
+            load_buffer_size=config.transaction_state_log_load_buffer_size, topic=TRANSACTION_STATE_TOPIC,
+            append_batch=broker.replicas.append_coordinator_records)
         return TransactionCoordinator(
             config, store, broker.producer_ids.allocate, lambda *args: write_txn_markers(broker, *args),
             node_id=broker.node_id,

@@ -1,15 +1,16 @@
 """The __consumer_offsets topic: which partition owns a group, and reading/writing its records.
 
 The coordinator is an ordinary user of partition logs: its writes are record batches appended
-to `__consumer_offsets-<n>` through the same PartitionLog as any produce, and its state is
-rebuilt at start-up by reading those logs back.
+to `__consumer_offsets-<n>`, in a broker through the replica manager's coordinator append (a
+`CoordinatorAppend` hook: Kafka's ReplicaManager.appendRecords with AppendOrigin.COORDINATOR), and
+its state is rebuilt at start-up by reading those logs back.
 """
 from __future__ import annotations
 
 import logging
 import time
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ..metadata.topic_rules import OFFSETS_TOPIC
 from ..protocol.errors import ErrorCode, KafkaError
@@ -19,6 +20,17 @@ if TYPE_CHECKING:
     from ..log.partition_log import AppendResult, PartitionLog
 
 log = logging.getLogger(__name__)
+
+
+class CoordinatorAppend(Protocol):
+    """Appends a coordinator's batch (built and its headers read here) to a partition of its
+    internal topic: in a broker the replica manager's `append_coordinator_records`, which stamps
+    the leader epoch, appends, wakes the partition's fetches and may move the high watermark.
+    `transactional` marks a batch written for a producer's open transaction (TxnOffsetCommit).
+    Raises KafkaError with Kafka's code (NOT_LEADER_OR_FOLLOWER without a log here)."""
+
+    def __call__(self, topic: str, partition: int, buf: bytearray, headers: list[BatchHeader],
+                 transactional: bool) -> AppendResult: ...
 
 
 def java_string_hash(text: str) -> int:
@@ -48,20 +60,28 @@ class OffsetsTopicStore:
     """Appends coordinator records to the partitions of an internal topic (__consumer_offsets,
     or `topic`, e.g. __transaction_state) and reads them back.
 
-    `log_for(partition)` returns the local PartitionLog (None when this broker has none);
-    `leader_epoch_for(partition)` the epoch to stamp; `on_append(partition)` is told after
-    every append (the broker wakes fetchers parked on the partition).
+    `log_for(partition)` returns the local PartitionLog (None when this broker has none), which
+    loading reads; `append_batch` writes (a broker's replica manager: see CoordinatorAppend).
+    Without it (a coordinator on its own, in tests and benchmarks) batches go to the local log
+    at leader epoch 0.
     """
 
     def __init__(self, log_for: Callable[[int], PartitionLog | None],
-                 leader_epoch_for: Callable[[int], int] = lambda partition: 0,
-                 on_append: Callable[[int], None] | None = None,
-                 load_buffer_size: int = 5 * 1024 * 1024, topic: str = OFFSETS_TOPIC):
+                 load_buffer_size: int = 5 * 1024 * 1024, topic: str = OFFSETS_TOPIC, *,
+                 append_batch: CoordinatorAppend | None = None):
         self._log_for = log_for
-        self._leader_epoch_for = leader_epoch_for
-        self._on_append = on_append
+        self._append_batch = self._append_local if append_batch is None else append_batch
         self._load_buffer_size = load_buffer_size
         self.topic = topic
+
+    def _append_local(self, topic: str, partition: int, buf: bytearray, headers: list[BatchHeader],
+                      transactional: bool) -> AppendResult:
+        plog = self._log_for(partition)
+        if plog is None:
+            raise KafkaError(f"no local log for {topic}-{partition}", ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        if transactional:
+            return plog.append(buf, leader_epoch=0, validated=headers, from_client=False)
+        return plog.append(buf, leader_epoch=0, validated=headers)
 
     def append(self, partition: int, records: list[tuple[bytes, bytes | None]],
                timestamp_ms: int | None = None, *, producer_id: int = -1,
@@ -71,24 +91,15 @@ class OffsetsTopicStore:
         With a `producer_id` the batch is transactional, written for that producer's open
         transaction (TxnOffsetCommit); a later commit or abort marker decides it.
         """
-        plog = self._log_for(partition)
-        if plog is None:
-            raise KafkaError(f"no local log for {self.topic}-{partition}", ErrorCode.NOT_LEADER_OR_FOLLOWER)
         if timestamp_ms is None:
             timestamp_ms = int(time.time() * 1000)
-        epoch = self._leader_epoch_for(partition)
         if producer_id >= 0:
             buf = bytearray(build_batch(records, base_timestamp=timestamp_ms, producer_id=producer_id,
                                         producer_epoch=producer_epoch, is_transactional=True))
-            headers = list(iter_batch_headers(buf, validate=False))
-            result = plog.append(buf, leader_epoch=epoch, validated=headers, from_client=False)
         else:
             buf = bytearray(build_batch(records, base_timestamp=timestamp_ms))
-            headers = list(iter_batch_headers(buf, validate=False))
-            result = plog.append(buf, leader_epoch=epoch, validated=headers)
-        if self._on_append is not None:
-            self._on_append(partition)
-        return result
+        headers = list(iter_batch_headers(buf, validate=False))
+        return self._append_batch(self.topic, partition, buf, headers, producer_id >= 0)
 
     def read(self, partition: int) -> Iterator[tuple[bytes | None, bytes | None]]:
         """Every (key, value) of the data batches in the partition, from its start to its end."""

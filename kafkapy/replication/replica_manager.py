@@ -464,6 +464,31 @@ class ReplicaManager:
                 self._metrics.produced(part.topic, result.last_offset - result.base_offset + 1, len(buf))
         return result
 
+    def append_coordinator_records(self, topic: str, partition: int, buf, headers, transactional: bool = False):
+        """A coordinator's batch (origin COORDINATOR: the group, transaction and share coordinators'
+        records in __consumer_offsets, __transaction_state and __share_group_state; the stores'
+        CoordinatorAppend, groupcoord/offsets_topic.py), as Kafka's appendRecords with
+        AppendOrigin.COORDINATOR: no min.insync.replicas check before it (the coordinator's own
+        acks=-1 wait, `wait_appended`, answers for the ISR), stamped with the partition's leader
+        epoch (-1 when not hosted), a `transactional` batch (TxnOffsetCommit) appended as not a
+        client's; then the fetches waiting on the partition are woken and, as for `append_records`,
+        the high watermark may move. Not counted in the produce metrics. Raises KafkaError:
+        NOT_LEADER_OR_FOLLOWER without a log here, else what PartitionLog.append raises."""
+        plog = self.logs.get_log(topic, partition)
+        if plog is None:
+            raise KafkaError(f"no local log for {topic}-{partition}", ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        part = self._partitions.get((topic, partition))
+        epoch = -1 if part is None else part.leader_epoch
+        if transactional:
+            result = plog.append(buf, leader_epoch=epoch, validated=headers, from_client=False)
+        else:
+            result = plog.append(buf, leader_epoch=epoch, validated=headers)
+        self._purgatory.notify((topic, partition))
+        if part is not None and part.is_leader and part.log is plog and not plog.auto_high_watermark \
+                and part.maybe_increment_hw(_now_ms()):
+            self.high_watermark_changed(topic, partition)
+        return result
+
     def append_txn_marker(self, part: Partition, producer_id: int, producer_epoch: int, coordinator_epoch: int,
                           commit: bool):
         """A transaction marker (origin COORDINATOR: WriteTxnMarkers, or the coordinator's own

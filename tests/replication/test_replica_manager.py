@@ -308,3 +308,39 @@ def test_coordinator_writes(node, monkeypatch):
             await node.stop()
 
     run(scenario())
+
+
+def test_coordinator_appends(node):
+    """A coordinator store's appends through the replica manager (AppendOrigin.COORDINATOR):
+    no min.insync.replicas check (an ISR of one below min.insync.replicas=2 takes them), stamped
+    with the leader epoch, the partition's fetches woken, not counted as produced; a transactional batch is its producer's (from_client=False
+    keeps the sequence unchecked); no log here is NOT_LEADER_OR_FOLLOWER."""
+    from kafkapy.groupcoord.offsets_topic import OffsetsTopicStore
+    from kafkapy.protocol.errors import KafkaError
+
+    async def scenario():
+        await node.start()
+        try:
+            await node.replicas.apply_leader_and_isr(lai([ps(0, epoch=3, isr=(1,))]), 7)
+            plog = node.replicas.partition("t", 0).log
+            store = OffsetsTopicStore(lambda p: node.broker.partitions.get_log("t", p), topic="t",
+                                      append_batch=node.replicas.append_coordinator_records)
+            woken = []
+            notify = node.broker.purgatory.notify
+            node.broker.purgatory.notify = lambda key: (woken.append(key), notify(key))
+            produced = []
+            node.broker.metrics.produced = lambda *args: produced.append(args)
+            store.append(0, [(b"k", b"v")])
+            assert woken[0] == ("t", 0) and plog.log_end_offset == 1
+            store.append(0, [(b"k", b"tx")], producer_id=7, producer_epoch=0)
+            assert plog.log_end_offset == 2 and produced == []
+            headers = [header for header, _ in store.read_batches(0)]
+            assert [h.partition_leader_epoch for h in headers] == [3, 3]
+            assert [(h.producer_id, h.is_transactional) for h in headers] == [(-1, False), (7, True)]
+            with pytest.raises(KafkaError) as info:
+                store.append(9, [(b"k", b"v")])
+            assert info.value.code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        finally:
+            await node.stop()
+
+    run(scenario())
