@@ -25,7 +25,8 @@ log = logging.getLogger(__name__)
 class CoordinatorAppend(Protocol):
     """Appends a coordinator's batch (built and its headers read here) to a partition of its
     internal topic: in a broker the replica manager's `append_coordinator_records`, which stamps
-    the leader epoch, appends, wakes the partition's fetches and may move the high watermark.
+    the leader epoch, appends and wakes the partition's fetches (the coordinator's acks=-1 wait
+    comes after, broker/coordinator_writes.py).
     `transactional` marks a batch written for a producer's open transaction (TxnOffsetCommit).
     Raises KafkaError with Kafka's code (NOT_LEADER_OR_FOLLOWER without a log here)."""
 

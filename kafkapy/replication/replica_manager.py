@@ -471,9 +471,13 @@ class ReplicaManager:
         AppendOrigin.COORDINATOR: no min.insync.replicas check before it (the coordinator's own
         acks=-1 wait, `wait_appended`, answers for the ISR), stamped with the partition's leader
         epoch (-1 when not hosted), a `transactional` batch (TxnOffsetCommit) appended as not a
-        client's; then the fetches waiting on the partition are woken and, as for `append_records`,
-        the high watermark may move. Not counted in the produce metrics. Raises KafkaError:
-        NOT_LEADER_OR_FOLLOWER without a log here, else what PartitionLog.append raises."""
+        client's; then the fetches waiting on the partition are woken. Not counted in the produce
+        metrics. The high watermark is left to the coordinator's wait (`wait_appended`,
+        `wait_for_replication`) and to the next consumer read, which move it first: a coordinator
+        checks it right after appending (TransactionCoordination.after_state_replicated) and
+        completes at once only where it always does (an ISR of one with auto high watermark).
+        Raises KafkaError: NOT_LEADER_OR_FOLLOWER without a log here, else what PartitionLog.append
+        raises."""
         plog = self.logs.get_log(topic, partition)
         if plog is None:
             raise KafkaError(f"no local log for {topic}-{partition}", ErrorCode.NOT_LEADER_OR_FOLLOWER)
@@ -484,9 +488,6 @@ class ReplicaManager:
         else:
             result = plog.append(buf, leader_epoch=epoch, validated=headers)
         self._purgatory.notify((topic, partition))
-        if part is not None and part.is_leader and part.log is plog and not plog.auto_high_watermark \
-                and part.maybe_increment_hw(_now_ms()):
-            self.high_watermark_changed(topic, partition)
         return result
 
     def append_txn_marker(self, part: Partition, producer_id: int, producer_epoch: int, coordinator_epoch: int,
