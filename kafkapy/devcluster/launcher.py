@@ -22,18 +22,18 @@ ZooKeeper: `JavaZooKeeper` (zookeeper.py, Debian's ZooKeeper as a child process)
 and the cluster tests; kafkapy.testing brings its in-memory one (kafkapy.testing.zookeeper), which
 has the same face (`ZooKeeper` below). Dependencies point from kafkapy.testing down to this package,
 never back.
+
+Ports and readiness probes are in ports.py, the killing of leftover children in leftovers.py; both
+are re-exported here.
 """
 from __future__ import annotations
 
 import asyncio
-import atexit
 import logging
 import os
 import shlex
 import shutil
 import signal
-import socket
-import struct
 import subprocess
 import sys
 import threading
@@ -42,6 +42,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
+from .leftovers import _live, chain_sigterm, kill_leftovers, stop_children_on_sigterm, suspend_sigterm_cleanup
+from .ports import HOST, answers_api_versions, free_port, free_ports, port_accepts, recv_exactly
 from .storage import STORAGES, data_directory
 from .zookeeper import JavaZooKeeper
 
@@ -56,6 +58,7 @@ __all__ = [
     "chain_sigterm",
     "free_ports",
     "JavaZooKeeper",
+    "kill_leftovers",
     "port_accepts",
     "recv_exactly",
     "stop_children_on_sigterm",
@@ -64,14 +67,12 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-HOST = "127.0.0.1"
 # `python -m kafkapy` run from the directory that holds this kafkapy imports this very kafkapy, a
 # checkout's even without `pip install`.
 PACKAGE_PARENT = Path(__file__).resolve().parents[2]
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 10.0
 LOG_TAIL_LINES = 40
-API_VERSIONS_KEY = 18
 CONTROL_PREFIX = "KAFKAPY_CONTROL="
 _SECRET_KEYS = ("password", "jaas.config", "keystore.key", "secret")
 
@@ -90,66 +91,6 @@ class ZooKeeper(Protocol):
     def running(self) -> bool: ...
 
     def stop(self) -> None: ...
-
-
-# ------------------------------------------------------------------ ports and readiness
-
-def free_ports(count: int) -> list[int]:
-    """`count` distinct loopback ports that nothing listens on at this moment."""
-    sockets: list[socket.socket] = []
-    try:
-        for _ in range(count):  # held open together, so the kernel cannot hand out one port twice
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            sockets.append(sock)
-            sock.bind((HOST, 0))
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
-
-
-def free_port() -> int:
-    """A loopback port that nothing listens on at this moment."""
-    return free_ports(1)[0]
-
-
-def port_accepts(port: int, host: str = HOST, timeout: float = 0.5) -> bool:
-    """True if something accepts TCP connections on host:port right now."""
-    try:
-        with socket.create_connection((host, port), timeout=timeout):
-            return True
-    except OSError:
-        return False
-
-
-def answers_api_versions(port: int, host: str = HOST, timeout: float = 1.0) -> bool:
-    """True if a broker on host:port answers ApiVersions (v0, the version every broker takes).
-
-    A kafkapy broker binds its port before it loads its logs; until it serves, connections wait in
-    the backlog, so an accepted connection does not yet mean a working broker. Written on a bare
-    socket so that a test process polling for readiness imports nothing of the broker."""
-    from ..protocol.headers import encode_request_header
-
-    request = bytes(encode_request_header(API_VERSIONS_KEY, 0, 1, "kafkapy-launcher"))
-    try:
-        with socket.create_connection((host, port), timeout=timeout) as sock:
-            sock.sendall(struct.pack(">i", len(request)) + request)
-            (size,) = struct.unpack(">i", recv_exactly(sock, 4))
-            recv_exactly(sock, size)  # a whole response frame: the broker serves requests
-            return True
-    except (OSError, struct.error):
-        return False
-
-
-def recv_exactly(sock: socket.socket, size: int) -> bytes:
-    """Exactly `size` bytes from a blocking socket; OSError if the peer closes first."""
-    data = bytearray()
-    while len(data) < size:
-        chunk = sock.recv(size - len(data))
-        if not chunk:
-            raise OSError("connection closed")
-        data += chunk
-    return bytes(data)
 
 
 def _redacted(argv: list[str]) -> list[str]:
@@ -619,68 +560,3 @@ class BrokerLauncher:
             except Exception:
                 log.exception("closing the ZooKeeper session of %s", self.name)
         thread.join(timeout)
-
-
-# ------------------------------------------------------------------ leftovers
-
-# Child processes started and not yet stopped; whatever is in here when the interpreter ends is killed.
-_live: set[BrokerLauncher] = set()
-_sigterm_installed = False
-
-
-@atexit.register
-def kill_leftovers() -> None:
-    """SIGKILL every broker process this interpreter started and did not stop."""
-    for launcher in list(_live):
-        if launcher.proc is not None:
-            try:
-                os.killpg(launcher.proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-    _live.clear()
-
-
-def chain_sigterm(cleanup: Callable[[], None]) -> bool:
-    """Run `cleanup` on SIGTERM too (e.g. a CI timeout), which skips atexit by default; False when
-    that cannot be done here (not the main thread, where Python alone sets signal handlers, or
-    SIGTERM ignored).
-
-    Children run in their own sessions, so a signal to our process group misses them. The handler
-    then passes the signal on to whatever handled it before (another cleanup, or the default
-    action), so it composes with other cleanups in either order."""
-    if threading.current_thread() is not threading.main_thread():
-        return False
-    previous = signal.getsignal(signal.SIGTERM)
-    if previous is signal.SIG_IGN:
-        return False
-
-    def on_sigterm(signum: int, frame: object) -> None:
-        cleanup()
-        if callable(previous):
-            previous(signum, frame)
-            return
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGTERM)
-
-    signal.signal(signal.SIGTERM, on_sigterm)
-    return True
-
-
-def stop_children_on_sigterm() -> None:
-    """Kill the launchers' leftover children on SIGTERM too (once)."""
-    global _sigterm_installed
-    if not _sigterm_installed:
-        _sigterm_installed = chain_sigterm(kill_leftovers)
-
-
-def suspend_sigterm_cleanup() -> Callable[[], None]:
-    """Keep stop_children_on_sigterm from taking SIGTERM over (a program that handles SIGTERM itself
-    and stops its brokers in order, as `kafkapy cluster` does); returns the function that undoes it."""
-    global _sigterm_installed
-    was_installed, _sigterm_installed = _sigterm_installed, True
-
-    def restore() -> None:
-        global _sigterm_installed
-        _sigterm_installed = was_installed
-
-    return restore
