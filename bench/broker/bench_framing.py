@@ -37,6 +37,18 @@ def _measure(repo: str, read: int, total: int, repeat: int) -> dict[int, float]:
         config = Config()
         connections: set = set()
 
+    class NoQuotas:
+        def on_connect(self, conn, listener_name, ip): pass
+        def on_close(self, conn): pass
+
+    try:  # a connection is made with its broker's ConnectionServices (older refs: with the broker)
+        from kafkapy.broker.connection import ConnectionServices
+        from kafkapy.broker.memory_pool import MemoryPool
+
+        shared = ConnectionServices(Broker(), Broker.connections, MemoryPool(2**62), NoQuotas())
+    except ImportError:
+        shared = None
+
     class Transport:
         def pause_reading(self): pass
         def resume_reading(self): pass
@@ -50,7 +62,7 @@ def _measure(repo: str, read: int, total: int, repeat: int) -> dict[int, float]:
         reads = [stream[i:i + read] for i in range(0, len(stream), read)]
         best = float("inf")
         for _ in range(repeat):
-            conn = KafkaConnection(Broker())
+            conn = KafkaConnection(Broker() if shared is None else shared)
             conn.transport = Transport()
             conn._worker = object()  # no processing: frames are dropped below
             frames = conn._frames

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Literal, Protocol, Sequence
 
 from ..log.manager import LogManager
 from ..protocol.api_versions import CLUSTER_VERSIONS, SUPPORTED_VERSIONS
-from .connection import KafkaConnection, close_hung_up, peer_log
+from .connection import ConnectionServices, KafkaConnection, close_hung_up, peer_log
 from .connection_quotas import ConnectionQuotas
 from .dispatch import HANDLERS
 from .listener import bind_listener
@@ -154,6 +154,9 @@ class Broker:
         from ..security.quota_tracker import ClientQuotaTracker
 
         self.client_quotas = ClientQuotaTracker(self.metadata)
+        # what every connection shares (one bundle: making a connection copies four references)
+        self.connection_services = ConnectionServices(self, self.connections, self.memory_pool,
+                                                      self.connection_quotas)
 
     def _join_cluster(self):
         if self.config.get("zookeeper.connect"):
@@ -332,7 +335,7 @@ class Broker:
             context = self._ssl_contexts.get(listener.name)
             for sock in bound[listener.name]:
                 self._servers.append(await loop.create_server(
-                    lambda listener=listener: KafkaConnection(self, listener), sock=sock, ssl=context,
+                    lambda listener=listener: KafkaConnection(self.connection_services, listener), sock=sock, ssl=context,
                     ssl_handshake_timeout=SSL_HANDSHAKE_TIMEOUT_S if context is not None else None))
         await self.replicas.start()
         await self.cluster.start(self.advertised_host, self.advertised_port)

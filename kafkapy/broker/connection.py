@@ -32,7 +32,8 @@ from .log_throttle import PeerLogThrottle, peer_ip
 from .memory_pool import SMALL_ALLOWANCE, MemoryPool
 
 if TYPE_CHECKING:
-    from .interfaces import ConnectionHost
+    from .connection_quotas import ConnectionQuotas
+    from .interfaces import HandlerServices
 
 log = logging.getLogger(__name__)
 
@@ -44,18 +45,36 @@ _MAX_QUEUED_BYTES = 64 * 1024 * 1024
 _PAUSE_QUEUE, _PAUSE_MEMORY, _PAUSE_MUTE, _PAUSE_ADMISSION = 1, 2, 4, 8
 # Warnings about peers' bad input: a few lines per peer IP per minute, then one aggregate line.
 peer_log = PeerLogThrottle(log)
-_UNLIMITED_POOL = MemoryPool(2**62)
 # Below this a pread + transport write costs less than the sendfile bookkeeping.
 _SENDFILE_MIN_BYTES = 64 * 1024
 # TLS cannot sendfile: segment slices go through the transport in pieces of this size.
 _TLS_CHUNK_BYTES = 1024 * 1024
 
 
+class ConnectionServices:
+    """What every connection of a broker shares, built once by the broker (Broker.connection_services):
+    the bundle its requests' contexts carry, the set of open connections, the memory pool
+    (queued.max.request.bytes) and the connection quotas. A connection copies these four
+    references when it is made and reads nothing else of the broker."""
+
+    __slots__ = ("handlers", "connections", "memory_pool", "connection_quotas")
+
+    def __init__(self, handlers: HandlerServices, connections: set, memory_pool: MemoryPool,
+                 connection_quotas: ConnectionQuotas):
+        self.handlers = handlers
+        self.connections = connections
+        self.memory_pool = memory_pool
+        self.connection_quotas = connection_quotas
+
+
 class KafkaConnection(asyncio.Protocol):
     """asyncio protocol for one client socket."""
 
-    def __init__(self, broker: ConnectionHost, listener=None):
-        self.broker = broker
+    def __init__(self, shared: ConnectionServices, listener=None):
+        # the broker's parts, as its requests' contexts carry them (dispatch.RequestContext)
+        self.services: HandlerServices = shared.handlers
+        self._connections = shared.connections
+        self._quotas: ConnectionQuotas = shared.connection_quotas
         # the listener this connection came in on (config.Listener: name, security protocol) and
         # who it is: ANONYMOUS until TLS client auth or SASL says otherwise
         self.listener = listener
@@ -86,7 +105,7 @@ class KafkaConnection(asyncio.Protocol):
         # bytes of requests this connection holds (partial frame, queued and in-progress frames),
         # all charged to the broker's memory pool
         self._held = 0
-        self._pool: MemoryPool = getattr(broker, "memory_pool", None) or _UNLIMITED_POOL
+        self._pool: MemoryPool = shared.memory_pool
         self._worker: asyncio.Task | None = None
         self._pause_reasons = 0
         # connection quotas: (listener name, ip) while counted, and whether it may be read from yet
@@ -97,7 +116,7 @@ class KafkaConnection(asyncio.Protocol):
         self._eof = False
         self._drain_waiter: asyncio.Future | None = None
         self._write_paused = False
-        self._max_request = broker.config.get("socket.request.max.bytes")
+        self._max_request = self.services.config.get("socket.request.max.bytes")
         self._sock_fd: int | None = None
 
     # -- asyncio.Protocol ---------------------------------------------------------------
@@ -126,14 +145,12 @@ class KafkaConnection(asyncio.Protocol):
                       self.listener.name if self.listener else "?", self.principal, ssl_object.version(),
                       (ssl_object.cipher() or ("?",))[0])
         self.peer_ip = peer[0] if peer else "?"
-        self.broker.connections.add(self)
-        quotas = getattr(self.broker, "connection_quotas", None)
-        if quotas is not None:
-            quotas.on_connect(self, self.listener.name if self.listener else "", self.peer_ip)
+        self._connections.add(self)
+        self._quotas.on_connect(self, self.listener.name if self.listener else "", self.peer_ip)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
-        self.broker.connections.discard(self)
+        self._connections.discard(self)
         if self.on_close:
             callbacks, self.on_close = self.on_close, None
             for callback in callbacks.values():
@@ -150,9 +167,7 @@ class KafkaConnection(asyncio.Protocol):
             self._pool.release(held)
         if self._pause_reasons & _PAUSE_MEMORY:
             self._pool.forget(self)
-        quotas = getattr(self.broker, "connection_quotas", None)
-        if quotas is not None:
-            quotas.on_close(self)
+        self._quotas.on_close(self)
         if self._drain_waiter is not None and not self._drain_waiter.done():
             self._drain_waiter.set_result(None)
 
@@ -347,7 +362,7 @@ class KafkaConnection(asyncio.Protocol):
                 self._queued_bytes -= size
                 if self._pause_reasons & _PAUSE_QUEUE and self._queued_bytes < _MAX_QUEUED_BYTES // 2:
                     self._unpause(_PAUSE_QUEUE)
-                ctx = RequestContext(self.broker, self)
+                ctx = RequestContext(self.services, self)
                 try:
                     if self.session.expects_raw_frame(size):
                         # SASL: a raw token after SaslHandshake v0 (no request header), or a frame
@@ -376,7 +391,7 @@ class KafkaConnection(asyncio.Protocol):
                 if parts is not None and not self._closed:
                     await self._write(parts)
                     if ctx.timing is not None:
-                        self.broker.metrics.response_sent(ctx.timing)
+                        self.services.metrics.response_sent(ctx.timing)
             if self._eof and not self._frames:
                 self.close()
         finally:

@@ -10,7 +10,9 @@ satisfies these interfaces; no part imports it. Each Protocol names only what it
   the broker's view of the cluster whatever the mode.
 - `MembershipHost`: what those two read of the node that hosts them.
 - `ProducerIdHost`: what ProducerIdBlocks (producer_id_blocks.py) needs.
-- `ConnectionHost`: what a KafkaConnection (connection.py) needs of its broker.
+
+A KafkaConnection (connection.py) is made with a ConnectionServices, built once per broker: the
+HandlerServices bundle, the open connections, the memory pool and the connection quotas.
 
 This module imports nothing of the broker's own modules at run time, and under TYPE_CHECKING only
 modules that do not import it (scripts/check_import_cycles.py).
@@ -32,7 +34,6 @@ if TYPE_CHECKING:
     from ..security.quota_tracker import ClientQuotaTracker
     from .config import BrokerConfig
     from .fetch_sessions import FetchSessionCache
-    from .memory_pool import MemoryPool
 
 
 class Membership(Protocol):
@@ -167,12 +168,3 @@ class HandlerServices(Protocol):
     def readvertise(self) -> None: ...
 
     def serving(self) -> bool: ...
-
-
-class ConnectionHost(HandlerServices, Protocol):
-    """What a KafkaConnection needs of its broker: the bundle its requests' contexts carry, the
-    memory pool and connection quotas, and the set of open connections."""
-
-    connections: set
-    memory_pool: MemoryPool
-    connection_quotas: Any  # connection_quotas.ConnectionQuotas

@@ -68,7 +68,7 @@ class ConnectionSession:
         if self._config is None:
             from .sasl.listener_config import SaslListenerConfig
 
-            self._config = SaslListenerConfig(self.connection.broker.config.get, self.connection.listener.name)
+            self._config = SaslListenerConfig(self.connection.services.config.get, self.connection.listener.name)
         return self._config
 
     @property
@@ -195,7 +195,7 @@ class ConnectionSession:
         self.state = SaslState.COMPLETE
 
     def _scram_credential(self, user: str, mechanism: str) -> ScramCredential | None:
-        stored = self.connection.broker.metadata.scram_credentials(user).get(mechanism)
+        stored = self.connection.services.metadata.scram_credentials(user).get(mechanism)
         if stored is None:
             return None
         from .sasl.scram import ScramCredential
@@ -220,7 +220,7 @@ class ConnectionSession:
         log.warning("%s", line)
         # the response is written when the handler returns; as Kafka, close only after
         # connection.failed.authentication.delay.ms, so the client reads it before the close
-        delay_ms = connection.broker.config.get("connection.failed.authentication.delay.ms") or 0
+        delay_ms = connection.services.config.get("connection.failed.authentication.delay.ms") or 0
         asyncio.get_running_loop().call_later(delay_ms / 1000, connection.close)
 
     def _listener_name(self) -> str:

@@ -7,7 +7,7 @@ import struct
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafkapy.broker.connection import KafkaConnection
+from kafkapy.broker.connection import ConnectionServices, KafkaConnection
 from kafkapy.broker.memory_pool import MemoryPool
 
 
@@ -21,6 +21,17 @@ class _Broker:
         self.config = _Config()
         self.memory_pool = MemoryPool(capacity)
         self.connections = set()
+        self.connection_quotas = _NoQuotas()
+        self.connection_services = ConnectionServices(self, self.connections, self.memory_pool,
+                                                      self.connection_quotas)
+
+
+class _NoQuotas:
+    def on_connect(self, conn, listener_name, ip):
+        pass
+
+    def on_close(self, conn):
+        pass
 
 
 class _Transport:
@@ -40,7 +51,7 @@ class _Transport:
 
 def _connection(capacity=1 << 30):
     broker = _Broker(capacity)
-    conn = KafkaConnection(broker)
+    conn = KafkaConnection(broker.connection_services)
     conn.transport = _Transport()
     conn._worker = object()  # nothing is processed: the test looks at the queued frames
     return broker, conn
@@ -67,7 +78,7 @@ def test_large_frames_reserve_small_ones_keep_flowing_and_release_resumes_waiter
     pool = broker.memory_pool
 
     def another():
-        conn = KafkaConnection(broker)
+        conn = KafkaConnection(broker.connection_services)
         conn.transport = _Transport()
         conn._worker = object()
         return conn

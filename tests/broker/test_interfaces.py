@@ -9,8 +9,7 @@ import pytest
 
 from kafkapy.broker.cluster_of_one import ClusterOfOne
 from kafkapy.broker.dispatch import RequestConnection, RequestContext
-from kafkapy.broker.interfaces import (ConnectionHost, HandlerServices, Membership, MembershipHost,
-                                       ProducerIdHost)
+from kafkapy.broker.interfaces import HandlerServices, Membership, MembershipHost, ProducerIdHost
 from kafkapy.console.source import ConsoleSource
 from kafkapy.metrics.collectors import MetricsSource
 from kafkapy.security import quotas
@@ -36,8 +35,8 @@ def broker(tmp_path):
     node.close()
 
 
-@pytest.mark.parametrize("protocol", [HandlerServices, MembershipHost, ProducerIdHost, ConnectionHost,
-                                      MetricsSource, ConsoleSource])
+@pytest.mark.parametrize("protocol", [HandlerServices, MembershipHost, ProducerIdHost, MetricsSource,
+                                      ConsoleSource])
 def test_the_broker_has_every_member_of_the_interfaces_it_is_handed_as(broker, protocol):
     missing = sorted(name for name in members(protocol) if not hasattr(broker, name))
     assert not missing, f"Broker lacks {protocol.__name__}'s {missing}"
@@ -67,6 +66,17 @@ def test_a_request_context_has_what_the_quotas_and_handlers_read(broker):
     missing = sorted(name for name in members(quotas.RequestContext) - {"connection", "header"}
                      if name not in ctx_members)
     assert not missing, f"RequestContext lacks {missing}"
-    conn = KafkaConnection(broker)
+    conn = KafkaConnection(broker.connection_services)
     missing = sorted(name for name in members(RequestConnection) if not hasattr(conn, name))
     assert not missing, f"KafkaConnection lacks {missing}"
+
+
+def test_connections_share_one_bundle_of_the_broker(broker):
+    from kafkapy.broker.connection import ConnectionServices, KafkaConnection
+
+    shared = broker.connection_services
+    assert isinstance(shared, ConnectionServices)
+    assert (shared.handlers, shared.connections, shared.memory_pool, shared.connection_quotas) == (
+        broker, broker.connections, broker.memory_pool, broker.connection_quotas)
+    conn = KafkaConnection(shared)
+    assert conn.services is broker and not hasattr(conn, "broker")

@@ -114,7 +114,7 @@ class Node:
     async def start(self) -> None:
         await self.broker.replicas.start()
         loop = asyncio.get_running_loop()
-        self.server = await loop.create_server(lambda: KafkaConnection(self.broker), "127.0.0.1", 0)
+        self.server = await loop.create_server(lambda: KafkaConnection(self.broker.connection_services), "127.0.0.1", 0)
         self.metadata.endpoints[self.node_id] = self.server.sockets[0].getsockname()[:2]
 
     async def stop(self) -> None:

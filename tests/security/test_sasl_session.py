@@ -43,7 +43,7 @@ class Broker:
 
 class Connection:
     def __init__(self, protocol="SASL_PLAINTEXT", **props):
-        self.broker = Broker(**props)
+        self.services = Broker(**props)
         self.listener = Listener(protocol, protocol, "127.0.0.1", 0)
         self.principal = ANONYMOUS
         self.peer = "127.0.0.1:5555"

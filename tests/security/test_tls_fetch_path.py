@@ -8,7 +8,8 @@ import os
 from types import SimpleNamespace
 
 from kafkapy.broker import connection as connection_module
-from kafkapy.broker.connection import KafkaConnection
+from kafkapy.broker.connection import ConnectionServices, KafkaConnection
+from kafkapy.broker.memory_pool import MemoryPool
 from kafkapy.log.file_slice import FileSlice
 
 
@@ -53,7 +54,11 @@ class FakeTransport(asyncio.Transport):
 
 
 def _broker():
-    return SimpleNamespace(config=SimpleNamespace(get=lambda name: 100 * 1024 * 1024), connections=set())
+    broker = SimpleNamespace(config=SimpleNamespace(get=lambda name: 100 * 1024 * 1024), connections=set(),
+                             memory_pool=MemoryPool(2**62),
+                             connection_quotas=SimpleNamespace(on_connect=lambda conn, listener, ip: None,
+                                                               on_close=lambda conn: None))
+    return ConnectionServices(broker, broker.connections, broker.memory_pool, broker.connection_quotas)
 
 
 def test_tls_connection_writes_slices_in_bounded_pieces(tmp_path):
