@@ -273,7 +273,10 @@ class Broker:
         if self.faults is None:
             from .faults import FaultInjector
 
-            self.faults = FaultInjector(self)
+            self.faults = FaultInjector(
+                config=self.config, logs=self.logs, topic_by_id=self.partitions.topic_by_id, node_id=self.node_id,
+                advertised=lambda: (self.advertised_host, self.advertised_port),
+                cluster_id=lambda: self.metadata.cluster_id, serving=self.serving)
         self.faults.activate(control)
         return self.faults
 

@@ -27,22 +27,51 @@ import time
 import uuid
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from ..protocol.error_codes import ErrorCode
 from ..protocol.messages import REQUEST_TYPES, RESPONSE_TYPES
 from ..protocol.primitives import ExternalRecords, GeneratedStruct
 
 if TYPE_CHECKING:
+    from ..log.manager import LogManager
+    from ..metadata.store import TopicMetadata
+    from .config import BrokerConfig
     from .dispatch import RequestContext
-    from .interfaces import HandlerServices as Broker  # what the injector reads of its broker
 
 __all__ = [
-    "API_KEYS", "CONTROL_LISTENER_CONFIG", "DROP", "FaultInjector", "FaultRule", "RecordedRequest",
+    "API_KEYS", "AdvertisedNode", "CONTROL_LISTENER_CONFIG", "DROP", "FaultInjector", "FaultRule", "RecordedRequest",
     "api_key_of", "api_name_of", "error_code_of", "error_response", "install", "request_partitions", "to_json",
 ]
 
 log = logging.getLogger(__name__)
+
+
+class AdvertisedNode(Protocol):
+    """The broker a Metadata error answer lists as the only one (`error_response`'s `broker`)."""
+
+    node_id: int
+    advertised_host: str
+    advertised_port: int
+
+    @property
+    def cluster_id(self) -> str | None: ...
+
+
+@dataclass(slots=True)
+class _ThisBroker:
+    """An injector's broker as AdvertisedNode: its address as advertised now, its cluster id read
+    when the answer is built (error_response tolerates a store without one yet)."""
+
+    node_id: int
+    advertised_host: str
+    advertised_port: int
+    _cluster_id: Callable[[], str | None]
+
+    @property
+    def cluster_id(self) -> str | None:
+        return self._cluster_id()
+
 
 CONTROL_LISTENER_CONFIG = "kafkapy.control.listener"
 DEFAULT_MAX_RECORDED = 10_000
@@ -161,7 +190,7 @@ FETCH_KEY, METADATA_KEY, ALTER_REPLICA_LOG_DIRS_KEY = 1, 3, 34
 
 
 def error_response(request: Any, version: int, code: int, message: str | None = None,
-                   broker: Broker | None = None) -> Any:
+                   broker: AdvertisedNode | None = None) -> Any:
     """A well-formed response to `request` (at `version`) that carries error `code` everywhere it can.
 
     Schema-driven: the response's topics/partitions (or groups, coordinator keys, transactions,
@@ -256,11 +285,13 @@ _PARTITION_ATTRS = ("index", "partition", "partition_index")
 _TOPIC_ARRAYS = ("topics", "topic_data", "topic_names", "v3_and_below_topics")
 
 
-def request_partitions(request: Any, broker: Broker | None = None) -> list[tuple[str | None, int | None]]:
+def request_partitions(request: Any, topic_by_id: Callable[[Any], TopicMetadata | None] | None = None
+                       ) -> list[tuple[str | None, int | None]]:
     """The (topic, partition) pairs a request names; partition None where it names a topic only.
 
     Walks the request's topic arrays (and AddPartitionsToTxn's transactions); topics given by id
-    only (Fetch v13+) are named through the broker's metadata when a broker is given.
+    only (Fetch v13+) are named through `topic_by_id` (the broker's PartitionManager.topic_by_id)
+    when it is given.
     """
     out: list[tuple[str | None, int | None]] = []
     topics: list = []
@@ -275,8 +306,8 @@ def request_partitions(request: Any, broker: Broker | None = None) -> list[tuple
             out.append((topic, None))
             continue
         name = next((getattr(topic, a) for a in _TOPIC_ATTRS if a in topic.__match_args__), None)
-        if not name and broker is not None and "topic_id" in topic.__match_args__:
-            name = _topic_name(broker, topic.topic_id)
+        if not name and topic_by_id is not None and "topic_id" in topic.__match_args__:
+            name = _topic_name(topic_by_id, topic.topic_id)
         parts = next((getattr(topic, a) for a in _PARTITION_ARRAYS if a in topic.__match_args__), None)
         if not parts:
             out.append((name, None))
@@ -290,9 +321,9 @@ def request_partitions(request: Any, broker: Broker | None = None) -> list[tuple
     return out
 
 
-def _topic_name(broker: Broker, topic_id: Any) -> str | None:
+def _topic_name(topic_by_id: Callable[[Any], TopicMetadata | None], topic_id: Any) -> str | None:
     try:
-        meta = broker.partitions.topic_by_id(topic_id)
+        meta = topic_by_id(topic_id)
     except Exception:
         return None
     return getattr(meta, "name", None) if meta is not None else None
@@ -386,13 +417,29 @@ class FaultInjector:
 
     Other threads (KafkaBroker, ControlServer) call in through `call`, which runs a method on the
     loop and waits for its result.
+
+    Built by the broker (Broker.enable_faults) with what it reads of it: the config (the control
+    listener), the log manager (storage faults, log dir states), `topic_by_id` (rules on topics
+    that requests name by id), its node id, `advertised` (host, port as advertised now) and
+    `cluster_id` (the broker a Metadata error answer lists), and `serving` (whether a dropped
+    request still waits). Without them (tests), rules match topics by name only, Metadata errors
+    list no broker and storage faults are not available.
     """
 
     DROP = DROP     # what `intercept` returns for a request never answered
 
-    def __init__(self, broker: Broker | None = None, *, max_recorded: int = DEFAULT_MAX_RECORDED,
-                 rng: random.Random | None = None):
-        self.broker = broker
+    def __init__(self, *, config: BrokerConfig | None = None, logs: LogManager | None = None,
+                 topic_by_id: Callable[[Any], TopicMetadata | None] | None = None,
+                 node_id: int = -1, advertised: Callable[[], tuple[str, int]] | None = None,
+                 cluster_id: Callable[[], str | None] | None = None, serving: Callable[[], bool] | None = None,
+                 max_recorded: int = DEFAULT_MAX_RECORDED, rng: random.Random | None = None):
+        self._config = config
+        self._logs = logs
+        self._topic_by_id = topic_by_id
+        self._node_id = node_id
+        self._advertised = advertised
+        self._cluster_id = cluster_id or (lambda: None)
+        self._serving_now = serving
         self.rules: list[FaultRule] = []
         self.latency_ms = 0
         self.recording = True
@@ -412,7 +459,7 @@ class FaultInjector:
             self.loop = None
         if control is None:
             try:
-                control = self.broker.config.get(CONTROL_LISTENER_CONFIG)
+                control = self._config.get(CONTROL_LISTENER_CONFIG)
             except Exception:
                 control = None
         if control and self.control is None:
@@ -501,7 +548,7 @@ class FaultInjector:
     def add_storage_fault(self, *, error: str = "ENOSPC", operation: str = "write", log_dir: str | None = None,
                           topic: str | None = None, partition: int | None = None) -> Any:
         """Make writes or fsyncs in a log dir, or of one partition, fail with ENOSPC or EIO."""
-        fault = self.broker.logs.storage_faults.inject(error=error, operation=operation, log_dir=log_dir,
+        fault = self._logs.storage_faults.inject(error=error, operation=operation, log_dir=log_dir,
                                                        topic=topic, partition=partition)
         log.info("fault injection: storage fault %d: %s on %s of %s", fault.id, fault.error, fault.operation,
                  fault.log_dir or f"{topic}" + (f"-{partition}" if partition is not None else ""))
@@ -510,17 +557,17 @@ class FaultInjector:
     def clear_storage_faults(self, fault_id: int | None = None) -> int:
         """Remove one storage fault (by id) or all; how many went. A full log dir comes back at
         its next space check (kafkapy.log.dir.space.check.interval.ms)."""
-        removed = self.broker.logs.storage_faults.clear(fault_id)
+        removed = self._logs.storage_faults.clear(fault_id)
         log.info("fault injection: removed %d storage fault(s)", removed)
         return removed
 
     def list_storage_faults(self) -> list[Any]:
-        return self.broker.logs.storage_faults.list()
+        return self._logs.storage_faults.list()
 
     def log_dir_states(self) -> list[dict[str, Any]]:
         """Each log dir's health: path, status (online, full, offline), reason, failures, recoveries."""
         return [{"path": str(path), "status": state.status, "reason": state.reason, "failures": state.failures,
-                 "recoveries": state.recoveries} for path, state in self.broker.logs.dir_states.items()]
+                 "recoveries": state.recoveries} for path, state in self._logs.dir_states.items()]
 
     # -- the request path --------------------------------------------------------------------------
     def match(self, ctx: RequestContext, request: Any) -> FaultRule | None:
@@ -540,7 +587,7 @@ class FaultInjector:
                 continue
             if rule.topic is not None or rule.partition is not None:
                 if partitions is None:
-                    partitions = request_partitions(request, self.broker)
+                    partitions = request_partitions(request, self._topic_by_id)
                 if not any((rule.topic is None or rule.topic == t)
                            and (rule.partition is None or rule.partition == p) for t, p in partitions):
                     continue
@@ -586,11 +633,17 @@ class FaultInjector:
                 await asyncio.sleep(0.05)
             return DROP
         if rule.error is not None:
-            return error_response(request, header.api_version, rule.error, broker=self.broker)
+            return error_response(request, header.api_version, rule.error, broker=self._this_broker())
         return None
 
+    def _this_broker(self) -> AdvertisedNode | None:
+        if self._advertised is None:
+            return None
+        host, port = self._advertised()
+        return _ThisBroker(self._node_id, host, port, self._cluster_id)
+
     def _serving(self) -> bool:
-        return self.broker is None or self.broker.serving()
+        return self._serving_now is None or self._serving_now()
 
     # -- from other threads -----------------------------------------------------------------------
     def call(self, fn: Callable[..., Any], *args: Any, timeout: float = 10.0, **kwargs: Any) -> Any:

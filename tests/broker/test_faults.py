@@ -291,9 +291,8 @@ def test_request_partitions():
     tid = uuid.uuid4()
     fetch = FetchRequest(topics=[FetchRequest.FetchTopic(topic_id=tid, partitions=[
         FetchRequest.FetchPartition(partition=1)])])
-    broker = SimpleNamespace(partitions=SimpleNamespace(
-        topic_by_id=lambda i: SimpleNamespace(name="named") if i == tid else None))
-    assert request_partitions(fetch, broker) == [("named", 1)]
+    assert request_partitions(fetch, lambda i: SimpleNamespace(name="named") if i == tid else None) == [
+        ("named", 1)]
     assert request_partitions(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="m")])) == [
         ("m", None)]
     assert request_partitions(DeleteTopicsRequest(topic_names=["x"])) == [("x", None)]
@@ -340,6 +339,34 @@ def test_intercept_delay_latency_disconnect_and_drop():
         start = time.monotonic()
         assert await faults.intercept(ctx("Produce", connection=connection), produce(("a", 0))) is DROP
         assert time.monotonic() - start >= 0.19   # held until the connection closed
+
+    run(main())
+
+
+def test_an_injector_built_with_its_brokers_collaborators():
+    """Broker.enable_faults hands the injector what it reads (no broker): rules on topics named by
+    id, the broker a Metadata error lists (its address as advertised when answering), serving."""
+    async def main():
+        tid = uuid.uuid4()
+        address = ["h1", 1]
+        serving = [True]
+        faults = FaultInjector(topic_by_id=lambda i: SimpleNamespace(name="t") if i == tid else None, node_id=4,
+                               advertised=lambda: tuple(address), cluster_id=lambda: "cid",
+                               serving=lambda: serving[0])
+        faults.add_rule("Fetch", topic="t", error="NOT_LEADER_OR_FOLLOWER")
+        by_id = FetchRequest(topics=[FetchRequest.FetchTopic(topic_id=tid, partitions=[
+            FetchRequest.FetchPartition(partition=0)])])
+        assert await faults.intercept(ctx("Fetch"), by_id) is not None
+        faults.add_rule("Metadata", error="NOT_CONTROLLER")
+        address[:] = ["h2", 2]
+        response = await faults.intercept(ctx("Metadata"), MetadataRequest(topics=[]))
+        assert [(b.node_id, b.host, b.port) for b in response.brokers] == [(4, "h2", 2)]
+        assert (response.controller_id, response.cluster_id) == (4, "cid")
+        faults.add_rule("Produce", drop=True)
+        serving[0] = False   # the broker stopped serving: a dropped request no longer waits
+        connection = SimpleNamespace(_closed=False, peer="p")
+        assert await asyncio.wait_for(faults.intercept(ctx("Produce", connection=connection),
+                                                       produce(("a", 0))), 1) is DROP
 
     run(main())
 
