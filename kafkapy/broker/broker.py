@@ -134,6 +134,9 @@ class Broker:
         self.replicas = ReplicaManager(self.node_id, self.config, self.metadata, self.partitions, self.logs,
                                        self.purgatory, self.metrics, lambda: self.broker_epoch)
         self.partitions.replicas = self.replicas
+        # the membership was built first (its metadata store is everyone's): it gets the rest now
+        self.cluster.attach(logs=self.logs, partitions=self.partitions, replicas=self.replicas,
+                            fetch_sessions=lambda: self.fetch_sessions)
         self.producer_ids = self.cluster.producer_ids()
         # The group and transaction coordinators are built on first use (the properties below):
         # a group or transaction request, or a partition of their topic to load here. A broker
@@ -163,10 +166,10 @@ class Broker:
             from .cluster_member import ClusterMember  # ZooKeeper and the controller load only here
 
             self.advertised_versions.update(CLUSTER_VERSIONS)
-            return ClusterMember(self)
+            return ClusterMember(self.config, self.endpoints, self.registered)
         from .cluster_of_one import ClusterOfOne
 
-        return ClusterOfOne(self)
+        return ClusterOfOne(self.config, self.advertised_host, self.advertised_port, self.endpoints, self.data_dir)
 
     @property
     def group_coordination(self):

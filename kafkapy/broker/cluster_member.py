@@ -15,7 +15,7 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from ..controller.kafka_controller import KafkaController
 from ..metadata.errors import InconsistentClusterIdError
@@ -30,7 +30,12 @@ from ..protocol.messages import ControlledShutdownRequest
 from ..security.inter_broker import inter_broker_options
 
 if TYPE_CHECKING:
-    from .interfaces import MembershipHost
+    from ..log.manager import LogManager
+    from ..replication.replica_manager import ReplicaManager
+    from .config import BrokerConfig
+    from .fetch_sessions import FetchSessionCache
+    from .partitions import PartitionManager
+    from .producer_id_blocks import ProducerIdBlocks
 
 __all__ = ["ClusterMember", "ClusterStartError"]
 
@@ -47,9 +52,15 @@ class ClusterStartError(RuntimeError):
 class ClusterMember:
     """ZooKeeper session, registration, controller object and metadata store of one broker."""
 
-    def __init__(self, broker: MembershipHost):
-        self.broker = broker
-        config = broker.config
+    def __init__(self, config: BrokerConfig, endpoints: dict[str, tuple[str, int]],
+                 registered: Callable[[int], None]):
+        """`endpoints`: the broker's advertised (host, port) by listener name, the broker's own
+        dict (ports of port-0 listeners are filled in when it starts), registered in ZooKeeper;
+        `registered(broker_epoch)` is called on each registration (from a worker thread)."""
+        self._endpoints = endpoints
+        self._registered = registered
+        self._broker_epoch = -1  # the czxid of our registration: the broker epoch
+        self._producer_ids: ProducerIdBlocks | None = None
         self.config = config
         self.node_id = config.node_id
         self.connect = config.get("zookeeper.connect")
@@ -162,7 +173,7 @@ class ClusterMember:
         protocols = {lst.name: lst.security_protocol for lst in self.config.listeners}
         first = self.config.listeners[0].name
         endpoints = []
-        for name, (ep_host, ep_port) in self.broker.endpoints.items():
+        for name, (ep_host, ep_port) in self._endpoints.items():
             if name == first:
                 ep_host, ep_port = host, port
             endpoints.append(Endpoint(name, protocols[name], ep_host, ep_port))
@@ -174,7 +185,8 @@ class ClusterMember:
         except BrokerIdInUseError as exc:
             raise ClusterStartError(f"{exc} (broker.id={self.node_id}); refusing to start a second broker with the "
                                     "same id") from None
-        self.broker.registered(epoch)
+        self._broker_epoch = epoch
+        self._registered(epoch)
         log.info("registered broker %d at path /brokers/ids/%d with addresses %s, czxid (broker epoch) %d",
                  self.node_id, self.node_id, [str(ep) for ep in self._registration().endpoints], epoch)
 
@@ -222,8 +234,8 @@ class ClusterMember:
 
     def apply_update_metadata(self, request) -> None:
         self.metadata.apply_update_metadata(request)
-        if request.controller_id >= 0:
-            self.broker.producer_ids.prefetch()
+        if request.controller_id >= 0 and self._producer_ids is not None:
+            self._producer_ids.prefetch()
 
     # -- shutting down --------------------------------------------------------------------------
     async def controlled_shutdown(self) -> None:
@@ -234,7 +246,7 @@ class ClusterMember:
         is known, the request fails, or the controller answers an error or partitions we still lead.
         After the last failed attempt the broker shuts down anyway.
         """
-        if not self.config.get("controlled.shutdown.enable") or self.broker.broker_epoch < 0:
+        if not self.config.get("controlled.shutdown.enable") or self._broker_epoch < 0:
             return
         log.info("broker %d: starting controlled shutdown", self.node_id)
         retries = self.config.get("controlled.shutdown.max.retries")
@@ -275,14 +287,14 @@ class ClusterMember:
         if endpoint is None:
             return f"no registration of controller {controller_id} in the metadata cache"
         if controller_id == self.node_id:
-            local = asyncio.ensure_future(self.controller.controlled_shutdown(self.node_id, self.broker.broker_epoch))
+            local = asyncio.ensure_future(self.controller.controlled_shutdown(self.node_id, self._broker_epoch))
             try:  # shielded: the controller finishes (or drops) its event itself; only our wait ends
                 error, remaining = await asyncio.wait_for(asyncio.shield(local), timeout_s)
             except asyncio.TimeoutError:
                 local.add_done_callback(lambda done: done.cancelled() or done.exception())
                 return f"the local controller did not answer within {timeout_s:.0f} s"
         else:
-            request = ControlledShutdownRequest(broker_id=self.node_id, broker_epoch=self.broker.broker_epoch)
+            request = ControlledShutdownRequest(broker_id=self.node_id, broker_epoch=self._broker_epoch)
             try:
                 response = await channel.send_to_controller(request, CONTROLLED_SHUTDOWN_VERSION)
             except BrokerConnectionError as exc:
@@ -312,10 +324,17 @@ class ClusterMember:
     async def topic_names(self) -> list[str]:
         return await asyncio.to_thread(self.zk.get_all_topics)
 
+    def attach(self, *, logs: LogManager, partitions: PartitionManager, replicas: ReplicaManager,
+               fetch_sessions: Callable[[], FetchSessionCache]) -> None:
+        """Nothing to keep: the controller's LeaderAndIsr and StopReplica reach the partitions
+        through the handlers, not through the membership."""
+
     def producer_ids(self):
         from .producer_id_blocks import ProducerIdBlocks
 
-        return ProducerIdBlocks(self.broker)
+        self._producer_ids = ProducerIdBlocks(self.config, self.node_id, self.metadata, self.controller,
+                                              lambda: self._broker_epoch)
+        return self._producer_ids
 
     def brokers_for(self, listener_name: str | None):
         return self.metadata.cache.broker_infos(listener_name or self.config.listeners[0].name)

@@ -11,20 +11,27 @@ and its handlers take one path whatever the mode:
 - start, controlled shutdown and stop have nothing to do (no session, no registration);
 - producer ids come from a local block file.
 Nothing here imports ZooKeeper or the inter-broker client.
+
+It is built before the parts that need the metadata store it opens (the logs, the partitions, the
+replica manager): the broker hands it those with `attach` once they exist.
 """
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from ..metadata.store import BrokerInfo, ChangeKind, MetadataChange
 from ..protocol.errors import ErrorCode, KafkaError
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from pathlib import Path
 
+    from ..log.manager import LogManager
     from ..metadata.store import TopicMetadata
-    from .interfaces import MembershipHost
+    from ..replication.replica_manager import ReplicaManager
+    from .config import BrokerConfig
+    from .fetch_sessions import FetchSessionCache
     from .partitions import PartitionManager
 
 log = logging.getLogger(__name__)
@@ -37,14 +44,34 @@ class ClusterOfOne:
     controller = None  # the embedded store decides; there is no controller object
     controller_epoch_seen = 0
 
-    def __init__(self, broker: MembershipHost):
+    def __init__(self, config: BrokerConfig, advertised_host: str, advertised_port: int,
+                 endpoints: dict[str, tuple[str, int]], data_dir: Path):
+        """`endpoints`: the broker's advertised (host, port) by listener name, the broker's own
+        dict (ports of port-0 listeners are filled in when it starts); `data_dir`: where the
+        producer id block file lives."""
         from .config import open_metadata_store
 
-        self.broker = broker
-        self.metadata = open_metadata_store(broker.config)
-        self.metadata.register_broker(broker.node_id, broker.advertised_host, broker.advertised_port,
-                                      broker.config.get("broker.rack"))
+        self.config = config
+        self.node_id: int = config.node_id
+        self._endpoints = endpoints
+        self._data_dir = data_dir
+        self._logs: LogManager | None = None
+        self._partitions: PartitionManager | None = None
+        self._replicas: ReplicaManager | None = None
+        self._fetch_sessions: Callable[[], FetchSessionCache] | None = None
+        self.metadata = open_metadata_store(config)
+        self.metadata.register_broker(self.node_id, advertised_host, advertised_port, config.get("broker.rack"))
         self.metadata.add_listener(self._on_metadata_change)
+
+    def attach(self, *, logs: LogManager, partitions: PartitionManager, replicas: ReplicaManager,
+               fetch_sessions: Callable[[], FetchSessionCache]) -> None:
+        """The parts built after the membership (they need its metadata store), once they exist:
+        this node leads its partitions through them; `fetch_sessions` builds the session cache
+        on first use."""
+        self._logs = logs
+        self._partitions = partitions
+        self._replicas = replicas
+        self._fetch_sessions = fetch_sessions
 
     # -- life cycle ----------------------------------------------------------------------------
     async def topic_names(self) -> list[str]:
@@ -66,17 +93,16 @@ class ClusterOfOne:
     def producer_ids(self):
         from ..log.producer_ids import ProducerIdAllocator
 
-        return ProducerIdAllocator(self.broker.data_dir / "kafkapy-producer-ids")
+        return ProducerIdAllocator(self._data_dir / "kafkapy-producer-ids")
 
     def brokers_for(self, listener_name: str | None) -> list[BrokerInfo]:
         """This broker as clients on `listener_name` reach it; [] when it has no such listener."""
-        broker = self.broker
-        if listener_name is None or listener_name == broker.config.listeners[0].name:
+        if listener_name is None or listener_name == self.config.listeners[0].name:
             return self.metadata.list_brokers()
-        endpoint = broker.endpoints.get(listener_name)
+        endpoint = self._endpoints.get(listener_name)
         if endpoint is None:
             return []
-        return [BrokerInfo(broker.node_id, endpoint[0], endpoint[1], broker.config.get("broker.rack"))]
+        return [BrokerInfo(self.node_id, endpoint[0], endpoint[1], self.config.get("broker.rack"))]
 
     # -- partitions: the embedded store is the controller --------------------------------------
     def host_loaded_partitions(self, partitions: PartitionManager) -> None:
@@ -87,7 +113,7 @@ class ClusterOfOne:
             for index in range(len(meta.partitions)):
                 known.add((meta.name, index))
             self._lead(partitions, meta)
-        for key in list(self.broker.logs.all_logs()):
+        for key in list(self._logs.all_logs()):
             if key not in known:
                 log.warning("deleting log %s-%d: its topic is not in the metadata", key[0], key[1])
                 partitions.remove_log(*key, delete=True)
@@ -100,15 +126,15 @@ class ClusterOfOne:
         self._lead(partitions, meta)
 
     def topic_deleted(self, partitions: PartitionManager, meta: TopicMetadata) -> None:
-        replicas = self.broker.replicas
+        replicas = self._replicas
         for index in range(len(meta.partitions)):
             replicas.stop_hosting(meta.name, index)
             partitions.remove_log(meta.name, index, delete=True)
-        self.broker.fetch_sessions.remove_topic(meta.name)
+        self._fetch_sessions().remove_topic(meta.name)
         log.info("deleted topic %s", meta.name)
 
     def _lead(self, partitions: PartitionManager, meta: TopicMetadata) -> None:
-        replicas = self.broker.replicas
+        replicas = self._replicas
         config = partitions.log_config(meta.name)
         for index, state in enumerate(meta.partitions):
             plog = partitions.open_log(meta.name, index, config)
@@ -213,8 +239,8 @@ class ClusterOfOne:
         if change.kind is not ChangeKind.PARTITION_CHANGED or change.topic is None:
             return
         meta, index = change.topic, change.partition
-        plog = self.broker.partitions.get_log(meta.name, index)
+        plog = self._partitions.get_log(meta.name, index)
         if plog is not None and index is not None and index < len(meta.partitions):
             state = meta.partitions[index]
-            self.broker.replicas.lead_alone(meta.name, index, plog, meta.topic_id, state.leader_epoch,
-                                            state.partition_epoch)
+            self._replicas.lead_alone(meta.name, index, plog, meta.topic_id, state.leader_epoch,
+                                      state.partition_epoch)

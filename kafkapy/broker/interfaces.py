@@ -7,12 +7,23 @@ satisfies these interfaces; no part imports it. Each Protocol names only what it
   ctx.replicas, ctx.metadata, ...: dispatch.RequestContext's typed accessors read it), like
   Redpanda's request_context. The lazily built coordinators stay lazy behind it.
 - `Membership`: what ClusterOfOne (cluster_of_one.py) and ClusterMember (cluster_member.py) share,
-  the broker's view of the cluster whatever the mode.
-- `MembershipHost`: what those two read of the node that hosts them.
-- `ProducerIdHost`: what ProducerIdBlocks (producer_id_blocks.py) needs.
+  the broker's view of the cluster whatever the mode. Both are built with plain values (the
+  config, the advertised address and endpoints, the data dir; a cluster member with a
+  `registered(broker_epoch)` callback) before the parts that need their metadata store, and get
+  those parts with `attach` once they exist (the fetch session cache as a callable: it is built on
+  the first Fetch). ProducerIdBlocks is built by ClusterMember with the config, node id, metadata
+  store, controller object and the broker epoch (a callable).
 
 A KafkaConnection (connection.py) is made with a ConnectionServices, built once per broker: the
 HandlerServices bundle, the open connections, the memory pool and the connection quotas.
+
+The handler bundle is the one part the Broker object itself satisfies, by design: the composition
+root is what every request may reach (ConnectionServices.handlers is the Broker). The group and
+transaction coordination (CoordinationHost, TransactionCoordinationHost) are built lazily from that
+bundle's accessors and read it the same way. Every other part is built with its collaborators:
+the membership (above), the partition and replica managers, the share coordination, the fault
+injector (faults.py: config, logs, topic_by_id, node id, advertised address, cluster id,
+serving()), the services above the broker (node.py).
 
 This module imports nothing of the broker's own modules at run time, and under TYPE_CHECKING only
 modules that do not import it (scripts/check_import_cycles.py).
@@ -23,8 +34,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     import asyncio
-    from collections.abc import Sequence
-    from pathlib import Path
+    from collections.abc import Callable, Sequence
 
     from ..log.manager import LogManager
     from ..metadata.store import BrokerInfo, MetadataStore, TopicMetadata
@@ -43,6 +53,9 @@ class Membership(Protocol):
     metadata: MetadataStore
     controller: Any  # the KafkaController in a ZooKeeper cluster, else None
     controller_epoch_seen: int
+
+    def attach(self, *, logs: LogManager, partitions: Any, replicas: ReplicaManager,
+               fetch_sessions: Callable[[], FetchSessionCache]) -> None: ...
 
     async def topic_names(self) -> list[str]: ...
 
@@ -75,37 +88,6 @@ class Membership(Protocol):
                                             ) -> Any: ...
 
     async def list_partition_reassignments(self, wanted: Any) -> Any: ...
-
-
-class MembershipHost(Protocol):
-    """What a membership reads of the node that hosts it (the broker)."""
-
-    config: BrokerConfig
-    node_id: int
-    data_dir: Path
-    endpoints: dict[str, tuple[str, int]]
-    advertised_host: str
-    advertised_port: int
-    broker_epoch: int
-    logs: LogManager
-    partitions: Any  # partitions.PartitionManager
-    replicas: ReplicaManager
-    producer_ids: Any
-
-    @property
-    def fetch_sessions(self) -> FetchSessionCache: ...
-
-    def registered(self, broker_epoch: int) -> None: ...
-
-
-class ProducerIdHost(Protocol):
-    """What ProducerIdBlocks reads of its broker (ZooKeeper mode: blocks from the controller)."""
-
-    config: BrokerConfig
-    node_id: int
-    broker_epoch: int
-    metadata: MetadataStore
-    cluster: Membership
 
 
 class HandlerServices(Protocol):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..net.client import BrokerConnectionError
 from ..net.peers import PeerConnections
@@ -18,7 +18,8 @@ from ..protocol.messages import AllocateProducerIdsRequest
 from ..security.inter_broker import inter_broker_options
 
 if TYPE_CHECKING:
-    from .interfaces import ProducerIdHost
+    from ..metadata.store import MetadataStore
+    from .config import BrokerConfig
 
 __all__ = ["ProducerIdBlocks"]
 
@@ -31,8 +32,14 @@ _RETRY_BACKOFF_S = 0.05
 class ProducerIdBlocks:
     """`allocate()` like ProducerIdAllocator's, fed by AllocateProducerIds requests to the controller."""
 
-    def __init__(self, broker: ProducerIdHost):
-        self.broker = broker
+    def __init__(self, config: BrokerConfig, node_id: int, metadata: MetadataStore, controller: Any,
+                 broker_epoch: Callable[[], int]):
+        """`controller`: this broker's controller object (KafkaController), which answers when it
+        is the active one; `broker_epoch()`: the epoch of the broker's registration."""
+        self._node_id = node_id
+        self._metadata = metadata
+        self._local_controller = controller
+        self._broker_epoch = broker_epoch
         self._next = 0
         self._end = 0  # exclusive
         self._block_size = 0
@@ -41,9 +48,9 @@ class ProducerIdBlocks:
         # Kafka's RPCProducerIdManager asks through the broker-to-controller channel; a block is
         # needed every thousand ids, so the connection is closed after each block is fetched
         self._controller = PeerConnections(
-            "producer-ids", lambda node_id: broker.metadata.broker_endpoint(node_id),
-            controller_id=lambda: broker.metadata.controller_id(), client_id=f"kafkapy-broker-{broker.node_id}",
-            **inter_broker_options(broker.config))
+            "producer-ids", lambda node_id: metadata.broker_endpoint(node_id),
+            controller_id=lambda: metadata.controller_id(), client_id=f"kafkapy-broker-{node_id}",
+            **inter_broker_options(config))
 
     def allocate(self) -> int:
         if self._next >= self._end and self._pending is not None:
@@ -81,17 +88,16 @@ class ProducerIdBlocks:
             self._controller.close()
 
     async def _fetch_block_from_controller(self) -> None:
-        broker = self.broker
+        node_id = self._node_id
         for _ in range(200):  # about 10 s of retries, then the next allocate() starts again
-            controller_id = broker.metadata.controller_id()
+            controller_id = self._metadata.controller_id()
             try:
                 # blocks serve cluster members only (ClusterMember.producer_ids), each with its controller
-                if controller_id == broker.node_id:
-                    response = await broker.cluster.controller.allocate_producer_ids(broker.node_id,
-                                                                                     broker.broker_epoch)
+                if controller_id == node_id:
+                    response = await self._local_controller.allocate_producer_ids(node_id, self._broker_epoch())
                 elif controller_id >= 0:
                     response = await self._controller.send_to_controller(AllocateProducerIdsRequest(
-                        broker_id=broker.node_id, broker_epoch=broker.broker_epoch), 0)
+                        broker_id=node_id, broker_epoch=self._broker_epoch()), 0)
                 else:
                     response = None
             except BrokerConnectionError as exc:
@@ -104,8 +110,8 @@ class ProducerIdBlocks:
                     self._block_size = block[1] - block[0]
                 else:
                     self._pending = block
-                log.info("broker %d got producer ids %d-%d from the controller", broker.node_id, block[0],
+                log.info("broker %d got producer ids %d-%d from the controller", node_id, block[0],
                          block[1] - 1)
                 return
             await asyncio.sleep(_RETRY_BACKOFF_S)
-        log.warning("broker %d could not get a producer id block from the controller", broker.node_id)
+        log.warning("broker %d could not get a producer id block from the controller", node_id)

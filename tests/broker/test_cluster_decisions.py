@@ -39,7 +39,6 @@ def member(active: bool = True) -> ClusterMember:
     m.metadata = SimpleNamespace(list_topics=lambda: [SimpleNamespace(name="b", partition_count=2)],
                                  cache=SimpleNamespace(partition=lambda topic, partition: leader))
     m.controller = FakeController(active)
-    m.broker = SimpleNamespace(metadata=m.metadata)
     return m
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from kafkapy.broker.cluster_of_one import ClusterOfOne
 from kafkapy.broker.dispatch import RequestConnection, RequestContext
-from kafkapy.broker.interfaces import HandlerServices, Membership, MembershipHost, ProducerIdHost
+from kafkapy.broker.interfaces import HandlerServices, Membership
 from kafkapy.console.source import ConsoleSource
 from kafkapy.metrics.collectors import MetricsSource
 from kafkapy.security import quotas
@@ -35,8 +35,7 @@ def broker(tmp_path):
     node.close()
 
 
-@pytest.mark.parametrize("protocol", [HandlerServices, MembershipHost, ProducerIdHost, MetricsSource,
-                                      ConsoleSource])
+@pytest.mark.parametrize("protocol", [HandlerServices, MetricsSource, ConsoleSource])
 def test_the_broker_has_every_member_of_the_interfaces_it_is_handed_as(broker, protocol):
     missing = sorted(name for name in members(protocol) if not hasattr(broker, name))
     assert not missing, f"Broker lacks {protocol.__name__}'s {missing}"
@@ -80,3 +79,25 @@ def test_connections_share_one_bundle_of_the_broker(broker):
         broker, broker.connections, broker.memory_pool, broker.connection_quotas)
     conn = KafkaConnection(shared)
     assert conn.services is broker and not hasattr(conn, "broker")
+
+
+def test_the_parts_are_built_with_their_collaborators_not_the_broker(broker):
+    """Apart from the handler bundle (the broker by design, interfaces.py), no part the broker
+    builds keeps the broker: the membership gets the later-built parts through attach, the fault
+    injector its collaborators."""
+    from kafkapy.broker.faults import AdvertisedNode, FaultInjector
+
+    cluster = broker.cluster
+    assert not any(value is broker for value in vars(cluster).values())
+    assert (cluster._logs, cluster._partitions, cluster._replicas) == (broker.logs, broker.partitions,
+                                                                      broker.replicas)
+    assert cluster._fetch_sessions() is broker.fetch_sessions
+    assert cluster._endpoints is broker.endpoints  # ports of port-0 listeners are filled in at start
+    faults = broker.enable_faults()
+    assert isinstance(faults, FaultInjector)
+    assert not any(value is broker for value in vars(faults).values() if value is not None)
+    this = faults._this_broker()
+    missing = sorted(name for name in members(AdvertisedNode) if not hasattr(this, name))
+    assert not missing, f"the injector's broker lacks AdvertisedNode's {missing}"
+    assert (this.node_id, this.advertised_host, this.advertised_port, this.cluster_id) == (
+        broker.node_id, broker.advertised_host, broker.advertised_port, broker.cluster_id)
