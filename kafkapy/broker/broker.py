@@ -1,4 +1,10 @@
-"""The broker: wires config, metadata store, partition logs and the network server together."""
+"""The broker: wires config, metadata store, partition logs and the network server together.
+
+Broker is the composition root: it builds every part with that part's collaborators (the
+membership with plain values, then `attach`; the partition and replica managers; the fault
+injector), never with itself, except for the handler-facing bundle, which is the Broker by design
+(interfaces.HandlerServices: ConnectionServices.handlers, the contexts of requests, and the group
+and transaction coordination built lazily from it)."""
 from __future__ import annotations
 
 import asyncio
