@@ -6,12 +6,14 @@ Pure functions and records, no ZooKeeper client: `encode_*` returns the bytes a 
 Readers never depend on key order: Kafka writes its JSON through Jackson maps whose order is not
 fixed. A znode version (CAS token, partition epoch) is never stored inside the JSON; callers get it
 from the znode's stat.
+
+The ACL znodes are in acl_znodes.py and the JSON helpers (and ZnodeDecodeError) in
+znode_json.py; their public names are re-exported here.
 """
 from __future__ import annotations
 
 import json
 import re
-import time
 import urllib.parse
 import uuid
 from collections.abc import Iterable, Mapping
@@ -19,6 +21,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..ids import uuid_from_kafka_str, uuid_to_kafka_str
+from .acl_znodes import (ACL_CHANGE_PREFIX, ACL_RESOURCE_TYPE_NAMES, EXTENDED_ACL_CHANGES_PATH, EXTENDED_ACL_PATH,
+                         LITERAL_ACL_CHANGES_PATH, LITERAL_ACL_PATH, acl_change_path, acl_path,
+                         acl_persistent_paths, acl_resource_type_enum_name, acl_resource_type_name, acl_root_path,
+                         decode_acl_change, decode_acls, encode_acl_change, encode_acls)
+from .znode_json import ZnodeDecodeError, _dump, _int, _int_list, _load_object, _now_ms, _require
 
 __all__ = [
     "ACL_CHANGE_PREFIX", "ADMIN_PATH", "BROKER_IDS_PATH", "BROKER_SEQID_PATH", "BrokerRegistration",
@@ -41,10 +48,6 @@ __all__ = [
     "encode_reassignment", "encode_topic", "partition_state_path", "sanitize_entity_name", "sequence_number",
     "topic_partition_path", "topic_partitions_path", "topic_path",
 ]
-
-
-class ZnodeDecodeError(ValueError):
-    """A znode's bytes are not the JSON (or text) its path promises."""
 
 
 # -- paths -----------------------------------------------------------------------------------------------
@@ -71,11 +74,6 @@ CONFIG_ENTITY_TYPES = ("topics", "clients", "users", "brokers", "ips")
 PRODUCER_ID_BLOCK_PATH = "/latest_producer_id_block"
 PRODUCER_ID_BLOCK_SIZE = 1000
 FEATURE_PATH = "/feature"
-LITERAL_ACL_PATH = "/kafka-acl"
-EXTENDED_ACL_PATH = "/kafka-acl-extended"
-LITERAL_ACL_CHANGES_PATH = "/kafka-acl-changes"
-EXTENDED_ACL_CHANGES_PATH = "/kafka-acl-extended-changes"
-ACL_CHANGE_PREFIX = "acl_changes_"
 DELEGATION_TOKENS_PATH = "/delegation_token/tokens"
 DELEGATION_TOKEN_CHANGES_PATH = "/delegation_token/token_changes"
 
@@ -137,56 +135,6 @@ def sanitize_entity_name(name: str) -> str:
 
 def desanitize_entity_name(znode_name: str) -> str:
     return urllib.parse.unquote(znode_name)
-
-
-# -- JSON helpers ----------------------------------------------------------------------------------------
-
-def _dump(value: Any) -> bytes:
-    # Jackson writes compact JSON; matching it keeps znodes diffable against a real cluster's.
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-
-
-def _load_object(data: bytes | None, what: str) -> dict[str, Any]:
-    if not data:
-        raise ZnodeDecodeError(f"{what}: the znode is empty")
-    try:
-        value = json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ZnodeDecodeError(f"{what}: not JSON: {data[:200]!r}") from exc
-    if not isinstance(value, dict):
-        raise ZnodeDecodeError(f"{what}: expected a JSON object, got {data[:200]!r}")
-    return value
-
-
-def _require(obj: Mapping[str, Any], key: str, kind: type | tuple[type, ...], what: str) -> Any:
-    value = obj.get(key)
-    # bool is an int in Python but never a valid Kafka number.
-    if value is None or isinstance(value, bool) or not isinstance(value, kind):
-        raise ZnodeDecodeError(f"{what}: missing or malformed {key!r} in {dict(obj)!r}")
-    return value
-
-
-def _int(obj: Mapping[str, Any], key: str, what: str) -> int:
-    value = obj.get(key)
-    # Kafka writes some numbers as JSON strings (timestamps, producer id blocks); accept either.
-    if isinstance(value, str):
-        try:
-            return int(value)
-        except ValueError:
-            pass
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    raise ZnodeDecodeError(f"{what}: missing or malformed {key!r} in {dict(obj)!r}")
-
-
-def _int_list(value: Any, what: str) -> list[int]:
-    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
-        raise ZnodeDecodeError(f"{what}: expected a list of broker ids, got {value!r}")
-    return list(value)
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 # -- /cluster/id, /controller, /controller_epoch ---------------------------------------------------------
@@ -591,100 +539,3 @@ def decode_feature(data: bytes) -> FinalizedFeatures:
             raise ZnodeDecodeError(f"{FEATURE_PATH}: malformed feature {name!r}: {levels!r}")
         features[name] = _int(levels, "max_version_level", FEATURE_PATH)
     return FinalizedFeatures(status, features, version)
-
-
-# -- ACLs ------------------------------------------------------------------------------------------------
-
-# The resource types AclAuthorizer gives a child znode under each ACL root (AclEntry.ResourceTypes).
-ACL_RESOURCE_TYPE_NAMES = ("Topic", "Group", "Cluster", "TransactionalId", "DelegationToken", "User")
-
-
-def acl_persistent_paths() -> tuple[str, ...]:
-    """What Kafka's createAclPaths makes before AclAuthorizer loads: every ACL root with one child
-    per resource type, and both change-notification parents."""
-    roots = (acl_root_path("LITERAL"), acl_root_path("PREFIXED"))
-    return (*(f"{root}/{name}" for root in roots for name in ACL_RESOURCE_TYPE_NAMES),
-            LITERAL_ACL_CHANGES_PATH, EXTENDED_ACL_CHANGES_PATH)
-
-
-def acl_resource_type_name(resource_type: Any) -> str:
-    """The znode spelling of a resource type: TRANSACTIONAL_ID (or the enum) -> "TransactionalId".
-
-    Accepts an enum with `.name`, an upper-snake name, or the camel-case name itself.
-    """
-    name = getattr(resource_type, "name", resource_type)
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"not a resource type: {resource_type!r}")
-    if "_" in name or name.isupper() or name.islower():
-        return "".join(part.capitalize() for part in name.lower().split("_"))
-    return name
-
-
-def _pattern_name(pattern: Any) -> str:
-    name = str(getattr(pattern, "name", pattern)).upper()
-    if name not in ("LITERAL", "PREFIXED"):
-        raise ValueError(f"ACLs are stored only for LITERAL and PREFIXED patterns, not {pattern!r}")
-    return name
-
-
-def acl_root_path(pattern: Any = "literal") -> str:
-    """/kafka-acl for literal patterns, /kafka-acl-extended/prefixed for prefixed ones."""
-    return LITERAL_ACL_PATH if _pattern_name(pattern) == "LITERAL" else f"{EXTENDED_ACL_PATH}/prefixed"
-
-
-def acl_path(resource_type: Any, name: str, pattern: Any = "literal") -> str:
-    return f"{acl_root_path(pattern)}/{acl_resource_type_name(resource_type)}/{name}"
-
-
-def acl_change_path(pattern: Any = "literal") -> str:
-    """Parent of the acl_changes_ notifications for this pattern type."""
-    return LITERAL_ACL_CHANGES_PATH if _pattern_name(pattern) == "LITERAL" else EXTENDED_ACL_CHANGES_PATH
-
-
-def encode_acls(acls: Iterable[Mapping[str, str]]) -> bytes:
-    """Entries as Kafka stores them: {"principal","permissionType","operation","host"} (camel-case values)."""
-    return _dump({"version": 1, "acls": [dict(acl) for acl in acls]})
-
-
-def decode_acls(data: bytes | None) -> list[dict[str, str]]:
-    if not data:
-        return []
-    obj = _load_object(data, LITERAL_ACL_PATH)
-    acls = obj.get("acls") or []
-    if not isinstance(acls, list) or not all(isinstance(a, dict) for a in acls):
-        raise ZnodeDecodeError(f"ACL znode: malformed acls {acls!r}")
-    return [dict(a) for a in acls]
-
-
-def acl_resource_type_enum_name(resource_type: Any) -> str:
-    """Kafka's enum spelling of a resource type: "TransactionalId" (or the enum) -> "TRANSACTIONAL_ID"."""
-    camel = acl_resource_type_name(resource_type)
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", camel).upper()
-
-
-def encode_acl_change(resource_type: Any, name: str, pattern: Any = "literal") -> bytes:
-    """A change notification: text `TOPIC:name` for literal patterns, JSON for the others.
-
-    Both spell the resource type as the Java enum name (TOPIC, TRANSACTIONAL_ID), unlike the ACL
-    znode paths: LiteralAclChangeStore writes `ResourceType.toString`, ExtendedAclChangeStore
-    `ResourceType.name`, and readers parse them with `ResourceType.fromString`, which accepts
-    only that spelling (upper-cased).
-    """
-    if _pattern_name(pattern) == "LITERAL":
-        return f"{acl_resource_type_enum_name(resource_type)}:{name}".encode("utf-8")
-    return _dump({"version": 1, "resourceType": acl_resource_type_enum_name(resource_type), "name": name,
-                  "patternType": _pattern_name(pattern)})
-
-
-def decode_acl_change(data: bytes, pattern: Any = "literal") -> tuple[str, str, str]:
-    """(RESOURCE_TYPE, name, PATTERN_TYPE) of a change notification, resource type upper-snake."""
-    if _pattern_name(pattern) == "LITERAL":
-        text = data.decode("utf-8", errors="replace")
-        resource_type, sep, name = text.partition(":")
-        if not sep:
-            raise ZnodeDecodeError(f"{LITERAL_ACL_CHANGES_PATH}: expected ResourceType:name, got {text!r}")
-        return acl_resource_type_enum_name(resource_type), name, "LITERAL"
-    obj = _load_object(data, EXTENDED_ACL_CHANGES_PATH)
-    return (acl_resource_type_enum_name(_require(obj, "resourceType", str, EXTENDED_ACL_CHANGES_PATH)),
-            _require(obj, "name", str, EXTENDED_ACL_CHANGES_PATH),
-            _require(obj, "patternType", str, EXTENDED_ACL_CHANGES_PATH).upper())
