@@ -4,14 +4,18 @@ a registry of the tables' own that tails the `_schemas` topic (kafkapy/schemareg
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .host import TablesHost
 
 log = logging.getLogger(__name__)
 
 _own = {}  # broker id() -> (Registry, KafkaStore) tailing _schemas for a broker without the registry on
 
 
-async def _registry_and_store(broker):
-    service = getattr(broker, "schema_registry", None)
+async def _registry_and_store(broker: TablesHost):
+    service = broker.schema_registry
     if service is not None:
         await service.ready()
         return service.registry, service.store
@@ -28,7 +32,7 @@ async def _registry_and_store(broker):
     return found
 
 
-async def stop_own_registry(broker) -> None:
+async def stop_own_registry(broker: TablesHost) -> None:
     found = _own.pop(id(broker), None)
     if found is not None:
         await found[1].stop()
@@ -42,7 +46,7 @@ def _schema_text(registry, content):
     return SchemaText(content.schema_type, content.text, {name: text for name, _, text in resolved})
 
 
-async def lookup_schemas(broker, ids: list[int]) -> dict:
+async def lookup_schemas(broker: TablesHost, ids: list[int]) -> dict:
     """id -> SchemaText for `ids`; None for an id the registry does not know once it has read
     `_schemas` to its end."""
     registry, store = await _registry_and_store(broker)

@@ -17,8 +17,12 @@ import logging
 import os
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .catalog import CatalogSettings
+
+if TYPE_CHECKING:
+    from .host import TablesHost
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +83,9 @@ class WorkerUnavailable(Exception):
 class TablesService:
     """The per-broker service: partition readers, the committer and the worker process."""
 
-    def __init__(self, broker):
+    def __init__(self, broker: TablesHost):
+        """Built by the composition root (node.py) with the broker as `TablesHost` (host.py): what
+        this service and its registry schemas read of it."""
         self.broker = broker
         get = broker.config.get
         self.settings = CatalogSettings.from_config(get, broker.log_dirs)

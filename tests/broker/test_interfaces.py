@@ -1,5 +1,5 @@
 """The broker's parts are built with typed interfaces (broker/interfaces.py, metrics' MetricsSource,
-security/quotas.py's RequestContext): the objects the composition root hands them must have every
+tables' TablesHost, security/quotas.py's RequestContext): the objects the composition root hands them must have every
 member those Protocols name, so that an interface cannot drift from what satisfies it."""
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from kafkapy.broker.interfaces import HandlerServices, Membership
 from kafkapy.console.source import ConsoleSource
 from kafkapy.metrics.collectors import MetricsSource
 from kafkapy.security import quotas
+from kafkapy.tables.host import TablesHost
 from tests.broker.inprocess import InProcessBroker
 
 
@@ -35,7 +36,7 @@ def broker(tmp_path):
     node.close()
 
 
-@pytest.mark.parametrize("protocol", [HandlerServices, MetricsSource, ConsoleSource])
+@pytest.mark.parametrize("protocol", [HandlerServices, MetricsSource, ConsoleSource, TablesHost])
 def test_the_broker_has_every_member_of_the_interfaces_it_is_handed_as(broker, protocol):
     missing = sorted(name for name in members(protocol) if not hasattr(broker, name))
     assert not missing, f"Broker lacks {protocol.__name__}'s {missing}"
