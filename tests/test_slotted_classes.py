@@ -31,27 +31,6 @@ ROOT = Path(__file__).resolve().parent.parent / "kafkapy"
 
 # (module.Class, method) -> (the slots it may leave out, why)
 ALLOWED: dict[tuple[str, str], tuple[frozenset[str], str]] = {
-    ("kafkapy.broker.config_values.Password", "__repr__"): (
-        frozenset({"value"}), "TODO(R-lead): value missing (on purpose: a password is never shown; say so in "
-                              "its __repr__ docstring)"),
-    ("kafkapy.broker.dispatch.RequestContext", "__repr__"): (
-        frozenset({"services", "timing"}), "TODO(R-lead): services, timing missing (or a docstring saying why)"),
-    ("kafkapy.groupcoord.share.batches.BatchRange", "__repr__"): (
-        frozenset({"start", "end"}), "TODO(R-lead): start, end missing"),
-    ("kafkapy.groupcoord.share.partition.InFlight", "__repr__"): (
-        frozenset({"deadline"}), "TODO(R-lead): deadline missing"),
-    ("kafkapy.groupcoord.share.partition.Run", "__repr__"): (
-        frozenset({"deadline"}), "TODO(R-lead): deadline missing"),
-    ("kafkapy.protocol.message_types.MessageTypes", "__repr__"): (
-        frozenset({"_modules", "_complete"}), "TODO(R-lead): _modules, _complete missing"),
-    ("kafkapy.replication.partition.FollowerProgress", "__repr__"): (
-        frozenset({"last_fetch_ms", "last_fetch_leader_end_offset"}),
-        "TODO(R-lead): last_fetch_ms, last_fetch_leader_end_offset missing"),
-    ("kafkapy.replication.partition.Partition", "__repr__"): (
-        frozenset({"local_id", "log", "topic_id", "lag_ms", "is_eligible", "submit_isr_change", "partition_epoch",
-                   "pending_isr", "followers", "leader_epoch_start_offset", "leader_term"}),
-        "TODO(R-lead): local_id, log, topic_id, lag_ms, is_eligible, submit_isr_change, partition_epoch, "
-        "pending_isr, followers, leader_epoch_start_offset, leader_term missing"),
 }
 
 

@@ -62,6 +62,7 @@ class Password:
         self.value = value
 
     def __repr__(self) -> str:
+        """Never the value: a password must not reach a log line or a DescribeConfigs answer."""
         return "[hidden]"
 
     __str__ = __repr__

@@ -66,6 +66,8 @@ class RequestContext:
         self.timing = timing
 
     def __repr__(self) -> str:
+        """The connection and header name the request; the broker's bundle (services) and the
+        metrics timing are the same for every request and would only clutter a log line."""
         return f"RequestContext(connection={self.connection!r}, header={self.header!r})"
 
     # -- the broker's parts (interfaces.HandlerServices) ---------------------------------------

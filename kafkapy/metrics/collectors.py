@@ -21,7 +21,6 @@ from .metric_names import METRIC_SOURCES, TIMERS
 if TYPE_CHECKING:
     from ..log.manager import LogManager
     from ..metadata.store import MetadataStore
-    from ..replication.replica_manager import ReplicaManager
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +36,7 @@ class MetricsSource(Protocol):
     controller: Any  # the KafkaController in a ZooKeeper cluster, else None
     metadata: MetadataStore
     logs: LogManager
-    replicas: ReplicaManager
+    replicas: Any  # replication.replica_manager.ReplicaManager (a sibling layer: not imported, even for types)
     partitions: Any  # broker.partitions.PartitionManager: get_log, topic_by_id
     client_telemetry: Any  # metrics.client_telemetry.ClientTelemetry, when something shows it
     schema_registry: Any  # the services the composition root attached (kafkapy/node.py), or None

@@ -42,6 +42,8 @@ class MessageTypes(dict):
         return iter(self._modules)
 
     def __repr__(self) -> str:
+        """Counts instead of the module table and the completeness flag (_modules, _complete):
+        the table holds every API's module name."""
         return f"MessageTypes({self._package!r}, {len(self)} APIs, {dict.__len__(self)} imported)"
 
     def get(self, api_key: int, default=None):

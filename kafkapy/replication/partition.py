@@ -65,6 +65,8 @@ class FollowerProgress:
         self.last_fetch_leader_end_offset = last_fetch_leader_end_offset
 
     def __repr__(self) -> str:
+        """The follower's offsets and when it last caught up; the last fetch's time and the leader's
+        end then (last_fetch_ms, last_fetch_leader_end_offset) only serve the next caught-up check."""
         return (f"FollowerProgress(replica_id={self.replica_id}, log_end_offset={self.log_end_offset}, "
                 f"log_start_offset={self.log_start_offset}, last_caught_up_ms={self.last_caught_up_ms})")
 
@@ -145,6 +147,9 @@ class Partition:
         self.leader_term = 0
 
     def __repr__(self) -> str:
+        """Who leads, the epoch and the replica sets: what a log line about a partition needs; the
+        log, the followers' progress, the pending ISR change and the callbacks are shown by their own
+        reprs where they matter."""
         role = "leader" if self.is_leader else f"follower of {self.leader_id}"
         return (f"Partition({self.topic}-{self.partition}, {role}, epoch={self.leader_epoch}, "
                 f"isr={list(self.isr)}, replicas={list(self.replicas)})")

@@ -30,6 +30,8 @@ class BatchRange:
         self.deliverable = deliverable
 
     def __repr__(self) -> str:
+        """first/last are the offsets (start/end are the byte positions of the batches in the log
+        slice, of no use when reading a range's state)."""
         return f"BatchRange({self.first}, {self.last}, deliverable={self.deliverable})"
 
 

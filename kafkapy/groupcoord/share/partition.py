@@ -57,6 +57,7 @@ class InFlight:
         self.deadline = deadline
 
     def __repr__(self) -> str:
+        """Without the lock deadline: a monotonic-clock value, meaningless in a log line."""
         return f"InFlight({self.state}, {self.delivery_count}, {self.member!r})"
 
 
@@ -79,6 +80,7 @@ class Run:
                 and self.member == other.member and self.deadline == other.deadline)
 
     def __repr__(self) -> str:
+        """Without the lock deadline: a monotonic-clock value, meaningless in a log line."""
         return f"Run({self.first}-{self.last}, {self.state}, {self.delivery_count}, {self.member!r})"
 
 
