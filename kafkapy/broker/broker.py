@@ -257,15 +257,10 @@ class Broker:
         return self.share_coordination.groups
 
     @property
-    def _share_groups(self):
-        """share_groups if a share request built it, else None: for readers that must not build it."""
-        return None if self._share_coordination is None else self._share_coordination.groups
-
-    @property
     def loaded_share_groups(self):
         """The share group coordinator if a share request built it, else None: for readers such as
         metrics and the group handlers, which must not build it."""
-        return self._share_groups
+        return None if self._share_coordination is None else self._share_coordination.groups
 
     def serving(self) -> bool:
         """Whether a listener still accepts connections (True before they are opened)."""
@@ -438,8 +433,8 @@ class Broker:
             self._group_coordination.coordinator.close()
         if self._transaction_coordination is not None:
             self._transaction_coordination.coordinator.close()
-        if self._share_groups is not None:
-            self._share_groups.close()  # its connections to other brokers' share coordinators
+        if self.loaded_share_groups is not None:
+            self.loaded_share_groups.close()  # its connections to other brokers' share coordinators
         deadline = time.monotonic() + 5
         while any(c.busy for c in self.connections) and time.monotonic() < deadline:
             await asyncio.sleep(0.01)

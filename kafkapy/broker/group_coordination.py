@@ -39,6 +39,9 @@ class CoordinationHost(Protocol):
     partitions: PartitionManager
     replicas: ReplicaManager
 
+    @property
+    def loaded_share_groups(self): ...  # the share group coordinator once built (its group configs)
+
 
 class GroupCoordination:
     """Keeps the broker's group coordinator in step with the __consumer_offsets partitions led here."""
@@ -67,7 +70,7 @@ class GroupCoordination:
 
     def _streams_configs_stored(self, group_id: str, configs: dict) -> None:
         # the share coordinator caches the same stored dict (its alter rewrites it whole)
-        share = getattr(self._broker, "_share_groups", None)
+        share = self._broker.loaded_share_groups
         if share is not None:
             share.group_configs[group_id] = dict(configs)
 

@@ -111,7 +111,7 @@ class BasicAuth:
         return KafkaPrincipal.user(user)
 
     def authorize(self, principal: KafkaPrincipal, host: str, handler_name: str) -> None:
-        authorizer = getattr(self.broker, "authorizer", None)
+        authorizer = self.broker.authorizer
         if authorizer is None:
             return
         operation = operation_for(handler_name)

@@ -235,7 +235,7 @@ def test_share_groups_on_metrics(tmp_path):
         response = node.call(ProduceRequest(acks=1, timeout_ms=1000, topic_data=[ProduceRequest.TopicProduceData(
             name="jobs", partition_data=[ProduceRequest.PartitionProduceData(index=0, records=batch)])]), 9)
         assert response.responses[0].partition_responses[0].error_code == 0
-        assert broker._share_groups is None
+        assert broker.loaded_share_groups is None
         assert not any(key[0].startswith("kafkapy_sharegroup") for key, _ in _scrape(broker, BrokerCollector))
         share = broker.share_groups
         share.heartbeat("sg", "m1", 0, None, ["jobs"], "c", "/h", 0.0)

@@ -69,10 +69,7 @@ def find_coordinator(broker, key: str, key_type: int,
                      listener_name: str | None = None) -> tuple[int, str | None, int, str, int]:
     """(error, message, node id, host, port) of the coordinator for one key."""
     if key_type == TRANSACTION_KEY_TYPE:
-        txn = getattr(broker, "transaction_coordinator", None)
-        if txn is None or not hasattr(txn, "find_coordinator"):
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE, "no transaction coordinator", -1, "", -1
-        error, node_id = txn.find_coordinator(key)
+        error, node_id = broker.transaction_coordinator.find_coordinator(key)
     elif key_type == GROUP_KEY_TYPE:
         if broker.group_coordinator is None:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, "no group coordinator", -1, "", -1
