@@ -99,7 +99,7 @@ def coordinated_here(broker, transactional_id: str) -> bool:
     return error == ErrorCode.NONE and node_id == broker.node_id
 
 
-def verify_transactional_produce(broker, transactional_id: str | None, topic: str, partition: int, plog,
+def verify_transactional_produce(broker, transactional_id: str | None, topic: str, partition: int, part,
                                  headers, version: int) -> tuple[str, int, int] | None:
     """Before the first transactional batch of a transaction reaches a partition, check with the
     coordinator that the partition was added to the transaction (so that a late batch cannot
@@ -121,7 +121,7 @@ def verify_transactional_produce(broker, transactional_id: str | None, topic: st
     if any(h.producer_id != first.producer_id for h in txn_headers):
         raise KafkaError("transactional records contained more than one producer id",
                          ErrorCode.INVALID_PRODUCER_ID_MAPPING)
-    entry = plog.producer_state.last_entry(first.producer_id)
+    entry = part.log.producer_state.last_entry(first.producer_id)  # part: the replication.Partition led here
     if entry is not None and entry.current_txn_first_offset >= 0 and entry.producer_epoch == first.producer_epoch:
         return None  # this transaction already has data here: it was verified then
     if not coordinated_here(broker, transactional_id):

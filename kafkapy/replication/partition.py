@@ -146,6 +146,11 @@ class Partition:
         # kept in memory stays this leadership's too. Unique in the process: see _TERMS.
         self.leader_term = 0
 
+    @property
+    def can_append(self) -> bool:
+        """Led here with its log online: a produce may append to it."""
+        return self.is_leader and not self.log.is_offline
+
     def __repr__(self) -> str:
         """Who leads, the epoch and the replica sets: what a log line about a partition needs; the
         log, the followers' progress, the pending ISR change and the callbacks are shown by their own

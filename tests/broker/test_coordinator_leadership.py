@@ -90,10 +90,10 @@ def test_a_produce_is_verified_by_the_new_coordinator_not_by_a_replica_left_lead
     meta[state_partition] = state(OTHER, 21)
 
     # the first transactional batch of that transaction reaches OUT's leader, this broker
-    plog = SimpleNamespace(producer_state=SimpleNamespace(last_entry=lambda producer_id: None))
+    part = SimpleNamespace(log=SimpleNamespace(producer_state=SimpleNamespace(last_entry=lambda producer_id: None)))
     headers = [SimpleNamespace(is_transactional=True, producer_id=pid, producer_epoch=epoch)]
     try:
-        remote = verify_transactional_produce(broker, "tx", *OUT, plog, headers, 9)
+        remote = verify_transactional_produce(broker, "tx", *OUT, part, headers, 9)
     except KafkaError as exc:
         pytest.fail(f"verified by the stale local coordinator: {E(exc.code).name}")
     assert remote == ("tx", pid, epoch)  # asked of OTHER, as Kafka's AddPartitionsToTxnManager does
