@@ -317,17 +317,6 @@ class ReplicaManager(ReplicaMaintenance):
         self.tell_listeners(topic, index, False, part.leader_epoch)
 
     # ------------------------------------------------------------------ leader reads and writes
-    def leader_partition(self, topic: str, partition: int, current_leader_epoch: int = -1) -> Partition:
-        """The partition led here, checked as Kafka's getPartitionOrException and the leader epoch
-        fence; raises KafkaError with the code to answer (see leader_error)."""
-        part = self._partitions.get((topic, partition))
-        if part is not None and part.is_leader and (current_leader_epoch < 0 or
-                                                    current_leader_epoch == part.leader_epoch) \
-                and not part.log.is_offline:
-            return part
-        raise KafkaError(f"{topic}-{partition} is not led here",
-                         self.leader_error(topic, partition, current_leader_epoch))
-
     def append_records(self, part: Partition, buf, headers, required_acks: int, validate=None,
                        origin: AppendOrigin = AppendOrigin.CLIENT):
         """Append a produce request's batches (validated by the handler: `headers` are their
@@ -435,12 +424,6 @@ class ReplicaManager(ReplicaMaintenance):
             from .durability import wait_durable  # with the first fsync-on-ack write, not at start-up
 
             await wait_durable(*syncs)
-
-    @staticmethod
-    def replicated_at_once(part: Partition, required_offset: int) -> bool:
-        """Whether an acks=all append is acknowledged without waiting: the high watermark covers it
-        already (always for an ISR of one; `append_records` checked the ISR size just before)."""
-        return part.log.high_watermark >= required_offset
 
     def read_for_consumer(self, topic: str, partition: int, fetch_offset: int, current_leader_epoch: int,
                           max_bytes: int, min_one_batch: bool, read_committed: bool) -> PartitionData:
