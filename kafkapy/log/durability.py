@@ -52,6 +52,18 @@ class LogDurability:
             target = self._log_end_offset
             segments = [s for s in self._segments_from(self.durable_offset)
                         if s.durable_size < s.size or s.needs_dir_sync]
+        self._sync_segments(segments, full=False)
+        with self._lock:
+            # A truncation meanwhile may have moved the end below `target`.
+            target = min(target, self._log_end_offset)
+            if target > self.durable_offset:
+                self.durable_offset = target
+        return self.durable_offset
+
+    def _sync_segments(self, segments: list[LogSegment], full: bool) -> None:
+        """fsync the chosen segments outside the lock: the directory first where a segment was
+        created or renamed since, then each segment's .log (`full`: its indexes too). A segment
+        deleted or closed meanwhile (retention, truncation, a dir move) is skipped."""
         if self.storage_faults is not None and segments:
             self._fault_check("fsync")
         if any(s.needs_dir_sync for s in segments):
@@ -60,16 +72,10 @@ class LogDurability:
                 s.needs_dir_sync = False
         for segment in segments:
             try:
-                segment.sync_log()
+                segment.flush() if full else segment.sync_log()
             except (OSError, ValueError):
                 if not segment.deleted and not segment.closed:
                     raise
-        with self._lock:
-            # A truncation meanwhile may have moved the end below `target`.
-            target = min(target, self._log_end_offset)
-            if target > self.durable_offset:
-                self.durable_offset = target
-        return self.durable_offset
 
     def _sync_dir(self) -> None:
         directory = self.dir
@@ -89,18 +95,7 @@ class LogDurability:
             if offset <= self.recovery_point:
                 return
             segments = [s for s in self._segments_from(self.recovery_point) if s.base_offset < offset]
-        if self.storage_faults is not None and segments:
-            self._fault_check("fsync")
-        if any(s.needs_dir_sync for s in segments):
-            self._sync_dir()
-            for s in segments:
-                s.needs_dir_sync = False
-        for segment in segments:
-            try:
-                segment.flush()
-            except (OSError, ValueError):
-                if not segment.deleted and not segment.closed:
-                    raise
+        self._sync_segments(segments, full=True)
         with self._lock:
             if offset > self.recovery_point:
                 self.recovery_point = offset
