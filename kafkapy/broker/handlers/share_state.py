@@ -112,7 +112,6 @@ async def handle_describe_share_group_offsets(
             continue
         coordination = broker.share_coordination
         share = coordination.groups
-        group = share.describe(group_id)
         if wanted.topics is None:
             # as Kafka 4.4: the share-partitions the group initialized (assigned to a member, or
             # given offsets by AlterShareGroupOffsets), members or not; a group never seen has
